@@ -1,0 +1,56 @@
+"""Options and helpers shared by the commands."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from membench.errors import UsageError
+from membench.settings import Settings, load_settings
+
+
+def dsn_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Adds --bus and --warehouse (overriding MEMBENCH_HOME's defaults) and passes `settings`."""
+
+    @click.option("--warehouse", "warehouse_dsn", metavar="DSN", default=None,
+                  help="chdb:///path (embedded, default under MEMBENCH_HOME) or http(s)://host:8123")
+    @click.option("--bus", "bus_dsn", metavar="DSN", default=None,
+                  help="file://DIR (embedded, default MEMBENCH_HOME/runs) or kafka://HOST:PORT")
+    @functools.wraps(func)
+    def wrapper(*args: Any, bus_dsn: str | None, warehouse_dsn: str | None, **kwargs: Any) -> Any:
+        for name, dsn, schemes in (("--bus", bus_dsn, ("file://", "kafka://")),
+                                   ("--warehouse", warehouse_dsn, ("chdb://", "http://", "https://"))):
+            if dsn is not None and not dsn.startswith(schemes):
+                raise UsageError(f"{name}: unknown DSN '{dsn}' (expected {' or '.join(s + '...' for s in schemes)})")
+        return func(*args, settings=load_settings(bus_dsn, warehouse_dsn), **kwargs)
+
+    return wrapper
+
+
+def open_warehouse(settings: Settings, create: bool = True):
+    from warehouse.client import WarehouseError, connect
+
+    try:
+        return connect(settings.warehouse, create=create)
+    except WarehouseError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def parse_list(value: str, option: str) -> list[str]:
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    if not items:
+        raise UsageError(f"{option}: empty list")
+    return items
+
+
+def parse_seeds(value: str) -> list[int]:
+    seeds = []
+    for item in parse_list(value, "--seeds"):
+        try:
+            seeds.append(int(item))
+        except ValueError:
+            raise UsageError(f"--seeds: '{item}' is not an integer") from None
+    return seeds

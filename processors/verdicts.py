@@ -1,0 +1,137 @@
+"""Session verdicts and run summaries: pass, tokens, time, tool and patch counts.
+
+A session passes when its OracleVerdict outcome is `pass`. A session or run is excluded (never a
+fail, never imputed) when isolation was unavailable or the run ended as excluded. Durations are
+the difference of event timestamps, the only wall-clock fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from schemas.derived import DerivedEvent, ResourceTotals, UnitKey, make_derived
+from schemas.events import Event
+
+EXCLUDING_OUTCOMES = frozenset({"isolation_unavailable"})
+
+
+@dataclass
+class _Counts:
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    tool_calls: int = 0
+    patch_invocations: int = 0
+    memory_reads: int = 0
+    memory_tokens_admitted: int = 0
+    compactions: int = 0
+
+    def add(self, event: Event) -> None:
+        p = event.payload
+        if event.kind == "Turn":
+            self.input_tokens += p.get("input_tokens", 0)
+            self.cached_tokens += p.get("cached_tokens", 0)
+            self.output_tokens += p.get("output_tokens", 0)
+            self.reasoning_tokens += p.get("reasoning_tokens", 0)
+        elif event.kind == "ToolCall":
+            self.tool_calls += 1
+            self.patch_invocations += 1 if p.get("is_patch") else 0
+        elif event.kind == "MemoryRead":
+            self.memory_reads += 1
+            self.memory_tokens_admitted += p.get("tokens_admitted", 0)
+        elif event.kind == "ContextCompaction":
+            self.compactions += 1
+
+    def totals(self) -> dict[str, int]:
+        return dataclasses.asdict(ResourceTotals(**dataclasses.asdict(self)))
+
+
+@dataclass
+class _Session:
+    index: int
+    started_ts: int
+    scored: bool
+    oracle_id: str | None
+    counts: _Counts = field(default_factory=_Counts)
+    outcome: str = "no_verdict"
+
+
+@dataclass
+class VerdictFold:
+    """Folds one run. `apply` returns the derived events an event completes."""
+
+    key: UnitKey | None = None
+    started_ts: int = 0
+    sessions: int = 0
+    scored_passed: bool = False
+    scored_excluded: str | None = None
+    run_counts: _Counts = field(default_factory=_Counts)
+    current: _Session | None = None
+    events: int = 0
+
+    def apply(self, event: Event) -> list[DerivedEvent]:
+        self.events += 1
+        kind, p = event.kind, event.payload
+        if kind == "RunStarted":
+            self.key = UnitKey(event.run_set, event.run_id, event.unit_id, p["suite"], p["task"],
+                               p["condition"], p["seed"], p["agent"])
+            self.started_ts = event.ts
+            return []
+        if self.key is None:
+            raise ValueError(f"run {event.run_id} seq {event.seq}: {kind} before RunStarted")
+        self.run_counts.add(event)
+        if self.current is not None:
+            self.current.counts.add(event)
+        if kind == "SessionStarted":
+            self.current = _Session(p["session_index"], event.ts, p["scored"], p.get("oracle_id"))
+        elif kind == "OracleVerdict" and self.current is not None:
+            self.current.outcome = p["outcome"]
+        elif kind == "SessionEnded" and self.current is not None:
+            return [self._session_verdict(event)]
+        elif kind == "RunEnded":
+            return [self._run_summary(event)]
+        return []
+
+    def _session_verdict(self, event: Event) -> DerivedEvent:
+        s = self.current
+        assert s is not None and self.key is not None
+        self.current = None
+        self.sessions += 1
+        passed = s.outcome == "pass"
+        excluded = s.outcome in EXCLUDING_OUTCOMES
+        if s.scored:
+            self.scored_passed = passed
+            self.scored_excluded = s.outcome if excluded else None
+        fields: dict[str, Any] = {
+            "session_index": s.index,
+            "scored": s.scored,
+            "passed": passed,
+            "outcome": s.outcome,
+            "oracle_id": s.oracle_id,
+            "excluded": excluded,
+            "exclusion_reason": s.outcome if excluded else None,
+            **s.counts.totals(),
+            "duration_ms": (event.ts - s.started_ts) // 1000,
+        }
+        return make_derived(self.key, "SessionVerdict", event.seq, fields, s.index)
+
+    def _run_summary(self, event: Event) -> DerivedEvent:
+        assert self.key is not None
+        p = event.payload
+        excluded_reason = self.scored_excluded or (p.get("error_type") if p["status"] == "excluded" else None)
+        fields: dict[str, Any] = {
+            "status": p["status"],
+            "error_type": p.get("error_type"),
+            "sessions": self.sessions,
+            "scored_passed": self.scored_passed and excluded_reason is None,
+            "excluded": excluded_reason is not None,
+            "exclusion_reason": excluded_reason,
+            "events": self.events,
+            "last_hash": event.hash,
+            **self.run_counts.totals(),
+            "duration_ms": (event.ts - self.started_ts) // 1000,
+        }
+        return make_derived(self.key, "RunSummary", event.seq, fields)

@@ -1,0 +1,132 @@
+"""Agents behind one protocol (DESIGN.md §5). The scripted agents are deterministic references,
+labelled `scripted:*` in every report:
+
+- `scripted:null` changes nothing;
+- `scripted:refsol` applies the session's reference solution;
+- `scripted:memory-literal` writes the solution template, filling each decisive slot only with a
+  value it finds in its context (the instruction, then the memories in the order the memory
+  system presents them) and otherwise with the slot's plausible wrong default, so its success
+  measures the memory system, not a model.
+
+Scripted agents run on the harness side (they read the hidden template); agents that are
+programs run inside the sandbox.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from producers.emitter import RunEmitter
+from producers.memory import MemoryContext, count_tokens
+from schemas.events import bounded_text
+from schemas.packs import Solution
+
+
+@dataclass
+class AgentTask:
+    instruction: str
+    workspace: Path
+    memory: MemoryContext
+    solution: Solution  # harness-only: scripted agents use it, program agents never see it
+
+
+@dataclass
+class AgentOutcome:
+    status: str = "completed"  # completed / timeout / error
+    cited_ids: list[str] = field(default_factory=list)
+
+
+class Agent(Protocol):
+    name: str
+    kind: str
+
+    def act(self, task: AgentTask, emitter: RunEmitter) -> AgentOutcome: ...
+
+
+def _write_files(files: dict[str, str], workspace: Path, emitter: RunEmitter) -> None:
+    for n, (rel, text) in enumerate(sorted(files.items())):
+        call_id = f"call-{emitter.session_index}-{n}"
+        args = f"{rel}\0{text}".encode()
+        emitter.emit("ToolCall", {"call_id": call_id, "name": "write_file",
+                                  "arguments_digest": hashlib.sha256(args).hexdigest(), "is_patch": True})
+        started = time.monotonic()
+        target = workspace / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        emitter.emit("ToolResult", {"call_id": call_id, "name": "write_file", "exit_code": 0,
+                                    "duration_ms": int((time.monotonic() - started) * 1000),
+                                    "output_size": 0, "is_patch": True, "output": None})
+
+
+def _say(emitter: RunEmitter, text: str, prompt_tokens: int) -> None:
+    emitter.emit("Turn", {"role": "agent", "text": bounded_text(text), "source_event_id": None,
+                          "source_kind": None, "input_tokens": prompt_tokens, "cached_tokens": 0,
+                          "output_tokens": count_tokens(text), "reasoning_tokens": 0, "latency_ms": 0})
+
+
+class NullAgent:
+    name = "scripted:null"
+    kind = "scripted"
+
+    def act(self, task: AgentTask, emitter: RunEmitter) -> AgentOutcome:
+        _say(emitter, "No change.", count_tokens(task.instruction) + task.memory.tokens_admitted)
+        return AgentOutcome()
+
+
+class RefsolAgent:
+    name = "scripted:refsol"
+    kind = "scripted"
+
+    def act(self, task: AgentTask, emitter: RunEmitter) -> AgentOutcome:
+        files = task.solution.reference()
+        _write_files(files, task.workspace, emitter)
+        _say(emitter, f"Applied the reference solution ({len(files)} files).",
+             count_tokens(task.instruction) + task.memory.tokens_admitted)
+        return AgentOutcome()
+
+
+class MemoryLiteralAgent:
+    name = "scripted:memory-literal"
+    kind = "scripted"
+
+    def act(self, task: AgentTask, emitter: RunEmitter) -> AgentOutcome:
+        values: dict[str, str] = {}
+        cited: list[str] = []
+        for name, slot in task.solution.slots.items():
+            pattern = re.compile(slot.pattern)
+            found = pattern.search(task.instruction)
+            if found:
+                values[name] = found.group(1)
+                continue
+            for item in task.memory.items:
+                found = pattern.search(item.text)
+                if found:
+                    values[name] = found.group(1)
+                    if item.memory_id not in cited:
+                        cited.append(item.memory_id)
+                    break
+            else:
+                values[name] = slot.default
+        files = task.solution.render(values)
+        _write_files(files, task.workspace, emitter)
+        filled = sum(1 for n, s in task.solution.slots.items() if values[n] != s.default)
+        _say(emitter, f"Filled {filled} of {len(task.solution.slots)} decisive slots from context.",
+             count_tokens(task.instruction) + task.memory.tokens_admitted)
+        if cited:
+            emitter.emit("MemoryCitation", {"memory_ids": cited})
+        return AgentOutcome(cited_ids=cited)
+
+
+AGENTS: dict[str, type] = {a.name: a for a in (NullAgent, RefsolAgent, MemoryLiteralAgent)}
+
+
+def make_agent(spec: str) -> Agent:
+    try:
+        return AGENTS[spec]()
+    except KeyError:
+        raise ValueError(f"unknown agent '{spec}' (known: {', '.join(sorted(AGENTS))})") from None

@@ -1,0 +1,162 @@
+"""Planning and running the grid of run units (DESIGN.md §5).
+
+Per session: materialize the workspace (the previous session's scored production tree, or the
+clean base), ask the memory system for context, let the agent act, score the production diff in
+a fresh oracle sandbox, deliver the pack's events that follow the session, let the memory system
+write. Every step is an event.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+from producers.agents import AgentTask, make_agent
+from producers.emitter import Listener, RunEmitter
+from producers.memory import Namespace, make_memory
+from sandbox.base import IsolationUnavailable, Sandbox
+from sandbox.scoring import score_session
+from sandbox.workspace import snapshot, tree_digest, write_tree
+from schemas.events import bounded_text
+from schemas.packs import Pack, Sequence
+
+RUN_NAMESPACE = uuid.UUID("6f1d2a43-5c55-4c1e-9a43-6d656d62656e")
+DEFAULT_READ_BUDGET = 2000
+
+
+@dataclass(frozen=True)
+class RunUnit:
+    suite: str
+    task: str
+    condition: str
+    seed: int
+
+    @property
+    def unit_id(self) -> str:
+        return f"{self.suite}/{self.task}/{self.condition}/{self.seed}"
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    run_set: str
+    agent: str
+    read_budget: int = DEFAULT_READ_BUDGET
+    oracle_timeout_s: float = 120.0
+    code_digest: str = ""
+
+
+def plan_grid(pack: Pack, conditions: list[str], seeds: list[int]) -> list[RunUnit]:
+    return [RunUnit(pack.name, seq.seq_id, c, s) for seq in pack.sequences for c in conditions for s in seeds]
+
+
+def run_id_for(run_set: str, unit: RunUnit, attempt: int) -> str:
+    return str(uuid.uuid5(RUN_NAMESPACE, f"{run_set}/{unit.unit_id}/{attempt}"))
+
+
+def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, publish: Listener,
+             attempt: int = 1) -> str:
+    """Run one unit to its RunEnded event; returns the run id. Exceptions inside become a RunEnded
+    with status `error` (or `excluded` for missing isolation), never a silent gap."""
+    seq = pack.sequence(unit.task)
+    emitter = RunEmitter(config.run_set, run_id_for(config.run_set, unit, attempt), unit.unit_id, publish)
+    agent = make_agent(config.agent)
+    base = snapshot(pack.repos[seq.repo])
+    emitter.emit("RunStarted", {
+        "suite": unit.suite, "task": unit.task, "condition": unit.condition, "seed": unit.seed,
+        "agent": agent.name, "agent_kind": agent.kind, "model": None,
+        "budgets": {"memory_read_tokens": config.read_budget, "oracle_timeout_s": int(config.oracle_timeout_s)},
+        "code_digest": config.code_digest, "pack_digest": pack.digest, "fixture_digest": tree_digest(base),
+        "skill_bank_digest": None, "attempt": attempt,
+    }, visibility="harness")
+    memory = make_memory(unit.condition, Namespace(config.run_set, unit.condition, unit.seed, seq.seq_id))
+    status, error_type = "completed", None
+    try:
+        _run_sessions(pack, seq, base, memory, agent, emitter, sandbox, config)
+    except IsolationUnavailable as exc:
+        status, error_type = "excluded", "isolation_unavailable"
+        emitter.session_index = -1
+        emitter.emit("Turn", {"role": "system", "text": bounded_text(str(exc)), "source_event_id": None,
+                              "source_kind": None, "input_tokens": 0, "cached_tokens": 0, "output_tokens": 0,
+                              "reasoning_tokens": 0, "latency_ms": 0}, visibility="harness")
+    except Exception as exc:  # a harness bug must still close the run in the log
+        status, error_type = "error", f"task_exception:{type(exc).__name__}"
+    emitter.session_index = -1
+    emitter.emit("RunEnded", {"status": status, "error_type": error_type}, visibility="harness")
+    return emitter.run_id
+
+
+def _run_sessions(pack: Pack, seq: Sequence, base: dict[str, bytes], memory, agent, emitter: RunEmitter,
+                  sandbox: Sandbox, config: RunConfig) -> None:
+    tree = base
+    for session in seq.sessions:
+        emitter.session_index = session.index
+        scored = session.index == seq.scored_session.index
+        clean = session.start_state == "clean" or (scored and seq.clean_start_s3)
+        start = base if clean else tree
+        with tempfile.TemporaryDirectory(prefix="membench-ws-") as tmp:
+            workspace = Path(tmp) / "workspace"
+            write_tree(start, workspace)
+            emitter.emit("SessionStarted", {
+                "session_index": session.index, "instruction": bounded_text(session.instruction),
+                "start_state": "clean" if clean else "continuation", "workspace_digest": tree_digest(start),
+                "scored": scored, "oracle_id": session.oracle_id})
+            emitter.emit("Turn", {"role": "user", "text": bounded_text(session.instruction), "source_event_id": None,
+                                  "source_kind": "instruction", "input_tokens": 0, "cached_tokens": 0,
+                                  "output_tokens": 0, "reasoning_tokens": 0, "latency_ms": 0})
+            context = memory.read(session.instruction, config.read_budget)
+            if getattr(memory, "uses_memory", True):
+                emitter.emit("MemoryRead", {
+                    "query": bounded_text(session.instruction), "candidates": list(context.candidates),
+                    "admitted_ids": [i.memory_id for i in context.items], "tokens_admitted": context.tokens_admitted,
+                    "token_budget": context.token_budget, "context": bounded_text(context.render())})
+            outcome = agent.act(AgentTask(session.instruction, workspace, context, pack.solution(seq, session)),
+                                emitter)
+            result = score_session(sandbox, start, workspace, pack.oracle_path(seq, session), config.oracle_timeout_s)
+            diff = result.diff
+            emitter.emit("PatchProduced", {
+                "files": diff.files, "added_lines": diff.added_lines, "removed_lines": diff.removed_lines,
+                "production_paths": diff.production, "test_paths": diff.tests, "stripped_paths": diff.tests + diff.git,
+                "diff_sha256": diff.sha256})
+            emitter.emit("OracleVerdict", {
+                "oracle_id": session.oracle_id, "outcome": result.outcome, "cases": result.cases,
+                "exit_status": result.exit_status, "inconclusive": result.inconclusive,
+                "duration_ms": result.duration_ms}, visibility="harness")
+            if result.outcome == "isolation_unavailable":
+                raise IsolationUnavailable(result.detail)
+            tree = result.scored_tree
+        emitter.emit("SessionEnded", {"session_index": session.index, "status": outcome.status})
+        for event in seq.events:
+            if event.after_session == session.index:
+                emitter.emit("Turn", {
+                    "role": "user", "text": bounded_text(event.content), "source_event_id": event.event_id,
+                    "source_kind": event.kind, "input_tokens": 0, "cached_tokens": 0, "output_tokens": 0,
+                    "reasoning_tokens": 0, "latency_ms": 0})
+        session_events = [e for e in emitter.emitted if e.session_index == session.index and e.visibility == "agent"]
+        for item in memory.write(session_events):
+            emitter.emit("MemoryWrite", {
+                "memory_id": item.memory_id, "memory_type": item.memory_type, "scope": list(item.scope),
+                "provenance_event_ids": list(item.provenance_event_ids), "content": bounded_text(item.text)})
+
+
+def run_grid(pack: Pack, units: list[RunUnit], config: RunConfig, sandbox: Sandbox, publish: Listener,
+             workers: int, attempts: dict[str, int], on_done: Callable[[RunUnit, str], None]) -> None:
+    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="membench-unit") as pool:
+        futures = {pool.submit(run_unit, pack, unit, config, sandbox, publish, attempts.get(unit.unit_id, 1)): unit
+                   for unit in units}
+        for future in as_completed(futures):
+            on_done(futures[future], future.result())
+
+
+def code_digest() -> str:
+    """SHA-256 over membench's own Python sources: which code produced a run."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for package in ("producers", "processors", "sandbox", "schemas", "warehouse", "membench"):
+        for path in sorted((root / package).rglob("*.py")):
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()

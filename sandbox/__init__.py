@@ -1,0 +1,7 @@
+"""Isolated workspaces for agents and oracles (DESIGN.md §6). Fail closed: when a backend cannot
+isolate, callers get `IsolationUnavailable` and record `isolation_unavailable`; nothing runs
+unjailed."""
+
+from sandbox.base import IsolationUnavailable, Sandbox, SandboxResult, SandboxSpec, get_sandbox
+
+__all__ = ["IsolationUnavailable", "Sandbox", "SandboxResult", "SandboxSpec", "get_sandbox"]

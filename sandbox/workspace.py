@@ -1,0 +1,117 @@
+"""Workspaces as file trees: snapshot, diff against a start tree, classify, apply to a fresh copy.
+
+Scoring sees only the production part of an agent's change (DESIGN.md §6): edits to tests,
+`conftest.py`, `pytest.ini`, `sitecustomize.py` and `*.pth` are stripped and recorded; edits
+under `.git` reject the patch.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+_STRIP_NAMES = {"conftest.py", "pytest.ini", "sitecustomize.py", "usercustomize.py", "tox.ini", "setup.cfg"}
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """path (posix, relative) -> content, for every regular file; symlinks count as their target text."""
+    out: dict[str, bytes] = {}
+    root = Path(root)
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if "__pycache__" in rel.split("/") or rel.endswith(".pyc") or ".pytest_cache" in rel:
+            continue
+        if path.is_symlink():
+            out[rel] = b"symlink:" + str(path.readlink()).encode()
+        elif path.is_file():
+            out[rel] = path.read_bytes()
+    return out
+
+
+def tree_digest(files: dict[str, bytes]) -> str:
+    digest = hashlib.sha256()
+    for rel in sorted(files):
+        digest.update(rel.encode() + b"\0" + hashlib.sha256(files[rel]).digest())
+    return digest.hexdigest()
+
+
+def is_test_path(rel: str) -> bool:
+    p = PurePosixPath(rel)
+    return (
+        p.name in _STRIP_NAMES
+        or p.suffix == ".pth"
+        or any(part in ("tests", "test") for part in p.parts[:-1])
+        or p.name.startswith("test_")
+        or p.name.endswith("_test.py")
+    )
+
+
+def is_git_path(rel: str) -> bool:
+    return rel == ".git" or rel.startswith(".git/")
+
+
+@dataclass
+class TreeDiff:
+    changed: dict[str, bytes | None] = field(default_factory=dict)  # path -> new content (None: deleted)
+    production: list[str] = field(default_factory=list)
+    tests: list[str] = field(default_factory=list)  # stripped
+    git: list[str] = field(default_factory=list)  # rejected
+    added_lines: int = 0
+    removed_lines: int = 0
+    sha256: str = ""
+
+    @property
+    def files(self) -> list[str]:
+        return sorted(self.changed)
+
+
+def diff_trees(before: dict[str, bytes], after: dict[str, bytes]) -> TreeDiff:
+    out = TreeDiff()
+    digest = hashlib.sha256()
+    for rel in sorted(set(before) | set(after)):
+        old, new = before.get(rel), after.get(rel)
+        if old == new:
+            continue
+        out.changed[rel] = new
+        if is_git_path(rel):
+            out.git.append(rel)
+            continue
+        if is_test_path(rel):
+            out.tests.append(rel)
+            continue
+        out.production.append(rel)
+        old_lines = (old or b"").decode("utf-8", "replace").splitlines()
+        new_lines = (new or b"").decode("utf-8", "replace").splitlines()
+        for line in difflib.unified_diff(old_lines, new_lines, lineterm="", n=0):
+            if line.startswith("+") and not line.startswith("+++"):
+                out.added_lines += 1
+            elif line.startswith("-") and not line.startswith("---"):
+                out.removed_lines += 1
+        digest.update(rel.encode() + b"\0" + hashlib.sha256(new or b"\0deleted").digest())
+    out.sha256 = digest.hexdigest()
+    return out
+
+
+def write_tree(files: dict[str, bytes], dest: Path) -> None:
+    dest = Path(dest)
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    for rel, content in files.items():
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
+
+
+def apply_production(base: dict[str, bytes], diff: TreeDiff) -> dict[str, bytes]:
+    out = dict(base)
+    for rel in diff.production:
+        content = diff.changed[rel]
+        if content is None:
+            out.pop(rel, None)
+        else:
+            out[rel] = content
+    return out

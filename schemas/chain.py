@@ -1,0 +1,84 @@
+"""The SHA-256 hash chain over a run's events (DESIGN.md §3, §9).
+
+hash = sha256(prev_hash as 32 raw bytes || Avro binary datum of the event with `hash` = "").
+`hash` is the last field of the envelope, so that datum is the final datum minus its hash string;
+sealing therefore encodes an event once. The first event of a run has prev_hash = 64 zeros and
+seq = 0; seq grows by one without gaps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from schemas.codec import encode_datum
+from schemas.events import GENESIS_HASH, Event
+from schemas.registry import SchemaVersion
+
+_HASH_PREFIX = b"\x80\x01"  # Avro length prefix of a 64-character string (zig-zag 64)
+
+
+def seal(schema: SchemaVersion, event: Event) -> tuple[Event, bytes]:
+    """Return the event with its hash set, and its Avro binary datum."""
+    body = encode_datum(schema, event.to_record())  # hash == "" encodes as a final 0x00
+    digest = hashlib.sha256(bytes.fromhex(event.prev_hash) + body).hexdigest()
+    datum = body[:-1] + _HASH_PREFIX + digest.encode("ascii")
+    return dataclasses.replace(event, hash=digest), datum
+
+
+def expected_hash(schema: SchemaVersion, event: Event) -> str:
+    body = encode_datum(schema, dataclasses.replace(event, hash="").to_record())
+    return hashlib.sha256(bytes.fromhex(event.prev_hash) + body).hexdigest()
+
+
+@dataclass(frozen=True)
+class ChainBreak:
+    run_id: str
+    seq: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} seq {self.seq}: {self.reason}"
+
+
+class ChainVerifier:
+    """Checks events of many runs as they stream by, in file or topic order."""
+
+    def __init__(self, schema: SchemaVersion):
+        self._schema = schema
+        self._next: dict[str, tuple[int, str]] = {}  # run_id -> (expected seq, expected prev_hash)
+        self.breaks: list[ChainBreak] = []
+        self.events = 0
+
+    def check(self, event: Event) -> ChainBreak | None:
+        self.events += 1
+        want_seq, want_prev = self._next.get(event.run_id, (0, GENESIS_HASH))
+        problem = None
+        if event.seq != want_seq:
+            problem = f"expected seq {want_seq}, found seq {event.seq} (missing or reordered events)"
+        elif event.prev_hash != want_prev:
+            problem = "prev_hash does not match the previous event's hash (an event was dropped or edited)"
+        else:
+            actual = expected_hash(self._schema, event)
+            if actual != event.hash:
+                problem = "hash does not match the event's contents (the event was edited)"
+        self._next[event.run_id] = (event.seq + 1, event.hash)
+        if problem:
+            found = ChainBreak(event.run_id, event.seq, problem)
+            self.breaks.append(found)
+            return found
+        return None
+
+    def heads(self) -> dict[str, tuple[int, str]]:
+        """run_id -> (number of events seen, last hash)."""
+        return {run: (seq, head) for run, (seq, head) in self._next.items()}
+
+
+def verify(schema: SchemaVersion, events: Iterable[Event]) -> Iterator[ChainBreak]:
+    verifier = ChainVerifier(schema)
+    for event in events:
+        found = verifier.check(event)
+        if found:
+            yield found

@@ -1,0 +1,71 @@
+"""Avro single-object encoding (Avro spec, "Single-object encoding").
+
+A message is `C3 01` + the writer schema's 8-byte little-endian CRC-64-AVRO fingerprint + the
+Avro binary datum, so every message names its schema without a registry server. Decoding looks
+the fingerprint up in the shipped registry and resolves the datum to the newest version of its
+family (Avro schema resolution), so old messages stay readable.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from fastavro import schemaless_reader, schemaless_writer
+
+from schemas.registry import Registry, SchemaVersion, default_registry
+
+MAGIC = b"\xc3\x01"
+HEADER_SIZE = 10
+
+
+class DecodeError(ValueError):
+    """A message that is not a single-object Avro datum of a known schema."""
+
+
+def encode_datum(schema: SchemaVersion, record: dict[str, Any]) -> bytes:
+    buf = io.BytesIO()
+    schemaless_writer(buf, schema.parsed, record)
+    return buf.getvalue()
+
+
+def decode_datum(writer: SchemaVersion, datum: bytes, reader: SchemaVersion | None = None) -> dict[str, Any]:
+    buf = io.BytesIO(datum)
+    if reader is None or reader.fingerprint == writer.fingerprint:
+        record = schemaless_reader(buf, writer.parsed, None)
+    else:
+        record = schemaless_reader(buf, writer.parsed, reader.parsed)
+    if buf.tell() != len(datum):
+        raise DecodeError(f"{len(datum) - buf.tell()} trailing bytes after the datum")
+    return record
+
+
+def frame(schema: SchemaVersion, datum: bytes) -> bytes:
+    return MAGIC + schema.fingerprint + datum
+
+
+def encode(schema: SchemaVersion, record: dict[str, Any]) -> bytes:
+    return frame(schema, encode_datum(schema, record))
+
+
+def unframe(message: bytes, registry: Registry | None = None) -> tuple[SchemaVersion, bytes]:
+    registry = registry or default_registry()
+    if len(message) < HEADER_SIZE or message[:2] != MAGIC:
+        raise DecodeError("not Avro single-object encoding (missing C3 01 marker)")
+    writer = registry.by_fingerprint(bytes(message[2:HEADER_SIZE]))
+    if writer is None:
+        raise DecodeError(f"unknown schema fingerprint {bytes(message[2:HEADER_SIZE]).hex()}")
+    return writer, bytes(message[HEADER_SIZE:])
+
+
+def decode(message: bytes, registry: Registry | None = None) -> tuple[SchemaVersion, dict[str, Any]]:
+    """Decode a framed message to (writer schema, record resolved to its family's newest version)."""
+    registry = registry or default_registry()
+    writer, datum = unframe(message, registry)
+    try:
+        record = decode_datum(writer, datum, registry.latest(writer.family))
+    except DecodeError:
+        raise
+    except Exception as exc:  # fastavro raises many types on corrupt data
+        raise DecodeError(f"datum does not match schema {writer.family}.v{writer.version}: {exc}") from exc
+    return writer, record

@@ -1,0 +1,96 @@
+"""The event envelope (DESIGN.md §3) as Python values, and bounded payload strings."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+NAMESPACE = "membench."
+GENESIS_HASH = "0" * 64
+
+RAW_KINDS = (
+    "RunStarted", "SessionStarted", "Turn", "ToolCall", "ToolResult", "MemoryWrite", "MemoryRead",
+    "MemoryCitation", "ContextCompaction", "PatchProduced", "OracleVerdict", "SessionEnded", "RunEnded",
+)
+
+# Strings longer than this are stored as a preview plus the digest and length of the full value.
+TEXT_BOUND = 16_384
+
+
+def bounded_text(value: str, bound: int = TEXT_BOUND) -> dict[str, Any]:
+    encoded = value.encode("utf-8")
+    truncated = len(value) > bound
+    return {
+        "text": value[:bound] if truncated else value,
+        "sha256": hashlib.sha256(encoded).hexdigest(),
+        "length": len(value),
+        "truncated": truncated,
+    }
+
+
+def micros(ts: Any) -> int:
+    """A timestamp-micros value as int (fastavro decodes it to an aware datetime)."""
+    if isinstance(ts, int):
+        return ts
+    if isinstance(ts, _dt.datetime):
+        delta = ts - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+        return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    raise TypeError(f"not a timestamp: {ts!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    event_id: str
+    run_set: str
+    run_id: str
+    unit_id: str
+    session_index: int
+    seq: int
+    ts: int  # microseconds since the epoch, UTC
+    producer: str
+    kind: str
+    visibility: str  # "agent" | "harness"
+    prev_hash: str
+    payload: dict[str, Any] = field(hash=False)
+    hash: str = ""
+
+    def to_record(self) -> dict[str, Any]:
+        """The Avro record; the payload union branch is named by `kind`."""
+        return {
+            "event_id": self.event_id,
+            "run_set": self.run_set,
+            "run_id": self.run_id,
+            "unit_id": self.unit_id,
+            "session_index": self.session_index,
+            "seq": self.seq,
+            "ts": self.ts,
+            "producer": self.producer,
+            "kind": self.kind,
+            "visibility": self.visibility,
+            "prev_hash": self.prev_hash,
+            "payload": (NAMESPACE + self.kind, self.payload),
+            "hash": self.hash,
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> "Event":
+        payload = record["payload"]
+        if isinstance(payload, tuple):  # read with return_record_name
+            payload = payload[1]
+        return cls(
+            event_id=record["event_id"],
+            run_set=record["run_set"],
+            run_id=record["run_id"],
+            unit_id=record["unit_id"],
+            session_index=record["session_index"],
+            seq=record["seq"],
+            ts=micros(record["ts"]),
+            producer=record["producer"],
+            kind=record["kind"],
+            visibility=record["visibility"],
+            prev_hash=record["prev_hash"],
+            payload=payload,
+            hash=record["hash"],
+        )

@@ -1,0 +1,1 @@
+"""The ClickHouse warehouse: the append-only trajectory log, derived tables, analytics, reports."""

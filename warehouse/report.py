@@ -1,0 +1,92 @@
+"""Reports of a run set, rebuilt from the warehouse (JSON is the contract; Markdown for people).
+
+`report.json` keys (later versions add keys, never rename): `run_set`, `suite`, `agent`,
+`conditions` (each: `condition`, `cells`, `passed`, `pass_rate`, `ci95` [low, high], `excluded`,
+`bootstrap` {resamples, seed, level}), `inputs` (`events`, `pack_digest`).
+
+A cell is one unit's scored (last) session: passed or not, or excluded (isolation unavailable,
+harness error). `cells` counts every cell, `excluded` those not scored; `pass_rate` is
+passed / (cells - excluded), and `ci95` its trap-cluster percentile bootstrap interval.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from warehouse import queries
+from warehouse.stats.bootstrap import trap_cluster_bootstrap_ci
+
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 20260101
+
+
+class ReportError(LookupError):
+    pass
+
+
+def condition_order(condition: str) -> tuple[int, str]:
+    return (0, condition) if condition.startswith("B") else (1, condition)
+
+
+def build_report(warehouse: Any, run_set: str) -> dict[str, Any]:
+    runs = queries.run_results(warehouse, run_set)
+    if not runs:
+        raise ReportError(f"run set '{run_set}' has no completed runs in the warehouse")
+    by_condition: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in runs:
+        by_condition[row["condition"]].append(row)
+    conditions = []
+    for condition in sorted(by_condition, key=condition_order):
+        rows = by_condition[condition]
+        valid = [r for r in rows if not r["excluded"] and r["status"] == "completed"]
+        outcomes: dict[str, list[bool]] = defaultdict(list)
+        for r in valid:
+            outcomes[r["task"]].append(bool(r["scored_passed"]))
+        ci = trap_cluster_bootstrap_ci(outcomes, resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
+        passed = sum(1 for r in valid if r["scored_passed"])
+        conditions.append({
+            "condition": condition,
+            "cells": len(rows),
+            "passed": passed,
+            "pass_rate": passed / len(valid) if valid else None,
+            "ci95": [ci.low, ci.high],
+            "excluded": len(rows) - len(valid),
+            "bootstrap": {"resamples": ci.resamples, "seed": ci.seed, "level": ci.level},
+        })
+    digests = sorted({json.loads(r["payload"])["pack_digest"] for r in queries.run_started(warehouse, run_set)})
+    return {
+        "run_set": run_set,
+        "suite": runs[0]["suite"],
+        "agent": runs[0]["agent"],
+        "conditions": conditions,
+        "inputs": {"events": queries.event_count(warehouse, run_set),
+                   "pack_digest": digests[0] if len(digests) == 1 else digests},
+    }
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    agent = report["agent"]
+    lines = [
+        f"# membench report — {report['run_set']}",
+        "",
+        f"- suite: `{report['suite']}`",
+        f"- agent: `{agent}`" + (" (scripted reference agent, not a model)" if agent.startswith("scripted:") else ""),
+        f"- raw events: {report['inputs']['events']}",
+        f"- pack digest: `{report['inputs']['pack_digest']}`",
+        "",
+        "| condition | cells | passed | pass rate | 95% CI | excluded |",
+        "|---|---:|---:|---:|---|---:|",
+    ]
+    for c in report["conditions"]:
+        low, high = c["ci95"]
+        ci = "—" if low is None else f"[{_pct(low)}, {_pct(high)}]"
+        lines.append(f"| {c['condition']} | {c['cells']} | {c['passed']} | {_pct(c['pass_rate'])} | {ci} | {c['excluded']} |")
+    boot = report["conditions"][0]["bootstrap"] if report["conditions"] else {}
+    lines += ["", f"CIs: trap-cluster percentile bootstrap, {boot.get('resamples')} resamples, seed {boot.get('seed')}."]
+    return "\n".join(lines) + "\n"
