@@ -11,8 +11,10 @@ passed / (cells - excluded), and `ci95` its trap-cluster percentile bootstrap in
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from warehouse import queries
@@ -24,6 +26,31 @@ BOOTSTRAP_SEED = 20260101
 
 class ReportError(LookupError):
     pass
+
+
+# Report sections: each is f(warehouse, run_set, runs) -> {"conditions": {condition: {key: value}},
+# "top": {key: value}}, merged into the report. Modules that add report content (failure taxonomy,
+# hygiene panel, ladder and validity gates) register here instead of editing build_report.
+ReportSection = Callable[[Any, str, list[dict[str, Any]]], dict[str, Any]]
+SECTIONS: list[ReportSection] = []
+
+
+# Modules that register sections when imported (a module not built yet is skipped).
+SECTION_MODULES = ["warehouse.report_failures", "warehouse.report_hygiene"]
+
+
+def register_section(section: ReportSection) -> ReportSection:
+    SECTIONS.append(section)
+    return section
+
+
+def _load_sections() -> None:
+    for name in SECTION_MODULES:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
 
 
 def condition_order(condition: str) -> tuple[int, str]:
@@ -55,6 +82,13 @@ def build_report(warehouse: Any, run_set: str) -> dict[str, Any]:
             "excluded": len(rows) - len(valid),
             "bootstrap": {"resamples": ci.resamples, "seed": ci.seed, "level": ci.level},
         })
+    _load_sections()
+    report_extra: dict[str, Any] = {}
+    for section in SECTIONS:
+        added = section(warehouse, run_set, runs)
+        for entry in conditions:
+            entry.update(added.get("conditions", {}).get(entry["condition"], {}))
+        report_extra.update(added.get("top", {}))
     digests = sorted({json.loads(r["payload"])["pack_digest"] for r in queries.run_started(warehouse, run_set)})
     return {
         "run_set": run_set,
@@ -63,6 +97,7 @@ def build_report(warehouse: Any, run_set: str) -> dict[str, Any]:
         "conditions": conditions,
         "inputs": {"events": queries.event_count(warehouse, run_set),
                    "pack_digest": digests[0] if len(digests) == 1 else digests},
+        **report_extra,
     }
 
 

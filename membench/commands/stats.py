@@ -1,0 +1,126 @@
+"""`membench stats`: paired comparisons with Holm, and CCPF, from files. JSON on stdout."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from membench.errors import UsageError
+from warehouse.stats.ccpf import EvaluatorManifest, ccpf as compute_ccpf
+from warehouse.stats.compare import compare_family
+from warehouse.stats.loaders import InputError, load_cases_csv, load_cells_csv, load_manifest
+
+
+@click.group("stats")
+def stats() -> None:
+    """Statistics from files: paired condition comparisons and CCPF."""
+
+
+def _parse_pair(raw: str) -> tuple[str, str]:
+    parts = raw.split(":")
+    if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
+        raise UsageError(f"--pair {raw!r}: expected two condition names as A:B")
+    return parts[0].strip(), parts[1].strip()
+
+
+@stats.command("compare")
+@click.option("--cells", "cells_path", required=True, metavar="FILE.csv",
+              help="CSV with columns unit,seed,condition,passed and optional valid,construct.")
+@click.option("--pair", "pair_args", multiple=True, required=True, metavar="A:B",
+              help="A comparison of condition A against condition B; repeat for a family.")
+@click.option("--family-size", type=click.IntRange(min=1), default=None,
+              help="Registered family size for Holm; slots beyond the listed pairs are unavailable (p = 1).")
+def compare(cells_path: str, pair_args: tuple[str, ...], family_size: int | None) -> None:
+    """Exact trap-clustered sign-flip test, McNemar variants and Holm for each A:B pair.
+
+    p_holm is the Holm-adjusted p_clustered over the listed pairs (plus unavailable slots up to
+    --family-size).
+    """
+    pairs = [_parse_pair(raw) for raw in pair_args]
+    if family_size is not None and family_size < len(pairs):
+        raise UsageError(f"--family-size {family_size} is smaller than the {len(pairs)} pairs given")
+    try:
+        cells = load_cells_csv(cells_path)
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
+    conditions = {c.condition for c in cells}
+    for raw, (a, b) in zip(pair_args, pairs):
+        for name in (a, b):
+            if name not in conditions:
+                known = ", ".join(sorted(conditions)) or "none"
+                raise UsageError(f"{cells_path}: column 'condition': no data row has condition {name!r} "
+                                 f"(--pair {raw}; conditions present: {known})")
+    family = compare_family(cells, pairs, family_size=family_size)
+    out = []
+    for i, comp in enumerate(family.comparisons[: len(pairs)]):
+        assert comp is not None
+        out.append({
+            "a": comp.a,
+            "b": comp.b,
+            "D": comp.statistic,
+            "discordant_a": comp.discordant_a,
+            "discordant_b": comp.discordant_b,
+            "units": comp.units,
+            "paired_cells": comp.paired_cells,
+            "p_clustered": comp.clustered.p_value,
+            "p_mcnemar": comp.mcnemar.p_value,
+            "p_majority": comp.majority.mcnemar.p_value,
+            "p_per_seed": {str(seed): r.p_value for seed, r in comp.per_seed.items()},
+            "p_holm": family.holm_clustered.adjusted[i],
+        })
+    click.echo(json.dumps({"comparisons": out, "family_size": family.family_size}, indent=2))
+
+
+@stats.command("ccpf")
+@click.option("--cases", "cases_path", required=True, metavar="FILE.csv",
+              help="CSV with columns run,task,case,status (passed/failed/error/unreached/excluded), optional v1_checkpoint.")
+@click.option("--manifest", "manifest_paths", multiple=True, metavar="M.json",
+              help="Evaluator manifest (*.manifest.v2.json) of a task; repeat for several tasks.")
+def ccpf(cases_path: str, manifest_paths: tuple[str, ...]) -> None:
+    """Confirmed-Case Pass Fraction per task and overall, micro and macro (EngramBench §4.1)."""
+    manifests: dict[str, EvaluatorManifest] = {}
+    sources: dict[str, str] = {}
+    try:
+        for path in manifest_paths:
+            m = load_manifest(path)
+            key = m.task_id.lower()
+            if key in manifests:
+                raise InputError(path, f"task {m.task_id!r} already has a manifest ({sources[key]})", field="taskId")
+            manifests[key], sources[key] = m, path
+        cases = load_cases_csv(cases_path, manifests)
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
+    report = compute_ccpf(cases.outcomes, manifests, v1_checkpoint_runs=cases.v1_checkpoint_runs)
+    out = {
+        "tasks": {
+            name: {
+                "micro": {"passed": t.micro.numerator, "applicable": t.micro.denominator, "ccpf": t.micro.value},
+                "macro": {"ccpf": t.macro, "runs": t.runs},
+            }
+            for name, t in report.tasks.items()
+        },
+        "overall": {
+            "micro": {"passed": report.micro.numerator, "applicable": report.micro.denominator,
+                      "ccpf": report.micro.value},
+            "macro": {"ccpf": report.macro, "runs": report.macro_runs,
+                      "runs_without_cases": report.runs_without_cases},
+            "macro_over_tasks": report.macro_over_tasks,
+        },
+        "runs": [
+            {
+                "run": r.run,
+                "task": r.task,
+                "passed": r.passed,
+                "applicable": r.applicable,
+                "ccpf": r.ccpf,
+                "excluded": r.excluded,
+                "not_applicable_v1": r.not_applicable_v1,
+                "missing": r.missing,
+                "statuses": r.statuses,
+            }
+            for r in report.runs
+        ],
+        "manifests": sorted(m.task_id for m in manifests.values()),
+    }
+    click.echo(json.dumps(out, indent=2))
