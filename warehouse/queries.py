@@ -63,8 +63,8 @@ def raw_datums(warehouse: Any, run_set: str | None = None) -> list[tuple[str, by
     """(schema fingerprint hex, Avro datum) of every raw event, deduplicated, in (run, seq) order."""
     where = "WHERE run_set = {rs:String}" if run_set else ""
     rows = warehouse.query_rows(
-        f"SELECT schema_fingerprint, datum FROM trajectory_events {where} "
+        f"SELECT schema_fingerprint, hex(datum) FROM trajectory_events {where} "
         "ORDER BY run_id, seq LIMIT 1 BY event_id",
         {"rs": run_set} if run_set else None,
     )
-    return [(fp, datum if isinstance(datum, bytes) else datum.encode("latin-1")) for fp, datum in rows]
+    return [(fp, bytes.fromhex(datum_hex)) for fp, datum_hex in rows]

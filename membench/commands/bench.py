@@ -1,0 +1,74 @@
+"""`membench bench`: measured speed of membench's parts (figures go to docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from pathlib import Path
+
+import click
+
+
+@click.group("bench")
+def bench() -> None:
+    """Benchmarks. Results are recorded, with the machine and the command, in docs/benchmarks.md."""
+
+
+def machine() -> dict[str, object]:
+    """The machine a benchmark ran on: CPU count, CPU model, Python version, platform."""
+    model = None
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.lower().startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {
+        "nproc": cpus,
+        "cpu_model": model or platform.processor() or "unknown",
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+@bench.command("stats")
+@click.option("--units", default=60, show_default=True, help="Units (traps) of the P1–P6 family workload.")
+@click.option("--seeds", default=3, show_default=True, help="Seeds per unit.")
+@click.option("--cells", "n_cells", default=1_000_000, show_default=True, help="Cells of the pass-fraction workload.")
+@click.option("--resamples", default=2000, show_default=True, help="Bootstrap resamples.")
+@click.option("--repeats", default=5, show_default=True, help="Repetitions of each timed workload.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the synthetic data and the bootstrap.")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+def stats_bench(units: int, seeds: int, n_cells: int, resamples: int, repeats: int, seed: int, as_json: bool) -> None:
+    """Time the P1–P6 comparison family with bootstraps, and a pass-fraction report over many cells."""
+    from warehouse.stats.benchmark import bench_family, bench_pass_fractions
+
+    click.echo(f"timing the P1-P6 family on {units} units x {seeds} seeds ({repeats} repeats)...", err=True)
+    family = bench_family(units=units, seeds=seeds, resamples=resamples, repeats=repeats, seed=seed)
+    click.echo(f"building {n_cells} cells and timing the pass-fraction report ({max(1, repeats // 2)} repeats)...",
+               err=True)
+    build, report = bench_pass_fractions(cells=n_cells, seeds=seeds, resamples=resamples,
+                                         repeats=max(1, repeats // 2), seed=seed)
+    timings = [family, build, report]
+    if as_json:
+        click.echo(json.dumps({
+            "machine": machine(),
+            "timings": [
+                {"name": t.name, "repeats": t.repeats, "min_s": t.min_s, "median_s": t.median_s, "detail": t.detail}
+                for t in timings
+            ],
+        }, indent=2))
+        return
+    m = machine()
+    click.echo(f"machine: {m['nproc']} CPUs, {m['cpu_model']}, Python {m['python']}")
+    for t in timings:
+        click.echo(f"{t.name}: min {t.min_s * 1000:.1f} ms, median {t.median_s * 1000:.1f} ms "
+                   f"over {t.repeats} run(s)")
+        for key, value in t.detail.items():
+            click.echo(f"    {key}: {value}")
+
+
+stats_bench.name = "stats"

@@ -1,0 +1,87 @@
+"""The verdict fold from hand-built events: pass, exclusion, tokens, tools, patches, durations."""
+
+from processors import RunSetProcessor, derive_all
+from producers.emitter import RunEmitter
+from schemas.events import bounded_text
+
+
+def _turn(role="agent", inp=0, out=0, cached=0, reasoning=0):
+    return {"role": role, "text": bounded_text("t"), "source_event_id": None, "source_kind": None,
+            "input_tokens": inp, "cached_tokens": cached, "output_tokens": out, "reasoning_tokens": reasoning,
+            "latency_ms": 0}
+
+
+def build_run(outcomes=("pass", "pass", "fail"), run_id="r1", status="completed", error_type=None):
+    emitted = []
+    em = RunEmitter("rs", run_id, "suite/task/B5/1", lambda e, d: emitted.append(e))
+    em.emit("RunStarted", {"suite": "suite", "task": "task", "condition": "B5", "seed": 1, "agent": "scripted:x",
+                           "agent_kind": "scripted", "model": None, "budgets": {}, "code_digest": "c",
+                           "pack_digest": "p", "fixture_digest": "f", "skill_bank_digest": None, "attempt": 1})
+    for i, outcome in enumerate(outcomes, start=1):
+        em.session_index = i
+        em.emit("SessionStarted", {"session_index": i, "instruction": bounded_text("do"), "start_state": "continuation",
+                                   "workspace_digest": "w", "scored": i == len(outcomes), "oracle_id": f"o{i}"})
+        em.emit("Turn", _turn("agent", inp=100, out=10, cached=5, reasoning=1))
+        em.emit("MemoryRead", {"query": bounded_text("q"), "candidates": ["m1"], "admitted_ids": ["m1"],
+                               "tokens_admitted": 7, "token_budget": 100, "context": bounded_text("[m1] x")})
+        em.emit("ToolCall", {"call_id": "c1", "name": "write_file", "arguments_digest": "a", "is_patch": True})
+        em.emit("ToolCall", {"call_id": "c2", "name": "grep", "arguments_digest": "a", "is_patch": False})
+        em.emit("ContextCompaction", {"tokens_before": 10, "tokens_after": 5})
+        em.emit("OracleVerdict", {"oracle_id": f"o{i}", "outcome": outcome, "cases": [], "exit_status": 0,
+                                  "inconclusive": False, "duration_ms": 1}, visibility="harness")
+        em.emit("SessionEnded", {"session_index": i, "status": "completed"})
+    em.session_index = -1
+    em.emit("RunEnded", {"status": status, "error_type": error_type}, visibility="harness")
+    return emitted
+
+
+def test_session_verdicts_and_run_summary():
+    derived = derive_all(build_run())
+    sessions = [d for d in derived if d.kind == "SessionVerdict"]
+    summary = [d for d in derived if d.kind == "RunSummary"]
+    assert [s.payload["passed"] for s in sessions] == [True, True, False]
+    assert [s.payload["scored"] for s in sessions] == [False, False, True]
+    one = sessions[0].payload
+    assert (one["input_tokens"], one["output_tokens"], one["cached_tokens"], one["reasoning_tokens"]) == (100, 10, 5, 1)
+    assert (one["tool_calls"], one["patch_invocations"], one["compactions"]) == (2, 1, 1)
+    assert (one["memory_reads"], one["memory_tokens_admitted"]) == (1, 7)
+    run = summary[0].payload
+    assert run["scored_passed"] is False and run["sessions"] == 3 and run["excluded"] is False
+    assert run["tool_calls"] == 6 and run["input_tokens"] == 300
+    assert run["condition"] == "B5" and run["task"] == "task" and run["seed"] == 1
+
+
+def test_scored_pass_passes_the_run():
+    run = [d for d in derive_all(build_run(("fail", "fail", "pass"))) if d.kind == "RunSummary"][0]
+    assert run.payload["scored_passed"] is True
+
+
+def test_isolation_unavailable_is_excluded_never_a_pass():
+    derived = derive_all(build_run(("isolation_unavailable",), status="excluded", error_type="isolation_unavailable"))
+    run = [d for d in derived if d.kind == "RunSummary"][0].payload
+    assert run["excluded"] is True and run["scored_passed"] is False
+    assert run["exclusion_reason"] == "isolation_unavailable"
+
+
+def test_derived_ids_are_deterministic_across_replays():
+    events = build_run()
+    first = [d.derived_id for d in derive_all(events)]
+    second = [d.derived_id for d in derive_all(events)]
+    assert first == second and len(set(first)) == len(first)
+
+
+def test_interleaved_runs_fold_separately():
+    a, b = build_run(run_id="a"), build_run(("pass", "pass", "pass"), run_id="b")
+    mixed = [e for pair in zip(a, b) for e in pair]
+    runs = {d.run_id: d.payload["scored_passed"] for d in derive_all(mixed) if d.kind == "RunSummary"}
+    assert runs == {"a": False, "b": True}
+
+
+def test_event_before_run_started_goes_to_dead_letters_not_a_crash():
+    events = build_run()
+    processor = RunSetProcessor()
+    out = []
+    for event in events[1:]:  # RunStarted lost
+        out.extend(processor.apply(event))
+    assert out == []
+    assert processor.dead_letters and processor.dead_letters[0].seq == 1
