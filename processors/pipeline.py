@@ -1,16 +1,24 @@
-"""Routing a multi-run event stream to per-run folds; dead letters for events that don't fit."""
+"""Routing a multi-run event stream to per-run folds; dead letters for events that don't fit.
+
+Runs arrive interleaved. Within a run, folds need seq order: an event that arrives early (a
+re-sent message overtaken by later ones) waits in a small per-run buffer until the gap fills,
+and a duplicate (a seq already applied) is dropped and counted, so redelivery after a crash or
+a producer retry derives nothing twice.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from processors.failure import TaxonomyFold
+from processors.hygiene import HygieneFold
 from processors.verdicts import VerdictFold
 from schemas.derived import DerivedEvent
 from schemas.events import Event
 
 # Every fold a run gets; later folds (failure taxonomy, memory contract, hygiene) join this list.
-FOLDS: list[Callable[[], object]] = [VerdictFold]
+FOLDS: list[Callable[[], object]] = [VerdictFold, TaxonomyFold, HygieneFold]
 
 
 @dataclass(frozen=True)
@@ -20,30 +28,65 @@ class DeadLetter:
     reason: str
 
 
+@dataclass
+class _RunState:
+    folds: list
+    next_seq: int = 0
+    pending: dict[int, Event] = field(default_factory=dict)
+
+
 class RunSetProcessor:
     """Holds the open folds of every run in flight. A run's state is dropped at RunEnded."""
 
     def __init__(self) -> None:
-        self._runs: dict[str, list] = {}
+        self._runs: dict[str, _RunState] = {}
+        self._ended: set[str] = set()
         self.dead_letters: list[DeadLetter] = []
+        self.duplicates = 0
 
     def apply(self, event: Event) -> list[DerivedEvent]:
-        folds = self._runs.get(event.run_id)
-        if folds is None:
-            folds = self._runs[event.run_id] = [make() for make in FOLDS]
+        if event.run_id in self._ended:
+            self.duplicates += 1
+            return []
+        state = self._runs.get(event.run_id)
+        if state is None:
+            state = self._runs[event.run_id] = _RunState([make() for make in FOLDS])
+        if event.seq < state.next_seq or event.seq in state.pending:
+            self.duplicates += 1
+            return []
+        state.pending[event.seq] = event
+        out: list[DerivedEvent] = []
+        while state.next_seq in state.pending:
+            ready = state.pending.pop(state.next_seq)
+            state.next_seq += 1
+            out.extend(self._apply_in_order(state, ready))
+            if ready.kind == "RunEnded":
+                del self._runs[ready.run_id]
+                self._ended.add(ready.run_id)
+                break
+        return out
+
+    def _apply_in_order(self, state: _RunState, event: Event) -> list[DerivedEvent]:
         out: list[DerivedEvent] = []
         try:
-            for fold in folds:
+            for fold in state.folds:
                 out.extend(fold.apply(event))
         except (KeyError, ValueError, TypeError) as exc:
             self.dead_letters.append(DeadLetter(event.run_id, event.seq, f"{type(exc).__name__}: {exc}"))
-            return out
-        if event.kind == "RunEnded":
-            del self._runs[event.run_id]
         return out
 
     def open_runs(self) -> list[str]:
         return list(self._runs)
+
+    def waiting(self, run_id: str) -> int:
+        """Events of a run held back until an earlier seq arrives."""
+        state = self._runs.get(run_id)
+        return len(state.pending) if state else 0
+
+    def forget(self, run_ids: Iterable[str]) -> None:
+        """Drop the state of runs whose partition moved to another worker."""
+        for run_id in run_ids:
+            self._runs.pop(run_id, None)
 
 
 def derive_all(events: Iterable[Event]) -> list[DerivedEvent]:

@@ -30,12 +30,18 @@ TRAJECTORY_COLUMNS = [
     ("payload", "String"),  # the payload as JSON, for SQL (JSONExtract*)
     ("schema_fingerprint", "String"),  # hex CRC-64-AVRO of the writer schema
     ("datum", "String"),  # the exact Avro binary datum, for replay and audit
+    # where the sink read it (distributed path; -1 on the embedded path): the sink's watermark
+    ("kafka_partition", "Int32"),
+    ("kafka_offset", "Int64"),
 ]
 
 # table name for each derived kind, and the columns that identify one row
 DERIVED_TABLES = {
     "SessionVerdict": ("session_results", ("run_id", "session_index")),
     "RunSummary": ("run_results", ("run_id",)),
+    "FailureClassified": ("failures", ("run_id", "session_index")),
+    "MemoryContract": ("memory_contracts", ("run_id", "session_index")),
+    "HygieneObservation": ("hygiene_observations", ("run_id", "session_index", "metric")),
 }
 
 

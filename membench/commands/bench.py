@@ -70,5 +70,3 @@ def stats_bench(units: int, seeds: int, n_cells: int, resamples: int, repeats: i
         for key, value in t.detail.items():
             click.echo(f"    {key}: {value}")
 
-
-stats_bench.name = "stats"

@@ -1,5 +1,7 @@
 """The verdict fold from hand-built events: pass, exclusion, tokens, tools, patches, durations."""
 
+import dataclasses
+
 from processors import RunSetProcessor, derive_all
 from producers.emitter import RunEmitter
 from schemas.events import bounded_text
@@ -77,11 +79,31 @@ def test_interleaved_runs_fold_separately():
     assert runs == {"a": False, "b": True}
 
 
-def test_event_before_run_started_goes_to_dead_letters_not_a_crash():
+def test_a_run_missing_an_event_is_held_open_not_folded_wrongly():
     events = build_run()
     processor = RunSetProcessor()
     out = []
     for event in events[1:]:  # RunStarted lost
         out.extend(processor.apply(event))
     assert out == []
+    assert processor.open_runs() == ["r1"] and processor.waiting("r1") == len(events) - 1
+    out = processor.apply(events[0])  # it arrives late: the whole run folds, in order
+    assert [d.kind for d in out].count("SessionVerdict") == 3 and processor.open_runs() == []
+
+
+def test_duplicates_are_dropped_and_reordering_is_undone():
+    events = build_run()
+    shuffled = events[:3] + [events[4], events[3]] + events[2:]  # a swap and redeliveries
+    processor = RunSetProcessor()
+    derived = [d for e in shuffled for d in processor.apply(e)]
+    assert [d.comparable() for d in derived] == [d.comparable() for d in derive_all(events)]
+    assert processor.duplicates == 3  # the second copies of seq 2, 3 and 4
+
+
+def test_a_malformed_event_goes_to_dead_letters_and_the_stream_goes_on():
+    events = build_run()
+    broken = dataclasses.replace(events[1], payload={"session_index": 1})  # SessionStarted without fields
+    processor = RunSetProcessor()
+    out = [d for e in [events[0], broken, *events[2:]] for d in processor.apply(e)]
     assert processor.dead_letters and processor.dead_letters[0].seq == 1
+    assert any(d.kind == "RunSummary" for d in out)

@@ -1,0 +1,54 @@
+"""`membench process` (faust-streaming processor worker) and `membench sink` (topics → warehouse)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from membench.commands.common import dsn_options, open_warehouse
+from membench.errors import UsageError
+from membench.settings import Settings
+
+
+def _require_kafka(settings: Settings) -> None:
+    if not settings.bus.startswith("kafka://"):
+        raise UsageError("--bus: this command needs a Kafka bus (--bus kafka://HOST:PORT)")
+
+
+@click.command()
+@click.option("--loglevel", default="WARNING", show_default=True)
+@dsn_options
+def process(loglevel: str, settings: Settings) -> None:
+    """Run a processor worker: trajectory topic → derived and dead-letter topics. Start several
+    to scale out (one consumer group)."""
+    _require_kafka(settings)
+    from membench.worker import run_worker
+    from producers.bus.kafka import ensure_topics
+    from schemas.topics import TopicLayout, bootstrap_from_dsn
+
+    ensure_topics(bootstrap_from_dsn(settings.bus), TopicLayout())
+    sys.argv = [sys.argv[0]]  # faust's Worker parses the command line itself
+    run_worker(settings.bus, loglevel)
+
+
+@click.command()
+@click.option("--until-idle", is_flag=True, help="drain the topics, then exit")
+@click.option("--idle-seconds", default=5.0, show_default=True, help="quiet time that counts as idle")
+@click.option("--batch-size", default=5000, show_default=True)
+@dsn_options
+def sink(until_idle: bool, idle_seconds: float, batch_size: int, settings: Settings) -> None:
+    """Move the raw and derived topics into the warehouse, exactly once."""
+    _require_kafka(settings)
+    from producers.bus.kafka import ensure_topics
+    from schemas.topics import TopicLayout, bootstrap_from_dsn
+    from warehouse.kafka_sink import KafkaSink
+
+    ensure_topics(bootstrap_from_dsn(settings.bus), TopicLayout())
+    warehouse = open_warehouse(settings)
+    try:
+        stats = KafkaSink(settings.bus, warehouse, batch_size=batch_size).run(until_idle, idle_seconds)
+    finally:
+        warehouse.close()
+    click.echo(json.dumps(stats.__dict__))

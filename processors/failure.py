@@ -1,0 +1,149 @@
+"""`failure_reason`: a fixed enum, first matching rule wins, recorded with the rule that fired.
+
+The order is DESIGN.md §7's and the coding-agent A/B benchmark's (its `classify_failure_reason`):
+
+1. oracle_inconclusive — no verdict, or the oracle flagged itself inconclusive (timed out, could
+   not run);
+2. timeout — the agent's session ended by timeout;
+3. over_context_budget — a memory read admitted more tokens than its budget, an agent turn's
+   input exceeded RunStarted's `context_tokens` budget, or the agent reported a context overflow;
+4. wrong_file_modified — a changed path broke the path rules, or the patch edited `.git`
+   (this fires even when the tests pass: such a run is not resolved);
+then, only when the oracle did not pass:
+5. agent_hallucinated_memory — the agent cited a memory id that was never injected;
+6. stale_memory_followed — it cited a stale memory, or a forbidden patch pattern showed up while
+   the task has stale/forbidden evidence;
+7. missing_memory — a relevant memory existed but was not injected, or relevant evidence was
+   delivered and no memory was ever learned from it;
+8. ignored_memory — relevant memories were injected and none was cited;
+9. irrelevant_memory_distracted — the agent cited an injected memory that is neither relevant nor stale;
+10. compile_failure — a changed production file does not compile;
+11. test_failure — everything else that did not pass (test commands, patch patterns, an empty diff).
+Rules 6–9 need an applicable memory contract (see processors.contract); rule 5 does not: a
+citation of an id never injected is a hallucination under any condition.
+
+A session is resolved when no rule fires. A session whose isolation was unavailable is excluded:
+neither resolved nor failed, and no reason is imputed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from processors.contract import MEMORY_FAILURE_REASONS, Attribution, attribute, memory_contract
+from processors.evidence import STALE_LABELS, EvidenceCollector, SessionEvidence
+from schemas.derived import DerivedEvent, make_derived
+from schemas.events import Event
+
+FAILURE_REASONS = (
+    "oracle_inconclusive", "timeout", "over_context_budget", "wrong_file_modified", "agent_hallucinated_memory",
+    "stale_memory_followed", "missing_memory", "ignored_memory", "irrelevant_memory_distracted",
+    "compile_failure", "test_failure",
+)
+EXCLUDING_OUTCOMES = frozenset({"isolation_unavailable"})
+
+
+def _failed(cases: list[dict[str, str]]) -> bool:
+    return any(c["outcome"] in ("fail", "error") for c in cases)
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    reason: str
+    when: Callable[[SessionEvidence, Attribution], bool]
+    only_if_not_passed: bool = False
+    needs_contract: bool = False
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("no_oracle_verdict", "oracle_inconclusive", lambda ev, att: ev.verdict is None),
+    Rule("oracle_inconclusive", "oracle_inconclusive", lambda ev, att: bool(ev.verdict and ev.verdict["inconclusive"])),
+    Rule("agent_timeout", "timeout", lambda ev, att: ev.status == "timeout"),
+    Rule("memory_read_over_budget", "over_context_budget", lambda ev, att: ev.reads_over_budget > 0),
+    Rule("agent_input_over_budget", "over_context_budget",
+         lambda ev, att: ev.context_budget is not None and ev.max_agent_input_tokens > ev.context_budget),
+    Rule("agent_reported_context_overflow", "over_context_budget", lambda ev, att: ev.status == "context_overflow"),
+    Rule("path_rule_violated", "wrong_file_modified", lambda ev, att: _failed(ev.cases("path:"))),
+    Rule("git_edit_rejected", "wrong_file_modified", lambda ev, att: ev.outcome == "production_patch_apply_failed"),
+    Rule("cited_never_injected", "agent_hallucinated_memory", lambda ev, att: bool(att.hallucinated),
+         only_if_not_passed=True),
+    Rule("stale_memory_cited", "stale_memory_followed", lambda ev, att: att.stale_used > 0,
+         only_if_not_passed=True, needs_contract=True),
+    Rule("forbidden_pattern_with_stale_evidence", "stale_memory_followed",
+         lambda ev, att: _failed(ev.cases("pattern:forbidden:")) and bool(ev.evidence_of(STALE_LABELS)),
+         only_if_not_passed=True, needs_contract=True),
+    Rule("relevant_memory_not_injected", "missing_memory", lambda ev, att: att.missing_relevant > 0,
+         only_if_not_passed=True, needs_contract=True),
+    Rule("relevant_evidence_never_stored", "missing_memory",
+         lambda ev, att: bool(att.relevant_evidence) and not att.relevant, only_if_not_passed=True, needs_contract=True),
+    Rule("relevant_injected_not_cited", "ignored_memory",
+         lambda ev, att: bool(att.relevant) and not set(att.cited) & att.relevant,
+         only_if_not_passed=True, needs_contract=True),
+    Rule("irrelevant_memory_cited", "irrelevant_memory_distracted",
+         lambda ev, att: any(i not in att.relevant and i not in att.stale for i in att.cited),
+         only_if_not_passed=True, needs_contract=True),
+    Rule("production_file_does_not_compile", "compile_failure", lambda ev, att: _failed(ev.cases("compile:")),
+         only_if_not_passed=True),
+    Rule("patch_pattern_violated", "test_failure", lambda ev, att: _failed(ev.cases("pattern:")),
+         only_if_not_passed=True),
+    Rule("oracle_not_passed", "test_failure", lambda ev, att: True, only_if_not_passed=True),
+)
+
+
+@dataclass(frozen=True)
+class Classification:
+    failure_reason: str | None
+    rule: str | None
+    excluded: bool = False
+
+    @property
+    def resolved(self) -> bool:
+        return self.failure_reason is None and not self.excluded
+
+    @property
+    def memory_failure(self) -> bool:
+        return self.failure_reason in MEMORY_FAILURE_REASONS
+
+
+def classify(ev: SessionEvidence, att: Attribution) -> Classification:
+    """The first rule of `RULES` that holds; no reason when none does (resolved)."""
+    if ev.outcome in EXCLUDING_OUTCOMES:
+        return Classification(None, None, excluded=True)
+    passed = ev.outcome == "pass"
+    for rule in RULES:
+        if rule.only_if_not_passed and passed:
+            continue
+        if rule.needs_contract and not att.applicable:
+            continue
+        if rule.when(ev, att):
+            return Classification(rule.reason, rule.name)
+    return Classification(None, None)
+
+
+@dataclass
+class TaxonomyFold:
+    """Per-run fold: at the end of each task session, a FailureClassified and a MemoryContract."""
+
+    evidence: EvidenceCollector = field(default_factory=EvidenceCollector)
+
+    def apply(self, event: Event) -> list[DerivedEvent]:
+        ev = self.evidence.apply(event)
+        if ev is None or not ev.is_task:
+            return []
+        key = self.evidence.key
+        assert key is not None
+        att = attribute(ev)
+        verdict = classify(ev, att)
+        session: dict[str, Any] = {"session_index": ev.session_index, "scored": ev.scored}
+        failure = {**session, "resolved": verdict.resolved, "excluded": verdict.excluded,
+                   "failure_reason": verdict.failure_reason, "rule": verdict.rule,
+                   "memory_failure": verdict.memory_failure, "oracle_outcome": ev.outcome}
+        contract = memory_contract(ev, att, verdict.resolved, verdict.failure_reason)
+        return [
+            make_derived(key, "FailureClassified", ev.source_seq, failure, ev.session_index),
+            make_derived(key, "MemoryContract", ev.source_seq, {**session, **dataclasses.asdict(contract)}, ev.session_index),
+        ]

@@ -1,0 +1,196 @@
+"""The distributed bus: Apache Kafka through confluent-kafka.
+
+The producer is idempotent (`enable.idempotence=true`, `acks=all`), so broker retries neither
+lose nor duplicate events, and keys the trajectory topic by run_id so a run stays ordered.
+Delivery reports are checked: a message whose delivery finally fails (e.g. a broker outage
+longer than `message.timeout.ms`) goes to a bounded on-disk spool and is re-sent at the next
+flush, so an outage delays events instead of losing them. `flush()` returns only when every
+event published so far is acknowledged by the brokers; a unit counts as complete only then.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import threading
+import time
+from pathlib import Path
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from producers.bus.base import BusError
+from schemas.events import Event
+from schemas.registry import default_registry
+from schemas.topics import SCHEMAS, TRAJECTORY, UNIT_STATUS, TopicLayout, bootstrap_from_dsn
+
+SPOOL_LIMIT_BYTES = 512 * 1024 * 1024
+
+
+def ensure_topics(bootstrap: str, layout: TopicLayout, timeout: float = 30.0) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    existing = set(admin.list_topics(timeout=timeout).topics)
+    wanted = [NewTopic(name, num_partitions=layout.partitions, replication_factor=layout.replication_factor,
+                       config=config)
+              for name, config in layout.specs().items() if name not in existing]
+    if not wanted:
+        return
+    for name, future in admin.create_topics(wanted, request_timeout=timeout).items():
+        try:
+            future.result()
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise BusError(f"cannot create topic {name}: {exc}") from exc
+    # creation is asynchronous on the brokers: wait until every partition has a leader
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        topics = admin.list_topics(timeout=timeout).topics
+        if all(name in topics and topics[name].partitions and
+               all(p.leader >= 0 for p in topics[name].partitions.values()) for name in layout.specs()):
+            return
+        time.sleep(0.2)
+    raise BusError(f"topics were created but have no leaders after {timeout:.0f}s at {bootstrap}")
+
+
+def publish_schemas(producer: Producer) -> None:
+    for version in default_registry().all():
+        producer.produce(SCHEMAS, json.dumps(version.schema_json).encode(), version.fingerprint_hex.encode())
+
+
+class Spool:
+    """Length-prefixed (key, value) records on disk, in the order their delivery failed."""
+
+    def __init__(self, directory: Path, limit: int = SPOOL_LIMIT_BYTES):
+        self.path = Path(directory) / "undelivered.bin"
+        self.limit = limit
+        self._lock = threading.Lock()
+
+    def append(self, key: bytes, value: bytes) -> None:
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            size = self.path.stat().st_size if self.path.exists() else 0
+            if size + len(key) + len(value) + 8 > self.limit:
+                raise BusError(f"delivery spool {self.path} is full ({size} bytes); the broker has been "
+                               "unreachable too long")
+            with open(self.path, "ab") as handle:
+                handle.write(struct.pack(">II", len(key), len(value)) + key + value)
+                handle.flush()
+                os.fsync(handle.fileno())
+
+    def take(self) -> list[tuple[bytes, bytes]]:
+        with self._lock:
+            if not self.path.exists():
+                return []
+            data = self.path.read_bytes()
+            self.path.unlink()
+        out, at = [], 0
+        while at + 8 <= len(data):
+            klen, vlen = struct.unpack(">II", data[at:at + 8])
+            at += 8
+            out.append((data[at:at + klen], data[at + klen:at + klen + vlen]))
+            at += klen + vlen
+        return out
+
+
+class KafkaBus:
+    def __init__(self, dsn: str, run_set: str, spool_dir: Path, layout: TopicLayout | None = None,
+                 message_timeout_ms: int = 120_000):
+        self.bootstrap = bootstrap_from_dsn(dsn)
+        self.run_set = run_set
+        ensure_topics(self.bootstrap, layout or TopicLayout())
+        self._producer = Producer({
+            "bootstrap.servers": self.bootstrap,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+            "compression.type": "none",  # aiokafka (the faust worker) reads it without extra codecs
+            "message.timeout.ms": message_timeout_ms,
+            "queue.buffering.max.messages": 1_000_000,
+        })
+        self._fingerprint = default_registry().latest("event").fingerprint
+        self._header = b"\xc3\x01" + self._fingerprint
+        self._spool = Spool(spool_dir)
+        self._errors: list[str] = []
+        self.delivered = 0
+        publish_schemas(self._producer)
+
+    def _on_delivery(self, err, msg) -> None:  # called from poll()/flush() on this thread
+        if err is None:
+            self.delivered += 1
+            return
+        self._errors.append(str(err))
+        self._spool.append(msg.key() or b"", msg.value() or b"")
+
+    def _produce(self, topic: str, key: bytes, value: bytes) -> None:
+        while True:
+            try:
+                self._producer.produce(topic, value, key, on_delivery=self._on_delivery)
+                break
+            except BufferError:  # local queue full: wait for deliveries (backpressure, never drop)
+                self._producer.poll(0.1)
+        self._producer.poll(0)
+
+    def publish(self, event: Event, datum: bytes) -> None:
+        self._produce(TRAJECTORY, event.run_id.encode(), self._header + datum)
+
+    def publish_message(self, key: bytes, message: bytes) -> None:
+        """A pre-framed message (benchmarks and tests)."""
+        self._produce(TRAJECTORY, key, message)
+
+    def mark_unit(self, unit_id: str, status: str, run_id: str, attempt: int) -> None:
+        value = json.dumps({"status": status, "run_id": run_id, "attempt": attempt}).encode()
+        self._produce(UNIT_STATUS, f"{self.run_set}/{unit_id}".encode(), value)
+
+    def flush(self, timeout: float = 3600.0) -> None:
+        """Block until everything published is acknowledged; re-send the spool meanwhile."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = self._producer.flush(min(10.0, max(0.1, deadline - time.monotonic())))
+            if remaining == 0:
+                spooled = self._spool.take()
+                if not spooled:
+                    return
+                for key, value in spooled:
+                    self._produce(TRAJECTORY, key, value)
+                continue
+            if time.monotonic() > deadline:
+                raise BusError(f"{remaining} events not acknowledged by Kafka at {self.bootstrap} "
+                               f"after {timeout:.0f}s (last errors: {self._errors[-3:]})")
+
+    def close(self) -> None:
+        self.flush()
+
+
+def read_unit_status(bootstrap: str, run_set: str, timeout: float = 30.0) -> dict[str, dict]:
+    """unit_id -> newest status record of the run set, read from the compacted topic."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"membench-status-{os.getpid()}",
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    try:
+        meta = consumer.list_topics(UNIT_STATUS, timeout=timeout)
+        partitions = list(meta.topics[UNIT_STATUS].partitions) if UNIT_STATUS in meta.topics else []
+        ends = {}
+        assignment = []
+        for p in partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(UNIT_STATUS, p), timeout=timeout)
+            if high > low:
+                ends[p] = high
+                assignment.append(TopicPartition(UNIT_STATUS, p, low))
+        consumer.assign(assignment)
+        out: dict[str, dict] = {}
+        prefix = f"{run_set}/"
+        deadline = time.monotonic() + timeout
+        while ends and time.monotonic() < deadline:
+            for msg in consumer.consume(1000, 1.0):
+                if msg.error():
+                    continue
+                key = msg.key().decode()
+                if key.startswith(prefix) and msg.value():
+                    out[key[len(prefix):]] = json.loads(msg.value())
+                if msg.offset() + 1 >= ends.get(msg.partition(), 0):
+                    ends.pop(msg.partition(), None)
+        return out
+    finally:
+        consumer.close()

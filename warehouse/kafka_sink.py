@@ -1,0 +1,134 @@
+"""`membench sink`: raw and derived topics into the warehouse, exactly once.
+
+Batches are inserted with an `insert_deduplication_token` built from topic/partition/offset
+ranges, and offsets are committed only after the insert succeeded. After a crash between the
+insert and the commit, the batch is read again; its raw rows are skipped by the partition
+watermark (the highest `kafka_offset` already stored for that partition, read when the
+partition is assigned), so every raw event lands exactly once even when the new batch has other
+boundaries. Derived rows carry deterministic `derived_id`s; readers take `LIMIT 1 BY` them.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from schemas.codec import DecodeError, unframe, decode_datum
+from schemas.derived import DerivedEvent
+from schemas.events import Event
+from schemas.registry import default_registry
+from schemas.topics import DERIVED, TRAJECTORY, bootstrap_from_dsn
+from warehouse.sink import insert_derived, insert_raw, trajectory_row
+
+
+@dataclass
+class SinkStats:
+    raw: int = 0
+    derived: int = 0
+    skipped: int = 0
+    undecodable: int = 0
+    batches: int = 0
+
+
+def partition_watermarks(warehouse: Any) -> dict[int, int]:
+    rows = warehouse.query_rows(
+        "SELECT kafka_partition, max(kafka_offset) FROM trajectory_events WHERE kafka_partition >= 0 "
+        "GROUP BY kafka_partition")
+    return {int(p): int(o) for p, o in rows}
+
+
+class KafkaSink:
+    def __init__(self, dsn: str, warehouse: Any, group: str = "membench-sink", batch_size: int = 5000,
+                 log: Callable[[str], None] | None = None):
+        self.warehouse = warehouse
+        self.batch_size = batch_size
+        self.stats = SinkStats()
+        self._log = log or (lambda msg: print(msg, file=sys.stderr))
+        self._registry = default_registry()
+        self._watermarks: dict[int, int] = {}
+        self._consumer = Consumer({
+            "bootstrap.servers": bootstrap_from_dsn(dsn),
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+            "max.poll.interval.ms": 600_000,
+        })
+        self._consumer.subscribe([TRAJECTORY, DERIVED], on_assign=self._on_assign)
+        self._assigned: list[TopicPartition] = []
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._assigned = partitions
+        self._watermarks = partition_watermarks(self.warehouse)
+
+    def _decode(self, value: bytes) -> tuple[Any, dict[str, Any], bytes]:
+        writer, datum = unframe(value, self._registry)
+        return writer, decode_datum(writer, datum, self._registry.latest(writer.family)), datum
+
+    def _write(self, messages: list) -> None:
+        raw: dict[int, list] = defaultdict(list)
+        derived: dict[int, list[DerivedEvent]] = defaultdict(list)
+        spans: dict[tuple[str, int], list[int]] = {}
+        for msg in messages:
+            topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
+            span = spans.setdefault((topic, partition), [offset, offset])
+            span[1] = offset
+            try:
+                writer, record, datum = self._decode(msg.value() or b"")
+            except (DecodeError, Exception):  # dead letters are the worker's job; count and skip
+                self.stats.undecodable += 1
+                continue
+            if topic == TRAJECTORY:
+                if offset <= self._watermarks.get(partition, -1):
+                    self.stats.skipped += 1
+                    continue
+                event = Event.from_record(record)
+                raw[partition].append(trajectory_row(event, datum, writer.fingerprint_hex, partition, offset))
+            else:
+                derived[partition].append(DerivedEvent.from_record(record))
+        for partition, rows in sorted(raw.items()):
+            first, last = spans[(TRAJECTORY, partition)]
+            insert_raw(self.warehouse, rows, f"raw:{TRAJECTORY}:{partition}:{first}-{last}")
+            self._watermarks[partition] = max(self._watermarks.get(partition, -1), rows[-1][-1])
+            self.stats.raw += len(rows)
+        for partition, items in sorted(derived.items()):
+            first, last = spans[(DERIVED, partition)]
+            self.stats.derived += insert_derived(self.warehouse, items, f"derived:{DERIVED}:{partition}:{first}-{last}")
+        self.stats.batches += 1
+
+    def _lag(self) -> int:
+        lag = 0
+        for tp in self._consumer.assignment():
+            _, high = self._consumer.get_watermark_offsets(tp, timeout=10)
+            position = self._consumer.position([tp])[0].offset
+            lag += max(0, high - (position if position >= 0 else 0))
+        return lag
+
+    def run(self, until_idle: bool = False, idle_seconds: float = 5.0, max_seconds: float | None = None) -> SinkStats:
+        started = last_message = time.monotonic()
+        try:
+            while True:
+                messages = [m for m in self._consumer.consume(self.batch_size, 0.5)
+                            if not (m.error() and m.error().code() == KafkaError._PARTITION_EOF)]
+                errors = [m for m in messages if m.error()]
+                for m in errors:
+                    self._log(f"sink: consumer error {m.error()}")
+                messages = [m for m in messages if not m.error()]
+                now = time.monotonic()
+                if messages:
+                    self._write(messages)
+                    self._consumer.commit(asynchronous=False)  # only after the insert succeeded
+                    last_message = now
+                elif until_idle and now - last_message >= idle_seconds and self._consumer.assignment() \
+                        and self._lag() == 0:
+                    return self.stats
+                if max_seconds is not None and now - started > max_seconds:
+                    return self.stats
+        finally:
+            self._consumer.close()
