@@ -136,7 +136,7 @@ def bench_family(*, units: int = 60, seeds: int = 3, resamples: int = 2000, repe
 def bench_pass_fractions(*, cells: int = 1_000_000, seeds: int = 3, conditions: Sequence[str] = tuple(LADDER_RATES),
                          resamples: int = 2000, repeats: int = 3, seed: int = 0) -> tuple[Timing, Timing]:
     """Time building ~``cells`` synthetic cells, and the pass-fraction report over them."""
-    units = max(1, cells // (seeds * len(conditions)))
+    units = max(1, -(-cells // (seeds * len(conditions))))  # ceil: at least ``cells`` cells
     rates = {c: LADDER_RATES.get(c, 0.5) for c in conditions}
     t0 = time.perf_counter()
     data = synthetic_cells(units, seeds, rates, seed=seed, excluded_fraction=0.01)

@@ -10,9 +10,10 @@ passed, with the numerator and denominator behind the value.
   gate cannot be evaluated: value None, passed False.
 - Exclusions (C.6): "cell-level validity exclusions must be at most 5% for each side; with 180
   cells this is at most nine excluded cells per side". Per side, the denominator is the
-  comparison grid (every (unit, seed) either side has a cell for) and the numerator counts grid
-  cells where that side is excluded *or missing* — a missing cell is no more observed than an
-  excluded one. 9/180 = 0.05 passes.
+  design grid when given (``expected_cells``, e.g. 180), else the comparison grid (every
+  (unit, seed) either side has a cell for), and the numerator counts the cells where that side has
+  no valid outcome, excluded *or missing* — a missing cell is no more observed than an excluded
+  one. 9/180 = 0.05 passes.
 - Paired units (C.6): "P1 requires at least 54 traps with at least two paired valid seeds".
 """
 
@@ -82,12 +83,22 @@ def _construct_key(label: str) -> tuple[str, int, str]:
     return (head, int(tail) if tail else -1, label)
 
 
-def exclusion_gates(paired: PairedCells, *, max_fraction: float = 0.05) -> tuple[Gate, Gate]:
-    """Excluded-or-missing cells over the comparison grid, per side, must be ≤ ``max_fraction``."""
-    den = len(paired.grid)
+def exclusion_gates(paired: PairedCells, *, max_fraction: float = 0.05,
+                    expected_cells: int | None = None) -> tuple[Gate, Gate]:
+    """Cells without a valid outcome, per side, over the comparison's cells must be ≤ ``max_fraction``.
+
+    The denominator is ``expected_cells`` when given (the design grid, e.g. 60 traps × 3 seeds =
+    180) and otherwise the observed grid; the numerator is the denominator minus the side's valid
+    cells, i.e. its excluded plus missing cells.
+    """
+    den = len(paired.grid) if expected_cells is None else expected_cells
+    if den < len(paired.grid):
+        raise ValueError(f"expected_cells {expected_cells} is smaller than the {len(paired.grid)} cells observed")
+    valid_a = paired.cells_a - paired.excluded_a
+    valid_b = paired.cells_b - paired.excluded_b
     return (
-        _max_gate(f"exclusions {paired.a}", paired.excluded_a + paired.missing_a, den, max_fraction),
-        _max_gate(f"exclusions {paired.b}", paired.excluded_b + paired.missing_b, den, max_fraction),
+        _max_gate(f"exclusions {paired.a}", den - valid_a, den, max_fraction),
+        _max_gate(f"exclusions {paired.b}", den - valid_b, den, max_fraction),
     )
 
 
@@ -120,9 +131,10 @@ def comparison_gates(
     paired: PairedCells,
     *,
     max_exclusion: float = 0.05,
+    expected_cells: int | None = None,
     min_units: int = 54,
     min_paired_seeds: int = 2,
 ) -> ComparisonGates:
     """The per-comparison gates of Appendix C.6 (a failing comparison is reported "incomplete")."""
-    ex_a, ex_b = exclusion_gates(paired, max_fraction=max_exclusion)
+    ex_a, ex_b = exclusion_gates(paired, max_fraction=max_exclusion, expected_cells=expected_cells)
     return ComparisonGates(ex_a, ex_b, paired_units_gate(paired, min_units=min_units, min_paired_seeds=min_paired_seeds))

@@ -1,0 +1,234 @@
+"""`membench stats compare|ccpf` and `membench bench stats` through click's CliRunner."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from membench.commands.bench import bench
+from membench.commands.stats import stats
+
+SHARED = Path(__file__).parents[2] / ".." / "shared"
+ENGRAM = SHARED / "external" / "engrambench"
+
+# DreamBench-SWE Table 9, P1 and P4: per-trap (A-only, B-only) seed counts and both-pass cells.
+P1 = ([(3, 0)] * 2 + [(2, 0)] * 5 + [(1, 0)] + [(2, 1)] * 2 + [(0, 2)] * 2 + [(0, 1)] * 9, 74)
+P4 = ([(3, 0)] + [(2, 0)] * 5 + [(1, 0)] * 6 + [(0, 1)] * 5 + [(1, 2)] * 3, 73)
+
+
+def layout_rows(traps, both_pass, a, b, units=60, seeds=3):
+    rows, left = [], both_pass
+    for t in range(units):
+        a_only, b_only = traps[t] if t < len(traps) else (0, 0)
+        outcomes = [(1, 0)] * a_only + [(0, 1)] * b_only
+        while len(outcomes) < seeds:
+            outcomes.append((1, 1) if left > 0 else (0, 0))
+            left -= outcomes[-1] == (1, 1)
+        for s, (pa, pb) in enumerate(outcomes):
+            rows.append({"unit": f"t{t:02d}", "seed": s + 1, "condition": a, "passed": pa, "construct": "C1"})
+            rows.append({"unit": f"t{t:02d}", "seed": s + 1, "condition": b, "passed": pb, "construct": "C1"})
+    return rows
+
+
+def write_csv(path: Path, rows, fields=("unit", "seed", "condition", "passed", "construct")):
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(fields), extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+@pytest.fixture
+def family_csv(tmp_path):
+    rows = layout_rows(*P1, "hybrid", "B5") + layout_rows(*P4, "P4:hybrid", "P4:raw")
+    return write_csv(tmp_path / "cells.csv", rows)
+
+
+def run(group, args):
+    result = CliRunner().invoke(group, args)
+    return result
+
+
+def test_compare_json_contract(family_csv):
+    result = run(stats, ["compare", "--cells", str(family_csv), "--pair", "hybrid:B5", "--pair", "P4:hybrid:P4:raw"])
+    # "P4:hybrid:P4:raw" is not A:B — condition names with ':' are rejected
+    assert result.exit_code == 2
+    result = run(stats, ["compare", "--cells", str(family_csv), "--pair", "hybrid:B5"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    (p1,) = out["comparisons"]
+    assert set(p1) == {"a", "b", "D", "discordant_a", "discordant_b", "units", "paired_cells", "p_clustered",
+                       "p_mcnemar", "p_majority", "p_per_seed", "p_holm"}
+    assert (p1["a"], p1["b"], p1["D"], p1["discordant_a"], p1["discordant_b"]) == ("hybrid", "B5", 6, 21, 15)
+    assert (p1["units"], p1["paired_cells"]) == (60, 180)
+    assert p1["p_clustered"] == 0.5184192657470703  # DreamBench-SWE Appendix C.6
+    assert round(p1["p_mcnemar"], 3) == 0.405  # §7
+    assert p1["p_holm"] == p1["p_clustered"]  # a family of one
+    assert set(p1["p_per_seed"]) == {"1", "2", "3"}
+    assert all(0 < p <= 1 for p in p1["p_per_seed"].values())
+    assert 0 < p1["p_majority"] <= 1
+    assert out["family_size"] == 1
+
+
+def test_compare_family_holm_and_padding(tmp_path):
+    rows = layout_rows(*P1, "hybrid", "B5") + layout_rows(*P4, "hybrid2", "raw")
+    path = write_csv(tmp_path / "cells.csv", rows)
+    result = run(stats, ["compare", "--cells", str(path), "--pair", "hybrid:B5", "--pair", "hybrid2:raw",
+                         "--family-size", "6"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    p1, p4 = out["comparisons"]
+    assert out["family_size"] == 6
+    assert p4["D"] == 11 and p4["p_clustered"] == 0.1278667449951172
+    assert p4["p_holm"] == pytest.approx(0.7672004699707031, rel=1e-15)  # 6 × p in a six-slot family
+    assert p1["p_holm"] == 1.0
+
+
+def test_compare_with_exclusions(tmp_path):
+    rows = [
+        {"unit": "t1", "seed": 1, "condition": "A", "passed": 1, "valid": 1},
+        {"unit": "t1", "seed": 1, "condition": "B", "passed": 0, "valid": 1},
+        {"unit": "t1", "seed": 2, "condition": "A", "passed": 1, "valid": 1},
+        {"unit": "t1", "seed": 2, "condition": "B", "passed": "", "valid": 0},
+    ]
+    path = write_csv(tmp_path / "cells.csv", rows, fields=("unit", "seed", "condition", "passed", "valid"))
+    out = json.loads(run(stats, ["compare", "--cells", str(path), "--pair", "A:B"]).stdout)
+    c = out["comparisons"][0]
+    assert (c["paired_cells"], c["D"], c["p_clustered"], c["p_mcnemar"]) == (1, 1, 1.0, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("text", "args", "needles"),
+    [
+        ("unit,seed,passed\nt,1,1\n", ["--pair", "A:B"], ["line 1", "column 'condition'", "missing required column"]),
+        ("unit,seed,condition,passed\nt,1,A,1\nt,1,B,x\n", ["--pair", "A:B"],
+         ["data row 2 (line 3)", "column 'passed'", "binary"]),
+        ("unit,seed,condition,passed\nt,1,A,1\nt,1,B,0\nt,1,A,0\n", ["--pair", "A:B"],
+         ["data row 3 (line 4)", "column 'unit,seed,condition'", "duplicate cell", "data row 1"]),
+        ("unit,seed,condition,passed\nt,1,A,1\nt,1,B,0\n", ["--pair", "A:C"],
+         ["column 'condition'", "no data row has condition 'C'", "A:C"]),
+        ("unit,seed,condition,passed\nt,1,A,1\nt,1,B,0\n", ["--pair", "AB"], ["--pair 'AB'", "A:B"]),
+        ("unit,seed,condition,passed\nt,1,A,1\nt,1,B,0\n", ["--pair", "A:B", "--pair", "B:A", "--family-size", "1"],
+         ["--family-size 1"]),
+    ],
+)
+def test_compare_usage_errors_exit_2(tmp_path, text, args, needles):
+    path = tmp_path / "in.csv"
+    path.write_text(text, encoding="utf-8")
+    result = run(stats, ["compare", "--cells", str(path), *args])
+    assert result.exit_code == 2
+    message = result.stderr
+    for needle in needles:
+        assert needle in message, message
+    if "--pair" not in needles[0] and "--family-size" not in needles[0]:
+        assert "in.csv" in message
+
+
+def test_compare_missing_file_exit_2(tmp_path):
+    result = run(stats, ["compare", "--cells", str(tmp_path / "absent.csv"), "--pair", "A:B"])
+    assert result.exit_code == 2 and "absent.csv" in result.stderr
+
+
+def write_cases(path: Path, rows):
+    return write_csv(path, rows, fields=("run", "task", "case", "status"))
+
+
+def test_ccpf_without_manifest(tmp_path):
+    rows = [
+        {"run": "r1", "task": "T", "case": "a", "status": "passed"},
+        {"run": "r1", "task": "T", "case": "b", "status": "error"},
+        {"run": "r1", "task": "T", "case": "c", "status": "unreached"},
+        {"run": "r1", "task": "T", "case": "d", "status": "excluded"},
+        {"run": "r2", "task": "T", "case": "a", "status": "passed"},
+        {"run": "r2", "task": "U", "case": "a", "status": "failed"},
+    ]
+    result = run(stats, ["ccpf", "--cases", str(write_cases(tmp_path / "cases.csv", rows))])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["overall"]["micro"] == {"passed": 2, "applicable": 5, "ccpf": 0.4}
+    assert out["overall"]["macro"] == {"ccpf": pytest.approx((1 / 3 + 1 + 0) / 3), "runs": 3, "runs_without_cases": 0}
+    assert out["tasks"]["T"]["micro"] == {"passed": 2, "applicable": 4, "ccpf": 0.5}
+    assert out["tasks"]["T"]["macro"] == {"ccpf": pytest.approx((1 / 3 + 1) / 2), "runs": 2}
+    assert out["overall"]["macro_over_tasks"] == pytest.approx((0.5 + 0) / 2)
+    r1 = next(r for r in out["runs"] if (r["run"], r["task"]) == ("r1", "T"))
+    assert (r1["excluded"], r1["statuses"]["error"], r1["statuses"]["unreached"]) == (1, 1, 1)
+
+
+def test_ccpf_engrambench_metersettle_with_manifest(tmp_path):
+    if not ENGRAM.is_dir():
+        pytest.skip(f"EngramBench manifests not found: expected the shared folder next to the repository ({ENGRAM})")
+    manifest = json.loads((ENGRAM / "metersettle.manifest.v2.json").read_text(encoding="utf-8"))
+    applicable = [c["id"] for c in manifest["cases"] if "V1" not in c["prerequisites"]]
+    v1_cases = [c["id"] for c in manifest["cases"] if "V1" in c["prerequisites"]]
+    assert (len(applicable), len(v1_cases)) == (41, 3)
+    rows = []
+    for r, passes in enumerate((31, 31, 32)):  # Table 2, No Skills MeterSettle: 94/123 = 76.42%
+        for i, case in enumerate(applicable[:-1]):  # the last applicable case is never reported
+            rows.append({"run": f"run{r}", "task": "MeterSettle", "case": case,
+                         "status": "passed" if i < passes else "failed"})
+        for case in v1_cases:  # no V1 checkpoint: not applicable even when reported as passed
+            rows.append({"run": f"run{r}", "task": "MeterSettle", "case": case, "status": "passed"})
+    path = write_cases(tmp_path / "cases.csv", rows)
+    result = run(stats, ["ccpf", "--cases", str(path), "--manifest", str(ENGRAM / "metersettle.manifest.v2.json"),
+                         "--manifest", str(ENGRAM / "flagfoundry.manifest.v2.json")])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    micro = out["tasks"]["MeterSettle"]["micro"]
+    assert (micro["passed"], micro["applicable"]) == (94, 123)
+    assert all((r["missing"], r["not_applicable_v1"]) == (1, 3) for r in out["runs"])
+    assert round(100 * micro["ccpf"], 2) == 76.42
+    assert out["manifests"] == ["flagfoundry", "metersettle"]
+
+
+@pytest.mark.parametrize(
+    ("text", "needles"),
+    [
+        ("run,task,case,status\nr,t,c,passed\nr,t,d,crashed\n", ["data row 2 (line 3)", "column 'status'", "crashed"]),
+        ("run,task,status\nr,t,passed\n", ["line 1", "column 'case'", "missing required column"]),
+        ("run,task,case,status\nr,t,c,passed\nr,t,c,failed\n", ["data row 2", "column 'run,task,case'", "duplicate"]),
+    ],
+)
+def test_ccpf_usage_errors_exit_2(tmp_path, text, needles):
+    path = tmp_path / "cases.csv"
+    path.write_text(text, encoding="utf-8")
+    result = run(stats, ["ccpf", "--cases", str(path)])
+    assert result.exit_code == 2
+    assert "cases.csv" in result.stderr
+    for needle in needles:
+        assert needle in result.stderr, result.stderr
+
+
+def test_ccpf_bad_manifest_exit_2(tmp_path):
+    cases = write_cases(tmp_path / "cases.csv", [{"run": "r", "task": "toy", "case": "Z", "status": "passed"}])
+    manifest = tmp_path / "toy.json"
+    manifest.write_text(json.dumps({"taskId": "toy", "cases": [{"id": "A-01"}]}), encoding="utf-8")
+    result = run(stats, ["ccpf", "--cases", str(cases), "--manifest", str(manifest)])
+    assert result.exit_code == 2
+    assert "data row 1" in result.stderr and "column 'case'" in result.stderr and "'Z'" in result.stderr
+    manifest.write_text("{not json", encoding="utf-8")
+    result = run(stats, ["ccpf", "--cases", str(cases), "--manifest", str(manifest)])
+    assert result.exit_code == 2 and "toy.json" in result.stderr and "invalid JSON" in result.stderr
+
+
+def test_bench_is_a_group_with_stats():
+    assert "stats" in bench.commands
+    result = run(bench, ["stats", "--units", "12", "--cells", "3000", "--resamples", "50", "--repeats", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert set(out["machine"]) >= {"nproc", "cpu_model", "python"}
+    names = [t["name"] for t in out["timings"]]
+    assert names == ["P1-P6 family + gates + bootstrap CIs", "build synthetic cells", "pass fractions + bootstrap CIs"]
+    assert out["timings"][0]["detail"]["comparisons"] == 6
+    assert out["timings"][0]["detail"]["cells"] == 12 * 3 * 6
+
+
+def test_registered_in_the_main_cli():
+    from membench.cli import main
+
+    assert "stats" in main.commands and "bench" in main.commands
+    result = CliRunner().invoke(main, ["stats", "--help"])
+    assert result.exit_code == 0 and "compare" in result.output and "ccpf" in result.output
