@@ -25,7 +25,7 @@ def run_distributed(pack_spec, conditions, seeds, agent, workers, run_set, sandb
     pack = open_pack(pack_spec, settings.home)
     run_set = run_set or default_run_set(pack.name, pack.digest, agent, conditions, seeds)
     bus = KafkaBus(settings.bus, run_set, settings.runs_dir / run_set / "spool")
-    status = read_unit_status(bus.bootstrap, run_set)
+    status = read_unit_status(bus.topics, run_set)
     units = plan_grid(pack, conditions, seeds)
     todo = [u for u in units if status.get(u.unit_id, {}).get("status") not in ("completed", "excluded")]
     attempts = {u.unit_id: status.get(u.unit_id, {}).get("attempt", 0) + 1 for u in todo}
@@ -68,9 +68,11 @@ def events_from_kafka(dsn: str, findings: list, timeout: float = 30.0) -> Iterat
 
     from membench.replay import Finding
     from schemas.codec import DecodeError, decode
-    from schemas.topics import TRAJECTORY, bootstrap_from_dsn
+    from schemas.topics import topics_from_dsn
 
-    consumer = Consumer({"bootstrap.servers": bootstrap_from_dsn(dsn), "group.id": f"membench-replay-{os.getpid()}",
+    topics = topics_from_dsn(dsn)
+    TRAJECTORY = topics.trajectory
+    consumer = Consumer({"bootstrap.servers": topics.bootstrap, "group.id": topics.group(f"replay-{os.getpid()}"),
                          "enable.auto.commit": False, "auto.offset.reset": "earliest"})
     try:
         meta = consumer.list_topics(TRAJECTORY, timeout=timeout)

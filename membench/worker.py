@@ -5,82 +5,115 @@ The worker consumes the trajectory topic (raw bytes), decodes each message, runs
 encoding, key run_id) to the derived topic. A message that does not decode or that a processor
 rejects goes to the dead-letter topic with the reason; the stream goes on.
 
-Offsets: a run's events are acknowledged only when the run has been folded to its end, so the
-committed offset never passes the first event of an open run. After a crash the worker re-reads
-from there, rebuilds every open run's state, and re-derives completed runs with identical
-derived ids (the sink and reports deduplicate by derived id).
+Crash recovery is event sourcing: the fold state of a run lives only in memory, and the log is
+the truth. After a crash (or a rebalance) a worker may meet a run in the middle, after the
+committed offset; it then reads that run's earlier events back from the same partition and
+folds the run from its start. Derived sends are awaited until the broker acknowledges them, so
+a committed offset never hides a derived event that was not written. Re-derived events carry the
+same deterministic ids; the sink and every reader deduplicate by them.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
+import os
 
 import faust
+from confluent_kafka import Consumer, TopicPartition
 
 from processors import RunSetProcessor
 from schemas.codec import DecodeError, decode, encode
 from schemas.events import Event
 from schemas.registry import default_registry
-from schemas.topics import DEADLETTER, DERIVED, TRAJECTORY, bootstrap_from_dsn
+from schemas.topics import Topics, topics_from_dsn
 
 log = logging.getLogger("membench.worker")
 
 
-def build_app(dsn: str, group: str = "membench-processor") -> faust.App:
-    bootstrap = bootstrap_from_dsn(dsn)
+def earlier_events(topics: Topics, partition: int, before_offset: int, run_id: str, before_seq: int) -> list[Event]:
+    """The run's events with seq < before_seq, read back from its partition (offsets < before_offset)."""
+    consumer = Consumer({"bootstrap.servers": topics.bootstrap, "group.id": topics.group(f"backfill-{os.getpid()}"),
+                         "enable.auto.commit": False})
+    found: list[Event] = []
+    try:
+        low, _ = consumer.get_watermark_offsets(TopicPartition(topics.trajectory, partition), timeout=30)
+        consumer.assign([TopicPartition(topics.trajectory, partition, low)])
+        position = low
+        while position < before_offset:
+            batch = consumer.consume(5000, 5.0)
+            if not batch:
+                break
+            for msg in batch:
+                if msg.error():
+                    continue
+                position = msg.offset() + 1
+                if msg.offset() >= before_offset or msg.key() != run_id.encode():
+                    continue
+                try:
+                    event = Event.from_record(decode(msg.value() or b"")[1])
+                except DecodeError:
+                    continue
+                if event.seq < before_seq:
+                    found.append(event)
+    finally:
+        consumer.close()
+    return sorted(found, key=lambda e: e.seq)
+
+
+def build_app(dsn: str) -> faust.App:
+    topics = topics_from_dsn(dsn)
     app = faust.App(
-        group,
-        broker=[f"kafka://{b}" for b in bootstrap.split(",")],
+        topics.group("processor"),
+        broker=[f"kafka://{b}" for b in topics.bootstrap.split(",")],
         value_serializer="raw",
         key_serializer="raw",
         store="memory://",
         web_enabled=False,
-        topic_allow_declare=False,
+        topic_allow_declare=False,  # topics are created by membench (ensure_topics), with their layout
         topic_disable_leader=True,
         consumer_auto_offset_reset="earliest",
         producer_acks=-1,
         broker_commit_every=100,
         broker_commit_interval=1.0,
     )
-    raw = app.topic(TRAJECTORY, key_type=bytes, value_type=bytes, allow_empty=True)
-    derived_topic = app.topic(DERIVED, key_type=bytes, value_type=bytes)
-    dead_topic = app.topic(DEADLETTER, key_type=bytes, value_type=bytes)
+    raw = app.topic(topics.trajectory, key_type=bytes, value_type=bytes, allow_empty=True)
+    derived_topic = app.topic(topics.derived, key_type=bytes, value_type=bytes)
+    dead_topic = app.topic(topics.deadletter, key_type=bytes, value_type=bytes)
     derived_schema = default_registry().latest("derived")
     processor = RunSetProcessor()
-    held: dict[str, list] = defaultdict(list)  # run_id -> faust events not yet acknowledged
 
     async def dead_letter(event, reason: str) -> None:
-        await dead_topic.send(key=event.key, value=event.value or b"",
-                              headers={"reason": reason.encode()[:1000],
-                                       "source": f"{event.message.partition}:{event.message.offset}".encode()})
+        sent = await dead_topic.send(key=event.key, value=event.value or b"",
+                                     headers={"reason": reason.encode()[:1000],
+                                              "source": f"{event.message.partition}:{event.message.offset}".encode()})
+        await sent
 
     @app.agent(raw)
     async def process(stream):
-        async for event in stream.noack().events():
+        async for event in stream.events():
             try:
                 _, record = decode(event.value or b"")
                 raw_event = Event.from_record(record)
             except (DecodeError, KeyError, TypeError, ValueError) as exc:
                 await dead_letter(event, f"undecodable: {exc}")
-                event.ack()
                 continue
+            derived = []
+            if processor.is_new(raw_event.run_id) and raw_event.seq > 0:  # met mid-run: fold from its start
+                for earlier in earlier_events(topics, event.message.partition, event.message.offset,
+                                              raw_event.run_id, raw_event.seq):
+                    derived += processor.apply(earlier)
             letters_before = len(processor.dead_letters)
-            derived = processor.apply(raw_event)
+            derived += processor.apply(raw_event)
             for letter in processor.dead_letters[letters_before:]:
                 await dead_letter(event, f"rejected by processor at run {letter.run_id} seq {letter.seq}: "
                                          f"{letter.reason}")
             for item in derived:
-                await derived_topic.send(key=item.run_id.encode(), value=encode(derived_schema, item.to_record()))
-            held[raw_event.run_id].append(event)
-            if raw_event.run_id not in processor.open_runs():  # folded to its end (or a duplicate)
-                for pending in held.pop(raw_event.run_id):
-                    pending.ack()
+                sent = await derived_topic.send(key=item.run_id.encode(), value=encode(derived_schema, item.to_record()))
+                await sent  # acknowledged before this event's offset can be committed
 
     @app.on_partitions_revoked.connect
     async def on_revoked(app_, revoked, **kwargs):  # another worker owns these runs now
-        processor.forget(list(held))
-        held.clear()
+        processor.forget(processor.open_runs())
 
     return app
 

@@ -142,8 +142,8 @@ class TaxonomyFold:
         failure = {**session, "resolved": verdict.resolved, "excluded": verdict.excluded,
                    "failure_reason": verdict.failure_reason, "rule": verdict.rule,
                    "memory_failure": verdict.memory_failure, "oracle_outcome": ev.outcome}
-        contract = memory_contract(ev, att, verdict.resolved, verdict.failure_reason)
+        contract = {**session, **dataclasses.asdict(memory_contract(ev, att, verdict.resolved, verdict.failure_reason))}
         return [
             make_derived(key, "FailureClassified", ev.source_seq, failure, ev.session_index),
-            make_derived(key, "MemoryContract", ev.source_seq, {**session, **dataclasses.asdict(contract)}, ev.session_index),
+            make_derived(key, "MemoryContract", ev.source_seq, contract, ev.session_index),
         ]

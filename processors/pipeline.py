@@ -75,6 +75,10 @@ class RunSetProcessor:
             self.dead_letters.append(DeadLetter(event.run_id, event.seq, f"{type(exc).__name__}: {exc}"))
         return out
 
+    def is_new(self, run_id: str) -> bool:
+        """No event of this run has been seen (or it was forgotten)."""
+        return run_id not in self._runs and run_id not in self._ended
+
     def open_runs(self) -> list[str]:
         return list(self._runs)
 

@@ -19,7 +19,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from producers.emitter import RunEmitter
 from producers.memory import MemoryContext, count_tokens
@@ -33,6 +33,7 @@ class AgentTask:
     workspace: Path
     memory: MemoryContext
     solution: Solution  # harness-only: scripted agents use it, program agents never see it
+    sandbox: Any = None  # the run's sandbox (sandbox.base.Sandbox); program agents run only inside it
 
 
 @dataclass
@@ -126,6 +127,10 @@ AGENTS: dict[str, type] = {a.name: a for a in (NullAgent, RefsolAgent, MemoryLit
 
 
 def make_agent(spec: str) -> Agent:
+    if spec.startswith("command:"):  # a program run in the sandbox (producers/command_agent.py)
+        from producers.command_agent import CommandAgent
+
+        return CommandAgent.from_spec(spec)
     try:
         return AGENTS[spec]()
     except KeyError:

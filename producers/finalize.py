@@ -1,9 +1,22 @@
 """Filling secret placeholders `{{SECRET:name:class}}` from a CSPRNG (`secrets`).
 
 A name is scoped to its sequence (trap): every occurrence of `{{SECRET:name:class}}` in the
-sequence's manifest entry and in `hidden/<seq_id>/` gets the same value, so events, oracle and
-reference solution agree. The provenance file records the generator's hash and the format class
-of each secret, never a value.
+sequence's manifest entry and in `hidden/<seq_id>/` gets the same value, so events, oracle,
+reference solution and curated context agree. Finalizing refuses, naming the file, the sequence
+and the field:
+
+- a placeholder outside any one trap's material (the pack-level manifest fields, `repos/`, a
+  skill bank, another trap's hidden directory): it would be shared across traps;
+- the same name in two traps (cross-trap-shared);
+- a placeholder whose class is unknown, or a name used with two classes;
+- when a sequence declares `secrets: {name: class}`: a used but undeclared name, a declared but
+  unused name, a class that differs from the declaration;
+- anything left that still looks like a placeholder after filling (a leftover).
+
+Values are distinct within the pack and never occur anywhere in the skeleton's text, so a value
+found in a log identifies exactly one trap. The provenance file records the generator's hash, each
+secret's format class and where it was placed (event ids, hidden files), and a hash of the secret
+manifest (names and classes) — never a value.
 """
 
 from __future__ import annotations
@@ -17,7 +30,7 @@ import string
 from pathlib import Path
 from typing import Any
 
-from schemas.packs import SECRET, PackError
+from schemas.packs import SECRET, SECRET_CLASSES, SECRET_LIKE, PackError, sequence_texts
 
 GENERATORS = {
     "hex8": lambda: secrets.token_hex(4),
@@ -27,55 +40,193 @@ GENERATORS = {
     "word": lambda: "".join(secrets.choice(string.ascii_uppercase) for _ in range(8)),
     "int": lambda: str(1000 + secrets.randbelow(9000)),
 }
+assert tuple(GENERATORS) == SECRET_CLASSES
+
+_TEXT_SUFFIXES = {".py", ".json", ".md", ".txt", ".toml", ".cfg", ".ini", ".yaml", ".yml", ".csv", ".sha256", ""}
 
 
-def _generator_hash() -> str:
-    source = inspect.getsource(inspect.getmodule(_generator_hash))  # this module is the generator
+def generator_hash() -> str:
+    """SHA-256 of this module's source: the generator code that produced a pack's secrets."""
+    source = inspect.getsource(inspect.getmodule(generator_hash))
     return hashlib.sha256(source.encode()).hexdigest()
 
 
-def _fill(text: str, values: dict[str, str], classes: dict[str, str], where: str) -> str:
-    def sub(match: Any) -> str:
-        name, cls = match.group(1), match.group(2)
-        if cls not in GENERATORS:
-            raise PackError(f"{where}: placeholder '{name}' has unknown class '{cls}' "
-                            f"(known: {', '.join(sorted(GENERATORS))})")
-        if classes.setdefault(name, cls) != cls:
-            raise PackError(f"{where}: placeholder '{name}' used with classes {classes[name]} and {cls}")
-        if name not in values:
-            values[name] = GENERATORS[cls]()
-        return values[name]
-
-    return SECRET.sub(sub, text)
+def _text_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                  and p.suffix in _TEXT_SUFFIXES)
 
 
-def finalize_pack(skeleton: Path, out: Path) -> dict[str, Any]:
-    """Copy SKELETON to OUT with every placeholder filled; return the provenance record."""
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="ignore")
+
+
+def scan_placeholders(skeleton: Path) -> dict[str, Any]:
+    """Where every placeholder of SKELETON is, and what is wrong with it.
+
+    Returns {"sequences": {seq_id: {"used": {name: class}, "declared": {...}, "problems": [...]}},
+    "pack_problems": [...]}; a problem is a message naming the file, the sequence and the field.
+    Sequence problems refuse that trap; pack problems refuse the pack."""
+    skeleton = Path(skeleton)
+    manifest_path = skeleton / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    out: dict[str, Any] = {"sequences": {}, "pack_problems": []}
+    owner: dict[str, str] = {}  # secret name -> the sequence that uses it
+    hidden_root = skeleton / "hidden"
+    seq_ids = [seq.get("seq_id", f"sequences[{i}]") for i, seq in enumerate(manifest.get("sequences", []))]
+    for seq in manifest.get("sequences", []):
+        seq_id = seq.get("seq_id", "?")
+        where = f"{manifest_path}: sequence {seq_id}"
+        entry = {"used": {}, "declared": dict(seq.get("secrets", {}) or {}), "problems": []}
+        texts = [(where, t) for t in sequence_texts(seq)]
+        hidden = hidden_root / seq_id
+        for path in _text_files(hidden) if hidden.is_dir() else []:
+            texts.append((f"{path}: sequence {seq_id}", _read(path)))
+        for text_where, text in texts:
+            for match in SECRET.finditer(text):
+                name, cls = match.group(1), match.group(2)
+                if cls not in SECRET_CLASSES:
+                    entry["problems"].append(f"{text_where}: placeholder '{name}' has unknown class '{cls}' "
+                                             f"(known: {', '.join(SECRET_CLASSES)})")
+                    continue
+                if entry["used"].setdefault(name, cls) != cls:
+                    entry["problems"].append(f"{text_where}: placeholder '{name}' used with classes "
+                                             f"{entry['used'][name]} and {cls}")
+            stripped = SECRET.sub("", text)
+            for bad in SECRET_LIKE.findall(stripped):
+                entry["problems"].append(f"{text_where}: malformed secret placeholder {bad!r} "
+                                         "(expected {{SECRET:name:class}})")
+        if "secrets" in seq:
+            for name, cls in entry["used"].items():
+                if name not in entry["declared"]:
+                    entry["problems"].append(f"{where}: field 'secrets' does not declare placeholder '{name}' "
+                                             "(undeclared placeholder)")
+                elif entry["declared"][name] != cls:
+                    entry["problems"].append(f"{where}: field 'secrets.{name}' declares class "
+                                             f"{entry['declared'][name]}, the placeholder uses {cls}")
+            for name in entry["declared"]:
+                if name not in entry["used"]:
+                    entry["problems"].append(f"{where}: field 'secrets' declares '{name}', which no event, oracle "
+                                             "or solution uses (unused placeholder)")
+        for name in set(entry["used"]) | set(entry["declared"]):
+            if name in owner and owner[name] != seq_id:
+                problem = (f"{where}: placeholder '{name}' is also used by sequence {owner[name]} "
+                           "(cross-trap-shared placeholder; secrets are per trap)")
+                entry["problems"].append(problem)
+                out["sequences"][owner[name]]["problems"].append(problem)
+            owner.setdefault(name, seq_id)
+        out["sequences"][seq_id] = entry
+    # placeholders outside any one trap's material
+    top = {k: v for k, v in manifest.items() if k != "sequences"}
+    for text in sequence_texts(top):
+        for bad in SECRET_LIKE.findall(text):
+            out["pack_problems"].append(f"{manifest_path}: a pack-level field holds placeholder {bad!r} "
+                                        "(it would be shared across traps; secrets belong to one sequence)")
+    for path in _text_files(skeleton):
+        rel = path.relative_to(skeleton)
+        if rel.as_posix() == "manifest.json":
+            continue
+        if rel.parts[0] == "hidden" and len(rel.parts) > 2 and rel.parts[1] in seq_ids:
+            continue
+        for bad in SECRET_LIKE.findall(_read(path)):
+            out["pack_problems"].append(f"{path}: placeholder {bad!r} outside any trap's manifest entry or "
+                                        "hidden/<seq_id>/ (it would be shared across traps)")
+    return out
+
+
+def _fresh_value(cls: str, taken: set[str], corpus: str) -> str:
+    for _ in range(1000):
+        value = GENERATORS[cls]()
+        if value not in taken and value not in corpus and not any(value in t or t in value for t in taken):
+            return value
+    raise PackError(f"cannot draw a fresh value of class {cls} (the class is too small for this pack)")
+
+
+def finalize_pack(skeleton: Path, out: Path, strict: bool = True,
+                  reveal: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
+    """Copy SKELETON to OUT with every placeholder filled; write and return the provenance record.
+
+    strict: refuse (PackError) on the first problem. Not strict (the validator): a trap with
+    problems is still copied, its problems recorded in provenance["sequences"][id]["problems"] and
+    its placeholders left in place, so the admission funnel can count it as refused.
+    reveal: when a dict is given, it receives {seq_id: {name: value}} in memory (tests only; values
+    are never written anywhere but the finalized pack's own trap material)."""
     skeleton, out = Path(skeleton), Path(out)
+    scan = scan_placeholders(skeleton)
+    if scan["pack_problems"]:
+        raise PackError(scan["pack_problems"][0])
+    if strict:
+        for seq_id, entry in scan["sequences"].items():
+            if entry["problems"]:
+                raise PackError(entry["problems"][0])
     manifest = json.loads((skeleton / "manifest.json").read_text(encoding="utf-8"))
     if out.exists():
         shutil.rmtree(out)
     shutil.copytree(skeleton, out, ignore=shutil.ignore_patterns("__pycache__"))
-    provenance: dict[str, Any] = {"generator": "python secrets (CSPRNG)", "generator_sha256": _generator_hash(),
-                                  "skeleton": skeleton.name, "sequences": {}}
+    corpus = "\n".join(_read(p) for p in _text_files(skeleton))
+    taken: set[str] = set()
+    provenance: dict[str, Any] = {
+        "generator": "python secrets (CSPRNG)", "generator_sha256": generator_hash(),
+        "skeleton": skeleton.name, "classes": {c: _class_doc(c) for c in SECRET_CLASSES}, "sequences": {},
+    }
     for seq in manifest.get("sequences", []):
         seq_id = seq.get("seq_id", "?")
-        values: dict[str, str] = {}
-        classes: dict[str, str] = {}
-        where = f"{skeleton / 'manifest.json'}: sequence {seq_id}"
-        filled = json.loads(_fill(json.dumps(seq), values, classes, where))
+        entry = scan["sequences"][seq_id]
+        record: dict[str, Any] = {"secrets": {}, "problems": list(entry["problems"])}
+        if entry["problems"]:  # left unfilled: refused by the validator
+            provenance["sequences"][seq_id] = record
+            continue
+        values = {name: _fresh_value(cls, taken, corpus) for name, cls in sorted(entry["used"].items())}
+        taken.update(values.values())
+        if reveal is not None:
+            reveal[seq_id] = dict(values)
+        where_used: dict[str, set[str]] = {name: set() for name in values}
+
+        def fill(text: str, place: str) -> str:
+            def sub(match: Any) -> str:
+                where_used[match.group(1)].add(place)
+                return values[match.group(1)]
+            return SECRET.sub(sub, text)
+
+        if isinstance(seq.get("curated_context"), str):
+            seq["curated_context"] = fill(seq["curated_context"], "curated_context")
+        for event in seq.get("events", []):
+            if isinstance(event, dict) and isinstance(event.get("content"), str):
+                event["content"] = fill(event["content"], f"event:{event.get('event_id')}")
+        filled = json.loads(fill(json.dumps(seq), "manifest"))
         seq.clear()
         seq.update(filled)
         hidden = out / "hidden" / seq_id
-        for path in sorted(hidden.rglob("*")) if hidden.exists() else []:
-            if path.is_file():
-                path.write_text(_fill(path.read_text(encoding="utf-8"), values, classes, f"{path}"),
-                                encoding="utf-8")
-        provenance["sequences"][seq_id] = {name: {"class": cls} for name, cls in sorted(classes.items())}
+        for path in _text_files(hidden) if hidden.exists() else []:
+            rel = path.relative_to(out).as_posix()
+            path.write_text(fill(_read(path), f"file:{rel}"), encoding="utf-8")
+        decisive = seq.get("decisive_literals", [])
+        record["secrets"] = {name: {"class": entry["used"][name], "placed_in": sorted(where_used[name])}
+                             for name in sorted(values)}
+        record["decisive_literals_with_secret"] = [any(v in lit for v in values.values()) for lit in decisive]
+        record["secret_manifest_sha256"] = hashlib.sha256(
+            json.dumps(sorted(entry["used"].items())).encode()).hexdigest()
+        provenance["sequences"][seq_id] = record
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-    for path in out.rglob("*"):
-        if path.is_file() and SECRET.search(path.read_text(encoding="utf-8", errors="ignore")):
-            raise PackError(f"{path}: leftover secret placeholder after finalize "
-                            "(placeholders belong to a sequence's manifest entry or hidden/<seq_id>/)")
-    (out / "provenance.json").write_text(json.dumps(provenance, indent=1) + "\n", encoding="utf-8")
+    for path in _text_files(out):
+        rel = path.relative_to(out)
+        if rel.parts[0] == "hidden" and len(rel.parts) > 2 and provenance["sequences"].get(rel.parts[1], {}).get("problems"):
+            continue
+        leftover = SECRET_LIKE.search(_read(path)) if rel.as_posix() != "manifest.json" else None
+        if leftover:
+            raise PackError(f"{path}: leftover secret placeholder {leftover.group(0)!r} after finalize")
+    for seq in manifest.get("sequences", []):
+        if provenance["sequences"][seq.get("seq_id", "?")]["problems"]:
+            continue
+        for text in sequence_texts(seq):
+            leftover = SECRET_LIKE.search(text)
+            if leftover:
+                raise PackError(f"{out / 'manifest.json'}: sequence {seq.get('seq_id')}: leftover secret "
+                                f"placeholder {leftover.group(0)!r} after finalize")
+    (out / "provenance.json").write_text(json.dumps(provenance, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return provenance
+
+
+def _class_doc(cls: str) -> str:
+    return {"hex8": "8 lowercase hex digits", "hex12": "12 lowercase hex digits", "hex16": "16 lowercase hex digits",
+            "token": "16 URL-safe letters and digits", "word": "8 uppercase letters",
+            "int": "an integer in [1000, 9999]"}[cls]

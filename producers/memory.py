@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
 from schemas.events import Event
 
@@ -60,7 +61,27 @@ class Namespace:
         return f"{self.run_set}/{self.condition}/{self.seed}/{self.sequence}"
 
 
+@dataclass(frozen=True)
+class MemorySetup:
+    """What a memory system may know besides the events it is fed: the curated context of the pack
+    and of the sequence (for `curated_file`) and the pack's frozen skill bank (for `skill_bank`).
+    Systems that need it set `accepts_setup = True` and take it as the second argument."""
+
+    curated_context: str = ""
+    pack_curated_context: str = ""
+    skill_bank: Path | None = None
+
+    @classmethod
+    def for_sequence(cls, pack: Any, seq: Any) -> "MemorySetup":
+        return cls(curated_context=getattr(seq, "curated_context", "") or "",
+                   pack_curated_context=getattr(pack, "curated_context", "") or "",
+                   skill_bank=getattr(pack, "skill_bank", None))
+
+
 class MemorySystem(Protocol):
+    """Optional attributes: `uses_memory` (False: no MemoryRead is recorded), `accepts_setup`,
+    `skill_bank_digest` (recorded in RunStarted)."""
+
     condition: str
 
     def write(self, events: Sequence[Event]) -> list[MemoryItem]: ...
@@ -125,14 +146,56 @@ class VerbatimEventMemory:
 
 
 MEMORY_SYSTEMS: dict[str, type] = {"B0": NoMemory, "B5": VerbatimEventMemory}
+# The coding-agent A/B benchmark's name for B0 (imported packs run no_memory / curated_file / B5).
+MEMORY_SYSTEMS["no_memory"] = NoMemory
+
+
+def _register_builtin_systems() -> None:
+    from producers.memory_systems.curated import CuratedFileMemory
+    from producers.memory_systems.episodic import RawEpisodicMemory
+    from producers.memory_systems.skill_bank import SkillBankMemory
+    from producers.memory_systems.summaries import SessionSummaryMemory
+    from producers.memory_systems.vector import TokenVectorMemory
+
+    MEMORY_SYSTEMS["B1"] = RawEpisodicMemory
+    MEMORY_SYSTEMS["B2"] = TokenVectorMemory
+    MEMORY_SYSTEMS["B4"] = SessionSummaryMemory
+    MEMORY_SYSTEMS["curated_file"] = CuratedFileMemory
+    MEMORY_SYSTEMS["skill_bank"] = SkillBankMemory
+
+
+def register_external(name: str, command: list[str] | None = None, url: str | None = None,
+                      timeout_s: float = 60.0) -> None:
+    """Register an external memory system (a command or an HTTP endpoint) as condition NAME."""
+    from producers.memory_systems.external import external_factory
+
+    if name in MEMORY_SYSTEMS:
+        raise ValueError(f"condition '{name}' is already registered")
+    MEMORY_SYSTEMS[name] = external_factory(name, command, url, timeout_s)  # type: ignore[assignment]
+
+
+def _register_env_adapters() -> None:
+    import os
+
+    from producers.memory_systems.external import adapters_from_env
+
+    for name, factory in adapters_from_env(os.environ.get("MEMBENCH_MEMORY_ADAPTERS")).items():
+        MEMORY_SYSTEMS.setdefault(name, factory)  # type: ignore[arg-type]
 
 
 def memory_conditions() -> list[str]:
     return sorted(MEMORY_SYSTEMS)
 
 
-def make_memory(condition: str, namespace: Namespace) -> MemorySystem:
+def make_memory(condition: str, namespace: Namespace, setup: MemorySetup | None = None) -> MemorySystem:
     try:
-        return MEMORY_SYSTEMS[condition](namespace)
+        factory = MEMORY_SYSTEMS[condition]
     except KeyError:
         raise ValueError(f"unknown condition '{condition}' (known: {', '.join(memory_conditions())})") from None
+    if getattr(factory, "accepts_setup", False):
+        return factory(namespace, setup or MemorySetup())
+    return factory(namespace)
+
+
+_register_builtin_systems()
+_register_env_adapters()

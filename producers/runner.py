@@ -16,11 +16,12 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from producers.agents import AgentTask, make_agent
+from producers.agents import AgentOutcome, AgentTask, make_agent
 from producers.emitter import Listener, RunEmitter
-from producers.memory import Namespace, make_memory
+from producers.labels import sequence_labels
+from producers.memory import MemorySetup, Namespace, make_memory
 from sandbox.base import IsolationUnavailable, Sandbox
-from sandbox.scoring import score_session
+from sandbox.scoring import score_session, score_with_rules
 from sandbox.workspace import snapshot, tree_digest, write_tree
 from schemas.events import bounded_text
 from schemas.packs import Pack, Sequence
@@ -59,22 +60,38 @@ def run_id_for(run_set: str, unit: RunUnit, attempt: int) -> str:
 
 
 def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, publish: Listener,
-             attempt: int = 1) -> str:
+             attempt: int = 1, agent=None) -> str:
     """Run one unit to its RunEnded event; returns the run id. Exceptions inside become a RunEnded
-    with status `error` (or `excluded` for missing isolation), never a silent gap."""
+    with status `error` (or `excluded` for missing isolation), never a silent gap. `agent`, when
+    given, replaces `config.agent` (scoring given predictions uses an agent that applies them)."""
     seq = pack.sequence(unit.task)
     emitter = RunEmitter(config.run_set, run_id_for(config.run_set, unit, attempt), unit.unit_id, publish)
-    agent = make_agent(config.agent)
+    agent = agent or make_agent(config.agent)
     base = snapshot(pack.repos[seq.repo])
+    memory, memory_error = None, None
+    try:  # before RunStarted: a skill bank is verified here and its digest recorded there
+        memory = make_memory(unit.condition, Namespace(config.run_set, unit.condition, unit.seed, seq.seq_id),
+                             MemorySetup.for_sequence(pack, seq))
+    except Exception as exc:  # a memory system that cannot start closes the run as an error
+        memory_error = exc
     emitter.emit("RunStarted", {
         "suite": unit.suite, "task": unit.task, "condition": unit.condition, "seed": unit.seed,
         "agent": agent.name, "agent_kind": agent.kind, "model": None,
         "budgets": {"memory_read_tokens": config.read_budget, "oracle_timeout_s": int(config.oracle_timeout_s)},
         "code_digest": config.code_digest, "pack_digest": pack.digest, "fixture_digest": tree_digest(base),
-        "skill_bank_digest": None, "attempt": attempt,
+        "skill_bank_digest": getattr(memory, "skill_bank_digest", None), "attempt": attempt,
+        "construct": seq.construct, "family": seq.family,
     }, visibility="harness")
-    memory = make_memory(unit.condition, Namespace(config.run_set, unit.condition, unit.seed, seq.seq_id))
+    for label in sequence_labels(seq):
+        emitter.emit("OracleLabel", label, visibility="harness")
     status, error_type = "completed", None
+    if memory_error is not None:
+        emitter.emit("Turn", {"role": "system", "text": bounded_text(f"memory system {unit.condition}: {memory_error}"),
+                              "source_event_id": None, "source_kind": None, "input_tokens": 0, "cached_tokens": 0,
+                              "output_tokens": 0, "reasoning_tokens": 0, "latency_ms": 0}, visibility="harness")
+        emitter.emit("RunEnded", {"status": "error", "error_type": f"memory_setup:{type(memory_error).__name__}"},
+                     visibility="harness")
+        return emitter.run_id
     try:
         _run_sessions(pack, seq, base, memory, agent, emitter, sandbox, config)
     except IsolationUnavailable as exc:
@@ -104,31 +121,16 @@ def _run_sessions(pack: Pack, seq: Sequence, base: dict[str, bytes], memory, age
             emitter.emit("SessionStarted", {
                 "session_index": session.index, "instruction": bounded_text(session.instruction),
                 "start_state": "clean" if clean else "continuation", "workspace_digest": tree_digest(start),
-                "scored": scored, "oracle_id": session.oracle_id})
+                "scored": scored, "oracle_id": session.oracle_id or None})
             emitter.emit("Turn", {"role": "user", "text": bounded_text(session.instruction), "source_event_id": None,
-                                  "source_kind": "instruction", "input_tokens": 0, "cached_tokens": 0,
+                                  "source_kind": "instruction" if session.mode == "task" else "history",
+                                  "input_tokens": 0, "cached_tokens": 0,
                                   "output_tokens": 0, "reasoning_tokens": 0, "latency_ms": 0})
-            context = memory.read(session.instruction, config.read_budget)
-            if getattr(memory, "uses_memory", True):
-                emitter.emit("MemoryRead", {
-                    "query": bounded_text(session.instruction), "candidates": list(context.candidates),
-                    "admitted_ids": [i.memory_id for i in context.items], "tokens_admitted": context.tokens_admitted,
-                    "token_budget": context.token_budget, "context": bounded_text(context.render())})
-            outcome = agent.act(AgentTask(session.instruction, workspace, context, pack.solution(seq, session)),
-                                emitter)
-            result = score_session(sandbox, start, workspace, pack.oracle_path(seq, session), config.oracle_timeout_s)
-            diff = result.diff
-            emitter.emit("PatchProduced", {
-                "files": diff.files, "added_lines": diff.added_lines, "removed_lines": diff.removed_lines,
-                "production_paths": diff.production, "test_paths": diff.tests, "stripped_paths": diff.tests + diff.git,
-                "diff_sha256": diff.sha256})
-            emitter.emit("OracleVerdict", {
-                "oracle_id": session.oracle_id, "outcome": result.outcome, "cases": result.cases,
-                "exit_status": result.exit_status, "inconclusive": result.inconclusive,
-                "duration_ms": result.duration_ms}, visibility="harness")
-            if result.outcome == "isolation_unavailable":
-                raise IsolationUnavailable(result.detail)
-            tree = result.scored_tree
+            if session.mode == "history":  # recorded evidence: no agent, no scoring; its events follow
+                outcome = AgentOutcome(status="history")
+            else:
+                tree, outcome = _act_and_score(pack, seq, session, start, workspace, memory, agent, emitter, sandbox,
+                                               config)
         emitter.emit("SessionEnded", {"session_index": session.index, "status": outcome.status})
         for event in seq.events:
             if event.after_session == session.index:
@@ -141,6 +143,37 @@ def _run_sessions(pack: Pack, seq: Sequence, base: dict[str, bytes], memory, age
             emitter.emit("MemoryWrite", {
                 "memory_id": item.memory_id, "memory_type": item.memory_type, "scope": list(item.scope),
                 "provenance_event_ids": list(item.provenance_event_ids), "content": bounded_text(item.text)})
+
+
+def _act_and_score(pack: Pack, seq: Sequence, session, start: dict[str, bytes], workspace: Path, memory, agent,
+                   emitter: RunEmitter, sandbox: Sandbox, config: RunConfig) -> tuple[dict[str, bytes], AgentOutcome]:
+    """One task session: memory read, agent act, scoring (pytest oracle, or the session's scoring
+    rules); returns the scored tree (the next session's start) and the agent's outcome."""
+    context = memory.read(session.instruction, config.read_budget)
+    if getattr(memory, "uses_memory", True):
+        emitter.emit("MemoryRead", {
+            "query": bounded_text(session.instruction), "candidates": list(context.candidates),
+            "admitted_ids": [i.memory_id for i in context.items], "tokens_admitted": context.tokens_admitted,
+            "token_budget": context.token_budget, "context": bounded_text(context.render())})
+    outcome = agent.act(AgentTask(session.instruction, workspace, context, pack.solution(seq, session),
+                                  sandbox=sandbox), emitter)
+    if session.scoring is not None:
+        result = score_with_rules(sandbox, start, workspace, session.scoring, pack.hidden_files_dir(seq, session),
+                                  session.scoring.timeout_s or config.oracle_timeout_s)
+    else:
+        result = score_session(sandbox, start, workspace, pack.oracle_path(seq, session), config.oracle_timeout_s)
+    diff = result.diff
+    emitter.emit("PatchProduced", {
+        "files": diff.files, "added_lines": diff.added_lines, "removed_lines": diff.removed_lines,
+        "production_paths": diff.production, "test_paths": diff.tests, "stripped_paths": diff.tests + diff.git,
+        "diff_sha256": diff.sha256})
+    emitter.emit("OracleVerdict", {
+        "oracle_id": session.oracle_id, "outcome": result.outcome, "cases": result.cases,
+        "exit_status": result.exit_status, "inconclusive": result.inconclusive,
+        "duration_ms": result.duration_ms}, visibility="harness")
+    if result.outcome == "isolation_unavailable":
+        raise IsolationUnavailable(result.detail)
+    return result.scored_tree, outcome
 
 
 def run_grid(pack: Pack, units: list[RunUnit], config: RunConfig, sandbox: Sandbox, publish: Listener,

@@ -1,10 +1,22 @@
-"""The sandbox interface shared by the backends."""
+"""The sandbox interface shared by the backends (DESIGN.md §6).
+
+A backend runs one command in a fresh jail: the workspace read-write at /workspace, the mounts
+the caller names, nothing else of the host's files; no network; a temporary HOME; a clean
+environment; CPU-time, wall-time, memory, process-count and file-size limits; every process
+killed at the end. A backend that cannot do all of that raises `IsolationUnavailable` — callers
+record `isolation_unavailable` and never run the command unjailed.
+"""
 
 from __future__ import annotations
 
+import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import IO, Protocol
+
+SANDBOX_HOME = "/tmp/home"  # the temporary HOME inside every sandbox
+SANDBOX_UID = 65534  # "nobody": the unprivileged user a container runs as
 
 
 class IsolationUnavailable(RuntimeError):
@@ -18,9 +30,12 @@ class SandboxSpec:
     rw_mounts: dict[str, Path] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     wall_time_s: float = 120.0
-    cpu_time_s: int = 120
-    memory_mb: int = 2048
-    max_processes: int = 256
+    cpu_time_s: int = 120  # per process (RLIMIT_CPU)
+    memory_mb: int = 2048  # bwrap: address space per process (RLIMIT_AS); docker: the container's cgroup
+    max_processes: int = 256  # bwrap: RLIMIT_NPROC of a dedicated uid; docker: the pids cgroup
+    file_size_mb: int = 256  # largest file a process may write (RLIMIT_FSIZE)
+    tmp_mb: int = 64  # size of the private /tmp (tmpfs)
+    open_files: int = 1024  # RLIMIT_NOFILE
 
 
 @dataclass(frozen=True)
@@ -42,6 +57,9 @@ class Sandbox(Protocol):
         """Run argv inside the sandbox; raises IsolationUnavailable rather than run unjailed."""
 
 
+BACKENDS = ("bwrap", "docker")
+
+
 def get_sandbox(name: str) -> Sandbox:
     if name == "bwrap":
         from sandbox.bwrap import BwrapSandbox
@@ -51,6 +69,70 @@ def get_sandbox(name: str) -> Sandbox:
         try:
             from sandbox.docker_backend import DockerSandbox
         except ModuleNotFoundError as exc:
-            raise IsolationUnavailable("the docker sandbox backend is not available in this build") from exc
+            raise IsolationUnavailable(f"the docker sandbox backend is not available in this build: {exc}") from exc
         return DockerSandbox()
     raise ValueError(f"unknown sandbox backend {name!r} (expected bwrap or docker)")
+
+
+def check_backends() -> dict[str, dict[str, object]]:
+    """{backend: {"ok": bool, "reason": str}} for every backend, as `membench doctor` reports it."""
+    out: dict[str, dict[str, object]] = {}
+    for name in BACKENDS:
+        try:
+            ok, reason = get_sandbox(name).check()
+        except IsolationUnavailable as exc:
+            ok, reason = False, str(exc)
+        except Exception as exc:  # a broken backend is reported, not raised
+            ok, reason = False, f"{type(exc).__name__}: {exc}"
+        out[name] = {"ok": bool(ok), "reason": reason}
+    return out
+
+
+def chown_tree(root: Path, uid: int, gid: int) -> None:
+    """Give a host directory tree to the sandbox's user (so an unprivileged jail can write it)."""
+    root = Path(root)
+    os.chown(root, uid, gid, follow_symlinks=False)
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            os.chown(os.path.join(dirpath, name), uid, gid, follow_symlinks=False)
+
+
+class BoundedReader:
+    """Drains a pipe on a thread, keeping at most `limit` bytes (the head, or the tail), so an agent
+    that floods its output cannot exhaust the harness's memory."""
+
+    def __init__(self, stream: IO[bytes], limit: int, keep: str = "head"):
+        self._stream, self._limit, self._keep = stream, limit, keep
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self.dropped = 0
+        self._thread = threading.Thread(target=self._drain, daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        try:
+            while True:
+                chunk = self._stream.read(65536)
+                if not chunk:
+                    break
+                if self._keep == "head":
+                    room = self._limit - self._size
+                    if room > 0:
+                        self._chunks.append(chunk[:room])
+                        self._size += min(room, len(chunk))
+                    self.dropped += max(0, len(chunk) - max(room, 0))
+                else:
+                    self._chunks.append(chunk)
+                    self._size += len(chunk)
+                    while self._size - len(self._chunks[0]) >= self._limit and len(self._chunks) > 1:
+                        self._size -= len(self._chunks[0])
+                        self.dropped += len(self._chunks.pop(0))
+        finally:
+            self._stream.close()
+
+    def text(self, timeout: float = 10.0) -> str:
+        self._thread.join(timeout)
+        data = b"".join(self._chunks)
+        if self._keep == "tail":
+            data = data[-self._limit:]
+        return data.decode("utf-8", "replace")

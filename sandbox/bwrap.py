@@ -1,11 +1,36 @@
-"""The bubblewrap backend: new namespaces (no network), only the workspace writable, the Python
-toolchain read-only, a temporary HOME, a clean environment, rlimits, and every process killed
-when the sandbox's init exits (`--unshare-pid --die-with-parent`)."""
+"""The bubblewrap backend (the default).
+
+What one `run` gets:
+- new mount, PID, network, IPC and UTS namespaces (and cgroup where possible): no network at all,
+  only the sandbox's own processes in /proc;
+- a read-only root built from nothing: /usr (with the /bin, /lib symlinks), the Python toolchain
+  membench runs on (its virtual environment and base interpreter, at their own paths, read-only),
+  a fresh /proc and /dev, a private size-limited /tmp holding the temporary HOME, the workspace
+  read-write at /workspace and the mounts the caller names; no other host file;
+- a clean environment (bwrap itself is started with an empty one too, so not even the sandbox's
+  init process carries the parent's variables);
+- rlimits set on bwrap and inherited by everything inside: CPU time, address space, file size,
+  open files, no core dumps, and a process count;
+- the command runs as an unprivileged uid without capabilities and with no_new_privs. When
+  membench runs as root, RLIMIT_NPROC does not bind uid 0 (the kernel exempts it), so bwrap runs
+  without a user namespace and `setpriv` drops to a fresh high uid that no other process on the
+  host uses (the workspace is handed to that uid first): the process limit is then that uid's.
+  Run as a normal user, bwrap uses a user namespace and the limit binds the caller's uid;
+- the wall-clock limit kills bwrap's process group; `--die-with-parent` and the PID namespace
+  take every process in the sandbox with it, and when the command exits any background process
+  it left behind dies with the namespace.
+
+Start is proved, not assumed: bwrap reports the sandboxed child's pid on `--json-status-fd`;
+if that report never comes, bwrap failed to build the jail and `run` raises IsolationUnavailable
+(an agent printing "bwrap:" to stderr cannot fake it).
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import resource
+import secrets
 import shutil
 import signal
 import subprocess
@@ -13,14 +38,27 @@ import sys
 import time
 from pathlib import Path
 
-from sandbox.base import IsolationUnavailable, SandboxResult, SandboxSpec
+from sandbox.base import (
+    SANDBOX_HOME,
+    BoundedReader,
+    IsolationUnavailable,
+    SandboxResult,
+    SandboxSpec,
+    chown_tree,
+)
 
-_OUTPUT_LIMIT = 1 << 20
+STDOUT_LIMIT = 4 << 20
+STDERR_LIMIT = 1 << 20
+SETPRIV = "/usr/bin/setpriv"
+PRLIMIT = "prlimit"
+# Fresh uids for sandboxed processes when membench runs as root: far above login and subordinate
+# (container) uid ranges, one per sandbox so that RLIMIT_NPROC counts only that sandbox.
+UID_BASE, UID_SPAN = 1_500_000_000, 500_000_000
 
 
 def toolchain_mounts() -> list[str]:
-    """Read-only directories an agent or an oracle needs to run Python: the system's /usr and
-    the interpreter and virtual environment membench itself runs on."""
+    """Read-only directories an agent or an oracle needs to run Python beyond /usr: the virtual
+    environment membench runs on and its base interpreter (pytest comes from there)."""
     paths = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.prefix)}
     out = []
     for path in sorted(paths, key=str):
@@ -29,78 +67,158 @@ def toolchain_mounts() -> list[str]:
     return out
 
 
+def _parents(path: str) -> list[str]:
+    parts = Path(path).parts[1:-1]
+    return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def _hard_limit(kind: int, wanted: int) -> int:
+    """`wanted`, lowered to the current hard limit (without CAP_SYS_RESOURCE nobody may raise it)."""
+    _soft, hard = resource.getrlimit(kind)
+    return wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+
+
 class BwrapSandbox:
     name = "bwrap"
 
     def __init__(self, binary: str | None = None):
-        self.binary = binary or shutil.which("bwrap") or "bwrap"
+        # MEMBENCH_BWRAP points the backend at another bwrap binary (tests use a broken one).
+        wanted = binary or os.environ.get("MEMBENCH_BWRAP") or "bwrap"
+        self.binary = shutil.which(wanted) or wanted
+        self.as_root = os.geteuid() == 0
+
+    # ------------------------------------------------------------------ availability
+    def _missing(self) -> str | None:
+        if shutil.which(self.binary) is None:
+            return f"bubblewrap ({self.binary}) is not installed"
+        if shutil.which(PRLIMIT) is None:
+            return "prlimit (util-linux) is not installed; resource limits cannot be set"
+        if self.as_root and not os.access(SETPRIV, os.X_OK):
+            return f"{SETPRIV} (util-linux) is missing; cannot drop root inside the sandbox"
+        return None
 
     def check(self) -> tuple[bool, str]:
-        if shutil.which(self.binary) is None:
-            return False, "bubblewrap (bwrap) is not installed"
-        probe = subprocess.run(
-            [self.binary, "--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr",
-             "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
-             "--proc", "/proc", "--dev", "/dev", "/usr/bin/true"],
-            capture_output=True, text=True, timeout=30,
-        )
-        if probe.returncode != 0:
-            return False, f"bwrap cannot create namespaces here: {probe.stderr.strip()[:200]}"
-        return True, "ok"
+        missing = self._missing()
+        if missing:
+            return False, missing
+        workspace = Path(os.environ.get("TMPDIR", "/tmp"))
+        import tempfile
 
-    def argv(self, command: list[str], spec: SandboxSpec) -> list[str]:
-        args = [
-            self.binary, "--unshare-all", "--die-with-parent", "--new-session",
+        with tempfile.TemporaryDirectory(prefix="membench-probe-", dir=workspace) as tmp:
+            spec = SandboxSpec(workspace=Path(tmp), wall_time_s=30, cpu_time_s=10, memory_mb=512, max_processes=16)
+            try:
+                result = self.run(["python3", "-c", "import pytest, socket; print('ok')"], spec)
+            except IsolationUnavailable as exc:
+                return False, str(exc)
+        if result.exit_code != 0 or result.stdout.strip() != "ok":
+            return False, f"the toolchain does not run inside the sandbox: {result.stderr.strip()[-300:]}"
+        mode = "as root: setpriv to an unprivileged uid" if self.as_root else "unprivileged user namespace"
+        return True, f"ok ({self.binary}; {mode}; no network; rlimits cpu/as/nproc/fsize)"
+
+    # ------------------------------------------------------------------ command line
+    def argv(self, command: list[str], spec: SandboxSpec, uid: int | None = None, status_fd: int | None = None,
+             ) -> list[str]:
+        limits = [
+            PRLIMIT,
+            f"--cpu={_hard_limit(resource.RLIMIT_CPU, spec.cpu_time_s)}",
+            f"--as={_hard_limit(resource.RLIMIT_AS, spec.memory_mb << 20)}",
+            f"--nproc={_hard_limit(resource.RLIMIT_NPROC, spec.max_processes)}",
+            f"--fsize={_hard_limit(resource.RLIMIT_FSIZE, spec.file_size_mb << 20)}",
+            f"--nofile={_hard_limit(resource.RLIMIT_NOFILE, spec.open_files)}",
+            "--core=0", "--",
+        ]
+        args = [self.binary, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+                "--die-with-parent", "--new-session", "--hostname", "membench-sandbox"]
+        if uid is None:  # unprivileged caller: a user namespace, no capabilities, no nested namespaces
+            args += ["--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
+        else:  # root: keep only what setpriv needs to drop to `uid`; setpriv then clears everything
+            args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        args += [
             "--ro-bind", "/usr", "/usr",
             "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
             "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
-            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-            "--dir", "/tmp/home",
+            "--proc", "/proc", "--dev", "/dev",
+            "--perms", "1777", "--size", str(spec.tmp_mb << 20), "--tmpfs", "/tmp",
+            "--perms", "0700" if uid is None else "0777", "--dir", SANDBOX_HOME,
             "--bind", str(spec.workspace), "/workspace",
         ]
-        for path in toolchain_mounts():
-            args += ["--ro-bind", path, path]
-        for dest, host in spec.ro_mounts.items():
-            args += ["--ro-bind", str(host), dest]
-        for dest, host in spec.rw_mounts.items():
-            args += ["--bind", str(host), dest]
+        mounts = [(path, path, "--ro-bind") for path in toolchain_mounts()]
+        mounts += [(dest, str(host), "--ro-bind") for dest, host in spec.ro_mounts.items()]
+        mounts += [(dest, str(host), "--bind") for dest, host in spec.rw_mounts.items()]
+        made: set[str] = set()
+        for dest, host, flag in mounts:
+            for parent in _parents(dest):  # traversable skeleton dirs (bwrap would make them 0700)
+                if parent not in made and parent not in ("/tmp", "/usr", "/workspace"):
+                    args += ["--perms", "0755", "--dir", parent]
+                    made.add(parent)
+            args += [flag, host, dest]
+        args += ["--remount-ro", "/"]
         env = {
-            "HOME": "/tmp/home", "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/bin:/bin",
-            "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": "/tmp",
+            "HOME": SANDBOX_HOME, "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+            "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": "/tmp", "USER": "sandbox",
             **spec.env,
         }
         args += ["--clearenv"]
         for key, value in env.items():
             args += ["--setenv", key, value]
-        args += ["--chdir", "/workspace", "--", *command]
-        return args
+        if status_fd is not None:
+            args += ["--json-status-fd", str(status_fd)]
+        if uid is None:
+            args += ["--chdir", "/workspace", "--"]
+        else:  # bwrap (root, nearly without capabilities) may not enter a workspace it handed to `uid`
+            args += ["--chdir", "/", "--", SETPRIV, f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+                     "--inh-caps=-all", "--no-new-privs", "--", "/usr/bin/env", "--chdir=/workspace", "--"]
+        return limits + args + list(command)
 
+    # ------------------------------------------------------------------ run
     def run(self, command: list[str], spec: SandboxSpec) -> SandboxResult:
-        if shutil.which(self.binary) is None:
-            raise IsolationUnavailable("bubblewrap (bwrap) is not installed")
-
-        def limits() -> None:
-            resource.setrlimit(resource.RLIMIT_CPU, (spec.cpu_time_s, spec.cpu_time_s))
-            memory = spec.memory_mb * 1024 * 1024
-            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-            resource.setrlimit(resource.RLIMIT_NPROC, (spec.max_processes, spec.max_processes))
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
+        missing = self._missing()
+        if missing:
+            raise IsolationUnavailable(missing)
+        uid = None
+        if self.as_root:
+            uid = UID_BASE + secrets.randbelow(UID_SPAN)
+            for path in [spec.workspace, *spec.rw_mounts.values()]:
+                chown_tree(Path(path), uid, uid)
+        status_r, status_w = os.pipe()
         started = time.monotonic()
-        proc = subprocess.Popen(
-            self.argv(command, spec), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL, preexec_fn=limits, start_new_session=True,
-        )
+        try:
+            proc = subprocess.Popen(
+                self.argv(command, spec, uid, status_w), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL, start_new_session=True, pass_fds=(status_w,),
+                env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"},
+            )
+        except OSError as exc:
+            os.close(status_r)
+            os.close(status_w)
+            raise IsolationUnavailable(f"bwrap could not be started: {exc}") from exc
+        os.close(status_w)
+        out = BoundedReader(proc.stdout, STDOUT_LIMIT, "head")
+        err = BoundedReader(proc.stderr, STDERR_LIMIT, "tail")
         timed_out = False
         try:
-            out, err = proc.communicate(timeout=spec.wall_time_s)
+            proc.wait(timeout=spec.wall_time_s)
         except subprocess.TimeoutExpired:
             timed_out = True
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+        finally:
+            with os.fdopen(status_r, "rb") as status:
+                status_text = status.read().decode("utf-8", "replace")
         duration = int((time.monotonic() - started) * 1000)
-        stderr = err.decode("utf-8", "replace")[-_OUTPUT_LIMIT:]
-        if proc.returncode != 0 and stderr.startswith("bwrap:"):
-            raise IsolationUnavailable(f"bwrap failed to start: {stderr.strip()[:300]}")
-        return SandboxResult(proc.returncode, out.decode("utf-8", "replace")[-_OUTPUT_LIMIT:], stderr,
-                             timed_out, duration)
+        stdout, stderr = out.text(), err.text()
+        if '"child-pid"' not in status_text:
+            raise IsolationUnavailable(
+                f"bwrap failed to start the sandbox (exit {proc.returncode}): {stderr.strip()[-300:]}")
+        exit_code = proc.returncode
+        for line in status_text.splitlines():  # the command's own exit code, as bwrap reports it
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(doc, dict) and "exit-code" in doc and not timed_out:
+                exit_code = int(doc["exit-code"])
+        return SandboxResult(exit_code, stdout, stderr, timed_out, duration)

@@ -1,13 +1,28 @@
-"""Scoring a session: the production diff goes to a fresh checkout, then the hidden oracle runs
-there, mounted read-only, in its own sandbox, with pytest plugin autoload off and a clean
-PYTHONPATH.
+"""Scoring a session (DESIGN.md §6): only the production diff reaches the oracle.
 
-Outcomes: `pass`, `fail`, `oracle_timeout`, `production_patch_apply_failed` (an edit under
-`.git`), `empty_production_diff`, `isolation_unavailable`.
+1. The agent's workspace is diffed against the session's start tree. Edits under `.git` reject
+   the patch (`production_patch_apply_failed`); edits to tests, `conftest.py`, `pytest.ini`,
+   `sitecustomize.py`, `*.pth` (and the other paths `sandbox.workspace.is_test_path` names) are
+   stripped and recorded in `TreeDiff.tests`.
+2. The production part is applied to a fresh checkout of the start tree (never the agent's
+   directory). No production change: `empty_production_diff`.
+3. Only now does the hidden oracle enter a sandbox: mounted read-only at /oracle, in a new
+   sandbox of its own over the fresh checkout, run by `sandbox/oracle_launcher.py` (mounted
+   read-only) with `python3 -I` (no PYTHON* variables, a clean PYTHONPATH), pytest plugin
+   autoload off and the workspace last on sys.path.
+4. `pass` needs pytest's exit status 0 *and* a JUnit report in which every test function the
+   oracle defines (read from its source on the harness side) ran and passed — production code
+   that ends the process early or skips the oracle's tests scores `fail`. Wall-time exhaustion is
+   `oracle_timeout`.
+
+Outcomes: `pass`, `fail`, `oracle_timeout`, `production_patch_apply_failed`,
+`empty_production_diff`, `isolation_unavailable`.
 """
 
 from __future__ import annotations
 
+import difflib
+import ast
 import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -15,6 +30,7 @@ from pathlib import Path
 
 from sandbox.base import IsolationUnavailable, Sandbox, SandboxSpec
 from sandbox.workspace import TreeDiff, apply_production, diff_trees, snapshot, write_tree
+from schemas.packs import ScoringRules
 
 
 @dataclass
@@ -45,6 +61,25 @@ def _parse_junit(path: Path) -> list[dict[str, str]]:
     return cases
 
 
+LAUNCHER = Path(__file__).resolve().parent / "oracle_launcher.py"
+
+
+def expected_tests(oracle_file: Path) -> set[str]:
+    """The test functions an oracle defines (module-level `test_*`, methods of `Test*` classes)."""
+    try:
+        tree = ast.parse(Path(oracle_file).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return set()
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+            names.add(node.name)
+        elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            names.update(f.name for f in node.body
+                         if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name.startswith("test"))
+    return names
+
+
 def score_session(
     sandbox: Sandbox,
     start_tree: dict[str, bytes],
@@ -67,22 +102,27 @@ def score_session(
         results.mkdir()
         spec = SandboxSpec(
             workspace=checkout,
-            ro_mounts={"/oracle/test_oracle.py": Path(oracle_file)},
+            ro_mounts={"/oracle/test_oracle.py": Path(oracle_file), "/harness/run_oracle.py": LAUNCHER},
             rw_mounts={"/results": results},
-            env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": "/workspace"},
+            env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
             wall_time_s=timeout_s,
-            cpu_time_s=int(timeout_s),
+            cpu_time_s=max(1, int(timeout_s)),
         )
-        argv = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", "/oracle",
-                "--junitxml", "/results/junit.xml", "/oracle/test_oracle.py"]
+        argv = ["python3", "-I", "-B", "/harness/run_oracle.py", "/oracle/test_oracle.py", "/results/junit.xml"]
         try:
             result = sandbox.run(argv, spec)
         except IsolationUnavailable as exc:
             return ScoreResult("isolation_unavailable", diff, scored_tree, detail=str(exc))
-        cases = _parse_junit(results / "junit.xml")
+        try:
+            cases = _parse_junit(results / "junit.xml")
+        except ET.ParseError:
+            cases = []
+    expected = expected_tests(Path(oracle_file))
+    ran = {c["case_id"].split("[", 1)[0] for c in cases}
+    complete = bool(cases) and all(c["outcome"] == "pass" for c in cases) and expected <= ran
     if result.timed_out:
         outcome = "oracle_timeout"
-    elif result.exit_code == 0:
+    elif result.exit_code == 0 and complete:
         outcome = "pass"
     else:
         outcome = "fail"
@@ -91,3 +131,99 @@ def score_session(
     inconclusive = result.timed_out or result.exit_code in (3, 4, 5)
     return ScoreResult(outcome, diff, scored_tree, cases, result.exit_code, inconclusive, result.duration_ms,
                        detail=(result.stdout + result.stderr)[-2000:])
+
+
+def path_matches(rel: str, prefixes: tuple[str, ...]) -> bool:
+    """A path matches a rule entry when it equals it or lies under it (the A/B benchmark's rule)."""
+    return any(rel == p or rel.startswith(p.rstrip("/") + "/") for p in prefixes)
+
+
+def unauthorized_paths(changed: list[str], allowed: tuple[str, ...], forbidden: tuple[str, ...]) -> list[str]:
+    """Changed paths inside `forbidden`, or outside `allowed` when `allowed` is given."""
+    return [rel for rel in changed
+            if path_matches(rel, forbidden) or (bool(allowed) and not path_matches(rel, allowed))]
+
+
+def added_lines(before: dict[str, bytes], diff: TreeDiff) -> str:
+    """The text of every added line of the patch (all changed files except `.git`)."""
+    out = []
+    for rel in diff.files:
+        if rel in diff.git:
+            continue
+        old = (before.get(rel) or b"").decode("utf-8", "replace").splitlines()
+        new = (diff.changed[rel] or b"").decode("utf-8", "replace").splitlines()
+        out += [line[1:] for line in difflib.unified_diff(old, new, lineterm="", n=0)
+                if line.startswith("+") and not line.startswith("+++")]
+    return "\n".join(out)
+
+
+def score_with_rules(
+    sandbox: Sandbox,
+    start_tree: dict[str, bytes],
+    workspace: Path,
+    rules: ScoringRules,
+    hidden_dir: Path,
+    timeout_s: float = 120.0,
+) -> ScoreResult:
+    """Score a session by `ScoringRules` (the coding-agent A/B benchmark's oracle): the production
+    diff goes to a fresh checkout, the hidden files are written into it only now, and each score
+    command runs there in its own sandbox. Every rule becomes a case, so the verdict says which
+    rule failed: `path:<p>` (a changed path outside `allowed_paths` or inside `forbidden_paths`),
+    `pattern:required:<s>` / `pattern:forbidden:<s>` (on added diff lines), `compile:<p>` (a changed
+    production Python file that does not compile; checked with `compile()`, nothing executes) and
+    `command:<i>`. An empty diff is scored like any other (the commands decide), as that benchmark
+    does. Outcome: `pass` when every case passes, `oracle_timeout` when a command timed out, else
+    `fail`; a command that cannot start (exit 126/127) makes the verdict inconclusive.
+    """
+    after = snapshot(workspace)
+    diff = diff_trees(start_tree, after)
+    if diff.git:
+        return ScoreResult("production_patch_apply_failed", diff, dict(start_tree),
+                           detail="edits under .git: " + ", ".join(diff.git))
+    scored_tree = apply_production(start_tree, diff)
+    cases: list[dict[str, str]] = []
+    changed = [rel for rel in diff.files if rel not in diff.git]
+    cases += [{"case_id": f"path:{rel}", "outcome": "fail"}
+              for rel in unauthorized_paths(changed, rules.allowed_paths, rules.forbidden_paths)]
+    added = added_lines(start_tree, diff)
+    cases += [{"case_id": f"pattern:required:{p}", "outcome": "pass" if p in added else "fail"}
+              for p in rules.required_patch_patterns]
+    cases += [{"case_id": f"pattern:forbidden:{p}", "outcome": "fail" if p in added else "pass"}
+              for p in rules.forbidden_patch_patterns]
+    for rel in diff.production:
+        content = diff.changed[rel]
+        if rel.endswith(".py") and content is not None:
+            try:
+                compile(content, rel, "exec", dont_inherit=True)
+            except (SyntaxError, ValueError):
+                cases.append({"case_id": f"compile:{rel}", "outcome": "error"})
+    timed_out, exit_status, duration, details = False, 0, 0, []
+    with tempfile.TemporaryDirectory(prefix="membench-score-") as tmp:
+        checkout = Path(tmp) / "checkout"
+        tree = dict(scored_tree)
+        for rel in rules.hidden_files:
+            tree[rel] = (Path(hidden_dir) / rel).read_bytes()
+        for i, argv in enumerate(rules.commands):
+            write_tree(tree, checkout)  # every command starts from the same scored tree
+            spec = SandboxSpec(workspace=checkout, wall_time_s=timeout_s, cpu_time_s=int(timeout_s),
+                               env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": "/workspace"})
+            try:
+                result = sandbox.run(list(argv), spec)
+            except IsolationUnavailable as exc:
+                return ScoreResult("isolation_unavailable", diff, scored_tree, detail=str(exc))
+            duration += result.duration_ms
+            timed_out = timed_out or result.timed_out
+            if result.exit_code != 0 and exit_status == 0:
+                exit_status = result.exit_code
+            cases.append({"case_id": f"command:{i}", "outcome": "pass" if result.exit_code == 0 and not result.timed_out
+                          else "fail"})
+            details.append(f"$ {' '.join(argv)} -> {result.exit_code}\n{result.stdout}{result.stderr}")
+    if timed_out:
+        outcome = "oracle_timeout"
+    elif all(c["outcome"] == "pass" for c in cases):
+        outcome = "pass"
+    else:
+        outcome = "fail"
+    inconclusive = timed_out or exit_status in (126, 127)
+    return ScoreResult(outcome, diff, scored_tree, cases, exit_status, inconclusive, duration,
+                       detail="\n".join(details)[-2000:])

@@ -6,7 +6,19 @@ PACK/repos/<name>/           small fixture repositories (the clean base of a seq
 PACK/hidden/<seq_id>/<oracle_id>.py         hidden pytest oracle of one session
 PACK/hidden/<seq_id>/s<index>.solution.json reference solution of one session, as a template:
     {"files": {path: text with {{SLOT:name}}}, "slots": {name: {"answer", "pattern", "default"}}}
+PACK/hidden/<seq_id>/<oracle_id>/<path>      hidden files of a session scored by `scoring` rules
 ```
+Optional, backward-compatible manifest fields (imported packs use them; native packs need none):
+- top level `curated_context` (the text a `curated_file` condition shows) and `conditions` (the
+  conditions the pack was published with);
+- per session `mode`: `task` (default: the agent acts, the oracle scores) or `history` (a recorded
+  earlier session replayed as evidence: no agent, no scoring, its events follow it);
+- per session `scoring`: `commands` (argv lists run in the scoring checkout), `hidden_files`
+  (paths written into that checkout only at scoring time), `allowed_paths`, `forbidden_paths`,
+  `required_patch_patterns`, `forbidden_patch_patterns` (substrings on added diff lines),
+  `timeout_s`; such a session is scored by these rules instead of a pytest oracle file;
+- per sequence `gold_labels`: labels in the OracleLabel event shape (`label_id`, `label_type`,
+  `active_session`, `event_ids`, `fact_ids`) delivered to processors as harness-visible events.
 `hidden/` never enters an agent's sandbox. The loader rejects a malformed pack before any run,
 naming the file, the sequence and the field.
 """
@@ -24,10 +36,33 @@ FORMAT = "membench-pack"
 CONSTRUCTS = tuple(f"C{i}" for i in range(1, 11))
 SLOT = re.compile(r"\{\{SLOT:([A-Za-z0-9_]+)\}\}")
 SECRET = re.compile(r"\{\{SECRET:([A-Za-z0-9_]+):([A-Za-z0-9_]+)\}\}")
+# anything that starts like a secret placeholder, well-formed or not (a leftover after finalize)
+SECRET_LIKE = re.compile(r"\{\{\s*SECRET\b[^}]*\}?\}?")
+# the format classes of generated secrets (producers/finalize.py holds one generator per class)
+SECRET_CLASSES = ("hex8", "hex12", "hex16", "token", "word", "int")
+# constructs whose trap must not be solvable from one injected event (DESIGN.md §4)
+NO_SINGLE_EVENT_CONSTRUCTS = ("C2", "C3", "C6", "C7")
 
 
 class PackError(ValueError):
     """A pack that cannot be used; the message names the file, the sequence and the field."""
+
+
+SESSION_MODES = ("task", "history")
+
+
+@dataclass(frozen=True)
+class ScoringRules:
+    """Scoring by commands plus path and patch-pattern rules (the coding-agent A/B benchmark's
+    oracle shape), used instead of a pytest oracle file when a session declares `scoring`."""
+
+    commands: tuple[tuple[str, ...], ...]
+    hidden_files: tuple[str, ...] = ()
+    allowed_paths: tuple[str, ...] = ()
+    forbidden_paths: tuple[str, ...] = ()
+    required_patch_patterns: tuple[str, ...] = ()
+    forbidden_patch_patterns: tuple[str, ...] = ()
+    timeout_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -38,6 +73,8 @@ class SessionSpec:
     visible_files: tuple[str, ...] = ()
     inject_after: tuple[str, ...] = ()
     start_state: str = "continuation"  # or "clean"
+    mode: str = "task"  # or "history": replayed evidence, no agent, no scoring
+    scoring: ScoringRules | None = None
 
 
 @dataclass(frozen=True)
@@ -84,6 +121,13 @@ class Sequence:
     required_fact_ids: tuple[str, ...] = ()
     event_fact_map: dict[str, list[str]] = field(default_factory=dict)
     why_not_verbatim: str | None = None
+    gold_labels: tuple[dict[str, Any], ...] = ()
+    # native hygiene packs (format_version 2): the trap's own curated MEMORY.md text, its declared
+    # secrets {name: class}, the anti-hoarding flag and the skeleton it was authored from
+    curated_context: str = ""
+    secrets: dict[str, str] = field(default_factory=dict)
+    anti_hoarding: bool = False
+    skeleton_id: str | None = None
 
     @property
     def scored_session(self) -> SessionSpec:
@@ -98,6 +142,10 @@ class Pack:
     repos: dict[str, Path]
     digest: str
     description: str = ""
+    curated_context: str = ""
+    conditions: tuple[str, ...] = ()
+    skill_bank: Path | None = None  # a frozen SKILL.md directory with a SHA-256 manifest
+    format_version: int = 1
 
     def sequence(self, seq_id: str) -> Sequence:
         for seq in self.sequences:
@@ -107,6 +155,10 @@ class Pack:
 
     def oracle_path(self, seq: Sequence, session: SessionSpec) -> Path:
         return self.root / "hidden" / seq.seq_id / f"{session.oracle_id}.py"
+
+    def hidden_files_dir(self, seq: Sequence, session: SessionSpec) -> Path:
+        """Where the hidden files of a `scoring`-rules session live."""
+        return self.root / "hidden" / seq.seq_id / session.oracle_id
 
     def solution_path(self, seq: Sequence, session: SessionSpec) -> Path:
         return self.root / "hidden" / seq.seq_id / f"s{session.index}.solution.json"
@@ -175,6 +227,9 @@ def load_pack(root: Path, check_hidden: bool = True) -> Pack:
     if raw.get("format") != FORMAT:
         raise PackError(f"{where}: field 'format' must be '{FORMAT}'")
     name = _require(raw, "pack", str, where)
+    format_version = raw.get("format_version", 1)
+    if isinstance(format_version, bool) or not isinstance(format_version, int) or format_version not in (1, 2):
+        raise PackError(f"{where}: field 'format_version' must be 1 or 2")
     repos = {}
     for repo_name, rel in _require(raw, "repos", dict, where).items():
         repo_path = root / rel
@@ -204,16 +259,23 @@ def load_pack(root: Path, check_hidden: bool = True) -> Pack:
             index = _require(s, "index", int, s_where)
             if index != j + 1:
                 raise PackError(f"{s_where}: field 'index' must be {j + 1}")
+            mode = s.get("mode", "task")
+            if mode not in SESSION_MODES:
+                raise PackError(f"{s_where}: field 'mode' must be one of {', '.join(SESSION_MODES)}, got '{mode}'")
             sessions.append(SessionSpec(
                 index=index,
                 instruction=_require(s, "instruction", str, s_where),
-                oracle_id=_require(s, "oracle_id", str, s_where),
+                oracle_id=_require(s, "oracle_id", str, s_where) if mode == "task" else s.get("oracle_id", ""),
                 visible_files=tuple(s.get("visible_files", [])),
                 inject_after=tuple(s.get("inject_after", [])),
                 start_state=s.get("start_state", "continuation"),
+                mode=mode,
+                scoring=_scoring_rules(s["scoring"], s_where) if s.get("scoring") is not None else None,
             ))
         if len(sessions) < 2:
             raise PackError(f"{seq_where}: field 'sessions' needs at least 2 sessions (evidence, then the trap)")
+        if sessions[-1].mode != "task":
+            raise PackError(f"{seq_where}: sessions[{len(sessions) - 1}]: field 'mode' must be 'task' (the scored session)")
         events = []
         for j, e in enumerate(_require(seq_raw, "events", list, seq_where)):
             e_where = f"{seq_where}: events[{j}]"
@@ -226,6 +288,7 @@ def load_pack(root: Path, check_hidden: bool = True) -> Pack:
                 kind=_require(e, "kind", str, e_where), content=_require(e, "content", str, e_where),
                 scope_files=tuple(scope.get("files", [])), scope_symbols=tuple(scope.get("symbols", [])),
             ))
+        _check_sequence_fields(seq_raw, sessions, events, construct, format_version, seq_where)
         clean = bool(seq_raw.get("clean_start_s3", False))
         seq = Sequence(
             seq_id=seq_id, construct=construct, family=_require(seq_raw, "family", str, seq_where), repo=repo,
@@ -235,9 +298,24 @@ def load_pack(root: Path, check_hidden: bool = True) -> Pack:
             required_fact_ids=tuple(seq_raw.get("required_fact_ids", [])),
             event_fact_map=dict(seq_raw.get("event_fact_map", {})),
             why_not_verbatim=seq_raw.get("why_not_verbatim"),
+            curated_context=seq_raw.get("curated_context", ""),
+            secrets=dict(seq_raw.get("secrets", {})),
+            anti_hoarding=bool(seq_raw.get("anti_hoarding", False)),
+            skeleton_id=seq_raw.get("skeleton_id"),
+            gold_labels=tuple(_gold_label(g, f"{seq_where}: gold_labels[{j}]")
+                              for j, g in enumerate(seq_raw.get("gold_labels", []))),
         )
         if check_hidden:
             for session in seq.sessions:
+                if session.mode == "history":
+                    continue
+                if session.scoring is not None:
+                    for rel in session.scoring.hidden_files:
+                        if not (root / "hidden" / seq_id / session.oracle_id / rel).is_file():
+                            raise PackError(f"{seq_where}: session {session.index}: field 'scoring.hidden_files' names "
+                                            f"a missing file hidden/{seq_id}/{session.oracle_id}/{rel}")
+                    load_solution(root / "hidden" / seq_id / f"s{session.index}.solution.json", seq_id)
+                    continue
                 oracle = root / "hidden" / seq_id / f"{session.oracle_id}.py"
                 if not oracle.exists():
                     raise PackError(f"{seq_where}: session {session.index}: field 'oracle_id' names a missing "
@@ -246,11 +324,138 @@ def load_pack(root: Path, check_hidden: bool = True) -> Pack:
         sequences.append(seq)
     if not sequences:
         raise PackError(f"{where}: field 'sequences' is empty")
-    return Pack(name, root, tuple(sequences), repos, pack_digest(root), raw.get("description", ""))
+    curated = raw.get("curated_context", "")
+    if not isinstance(curated, str):
+        raise PackError(f"{where}: field 'curated_context' must be str, got {type(curated).__name__}")
+    skill_bank = None
+    if raw.get("skill_bank") is not None:
+        rel = raw["skill_bank"]
+        if not isinstance(rel, str) or not (root / rel).is_dir():
+            raise PackError(f"{where}: field 'skill_bank' must name a directory of the pack, got {rel!r}")
+        skill_bank = root / rel
+    return Pack(name, root, tuple(sequences), repos, pack_digest(root), raw.get("description", ""),
+                curated_context=curated, conditions=tuple(raw.get("conditions", [])),
+                skill_bank=skill_bank, format_version=format_version)
+
+
+def _str_list(obj: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
+    value = obj.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise PackError(f"{where}: field '{key}' must be a list of strings")
+    return tuple(value)
+
+
+def _scoring_rules(raw: Any, where: str) -> ScoringRules:
+    where = f"{where}: scoring"
+    if not isinstance(raw, dict):
+        raise PackError(f"{where}: must be an object")
+    commands = _require(raw, "commands", list, where)
+    if not commands or not all(isinstance(c, list) and c and all(isinstance(a, str) for a in c) for c in commands):
+        raise PackError(f"{where}: field 'commands' must be a non-empty list of non-empty argv lists")
+    timeout = raw.get("timeout_s")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+        raise PackError(f"{where}: field 'timeout_s' must be a positive number")
+    return ScoringRules(
+        commands=tuple(tuple(c) for c in commands),
+        hidden_files=_str_list(raw, "hidden_files", where),
+        allowed_paths=_str_list(raw, "allowed_paths", where),
+        forbidden_paths=_str_list(raw, "forbidden_paths", where),
+        required_patch_patterns=_str_list(raw, "required_patch_patterns", where),
+        forbidden_patch_patterns=_str_list(raw, "forbidden_patch_patterns", where),
+        timeout_s=float(timeout) if timeout is not None else None,
+    )
+
+
+def _gold_label(raw: Any, where: str) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise PackError(f"{where}: must be an object")
+    return {
+        "label_id": _require(raw, "label_id", str, where),
+        "label_type": _require(raw, "label_type", str, where),
+        "active_session": _require(raw, "active_session", int, where),
+        "event_ids": list(_str_list(raw, "event_ids", where)),
+        "fact_ids": list(_str_list(raw, "fact_ids", where)),
+    }
 
 
 def has_placeholders(root: Path) -> bool:
     for path in Path(root).rglob("*"):
-        if path.is_file() and SECRET.search(path.read_text(encoding="utf-8", errors="ignore")):
+        if path.is_file() and SECRET_LIKE.search(path.read_text(encoding="utf-8", errors="ignore")):
             return True
     return False
+
+
+def _check_sequence_fields(raw: dict[str, Any], sessions: list[SessionSpec], events: list[PackEvent],
+                           construct: str, format_version: int, where: str) -> None:
+    """Cross-field checks of one sequence: references between sessions, events and facts, and the
+    types of the optional hygiene fields. Each error names the sequence and the field."""
+    ids = [e.event_id for e in events]
+    for event_id in ids:
+        if ids.count(event_id) > 1:
+            raise PackError(f"{where}: field 'events' repeats event_id '{event_id}'")
+    after = {e.event_id: e.after_session for e in events}
+    for session in sessions:
+        if session.start_state not in ("continuation", "clean"):
+            raise PackError(f"{where}: sessions[{session.index - 1}]: field 'start_state' must be 'continuation' "
+                            f"or 'clean', got '{session.start_state}'")
+        for ref in session.inject_after:
+            if ref not in after:
+                raise PackError(f"{where}: sessions[{session.index - 1}]: field 'inject_after' names unknown event '{ref}'")
+            if after[ref] >= session.index:
+                raise PackError(f"{where}: sessions[{session.index - 1}]: field 'inject_after' names event '{ref}' "
+                                f"delivered after session {after[ref]}, not before session {session.index}")
+    for key in ("clean_start_s3", "anti_hoarding"):
+        if key in raw and not isinstance(raw[key], bool):
+            raise PackError(f"{where}: field '{key}' must be bool, got {type(raw[key]).__name__}")
+    for key in ("decisive_literals", "required_fact_ids"):
+        value = raw.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise PackError(f"{where}: field '{key}' must be a list of strings")
+    fact_map = raw.get("event_fact_map", {})
+    if not isinstance(fact_map, dict):
+        raise PackError(f"{where}: field 'event_fact_map' must be an object")
+    for event_id, facts in fact_map.items():
+        if event_id not in after:
+            raise PackError(f"{where}: field 'event_fact_map' names unknown event '{event_id}'")
+        if not isinstance(facts, list) or not all(isinstance(f, str) for f in facts):
+            raise PackError(f"{where}: field 'event_fact_map.{event_id}' must be a list of strings")
+    if fact_map:
+        covered = {f for facts in fact_map.values() for f in facts}
+        for fact in raw.get("required_fact_ids", []):
+            if fact not in covered:
+                raise PackError(f"{where}: field 'required_fact_ids' names fact '{fact}' that no event carries "
+                                "(event_fact_map)")
+    for key in ("why_not_verbatim", "curated_context", "skeleton_id"):
+        if raw.get(key) is not None and not isinstance(raw[key], str):
+            raise PackError(f"{where}: field '{key}' must be str, got {type(raw[key]).__name__}")
+    if format_version >= 2 and construct != "C1" and not (raw.get("why_not_verbatim") or "").strip():
+        raise PackError(f"{where}: field 'why_not_verbatim' is required for construct {construct} "
+                        "(why verbatim replay of one event is insufficient)")
+    secrets_decl = raw.get("secrets", {})
+    if not isinstance(secrets_decl, dict):
+        raise PackError(f"{where}: field 'secrets' must be an object {{name: class}}")
+    for name, cls in secrets_decl.items():
+        if not re.fullmatch(r"[A-Za-z0-9_]+", name):
+            raise PackError(f"{where}: field 'secrets' has an invalid name '{name}'")
+        if cls not in SECRET_CLASSES:
+            raise PackError(f"{where}: field 'secrets.{name}' has unknown class '{cls}' "
+                            f"(known: {', '.join(SECRET_CLASSES)})")
+
+
+def sequence_texts(seq_raw: dict[str, Any]) -> list[str]:
+    """Every string of a sequence's manifest entry (for placeholder and leak scans)."""
+    out: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(k)
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    walk(seq_raw)
+    return out

@@ -7,18 +7,21 @@
 - schemas: compacted, key = fingerprint hex, value = schema JSON (travels with the data);
 - unit-status: compacted, key = "<run_set>/<unit_id>", value = JSON {status, run_id, attempt},
   so `membench run` can skip complete units without the warehouse.
+
+A DSN `kafka://HOST:PORT[,HOST:PORT…][/NAMESPACE][?partitions=N&replication=R&min_insync=M]`
+names the brokers; the optional namespace prefixes every topic and consumer group
+(`NAMESPACE.membench.trajectory`), so several studies (or test cases) share one cluster without
+seeing each other's data; the query sets how new topics are created (default 4 partitions,
+replication factor 1).
 """
 
 from __future__ import annotations
 
+import re
+from urllib.parse import parse_qsl
 from dataclasses import dataclass
 
-PREFIX = "membench."
-TRAJECTORY = PREFIX + "trajectory"
-DERIVED = PREFIX + "derived"
-DEADLETTER = PREFIX + "deadletter"
-SCHEMAS = PREFIX + "schemas"
-UNIT_STATUS = PREFIX + "unit-status"
+_NAMESPACE = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
 @dataclass(frozen=True)
@@ -27,15 +30,69 @@ class TopicLayout:
     replication_factor: int = 1
     min_insync_replicas: int | None = None
 
-    def specs(self) -> dict[str, dict[str, str]]:
+    def specs(self, topics: "Topics") -> dict[str, dict[str, str]]:
         """topic -> topic config."""
         common = {} if self.min_insync_replicas is None else {"min.insync.replicas": str(self.min_insync_replicas)}
         compacted = {**common, "cleanup.policy": "compact"}
-        return {TRAJECTORY: dict(common), DERIVED: dict(common), DEADLETTER: dict(common),
-                SCHEMAS: compacted, UNIT_STATUS: compacted}
+        return {topics.trajectory: dict(common), topics.derived: dict(common), topics.deadletter: dict(common),
+                topics.schemas: compacted, topics.unit_status: compacted}
+
+
+@dataclass(frozen=True)
+class Topics:
+    bootstrap: str
+    namespace: str = ""
+    layout: TopicLayout = TopicLayout()
+
+    @property
+    def prefix(self) -> str:
+        return f"{self.namespace}.membench." if self.namespace else "membench."
+
+    @property
+    def trajectory(self) -> str:
+        return self.prefix + "trajectory"
+
+    @property
+    def derived(self) -> str:
+        return self.prefix + "derived"
+
+    @property
+    def deadletter(self) -> str:
+        return self.prefix + "deadletter"
+
+    @property
+    def schemas(self) -> str:
+        return self.prefix + "schemas"
+
+    @property
+    def unit_status(self) -> str:
+        return self.prefix + "unit-status"
+
+    def group(self, role: str) -> str:
+        return self.prefix + role
+
+
+def topics_from_dsn(dsn: str) -> Topics:
+    if not dsn.startswith("kafka://"):
+        raise ValueError(f"not a Kafka DSN: {dsn!r} (expected kafka://HOST:PORT[,HOST:PORT][/NAMESPACE])")
+    rest, _, query = dsn[len("kafka://"):].partition("?")
+    bootstrap, _, namespace = rest.partition("/")
+    namespace = namespace.strip("/")
+    params = dict(parse_qsl(query))
+    unknown = set(params) - {"partitions", "replication", "min_insync"}
+    if unknown:
+        raise ValueError(f"Kafka DSN {dsn!r}: unknown parameter(s) {', '.join(sorted(unknown))}")
+    try:
+        layout = TopicLayout(int(params.get("partitions", 4)), int(params.get("replication", 1)),
+                             int(params["min_insync"]) if "min_insync" in params else None)
+    except ValueError:
+        raise ValueError(f"Kafka DSN {dsn!r}: partitions, replication and min_insync must be integers") from None
+    if not bootstrap:
+        raise ValueError(f"Kafka DSN {dsn!r} names no broker")
+    if namespace and not _NAMESPACE.match(namespace):
+        raise ValueError(f"Kafka DSN {dsn!r}: namespace may hold letters, digits, '.', '_' and '-' only")
+    return Topics(bootstrap, namespace, layout)
 
 
 def bootstrap_from_dsn(dsn: str) -> str:
-    if not dsn.startswith("kafka://"):
-        raise ValueError(f"not a Kafka DSN: {dsn!r} (expected kafka://HOST:PORT[,HOST:PORT])")
-    return dsn[len("kafka://"):].rstrip("/")
+    return topics_from_dsn(dsn).bootstrap

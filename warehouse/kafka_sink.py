@@ -23,7 +23,7 @@ from schemas.codec import DecodeError, unframe, decode_datum
 from schemas.derived import DerivedEvent
 from schemas.events import Event
 from schemas.registry import default_registry
-from schemas.topics import DERIVED, TRAJECTORY, bootstrap_from_dsn
+from schemas.topics import topics_from_dsn
 from warehouse.sink import insert_derived, insert_raw, trajectory_row
 
 
@@ -36,36 +36,37 @@ class SinkStats:
     batches: int = 0
 
 
-def partition_watermarks(warehouse: Any) -> dict[int, int]:
+def partition_watermarks(warehouse: Any, topic: str) -> dict[int, int]:
     rows = warehouse.query_rows(
-        "SELECT kafka_partition, max(kafka_offset) FROM trajectory_events WHERE kafka_partition >= 0 "
-        "GROUP BY kafka_partition")
+        "SELECT kafka_partition, max(kafka_offset) FROM trajectory_events WHERE kafka_topic = {t:String} "
+        "GROUP BY kafka_partition", {"t": topic})
     return {int(p): int(o) for p, o in rows}
 
 
 class KafkaSink:
-    def __init__(self, dsn: str, warehouse: Any, group: str = "membench-sink", batch_size: int = 5000,
+    def __init__(self, dsn: str, warehouse: Any, batch_size: int = 5000,
                  log: Callable[[str], None] | None = None):
         self.warehouse = warehouse
         self.batch_size = batch_size
         self.stats = SinkStats()
         self._log = log or (lambda msg: print(msg, file=sys.stderr))
         self._registry = default_registry()
+        self.topics = topics_from_dsn(dsn)
         self._watermarks: dict[int, int] = {}
         self._consumer = Consumer({
-            "bootstrap.servers": bootstrap_from_dsn(dsn),
-            "group.id": group,
+            "bootstrap.servers": self.topics.bootstrap,
+            "group.id": self.topics.group("sink"),
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
             "isolation.level": "read_committed",
             "max.poll.interval.ms": 600_000,
         })
-        self._consumer.subscribe([TRAJECTORY, DERIVED], on_assign=self._on_assign)
+        self._consumer.subscribe([self.topics.trajectory, self.topics.derived], on_assign=self._on_assign)
         self._assigned: list[TopicPartition] = []
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self._assigned = partitions
-        self._watermarks = partition_watermarks(self.warehouse)
+        self._watermarks = partition_watermarks(self.warehouse, self.topics.trajectory)
 
     def _decode(self, value: bytes) -> tuple[Any, dict[str, Any], bytes]:
         writer, datum = unframe(value, self._registry)
@@ -84,22 +85,23 @@ class KafkaSink:
             except (DecodeError, Exception):  # dead letters are the worker's job; count and skip
                 self.stats.undecodable += 1
                 continue
-            if topic == TRAJECTORY:
+            if topic == self.topics.trajectory:
                 if offset <= self._watermarks.get(partition, -1):
                     self.stats.skipped += 1
                     continue
                 event = Event.from_record(record)
-                raw[partition].append(trajectory_row(event, datum, writer.fingerprint_hex, partition, offset))
+                raw[partition].append(trajectory_row(event, datum, writer.fingerprint_hex, topic, partition, offset))
             else:
                 derived[partition].append(DerivedEvent.from_record(record))
         for partition, rows in sorted(raw.items()):
-            first, last = spans[(TRAJECTORY, partition)]
-            insert_raw(self.warehouse, rows, f"raw:{TRAJECTORY}:{partition}:{first}-{last}")
+            first, last = spans[(self.topics.trajectory, partition)]
+            insert_raw(self.warehouse, rows, f"raw:{self.topics.trajectory}:{partition}:{first}-{last}")
             self._watermarks[partition] = max(self._watermarks.get(partition, -1), rows[-1][-1])
             self.stats.raw += len(rows)
         for partition, items in sorted(derived.items()):
-            first, last = spans[(DERIVED, partition)]
-            self.stats.derived += insert_derived(self.warehouse, items, f"derived:{DERIVED}:{partition}:{first}-{last}")
+            first, last = spans[(self.topics.derived, partition)]
+            token = f"derived:{self.topics.derived}:{partition}:{first}-{last}"
+            self.stats.derived += insert_derived(self.warehouse, items, token)
         self.stats.batches += 1
 
     def _lag(self) -> int:

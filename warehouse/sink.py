@@ -25,12 +25,12 @@ def payload_json(payload: dict[str, Any]) -> str:
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def trajectory_row(event: Event, datum: bytes, fingerprint_hex: str, partition: int = -1,
+def trajectory_row(event: Event, datum: bytes, fingerprint_hex: str, topic: str = "", partition: int = -1,
                    offset: int = -1) -> list[Any]:
     return [
         event.event_id, event.run_set, event.run_id, event.unit_id, event.session_index, event.seq,
         _EPOCH + dt.timedelta(microseconds=event.ts), event.producer, event.kind, event.visibility,
-        event.prev_hash, event.hash, payload_json(event.payload), fingerprint_hex, datum, partition, offset,
+        event.prev_hash, event.hash, payload_json(event.payload), fingerprint_hex, datum, topic, partition, offset,
     ]
 
 

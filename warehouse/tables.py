@@ -31,6 +31,7 @@ TRAJECTORY_COLUMNS = [
     ("schema_fingerprint", "String"),  # hex CRC-64-AVRO of the writer schema
     ("datum", "String"),  # the exact Avro binary datum, for replay and audit
     # where the sink read it (distributed path; -1 on the embedded path): the sink's watermark
+    ("kafka_topic", "LowCardinality(String)"),
     ("kafka_partition", "Int32"),
     ("kafka_offset", "Int64"),
 ]

@@ -25,6 +25,13 @@ def dsn_options(func: Callable[..., Any]) -> Callable[..., Any]:
                                    ("--warehouse", warehouse_dsn, ("chdb://", "http://", "https://"))):
             if dsn is not None and not dsn.startswith(schemes):
                 raise UsageError(f"{name}: unknown DSN '{dsn}' (expected {' or '.join(s + '...' for s in schemes)})")
+        if bus_dsn and bus_dsn.startswith("kafka://"):
+            from schemas.topics import topics_from_dsn
+
+            try:
+                topics_from_dsn(bus_dsn)
+            except ValueError as exc:
+                raise UsageError(f"--bus: {exc}") from None
         return func(*args, settings=load_settings(bus_dsn, warehouse_dsn), **kwargs)
 
     return wrapper

@@ -26,9 +26,9 @@ def process(loglevel: str, settings: Settings) -> None:
     _require_kafka(settings)
     from membench.worker import run_worker
     from producers.bus.kafka import ensure_topics
-    from schemas.topics import TopicLayout, bootstrap_from_dsn
+    from schemas.topics import topics_from_dsn
 
-    ensure_topics(bootstrap_from_dsn(settings.bus), TopicLayout())
+    ensure_topics(topics_from_dsn(settings.bus))
     sys.argv = [sys.argv[0]]  # faust's Worker parses the command line itself
     run_worker(settings.bus, loglevel)
 
@@ -42,10 +42,10 @@ def sink(until_idle: bool, idle_seconds: float, batch_size: int, settings: Setti
     """Move the raw and derived topics into the warehouse, exactly once."""
     _require_kafka(settings)
     from producers.bus.kafka import ensure_topics
-    from schemas.topics import TopicLayout, bootstrap_from_dsn
+    from schemas.topics import topics_from_dsn
     from warehouse.kafka_sink import KafkaSink
 
-    ensure_topics(bootstrap_from_dsn(settings.bus), TopicLayout())
+    ensure_topics(topics_from_dsn(settings.bus))
     warehouse = open_warehouse(settings)
     try:
         stats = KafkaSink(settings.bus, warehouse, batch_size=batch_size).run(until_idle, idle_seconds)

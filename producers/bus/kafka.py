@@ -23,17 +23,19 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from producers.bus.base import BusError
 from schemas.events import Event
 from schemas.registry import default_registry
-from schemas.topics import SCHEMAS, TRAJECTORY, UNIT_STATUS, TopicLayout, bootstrap_from_dsn
+from schemas.topics import TopicLayout, Topics, topics_from_dsn
 
 SPOOL_LIMIT_BYTES = 512 * 1024 * 1024
 
 
-def ensure_topics(bootstrap: str, layout: TopicLayout, timeout: float = 30.0) -> None:
+def ensure_topics(topics: Topics, layout: TopicLayout | None = None, timeout: float = 30.0) -> None:
+    layout = layout or topics.layout
+    bootstrap = topics.bootstrap
     admin = AdminClient({"bootstrap.servers": bootstrap})
     existing = set(admin.list_topics(timeout=timeout).topics)
     wanted = [NewTopic(name, num_partitions=layout.partitions, replication_factor=layout.replication_factor,
                        config=config)
-              for name, config in layout.specs().items() if name not in existing]
+              for name, config in layout.specs(topics).items() if name not in existing]
     if not wanted:
         return
     for name, future in admin.create_topics(wanted, request_timeout=timeout).items():
@@ -45,17 +47,17 @@ def ensure_topics(bootstrap: str, layout: TopicLayout, timeout: float = 30.0) ->
     # creation is asynchronous on the brokers: wait until every partition has a leader
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        topics = admin.list_topics(timeout=timeout).topics
-        if all(name in topics and topics[name].partitions and
-               all(p.leader >= 0 for p in topics[name].partitions.values()) for name in layout.specs()):
+        found = admin.list_topics(timeout=timeout).topics
+        if all(name in found and found[name].partitions and
+               all(p.leader >= 0 for p in found[name].partitions.values()) for name in layout.specs(topics)):
             return
         time.sleep(0.2)
     raise BusError(f"topics were created but have no leaders after {timeout:.0f}s at {bootstrap}")
 
 
-def publish_schemas(producer: Producer) -> None:
+def publish_schemas(producer: Producer, topics: Topics) -> None:
     for version in default_registry().all():
-        producer.produce(SCHEMAS, json.dumps(version.schema_json).encode(), version.fingerprint_hex.encode())
+        producer.produce(topics.schemas, json.dumps(version.schema_json).encode(), version.fingerprint_hex.encode())
 
 
 class Spool:
@@ -96,9 +98,10 @@ class Spool:
 class KafkaBus:
     def __init__(self, dsn: str, run_set: str, spool_dir: Path, layout: TopicLayout | None = None,
                  message_timeout_ms: int = 120_000):
-        self.bootstrap = bootstrap_from_dsn(dsn)
+        self.topics = topics_from_dsn(dsn)
+        self.bootstrap = self.topics.bootstrap
         self.run_set = run_set
-        ensure_topics(self.bootstrap, layout or TopicLayout())
+        ensure_topics(self.topics, layout)
         self._producer = Producer({
             "bootstrap.servers": self.bootstrap,
             "enable.idempotence": True,
@@ -113,7 +116,7 @@ class KafkaBus:
         self._spool = Spool(spool_dir)
         self._errors: list[str] = []
         self.delivered = 0
-        publish_schemas(self._producer)
+        publish_schemas(self._producer, self.topics)
 
     def _on_delivery(self, err, msg) -> None:  # called from poll()/flush() on this thread
         if err is None:
@@ -132,15 +135,15 @@ class KafkaBus:
         self._producer.poll(0)
 
     def publish(self, event: Event, datum: bytes) -> None:
-        self._produce(TRAJECTORY, event.run_id.encode(), self._header + datum)
+        self._produce(self.topics.trajectory, event.run_id.encode(), self._header + datum)
 
     def publish_message(self, key: bytes, message: bytes) -> None:
         """A pre-framed message (benchmarks and tests)."""
-        self._produce(TRAJECTORY, key, message)
+        self._produce(self.topics.trajectory, key, message)
 
     def mark_unit(self, unit_id: str, status: str, run_id: str, attempt: int) -> None:
         value = json.dumps({"status": status, "run_id": run_id, "attempt": attempt}).encode()
-        self._produce(UNIT_STATUS, f"{self.run_set}/{unit_id}".encode(), value)
+        self._produce(self.topics.unit_status, f"{self.run_set}/{unit_id}".encode(), value)
 
     def flush(self, timeout: float = 3600.0) -> None:
         """Block until everything published is acknowledged; re-send the spool meanwhile."""
@@ -152,7 +155,7 @@ class KafkaBus:
                 if not spooled:
                     return
                 for key, value in spooled:
-                    self._produce(TRAJECTORY, key, value)
+                    self._produce(self.topics.trajectory, key, value)
                 continue
             if time.monotonic() > deadline:
                 raise BusError(f"{remaining} events not acknowledged by Kafka at {self.bootstrap} "
@@ -162,11 +165,26 @@ class KafkaBus:
         self.flush()
 
 
-def read_unit_status(bootstrap: str, run_set: str, timeout: float = 30.0) -> dict[str, dict]:
+def _watermarks(consumer, partition, timeout: float) -> tuple[int, int]:
+    """Watermarks, retried while a just-created partition elects its leader."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return consumer.get_watermark_offsets(partition, timeout=timeout)
+        except KafkaException as exc:
+            retriable = exc.args[0].code() in (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                                               KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._TRANSPORT)
+            if not retriable or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def read_unit_status(topics: Topics, run_set: str, timeout: float = 30.0) -> dict[str, dict]:
     """unit_id -> newest status record of the run set, read from the compacted topic."""
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"membench-status-{os.getpid()}",
+    UNIT_STATUS = topics.unit_status
+    consumer = Consumer({"bootstrap.servers": topics.bootstrap, "group.id": topics.group(f"status-{os.getpid()}"),
                          "enable.auto.commit": False, "auto.offset.reset": "earliest"})
     try:
         meta = consumer.list_topics(UNIT_STATUS, timeout=timeout)
@@ -174,7 +192,7 @@ def read_unit_status(bootstrap: str, run_set: str, timeout: float = 30.0) -> dic
         ends = {}
         assignment = []
         for p in partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(UNIT_STATUS, p), timeout=timeout)
+            low, high = _watermarks(consumer, TopicPartition(UNIT_STATUS, p), timeout)
             if high > low:
                 ends[p] = high
                 assignment.append(TopicPartition(UNIT_STATUS, p, low))

@@ -1,0 +1,255 @@
+# shellcheck shell=bash
+# Shared helpers for deploy/kafka/*.sh. Source it; do not run it.
+#
+# Every path is computed from this file's own location, so the scripts work
+# from any clone of the repository and from any working directory.
+
+KAFKA_DEPLOY_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+KAFKA_WORK_DIR="${KAFKA_WORK_DIR:-$KAFKA_DEPLOY_DIR/.work}"
+KAFKA_LIBS_DIR="$KAFKA_WORK_DIR/libs"
+KAFKA_POM="$KAFKA_DEPLOY_DIR/pom.xml"
+# Heap of each broker JVM (the machine has 2 cores; keep it small).
+KAFKA_HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xms128m -Xmx512m}"
+KAFKA_JVM_OPTS="${KAFKA_JVM_OPTS:--XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true}"
+# Seconds to wait for a broker to answer a metadata request after launch.
+KAFKA_START_TIMEOUT="${KAFKA_START_TIMEOUT:-120}"
+# Seconds to wait after SIGTERM before SIGKILL.
+KAFKA_STOP_TIMEOUT="${KAFKA_STOP_TIMEOUT:-45}"
+
+log() { printf '[kafka-deploy] %s\n' "$*" >&2; }
+die() { printf '[kafka-deploy] ERROR: %s\n' "$*" >&2; exit 1; }
+
+_apt_install() {
+    # Install Debian packages when missing (root on CI/dev machines).
+    local sudo=""
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null 2>&1 || die "need root (or sudo) to apt-get install $*"
+        sudo="sudo"
+    fi
+    log "installing $* with apt-get"
+    $sudo apt-get update -qq >&2 || die "apt-get update failed"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >&2 || die "apt-get install $* failed"
+}
+
+ensure_java() {
+    local v
+    if command -v java >/dev/null 2>&1; then
+        # Kafka 4.x brokers need Java 17 or newer.
+        v="$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)"
+        if [ -n "$v" ] && [ "$v" -ge 17 ]; then return 0; fi
+        log "java $v is too old for Kafka 4 (needs 17+)"
+    fi
+    _apt_install openjdk-17-jre-headless
+}
+
+ensure_mvn() {
+    command -v mvn >/dev/null 2>&1 || _apt_install maven
+}
+
+_pom_stamp() { sha256sum "$KAFKA_POM" | cut -d' ' -f1; }
+
+# Resolve the broker jars with Maven once (re-resolves when pom.xml changes).
+ensure_kafka_libs() {
+    ensure_java
+    local stamp="$KAFKA_LIBS_DIR/.pom.sha256"
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$(_pom_stamp)" ] \
+        && compgen -G "$KAFKA_LIBS_DIR/kafka_2.13-*.jar" >/dev/null; then
+        return 0
+    fi
+    ensure_mvn
+    mkdir -p "$KAFKA_WORK_DIR"
+    (
+        # Serialise concurrent resolutions (two scripts started at once).
+        flock 8
+        if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$(_pom_stamp)" ]; then exit 0; fi
+        log "resolving Kafka jars from Maven Central (first run only)..."
+        local t0=$SECONDS tmp="$KAFKA_WORK_DIR/libs.tmp"
+        rm -rf "$tmp"
+        if ! mvn -B -q -f "$KAFKA_POM" dependency:copy-dependencies \
+                -DincludeScope=runtime -DoutputDirectory="$tmp" \
+                >"$KAFKA_WORK_DIR/mvn.log" 2>&1; then
+            tail -n 40 "$KAFKA_WORK_DIR/mvn.log" >&2
+            die "Maven could not resolve the Kafka jars (full log: $KAFKA_WORK_DIR/mvn.log)"
+        fi
+        rm -rf "$KAFKA_LIBS_DIR"
+        mv "$tmp" "$KAFKA_LIBS_DIR"
+        _pom_stamp >"$stamp"
+        log "resolved $(ls "$KAFKA_LIBS_DIR" | wc -l) jars in $((SECONDS - t0))s into $KAFKA_LIBS_DIR"
+    ) 8>"$KAFKA_WORK_DIR/.resolve.lock"
+}
+
+kafka_version() {
+    local j
+    j="$(ls "$KAFKA_LIBS_DIR"/kafka_2.13-*.jar 2>/dev/null | head -1)"
+    j="${j##*/kafka_2.13-}"
+    echo "${j%.jar}"
+}
+
+# java with the Kafka classpath and a quiet tools logging config (WARN to stderr).
+# Usable with timeout/exec: "${KAFKA_TOOL_CMD[@]}" CLASS ARGS...
+KAFKA_TOOL_CMD=(java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dlog4j2.shutdownHookEnabled=false
+    "-Dlog4j2.configurationFile=$KAFKA_DEPLOY_DIR/tools-log4j2.properties"
+    -cp "$KAFKA_LIBS_DIR/*")
+kafka_java_tool() { "${KAFKA_TOOL_CMD[@]}" "$@"; }
+
+show_log_tail() {  # show_log_tail LOGDIR
+    local f
+    for f in "$1/server.log" "$1/stdout.log"; do
+        [ -s "$f" ] || continue
+        printf '%s\n' "----- last lines of $f -----" >&2
+        tail -n 40 "$f" >&2
+    done
+}
+
+port_open() {  # port_open HOST PORT
+    (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null
+}
+
+pid_alive() {  # pid_alive PIDFILE -> prints pid, returns 0 when it runs a Kafka JVM
+    local pf="$1" pid
+    [ -f "$pf" ] || return 1
+    pid="$(cat "$pf" 2>/dev/null)"
+    [ -n "$pid" ] || return 1
+    kill -0 "$pid" 2>/dev/null || return 1
+    # guard against pid reuse: it must be our kafka.Kafka JVM
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'kafka\.Kafka' || return 1
+    echo "$pid"
+}
+
+# write_server_properties FILE NODE_ID BROKER_PORT CONTROLLER_PORT VOTERS DATA_DIR RF
+write_server_properties() {
+    local file="$1" node="$2" bport="$3" cport="$4" voters="$5" data="$6" rf="$7"
+    local min_isr=1
+    [ "$rf" -ge 3 ] && min_isr=2
+    cat >"$file" <<EOF
+# Generated by deploy/kafka/lib.sh -- edit the script, not this file.
+process.roles=broker,controller
+node.id=$node
+controller.quorum.voters=$voters
+listeners=PLAINTEXT://127.0.0.1:$bport,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$bport
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+controller.listener.names=CONTROLLER
+log.dirs=$data
+
+# topics: membench creates its topics explicitly; auto-creation stays on so a
+# producer to a missing topic still works (KAFKA_AUTO_CREATE_TOPICS=false turns it off)
+auto.create.topics.enable=${KAFKA_AUTO_CREATE_TOPICS:-true}
+num.partitions=${KAFKA_NUM_PARTITIONS:-4}
+default.replication.factor=$rf
+min.insync.replicas=$min_isr
+delete.topic.enable=true
+
+# internal topics sized for this cluster
+offsets.topic.replication.factor=$rf
+offsets.topic.num.partitions=${KAFKA_OFFSETS_PARTITIONS:-10}
+transaction.state.log.replication.factor=$rf
+transaction.state.log.min.isr=$min_isr
+share.coordinator.state.topic.replication.factor=$rf
+share.coordinator.state.topic.min.isr=$min_isr
+
+# fast consumer-group joins in tests
+group.initial.rebalance.delay.ms=0
+
+# small machine: few threads
+num.network.threads=2
+num.io.threads=4
+num.recovery.threads.per.data.dir=1
+background.threads=4
+log.retention.hours=168
+log.segment.bytes=67108864
+EOF
+}
+
+# launch_broker NAME PROPS PIDFILE LOGDIR  (returns at once; the JVM runs detached)
+launch_broker() {
+    local name="$1" props="$2" pidfile="$3" logdir="$4"
+    mkdir -p "$logdir"
+    # (fds 8/9 are the scripts' flock fds: the JVM must not inherit the locks)
+    # shellcheck disable=SC2086
+    nohup setsid java $KAFKA_HEAP_OPTS $KAFKA_JVM_OPTS \
+        -Dkafka.logs.dir="$logdir" \
+        -Dlog4j2.configurationFile="$KAFKA_DEPLOY_DIR/log4j2.properties" \
+        -Dlog4j2.shutdownHookEnabled=false \
+        -Dmembench.kafka.name="$name" \
+        -cp "$KAFKA_LIBS_DIR/*" kafka.Kafka "$props" \
+        >"$logdir/stdout.log" 2>&1 </dev/null 8>&- 9>&- &
+    local pid=$!
+    # setsid execs in place here (a script's background job is no process-group
+    # leader); should it have forked, find the JVM by its own log dir instead
+    sleep 0.2
+    if ! tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'kafka\.Kafka'; then
+        sleep 0.5
+        pid="$(pgrep -n -f -- "-Dkafka.logs.dir=$logdir " || echo "$pid")"
+    fi
+    echo "$pid" >"$pidfile"
+}
+
+# format_storage PROPS CLUSTER_ID  (no-op when the data dir is already formatted)
+format_storage() {
+    local props="$1" cid="$2" data
+    data="$(sed -n 's/^log.dirs=//p' "$props")"
+    if [ -f "$data/meta.properties" ]; then return 0; fi
+    mkdir -p "$data"
+    local flog
+    flog="$(dirname "$props")/format.log"
+    if ! kafka_java_tool kafka.tools.StorageTool format -t "$cid" -c "$props" \
+            --ignore-formatted >"$flog" 2>&1; then
+        cat "$flog" >&2
+        die "kafka-storage format failed for $props"
+    fi
+}
+
+new_cluster_id() {
+    kafka_java_tool kafka.tools.StorageTool random-uuid | tail -1
+}
+
+# wait_ready NAME PIDFILE LOGDIR PORT : port accepts connections and a metadata
+# request (ClusterTool cluster-id) answers; dies with the log tail otherwise.
+wait_ready() {
+    local name="$1" pidfile="$2" logdir="$3" port="$4" deadline=$((SECONDS + KAFKA_START_TIMEOUT))
+    while :; do
+        if ! pid_alive "$pidfile" >/dev/null; then
+            log "broker $name exited during start-up; last log lines:"
+            show_log_tail "$logdir"
+            die "broker $name failed to start (logs in $logdir)"
+        fi
+        if port_open 127.0.0.1 "$port" \
+            && timeout 30 "${KAFKA_TOOL_CMD[@]}" org.apache.kafka.tools.ClusterTool \
+                cluster-id --bootstrap-server "127.0.0.1:$port" >/dev/null 2>&1; then
+            return 0
+        fi
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            log "broker $name did not answer on 127.0.0.1:$port within ${KAFKA_START_TIMEOUT}s; last log lines:"
+            show_log_tail "$logdir"
+            die "broker $name not ready (logs in $logdir)"
+        fi
+        sleep 1
+    done
+}
+
+# stop_pidfile NAME PIDFILE [GRACE_SECONDS] : SIGTERM, wait, SIGKILL.
+# Safe when nothing runs.
+stop_pidfile() {
+    local name="$1" pidfile="$2" grace="${3:-$KAFKA_STOP_TIMEOUT}" pid deadline
+    if ! pid="$(pid_alive "$pidfile")"; then
+        rm -f "$pidfile"
+        log "broker $name is not running"
+        return 0
+    fi
+    log "stopping broker $name (pid $pid)"
+    kill -TERM "$pid" 2>/dev/null || true
+    deadline=$((SECONDS + grace))
+    while kill -0 "$pid" 2>/dev/null; do
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            log "broker $name still running after ${grace}s; sending SIGKILL"
+            kill -KILL "$pid" 2>/dev/null || true
+            sleep 1
+            break
+        fi
+        sleep 0.5
+    done
+    rm -f "$pidfile"
+    log "broker $name stopped"
+}

@@ -1,0 +1,32 @@
+"""`membench doctor`: which sandbox backends work on this machine, and why not."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help='print {"backends": {name: {"ok", "reason"}}} as JSON')
+def doctor(as_json: bool) -> None:
+    """Probe each sandbox backend by running a real jailed command (bwrap; Docker API / podman).
+
+    Exits 0 when at least one backend works; a run on a backend that does not work records every
+    unit as isolation_unavailable (excluded), never as an unjailed run."""
+    from sandbox.base import check_backends
+
+    backends = check_backends()
+    if as_json:
+        click.echo(json.dumps({"backends": backends}, indent=2))
+    else:
+        table = Table(title="membench sandbox backends")
+        table.add_column("backend")
+        table.add_column("works")
+        table.add_column("reason")
+        for name, status in backends.items():
+            table.add_row(name, "[green]yes[/]" if status["ok"] else "[red]no[/]", str(status["reason"]))
+        Console().print(table)
+    raise SystemExit(0 if any(status["ok"] for status in backends.values()) else 1)

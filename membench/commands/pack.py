@@ -1,0 +1,87 @@
+"""`membench pack finalize SKELETON OUT` and `membench validate PACK`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from membench.errors import UsageError
+from membench.settings import load_settings
+
+
+@click.group()
+def pack() -> None:
+    """Task packs: finalize a skeleton's secrets."""
+
+
+@pack.command()
+@click.argument("skeleton")
+@click.argument("out", type=click.Path(path_type=Path))
+@click.option("--force", is_flag=True, help="replace OUT if it exists")
+def finalize(skeleton: str, out: Path, force: bool) -> None:
+    """Fill SKELETON's {{SECRET:name:class}} placeholders from a CSPRNG into OUT.
+
+    Writes OUT/provenance.json (generator hash, format classes, where each secret was placed —
+    never a value). Refuses undeclared, unused, cross-trap-shared and leftover placeholders."""
+    from producers.finalize import finalize_pack
+    from producers.packs import resolve_pack_dir
+    from schemas.packs import PackError, load_pack
+
+    try:
+        root = resolve_pack_dir(skeleton)
+        load_pack(root, check_hidden=True)
+    except PackError as exc:
+        raise UsageError(str(exc)) from None
+    if out.exists() and any(out.iterdir()) if out.is_dir() else out.exists():
+        if not force:
+            raise UsageError(f"{out}: already exists (use --force to replace it)")
+    if out.resolve() == root.resolve() or root.resolve() in out.resolve().parents:
+        raise UsageError(f"{out}: must not be the skeleton or inside it")
+    try:
+        provenance = finalize_pack(root, out)
+    except PackError as exc:
+        raise UsageError(str(exc)) from None
+    count = sum(len(s["secrets"]) for s in provenance["sequences"].values())
+    click.echo(f"finalized {root.name} -> {out}: {len(provenance['sequences'])} sequences, {count} secrets "
+               f"(generator sha256 {provenance['generator_sha256'][:16]}…); provenance: {out / 'provenance.json'}")
+
+
+@click.command()
+@click.argument("pack_spec", metavar="PACK")
+@click.option("--json", "as_json", is_flag=True, help="print the funnel as JSON")
+@click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64))
+@click.option("--sandbox", "sandbox_name", default="bwrap", show_default=True, type=click.Choice(["bwrap", "docker"]))
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="also write the JSON report here")
+def validate(pack_spec: str, as_json: bool, workers: int, sandbox_name: str, out: Path | None) -> None:
+    """Run PACK's admission gates live in the sandbox and print the admission funnel.
+
+    Exit status 1 when a trap is refused, 2 when the pack itself is malformed."""
+    from producers.validate import validate_pack
+    from sandbox import get_sandbox
+    from schemas.packs import PackError
+
+    console = Console(stderr=True)
+    settings = load_settings()
+    done = [0]
+
+    def progress(verdict) -> None:
+        done[0] += 1
+        mark = "admitted" if verdict.admitted else f"refused ({verdict.first_failure})"
+        console.print(f"[{done[0]}] {verdict.seq_id} ({verdict.construct}): {mark}", highlight=False)
+
+    try:
+        report = validate_pack(pack_spec, settings.home, get_sandbox(sandbox_name), workers, on_trap=progress)
+    except PackError as exc:
+        raise UsageError(str(exc)) from None
+    data = report.to_json()
+    if out is not None:
+        out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo(report.to_markdown())
+    if data["admitted"] < data["authored"]:
+        raise SystemExit(1)

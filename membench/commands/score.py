@@ -1,0 +1,96 @@
+"""`membench score PACK --predictions FILE.jsonl`: score patches produced elsewhere, exactly as an
+agent's output is scored (same runner, events, processors, warehouse), and write report.json."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from membench.commands.common import dsn_options, open_warehouse
+from membench.commands.run import print_table, write_report
+from membench.errors import UsageError
+from membench.settings import Settings
+
+
+@click.command()
+@click.argument("pack")
+@click.option("--predictions", "predictions_path", required=True,
+              type=click.Path(dir_okay=False, path_type=Path), help="JSON Lines: unit, condition, seed, patch, ...")
+@click.option("--agent-name", default=None, help="label of the agent that produced the patches "
+              "(recorded as predictions:<name>; default: the file's stem)")
+@click.option("--run-set", "run_set", default=None, help="run set id (default: derived from pack and file)")
+@click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64), help="units scored concurrently")
+@click.option("--sandbox", "sandbox_name", default="bwrap", show_default=True, type=click.Choice(["bwrap", "docker"]))
+@click.option("--read-budget", default=2000, show_default=True, type=click.IntRange(0), help="memory read budget (tokens)")
+@dsn_options
+def score(pack: str, predictions_path: Path, agent_name: str | None, run_set: str | None, workers: int,
+          sandbox_name: str, read_budget: int, settings: Settings) -> None:
+    """Score the given patches of PACK's tasks (a pack name or directory) under their conditions."""
+    from producers.memory import MEMORY_SYSTEMS
+    from producers.packs import open_pack, resolve_pack_dir
+    from producers.predictions import PredictionError, load_predictions
+    from schemas.packs import PackError, load_pack
+
+    if settings.bus.startswith("kafka://"):
+        raise UsageError("--bus: scoring predictions runs on the embedded bus only (file://)")
+    try:  # everything is validated before anything is written
+        load_pack(resolve_pack_dir(pack))
+        loaded = open_pack(pack, settings.home)
+        predictions = load_predictions(predictions_path, loaded, list(MEMORY_SYSTEMS))
+    except (PackError, PredictionError) as exc:
+        raise UsageError(str(exc)) from None
+    digest = hashlib.sha256(predictions_path.read_bytes()).hexdigest()
+    label = re.sub(r"[^A-Za-z0-9_.-]+", "-", agent_name or predictions_path.stem).strip("-") or "predictions"
+    key = hashlib.sha256((loaded.digest + digest).encode()).hexdigest()[:8]
+    run_set = run_set or f"{loaded.name}-predictions-{label.lower()}-{key}"
+    _score_embedded(loaded, predictions, f"predictions:{label}", run_set, workers, sandbox_name, read_budget, settings)
+
+
+def _score_embedded(pack, predictions, agent_name, run_set, workers, sandbox_name, read_budget, settings) -> None:
+    from membench.embedded import EmbeddedPipeline
+    from producers.bus.base import run_set_log_path
+    from producers.predictions import PredictionAgent, group_units
+    from producers.runner import RunConfig, RunUnit, code_digest, run_unit
+    from sandbox import get_sandbox
+    from warehouse import queries
+    from warehouse.report import build_report
+
+    console = Console(stderr=True)
+    grouped = group_units(predictions)
+    units = {RunUnit(pack.name, unit, condition, seed): by_session
+             for (unit, condition, seed), by_session in sorted(grouped.items())}
+    warehouse = open_warehouse(settings)
+    try:
+        done = queries.completed_units(warehouse, run_set)
+        attempts = {u: n + 1 for u, n in queries.attempts_started(warehouse, run_set).items()}
+        todo = [u for u in units if u.unit_id not in done]
+        console.print(f"run set [bold]{run_set}[/]: {len(units)} units, {len(units) - len(todo)} already complete, "
+                      f"{len(todo)} to score with {workers} workers")
+        config = RunConfig(run_set, agent_name, read_budget=read_budget, code_digest=code_digest())
+        sandbox = get_sandbox(sandbox_name)
+        pipeline = EmbeddedPipeline(run_set_log_path(settings.runs_dir, run_set), warehouse)
+        try:
+            with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn(), console=console, transient=False) as progress, \
+                    ThreadPoolExecutor(max_workers=workers, thread_name_prefix="membench-score") as pool:
+                bar = progress.add_task("units", total=len(todo))
+                futures = {pool.submit(run_unit, pack, unit, config, sandbox, pipeline.publish,
+                                       attempts.get(unit.unit_id, 1), PredictionAgent(agent_name, units[unit])): unit
+                           for unit in todo}
+                for future in as_completed(futures):
+                    future.result()
+                    progress.update(bar, advance=1, description=futures[future].unit_id)
+        finally:
+            pipeline.close()
+        report = build_report(warehouse, run_set)
+    finally:
+        warehouse.close()
+    out = write_report(settings, report)
+    print_table(Console(), report)
+    console.print(f"report: {out / 'report.json'}  ·  log: {out / 'events.avro'}")

@@ -1,0 +1,278 @@
+"""Importing the coding-agent A/B benchmark's fixture pack (`tasks.json`, version 1) as a native pack.
+
+Both published shapes load (see ../shared/external/README.md): the early one (task-level
+`memories`) and the later one (`category`, `smoke`, `forbidden_paths`, `history_episodes` with
+`raw_events` and `memories`, `gold_memory`). Unknown fields are ignored; a missing or mistyped
+required field is refused with a `PackError` naming the task and the field.
+
+The mapping, one sequence per task:
+- the inline repository becomes the fixture repository `repos/fixture/`;
+- each history episode becomes a `history` session (replayed evidence: no agent, no scoring)
+  whose summary is its instruction; its raw events and memories become pack events delivered
+  after it (agent-visible turns a memory system can learn from). Task-level memories, and an
+  early-shape task's memories, follow one synthetic history session;
+- the prompt becomes the scored task session, scored by `scoring` rules: the score commands with
+  the hidden files written into the scoring checkout only then (`hidden/<task>/oracle/`), the
+  allowed/forbidden paths and the required/forbidden patch patterns;
+- `gold_memory` becomes gold labels: a `required` label on the memories of episodes whose
+  expected facts include a required fact plus the supporting raw events, and a `forbidden`
+  label on the memories of episodes whose expected facts include a forbidden fact. An early-shape
+  task has no gold memory, hence no labels (as in that benchmark: nothing is relevant by gold);
+- `curated_context` becomes the pack's curated context (what `curated_file` shows), and the
+  pack's conditions are `no_memory`, `curated_file` and `B5` (a memory system whose rendered
+  context stands in for REMEM_CONTEXT.md);
+- `category` becomes the family, and picks the construct (DreamBench-SWE's C1–C10) closest to it;
+  the early shape has no category: C1 (verbatim retention), family `remem-v1`.
+The benchmark publishes no reference solutions: each task session gets an empty solution
+template, so `scripted:refsol` changes nothing there. The agent's `timeout_ms` is not enforced
+by scripted agents and is kept in the manifest's description of the source only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from schemas.packs import FORMAT, PackError
+
+CONDITIONS = ("no_memory", "curated_file", "B5")
+CATEGORY_CONSTRUCT = {
+    "prior_decision_dependency": "C1",
+    "prior_bug_root_cause": "C8",
+    "stale_memory_avoidance": "C3",
+    "negative_constraints": "C5",
+    "workstream_continuity": "C4",
+    "multi_hop_project_context": "C7",
+    "user_context_relevance": "C10",
+    "conflict_ambiguity_handling": "C6",
+}
+REPO_NAME = "fixture"
+ORACLE_ID = "oracle"
+
+
+def _where(task: dict[str, Any] | None, index: int) -> str:
+    if task is not None and isinstance(task.get("id"), str):
+        return f"task '{task['id']}'"
+    return f"tasks[{index}]"
+
+
+def _field(obj: Any, key: str, typ: type | tuple[type, ...], where: str, default: Any = ...) -> Any:
+    if not isinstance(obj, dict):
+        raise PackError(f"{where}: must be an object")
+    if key not in obj or obj[key] is None:
+        if default is ...:
+            raise PackError(f"{where}: missing required field '{key}'")
+        return default
+    value = obj[key]
+    if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
+        name = typ.__name__ if isinstance(typ, type) else " or ".join(t.__name__ for t in typ)
+        raise PackError(f"{where}: field '{key}' must be {name}, got {type(value).__name__}")
+    return value
+
+
+def _strings(obj: dict[str, Any], key: str, where: str) -> list[str]:
+    value = _field(obj, key, list, where, [])
+    if not all(isinstance(v, str) for v in value):
+        raise PackError(f"{where}: field '{key}' must be a list of strings")
+    return value
+
+
+def _safe_path(rel: str, where: str, key: str) -> str:
+    path = PurePosixPath(rel)
+    if not rel or path.is_absolute() or any(part in ("..", "") for part in rel.split("/")) or "\\" in rel:
+        raise PackError(f"{where}: field '{key}' holds an unsafe path '{rel}' (must be relative, without '..')")
+    return rel
+
+
+def _memories(container: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    out = []
+    for i, memory in enumerate(_field(container, "memories", list, where, [])):
+        m_where = f"{where}: memories[{i}]"
+        out.append({"title": _field(memory, "title", str, m_where), "text": _field(memory, "text", str, m_where),
+                    "memory_type": _field(memory, "memory_type", str, m_where, "memory"),
+                    "files": _strings(memory, "files", m_where)})
+    return out
+
+
+def _memory_event(event_id: str, after: int, memory: dict[str, Any]) -> dict[str, Any]:
+    return {"event_id": event_id, "after_session": after, "kind": memory["memory_type"] or "memory",
+            "content": f"{memory['title']}\n{memory['text']}", "scope": {"files": memory["files"], "symbols": []}}
+
+
+def _raw_event(raw: dict[str, Any], after: int, where: str) -> dict[str, Any]:
+    event_id = _field(raw, "event_id", str, where)
+    role = _field(raw, "role", str, where, "event")
+    parts = [_field(raw, "sanitized_content", str, where, "")]
+    tool = _field(raw, "tool_name", str, where, "")
+    if tool:
+        parts.append(f"[tool {tool}] {_field(raw, 'sanitized_tool_input', (str, dict, list), where, '')}")
+        output = _field(raw, "sanitized_tool_output", (str, dict, list), where, "")
+        if output:
+            parts.append(f"[output] {output}")
+    content = "\n".join(str(p) for p in parts if p)
+    return {"event_id": event_id, "after_session": after, "kind": f"history_{role}", "content": content or f"({role})",
+            "scope": {"files": [], "symbols": []}}
+
+
+def _sequence(task: dict[str, Any], index: int, hidden_root: Path) -> dict[str, Any]:
+    where = _where(task, index)
+    task_id = _field(task, "id", str, where)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", task_id):
+        raise PackError(f"{where}: field 'id' must be a plain name (letters, digits, '-', '_', '.')")
+    prompt = _field(task, "prompt", str, where)
+    score = _field(task, "score", dict, where)
+    commands = _field(score, "commands", list, f"{where}: score")
+    if not commands or not all(isinstance(c, list) and c and all(isinstance(a, str) for a in c) for c in commands):
+        raise PackError(f"{where}: field 'score.commands' must be a non-empty list of non-empty argv lists")
+    hidden = _field(score, "hidden_files", dict, f"{where}: score", {})
+    for rel, text in hidden.items():
+        _safe_path(rel, where, "score.hidden_files")
+        if not isinstance(text, str):
+            raise PackError(f"{where}: field 'score.hidden_files.{rel}' must be str")
+    allowed = [_safe_path(p.rstrip("/"), where, "allowed_paths") for p in _strings(task, "allowed_paths", where)]
+    forbidden = [_safe_path(p.rstrip("/"), where, "forbidden_paths") for p in _strings(task, "forbidden_paths", where)]
+    category = _field(task, "category", str, where, "")
+    gold = _field(task, "gold_memory", dict, where, {})
+    required_facts = set(_strings(gold, "required_facts", f"{where}: gold_memory"))
+    forbidden_facts = set(_strings(gold, "forbidden_facts", f"{where}: gold_memory"))
+    supporting = _strings(gold, "supporting_event_ids", f"{where}: gold_memory")
+
+    sessions: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
+    relevant: list[str] = [*supporting]
+    stale: list[str] = []
+    for j, episode in enumerate(_field(task, "history_episodes", list, where, [])):
+        e_where = f"{where}: history_episodes[{j}]"
+        episode_id = _field(episode, "episode_id", str, e_where)
+        e_where = f"{where}: episode '{episode_id}'"
+        session_index = len(sessions) + 1
+        sessions.append({"index": session_index, "mode": "history",
+                         "instruction": _field(episode, "summary", str, e_where, "") or f"History episode {episode_id}"})
+        for k, raw in enumerate(_field(episode, "raw_events", list, e_where, [])):
+            events.append(_raw_event(raw, session_index, f"{e_where}: raw_events[{k}]"))
+        facts = set(_strings(episode, "expected_memory_facts", e_where))
+        for k, memory in enumerate(_memories(episode, e_where)):
+            event = _memory_event(f"{episode_id}:m{k}", session_index, memory)
+            events.append(event)
+            if facts & required_facts:
+                relevant.append(event["event_id"])
+            if facts & forbidden_facts:
+                stale.append(event["event_id"])
+    task_memories = _memories(task, where)
+    if task_memories or not sessions:
+        sessions.append({"index": len(sessions) + 1, "mode": "history",
+                         "instruction": "Earlier work on this repository (project memory from prior sessions)."})
+        events += [_memory_event(f"{task_id}:m{k}", len(sessions), m) for k, m in enumerate(task_memories)]
+    seen: set[str] = set()
+    for event in events:
+        if event["event_id"] in seen:
+            raise PackError(f"{where}: event id '{event['event_id']}' is duplicated")
+        seen.add(event["event_id"])
+    target = len(sessions) + 1
+    sessions.append({
+        "index": target, "mode": "task", "instruction": prompt, "oracle_id": ORACLE_ID,
+        "visible_files": [], "inject_after": [],
+        "scoring": {"commands": commands, "hidden_files": sorted(hidden), "allowed_paths": allowed,
+                    "forbidden_paths": forbidden,
+                    "required_patch_patterns": _strings(score, "required_patch_patterns", f"{where}: score"),
+                    "forbidden_patch_patterns": _strings(score, "forbidden_patch_patterns", f"{where}: score")},
+    })
+    labels = []
+    if required_facts:
+        labels.append({"label_id": f"{task_id}:required", "label_type": "required", "active_session": target,
+                       "event_ids": [e for e in dict.fromkeys(relevant) if e in seen], "fact_ids": sorted(required_facts)})
+    if forbidden_facts:
+        labels.append({"label_id": f"{task_id}:forbidden", "label_type": "forbidden", "active_session": target,
+                       "event_ids": stale, "fact_ids": sorted(forbidden_facts)})
+    task_hidden = hidden_root / task_id
+    for rel, text in hidden.items():
+        dest = task_hidden / ORACLE_ID / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(text, encoding="utf-8")
+    task_hidden.mkdir(parents=True, exist_ok=True)
+    (task_hidden / f"s{target}.solution.json").write_text(json.dumps({"files": {}, "slots": {}}) + "\n", encoding="utf-8")
+    return {
+        "seq_id": task_id, "construct": CATEGORY_CONSTRUCT.get(category, "C1"), "family": category or "remem-v1",
+        "repo": REPO_NAME, "initial_state": "base", "clean_start_s3": False, "sessions": sessions, "events": events,
+        "gold_labels": labels, "smoke": bool(task.get("smoke", False)),
+        "timeout_ms": _field(task, "timeout_ms", int, where, None),
+    }
+
+
+def import_remem(source: Path, out_dir: Path, name: str | None = None) -> Path:
+    """Write the native pack for `source` into `out_dir` (which must not exist or be empty)."""
+    source = Path(source)
+    try:
+        raw_bytes = source.read_bytes()
+        raw = json.loads(raw_bytes)
+    except OSError as exc:
+        raise PackError(f"{source}: cannot read ({exc.strerror})") from None
+    except json.JSONDecodeError as exc:
+        raise PackError(f"{source}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    where = str(source)
+    version = _field(raw, "version", int, where)
+    if version != 1:
+        raise PackError(f"{where}: field 'version' must be 1, got {version}")
+    repo = _field(raw, "repo", dict, where)
+    kind = _field(repo, "kind", str, f"{where}: repo")
+    if kind != "inline_python":
+        raise PackError(f"{where}: field 'repo.kind' must be 'inline_python', got '{kind}'")
+    files = _field(repo, "files", dict, f"{where}: repo")
+    if not files:
+        raise PackError(f"{where}: field 'repo.files' is empty")
+    tasks = _field(raw, "tasks", list, where)
+    if not tasks:
+        raise PackError(f"{where}: field 'tasks' is empty")
+    curated = _field(raw, "curated_context", str, where, "")
+
+    out_dir = Path(out_dir)
+    if out_dir.exists() and any(out_dir.iterdir()):
+        raise PackError(f"{out_dir}: output directory exists and is not empty")
+    staging = out_dir.with_name(f".{out_dir.name}.importing")
+    if staging.exists():
+        shutil.rmtree(staging)
+    try:
+        repo_dir = staging / "repos" / REPO_NAME
+        for rel, text in files.items():
+            _safe_path(rel, f"{where}: repo", "files")
+            if not isinstance(text, str):
+                raise PackError(f"{where}: field 'repo.files.{rel}' must be str")
+            (repo_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+            (repo_dir / rel).write_text(text, encoding="utf-8")
+        sequences, ids = [], set()
+        for i, task in enumerate(tasks):
+            if not isinstance(task, dict):
+                raise PackError(f"{where}: tasks[{i}]: must be an object")
+            seq = _sequence(task, i, staging / "hidden")
+            if seq["seq_id"] in ids:
+                raise PackError(f"{where}: {_where(task, i)}: field 'id' is duplicated")
+            ids.add(seq["seq_id"])
+            sequences.append(seq)
+        manifest = {
+            "format": FORMAT, "format_version": 1,
+            "pack": name or "remem-" + re.sub(r"[^a-z0-9]+", "-", source.stem.lower()).strip("-"),
+            "description": "Imported from the coding-agent A/B benchmark's tasks.json (version 1); "
+                           "one sequence per task: history sessions replay the recorded evidence, "
+                           "the last session is the scored task.",
+            "source": {"format": "remem-coding-bench tasks.json", "version": version, "file": source.name,
+                       "sha256": hashlib.sha256(raw_bytes).hexdigest(),
+                       "base_commit": repo.get("base_commit"), "fixture_revision": repo.get("fixture_revision")},
+            "repos": {REPO_NAME: f"repos/{REPO_NAME}"},
+            "curated_context": curated,
+            "conditions": list(CONDITIONS),
+            "sequences": sequences,
+        }
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n",
+                                               encoding="utf-8")
+        if out_dir.exists():
+            out_dir.rmdir()
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        staging.rename(out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return out_dir

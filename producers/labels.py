@@ -1,0 +1,53 @@
+"""A sequence's gold labels as OracleLabel event payloads.
+
+Processors are pure folds over events and never read a pack, so everything they classify by
+(which delivered pack events support a required fact, which carry a stale or forbidden fact, which
+open a hygiene opportunity) reaches them as harness-visible OracleLabel events emitted right after
+RunStarted.
+
+Sources, in order: the sequence's explicit `gold_labels` (imported packs write them); one
+`required` label per `required_fact_ids` entry, whose evidence is the events `event_fact_map` maps
+to that fact; one label per `oracle_labels` entry, typed by its `type`. An oracle label without
+explicit `event_ids` gets the events delivered before its active session, except for `stale`
+labels, where guessing which earlier event is the stale one would be wrong: those keep none.
+Last, one `task_scope` label per task session naming the files the task is about (its scoring
+rules' `allowed_paths`, else its `visible_files`; the label's `fact_ids` hold the paths), for
+scope and overscope hygiene.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from schemas.packs import Sequence
+
+
+def sequence_labels(seq: Sequence) -> list[dict[str, Any]]:
+    scored = seq.scored_session.index
+    labels: list[dict[str, Any]] = [
+        {**label, "detail": json.dumps(label, sort_keys=True)} for label in seq.gold_labels]
+    for fact in seq.required_fact_ids:
+        events = [e for e, facts in seq.event_fact_map.items() if fact in facts]
+        labels.append({"label_id": f"{seq.seq_id}:required:{fact}", "label_type": "required",
+                       "active_session": scored, "event_ids": events, "fact_ids": [fact], "detail": "{}"})
+    for i, raw in enumerate(seq.oracle_labels):
+        label_type = str(raw.get("type", "unknown"))
+        active = int(raw.get("active_session", scored))
+        if "event_ids" in raw:
+            events = [str(e) for e in raw["event_ids"]]
+        elif label_type == "stale":
+            events = []
+        else:
+            events = [e.event_id for e in seq.events if e.after_session < active]
+        labels.append({"label_id": str(raw.get("label_id", f"{seq.seq_id}:label:{i}")), "label_type": label_type,
+                       "active_session": active, "event_ids": events,
+                       "fact_ids": [str(f) for f in raw.get("fact_ids", [])],
+                       "detail": json.dumps(raw, sort_keys=True, default=str)})
+    for session in seq.sessions:
+        scope = session.scoring.allowed_paths if session.scoring is not None else session.visible_files
+        if session.mode == "task" and scope:
+            labels.append({"label_id": f"{seq.seq_id}:s{session.index}:task_scope", "label_type": "task_scope",
+                           "active_session": session.index, "event_ids": [], "fact_ids": list(scope),
+                           "detail": "{}"})
+    return labels

@@ -1,0 +1,335 @@
+"""Admission gates of a pack (DESIGN.md §4; DreamBench-SWE Appendix C.3-C.4) and the admission
+funnel: authored → valid (static gates) → admitted (live gates, run in the sandbox).
+
+Static gates, per trap:
+- `hidden_material`: every session has its hidden oracle and a loadable reference solution;
+- `secrets`: the trap's placeholders are well-formed, declared, used and its own (finalize found no
+  problem); it has at least one CSPRNG secret; every secret was injected into an agent-visible
+  event and into hidden material; every decisive literal contains a generated secret; nothing that
+  looks like a placeholder is left after finalizing;
+- `why_not_verbatim`: every non-C1 trap says why verbatim replay of one event is insufficient;
+- `no_single_event` (C2, C3, C6, C7): at least two required facts, no single event carries all of
+  them (event_fact_map), no single event contains every decisive literal, and for C7 no event
+  contains a decisive literal at all (the answer must be composed);
+- `no_public_leak`: no decisive literal is in any session instruction or in the public repository;
+- `oracle_hidden`: no file of the base repository or of any reference solution equals an oracle
+  (the oracle is mounted only into the scoring sandbox, never into a workspace).
+
+Live gates, per statically valid trap (each a real run through the runner, scored in the sandbox):
+- `reference_passes`: `scripted:refsol` passes every session in order;
+- `b0_headroom`: `scripted:memory-literal` under B0 fails S3 for C1–C8, and passes it for C9/C10
+  (there the trap runs the other way);
+- `verbatim_trap` (C9/C10 only): `scripted:memory-literal` under B5, a verbatim memory that
+  surfaces the disproved lesson or the irrelevant memory, fails S3.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from producers.finalize import finalize_pack, scan_placeholders
+from producers.packs import resolve_pack_dir
+from producers.runner import RunConfig, RunUnit, run_unit
+from sandbox.base import Sandbox
+from sandbox.workspace import snapshot
+from schemas.packs import (
+    CONSTRUCTS,
+    NO_SINGLE_EVENT_CONSTRUCTS,
+    SECRET_LIKE,
+    Pack,
+    PackError,
+    Sequence,
+    has_placeholders,
+    load_pack,
+    load_solution,
+    pack_digest,
+    sequence_texts,
+)
+
+REVERSED_CONSTRUCTS = ("C9", "C10")
+STATIC_GATES = ("hidden_material", "secrets", "why_not_verbatim", "no_single_event", "no_public_leak", "oracle_hidden")
+LIVE_GATES = ("reference_passes", "b0_headroom", "verbatim_trap")
+
+
+@dataclass
+class TrapVerdict:
+    seq_id: str
+    construct: str
+    gates: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> {passed, detail}
+
+    def gate(self, name: str, passed: bool, detail: str = "", ok: str = "") -> bool:
+        """Record a gate; `detail` explains a failure, `ok` (optional) a pass."""
+        self.gates[name] = {"passed": bool(passed), "detail": ok if passed else detail}
+        return passed
+
+    @property
+    def valid(self) -> bool:
+        return all(self.gates.get(g, {"passed": True})["passed"] for g in STATIC_GATES) and bool(self.gates)
+
+    @property
+    def admitted(self) -> bool:
+        return self.valid and all(self.gates.get(g, {"passed": True})["passed"] for g in LIVE_GATES) \
+            and "reference_passes" in self.gates
+
+    @property
+    def first_failure(self) -> str | None:
+        for name in STATIC_GATES + LIVE_GATES:
+            if name in self.gates and not self.gates[name]["passed"]:
+                return f"{name}: {self.gates[name]['detail']}"
+        return None
+
+
+@dataclass
+class ValidationReport:
+    pack: str
+    digest: str
+    traps: list[TrapVerdict]
+
+    def funnel(self) -> dict[str, Any]:
+        by: dict[str, dict[str, int]] = {}
+        for c in CONSTRUCTS:
+            rows = [t for t in self.traps if t.construct == c]
+            if rows:
+                by[c] = {"authored": len(rows), "valid": sum(t.valid for t in rows),
+                         "admitted": sum(t.admitted for t in rows)}
+        return {"authored": len(self.traps), "valid": sum(t.valid for t in self.traps),
+                "admitted": sum(t.admitted for t in self.traps), "by_construct": by}
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.funnel(), "pack": self.pack, "pack_digest": self.digest,
+                "traps": [{"seq_id": t.seq_id, "construct": t.construct, "valid": t.valid, "admitted": t.admitted,
+                           "first_failure": t.first_failure, "gates": t.gates} for t in self.traps]}
+
+    def to_markdown(self) -> str:
+        f = self.funnel()
+        lines = [f"# Admission funnel — {self.pack}", "", f"pack digest `{self.digest}`", "",
+                 "| construct | authored | valid | admitted |", "|---|---:|---:|---:|"]
+        for c, row in f["by_construct"].items():
+            lines.append(f"| {c} | {row['authored']} | {row['valid']} | {row['admitted']} |")
+        lines.append(f"| **total** | **{f['authored']}** | **{f['valid']}** | **{f['admitted']}** |")
+        lines += ["", f"Total: {f['authored']} authored -> {f['valid']} valid -> {f['admitted']} admitted", ""]
+        refused = [t for t in self.traps if not t.admitted]
+        if refused:
+            lines += ["## Refused traps", "", "| trap | construct | first failing gate |", "|---|---|---|"]
+            for t in refused:
+                lines.append(f"| {t.seq_id} | {t.construct} | {(t.first_failure or '').replace('|', '/')} |")
+        else:
+            lines.append("Every trap passed every gate.")
+        return "\n".join(lines) + "\n"
+
+
+def _cached_finalization(root: Path, home: Path) -> Path:
+    """The same finalized copy `membench run` uses (MEMBENCH_HOME/packs/<name>-<digest12>)."""
+    target = home / "packs" / f"{root.name}-{pack_digest(root)[:12]}"
+    if not (target / "provenance.json").exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{root.name}-", dir=target.parent))
+        finalize_pack(root, staging / "pack")
+        try:
+            os.rename(staging / "pack", target)
+        except OSError:
+            pass
+    return target
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def static_gates(pack: Pack, seq: Sequence, provenance: dict[str, Any] | None, base: dict[str, bytes]) -> TrapVerdict:
+    v = TrapVerdict(seq.seq_id, seq.construct)
+    hidden = pack.root / "hidden" / seq.seq_id
+    # hidden material
+    problems, oracles, solutions = [], [], []
+    for session in seq.sessions:
+        if getattr(session, "mode", "task") != "task":
+            continue
+        oracle = pack.oracle_path(seq, session)
+        if getattr(session, "scoring", None) is None:
+            if not oracle.is_file():
+                problems.append(f"session {session.index}: missing oracle hidden/{seq.seq_id}/{session.oracle_id}.py")
+            else:
+                oracles.append(oracle.read_bytes())
+        try:
+            solutions.append(load_solution(pack.solution_path(seq, session), seq.seq_id))
+        except PackError as exc:
+            problems.append(f"session {session.index}: {exc}")
+    v.gate("hidden_material", not problems, "; ".join(problems))
+    # secrets
+    record = (provenance or {}).get("sequences", {}).get(seq.seq_id)
+    texts = sequence_texts(_raw_sequence(pack, seq.seq_id))
+    texts += [p.read_text(encoding="utf-8", errors="ignore") for p in sorted(hidden.rglob("*")) if p.is_file()] \
+        if hidden.is_dir() else []
+    leftovers = sorted({m.group(0) for t in texts for m in SECRET_LIKE.finditer(t)})
+    if record is None:
+        v.gate("secrets", False, "no CSPRNG secret was injected: the pack has no placeholders and no provenance "
+                                 "(decisive literals must come from {{SECRET:name:class}} placeholders)")
+    elif record.get("problems"):
+        v.gate("secrets", False, record["problems"][0])
+    elif leftovers:
+        v.gate("secrets", False, f"leftover placeholder {leftovers[0]!r} after finalize")
+    elif not record.get("secrets"):
+        v.gate("secrets", False, "the trap has no CSPRNG secret")
+    else:
+        missing = [n for n, s in record["secrets"].items() if not any(p.startswith("event:") for p in s["placed_in"])]
+        unhidden = [n for n, s in record["secrets"].items() if not any(p.startswith("file:hidden/") for p in s["placed_in"])]
+        literal = [lit for lit, ok in zip(seq.decisive_literals, record.get("decisive_literals_with_secret", []))
+                   if not ok]
+        if missing:
+            v.gate("secrets", False, f"secret '{missing[0]}' was never injected into an agent-visible event")
+        elif unhidden:
+            v.gate("secrets", False, f"secret '{unhidden[0]}' is in no oracle or reference solution")
+        elif literal:
+            v.gate("secrets", False, f"decisive literal {literal[0]!r} contains no generated secret")
+        else:
+            v.gate("secrets", True, ok=f"{len(record['secrets'])} secrets injected")
+    # why not verbatim
+    if seq.construct == "C1":
+        v.gate("why_not_verbatim", True, ok="C1: verbatim retention is the construct")
+    else:
+        v.gate("why_not_verbatim", bool((seq.why_not_verbatim or "").strip()),
+               "" if (seq.why_not_verbatim or "").strip() else f"{seq.construct} trap lacks field 'why_not_verbatim'")
+    # no single event
+    events = {e.event_id: e for e in seq.events}
+    if seq.construct in NO_SINGLE_EVENT_CONSTRUCTS:
+        required = set(seq.required_fact_ids)
+        covering = [eid for eid, facts in seq.event_fact_map.items() if required and required <= set(facts)]
+        literals = [_norm(lit) for lit in seq.decisive_literals]
+        all_in_one = [e.event_id for e in seq.events if len(literals) > 1 and all(lit in _norm(e.content) for lit in literals)]
+        composed = [e.event_id for e in seq.events for lit in literals if seq.construct == "C7" and lit in _norm(e.content)]
+        if len(required) < 2:
+            v.gate("no_single_event", False, f"{seq.construct} needs at least two required_fact_ids")
+        elif covering:
+            v.gate("no_single_event", False, f"event {covering[0]} carries every required fact")
+        elif all_in_one:
+            v.gate("no_single_event", False, f"event {all_in_one[0]} contains every decisive literal")
+        elif composed:
+            v.gate("no_single_event", False, f"C7: event {composed[0]} contains a decisive literal verbatim")
+        else:
+            v.gate("no_single_event", True, ok=f"{len(required)} facts over {len(seq.event_fact_map)} events")
+    # public leak
+    leaks = []
+    for lit in seq.decisive_literals:
+        for session in seq.sessions:
+            if lit in session.instruction:
+                leaks.append(f"session {session.index} instruction reveals {lit!r}")
+        for rel, content in base.items():
+            if lit.encode() in content:
+                leaks.append(f"repository file {rel} contains {lit!r}")
+    v.gate("no_public_leak", not leaks, "; ".join(leaks[:3]))
+    # oracle hidden
+    workspace_files = list(base.values())
+    for solution in solutions:
+        try:
+            workspace_files += [t.encode() for t in solution.reference().values()]
+        except KeyError:
+            pass
+    equal = [o for o in oracles if o in workspace_files]
+    inside = [r for r in pack.repos.values() if hidden.resolve().is_relative_to(r.resolve())]
+    v.gate("oracle_hidden", not equal and not inside,
+           "an oracle equals a workspace file" if equal else ("hidden/ lies inside a repository" if inside else ""))
+    _ = events
+    return v
+
+
+def _raw_sequence(pack: Pack, seq_id: str) -> dict[str, Any]:
+    raw = json.loads((pack.root / "manifest.json").read_text(encoding="utf-8"))
+    return next((s for s in raw.get("sequences", []) if s.get("seq_id") == seq_id), {})
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    def __call__(self, event: Any, datum: bytes) -> None:
+        self.events.append(event)
+
+    def verdicts(self) -> dict[int, str]:
+        return {e.session_index: e.payload["outcome"] for e in self.events if e.kind == "OracleVerdict"}
+
+    def ended(self) -> tuple[str, str | None]:
+        end = next((e for e in self.events if e.kind == "RunEnded"), None)
+        return (end.payload["status"], end.payload.get("error_type")) if end else ("missing", None)
+
+
+def _live_run(pack: Pack, seq: Sequence, condition: str, agent: str, sandbox: Sandbox, timeout_s: float) -> _Collector:
+    collector = _Collector()
+    config = RunConfig(run_set=f"validate-{pack.name}-{pack.digest[:8]}", agent=agent, oracle_timeout_s=timeout_s)
+    run_unit(pack, RunUnit(pack.name, seq.seq_id, condition, 0), config, sandbox, collector)
+    return collector
+
+
+def live_gates(pack: Pack, seq: Sequence, verdict: TrapVerdict, sandbox: Sandbox, timeout_s: float = 60.0) -> None:
+    scored = seq.scored_session.index
+    ref = _live_run(pack, seq, "B0", "scripted:refsol", sandbox, timeout_s)
+    status, error = ref.ended()
+    outcomes = ref.verdicts()
+    failing = [f"S{i}: {outcomes.get(s.index, 'no verdict')}" for i, s in enumerate(seq.sessions, 1)
+               if getattr(s, "mode", "task") == "task" and outcomes.get(s.index) != "pass"]
+    if status != "completed":
+        verdict.gate("reference_passes", False, f"reference run ended {status} ({error})")
+        return
+    if not verdict.gate("reference_passes", not failing, "reference solution fails " + ", ".join(failing)):
+        return
+    b0 = _live_run(pack, seq, "B0", "scripted:memory-literal", sandbox, timeout_s)
+    b0_outcome = b0.verdicts().get(scored, "no verdict")
+    if seq.construct in REVERSED_CONSTRUCTS:
+        verdict.gate("b0_headroom", b0_outcome == "pass",
+                     f"{seq.construct}: no memory must pass S3 (the trap is in the memory), got {b0_outcome}")
+        b5 = _live_run(pack, seq, "B5", "scripted:memory-literal", sandbox, timeout_s)
+        b5_outcome = b5.verdicts().get(scored, "no verdict")
+        verdict.gate("verbatim_trap", b5_outcome != "pass",
+                     f"verbatim memory (B5) must fail S3 by surfacing the trap memory, got {b5_outcome}")
+    else:
+        verdict.gate("b0_headroom", b0_outcome != "pass", f"B0 must fail S3, got {b0_outcome}")
+
+
+def validate_pack(spec: str, home: Path, sandbox: Sandbox, workers: int = 2,
+                  on_trap: Callable[[TrapVerdict], None] | None = None, timeout_s: float = 60.0) -> ValidationReport:
+    """Run every gate over PACK (a built-in name or a directory). A malformed manifest raises
+    PackError (the whole pack is refused); a bad trap is refused and counted in the funnel."""
+    root = resolve_pack_dir(spec)
+    load_pack(root, check_hidden=False)  # manifest-level problems refuse the whole pack
+    provenance: dict[str, Any] | None = None
+    tmp: tempfile.TemporaryDirectory | None = None
+    if has_placeholders(root):
+        scan = scan_placeholders(root)
+        if scan["pack_problems"]:
+            raise PackError(scan["pack_problems"][0])
+        if any(e["problems"] for e in scan["sequences"].values()):
+            tmp = tempfile.TemporaryDirectory(prefix="membench-validate-")
+            final = Path(tmp.name) / root.name
+            finalize_pack(root, final, strict=False)
+        else:
+            final = _cached_finalization(root, home)
+        provenance = json.loads((final / "provenance.json").read_text(encoding="utf-8"))
+    else:
+        final = root
+        if (root / "provenance.json").exists():
+            provenance = json.loads((root / "provenance.json").read_text(encoding="utf-8"))
+    try:
+        pack = load_pack(final, check_hidden=False)
+        bases = {name: snapshot(path) for name, path in pack.repos.items()}
+        verdicts = [static_gates(pack, seq, provenance, bases[seq.repo]) for seq in pack.sequences]
+
+        def live(index: int) -> TrapVerdict:
+            v = verdicts[index]
+            if v.valid:
+                live_gates(pack, pack.sequences[index], v, sandbox, timeout_s)
+            if on_trap:
+                on_trap(v)
+            return v
+
+        with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="membench-validate") as pool:
+            list(pool.map(live, range(len(verdicts))))
+        return ValidationReport(pack.name, pack.digest, verdicts)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()

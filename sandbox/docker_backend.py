@@ -1,0 +1,171 @@
+"""The Docker-API backend (docker-py), for Docker Engine or podman's Docker-compatible socket.
+
+Endpoint: `DOCKER_HOST`, else `unix:///run/podman/podman.sock` (what deploy/podman/setup.sh
+starts). Image: `MEMBENCH_DOCKER_IMAGE`, else `localhost/membench-python:latest` (python3 and
+pytest; never pulled — a missing image is `IsolationUnavailable`).
+
+One `run` is one container: network `none`; the workspace bind-mounted read-write at /workspace,
+the caller's read-only and read-write binds, nothing else of the host; a read-only root
+filesystem with a private size-limited tmpfs /tmp (HOME is /tmp/home); a clean environment; the
+unprivileged user 65534 with every capability dropped and no-new-privileges; the memory cgroup
+(`mem_limit`, no swap), the pids cgroup (`pids_limit`), one CPU (`nano_cpus`) and rlimits for CPU
+time, file size, open files and core dumps; `wait` with the wall-clock limit, then `kill`; the
+container is always removed, taking every process in it along.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from pathlib import Path
+
+from sandbox.base import SANDBOX_HOME, SANDBOX_UID, IsolationUnavailable, SandboxResult, SandboxSpec, chown_tree
+
+DEFAULT_HOST = "unix:///run/podman/podman.sock"
+DEFAULT_IMAGE = "localhost/membench-python:latest"
+STDOUT_LIMIT = 4 << 20
+STDERR_LIMIT = 1 << 20
+
+
+def _limit(kind: int, wanted: int) -> int:
+    _soft, hard = resource.getrlimit(kind)
+    return wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+
+
+def _read_capped(stream, limit: int, keep: str) -> str:
+    data = bytearray()
+    for chunk in stream:
+        data += chunk
+        if keep == "head" and len(data) >= limit:
+            break
+        if keep == "tail" and len(data) > 2 * limit:
+            del data[: len(data) - limit]
+    data = data[:limit] if keep == "head" else data[-limit:]
+    return bytes(data).decode("utf-8", "replace")
+
+
+class DockerSandbox:
+    name = "docker"
+
+    def __init__(self, base_url: str | None = None, image: str | None = None):
+        self.base_url = base_url or os.environ.get("DOCKER_HOST") or DEFAULT_HOST
+        self.image = image or os.environ.get("MEMBENCH_DOCKER_IMAGE") or DEFAULT_IMAGE
+
+    def _client(self):
+        try:
+            import docker
+        except ImportError as exc:
+            raise IsolationUnavailable("docker-py (the `docker` package) is not installed") from exc
+        if self.base_url.startswith("unix://") and not os.path.exists(self.base_url[len("unix://"):]):
+            raise IsolationUnavailable(f"no Docker API socket at {self.base_url} "
+                                       "(start one with deploy/podman/setup.sh or set DOCKER_HOST)")
+        try:
+            client = docker.DockerClient(base_url=self.base_url, timeout=60)
+            client.ping()
+        except Exception as exc:
+            raise IsolationUnavailable(f"the Docker API at {self.base_url} does not answer: {exc}") from exc
+        return client
+
+    def check(self) -> tuple[bool, str]:
+        import tempfile
+
+        try:
+            client = self._client()
+            version = client.version()
+            client.close()
+            with tempfile.TemporaryDirectory(prefix="membench-probe-") as tmp:
+                result = self.run(["python3", "-c", "import pytest; print('ok')"],
+                                  SandboxSpec(workspace=Path(tmp), wall_time_s=60, memory_mb=256, max_processes=16))
+        except IsolationUnavailable as exc:
+            return False, str(exc)
+        if result.exit_code != 0 or result.stdout.strip() != "ok":
+            return False, f"{self.image} cannot run python3 with pytest: {result.stderr.strip()[-300:]}"
+        engine = version.get("Components", [{}])[0].get("Name") or "Docker API"
+        return True, f"ok ({engine} {version.get('Version', '?')} at {self.base_url}; image {self.image})"
+
+    def run(self, command: list[str], spec: SandboxSpec) -> SandboxResult:
+        import docker
+        from docker.types import Mount, Ulimit
+
+        client = self._client()
+        try:
+            try:
+                client.images.get(self.image)
+            except docker.errors.ImageNotFound as exc:
+                raise IsolationUnavailable(f"image {self.image} is not present (it is never pulled; "
+                                           "build it with deploy/podman/setup.sh)") from exc
+            if os.geteuid() == 0:  # the container's unprivileged user must be able to write its mounts
+                for path in [spec.workspace, *spec.rw_mounts.values()]:
+                    chown_tree(Path(path), SANDBOX_UID, SANDBOX_UID)
+                user = f"{SANDBOX_UID}:{SANDBOX_UID}"
+            else:
+                user = f"{os.getuid()}:{os.getgid()}"
+            mounts = [Mount(target="/workspace", source=str(Path(spec.workspace).resolve()), type="bind")]
+            mounts += [Mount(target=dest, source=str(Path(host).resolve()), type="bind", read_only=True)
+                       for dest, host in spec.ro_mounts.items()]
+            mounts += [Mount(target=dest, source=str(Path(host).resolve()), type="bind")
+                       for dest, host in spec.rw_mounts.items()]
+            env = {"HOME": SANDBOX_HOME, "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
+                   "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": "/tmp", "USER": "sandbox", **spec.env}
+            ulimits = [  # podman replaces all default ulimits when any is given: name every one it needs
+                Ulimit(name="cpu", soft=_limit(resource.RLIMIT_CPU, spec.cpu_time_s),
+                       hard=_limit(resource.RLIMIT_CPU, spec.cpu_time_s)),
+                Ulimit(name="fsize", soft=_limit(resource.RLIMIT_FSIZE, spec.file_size_mb << 20),
+                       hard=_limit(resource.RLIMIT_FSIZE, spec.file_size_mb << 20)),
+                Ulimit(name="nofile", soft=_limit(resource.RLIMIT_NOFILE, spec.open_files),
+                       hard=_limit(resource.RLIMIT_NOFILE, spec.open_files)),
+                # a per-uid backstop only (uid 65534 is shared on the host); pids_limit is the real limit
+                Ulimit(name="nproc", soft=_limit(resource.RLIMIT_NPROC, 4096),
+                       hard=_limit(resource.RLIMIT_NPROC, 4096)),
+                Ulimit(name="core", soft=0, hard=0),
+            ]
+            try:
+                container = client.containers.create(
+                    self.image, command=list(command), working_dir="/workspace", environment=env, user=user,
+                    hostname="membench-sandbox", network_mode="none", mounts=mounts, read_only=True,
+                    tmpfs={"/tmp": f"rw,size={spec.tmp_mb}m,mode=1777",
+                           SANDBOX_HOME: f"rw,size={spec.tmp_mb}m,mode=0777"},
+                    cap_drop=["ALL"], security_opt=["no-new-privileges"],
+                    mem_limit=f"{spec.memory_mb}m", memswap_limit=f"{spec.memory_mb}m",
+                    pids_limit=spec.max_processes, nano_cpus=1_000_000_000, ulimits=ulimits,
+                    labels={"membench.sandbox": "1"}, detach=True, stdin_open=False, tty=False,
+                )
+            except docker.errors.ImageNotFound as exc:
+                raise IsolationUnavailable(f"image {self.image} is not present: {exc}") from exc
+            except docker.errors.APIError as exc:
+                raise IsolationUnavailable(f"the container could not be created: {exc}") from exc
+            try:
+                started = time.monotonic()
+                try:
+                    container.start()
+                except docker.errors.APIError as exc:
+                    raise IsolationUnavailable(f"the container could not be started: {exc}") from exc
+                timed_out = False
+                try:
+                    status = container.wait(timeout=spec.wall_time_s)
+                    exit_code = int(status.get("StatusCode", -1))
+                except Exception:  # requests' ReadTimeout / ConnectionError: the wall-clock limit
+                    timed_out = True
+                    try:
+                        container.kill()
+                    except docker.errors.APIError:
+                        pass
+                    exit_code = -9
+                    try:
+                        container.wait(timeout=30)
+                    except Exception:
+                        pass
+                duration = int((time.monotonic() - started) * 1000)
+                stdout = _read_capped(container.logs(stdout=True, stderr=False, stream=True, follow=False),
+                                      STDOUT_LIMIT, "head")
+                stderr = _read_capped(container.logs(stdout=False, stderr=True, stream=True, follow=False),
+                                      STDERR_LIMIT, "tail")
+                return SandboxResult(exit_code, stdout, stderr, timed_out, duration)
+            finally:
+                try:
+                    container.remove(force=True)
+                except docker.errors.APIError:
+                    pass
+        finally:
+            client.close()

@@ -1,0 +1,200 @@
+"""Issue 3 acceptance against the real Apache Kafka broker started by deploy/kafka/start.sh:
+equality with the embedded path, crash recovery, poison messages, interoperability."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+
+import fastavro
+import io
+import json
+import pytest
+
+from tests.conftest import run_cli
+from tests.integration.kafka_helpers import (CONSOLE_CONSUMER, SINGLE, Worker, consumer_group_caught_up,
+                                             membench, namespace, require_broker, topic_size, wait_for)
+
+pytestmark = [pytest.mark.integration, pytest.mark.kafka]
+
+SESSION_SQL = ("SELECT * EXCEPT (duration_ms) FROM session_results WHERE run_set = '{rs}' "
+               "ORDER BY run_id, session_index LIMIT 1 BY derived_id")
+# last_hash and durations identify one execution (event ids, timestamps), not its outcome
+RUN_SQL = ("SELECT * EXCEPT (duration_ms, last_hash) FROM run_results WHERE run_set = '{rs}' "
+           "ORDER BY run_id LIMIT 1 BY derived_id")
+
+
+def _wait_worker(ns: str, timeout: float = 180) -> None:
+    wait_for(lambda: consumer_group_caught_up(SINGLE, f"{ns}.membench.processor", f"{ns}.membench.trajectory"),
+             timeout, "the processor worker to commit the whole trajectory topic")
+
+
+@pytest.fixture(scope="module")
+def kafka_run(tmp_path_factory):
+    """The smoke pack on both paths: embedded into the default warehouse, Kafka → worker → sink
+    into a second warehouse. Same finalized pack and grid, so the same run set and run ids."""
+    require_broker()
+    root = tmp_path_factory.mktemp("kafka")
+    home = root / "home"
+    ns = namespace()
+    dsn = f"kafka://{SINGLE}/{ns}"
+    other = f"chdb://{root / 'kafka-warehouse'}"
+    run_cli("run", "smoke", "--seeds", "1,2", home=home, check=True)
+    worker = Worker(dsn, home, root / "worker.log")
+    try:
+        published = run_cli("run", "smoke", "--seeds", "1,2", "--bus", dsn, home=home, check=True)
+        run_set = published.stdout.strip().splitlines()[-1]
+        _wait_worker(ns)
+    finally:
+        worker.stop()
+    sink = run_cli("sink", "--bus", dsn, "--warehouse", other, "--until-idle", home=home, check=True)
+    return {"home": home, "ns": ns, "dsn": dsn, "warehouse": other, "run_set": run_set,
+            "sink": json.loads(sink.stdout.strip().splitlines()[-1]), "root": root}
+
+
+def _sql(run, query, warehouse=None):
+    args = ["sql", query] + (["--warehouse", warehouse] if warehouse else [])
+    return run_cli(*args, home=run["home"], check=True).stdout
+
+
+def test_kafka_path_derives_the_same_tables_as_the_embedded_path(kafka_run):
+    rs = kafka_run["run_set"]
+    for template in (SESSION_SQL, RUN_SQL):
+        embedded = _sql(kafka_run, template.format(rs=rs))
+        distributed = _sql(kafka_run, template.format(rs=rs), kafka_run["warehouse"])
+        assert embedded.strip() and embedded == distributed
+    report = run_cli("report", rs, "--json", "--warehouse", kafka_run["warehouse"], home=kafka_run["home"],
+                     check=True)
+    conditions = {c["condition"]: c["passed"] for c in json.loads(report.stdout)["conditions"]}
+    assert conditions == {"B0": 0, "B5": 6}
+
+
+def test_every_raw_event_lands_once(kafka_run):
+    topic_events = topic_size(SINGLE, f"{kafka_run['ns']}.membench.trajectory")
+    count, unique = _sql(kafka_run, "SELECT count(), uniqExact(event_id) FROM trajectory_events",
+                         kafka_run["warehouse"]).split()
+    assert int(count) == int(unique) == topic_events == kafka_run["sink"]["raw"]
+
+
+def test_replay_from_the_topic_verifies_against_the_warehouse(kafka_run):
+    proc = run_cli("replay", kafka_run["dsn"], "--verify", "--warehouse", kafka_run["warehouse"],
+                   home=kafka_run["home"])
+    assert proc.returncode == 0, proc.stderr
+    assert "all derived events agree" in proc.stdout
+
+
+def _unescape(text: str) -> bytes:
+    """Kafka's Bytes.toString escapes non-printable bytes (and backslash) as \\xHH."""
+    out = bytearray()
+    for escaped, char in re.findall(r"\\x([0-9A-Fa-f]{2})|(.)", text, flags=re.S):
+        out += bytes([int(escaped, 16)]) if escaped else char.encode("latin-1")
+    return bytes(out)
+
+
+def test_kafkas_own_console_consumer_reads_decodable_events(kafka_run):
+    ns = kafka_run["ns"]
+    common = ["--bootstrap-server", SINGLE, "--from-beginning", "--timeout-ms", "20000",
+              "--property", "print.key=true", "--property", "key.separator=|"]
+    schemas_out = subprocess.run(["bash", str(CONSOLE_CONSUMER), "--topic", f"{ns}.membench.schemas", *common],
+                                 capture_output=True, text=True, timeout=120)
+    schemas = {}
+    for line in schemas_out.stdout.splitlines():
+        key, _, value = line.partition("|")
+        if value.startswith("{"):
+            schemas[key] = json.loads(value)
+    assert schemas, schemas_out.stderr[-2000:]
+    proc = subprocess.run(
+        ["bash", str(CONSOLE_CONSUMER), "--topic", f"{ns}.membench.trajectory", "--max-messages", "50", *common,
+         "--property", "value.deserializer=org.apache.kafka.common.serialization.BytesDeserializer"],
+        capture_output=True, text=True, timeout=120)
+    lines = [l for l in proc.stdout.splitlines() if "|" in l]
+    assert len(lines) == 50, proc.stderr[-2000:]
+    for line in lines:
+        key, _, value = line.partition("|")
+        message = _unescape(value)
+        assert message[:2] == b"\xc3\x01"
+        schema = fastavro.parse_schema(schemas[message[2:10].hex()])
+        record = fastavro.schemaless_reader(io.BytesIO(message[10:]), schema, None)
+        assert record["run_id"] == key and record["run_set"] == kafka_run["run_set"]
+
+
+def test_garbage_and_schema_violations_go_to_the_dead_letter_topic(kafka_run, tmp_path):
+    from confluent_kafka import Consumer, Producer
+
+    from schemas.registry import default_registry
+
+    ns = namespace()
+    dsn = f"kafka://{SINGLE}/{ns}"
+    home = kafka_run["home"]
+    fingerprint = default_registry().latest("event").fingerprint
+    # the topics exist once a run has published; publish one unit first, then poison, then more
+    run_cli("run", "smoke", "--seeds", "7", "--conditions", "B5", "--bus", dsn, home=home, check=True)
+    producer = Producer({"bootstrap.servers": SINGLE})
+    producer.produce(f"{ns}.membench.trajectory", b"this is not avro", b"poison-1")
+    producer.produce(f"{ns}.membench.trajectory", b"\xc3\x01" + fingerprint + b"\x02\x04\xff\xff", b"poison-2")
+    producer.flush(30)
+    run_cli("run", "smoke", "--seeds", "8", "--conditions", "B5", "--bus", dsn, home=home, check=True)
+    worker = Worker(dsn, home, tmp_path / "worker.log")
+    try:
+        _wait_worker(ns)
+    finally:
+        worker.stop()
+    consumer = Consumer({"bootstrap.servers": SINGLE, "group.id": f"{ns}-dlq-reader", "auto.offset.reset": "earliest"})
+    consumer.subscribe([f"{ns}.membench.deadletter"])
+    letters, deadline = [], time.monotonic() + 60
+    while len(letters) < 2 and time.monotonic() < deadline:
+        letters += [m for m in consumer.consume(10, 1.0) if not m.error()]
+    consumer.close()
+    reasons = {m.key(): dict(m.headers())["reason"].decode() for m in letters}
+    assert set(reasons) == {b"poison-1", b"poison-2"}
+    assert "undecodable" in reasons[b"poison-1"] and "undecodable" in reasons[b"poison-2"]
+    warehouse = f"chdb://{tmp_path / 'wh'}"
+    run_cli("sink", "--bus", dsn, "--warehouse", warehouse, "--until-idle", home=home, check=True)
+    rows = run_cli("sql", "SELECT seed, count() FROM run_results GROUP BY seed ORDER BY seed", "--warehouse",
+                   warehouse, home=home, check=True).stdout
+    assert rows == "7\t3\n8\t3\n"  # the runs before and after the poison were both processed
+
+
+def test_kill9_of_worker_and_sink_mid_run_loses_and_duplicates_nothing(kafka_run, tmp_path):
+    ns = namespace()
+    dsn = f"kafka://{SINGLE}/{ns}"
+    home = kafka_run["home"]
+    warehouse = f"chdb://{tmp_path / 'wh'}"
+    worker = Worker(dsn, home, tmp_path / "worker1.log")
+    sink_log = open(tmp_path / "sink1.log", "w")
+    runner = membench("run", "smoke", "--seeds", "11,12,13", "--bus", dsn, home=home)
+    sink = None
+    try:
+        wait_for(lambda: _topic_exists(ns), 60, "the runner to create its topics")
+        sink = membench("sink", "--bus", dsn, "--warehouse", warehouse, home=home, stdout=sink_log,
+                        stderr=subprocess.STDOUT)
+        wait_for(lambda: topic_size(SINGLE, f"{ns}.membench.trajectory") > 150, 120, "events to flow")
+        time.sleep(3)
+        worker.kill9()
+        import os
+        import signal
+
+        os.killpg(sink.pid, signal.SIGKILL)
+        sink.wait(30)
+        assert runner.poll() is None, "the runner finished before the crash; the test needs a longer grid"
+        worker = Worker(dsn, home, tmp_path / "worker2.log")
+        out, err = runner.communicate(timeout=600)
+        assert runner.returncode == 0, err
+        _wait_worker(ns)
+    finally:
+        worker.stop()
+        sink_log.close()
+    run_cli("sink", "--bus", dsn, "--warehouse", warehouse, "--until-idle", home=home, check=True)
+    count, unique, runs = run_cli("sql", "SELECT count(), uniqExact(event_id), uniqExact(run_id) FROM "
+                                  "trajectory_events", "--warehouse", warehouse, home=home, check=True).stdout.split()
+    assert int(count) == int(unique) == topic_size(SINGLE, f"{ns}.membench.trajectory")
+    assert int(runs) == 18
+    proc = run_cli("replay", dsn, "--verify", "--warehouse", warehouse, home=home)
+    assert proc.returncode == 0, proc.stderr
+
+
+def _topic_exists(ns: str) -> bool:
+    from confluent_kafka.admin import AdminClient
+
+    return f"{ns}.membench.trajectory" in AdminClient({"bootstrap.servers": SINGLE}).list_topics(timeout=10).topics

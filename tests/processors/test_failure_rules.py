@@ -1,0 +1,196 @@
+"""Every failure_reason rule, each from a run's events, through the real processor pipeline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from processors import derive_all
+from processors.failure import FAILURE_REASONS, RULES
+from schemas.events import Event, bounded_text
+
+
+class RunBuilder:
+    """Builds one run's raw events the way the runner emits them (no I/O, no sandbox)."""
+
+    def __init__(self, condition: str = "B5", budgets: dict[str, int] | None = None, construct: str = "C1"):
+        self.events: list[Event] = []
+        self.session = -1
+        self.emit("RunStarted", {"suite": "t", "task": "task-1", "condition": condition, "seed": 1,
+                                 "agent": "scripted:test", "agent_kind": "scripted", "model": None,
+                                 "budgets": budgets or {"memory_read_tokens": 100}, "code_digest": "",
+                                 "pack_digest": "", "fixture_digest": "", "construct": construct, "family": "f"},
+                  "harness")
+
+    def emit(self, kind: str, payload: dict[str, Any], visibility: str = "agent") -> Event:
+        seq = len(self.events)
+        event = Event(f"ev-{seq}", "rs", "run-1", "t/task-1/c/1", self.session, seq, seq, "test", kind, visibility,
+                      "0" * 64, payload, f"{seq:064x}")
+        self.events.append(event)
+        return event
+
+    def label(self, label_type: str, event_ids: list[str], active: int = 2, fact_ids: list[str] | None = None) -> None:
+        self.emit("OracleLabel", {"label_id": f"{label_type}-{len(self.events)}", "label_type": label_type,
+                                  "active_session": active, "event_ids": event_ids, "fact_ids": fact_ids or []},
+                  "harness")
+
+    def turn(self, role: str = "user", source: str | None = None, input_tokens: int = 0) -> Event:
+        return self.emit("Turn", {"role": role, "text": bounded_text("x"), "source_event_id": source,
+                                  "source_kind": "review" if source else None, "input_tokens": input_tokens,
+                                  "cached_tokens": 0, "output_tokens": 0, "reasoning_tokens": 0, "latency_ms": 0})
+
+    def history(self, index: int = 1, deliver: dict[str, str | None] | None = None,
+                scope: dict[str, list[str]] | None = None) -> None:
+        """A history session delivering pack events; `deliver` maps pack event id -> memory id
+        the memory system stores from it (None: nothing stored)."""
+        self.session = index
+        self.emit("SessionStarted", {"session_index": index, "instruction": bounded_text("h"), "start_state": "clean",
+                                     "workspace_digest": "", "scored": False, "oracle_id": None})
+        self.emit("SessionEnded", {"session_index": index, "status": "history"})
+        for pack_event, memory_id in (deliver or {}).items():
+            turn = self.turn(source=pack_event)
+            if memory_id:
+                self.emit("MemoryWrite", {"memory_id": memory_id, "memory_type": "review",
+                                          "scope": (scope or {}).get(memory_id, []),
+                                          "provenance_event_ids": [turn.event_id], "content": bounded_text("m")})
+
+    def task(self, index: int = 2, injected: list[str] | None = None, cited: list[str] | None = None,
+             outcome: str | None = "pass", cases: list[tuple[str, str]] | None = None, status: str = "completed",
+             read: bool = True, tokens_admitted: int = 10, token_budget: int = 100, inconclusive: bool = False,
+             input_tokens: int = 0, files: list[str] | None = None, scored: bool = True) -> None:
+        self.session = index
+        self.emit("SessionStarted", {"session_index": index, "instruction": bounded_text("do"), "start_state": "clean",
+                                     "workspace_digest": "", "scored": scored, "oracle_id": "o"})
+        if read:
+            self.emit("MemoryRead", {"query": bounded_text("q"), "candidates": list(injected or []),
+                                     "admitted_ids": list(injected or []), "tokens_admitted": tokens_admitted,
+                                     "token_budget": token_budget, "context": bounded_text("c")})
+        self.turn(role="agent", input_tokens=input_tokens)
+        if cited:
+            self.emit("MemoryCitation", {"memory_ids": cited})
+        self.emit("PatchProduced", {"files": files or ["pkg/a.py"], "added_lines": 1, "removed_lines": 0,
+                                    "production_paths": files or ["pkg/a.py"], "test_paths": [], "stripped_paths": [],
+                                    "diff_sha256": ""})
+        if outcome is not None:
+            self.emit("OracleVerdict", {"oracle_id": "o", "outcome": outcome,
+                                        "cases": [{"case_id": c, "outcome": o} for c, o in (cases or [])],
+                                        "exit_status": 0 if outcome == "pass" else 1, "inconclusive": inconclusive,
+                                        "duration_ms": 1}, "harness")
+        self.emit("SessionEnded", {"session_index": index, "status": status})
+
+    def derived(self, kind: str) -> list[dict[str, Any]]:
+        self.session = -1
+        if self.events[-1].kind != "RunEnded":
+            self.emit("RunEnded", {"status": "completed", "error_type": None}, "harness")
+        return [d.payload for d in derive_all(self.events) if d.kind == kind]
+
+    def classification(self) -> dict[str, Any]:
+        (row,) = [r for r in self.derived("FailureClassified") if r["scored"]]
+        return row
+
+
+def memory_run(condition: str = "B5", budgets: dict[str, int] | None = None, stored: bool = True) -> RunBuilder:
+    """S1 delivers relevant, stale and other evidence, stored by the memory system as m_rel,
+    m_stale, m_other; S2 is the task. Labels: e_rel required, e_stale forbidden."""
+    run = RunBuilder(condition, budgets)
+    run.label("required", ["e_rel"])
+    run.label("forbidden", ["e_stale"])
+    run.history(deliver={"e_rel": "m_rel" if stored else None, "e_stale": "m_stale", "e_other": "m_other"})
+    return run
+
+
+ALL = ["m_rel", "m_stale", "m_other"]
+
+# rule name -> a scenario where it is the first rule that holds
+SCENARIOS = {
+    "no_oracle_verdict": lambda r: r.task(outcome=None),
+    "oracle_inconclusive": lambda r: r.task(outcome="oracle_timeout", inconclusive=True),
+    "agent_timeout": lambda r: r.task(outcome="fail", status="timeout"),
+    "memory_read_over_budget": lambda r: r.task(injected=ALL, outcome="fail", tokens_admitted=500, token_budget=100),
+    "agent_input_over_budget": lambda r: r.task(injected=ALL, outcome="fail", input_tokens=9000),
+    "agent_reported_context_overflow": lambda r: r.task(outcome="fail", status="context_overflow"),
+    "path_rule_violated": lambda r: r.task(injected=ALL, cited=["ghost"], outcome="fail",
+                                           cases=[("path:README.md", "fail"), ("command:0", "pass")]),
+    "git_edit_rejected": lambda r: r.task(outcome="production_patch_apply_failed"),
+    "cited_never_injected": lambda r: r.task(injected=ALL, cited=["m_rel", "ghost"], outcome="fail"),
+    "stale_memory_cited": lambda r: r.task(injected=ALL, cited=["m_rel", "m_stale"], outcome="fail"),
+    "forbidden_pattern_with_stale_evidence": lambda r: r.task(injected=ALL, outcome="fail",
+                                                              cases=[("pattern:forbidden:old_api(", "fail")]),
+    "relevant_memory_not_injected": lambda r: r.task(injected=["m_other"], outcome="fail"),
+    "relevant_injected_not_cited": lambda r: r.task(injected=ALL, outcome="fail"),
+    "irrelevant_memory_cited": lambda r: r.task(injected=ALL, cited=["m_rel", "m_other"], outcome="fail"),
+    "production_file_does_not_compile": lambda r: r.task(injected=ALL, cited=["m_rel"], outcome="fail",
+                                                         cases=[("compile:pkg/a.py", "error"), ("command:0", "fail")]),
+    "patch_pattern_violated": lambda r: r.task(injected=ALL, cited=["m_rel"], outcome="fail",
+                                               cases=[("pattern:required:MEM-", "fail"), ("command:0", "pass")]),
+    "oracle_not_passed": lambda r: r.task(injected=ALL, cited=["m_rel"], outcome="fail"),
+}
+
+
+@pytest.mark.parametrize("rule", list(SCENARIOS))
+def test_each_rule_fires_first_on_its_scenario(rule):
+    run = memory_run(budgets={"memory_read_tokens": 100, "context_tokens": 4000})
+    SCENARIOS[rule](run)
+    row = run.classification()
+    expected = next(r for r in RULES if r.name == rule)
+    assert (row["failure_reason"], row["rule"]) == (expected.reason, rule)
+    assert row["resolved"] is False and row["memory_failure"] == (expected.reason in {
+        "agent_hallucinated_memory", "stale_memory_followed", "missing_memory", "ignored_memory",
+        "irrelevant_memory_distracted"})
+
+
+def test_relevant_evidence_never_stored_is_missing_memory():
+    run = memory_run(stored=False)  # e_rel delivered, the memory system kept nothing of it
+    run.task(injected=["m_stale", "m_other"], outcome="fail")
+    row = run.classification()
+    assert (row["failure_reason"], row["rule"]) == ("missing_memory", "relevant_evidence_never_stored")
+
+
+def test_every_rule_and_reason_has_a_scenario():
+    assert {r.name for r in RULES} == set(SCENARIOS) | {"relevant_evidence_never_stored"}
+    assert {r.reason for r in RULES} == set(FAILURE_REASONS)
+    # the declared order is the enum's first-match order
+    order = [FAILURE_REASONS.index(r.reason) for r in RULES]
+    assert order == sorted(order)
+
+
+def test_a_passing_session_is_resolved_even_with_memory_noise():
+    run = memory_run()
+    run.task(injected=ALL, cited=["m_other"], outcome="pass")
+    row = run.classification()
+    assert row["resolved"] and row["failure_reason"] is None and row["rule"] is None
+
+
+def test_a_wrong_file_fails_even_when_the_tests_pass():
+    run = memory_run()
+    run.task(injected=ALL, cited=["m_rel"], outcome="fail", cases=[("path:setup.py", "fail"), ("command:0", "pass")])
+    assert run.classification()["failure_reason"] == "wrong_file_modified"
+
+
+def test_memory_rules_need_an_applicable_contract():
+    run = RunBuilder("B0")
+    run.label("forbidden", ["e_stale"])
+    run.history(deliver={"e_stale": None})
+    run.task(read=False, outcome="fail", cases=[("pattern:forbidden:old_api(", "fail")])
+    row = run.classification()
+    assert (row["failure_reason"], row["rule"]) == ("test_failure", "patch_pattern_violated")
+
+
+def test_hallucination_needs_no_memory_condition():
+    run = RunBuilder("no_memory")
+    run.task(read=False, cited=["memory:#7"], outcome="fail")
+    assert run.classification()["failure_reason"] == "agent_hallucinated_memory"
+
+
+def test_isolation_unavailable_is_excluded_not_failed():
+    run = memory_run()
+    run.task(outcome="isolation_unavailable")
+    row = run.classification()
+    assert row["excluded"] and not row["resolved"] and row["failure_reason"] is None
+
+
+def test_history_sessions_get_no_classification():
+    run = memory_run()
+    run.task(injected=ALL, cited=["m_rel"], outcome="pass")
+    assert [r["session_index"] for r in run.derived("FailureClassified")] == [2]

@@ -1,0 +1,84 @@
+"""`membench validate`: live admission gates, the funnel, and refusals counted in it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sandbox.bwrap import BwrapSandbox
+from tests.producers.hygiene_helpers import FIXTURES, edit_manifest
+
+pytestmark = pytest.mark.integration
+
+
+def _bwrap_ok() -> bool:
+    ok, _ = BwrapSandbox().check()
+    return ok
+
+
+@pytest.fixture
+def broken_pack(tmp_path: Path) -> Path:
+    """smoke plus a copy of smoke-currency; three of the four traps carry one defect each."""
+    root = tmp_path / "broken"
+    shutil.copytree(FIXTURES / "smoke", root)
+    src = root / "hidden" / "smoke-currency"
+    dst = root / "hidden" / "smoke-currency-bad-ref"
+    shutil.copytree(src, dst)
+    for path in dst.iterdir():
+        path.write_text(path.read_text().replace("{{SECRET:currency:word}}", "{{SECRET:currency2:word}}"))
+    solution = json.loads((dst / "s1.solution.json").read_text())
+    solution["files"]["ledger/money.py"] = "def parse_amount(text):\n    return 0\n"  # a failing reference solution
+    (dst / "s1.solution.json").write_text(json.dumps(solution))
+    (root / "hidden" / "smoke-client-header" / "s3_build_request.py").unlink()  # a missing oracle
+
+    def edit(m):
+        copy = json.loads(json.dumps(m["sequences"][1]).replace("smoke-currency", "smoke-currency-bad-ref")
+                          .replace("{{SECRET:currency:word}}", "{{SECRET:currency2:word}}"))
+        m["sequences"].append(copy)
+        event = m["sequences"][2]["events"][0]
+        event["content"] = event["content"].replace("{{SECRET:tenant:hex8}}", "{{SECRET:tenant}}")  # a leftover
+    edit_manifest(root, edit)
+    return root
+
+
+@pytest.mark.skipif(not _bwrap_ok(), reason="bubblewrap cannot create namespaces here")
+def test_refused_traps_are_counted_with_clear_errors(cli, broken_pack: Path) -> None:
+    proc = cli("validate", str(broken_pack), "--json")
+    assert proc.returncode == 1, proc.stderr
+    report = json.loads(proc.stdout)
+    assert {k: report[k] for k in ("authored", "admitted")} == {"authored": 4, "admitted": 1}
+    assert report["by_construct"] == {"C1": {"authored": 4, "valid": 2, "admitted": 1}}
+    failures = {t["seq_id"]: t["first_failure"] for t in report["traps"]}
+    assert failures["smoke-currency"] is None
+    assert failures["smoke-audit-prefix"].startswith("secrets:") and "{{SECRET:tenant}}" in failures["smoke-audit-prefix"]
+    assert failures["smoke-client-header"].startswith("hidden_material:") and "missing oracle" in failures["smoke-client-header"]
+    assert failures["smoke-currency-bad-ref"].startswith("reference_passes:") and "S1: fail" in failures["smoke-currency-bad-ref"]
+    markdown = cli("validate", str(broken_pack))
+    assert markdown.returncode == 1
+    assert "Total: 4 authored -> 2 valid -> 1 admitted" in markdown.stdout
+    assert "smoke-client-header" in markdown.stdout and "missing oracle" in markdown.stdout
+
+
+def test_malformed_manifest_refuses_the_whole_pack(cli, tmp_path: Path) -> None:
+    root = tmp_path / "bad"
+    shutil.copytree(FIXTURES / "smoke", root)
+    edit_manifest(root, lambda m: m["sequences"][0].__setitem__("construct", "C11"))
+    proc = cli("validate", str(root))
+    assert proc.returncode == 2
+    assert "sequence smoke-client-header" in proc.stderr and "'construct'" in proc.stderr
+
+
+def test_packs_without_injected_secrets_are_refused(tmp_path: Path, home: Path) -> None:
+    from producers.finalize import finalize_pack
+    from producers.validate import static_gates
+    from sandbox.workspace import snapshot
+    from schemas.packs import load_pack
+
+    finalize_pack(FIXTURES / "smoke", tmp_path / "final")
+    (tmp_path / "final" / "provenance.json").unlink()  # hand-written literals: nothing proves injection
+    pack = load_pack(tmp_path / "final")
+    verdict = static_gates(pack, pack.sequences[0], None, snapshot(pack.repos["ledger"]))
+    assert not verdict.gates["secrets"]["passed"] and "no CSPRNG secret" in verdict.gates["secrets"]["detail"]

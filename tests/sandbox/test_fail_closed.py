@@ -1,0 +1,97 @@
+"""Fail closed: a backend that cannot isolate makes units `isolation_unavailable` (excluded, never
+passes), nothing runs unjailed, and `membench doctor` says which backends work."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from producers.agents import AgentTask, make_agent
+from producers.command_agent import CommandAgent
+from producers.memory import MemoryContext
+from sandbox import IsolationUnavailable, SandboxSpec
+from sandbox.bwrap import BwrapSandbox
+from sandbox.docker_backend import DockerSandbox
+
+
+@pytest.fixture
+def broken_bwrap(tmp_path: Path) -> Path:
+    fake = tmp_path / "bin" / "bwrap"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    return fake
+
+
+def test_broken_bwrap_raises_isolation_unavailable(broken_bwrap, tmp_path):
+    sandbox = BwrapSandbox(binary=str(broken_bwrap))
+    with pytest.raises(IsolationUnavailable, match="failed to start"):
+        sandbox.run(["true"], SandboxSpec(workspace=tmp_path))
+    ok, reason = sandbox.check()
+    assert not ok and "failed to start" in reason
+    missing = BwrapSandbox(binary=str(tmp_path / "no-such-bwrap"))
+    with pytest.raises(IsolationUnavailable, match="not installed"):
+        missing.run(["true"], SandboxSpec(workspace=tmp_path))
+
+
+@pytest.mark.integration
+def test_a_jailed_command_cannot_fake_isolation_unavailable(bwrap_sandbox, tmp_path):
+    result = bwrap_sandbox.run(["sh", "-c", "echo 'bwrap: Creating new namespace failed' >&2; exit 1"],
+                               SandboxSpec(workspace=tmp_path))
+    assert result.exit_code == 1 and "bwrap:" in result.stderr  # an ordinary failure of the command
+
+
+@pytest.mark.integration
+def test_process_limit_binds_even_for_root(bwrap_sandbox, tmp_path):
+    code = ("import os, time\nn = 0\ntry:\n    for _ in range(200):\n        if os.fork() == 0:\n"
+            "            time.sleep(5); os._exit(0)\n        n += 1\nexcept OSError:\n    pass\nprint(n)\n")
+    result = bwrap_sandbox.run(["python3", "-c", code], SandboxSpec(workspace=tmp_path, max_processes=10))
+    assert int(result.stdout.strip()) < 10, result
+
+
+def test_docker_without_socket_is_unavailable(tmp_path):
+    sandbox = DockerSandbox(base_url=f"unix://{tmp_path}/no.sock")
+    with pytest.raises(IsolationUnavailable, match="no Docker API socket"):
+        sandbox.run(["true"], SandboxSpec(workspace=tmp_path))
+    assert sandbox.check()[0] is False
+
+
+@pytest.mark.integration
+@pytest.mark.docker
+def test_docker_missing_image_is_unavailable(docker_sandbox, tmp_path):
+    sandbox = DockerSandbox(image="localhost/membench-no-such-image:latest")
+    with pytest.raises(IsolationUnavailable, match="not present"):
+        sandbox.run(["true"], SandboxSpec(workspace=tmp_path))
+
+
+def test_command_agent_refuses_to_run_without_a_sandbox(tmp_path):
+    agent = make_agent("command:/bin/true --flag")
+    assert isinstance(agent, CommandAgent) and agent.name == "command:/bin/true --flag"
+    task = AgentTask("do it", tmp_path, MemoryContext((), (), 100), solution=None)
+    with pytest.raises(IsolationUnavailable):
+        agent.act(task, emitter=None)
+
+
+def test_broken_bwrap_run_is_excluded_in_the_report(cli, home, broken_bwrap):
+    proc = cli("run", "smoke", "--seeds", "1", "--conditions", "B0,B5", "--agent", "scripted:refsol",
+               env={"MEMBENCH_BWRAP": str(broken_bwrap)}, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(max((home / "runs").glob("*/report.json"), key=os.path.getmtime).read_text())
+    for condition in report["conditions"]:
+        assert condition["passed"] == 0, condition
+        assert condition["excluded"] == 3, condition
+    out = cli("sql", "SELECT DISTINCT status, error_type FROM run_results", check=True).stdout
+    assert out.strip() == "excluded\tisolation_unavailable"
+
+
+def test_doctor_json_reports_each_backend(cli, broken_bwrap, tmp_path):
+    proc = cli("doctor", "--json",
+               env={"MEMBENCH_BWRAP": str(broken_bwrap), "DOCKER_HOST": f"unix://{tmp_path}/no.sock"})
+    doc = json.loads(proc.stdout)
+    assert set(doc["backends"]) == {"bwrap", "docker"}
+    for status in doc["backends"].values():
+        assert status["ok"] is False and status["reason"]
+    assert proc.returncode == 1

@@ -1,0 +1,113 @@
+"""The native pack format: the loader rejects malformed packs naming file, sequence and field;
+the built-in hygiene-v1 pack meets its authoring requirements."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from producers.finalize import finalize_pack
+from schemas.packs import NO_SINGLE_EVENT_CONSTRUCTS, PackError, load_pack
+from tests.producers.hygiene_helpers import FIXTURES, edit_manifest
+
+HYGIENE = FIXTURES / "hygiene-v1"
+
+
+@pytest.fixture
+def smoke_copy(tmp_path: Path) -> Path:
+    dest = tmp_path / "smoke"
+    shutil.copytree(FIXTURES / "smoke", dest)
+    return dest
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda m: m["sequences"][0]["sessions"][2].__setitem__("inject_after", ["nope"]), "inject_after"),
+    (lambda m: m["sequences"][0]["sessions"][0].__setitem__("inject_after", ["smoke-client-header-e1"]), "inject_after"),
+    (lambda m: m["sequences"][0].__setitem__("event_fact_map", {"ghost": ["x"]}), "event_fact_map"),
+    (lambda m: m["sequences"][0].__setitem__("required_fact_ids", ["client-id-header", "unknown-fact"]), "required_fact_ids"),
+    (lambda m: m["sequences"][0]["events"].append(dict(m["sequences"][0]["events"][0])), "events"),
+    (lambda m: m["sequences"][0].__setitem__("clean_start_s3", "yes"), "clean_start_s3"),
+    (lambda m: m["sequences"][0].__setitem__("secrets", {"client_id": "uuid"}), "secrets.client_id"),
+    (lambda m: m["sequences"][0]["sessions"][1].__setitem__("start_state", "warm"), "start_state"),
+    (lambda m: m.__setitem__("skill_bank", "no-such-dir"), "skill_bank"),
+    (lambda m: m.__setitem__("format_version", 7), "format_version"),
+])
+def test_malformed_pack_is_rejected_naming_file_sequence_field(smoke_copy: Path, edit, field: str) -> None:
+    edit_manifest(smoke_copy, edit)
+    with pytest.raises(PackError) as err:
+        load_pack(smoke_copy)
+    message = str(err.value)
+    assert "manifest.json" in message and f"'{field}'" in message
+    if field not in ("skill_bank", "format_version"):
+        assert "smoke-client-header" in message
+
+
+def test_v2_pack_requires_why_not_verbatim_for_non_c1(smoke_copy: Path) -> None:
+    def edit(m):
+        m["format_version"] = 2
+        m["sequences"][1]["construct"] = "C3"
+    edit_manifest(smoke_copy, edit)
+    with pytest.raises(PackError, match=r"sequence smoke-currency: field 'why_not_verbatim'"):
+        load_pack(smoke_copy)
+
+
+def test_missing_oracle_is_rejected_before_any_run(smoke_copy: Path) -> None:
+    (smoke_copy / "hidden" / "smoke-currency" / "s3_make_invoice.py").unlink()
+    with pytest.raises(PackError, match=r"sequence smoke-currency: session 3: field 'oracle_id'"):
+        load_pack(smoke_copy)
+
+
+def test_hygiene_pack_composition() -> None:
+    pack = load_pack(HYGIENE)
+    seqs = pack.sequences
+    constructs = Counter(s.construct for s in seqs)
+    assert len(seqs) >= 30
+    assert len(pack.repos) >= 3 and {s.repo for s in seqs} == set(pack.repos)
+    assert all(constructs[f"C{i}"] >= 2 for i in range(1, 11)), constructs
+    assert constructs["C1"] / len(seqs) <= 0.40
+    assert sum(s.clean_start_s3 for s in seqs) >= 6
+    for s in seqs:
+        if s.construct != "C1":
+            assert s.why_not_verbatim and len(s.why_not_verbatim) > 40, s.seq_id
+        if s.construct in NO_SINGLE_EVENT_CONSTRUCTS:
+            assert len(s.required_fact_ids) >= 2, s.seq_id
+        assert s.secrets, s.seq_id
+    for name, repo in pack.repos.items():  # each a working library with visible tests
+        assert list((repo / "tests").glob("test_*.py")), name
+    assert pack.skill_bank is not None and (pack.skill_bank / "MANIFEST.sha256").is_file()
+
+
+def test_hygiene_oracles_check_correct_and_absent_trap_behaviour() -> None:
+    pack = load_pack(HYGIENE)
+    for s in pack.sequences:
+        if s.construct == "C1":
+            continue
+        oracle = pack.oracle_path(s, s.scored_session).read_text()
+        # one test for the correct behaviour, at least one for the absence of the trap behaviour
+        assert len(re.findall(r"^def test_", oracle, re.M)) >= 2, s.seq_id
+
+
+
+def test_at_least_two_c3_traps_defeat_the_newest_event_heuristic(tmp_path: Path) -> None:
+    values: dict = {}
+    finalize_pack(HYGIENE, tmp_path / "final", reveal=values)
+    pack = load_pack(tmp_path / "final")
+    defeated = []
+    for s in pack.sequences:
+        if s.construct != "C3":
+            continue
+        solution = pack.solution(s, s.scored_session)
+        for slot in solution.slots.values():
+            newest = [e for e in s.events if re.search(slot.pattern, e.content)][-1]
+            if re.search(slot.pattern, newest.content).group(1) != slot.answer:
+                defeated.append(s.seq_id)
+                break
+    assert len(defeated) >= 2, defeated
+    raw = json.loads((HYGIENE / "manifest.json").read_text())
+    flagged = {s["seq_id"] for s in raw["sequences"] if s.get("newest_event_heuristic_fails")}
+    assert flagged <= set(defeated)
