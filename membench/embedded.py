@@ -1,9 +1,9 @@
 """The embedded pipeline: file bus + in-process processors + batched warehouse sink.
 
 One lock orders the three, so the log, the derived events and the warehouse see each run's
-events in seq order even with many units running concurrently. At a run's end the log is made
-durable before the warehouse batch is written: a crash never leaves warehouse rows that the log
-lacks.
+events in seq order even with many units running concurrently. The warehouse is written in
+batches (at a run's end once a second has passed, or every 5000 events), and the log is made
+durable (fsync) before each batch: a crash never leaves warehouse rows that the log lacks.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ class EmbeddedPipeline:
     def __init__(self, log_path: Path, warehouse):
         self.bus = FileBus(log_path)
         self.processor = RunSetProcessor()
-        self.sink = RunBatchSink(warehouse, default_registry().latest("event").fingerprint_hex)
+        self.sink = RunBatchSink(warehouse, default_registry().latest("event").fingerprint_hex,
+                                 before_write=self.bus.flush)
         self._lock = threading.Lock()
         self.events = 0
 
@@ -30,12 +31,10 @@ class EmbeddedPipeline:
         with self._lock:
             self.bus.publish(event, datum)
             derived = self.processor.apply(event)
-            if event.kind == "RunEnded":
-                self.bus.flush()
             self.sink.add(event, datum, derived)
             self.events += 1
 
     def close(self) -> None:
         with self._lock:
+            self.sink.flush()  # flushes the log first
             self.bus.close()
-            self.sink.flush()

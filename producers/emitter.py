@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import os
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
-from schemas.chain import seal
-from schemas.events import GENESIS_HASH, Event
+from schemas.chain import seal_record
+from schemas.events import GENESIS_HASH, NAMESPACE, Event
 from schemas.registry import default_registry
 
 PRODUCER = "membench-runner/0.1"
 
 Listener = Callable[[Event, bytes], None]
+
+
+def uuid4_string() -> str:
+    """A random (version 4) UUID string; ~5x cheaper than str(uuid.uuid4()) on the emit path."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 class RunEmitter:
@@ -32,21 +41,16 @@ class RunEmitter:
         self.emitted: list[Event] = []
 
     def emit(self, kind: str, payload: dict[str, Any], visibility: str = "agent") -> Event:
-        event = Event(
-            event_id=str(uuid.uuid4()),
-            run_set=self.run_set,
-            run_id=self.run_id,
-            unit_id=self.unit_id,
-            session_index=self.session_index,
-            seq=self._seq,
-            ts=time.time_ns() // 1000,
-            producer=self._producer,
-            kind=kind,
-            visibility=visibility,
-            prev_hash=self._prev,
-            payload=payload,
-        )
-        event, datum = seal(self._schema, event)
+        event_id, ts = uuid4_string(), time.time_ns() // 1000
+        record = {
+            "event_id": event_id, "run_set": self.run_set, "run_id": self.run_id, "unit_id": self.unit_id,
+            "session_index": self.session_index, "seq": self._seq, "ts": ts, "producer": self._producer,
+            "kind": kind, "visibility": visibility, "prev_hash": self._prev, "payload": (NAMESPACE + kind, payload),
+            "hash": "",
+        }
+        digest, datum = seal_record(self._schema, record)
+        event = Event(event_id, self.run_set, self.run_id, self.unit_id, self.session_index, self._seq, ts,
+                      self._producer, kind, visibility, self._prev, payload, digest)
         self._seq += 1
         self._prev = event.hash
         self.emitted.append(event)

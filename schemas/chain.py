@@ -20,11 +20,16 @@ from schemas.registry import SchemaVersion
 _HASH_PREFIX = b"\x80\x01"  # Avro length prefix of a 64-character string (zig-zag 64)
 
 
+def seal_record(schema: SchemaVersion, record: dict) -> tuple[str, bytes]:
+    """(hash, datum) of an event record whose `hash` is "" (the emitter's hot path)."""
+    body = encode_datum(schema, record)  # hash == "" encodes as a final 0x00
+    digest = hashlib.sha256(bytes.fromhex(record["prev_hash"]) + body).hexdigest()
+    return digest, body[:-1] + _HASH_PREFIX + digest.encode("ascii")
+
+
 def seal(schema: SchemaVersion, event: Event) -> tuple[Event, bytes]:
     """Return the event with its hash set, and its Avro binary datum."""
-    body = encode_datum(schema, event.to_record())  # hash == "" encodes as a final 0x00
-    digest = hashlib.sha256(bytes.fromhex(event.prev_hash) + body).hexdigest()
-    datum = body[:-1] + _HASH_PREFIX + digest.encode("ascii")
+    digest, datum = seal_record(schema, dataclasses.replace(event, hash="").to_record())
     return dataclasses.replace(event, hash=digest), datum
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from fastavro import schemaless_reader, schemaless_writer
 
+from schemas.fastcodec import compile_encoder
 from schemas.registry import Registry, SchemaVersion, default_registry
 
 MAGIC = b"\xc3\x01"
@@ -23,7 +24,23 @@ class DecodeError(ValueError):
     """A message that is not a single-object Avro datum of a known schema."""
 
 
+_ENCODERS: dict[bytes, Any] = {}
+
+
 def encode_datum(schema: SchemaVersion, record: dict[str, Any]) -> bytes:
+    """Avro binary datum, by the schema's compiled encoder (byte-identical to fastavro's)."""
+    encoder = _ENCODERS.get(schema.fingerprint)
+    if encoder is None:
+        encoder = _ENCODERS[schema.fingerprint] = compile_encoder(schema.schema_json)
+    try:
+        return encoder(record)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise ValueError(f"record does not match schema {schema.family}.v{schema.version}: "
+                         f"{type(exc).__name__}: {exc}") from exc
+
+
+def encode_datum_reference(schema: SchemaVersion, record: dict[str, Any]) -> bytes:
+    """The same datum by fastavro (the reference the compiled encoder is tested against)."""
     buf = io.BytesIO()
     schemaless_writer(buf, schema.parsed, record)
     return buf.getvalue()

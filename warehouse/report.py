@@ -36,7 +36,7 @@ SECTIONS: list[ReportSection] = []
 
 
 # Modules that register sections when imported (a module not built yet is skipped).
-SECTION_MODULES = ["warehouse.report_failures", "warehouse.report_hygiene"]
+SECTION_MODULES = ["warehouse.report_failures", "warehouse.report_hygiene", "warehouse.report_comparisons"]
 
 
 def register_section(section: ReportSection) -> ReportSection:
@@ -124,4 +124,20 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {c['condition']} | {c['cells']} | {c['passed']} | {_pct(c['pass_rate'])} | {ci} | {c['excluded']} |")
     boot = report["conditions"][0]["bootstrap"] if report["conditions"] else {}
     lines += ["", f"CIs: trap-cluster percentile bootstrap, {boot.get('resamples')} resamples, seed {boot.get('seed')}."]
+    family = report.get("comparisons") or {}
+    if family.get("comparisons"):
+        def p4(value: float | None) -> str:
+            return "—" if value is None else f"{value:.4g}"
+
+        lines += ["", f"## Comparisons vs {family['baseline']}", "",
+                  "| A | B | D | A-only passes | B-only passes | units | paired cells | p clustered | p McNemar "
+                  "| p majority | p per seed | p Holm |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+        for c in family["comparisons"]:
+            per_seed = ", ".join(f"{seed}: {p4(p)}" for seed, p in c["p_per_seed"].items()) or "—"
+            lines.append(f"| {c['a']} | {c['b']} | {c['D']} | {c['discordant_a']} | {c['discordant_b']} | {c['units']} "
+                         f"| {c['paired_cells']} | {p4(c['p_clustered'])} | {p4(c['p_mcnemar'])} "
+                         f"| {p4(c['p_majority'])} | {per_seed} | {p4(c['p_holm'])} |")
+        lines += ["", f"Exact trap-clustered sign-flip test (D = Σ d_t); p Holm: Holm over the registered family of "
+                      f"{family['family_size']} (α = {family.get('alpha', 0.05)})."]
     return "\n".join(lines) + "\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import time
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
@@ -54,33 +55,48 @@ def insert_derived(warehouse: Any, derived: Iterable[DerivedEvent], token_prefix
 
 
 class RunBatchSink:
-    """Buffers each run's raw events and derived events; writes a run's batch at its end or when
-    the buffer is large. Tokens are the run's seq range, so rewriting a batch is a no-op."""
+    """Buffers raw and derived events and writes them in batches: when a run ends and the batch
+    is large or old enough, or when the buffer is large. A batch's token is the list of (run,
+    first seq, last seq) spans it holds, so rewriting the same batch is a no-op.
 
-    def __init__(self, warehouse: Any, fingerprint_hex: str, max_buffer: int = 5000):
+    `before_write` runs before every warehouse write; the embedded pipeline makes its log durable
+    there, so the warehouse never holds an event the log lacks.
+    """
+
+    def __init__(self, warehouse: Any, fingerprint_hex: str, max_buffer: int = 5000, max_age_s: float = 1.0,
+                 before_write: Any = None):
         self.warehouse = warehouse
         self._fingerprint = fingerprint_hex
         self._max = max_buffer
-        self._raw: dict[str, list[list[Any]]] = defaultdict(list)
-        self._derived: dict[str, list[DerivedEvent]] = defaultdict(list)
+        self._max_age = max_age_s
+        self._before_write = before_write
+        self._raw: list[list[Any]] = []
+        self._derived: list[DerivedEvent] = []
+        self._oldest: float | None = None
         self.raw_written = 0
 
     def add(self, event: Event, datum: bytes, derived: list[DerivedEvent]) -> None:
-        self._raw[event.run_id].append(trajectory_row(event, datum, self._fingerprint))
-        self._derived[event.run_id].extend(derived)
-        if event.kind == "RunEnded" or len(self._raw[event.run_id]) >= self._max:
-            self.flush_run(event.run_id)
-
-    def flush_run(self, run_id: str) -> None:
-        rows = self._raw.pop(run_id, [])
-        if rows:
-            first, last = rows[0][5], rows[-1][5]
-            insert_raw(self.warehouse, rows, f"raw:{run_id}:{first}-{last}")
-            self.raw_written += len(rows)
-        derived = self._derived.pop(run_id, [])
-        if derived:
-            insert_derived(self.warehouse, derived)
+        if self._oldest is None:
+            self._oldest = time.monotonic()
+        self._raw.append(trajectory_row(event, datum, self._fingerprint))
+        self._derived.extend(derived)
+        if len(self._raw) >= self._max or (
+                event.kind == "RunEnded" and time.monotonic() - self._oldest >= self._max_age):
+            self.flush()
 
     def flush(self) -> None:
-        for run_id in list(self._raw) + list(self._derived):
-            self.flush_run(run_id)
+        if not self._raw and not self._derived:
+            return
+        if self._before_write is not None:
+            self._before_write()
+        if self._raw:
+            spans: dict[str, list[int]] = {}
+            for row in self._raw:
+                span = spans.setdefault(row[2], [row[5], row[5]])
+                span[0], span[1] = min(span[0], row[5]), max(span[1], row[5])
+            key = ";".join(f"{run}:{a}-{b}" for run, (a, b) in sorted(spans.items()))
+            insert_raw(self.warehouse, self._raw, "raw:" + hashlib.sha256(key.encode()).hexdigest())
+            self.raw_written += len(self._raw)
+        if self._derived:
+            insert_derived(self.warehouse, self._derived)
+        self._raw, self._derived, self._oldest = [], [], None

@@ -70,3 +70,35 @@ def stats_bench(units: int, seeds: int, n_cells: int, resamples: int, repeats: i
         for key, value in t.detail.items():
             click.echo(f"    {key}: {value}")
 
+
+
+@bench.command("bus")
+@click.option("--bus", "bus_dsn", default="kafka://127.0.0.1:9092", show_default=True, help="Kafka brokers")
+@click.option("--runs", default=300, show_default=True, help="synthetic runs")
+@click.option("--threads", default=4, show_default=True, help="concurrent runner threads")
+@click.option("--sessions", default=3, show_default=True)
+@click.option("--turns", default=8, show_default=True, help="agent turns (each with a tool call) per session")
+@click.option("--json", "as_json", is_flag=True, help="print the figures as JSON")
+def bus_bench(bus_dsn: str, runs: int, threads: int, sessions: int, turns: int, as_json: bool) -> None:
+    """Events/s end to end (runner -> Kafka -> one worker -> sink -> warehouse), the producer-side
+    emit cost, and the embedded path's figure on the same synthetic runs."""
+    from membench.bench_bus import bench_embedded, bench_kafka
+    from schemas.topics import topics_from_dsn
+
+    log = lambda msg: click.echo(msg, err=True)  # noqa: E731
+    log(f"embedded path: {runs} runs x {threads} threads ...")
+    embedded = bench_embedded(runs, threads, sessions, turns)
+    log(f"kafka path via {bus_dsn} ...")
+    kafka = bench_kafka(topics_from_dsn(bus_dsn).bootstrap, runs, threads, sessions, turns, log)
+    result = {"machine": machine(), "runs": runs, "threads": threads, "embedded": embedded, "kafka": kafka}
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+        return
+    click.echo(f"events: {kafka['events']} in {runs} runs ({threads} runner threads)")
+    click.echo(f"emit cost (seal + chain + Kafka hand-off): median {kafka['emit_median_us']:.1f} us, "
+               f"p95 {kafka['emit_p95_us']:.1f} us")
+    click.echo(f"producer rate: {kafka['produce_events_per_s']:,.0f} events/s")
+    click.echo(f"end to end (runner -> Kafka -> 1 worker -> sink -> warehouse): "
+               f"{kafka['end_to_end_events_per_s']:,.0f} events/s ({kafka['end_to_end_seconds']:.1f} s; "
+               f"sink wrote {kafka['sink_raw']} raw, {kafka['sink_derived']} derived)")
+    click.echo(f"embedded (file log + in-process processors + chDB): {embedded['events_per_s']:,.0f} events/s")

@@ -36,12 +36,14 @@ def print_table(console: Console, report: dict) -> None:
 
 
 def write_report(settings: Settings, report: dict) -> Path:
+    from warehouse.html import render_html
     from warehouse.report import render_markdown
 
     out = settings.runs_dir / report["run_set"]
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     (out / "report.md").write_text(render_markdown(report), encoding="utf-8")
+    (out / "report.html").write_text(render_html(report), encoding="utf-8")
     return out
 
 
@@ -58,7 +60,7 @@ def write_report(settings: Settings, report: dict) -> Path:
 def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_set: str | None,
         sandbox_name: str, read_budget: int, settings: Settings) -> None:
     """Run PACK (a built-in pack name or a pack directory) under memory conditions and seeds."""
-    from producers.agents import AGENTS
+    from producers.agents import make_agent
     from producers.memory import MEMORY_SYSTEMS
     from producers.packs import open_pack, resolve_pack_dir
     from schemas.packs import PackError, load_pack
@@ -67,8 +69,10 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
     for condition in condition_list:
         if condition not in MEMORY_SYSTEMS:
             raise UsageError(f"--conditions: unknown condition '{condition}' (known: {', '.join(sorted(MEMORY_SYSTEMS))})")
-    if agent not in AGENTS:
-        raise UsageError(f"--agent: unknown agent '{agent}' (known: {', '.join(sorted(AGENTS))})")
+    try:
+        make_agent(agent)  # scripted:* or command:<program>
+    except ValueError as exc:
+        raise UsageError(f"--agent: {exc}") from None
     seed_list = parse_seeds(seeds)
     try:  # everything is validated before anything is written
         load_pack(resolve_pack_dir(pack))

@@ -9,6 +9,7 @@ import click
 from membench.errors import UsageError
 from warehouse.stats.ccpf import EvaluatorManifest, ccpf as compute_ccpf
 from warehouse.stats.compare import compare_family
+from warehouse.stats.export import family_json
 from warehouse.stats.loaders import InputError, load_cases_csv, load_cells_csv, load_manifest
 
 
@@ -52,24 +53,7 @@ def compare(cells_path: str, pair_args: tuple[str, ...], family_size: int | None
                 raise UsageError(f"{cells_path}: column 'condition': no data row has condition {name!r} "
                                  f"(--pair {raw}; conditions present: {known})")
     family = compare_family(cells, pairs, family_size=family_size)
-    out = []
-    for i, comp in enumerate(family.comparisons[: len(pairs)]):
-        assert comp is not None
-        out.append({
-            "a": comp.a,
-            "b": comp.b,
-            "D": comp.statistic,
-            "discordant_a": comp.discordant_a,
-            "discordant_b": comp.discordant_b,
-            "units": comp.units,
-            "paired_cells": comp.paired_cells,
-            "p_clustered": comp.clustered.p_value,
-            "p_mcnemar": comp.mcnemar.p_value,
-            "p_majority": comp.majority.mcnemar.p_value,
-            "p_per_seed": {str(seed): r.p_value for seed, r in comp.per_seed.items()},
-            "p_holm": family.holm_clustered.adjusted[i],
-        })
-    click.echo(json.dumps({"comparisons": out, "family_size": family.family_size}, indent=2))
+    click.echo(json.dumps(family_json(family), indent=2))
 
 
 @stats.command("ccpf")

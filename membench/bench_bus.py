@@ -1,0 +1,148 @@
+"""`membench bench bus`: throughput of the event pipeline on synthetic concurrent runs.
+
+Figures: the producer-side cost of emitting one event (seal + hash chain + hand-off to the
+Kafka producer; median and p95 over every emit), the producer rate, the end-to-end rate through
+runner → Kafka → one `membench process` worker → `membench sink` → warehouse (events whose raw
+row and derived rows are in the warehouse, per second of wall time), and the embedded path's
+rate (file log + in-process processors + chDB) on the same runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from producers.emitter import RunEmitter
+from schemas.events import bounded_text
+
+
+def synthetic_run(emit_run: RunEmitter, sessions: int, turns: int, timings: list[int] | None = None) -> int:
+    """One run's worth of realistic events; returns the number emitted."""
+    clock = time.perf_counter_ns
+
+    def emit(kind, payload, visibility="agent"):
+        if timings is None:
+            emit_run.emit(kind, payload, visibility)
+            return
+        started = clock()
+        emit_run.emit(kind, payload, visibility)
+        timings.append(clock() - started)
+
+    text = bounded_text("The reviewer asked for the registered client id header on every request. " * 2)
+    emit("RunStarted", {"suite": "bench", "task": "t", "condition": "B5", "seed": 1, "agent": "bench",
+                        "agent_kind": "scripted", "model": None, "budgets": {}, "code_digest": "c", "pack_digest": "p",
+                        "fixture_digest": "f", "skill_bank_digest": None, "attempt": 1}, "harness")
+    for index in range(1, sessions + 1):
+        emit_run.session_index = index
+        emit("SessionStarted", {"session_index": index, "instruction": text, "start_state": "continuation",
+                                "workspace_digest": "w", "scored": index == sessions, "oracle_id": f"o{index}"})
+        emit("MemoryRead", {"query": text, "candidates": ["m1", "m2"], "admitted_ids": ["m1"], "tokens_admitted": 40,
+                            "token_budget": 2000, "context": text})
+        for turn in range(turns):
+            emit("Turn", {"role": "agent", "text": text, "source_event_id": None, "source_kind": None,
+                          "input_tokens": 900, "cached_tokens": 300, "output_tokens": 80, "reasoning_tokens": 20,
+                          "latency_ms": 700})
+            emit("ToolCall", {"call_id": f"c{turn}", "name": "edit", "arguments_digest": "a", "is_patch": turn % 3 == 0})
+        emit("PatchProduced", {"files": ["a.py"], "added_lines": 3, "removed_lines": 1, "production_paths": ["a.py"],
+                               "test_paths": [], "stripped_paths": [], "diff_sha256": "d"})
+        emit("OracleVerdict", {"oracle_id": f"o{index}", "outcome": "pass", "cases": [], "exit_status": 0,
+                               "inconclusive": False, "duration_ms": 200}, "harness")
+        emit("SessionEnded", {"session_index": index, "status": "completed"})
+    emit_run.session_index = -1
+    emit("RunEnded", {"status": "completed", "error_type": None}, "harness")
+    return 2 + sessions * (5 + 2 * turns)
+
+
+def _drive(publish, run_set: str, runs: int, threads: int, sessions: int, turns: int, timings: list[int] | None):
+    lock = threading.Lock()
+    per_thread = [list(range(i, runs, threads)) for i in range(threads)]
+
+    def locked(event, datum):
+        with lock:
+            publish(event, datum)
+
+    def work(indices):
+        local: list[int] = []
+        for i in indices:
+            emitter = RunEmitter(run_set, str(uuid.uuid4()), f"bench/t/B5/{i}", locked)
+            emitter.emitted = _Discard()  # keep memory flat in long benchmarks
+            synthetic_run(emitter, sessions, turns, local if timings is not None else None)
+        if timings is not None:
+            with lock:
+                timings.extend(local)
+
+    pool = [threading.Thread(target=work, args=(ix,)) for ix in per_thread]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+
+
+class _Discard(list):
+    def append(self, item):  # noqa: D401 - the emitter's history is not needed here
+        pass
+
+
+def bench_embedded(runs: int, threads: int, sessions: int, turns: int) -> dict:
+    from membench.embedded import EmbeddedPipeline
+    from warehouse.client import connect
+
+    with tempfile.TemporaryDirectory(prefix="membench-bench-") as tmp:
+        warehouse = connect(f"chdb://{Path(tmp) / 'wh'}")
+        try:
+            pipeline = EmbeddedPipeline(Path(tmp) / "events.avro", warehouse)
+            started = time.perf_counter()
+            _drive(pipeline.publish, "bench-embedded", runs, threads, sessions, turns, None)
+            pipeline.close()
+            seconds = time.perf_counter() - started
+            rows = warehouse.query_rows("SELECT count() FROM trajectory_events")[0][0]
+        finally:
+            warehouse.close()
+    return {"events": rows, "seconds": seconds, "events_per_s": rows / seconds}
+
+
+def bench_kafka(bootstrap: str, runs: int, threads: int, sessions: int, turns: int, log) -> dict:
+    from producers.bus.kafka import KafkaBus
+
+    namespace = "bench" + uuid.uuid4().hex[:8]
+    dsn = f"kafka://{bootstrap}/{namespace}"
+    env = {**os.environ}
+    with tempfile.TemporaryDirectory(prefix="membench-bench-") as tmp:
+        env["MEMBENCH_HOME"] = str(Path(tmp) / "home")
+        bus = KafkaBus(dsn, "bench", Path(tmp) / "spool")
+        worker = subprocess.Popen([sys.executable, "-m", "membench", "process", "--bus", dsn], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=open(Path(tmp) / "worker.log", "w"))
+        try:
+            time.sleep(8)  # let the worker join its group before the clock starts
+            log("producing ...")
+            timings: list[int] = []
+            started = time.perf_counter()
+            sink = subprocess.Popen([sys.executable, "-m", "membench", "sink", "--bus", dsn, "--warehouse",
+                                     f"chdb://{Path(tmp) / 'wh'}", "--until-idle", "--idle-seconds", "3"],
+                                    env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            _drive(bus.publish, "bench", runs, threads, sessions, turns, timings)
+            bus.flush()
+            produced_s = time.perf_counter() - started
+            log("draining through the worker and the sink ...")
+            out, _ = sink.communicate(timeout=3600)
+            end_to_end_s = time.perf_counter() - started - 3.0  # the sink waits 3 s of quiet before exiting
+            stats = json.loads(out.strip().splitlines()[-1])
+        finally:
+            worker.terminate()
+            worker.wait(60)
+    events = len(timings)
+    return {
+        "events": events, "sink_raw": stats["raw"], "sink_derived": stats["derived"],
+        "emit_median_us": statistics.median(timings) / 1000,
+        "emit_p95_us": sorted(timings)[int(0.95 * len(timings))] / 1000,
+        "produce_events_per_s": events / produced_s,
+        "end_to_end_seconds": end_to_end_s, "end_to_end_events_per_s": events / end_to_end_s,
+    }

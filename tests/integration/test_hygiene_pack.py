@@ -1,0 +1,91 @@
+"""hygiene-v1 end to end: every trap admitted live, a six-condition run that separates the
+conditions, secrets that never leave their trap, and memory that never crosses namespaces.
+
+The full 34-trap × 6-condition × 3-seed grid takes about 7 minutes on two cores (docs: see the
+report); this test runs one trap per construct (10 traps, 180 units) to stay lean."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from producers.finalize import finalize_pack
+from sandbox.bwrap import BwrapSandbox
+from schemas.packs import pack_digest
+from tests.producers.hygiene_helpers import FIXTURES, subset_pack
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(not BwrapSandbox().check()[0], reason="bubblewrap cannot create namespaces here")]
+
+SUBSET = ["c1-http-partner-key", "c2-http-webhook-signing", "c3-taskq-backoff-profile", "c4-taskq-failure-tag",
+          "c5-taskq-log-prefix", "c6-taskq-queue-depth", "c7-tab-export-filename", "c8-tab-dialects",
+          "c9-http-upload-header", "c10-taskq-settlement-marker"]
+CONDITIONS = ["B0", "B1", "B2", "B4", "B5", "curated_file"]
+
+
+def test_validate_admits_every_hygiene_trap(cli) -> None:
+    proc = cli("validate", "hygiene-v1", "--json", timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    report = json.loads(proc.stdout)
+    assert report["authored"] == report["admitted"] >= 30
+    assert set(report["by_construct"]) == {f"C{i}" for i in range(1, 11)}
+    assert all(row["admitted"] == row["authored"] >= 2 for row in report["by_construct"].values())
+
+
+def test_six_condition_run_separates_conditions_and_contains_secrets(cli, home: Path, tmp_path: Path) -> None:
+    skeleton = subset_pack(FIXTURES / "hygiene-v1", tmp_path / "hygiene-sub", SUBSET, name="hygiene-sub")
+    values: dict[str, dict[str, str]] = {}
+    finalized = home / "packs" / f"{skeleton.name}-{pack_digest(skeleton)[:12]}"
+    finalize_pack(skeleton, finalized, reveal=values)  # the run reuses this finalization
+    proc = cli("run", str(skeleton), "--conditions", ",".join(CONDITIONS), "--seeds", "1,2,3",
+               "--agent", "scripted:memory-literal", "--run-set", "hyg", timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_dir = home / "runs" / "hyg"
+    report = json.loads((run_dir / "report.json").read_text())
+    rates = {c["condition"]: c["pass_rate"] for c in report["conditions"]}
+    assert set(rates) == set(CONDITIONS) and all(c["excluded"] == 0 for c in report["conditions"])
+    assert rates["B0"] <= 0.25 and rates["B0"] == min(rates.values())
+    assert len({round(rates[c], 3) for c in CONDITIONS if c != "B0"}) >= 3  # not every memory condition equal
+    assert report["ladder"][-1]["pass_rate"] == rates["B0"] and report["ladder"][0]["pass_rate"] > rates["B0"]
+    assert set(report["strata"]["constructs"]) == {f"C{i}" for i in range(1, 11)}
+    assert report["strata"]["clean_start"]["traps"] == 4
+    gates = report["validity_gates"]
+    assert gates["b0_headroom"]["overall"]["passed"]
+    assert set(gates["b0_headroom"]["failing_constructs"]) == {"C9", "C10"}  # the reversed traps, as in the paper
+    assert all(g["passed"] for g in gates["paired_coverage"].values())
+    assert all(entry["by_construct"]["C9"]["cells"] == 3 for entry in report["conditions"])
+
+    every = {v: seq for seq, secrets in values.items() for v in secrets.values()}
+    for name in ("report.json", "report.md"):
+        text = (run_dir / name).read_text()
+        assert not [v for v in every if v in text], name
+
+    from membench.settings import load_settings
+    from warehouse.client import connect
+
+    warehouse = connect(load_settings().warehouse)
+    try:
+        rows = warehouse.query_dicts(
+            "SELECT run_id, unit_id, seq, kind, visibility, payload FROM trajectory_events "
+            "WHERE run_set = 'hyg' ORDER BY run_id, seq LIMIT 1 BY event_id")
+    finally:
+        warehouse.close()
+    assert rows
+    delivered: dict[str, str] = {}
+    for row in rows:
+        trap, condition = row["unit_id"].split("/")[1:3]
+        found = {v for v in every if v in row["payload"]}
+        leaked = {v for v in found if every[v] != trap}
+        assert not leaked, (row["unit_id"], row["kind"], leaked)  # no secret outside its own trap
+        if row["kind"] == "Turn" and row["visibility"] == "agent":
+            delivered[row["run_id"]] = delivered.get(row["run_id"], "") + row["payload"]
+        if row["kind"] == "MemoryRead" and condition != "curated_file":
+            # a memory shows only what this run itself delivered earlier: nothing from another
+            # condition's, seed's or trap's namespace, nothing from later sessions
+            context = json.loads(row["payload"])["context"]["text"]
+            for value in found:
+                assert value in delivered.get(row["run_id"], ""), (row["unit_id"], value)
+            assert not re.search(r"\{\{SECRET", context)

@@ -1,0 +1,109 @@
+"""render_html on hand-built report dicts: self-contained, one SVG per plot, escaped names."""
+
+from __future__ import annotations
+
+import re
+
+from warehouse.html import render_html
+
+CONDITIONS = ("B0", "B5", "<b>evil&co</b>")
+
+
+def _summary(rate: float | None) -> dict:
+    return {"cells": 4, "valid": 4, "passed": 0 if rate is None else round(4 * rate),
+            "pass_rate": rate, "ci95": [None, None] if rate is None else [max(0.0, rate - 0.25), min(1.0, rate + 0.25)]}
+
+
+def make_report(**overrides) -> dict:
+    rates = {"B0": 0.25, "B5": 0.75, "<b>evil&co</b>": 0.5}
+    conditions = []
+    for name in CONDITIONS:
+        conditions.append({
+            "condition": name, "cells": 8, "passed": int(8 * rates[name]), "pass_rate": rates[name],
+            "ci95": [rates[name] - 0.125, rates[name] + 0.125], "excluded": 0,
+            "bootstrap": {"resamples": 2000, "seed": 20260101, "level": 0.95},
+            "failure_counts": {"test_failure": 2, "<script>x</script>": 1},
+            "memory_failure_counts": {"stale_memory": 1} if name != "B0" else {},
+            "hygiene": {"repeated_error": {"numerator": 1, "denominator": 2, "rate": 0.5}},
+            "by_construct": {"C1": _summary(rates[name]), "C2": _summary(None if name == "B0" else 0.5)},
+            "clean_start": _summary(rates[name]), "continuation": _summary(rates[name]),
+        })
+    report = {
+        "run_set": "rs-<1>", "suite": "smoke", "agent": "scripted:memory-literal",
+        "conditions": conditions,
+        "inputs": {"events": 123, "pack_digest": "ab" * 32},
+        "ladder": [{"condition": n, "pass_rate": rates[n], "ci95": [rates[n] - 0.1, rates[n] + 0.1], "passed": 1,
+                    "valid": 8, "rank": i + 1} for i, n in enumerate(sorted(rates, key=lambda n: -rates[n]))],
+        "strata": {"constructs": {"C1": {"traps": 2, "pass_rate": dict(rates)},
+                                  "C2": {"traps": 2, "pass_rate": {"B0": None, "B5": 0.5, "<b>evil&co</b>": 0.5}}},
+                   "clean_start": {"traps": 1, "pass_rate": dict(rates)},
+                   "continuation": {"traps": 3, "pass_rate": dict(rates)}},
+        "validity_gates": {"baseline": "B0", "traps": 4, "seeds": 2, "passed": True,
+                           "b0_headroom": {"overall": {"name": "B0 headroom", "value": 0.25, "threshold": 0.5,
+                                                       "direction": "max", "passed": True, "numerator": 2,
+                                                       "denominator": 8},
+                                           "by_construct": {}, "passed": True, "failing_constructs": []},
+                           "exclusions": {}, "paired_coverage": {}},
+        "comparisons": {"baseline": "B0", "alpha": 0.05, "family_size": 2, "comparisons": [
+            {"a": "B5", "b": "B0", "D": 4, "discordant_a": 4, "discordant_b": 0, "units": 4, "paired_cells": 8,
+             "p_clustered": 0.123456789, "p_mcnemar": 0.0625, "p_majority": 0.25,
+             "p_per_seed": {"1": 0.5, "2": 0.5}, "p_holm": 0.24691357},
+            {"a": "<b>evil&co</b>", "b": "B0", "D": 2, "discordant_a": 2, "discordant_b": 0, "units": 2,
+             "paired_cells": 8, "p_clustered": 0.5, "p_mcnemar": 0.5, "p_majority": 1.0,
+             "p_per_seed": {"1": 1.0, "2": 1.0}, "p_holm": 0.5}]},
+        "resources": {"baseline": "B0", "conditions": {
+            n: {"runs": 8, "successes": int(8 * rates[n]),
+                "mean": {"input_tokens": 1000.0 * (i + 1), "cached_input_tokens": 0.0, "output_tokens": 100.0,
+                         "reasoning_tokens": 0.0, "total_tokens": 1000.0 * (i + 1) + 100, "tool_invocations": 3.0,
+                         "patch_invocations": 1.0, "compactions": 0.0, "wall_time_s": 2.5},
+                "cost_per_success": {"total_cost": 1.0, "successes": 1, "runs": 8, "value": 1.0},
+                "reduction_vs_baseline": None if n == "B0" else {"total_tokens": -0.5, "tool_invocations": 0.0,
+                                                                 "wall_time_s": 0.1}}
+            for i, n in enumerate(CONDITIONS)}},
+    }
+    report.update(overrides)
+    return report
+
+
+def test_self_contained_and_one_svg_per_plot():
+    html = render_html(make_report())
+    assert html.startswith("<!DOCTYPE html>")
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", html, re.I)
+    assert "<script" not in html.lower() and "@import" not in html and "url(" not in html
+    for plot in ("ladder-plot", "strata-plot", "frontier-plot"):
+        assert html.count(f'<svg id="{plot}"') == 1
+    assert html.count("<svg") == 3
+
+
+def test_escapes_names_and_labels_scripted_agents():
+    html = render_html(make_report())
+    assert "<b>evil" not in html and "&lt;b&gt;evil&amp;co&lt;/b&gt;" in html
+    assert "<script>x</script>" not in html and "&lt;script&gt;x&lt;/script&gt;" in html
+    assert "rs-&lt;1&gt;" in html
+    assert "scripted reference agent" in html
+    assert "scripted reference agent" not in render_html(make_report(agent="command:my-agent"))
+
+
+def test_tables_and_p_values_to_four_significant_digits():
+    html = render_html(make_report())
+    assert "0.1235" in html and "0.2469" in html and "0.123456789" not in html
+    for section in ('id="conditions"', 'id="comparisons"', 'id="resources"', 'id="failures"', 'id="gates"',
+                    'id="inputs"', "stale_memory", "ab" * 32):
+        assert section in html
+
+
+def test_renders_gracefully_without_optional_keys():
+    report = make_report()
+    for key in ("ladder", "strata", "validity_gates", "comparisons", "resources"):
+        report.pop(key)
+    for c in report["conditions"]:
+        for key in ("by_construct", "clean_start", "continuation", "failure_counts", "memory_failure_counts",
+                    "hygiene"):
+            c.pop(key)
+    html = render_html(report)
+    assert '<svg id="ladder-plot"' in html and "no construct strata" in html and "no resource figures" in html
+    assert 'id="gates"' not in html
+    none_rate = make_report()
+    none_rate["conditions"][0]["pass_rate"] = None
+    none_rate.pop("ladder")
+    assert "no valid cells" in render_html(none_rate)

@@ -1,0 +1,41 @@
+"""JSON form of a registered comparison family: the one shape `membench stats compare` prints and
+`report.json`'s `comparisons` carries, so the two can be diffed.
+
+Each entry: `a`, `b`, `D` (Σ d_t = discordant_a − discordant_b), `discordant_a`, `discordant_b`,
+`units` (units with ≥ 1 paired valid seed), `paired_cells`, `p_clustered` (exact trap-clustered
+sign-flip), `p_mcnemar` (pooled exact McNemar), `p_majority` (unit-majority collapse), `p_per_seed`
+{seed: p}, `p_holm` (Holm-adjusted `p_clustered` over the whole family, unavailable slots at p = 1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .compare import Comparison, FamilyResult
+
+
+def comparison_json(comp: Comparison, p_holm: float) -> dict[str, Any]:
+    return {
+        "a": comp.a,
+        "b": comp.b,
+        "D": comp.statistic,
+        "discordant_a": comp.discordant_a,
+        "discordant_b": comp.discordant_b,
+        "units": comp.units,
+        "paired_cells": comp.paired_cells,
+        "p_clustered": comp.clustered.p_value,
+        "p_mcnemar": comp.mcnemar.p_value,
+        "p_majority": comp.majority.mcnemar.p_value,
+        "p_per_seed": {str(seed): r.p_value for seed, r in comp.per_seed.items()},
+        "p_holm": p_holm,
+    }
+
+
+def family_json(family: FamilyResult) -> dict[str, Any]:
+    """{"comparisons": [entry per evaluated comparison, in registration order], "family_size": n}."""
+    out = [comparison_json(comp, family.holm_clustered.adjusted[i])
+           for i, comp in enumerate(family.comparisons) if comp is not None]
+    return {"comparisons": out, "family_size": family.family_size}
+
+
+__all__ = ["comparison_json", "family_json"]
