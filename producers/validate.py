@@ -197,7 +197,6 @@ def static_gates(pack: Pack, seq: Sequence, provenance: dict[str, Any] | None, b
         v.gate("why_not_verbatim", bool((seq.why_not_verbatim or "").strip()),
                "" if (seq.why_not_verbatim or "").strip() else f"{seq.construct} trap lacks field 'why_not_verbatim'")
     # no single event
-    events = {e.event_id: e for e in seq.events}
     if seq.construct in NO_SINGLE_EVENT_CONSTRUCTS:
         required = set(seq.required_fact_ids)
         covering = [eid for eid, facts in seq.event_fact_map.items() if required and required <= set(facts)]
@@ -235,7 +234,6 @@ def static_gates(pack: Pack, seq: Sequence, provenance: dict[str, Any] | None, b
     inside = [r for r in pack.repos.values() if hidden.resolve().is_relative_to(r.resolve())]
     v.gate("oracle_hidden", not equal and not inside,
            "an oracle equals a workspace file" if equal else ("hidden/ lies inside a repository" if inside else ""))
-    _ = events
     return v
 
 

@@ -21,7 +21,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
 from hygiene_repos import GENERATED, REPOS  # noqa: E402
-from hygiene_traps import SRC, TRAPS  # noqa: E402
+from hygiene_traps import TRAPS  # noqa: E402
 from hygiene_warmups import W  # noqa: E402
 
 from producers.memory_systems.skill_bank import write_manifest  # noqa: E402

@@ -190,3 +190,35 @@ def test_external_http_adapter(tmp_path: Path) -> None:
     finally:
         MEMORY_SYSTEMS.pop("ext-http-test")
         server.shutdown()
+
+
+def test_memory_literal_agent_fills_slots_in_presentation_order(tmp_path: Path) -> None:
+    """scripted:memory-literal fills a slot only from its context — the instruction, then the
+    memories in the order the memory system presents them — and otherwise writes the default."""
+    from producers.agents import AgentTask, MemoryLiteralAgent
+    from producers.memory import MemoryContext, MemoryItem
+    from schemas.packs import Slot, Solution
+
+    class Emitter:
+        session_index = 3
+
+        def __init__(self):
+            self.kinds = []
+
+        def emit(self, kind, payload, visibility="agent"):
+            self.kinds.append((kind, payload))
+
+    solution = Solution({"m.py": "A = '{{SLOT:a}}'\nB = '{{SLOT:b}}'\n"},
+                        {"a": Slot("a", "DF-new2", r"(DF-[a-z0-9]+)", "DF-ISO"),
+                         "b": Slot("b", "KID-pay", r"(KID-[a-z]+)", "KID-default")})
+    for order, expected in (((2, 1), "DF-new2"), ((1, 2), "DF-old1")):
+        items = {1: MemoryItem("m1", "t", "code DF-old1"), 2: MemoryItem("m2", "t", "now DF-new2")}
+        ctx = MemoryContext(tuple(items[i] for i in order), (), 2000)
+        ws = tmp_path / f"ws{order[0]}"
+        ws.mkdir()
+        emitter = Emitter()
+        outcome = MemoryLiteralAgent().act(AgentTask("Add m.py.", ws, ctx, solution), emitter)
+        text = (ws / "m.py").read_text()
+        assert f"A = '{expected}'" in text and "B = 'KID-default'" in text
+        assert outcome.cited_ids == [f"m{order[0]}"]
+        assert ("MemoryCitation", {"memory_ids": [f"m{order[0]}"]}) in emitter.kinds

@@ -82,3 +82,31 @@ def test_packs_without_injected_secrets_are_refused(tmp_path: Path, home: Path) 
     pack = load_pack(tmp_path / "final")
     verdict = static_gates(pack, pack.sequences[0], None, snapshot(pack.repos["ledger"]))
     assert not verdict.gates["secrets"]["passed"] and "no CSPRNG secret" in verdict.gates["secrets"]["detail"]
+
+
+@pytest.mark.skipif(not _bwrap_ok(), reason="bubblewrap cannot create namespaces here")
+def test_skill_bank_digest_recorded_in_run_started(tmp_path: Path, home: Path) -> None:
+    from producers.memory_systems.skill_bank import verify_bank
+    from producers.packs import open_pack
+    from producers.runner import RunConfig, RunUnit, run_unit
+    from tests.producers.hygiene_helpers import subset_pack
+
+    skeleton = subset_pack(FIXTURES / "hygiene-v1", tmp_path / "one", ["c8-taskq-states"], name="one")
+    pack = open_pack(str(skeleton), home)
+    events = []
+    run_unit(pack, RunUnit("one", "c8-taskq-states", "skill_bank", 1), RunConfig("rs", "scripted:memory-literal"),
+             BwrapSandbox(), lambda e, d: events.append(e))
+    started = next(e for e in events if e.kind == "RunStarted")
+    assert started.payload["skill_bank_digest"] == verify_bank(pack.skill_bank)[0]
+    reads = [e for e in events if e.kind == "MemoryRead"]
+    assert reads and all(i.startswith("skill:") for r in reads for i in r.payload["admitted_ids"])
+    assert all(r.payload["tokens_admitted"] <= r.payload["token_budget"] for r in reads)
+    assert next(e for e in events if e.kind == "RunEnded").payload["status"] == "completed"
+    # a tampered bank fails closed: the run ends as an error before any session
+    (pack.skill_bank / "csv-export-conventions" / "SKILL.md").write_text("tampered\n")
+    events.clear()
+    run_unit(pack, RunUnit("one", "c8-taskq-states", "skill_bank", 2), RunConfig("rs", "scripted:memory-literal"),
+             BwrapSandbox(), lambda e, d: events.append(e))
+    ended = next(e for e in events if e.kind == "RunEnded").payload
+    assert ended == {"status": "error", "error_type": "memory_setup:SkillBankError"}
+    assert not [e for e in events if e.kind == "SessionStarted"]

@@ -1,0 +1,147 @@
+"""The comparisons/resources report section from run_results rows: the same numbers as the stats
+functions (and `membench stats compare`) on the same cells, Holm over the registered family."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from membench.commands.stats import stats
+from warehouse.report_comparisons import baseline_of, comparisons_section, resources_from_rows
+from warehouse.stats.cells import Cell
+from warehouse.stats.compare import compare_family
+from warehouse.stats.holm import holm
+
+TASKS = [f"t{i}" for i in range(6)]
+SEEDS = [1, 2, 3]
+# condition -> set of (task index, seed) that pass
+PASSES = {
+    "B0": {(0, 1), (1, 2)},
+    "B3": {(0, 1), (1, 1), (2, 2), (3, 3), (4, 1)},
+    "B5": {(i, s) for i in range(6) for s in SEEDS} - {(5, 3)},
+}
+EXCLUDED = {("B3", 5, 2)}
+
+
+class NoWarehouse:
+    def query_dicts(self, *args, **kwargs):
+        raise AssertionError("rows carry their construct; the section must not query")
+
+
+def make_rows(passes=PASSES, excluded=EXCLUDED) -> list[dict]:
+    rows, seq = [], 0
+    for condition, passing in passes.items():
+        for i, task in enumerate(TASKS):
+            for seed in SEEDS:
+                seq += 1
+                out = (condition, i, seed) in excluded
+                rows.append({
+                    "run_id": f"{condition}-{task}-{seed}", "unit_id": f"suite/{task}/{condition}/{seed}",
+                    "task": task, "seed": seed, "condition": condition, "suite": "suite", "agent": "scripted:x",
+                    "status": "excluded" if out else "completed", "excluded": out,
+                    "exclusion_reason": "isolation_unavailable" if out else None, "error_type": None,
+                    "scored_passed": (i, seed) in passing and not out, "construct": f"C{i % 2 + 1}",
+                    "source_seq": seq,
+                    "input_tokens": 100 * (1 + list(passes).index(condition)), "cached_tokens": 10,
+                    "output_tokens": 20, "reasoning_tokens": 5, "tool_calls": 3 + i % 2, "patch_invocations": 1,
+                    "compactions": 0, "duration_ms": 1500,
+                })
+    return rows
+
+
+def direct_cells(rows) -> list[Cell]:
+    return [Cell(unit=r["task"], seed=r["seed"], condition=r["condition"], passed=r["scored_passed"],
+                 valid=not r["excluded"], construct=r["construct"]) for r in rows]
+
+
+def test_p_values_equal_compare_family_on_the_same_cells():
+    rows = make_rows()
+    section = comparisons_section(NoWarehouse(), "rs", rows)["top"]["comparisons"]
+    assert section["baseline"] == "B0" and section["family_size"] == 2
+    got = section["comparisons"]
+    assert [(c["a"], c["b"]) for c in got] == [("B3", "B0"), ("B5", "B0")]
+    family = compare_family(direct_cells(rows), [("B3", "B0"), ("B5", "B0")])
+    for entry, comp, adjusted in zip(got, family.comparisons, family.holm_clustered.adjusted):
+        assert entry["D"] == comp.statistic == comp.discordant_a - comp.discordant_b
+        assert (entry["discordant_a"], entry["discordant_b"]) == (comp.discordant_a, comp.discordant_b)
+        assert (entry["units"], entry["paired_cells"]) == (comp.units, comp.paired_cells)
+        assert entry["p_clustered"] == comp.clustered.p_value
+        assert entry["p_mcnemar"] == comp.mcnemar.p_value
+        assert entry["p_majority"] == comp.majority.mcnemar.p_value
+        assert entry["p_per_seed"] == {str(s): r.p_value for s, r in comp.per_seed.items()}
+        assert entry["p_holm"] == adjusted
+    # the excluded B3 cell is not paired; B5 passes 17 of 18 against B0's 2
+    assert got[0]["paired_cells"] == 17 and got[1]["paired_cells"] == 18
+    assert (got[1]["D"], got[1]["discordant_a"], got[1]["discordant_b"]) == (15, 15, 0)
+
+
+def test_holm_over_the_family():
+    got = comparisons_section(NoWarehouse(), "rs", make_rows())["top"]["comparisons"]["comparisons"]
+    raw = [c["p_clustered"] for c in got]
+    assert [c["p_holm"] for c in got] == list(holm(raw).adjusted)
+    assert raw[0] != raw[1]
+    # Holm by hand: smallest p times 2, the other times 1, monotone, capped at 1
+    low, high = sorted(raw)
+    expected = {low: min(1.0, 2 * low), high: min(1.0, max(2 * low, high))}
+    assert [c["p_holm"] for c in got] == [pytest.approx(expected[p]) for p in raw]
+
+
+def test_same_json_as_stats_compare(tmp_path):
+    rows = make_rows()
+    path = tmp_path / "cells.csv"
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["unit", "seed", "condition", "passed", "valid", "construct"])
+        for r in rows:
+            writer.writerow([r["task"], r["seed"], r["condition"], int(r["scored_passed"]), int(not r["excluded"]),
+                             r["construct"]])
+    result = CliRunner().invoke(stats, ["compare", "--cells", str(path), "--pair", "B3:B0", "--pair", "B5:B0"])
+    assert result.exit_code == 0, result.output
+    section = comparisons_section(NoWarehouse(), "rs", rows)["top"]["comparisons"]
+    assert json.loads(result.output) == {"comparisons": section["comparisons"], "family_size": section["family_size"]}
+
+
+def test_baseline_choice_and_single_condition():
+    assert baseline_of(["B0", "B5"]) == "B0"
+    assert baseline_of(["B5", "curated_file", "no_memory"]) == "no_memory"
+    assert baseline_of(["B3", "B5"]) == "B3"
+    rows = [dict(r, condition={"B0": "no_memory", "B3": "curated_file", "B5": "B5"}[r["condition"]])
+            for r in make_rows()]
+    got = comparisons_section(NoWarehouse(), "rs", rows)["top"]["comparisons"]
+    assert got["baseline"] == "no_memory"
+    assert [(c["a"], c["b"]) for c in got["comparisons"]] == [("B5", "no_memory"), ("curated_file", "no_memory")]
+    only = comparisons_section(NoWarehouse(), "rs", make_rows(passes={"B0": PASSES["B0"]}, excluded=set()))["top"]
+    assert only["comparisons"]["comparisons"] == [] and only["comparisons"]["family_size"] == 0
+
+
+def test_construct_from_run_started_when_rows_lack_it():
+    class Warehouse:
+        def query_dicts(self, sql, params):
+            if "RunStarted" in sql:
+                return [{"run_id": r["run_id"], "payload": json.dumps({"construct": "C7"})} for r in rows]
+            return []
+
+    rows = [{k: v for k, v in r.items() if k != "construct"} for r in make_rows()]
+    from warehouse.report_comparisons import _constructs
+
+    assert set(_constructs(Warehouse(), "rs", rows).values()) == {"C7"}
+
+
+def test_resources_means_cost_per_success_and_reductions():
+    rows = make_rows()
+    res = resources_from_rows(rows)
+    assert res["baseline"] == "B0"
+    b0, b3, b5 = (res["conditions"][c] for c in ("B0", "B3", "B5"))
+    assert (b0["runs"], b3["runs"], b5["runs"]) == (18, 17, 18)  # the excluded run is not a valid run
+    assert b0["mean"]["input_tokens"] == 100 and b5["mean"]["input_tokens"] == 300
+    assert b5["mean"]["total_tokens"] == 320 and b5["mean"]["cached_input_tokens"] == 10
+    assert b5["mean"]["reasoning_tokens"] == 5 and b5["mean"]["wall_time_s"] == 1.5
+    assert b5["mean"]["tool_invocations"] == 3.5 and b5["mean"]["compactions"] == 0
+    assert b5["cost_per_success"] == {"total_cost": 320 * 18, "successes": 17, "runs": 18, "value": 320 * 18 / 17}
+    assert b0["reduction_vs_baseline"] is None
+    assert b5["reduction_vs_baseline"]["total_tokens"] == pytest.approx((120 - 320) / 120)
+    assert b5["reduction_vs_baseline"]["tool_invocations"] == 0.0
+    assert b5["reduction_vs_baseline"]["compactions"] is None  # baseline mean 0
