@@ -7,6 +7,10 @@
 A cell is one unit's scored (last) session: passed or not, or excluded (isolation unavailable,
 harness error). `cells` counts every cell, `excluded` those not scored; `pass_rate` is
 passed / (cells - excluded), and `ci95` its trap-cluster percentile bootstrap interval.
+
+Section modules (SECTION_MODULES) add keys: failure counts and the hygiene panel
+(`report_failures`), the ladder's strata and validity gates (`report_hygiene`), `comparisons`
+and `resources` (`report_comparisons`). docs/reports.md lists them all.
 """
 
 from __future__ import annotations

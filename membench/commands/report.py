@@ -18,7 +18,7 @@ from membench.settings import Settings
 @click.option("--json", "as_json", is_flag=True, help="print report.json to stdout")
 @dsn_options
 def report(run_set: str, as_json: bool, settings: Settings) -> None:
-    """Rebuild RUN_SET's report.json and report.md from the warehouse."""
+    """Rebuild RUN_SET's report.json, report.md and report.html from the warehouse."""
     from warehouse.report import ReportError, build_report
 
     warehouse = open_warehouse(settings, create=False)
