@@ -20,6 +20,5 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-# compat mode: the repository root goes on sys.path, so every top-level package is importable
-.venv/bin/python -m pip install -q -e '.[dev]' --config-settings editable_mode=compat
+.venv/bin/python -m pip install -q -e '.[dev]'
 echo "setup-env: ready ($(.venv/bin/membench --version))" >&2

@@ -18,17 +18,7 @@ EXCLUDING_OUTCOMES = frozenset({"isolation_unavailable"})
 
 
 @dataclass
-class _Counts:
-    input_tokens: int = 0
-    cached_tokens: int = 0
-    output_tokens: int = 0
-    reasoning_tokens: int = 0
-    tool_calls: int = 0
-    patch_invocations: int = 0
-    memory_reads: int = 0
-    memory_tokens_admitted: int = 0
-    compactions: int = 0
-
+class _Counts(ResourceTotals):
     def add(self, event: Event) -> None:
         p = event.payload
         if event.kind == "Turn":
@@ -46,7 +36,7 @@ class _Counts:
             self.compactions += 1
 
     def totals(self) -> dict[str, int]:
-        return dataclasses.asdict(ResourceTotals(**dataclasses.asdict(self)))
+        return dataclasses.asdict(self)
 
 
 @dataclass

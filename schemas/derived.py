@@ -15,8 +15,10 @@ from typing import Any
 WALL_CLOCK_FIELDS = frozenset({"duration_ms"})
 
 
-@dataclass(frozen=True)
+@dataclass
 class ResourceTotals:
+    """Resource counters of a session or run (the fields shared by SessionVerdict and RunSummary)."""
+
     input_tokens: int = 0
     cached_tokens: int = 0
     output_tokens: int = 0
