@@ -48,6 +48,15 @@ def register_section(section: ReportSection) -> ReportSection:
     return section
 
 
+# Markdown renderers of the sections' keys: f(report) -> Markdown text appended to report.md.
+MARKDOWN_SECTIONS: list[Callable[[dict[str, Any]], str]] = []
+
+
+def register_markdown_section(render: Callable[[dict[str, Any]], str]) -> Callable[[dict[str, Any]], str]:
+    MARKDOWN_SECTIONS.append(render)
+    return render
+
+
 def _load_sections() -> None:
     for name in SECTION_MODULES:
         try:
@@ -144,4 +153,9 @@ def render_markdown(report: dict[str, Any]) -> str:
                          f"| {p4(c['p_majority'])} | {per_seed} | {p4(c['p_holm'])} |")
         lines += ["", f"Exact trap-clustered sign-flip test (D = Σ d_t); p Holm: Holm over the registered family of "
                       f"{family['family_size']} (α = {family.get('alpha', 0.05)})."]
+    _load_sections()
+    for render in MARKDOWN_SECTIONS:
+        text = render(report)
+        if text:
+            lines += ["", text.rstrip()]
     return "\n".join(lines) + "\n"

@@ -33,7 +33,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from warehouse.report import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, condition_order, register_section
+from warehouse.report import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, condition_order, register_markdown_section,
+                              register_section)
 from warehouse.stats.bootstrap import trap_cluster_bootstrap_ci
 from warehouse.stats.cells import Cell, pair_cells
 from warehouse.stats.gates import b0_headroom, exclusion_gates, paired_units_gate
@@ -236,3 +237,6 @@ def render_hygiene_markdown(report: dict[str, Any]) -> str:
 
 
 register_section(hygiene_section)
+
+# the ladder, strata and gates in report.md
+register_markdown_section(render_hygiene_markdown)

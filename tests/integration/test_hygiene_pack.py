@@ -26,6 +26,18 @@ SUBSET = ["c1-http-partner-key", "c2-http-webhook-signing", "c3-taskq-backoff-pr
 CONDITIONS = ["B0", "B1", "B2", "B4", "B5", "curated_file"]
 
 
+def _scrub(payload: str) -> str:
+    """The payload's text without hashes, digests and ids: a 4-digit `int` secret occurs by chance
+    inside hex digests, which carry no secret."""
+    def walk(value):
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items() if not re.search(r"sha256|hash|digest|(^|_)ids?$", k)}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+    return json.dumps(walk(json.loads(payload)))
+
+
 def test_validate_admits_every_hygiene_trap(cli) -> None:
     proc = cli("validate", "hygiene-v1", "--json", timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -62,6 +74,7 @@ def test_six_condition_run_separates_conditions_and_contains_secrets(cli, home: 
     every = {v: seq for seq, secrets in values.items() for v in secrets.values()}
     for name in ("report.json", "report.md"):
         text = (run_dir / name).read_text()
+        text = _scrub(text) if name.endswith(".json") else re.sub(r"[0-9a-f]{16,}", "", text)
         assert not [v for v in every if v in text], name
 
     from membench.settings import load_settings
@@ -78,11 +91,12 @@ def test_six_condition_run_separates_conditions_and_contains_secrets(cli, home: 
     delivered: dict[str, str] = {}
     for row in rows:
         trap, condition = row["unit_id"].split("/")[1:3]
-        found = {v for v in every if v in row["payload"]}
+        text = _scrub(row["payload"])
+        found = {v for v in every if v in text}
         leaked = {v for v in found if every[v] != trap}
         assert not leaked, (row["unit_id"], row["kind"], leaked)  # no secret outside its own trap
         if row["kind"] == "Turn" and row["visibility"] == "agent":
-            delivered[row["run_id"]] = delivered.get(row["run_id"], "") + row["payload"]
+            delivered[row["run_id"]] = delivered.get(row["run_id"], "") + text
         if row["kind"] == "MemoryRead" and condition != "curated_file":
             # a memory shows only what this run itself delivered earlier: nothing from another
             # condition's, seed's or trap's namespace, nothing from later sessions
