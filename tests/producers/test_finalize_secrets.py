@@ -59,6 +59,8 @@ def test_hygiene_pack_secrets_stay_in_their_own_trap(tmp_path: Path) -> None:
     files = {p: p.read_text(errors="ignore") for p in out.rglob("*") if p.is_file() and p.name != "manifest.json"}
     for seq_id, secrets in values.items():
         for value in secrets.values():
+            if len(value) < 8:  # 4-digit `int` secrets occur by chance in hex digests and numbers elsewhere
+                continue
             assert value not in rest
             for other, text in entries.items():
                 assert (value in text) == (other == seq_id) or other == seq_id, (seq_id, other)
