@@ -128,18 +128,50 @@ class _Compiler:
         self.named[name] = encoder
 
     def _record(self, schema: dict, namespace: str | None) -> Encoder:
+        """A record compiles to straight-line Python source (one function per record type):
+        strings, longs, booleans and nullable ones are inlined, other types call their encoder."""
         ns = schema.get("namespace", namespace)
         name = _fullname(schema["name"], ns)
         self._slots.setdefault(name, [None])  # type: ignore[list-item]
-        fields = [(f["name"], self.compile(f["type"], ns), f.get("default", _MISSING)) for f in schema["fields"]]
-
-        def record(value: dict, out: bytearray) -> None:
-            for field, encode, default in fields:
-                item = value.get(field, default)
-                if item is _MISSING:
-                    raise ValueError(f"{name}: missing field '{field}'")
-                encode(item, out)
-
+        env: dict[str, Any] = {"_long": _long, "_MISSING": _MISSING, "_ValueError": ValueError}
+        lines = ["def encode(d, out):"]
+        for i, field in enumerate(schema["fields"]):
+            fname, ftype = field["name"], field["type"]
+            if "default" in field:
+                env[f"_d{i}"] = field["default"]
+                lines.append(f"    v = d.get({fname!r}, _d{i})")
+            else:
+                lines.append(f"    v = d.get({fname!r}, _MISSING)")
+                lines.append(f"    if v is _MISSING: raise _ValueError({name + ': missing field ' + repr(fname)!r})")
+            nullable = isinstance(ftype, list) and len(ftype) == 2 and "null" in ftype
+            inner = [t for t in ftype if t != "null"][0] if nullable else ftype
+            indent = "    "
+            if nullable:
+                null_first = ftype[0] == "null"
+                lines.append("    if v is None:")
+                lines.append(f"        out.append({0 if null_first else 2})")
+                lines.append("    else:")
+                lines.append(f"        out.append({2 if null_first else 0})")
+                indent = "        "
+            if isinstance(inner, str):
+                base = inner
+            elif isinstance(inner, dict) and inner.get("logicalType"):
+                base = inner["type"]
+            else:
+                base = None
+            if base == "string":
+                lines += [f"{indent}b = v.encode('utf-8')", f"{indent}n = len(b)",
+                          f"{indent}if n < 64: out.append(n << 1)", f"{indent}else: _long(n, out)", f"{indent}out += b"]
+            elif base in ("long", "int"):
+                lines += [f"{indent}if -64 <= v < 64: out.append(((v << 1) ^ (v >> 63)) & 0xFF)",
+                          f"{indent}else: _long(v, out)"]
+            elif base == "boolean":
+                lines.append(f"{indent}out.append(1 if v else 0)")
+            else:
+                env[f"_e{i}"] = self.compile(inner, ns)
+                lines.append(f"{indent}_e{i}(v, out)")
+        exec(compile("\n".join(lines), f"<avro encoder {name}>", "exec"), env)  # noqa: S102 - our own schema
+        record: Encoder = env["encode"]
         self._register(name, record)
         return record
 
