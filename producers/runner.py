@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
+import traceback
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -100,8 +101,13 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
         emitter.emit("Turn", {"role": "system", "text": bounded_text(str(exc)), "source_event_id": None,
                               "source_kind": None, "input_tokens": 0, "cached_tokens": 0, "output_tokens": 0,
                               "reasoning_tokens": 0, "latency_ms": 0}, visibility="harness")
-    except Exception as exc:  # a harness bug must still close the run in the log
+    except Exception as exc:  # a harness bug must still close the run in the log, saying what broke
         status, error_type = "error", f"task_exception:{type(exc).__name__}"
+        emitter.session_index = -1
+        emitter.emit("Turn", {"role": "system", "text": bounded_text("".join(traceback.format_exception(exc))),
+                              "source_event_id": None, "source_kind": "harness_error", "input_tokens": 0,
+                              "cached_tokens": 0, "output_tokens": 0, "reasoning_tokens": 0, "latency_ms": 0},
+                     visibility="harness")
     emitter.session_index = -1
     emitter.emit("RunEnded", {"status": status, "error_type": error_type}, visibility="harness")
     return emitter.run_id
