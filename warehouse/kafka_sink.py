@@ -105,11 +105,13 @@ class KafkaSink:
         self.stats.batches += 1
 
     def _lag(self) -> int:
+        """Messages on the assigned partitions that are not committed yet. Committed offsets, not
+        positions: a partition that had nothing new since the assignment has no position yet."""
         lag = 0
-        for tp in self._consumer.assignment():
-            _, high = self._consumer.get_watermark_offsets(tp, timeout=10)
-            position = self._consumer.position([tp])[0].offset
-            lag += max(0, high - (position if position >= 0 else 0))
+        assigned = self._consumer.assignment()
+        for tp in self._consumer.committed(assigned, timeout=10):
+            low, high = self._consumer.get_watermark_offsets(tp, timeout=10)
+            lag += max(0, high - (tp.offset if tp.offset >= 0 else low))
         return lag
 
     def run(self, until_idle: bool = False, idle_seconds: float = 5.0, max_seconds: float | None = None) -> SinkStats:

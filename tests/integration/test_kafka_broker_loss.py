@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 
 import pytest
 
@@ -41,13 +40,14 @@ def test_losing_a_broker_mid_run_loses_and_duplicates_nothing(cluster, home, tmp
     trajectory = f"{ns}.membench.trajectory"
     runner = membench("run", "smoke", "--seeds", "1,2,3,4", "--bus", dsn, home=home)
     try:
-        wait_for(lambda: topic_size(cluster, trajectory) > 60, 180, "the runner to produce")
+        wait_for(lambda: topic_size(cluster, trajectory) > 20, 180, "the runner to produce")
         subprocess.run(["bash", str(CLUSTER_SH), "stop-broker", "2"], check=True, timeout=300, capture_output=True)
         assert not reachable(BROKERS[1])
-        produced_while_down = topic_size(cluster, trajectory)
-        time.sleep(6)
-        assert runner.poll() is None, "the runner finished before the broker came back; use a longer grid"
-        assert topic_size(cluster, trajectory) > produced_while_down  # writes went on with 2 of 3 replicas
+        at_stop = topic_size(cluster, trajectory)
+        # runners keep producing with 2 of 3 replicas in sync (acks=all, min.insync.replicas=2)
+        wait_for(lambda: runner.poll() is not None or topic_size(cluster, trajectory) > at_stop + 100, 180,
+                 "events produced while a broker is down")
+        assert topic_size(cluster, trajectory) > at_stop
         subprocess.run(["bash", str(CLUSTER_SH), "start-broker", "2"], check=True, timeout=300, capture_output=True)
         _, err = runner.communicate(timeout=900)
         assert runner.returncode == 0, err
