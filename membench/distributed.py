@@ -3,6 +3,7 @@ sink run as separate processes), and replay can read the trajectory topic from t
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 
@@ -35,7 +36,7 @@ def run_distributed(pack_spec, conditions, seeds, agent, workers, run_set, sandb
     for unit in todo:  # recorded before the run, so a crashed runner's retry gets a new attempt number
         bus.mark_unit(unit.unit_id, "started", run_id_for(run_set, unit, attempts[unit.unit_id]), attempts[unit.unit_id])
     bus.flush()
-    lock = __import__("threading").Lock()
+    lock = threading.Lock()
 
     def publish(event, datum):
         with lock:

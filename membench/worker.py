@@ -76,7 +76,7 @@ def build_app(dsn: str) -> faust.App:
         topic_disable_leader=True,
         consumer_auto_offset_reset="earliest",
         producer_acks=-1,
-        broker_commit_every=100,
+        broker_commit_every=10_000,  # commits pause the stream (wait_empty): by interval, not count
         broker_commit_interval=1.0,
     )
     raw = app.topic(topics.trajectory, key_type=bytes, value_type=bytes, allow_empty=True)
