@@ -198,3 +198,30 @@ def _topic_exists(ns: str) -> bool:
     from confluent_kafka.admin import AdminClient
 
     return f"{ns}.membench.trajectory" in AdminClient({"bootstrap.servers": SINGLE}).list_topics(timeout=10).topics
+
+
+def test_several_runner_processes_share_one_bus(kafka_run, tmp_path):
+    """Two `membench run` processes publish at once (different run sets); one worker and one sink
+    serve both, and each run set's report is complete."""
+    ns = namespace()
+    dsn = f"kafka://{SINGLE}/{ns}"
+    home = kafka_run["home"]
+    runners = [membench("run", "smoke", "--seeds", seeds, "--bus", dsn, home=home) for seeds in ("21,22", "23")]
+    outputs = [runner.communicate(timeout=600) for runner in runners]
+    assert [r.returncode for r in runners] == [0, 0], [err for _, err in outputs]
+    run_sets = [out.strip().splitlines()[-1] for out, _ in outputs]
+    assert len(set(run_sets)) == 2
+    worker = Worker(dsn, home, tmp_path / "worker.log")
+    try:
+        _wait_worker(ns)
+    finally:
+        worker.stop()
+    warehouse = f"chdb://{tmp_path / 'wh'}"
+    run_cli("sink", "--bus", dsn, "--warehouse", warehouse, "--until-idle", home=home, check=True)
+    for run_set, cells in zip(run_sets, (12, 6)):
+        report = json.loads(run_cli("report", run_set, "--json", "--warehouse", warehouse, home=home,
+                                    check=True).stdout)
+        assert sum(c["cells"] for c in report["conditions"]) == cells
+    count, unique = run_cli("sql", "SELECT count(), uniqExact(event_id) FROM trajectory_events", "--warehouse",
+                            warehouse, home=home, check=True).stdout.split()
+    assert int(count) == int(unique) == topic_size(SINGLE, f"{ns}.membench.trajectory")
