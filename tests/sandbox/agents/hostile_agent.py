@@ -21,6 +21,10 @@ import subprocess
 import sys
 import time
 
+# The interpreter running this agent is mounted read-only at its own path; it may show through.
+TOOLCHAIN = os.path.realpath(sys.base_prefix)
+TOOLCHAIN_IN_ROOT = (TOOLCHAIN.split("/")[2],) if TOOLCHAIN.startswith("/root/") else ()
+
 
 def emit(doc):
     sys.stdout.write(json.dumps(doc) + "\n")
@@ -63,14 +67,14 @@ def read_root():
     except OSError as exc:
         entries = [type(exc).__name__]
     # only the read-only Python toolchain may show through (bwrap mounts it at its own path)
-    escaped = any(": b" in s for s in seen) or any(e not in (".pyenv", "PermissionError") for e in entries)
+    escaped = any(": b" in s for s in seen) or any(e not in (*TOOLCHAIN_IN_ROOT, "PermissionError") for e in entries)
     return escaped, f"/root lists {entries}; " + "; ".join(seen)
 
 
 def search_host(names):
     def fn():
         found = []
-        skip = ("/usr", "/proc", "/sys", "/dev", "/root/.pyenv", "/etc")
+        skip = ("/usr", "/proc", "/sys", "/dev", "/etc", TOOLCHAIN)
         for top, dirs, files in os.walk("/"):
             if top.startswith(skip) or "site-packages" in top or "dist-packages" in top:
                 dirs[:] = []
