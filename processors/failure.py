@@ -30,13 +30,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from processors.contract import MEMORY_FAILURE_REASONS, Attribution, attribute, memory_contract
-from processors.evidence import STALE_LABELS, EvidenceCollector, SessionEvidence
-from schemas.derived import DerivedEvent, make_derived
-from schemas.events import Event
+from processors.contract import MEMORY_FAILURE_REASONS, Attribution, memory_contract
+from processors.evidence import STALE_LABELS, SessionEvidence
+from schemas.derived import DerivedEvent, UnitKey, make_derived
 
 FAILURE_REASONS = (
     "oracle_inconclusive", "timeout", "over_context_budget", "wrong_file_modified", "agent_hallucinated_memory",
@@ -124,26 +123,14 @@ def classify(ev: SessionEvidence, att: Attribution) -> Classification:
     return Classification(None, None)
 
 
-@dataclass
-class TaxonomyFold:
-    """Per-run fold: at the end of each task session, a FailureClassified and a MemoryContract."""
-
-    evidence: EvidenceCollector = field(default_factory=EvidenceCollector)
-
-    def apply(self, event: Event) -> list[DerivedEvent]:
-        ev = self.evidence.apply(event)
-        if ev is None or not ev.is_task:
-            return []
-        key = self.evidence.key
-        assert key is not None
-        att = attribute(ev)
-        verdict = classify(ev, att)
-        session: dict[str, Any] = {"session_index": ev.session_index, "scored": ev.scored}
-        failure = {**session, "resolved": verdict.resolved, "excluded": verdict.excluded,
-                   "failure_reason": verdict.failure_reason, "rule": verdict.rule,
-                   "memory_failure": verdict.memory_failure, "oracle_outcome": ev.outcome}
-        contract = {**session, **dataclasses.asdict(memory_contract(ev, att, verdict.resolved, verdict.failure_reason))}
-        return [
-            make_derived(key, "FailureClassified", ev.source_seq, failure, ev.session_index),
-            make_derived(key, "MemoryContract", ev.source_seq, contract, ev.session_index),
-        ]
+def failure_events(key: UnitKey, ev: SessionEvidence, att: Attribution, verdict: Classification) -> list[DerivedEvent]:
+    """A task session's FailureClassified and MemoryContract."""
+    session: dict[str, Any] = {"session_index": ev.session_index, "scored": ev.scored}
+    failure = {**session, "resolved": verdict.resolved, "excluded": verdict.excluded,
+               "failure_reason": verdict.failure_reason, "rule": verdict.rule,
+               "memory_failure": verdict.memory_failure, "oracle_outcome": ev.outcome}
+    contract = {**session, **dataclasses.asdict(memory_contract(ev, att, verdict.resolved, verdict.failure_reason))}
+    return [
+        make_derived(key, "FailureClassified", ev.source_seq, failure, ev.session_index),
+        make_derived(key, "MemoryContract", ev.source_seq, contract, ev.session_index),
+    ]

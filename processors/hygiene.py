@@ -29,13 +29,12 @@ one of the task's paths.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from processors.contract import Attribution, attribute
-from processors.evidence import EvidenceCollector, SessionEvidence
-from processors.failure import classify
-from schemas.derived import DerivedEvent, make_derived
-from schemas.events import Event
+from processors.contract import Attribution
+from processors.evidence import SessionEvidence
+from processors.failure import Classification
+from schemas.derived import DerivedEvent, UnitKey, make_derived
 
 
 @dataclass(frozen=True)
@@ -85,27 +84,16 @@ def observations(ev: SessionEvidence, att: Attribution, resolved: bool) -> list[
     return [o for o in out if o.denominator > 0]
 
 
-@dataclass
-class HygieneFold:
-    """Per-run fold: the hygiene observations of each task session, at its end."""
-
-    evidence: EvidenceCollector = field(default_factory=EvidenceCollector)
-
-    def apply(self, event: Event) -> list[DerivedEvent]:
-        ev = self.evidence.apply(event)
-        if ev is None or not ev.is_task:
-            return []
-        key = self.evidence.key
-        assert key is not None
-        att = attribute(ev)
-        verdict = classify(ev, att)
-        if verdict.excluded:
-            return []
-        out = []
-        for o in observations(ev, att, verdict.resolved):
-            fields = {"session_index": ev.session_index, "scored": ev.scored, "construct": self.evidence.construct,
-                      "family": self.evidence.family, "metric": o.metric, "label_id": o.label_id,
-                      "numerator": o.numerator, "denominator": o.denominator}
-            out.append(make_derived(key, "HygieneObservation", ev.source_seq, fields, ev.session_index, o.metric,
-                                    o.label_id or ""))
-        return out
+def hygiene_events(key: UnitKey, ev: SessionEvidence, att: Attribution, verdict: Classification,
+                   construct: str | None, family: str | None) -> list[DerivedEvent]:
+    """A task session's HygieneObservations (none for an excluded session)."""
+    if verdict.excluded:
+        return []
+    out = []
+    for o in observations(ev, att, verdict.resolved):
+        fields = {"session_index": ev.session_index, "scored": ev.scored, "construct": construct,
+                  "family": family, "metric": o.metric, "label_id": o.label_id,
+                  "numerator": o.numerator, "denominator": o.denominator}
+        out.append(make_derived(key, "HygieneObservation", ev.source_seq, fields, ev.session_index, o.metric,
+                                o.label_id or ""))
+    return out

@@ -11,14 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from processors.failure import TaxonomyFold
-from processors.hygiene import HygieneFold
+from processors.diagnosis import DiagnosisFold
 from processors.verdicts import VerdictFold
 from schemas.derived import DerivedEvent
 from schemas.events import Event
 
 # Every fold a run gets; later folds (failure taxonomy, memory contract, hygiene) join this list.
-FOLDS: list[Callable[[], object]] = [VerdictFold, TaxonomyFold, HygieneFold]
+FOLDS: list[Callable[[], object]] = [VerdictFold, DiagnosisFold]
 
 
 @dataclass(frozen=True)
