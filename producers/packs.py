@@ -35,6 +35,12 @@ def open_pack(spec: str, home: Path) -> Pack:
     load_pack(root, check_hidden=True)  # reject a malformed skeleton before anything is written
     if not has_placeholders(root):
         return load_pack(root)
+    return load_pack(finalized_copy(root, home))
+
+
+def finalized_copy(root: Path, home: Path) -> Path:
+    """The skeleton's finalized copy, MEMBENCH_HOME/packs/<name>-<digest12>, made once (atomically:
+    staged, then renamed) and reused by every later run and validation of the same skeleton."""
     target = home / "packs" / f"{root.name}-{pack_digest(root)[:12]}"
     if not (target / "provenance.json").exists():
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -44,4 +50,4 @@ def open_pack(spec: str, home: Path) -> Pack:
             os.rename(staging / "pack", target)
         except OSError:  # another process finalized it first
             pass
-    return load_pack(target)
+    return target

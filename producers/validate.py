@@ -26,7 +26,6 @@ Live gates, per statically valid trap (each a real run through the runner, score
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -35,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from producers.finalize import finalize_pack, scan_placeholders
-from producers.packs import resolve_pack_dir
+from producers.packs import finalized_copy, resolve_pack_dir
 from producers.runner import RunConfig, RunUnit, run_unit
 from sandbox.base import Sandbox
 from sandbox.workspace import snapshot
@@ -49,7 +48,6 @@ from schemas.packs import (
     has_placeholders,
     load_pack,
     load_solution,
-    pack_digest,
     sequence_texts,
 )
 
@@ -123,20 +121,6 @@ class ValidationReport:
         else:
             lines.append("Every trap passed every gate.")
         return "\n".join(lines) + "\n"
-
-
-def _cached_finalization(root: Path, home: Path) -> Path:
-    """The same finalized copy `membench run` uses (MEMBENCH_HOME/packs/<name>-<digest12>)."""
-    target = home / "packs" / f"{root.name}-{pack_digest(root)[:12]}"
-    if not (target / "provenance.json").exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{root.name}-", dir=target.parent))
-        finalize_pack(root, staging / "pack")
-        try:
-            os.rename(staging / "pack", target)
-        except OSError:
-            pass
-    return target
 
 
 def _norm(text: str) -> str:
@@ -306,7 +290,7 @@ def validate_pack(spec: str, home: Path, sandbox: Sandbox, workers: int = 2,
             final = Path(tmp.name) / root.name
             finalize_pack(root, final, strict=False)
         else:
-            final = _cached_finalization(root, home)
+            final = finalized_copy(root, home)
         provenance = json.loads((final / "provenance.json").read_text(encoding="utf-8"))
     else:
         final = root
