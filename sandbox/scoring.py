@@ -80,6 +80,17 @@ def expected_tests(oracle_file: Path) -> set[str]:
     return names
 
 
+def production_change(start_tree: dict[str, bytes], workspace: Path
+                      ) -> tuple[TreeDiff, dict[str, bytes], ScoreResult | None]:
+    """The workspace's change against its start tree and the fresh checkout with only its production
+    part applied; or the `production_patch_apply_failed` result when it edits `.git`."""
+    diff = diff_trees(start_tree, snapshot(workspace))
+    if diff.git:
+        return diff, dict(start_tree), ScoreResult("production_patch_apply_failed", diff, dict(start_tree),
+                                                   detail="edits under .git: " + ", ".join(diff.git))
+    return diff, apply_production(start_tree, diff), None
+
+
 def score_session(
     sandbox: Sandbox,
     start_tree: dict[str, bytes],
@@ -88,12 +99,9 @@ def score_session(
     timeout_s: float = 120.0,
     require_change: bool = True,
 ) -> ScoreResult:
-    after = snapshot(workspace)
-    diff = diff_trees(start_tree, after)
-    if diff.git:
-        return ScoreResult("production_patch_apply_failed", diff, dict(start_tree),
-                           detail="edits under .git: " + ", ".join(diff.git))
-    scored_tree = apply_production(start_tree, diff)
+    diff, scored_tree, rejected = production_change(start_tree, workspace)
+    if rejected is not None:
+        return rejected
     if require_change and not diff.production:
         return ScoreResult("empty_production_diff", diff, scored_tree)
     with tempfile.TemporaryDirectory(prefix="membench-score-") as tmp:
@@ -175,12 +183,9 @@ def score_with_rules(
     does. Outcome: `pass` when every case passes, `oracle_timeout` when a command timed out, else
     `fail`; a command that cannot start (exit 126/127) makes the verdict inconclusive.
     """
-    after = snapshot(workspace)
-    diff = diff_trees(start_tree, after)
-    if diff.git:
-        return ScoreResult("production_patch_apply_failed", diff, dict(start_tree),
-                           detail="edits under .git: " + ", ".join(diff.git))
-    scored_tree = apply_production(start_tree, diff)
+    diff, scored_tree, rejected = production_change(start_tree, workspace)
+    if rejected is not None:
+        return rejected
     cases: list[dict[str, str]] = []
     changed = [rel for rel in diff.files if rel not in diff.git]
     cases += [{"case_id": f"path:{rel}", "outcome": "fail"}
