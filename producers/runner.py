@@ -183,9 +183,12 @@ def _act_and_score(pack: Pack, seq: Sequence, session, start: dict[str, bytes], 
 
 
 def run_grid(pack: Pack, units: list[RunUnit], config: RunConfig, sandbox: Sandbox, publish: Listener,
-             workers: int, attempts: dict[str, int], on_done: Callable[[RunUnit, str], None]) -> None:
+             workers: int, attempts: dict[str, int], on_done: Callable[[RunUnit, str], None],
+             agent_for: Callable[[RunUnit], object] | None = None) -> None:
+    """Run units concurrently; `agent_for(unit)`, when given, replaces config.agent per unit."""
     with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="membench-unit") as pool:
-        futures = {pool.submit(run_unit, pack, unit, config, sandbox, publish, attempts.get(unit.unit_id, 1)): unit
+        futures = {pool.submit(run_unit, pack, unit, config, sandbox, publish, attempts.get(unit.unit_id, 1),
+                               agent_for(unit) if agent_for else None): unit
                    for unit in units}
         for future in as_completed(futures):
             on_done(futures[future], future.result())

@@ -85,34 +85,40 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
         return
     loaded = open_pack(pack, settings.home)
     run_set = run_set or default_run_set(loaded.name, loaded.digest, agent, condition_list, seed_list)
-    _run_embedded(loaded, condition_list, seed_list, agent, workers, run_set, sandbox_name, read_budget, settings)
+    from producers.runner import RunConfig, code_digest, plan_grid
+
+    config = RunConfig(run_set, agent, read_budget=read_budget, code_digest=code_digest())
+    run_embedded(loaded, plan_grid(loaded, condition_list, seed_list), config, sandbox_name, settings, workers)
 
 
-def _run_embedded(pack, conditions, seeds, agent, workers, run_set, sandbox_name, read_budget, settings) -> None:
+def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, workers: int, agent_for=None,
+                 verb: str = "run") -> None:
+    """Run `units` on the embedded pipeline, skipping those already complete in the warehouse, with a
+    progress bar; then rebuild, write and print the report. `agent_for(unit)`, when given, supplies
+    each unit's agent (`membench score` replays given patches that way)."""
     from membench.embedded import EmbeddedPipeline
     from producers.bus.base import run_set_log_path
-    from producers.runner import RunConfig, code_digest, plan_grid, run_grid
+    from producers.runner import run_grid
     from sandbox import get_sandbox
     from warehouse import queries
     from warehouse.report import build_report
 
     console = Console(stderr=True)
-    units = plan_grid(pack, conditions, seeds)
+    run_set = config.run_set
     warehouse = open_warehouse(settings)
     try:
         done = queries.completed_units(warehouse, run_set)
         attempts = {u: n + 1 for u, n in queries.attempts_started(warehouse, run_set).items()}
         todo = [u for u in units if u.unit_id not in done]
         console.print(f"run set [bold]{run_set}[/]: {len(units)} units, {len(units) - len(todo)} already complete, "
-                      f"{len(todo)} to run with {workers} workers")
-        config = RunConfig(run_set, agent, read_budget=read_budget, code_digest=code_digest())
+                      f"{len(todo)} to {verb} with {workers} workers")
         pipeline = EmbeddedPipeline(run_set_log_path(settings.runs_dir, run_set), warehouse)
         try:
             with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), console=console, transient=False) as progress:
                 bar = progress.add_task("units", total=len(todo))
                 run_grid(pack, todo, config, get_sandbox(sandbox_name), pipeline.publish, workers, attempts,
-                         lambda unit, run_id: progress.update(bar, advance=1, description=unit.unit_id))
+                         lambda unit, run_id: progress.update(bar, advance=1, description=unit.unit_id), agent_for)
         finally:
             pipeline.close()
         report = build_report(warehouse, run_set)

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from membench.commands.common import dsn_options, open_warehouse
-from membench.commands.run import print_table, write_report
+from membench.commands.common import dsn_options
+from membench.commands.run import run_embedded
 from membench.errors import UsageError
 from membench.settings import Settings
 
@@ -53,44 +50,11 @@ def score(pack: str, predictions_path: Path, agent_name: str | None, run_set: st
 
 
 def _score_embedded(pack, predictions, agent_name, run_set, workers, sandbox_name, read_budget, settings) -> None:
-    from membench.embedded import EmbeddedPipeline
-    from producers.bus.base import run_set_log_path
     from producers.predictions import PredictionAgent, group_units
-    from producers.runner import RunConfig, RunUnit, code_digest, run_unit
-    from sandbox import get_sandbox
-    from warehouse import queries
-    from warehouse.report import build_report
+    from producers.runner import RunConfig, RunUnit, code_digest
 
-    console = Console(stderr=True)
-    grouped = group_units(predictions)
     units = {RunUnit(pack.name, unit, condition, seed): by_session
-             for (unit, condition, seed), by_session in sorted(grouped.items())}
-    warehouse = open_warehouse(settings)
-    try:
-        done = queries.completed_units(warehouse, run_set)
-        attempts = {u: n + 1 for u, n in queries.attempts_started(warehouse, run_set).items()}
-        todo = [u for u in units if u.unit_id not in done]
-        console.print(f"run set [bold]{run_set}[/]: {len(units)} units, {len(units) - len(todo)} already complete, "
-                      f"{len(todo)} to score with {workers} workers")
-        config = RunConfig(run_set, agent_name, read_budget=read_budget, code_digest=code_digest())
-        sandbox = get_sandbox(sandbox_name)
-        pipeline = EmbeddedPipeline(run_set_log_path(settings.runs_dir, run_set), warehouse)
-        try:
-            with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), console=console, transient=False) as progress, \
-                    ThreadPoolExecutor(max_workers=workers, thread_name_prefix="membench-score") as pool:
-                bar = progress.add_task("units", total=len(todo))
-                futures = {pool.submit(run_unit, pack, unit, config, sandbox, pipeline.publish,
-                                       attempts.get(unit.unit_id, 1), PredictionAgent(agent_name, units[unit])): unit
-                           for unit in todo}
-                for future in as_completed(futures):
-                    future.result()
-                    progress.update(bar, advance=1, description=futures[future].unit_id)
-        finally:
-            pipeline.close()
-        report = build_report(warehouse, run_set)
-    finally:
-        warehouse.close()
-    out = write_report(settings, report)
-    print_table(Console(), report)
-    console.print(f"report: {out / 'report.json'}  ·  log: {out / 'events.avro'}")
+             for (unit, condition, seed), by_session in sorted(group_units(predictions).items())}
+    config = RunConfig(run_set, agent_name, read_budget=read_budget, code_digest=code_digest())
+    run_embedded(pack, list(units), config, sandbox_name, settings, workers,
+                 agent_for=lambda unit: PredictionAgent(agent_name, units[unit]), verb="score")
