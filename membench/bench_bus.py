@@ -1,10 +1,15 @@
 """`membench bench bus`: throughput of the event pipeline on synthetic concurrent runs.
 
 Figures: the producer-side cost of emitting one event (seal + hash chain + hand-off to the
-Kafka producer; median and p95 over every emit), the producer rate, the end-to-end rate through
-runner → Kafka → one `membench process` worker → `membench sink` → warehouse (events whose raw
-row and derived rows are in the warehouse, per second of wall time), and the embedded path's
-rate (file log + in-process processors + chDB) on the same runs.
+Kafka producer; median and p95 over every emit, as the emitting thread's CPU time and as elapsed
+time), the producer rate, the end-to-end rate through runner → Kafka → one `membench process`
+worker → `membench sink` → warehouse (events whose raw row and derived rows are in the warehouse,
+per second of wall time), the consumer floors of `membench.bench_floor` on the same topic, and the
+embedded path's rate (file log + in-process processors + chDB) on the same runs.
+
+Emit cost is the CPU time because that is the cost: with more runner threads than cores the
+elapsed time of an emit also counts waiting for the GIL, the bus lock and a core, and its median
+swings between runs (12–130 µs for the same code here) with the scheduler.
 """
 
 from __future__ import annotations
@@ -18,23 +23,39 @@ import tempfile
 import threading
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from producers.emitter import RunEmitter
 from schemas.events import bounded_text
 
 
-def synthetic_run(emit_run: RunEmitter, sessions: int, turns: int, timings: list[int] | None = None) -> int:
+@dataclass
+class EmitTimings:
+    """Per-emit durations in ns: `cpu` is the emitting thread's CPU time (the cost of the emit),
+    `wall` the elapsed time, which also counts waiting for the GIL, the bus lock and the cores."""
+
+    cpu: list[int] = field(default_factory=list)
+    wall: list[int] = field(default_factory=list)
+
+    def extend(self, other: "EmitTimings") -> None:
+        self.cpu.extend(other.cpu)
+        self.wall.extend(other.wall)
+
+
+def synthetic_run(emit_run: RunEmitter, sessions: int, turns: int, timings: EmitTimings | None = None) -> int:
     """One run's worth of realistic events; returns the number emitted."""
-    clock = time.perf_counter_ns
+    wall, cpu = time.perf_counter_ns, time.thread_time_ns
 
     def emit(kind, payload, visibility="agent"):
         if timings is None:
             emit_run.emit(kind, payload, visibility)
             return
-        started = clock()
+        started_cpu, started = cpu(), wall()
         emit_run.emit(kind, payload, visibility)
-        timings.append(clock() - started)
+        ended = wall()
+        timings.cpu.append(cpu() - started_cpu)
+        timings.wall.append(ended - started)
 
     text = bounded_text("The reviewer asked for the registered client id header on every request. " * 2)
     emit("RunStarted", {"suite": "bench", "task": "t", "condition": "B5", "seed": 1, "agent": "bench",
@@ -61,7 +82,7 @@ def synthetic_run(emit_run: RunEmitter, sessions: int, turns: int, timings: list
     return 2 + sessions * (5 + 2 * turns)
 
 
-def _drive(publish, run_set: str, runs: int, threads: int, sessions: int, turns: int, timings: list[int] | None):
+def _drive(publish, run_set: str, runs: int, threads: int, sessions: int, turns: int, timings: EmitTimings | None):
     lock = threading.Lock()
     per_thread = [list(range(i, runs, threads)) for i in range(threads)]
 
@@ -70,7 +91,7 @@ def _drive(publish, run_set: str, runs: int, threads: int, sessions: int, turns:
             publish(event, datum)
 
     def work(indices):
-        local: list[int] = []
+        local = EmitTimings()
         for i in indices:
             emitter = RunEmitter(run_set, str(uuid.uuid4()), f"bench/t/B5/{i}", locked)
             emitter.emitted = _Discard()  # keep memory flat in long benchmarks
@@ -110,7 +131,9 @@ def bench_embedded(runs: int, threads: int, sessions: int, turns: int) -> dict:
 
 
 def bench_kafka(bootstrap: str, runs: int, threads: int, sessions: int, turns: int, log) -> dict:
+    from membench.bench_floor import faust_noop_rate, kafka_consume_rate
     from producers.bus.kafka import KafkaBus
+    from schemas.topics import topics_from_dsn
 
     namespace = "bench" + uuid.uuid4().hex[:8]
     dsn = f"kafka://{bootstrap}/{namespace}"
@@ -123,7 +146,7 @@ def bench_kafka(bootstrap: str, runs: int, threads: int, sessions: int, turns: i
         try:
             time.sleep(8)  # let the worker join its group before the clock starts
             log("producing ...")
-            timings: list[int] = []
+            timings = EmitTimings()
             started = time.perf_counter()
             sink = subprocess.Popen([sys.executable, "-m", "membench", "sink", "--bus", dsn, "--warehouse",
                                      f"chdb://{Path(tmp) / 'wh'}", "--until-idle", "--idle-seconds", "3"],
@@ -138,11 +161,35 @@ def bench_kafka(bootstrap: str, runs: int, threads: int, sessions: int, turns: i
         finally:
             worker.terminate()
             worker.wait(60)
-    events = len(timings)
+        events = len(timings.wall)
+        log("consumer floors: a no-op faust agent, the confluent-kafka consumer ...")
+        faust_floor = faust_noop_rate(dsn, events)
+        kafka_floor = kafka_consume_rate(bootstrap, topics_from_dsn(dsn).trajectory, events)
     return {
         "events": events, "sink_raw": stats["raw"], "sink_derived": stats["derived"],
-        "emit_median_us": statistics.median(timings) / 1000,
-        "emit_p95_us": sorted(timings)[int(0.95 * len(timings))] / 1000,
+        "emit_cpu_median_us": statistics.median(timings.cpu) / 1000,
+        "emit_cpu_p95_us": _p95(timings.cpu) / 1000,
+        "emit_wall_median_us": statistics.median(timings.wall) / 1000,
+        "emit_wall_p95_us": _p95(timings.wall) / 1000,
         "produce_events_per_s": events / produced_s,
         "end_to_end_seconds": end_to_end_s, "end_to_end_events_per_s": events / end_to_end_s,
+        "faust_noop_messages_per_s": faust_floor["messages_per_s"],
+        "kafka_consumer_messages_per_s": kafka_floor["messages_per_s"],
     }
+
+
+def bench_emit(events: int = 20_000) -> dict:
+    """One thread, no bus: the cost of sealing and chaining alone."""
+    timings = EmitTimings()
+    emitter = RunEmitter("bench-emit", str(uuid.uuid4()), "bench/t/B5/0", lambda event, datum: None)
+    emitter.emitted = _Discard()
+    while len(timings.wall) < events:
+        synthetic_run(emitter, 3, 8, timings)
+        emitter = RunEmitter("bench-emit", str(uuid.uuid4()), "bench/t/B5/0", lambda event, datum: None)
+        emitter.emitted = _Discard()
+    return {"events": len(timings.wall), "emit_cpu_median_us": statistics.median(timings.cpu) / 1000,
+            "emit_wall_median_us": statistics.median(timings.wall) / 1000}
+
+
+def _p95(values: list[int]) -> int:
+    return sorted(values)[int(0.95 * len(values))]

@@ -63,10 +63,9 @@ def earlier_events(topics: Topics, partition: int, before_offset: int, run_id: s
     return sorted(found, key=lambda e: e.seq)
 
 
-def build_app(dsn: str) -> faust.App:
-    topics = topics_from_dsn(dsn)
-    app = faust.App(
-        topics.group("processor"),
+def app_settings(topics: Topics) -> dict:
+    """The faust App settings of the worker (shared with the no-op agent of `membench bench bus`)."""
+    return dict(
         broker=[f"kafka://{b}" for b in topics.bootstrap.split(",")],
         value_serializer="raw",
         key_serializer="raw",
@@ -79,6 +78,11 @@ def build_app(dsn: str) -> faust.App:
         broker_commit_every=10_000,  # commits pause the stream (wait_empty): by interval, not count
         broker_commit_interval=1.0,
     )
+
+
+def build_app(dsn: str) -> faust.App:
+    topics = topics_from_dsn(dsn)
+    app = faust.App(topics.group("processor"), **app_settings(topics))
     raw = app.topic(topics.trajectory, key_type=bytes, value_type=bytes, allow_empty=True)
     derived_topic = app.topic(topics.derived, key_type=bytes, value_type=bytes)
     dead_topic = app.topic(topics.deadletter, key_type=bytes, value_type=bytes)

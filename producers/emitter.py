@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from schemas.chain import seal_record
@@ -16,13 +16,16 @@ PRODUCER = "membench-runner/0.1"
 Listener = Callable[[Event, bytes], None]
 
 
-def uuid4_string() -> str:
-    """A random (version 4) UUID string; ~5x cheaper than str(uuid.uuid4()) on the emit path."""
-    raw = bytearray(os.urandom(16))
-    raw[6] = (raw[6] & 0x0F) | 0x40
-    raw[8] = (raw[8] & 0x3F) | 0x80
-    h = raw.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+def uuid4_strings(batch: int = 256) -> Iterator[str]:
+    """Random (version 4) UUID strings from the OS CSPRNG, read `batch` ids at a time: one
+    os.urandom call per 256 ids instead of per id (~8x cheaper than str(uuid.uuid4()))."""
+    while True:
+        raw = bytearray(os.urandom(16 * batch))
+        for at in range(0, 16 * batch, 16):
+            raw[at + 6] = (raw[at + 6] & 0x0F) | 0x40
+            raw[at + 8] = (raw[at + 8] & 0x3F) | 0x80
+            h = raw[at:at + 16].hex()
+            yield f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 class RunEmitter:
@@ -39,9 +42,10 @@ class RunEmitter:
         self._prev = GENESIS_HASH
         self.session_index = -1
         self.emitted: list[Event] = []
+        self._ids = uuid4_strings()  # per emitter: a generator must not be shared between threads
 
     def emit(self, kind: str, payload: dict[str, Any], visibility: str = "agent") -> Event:
-        event_id, ts = uuid4_string(), time.time_ns() // 1000
+        event_id, ts = next(self._ids), time.time_ns() // 1000
         record = {
             "event_id": event_id, "run_set": self.run_set, "run_id": self.run_id, "unit_id": self.unit_id,
             "session_index": self.session_index, "seq": self._seq, "ts": ts, "producer": self._producer,

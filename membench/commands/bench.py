@@ -82,23 +82,34 @@ def stats_bench(units: int, seeds: int, n_cells: int, resamples: int, repeats: i
 def bus_bench(bus_dsn: str, runs: int, threads: int, sessions: int, turns: int, as_json: bool) -> None:
     """Events/s end to end (runner -> Kafka -> one worker -> sink -> warehouse), the producer-side
     emit cost, and the embedded path's figure on the same synthetic runs."""
-    from membench.bench_bus import bench_embedded, bench_kafka
+    from membench.bench_bus import bench_embedded, bench_emit, bench_kafka
     from schemas.topics import topics_from_dsn
 
     log = lambda msg: click.echo(msg, err=True)  # noqa: E731
+    log("emit alone (one thread, no bus) ...")
+    emit_alone = bench_emit()
     log(f"embedded path: {runs} runs x {threads} threads ...")
     embedded = bench_embedded(runs, threads, sessions, turns)
     log(f"kafka path via {bus_dsn} ...")
     kafka = bench_kafka(topics_from_dsn(bus_dsn).bootstrap, runs, threads, sessions, turns, log)
-    result = {"machine": machine(), "runs": runs, "threads": threads, "embedded": embedded, "kafka": kafka}
+    result = {"machine": machine(), "runs": runs, "threads": threads, "emit_alone": emit_alone,
+              "embedded": embedded, "kafka": kafka}
     if as_json:
         click.echo(json.dumps(result, indent=2))
         return
+    m = result["machine"]
+    click.echo(f"machine: {m['nproc']} CPUs, {m['cpu_model']}, Python {m['python']}")
     click.echo(f"events: {kafka['events']} in {runs} runs ({threads} runner threads)")
-    click.echo(f"emit cost (seal + chain + Kafka hand-off): median {kafka['emit_median_us']:.1f} us, "
-               f"p95 {kafka['emit_p95_us']:.1f} us")
+    click.echo(f"emit cost, CPU time (seal + chain + Kafka hand-off): median {kafka['emit_cpu_median_us']:.1f} us, "
+               f"p95 {kafka['emit_cpu_p95_us']:.1f} us")
+    click.echo(f"emit elapsed time ({threads} threads): median {kafka['emit_wall_median_us']:.1f} us, "
+               f"p95 {kafka['emit_wall_p95_us']:.1f} us")
+    click.echo(f"emit alone (one thread, no bus): CPU median {emit_alone['emit_cpu_median_us']:.1f} us, "
+               f"elapsed median {emit_alone['emit_wall_median_us']:.1f} us")
     click.echo(f"producer rate: {kafka['produce_events_per_s']:,.0f} events/s")
     click.echo(f"end to end (runner -> Kafka -> 1 worker -> sink -> warehouse): "
                f"{kafka['end_to_end_events_per_s']:,.0f} events/s ({kafka['end_to_end_seconds']:.1f} s; "
                f"sink wrote {kafka['sink_raw']} raw, {kafka['sink_derived']} derived)")
+    click.echo(f"floor: a no-op faust agent reads {kafka['faust_noop_messages_per_s']:,.0f} messages/s; "
+               f"the confluent-kafka consumer {kafka['kafka_consumer_messages_per_s']:,.0f} messages/s")
     click.echo(f"embedded (file log + in-process processors + chDB): {embedded['events_per_s']:,.0f} events/s")

@@ -26,6 +26,7 @@ from schemas.registry import default_registry
 from schemas.topics import TopicLayout, Topics, topics_from_dsn
 
 SPOOL_LIMIT_BYTES = 512 * 1024 * 1024
+POLL_EVERY = 256  # messages between two polls for delivery reports
 
 
 def ensure_topics(topics: Topics, layout: TopicLayout | None = None, timeout: float = 30.0) -> None:
@@ -61,36 +62,47 @@ def publish_schemas(producer: Producer, topics: Topics) -> None:
 
 
 class Spool:
-    """Length-prefixed (key, value) records on disk, in the order their delivery failed."""
+    """Length-prefixed (topic, key, value) records on disk, in the order their delivery failed."""
 
     def __init__(self, directory: Path, limit: int = SPOOL_LIMIT_BYTES):
         self.path = Path(directory) / "undelivered.bin"
         self.limit = limit
         self._lock = threading.Lock()
 
-    def append(self, key: bytes, value: bytes) -> None:
+    def append(self, topic: str, key: bytes, value: bytes) -> None:
+        name = topic.encode()
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             size = self.path.stat().st_size if self.path.exists() else 0
-            if size + len(key) + len(value) + 8 > self.limit:
+            if size + len(name) + len(key) + len(value) + 12 > self.limit:
                 raise BusError(f"delivery spool {self.path} is full ({size} bytes); the broker has been "
                                "unreachable too long")
             with open(self.path, "ab") as handle:
-                handle.write(struct.pack(">II", len(key), len(value)) + key + value)
+                handle.write(struct.pack(">III", len(name), len(key), len(value)) + name + key + value)
                 handle.flush()
                 os.fsync(handle.fileno())
 
-    def take(self) -> list[tuple[bytes, bytes]]:
+    def take(self) -> list[tuple[str, bytes, bytes]]:
         with self._lock:
             if not self.path.exists():
                 return []
             data = self.path.read_bytes()
             self.path.unlink()
+        return self._parse(data)
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self._parse(self.path.read_bytes())) if self.path.exists() else 0
+
+    @staticmethod
+    def _parse(data: bytes) -> list[tuple[str, bytes, bytes]]:
         out, at = [], 0
-        while at + 8 <= len(data):
-            klen, vlen = struct.unpack(">II", data[at:at + 8])
-            at += 8
-            out.append((data[at:at + klen], data[at + klen:at + klen + vlen]))
+        while at + 12 <= len(data):
+            tlen, klen, vlen = struct.unpack(">III", data[at:at + 12])
+            at += 12
+            topic = data[at:at + tlen].decode()
+            at += tlen
+            out.append((topic, data[at:at + klen], data[at + klen:at + klen + vlen]))
             at += klen + vlen
         return out
 
@@ -110,29 +122,46 @@ class KafkaBus:
             "compression.type": "none",  # aiokafka (the faust worker) reads it without extra codecs
             "message.timeout.ms": message_timeout_ms,
             "queue.buffering.max.messages": 1_000_000,
+            # one delivery callback for every message: cheaper than a callable per produce()
+            "on_delivery": self._on_delivery,
         })
         self._fingerprint = default_registry().latest("event").fingerprint
         self._header = b"\xc3\x01" + self._fingerprint
         self._spool = Spool(spool_dir)
         self._errors: list[str] = []
         self.delivered = 0
+        self._unpolled = 0
         publish_schemas(self._producer, self.topics)
 
-    def _on_delivery(self, err, msg) -> None:  # called from poll()/flush() on this thread
+    def _on_delivery(self, err, msg) -> None:  # called from poll()/flush()
         if err is None:
             self.delivered += 1
             return
         self._errors.append(str(err))
-        self._spool.append(msg.key() or b"", msg.value() or b"")
+        self._spool.append(msg.topic(), msg.key() or b"", msg.value() or b"")
 
     def _produce(self, topic: str, key: bytes, value: bytes) -> None:
         while True:
             try:
-                self._producer.produce(topic, value, key, on_delivery=self._on_delivery)
+                self._producer.produce(topic, value, key)
                 break
             except BufferError:  # local queue full: wait for deliveries (backpressure, never drop)
                 self._producer.poll(0.1)
-        self._producer.poll(0)
+        # Serve delivery reports every POLL_EVERY messages, not after each: poll() releases the
+        # GIL, and with several runner threads that hand-off dominated the cost of an emit.
+        self._unpolled += 1
+        if self._unpolled >= POLL_EVERY:
+            self._unpolled = 0
+            self._producer.poll(0)
+
+    def poll(self, timeout: float = 0.0) -> None:
+        """Serve pending delivery reports (a failed delivery goes to the spool)."""
+        self._producer.poll(timeout)
+
+    @property
+    def spooled(self) -> int:
+        """Messages in the spool, waiting for the next flush."""
+        return self._spool.count()
 
     def publish(self, event: Event, datum: bytes) -> None:
         self._produce(self.topics.trajectory, event.run_id.encode(), self._header + datum)
@@ -154,8 +183,8 @@ class KafkaBus:
                 spooled = self._spool.take()
                 if not spooled:
                     return
-                for key, value in spooled:
-                    self._produce(self.topics.trajectory, key, value)
+                for topic, key, value in spooled:
+                    self._produce(topic, key, value)
                 continue
             if time.monotonic() > deadline:
                 raise BusError(f"{remaining} events not acknowledged by Kafka at {self.bootstrap} "
