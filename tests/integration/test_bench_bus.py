@@ -1,0 +1,40 @@
+"""`membench bench bus` on the real broker: the figures it reports count every event once."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from membench.bench_bus import synthetic_run
+from processors import derive_all
+from producers.emitter import RunEmitter
+from tests.conftest import run_cli
+from tests.integration.kafka_helpers import SINGLE, require_broker
+
+pytestmark = [pytest.mark.integration, pytest.mark.kafka]
+
+
+def test_bench_bus_reports_every_event_through_every_stage(home):
+    require_broker(SINGLE)
+    # 20 runs: 1,300 events, more than one consumer batch of 500, so the floors have a rate
+    proc = run_cli("bench", "bus", "--bus", f"kafka://{SINGLE}", "--runs", "20", "--threads", "2", "--json",
+                   home=home, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    kafka, embedded = result["kafka"], result["embedded"]
+    events = 20 * (2 + 3 * (5 + 2 * 8))  # the synthetic run: 3 sessions of 8 turns
+    assert kafka["events"] == kafka["sink_raw"] == embedded["events"] == events
+    assert kafka["sink_derived"] == 20 * _derived_per_run()
+    for figure in ("emit_cpu_median_us", "emit_wall_median_us", "produce_events_per_s", "end_to_end_events_per_s",
+                   "faust_noop_messages_per_s", "kafka_consumer_messages_per_s"):
+        assert kafka[figure] > 0, figure
+    assert kafka["emit_cpu_median_us"] <= kafka["emit_cpu_p95_us"]
+    assert result["emit_alone"]["events"] >= 20_000
+
+
+def _derived_per_run() -> int:
+    """What the pure processors derive from one synthetic run, in process."""
+    emitter = RunEmitter("bench", "r", "bench/t/B5/0", lambda event, datum: None)
+    synthetic_run(emitter, 3, 8)
+    return len(derive_all(emitter.emitted))
