@@ -7,7 +7,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from schemas.chain import seal_record
+from schemas.chain import seal_body
+from schemas.codec import constant_fields_encoder
 from schemas.events import GENESIS_HASH, NAMESPACE, Event
 from schemas.registry import default_registry
 
@@ -43,16 +44,16 @@ class RunEmitter:
         self.session_index = -1
         self.emitted: list[Event] = []
         self._ids = uuid4_strings()  # per emitter: a generator must not be shared between threads
+        # the envelope fields that never change within a run are encoded once, not per event
+        self._encode = constant_fields_encoder(self._schema, {"run_set": run_set, "run_id": run_id,
+                                                              "unit_id": unit_id, "producer": producer})
 
     def emit(self, kind: str, payload: dict[str, Any], visibility: str = "agent") -> Event:
         event_id, ts = next(self._ids), time.time_ns() // 1000
-        record = {
-            "event_id": event_id, "run_set": self.run_set, "run_id": self.run_id, "unit_id": self.unit_id,
-            "session_index": self.session_index, "seq": self._seq, "ts": ts, "producer": self._producer,
-            "kind": kind, "visibility": visibility, "prev_hash": self._prev, "payload": (NAMESPACE + kind, payload),
-            "hash": "",
-        }
-        digest, datum = seal_record(self._schema, record)
+        digest, datum = seal_body(self._prev, self._encode({
+            "event_id": event_id, "session_index": self.session_index, "seq": self._seq, "ts": ts, "kind": kind,
+            "visibility": visibility, "prev_hash": self._prev, "payload": (NAMESPACE + kind, payload), "hash": "",
+        }))
         event = Event(event_id, self.run_set, self.run_id, self.unit_id, self.session_index, self._seq, ts,
                       self._producer, kind, visibility, self._prev, payload, digest)
         self._seq += 1

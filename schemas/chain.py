@@ -21,9 +21,14 @@ _HASH_PREFIX = b"\x80\x01"  # Avro length prefix of a 64-character string (zig-z
 
 
 def seal_record(schema: SchemaVersion, record: dict) -> tuple[str, bytes]:
-    """(hash, datum) of an event record whose `hash` is "" (the emitter's hot path)."""
-    body = encode_datum(schema, record)  # hash == "" encodes as a final 0x00
-    digest = hashlib.sha256(bytes.fromhex(record["prev_hash"]) + body).hexdigest()
+    """(hash, datum) of an event record whose `hash` is ""."""
+    return seal_body(record["prev_hash"], encode_datum(schema, record))
+
+
+def seal_body(prev_hash: str, body: bytes) -> tuple[str, bytes]:
+    """(hash, datum) from the datum of an event whose `hash` is "" (it ends in 0x00, the empty
+    string): the emitter's hot path, which encodes the body itself."""
+    digest = hashlib.sha256(bytes.fromhex(prev_hash) + body).hexdigest()
     return digest, body[:-1] + _HASH_PREFIX + digest.encode("ascii")
 
 

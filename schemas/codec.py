@@ -9,11 +9,12 @@ family (Avro schema resolution), so old messages stay readable.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from typing import Any
 
 from fastavro import schemaless_reader, schemaless_writer
 
-from schemas.fastcodec import compile_encoder
+from schemas.fastcodec import ConstantFieldsEncoder, compile_encoder
 from schemas.registry import Registry, SchemaVersion, default_registry
 
 MAGIC = b"\xc3\x01"
@@ -37,6 +38,29 @@ def encode_datum(schema: SchemaVersion, record: dict[str, Any]) -> bytes:
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise ValueError(f"record does not match schema {schema.family}.v{schema.version}: "
                          f"{type(exc).__name__}: {exc}") from exc
+
+
+_CONSTANT_ENCODERS: dict[tuple[bytes, tuple[str, ...]], ConstantFieldsEncoder] = {}
+
+
+def constant_fields_encoder(schema: SchemaVersion, values: dict[str, Any]) -> Callable[[dict[str, Any]], bytes]:
+    """An encoder for records of `schema` whose fields named in `values` always hold those values:
+    they are encoded once here, and the returned f(record) neither reads nor re-encodes them.
+    Its output is the bytes `encode_datum` writes for the record with `values` merged in."""
+    key = (schema.fingerprint, tuple(sorted(values)))
+    compiled = _CONSTANT_ENCODERS.get(key)
+    if compiled is None:
+        compiled = _CONSTANT_ENCODERS[key] = ConstantFieldsEncoder(schema.schema_json, key[1])
+    bound = compiled.bind(values)
+
+    def encode(record: dict[str, Any]) -> bytes:
+        try:
+            return bound(record)
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise ValueError(f"record does not match schema {schema.family}.v{schema.version}: "
+                             f"{type(exc).__name__}: {exc}") from exc
+
+    return encode
 
 
 def encode_datum_reference(schema: SchemaVersion, record: dict[str, Any]) -> bytes:

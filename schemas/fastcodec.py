@@ -142,15 +142,35 @@ class _Compiler:
         self.named[name] = encoder
 
     def _record(self, schema: dict, namespace: str | None) -> Encoder:
-        """A record compiles to straight-line Python source (one function per record type):
-        strings, longs, booleans and nullable ones are inlined, other types call their encoder."""
         ns = schema.get("namespace", namespace)
         name = _fullname(schema["name"], ns)
         self._slots.setdefault(name, [None])  # type: ignore[list-item]
+        record: Encoder = self._record_source(schema, ns, name, ())
+        self._register(name, record)
+        return record
+
+    def record_with_constants(self, schema: dict, constant: tuple[str, ...]) -> Callable[[dict, bytearray, tuple], None]:
+        """Like the record's encoder, but the fields named in `constant` are not read from the
+        datum: their encodings come pre-made in a tuple argument, in field order."""
+        ns = schema.get("namespace")
+        return self._record_source(schema, ns, _fullname(schema["name"], ns), constant)
+
+    def field_encoder(self, schema: dict, field_name: str) -> Encoder:
+        ftype = next(f["type"] for f in schema["fields"] if f["name"] == field_name)
+        return self.compile(ftype, schema.get("namespace"))
+
+    def _record_source(self, schema: dict, ns: str | None, name: str, constant: tuple[str, ...]) -> Any:
+        """A record compiles to straight-line Python source (one function per record type):
+        strings, longs, booleans and nullable ones are inlined, other types call their encoder."""
         env: dict[str, Any] = {"_long": _long, "_VARINT": _VARINT, "_MISSING": _MISSING, "_ValueError": ValueError}
-        lines = ["def encode(d, out):"]
+        lines = ["def encode(d, out, c=()):"]
+        constants_seen = 0
         for i, field in enumerate(schema["fields"]):
             fname, ftype = field["name"], field["type"]
+            if fname in constant:
+                lines.append(f"    out += c[{constants_seen}]")
+                constants_seen += 1
+                continue
             if "default" in field:
                 env[f"_d{i}"] = field["default"]
                 lines.append(f"    v = d.get({fname!r}, _d{i})")
@@ -185,9 +205,7 @@ class _Compiler:
                 env[f"_e{i}"] = self.compile(inner, ns)
                 lines.append(f"{indent}_e{i}(v, out)")
         exec(compile("\n".join(lines), f"<avro encoder {name}>", "exec"), env)  # noqa: S102 - our own schema
-        record: Encoder = env["encode"]
-        self._register(name, record)
-        return record
+        return env["encode"]
 
     def _union(self, branches: list, namespace: str | None) -> Encoder:
         encoders = [self.compile(b, namespace) for b in branches]
@@ -228,3 +246,35 @@ def compile_encoder(schema: dict) -> Callable[[dict], bytes]:
         return bytes(out)
 
     return encode
+
+
+class ConstantFieldsEncoder:
+    """Encoders for records of one schema in which some top-level fields always hold the same
+    values (an emitter's run_set, run_id, unit_id, producer): those are encoded once per set of
+    values, not once per record. Compiled once per schema and set of field names."""
+
+    def __init__(self, schema: dict, constant: tuple[str, ...]):
+        compiler = _Compiler()
+        compiler.compile(schema)  # the named types the record refers to
+        order = [f["name"] for f in schema["fields"] if f["name"] in constant]
+        if sorted(order) != sorted(constant):
+            raise ValueError(f"not fields of {schema.get('name')}: {sorted(set(constant) - set(order))}")
+        self._order = tuple(order)
+        self._fields = {name: compiler.field_encoder(schema, name) for name in order}
+        self._record = compiler.record_with_constants(schema, self._order)
+
+    def bind(self, values: dict[str, Any]) -> Callable[[dict], bytes]:
+        """f(record) -> datum, for records whose constant fields hold `values`."""
+        chunks = []
+        for name in self._order:
+            out = bytearray()
+            self._fields[name](values[name], out)
+            chunks.append(bytes(out))
+        constant, record_encoder = tuple(chunks), self._record
+
+        def encode(record: dict) -> bytes:
+            out = bytearray()
+            record_encoder(record, out, constant)
+            return bytes(out)
+
+        return encode

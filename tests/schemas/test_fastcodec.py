@@ -1,10 +1,11 @@
 """The compiled encoder must write exactly the bytes fastavro writes."""
 
 import fastavro
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schemas.codec import encode_datum, encode_datum_reference
+from schemas.codec import constant_fields_encoder, encode_datum, encode_datum_reference
 from schemas.fastcodec import compile_encoder
 from schemas.registry import default_registry
 from tests.processors.test_verdicts import build_run
@@ -40,3 +41,19 @@ def test_random_values_encode_identically(text, number, flag, maybe, items, mapp
     buf = io.BytesIO()
     fastavro.schemaless_writer(buf, fastavro.parse_schema(schema), record)
     assert compile_encoder(schema)(record) == buf.getvalue()
+
+
+def test_constant_fields_encoder_writes_the_bytes_of_the_whole_record():
+    schema = default_registry().latest("event")
+    for event in build_run():
+        record = event.to_record()
+        constants = {name: record.pop(name) for name in ("run_set", "run_id", "unit_id", "producer")}
+        encode = constant_fields_encoder(schema, constants)
+        assert encode(record) == encode_datum(schema, {**record, **constants})
+
+
+def test_constant_fields_must_be_fields_of_the_record():
+    schema = default_registry().latest("event")
+    with pytest.raises(ValueError, match="not fields of Event"):
+        constant_fields_encoder(schema, {"run_id": "r", "runid": "typo"})
+

@@ -1,0 +1,41 @@
+"""The emitter: seq without gaps, the hash chain, and datums that are the events' own encoding."""
+
+from schemas.chain import ChainVerifier
+from schemas.codec import encode_datum_reference
+from schemas.events import bounded_text
+from schemas.registry import default_registry
+from producers.emitter import RunEmitter, uuid4_strings
+from tests.processors.test_verdicts import build_run
+
+
+def _emit_a_few() -> tuple[RunEmitter, list[bytes]]:
+    datums: list[bytes] = []
+    emitter = RunEmitter("rs", "run-1", "suite/task/B0/1", lambda event, datum: datums.append(datum))
+    emitter.emit("RunStarted", build_run()[0].payload, "harness")
+    for i in range(3):
+        emitter.emit("Turn", {"role": "agent", "text": bounded_text(f"turn {i}"), "input_tokens": i * 1000})
+    return emitter, datums
+
+
+def test_emitted_datums_are_the_reference_encoding_of_the_emitted_events():
+    schema = default_registry().latest("event")
+    emitter, datums = _emit_a_few()
+    assert [e.seq for e in emitter.emitted] == [0, 1, 2, 3]
+    for event, datum in zip(emitter.emitted, datums, strict=True):
+        assert datum == encode_datum_reference(schema, event.to_record())  # fastavro, field by field
+
+
+def test_emitted_events_form_an_unbroken_chain():
+    verifier = ChainVerifier(default_registry().latest("event"))
+    emitter, _ = _emit_a_few()
+    assert [verifier.check(e) for e in emitter.emitted] == [None] * 4
+
+
+def test_event_ids_are_distinct_version_4_uuids():
+    ids = uuid4_strings(batch=4)
+    drawn = [next(ids) for _ in range(10)]  # crosses batch boundaries
+    assert len(set(drawn)) == 10
+    for value in drawn:
+        parts = value.split("-")
+        assert [len(p) for p in parts] == [8, 4, 4, 4, 12]
+        assert parts[2][0] == "4" and parts[3][0] in "89ab"
