@@ -52,9 +52,9 @@ class DerivedEvent:
     payload: dict[str, Any]
 
     def to_record(self) -> dict[str, Any]:
-        record = dataclasses.asdict(self)
-        record["payload"] = ("membench." + self.kind, self.payload)
-        return record
+        # built by hand: dataclasses.asdict deep-copies the payload, which the encoder only reads
+        return {"derived_id": self.derived_id, "run_set": self.run_set, "run_id": self.run_id,
+                "source_seq": self.source_seq, "kind": self.kind, "payload": ("membench." + self.kind, self.payload)}
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> "DerivedEvent":
