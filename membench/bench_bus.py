@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -147,6 +148,8 @@ def bench_kafka(bootstrap: str, runs: int, threads: int, sessions: int, turns: i
             time.sleep(8)  # let the worker join its group before the clock starts
             log("producing ...")
             timings = EmitTimings()
+            machine_before, worker_cpu_before = _machine_cpu(), _process_cpu_seconds(worker.pid)
+            runner_cpu_before = _own_cpu_seconds()
             started = time.perf_counter()
             sink = subprocess.Popen([sys.executable, "-m", "membench", "sink", "--bus", dsn, "--warehouse",
                                      f"chdb://{Path(tmp) / 'wh'}", "--until-idle", "--idle-seconds", "3"],
@@ -154,9 +157,12 @@ def bench_kafka(bootstrap: str, runs: int, threads: int, sessions: int, turns: i
             _drive(bus.publish, "bench", runs, threads, sessions, turns, timings)
             bus.flush()
             produced_s = time.perf_counter() - started
+            runner_cpu = _own_cpu_seconds() - runner_cpu_before
             log("draining through the worker and the sink ...")
             out, _ = sink.communicate(timeout=3600)
             end_to_end_s = time.perf_counter() - started - 3.0  # the sink waits 3 s of quiet before exiting
+            worker_cpu = _process_cpu_seconds(worker.pid) - worker_cpu_before
+            machine_busy = _busy_fraction(machine_before, _machine_cpu())
             stats = json.loads(out.strip().splitlines()[-1])
         finally:
             worker.terminate()
@@ -175,6 +181,12 @@ def bench_kafka(bootstrap: str, runs: int, threads: int, sessions: int, turns: i
         "end_to_end_seconds": end_to_end_s, "end_to_end_events_per_s": events / end_to_end_s,
         "faust_noop_messages_per_s": faust_floor["messages_per_s"],
         "kafka_consumer_messages_per_s": kafka_floor["messages_per_s"],
+        # CPU time per event of each stage: the runner process (emit + librdkafka), the worker
+        # (from the clock start, so its start-up is not counted), the sink (its own process_time
+        # while consuming); and how busy the machine's cores were over the end-to-end window
+        "cpu_us_per_event": {"runner": runner_cpu / events * 1e6, "worker": worker_cpu / events * 1e6,
+                             "sink": stats["cpu_seconds"] / events * 1e6},
+        "machine_busy_fraction": machine_busy,
     }
 
 
@@ -189,6 +201,28 @@ def bench_emit(events: int = 20_000) -> dict:
         emitter.emitted = _Discard()
     return {"events": len(timings.wall), "emit_cpu_median_us": statistics.median(timings.cpu) / 1000,
             "emit_wall_median_us": statistics.median(timings.wall) / 1000}
+
+
+def _own_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _process_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a running process, from /proc (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
+def _machine_cpu() -> tuple[int, int]:
+    """(idle, total) jiffies over all cores, from /proc/stat."""
+    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    return values[3] + values[4], sum(values)  # idle + iowait
+
+
+def _busy_fraction(before: tuple[int, int], after: tuple[int, int]) -> float:
+    idle, total = after[0] - before[0], after[1] - before[1]
+    return 1 - idle / total if total else 0.0
 
 
 def _p95(values: list[int]) -> int:

@@ -34,6 +34,7 @@ class SinkStats:
     skipped: int = 0
     undecodable: int = 0
     batches: int = 0
+    cpu_seconds: float = 0.0  # CPU time of the sink process while it ran (start-up excluded)
 
 
 def partition_watermarks(warehouse: Any, topic: str) -> dict[int, int]:
@@ -116,6 +117,7 @@ class KafkaSink:
 
     def run(self, until_idle: bool = False, idle_seconds: float = 5.0, max_seconds: float | None = None) -> SinkStats:
         started = last_message = time.monotonic()
+        cpu_started = time.process_time()
         try:
             while True:
                 messages = [m for m in self._consumer.consume(self.batch_size, 0.5)
@@ -135,4 +137,5 @@ class KafkaSink:
                 if max_seconds is not None and now - started > max_seconds:
                     return self.stats
         finally:
+            self.stats.cpu_seconds = time.process_time() - cpu_started
             self._consumer.close()

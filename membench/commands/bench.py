@@ -110,6 +110,9 @@ def bus_bench(bus_dsn: str, runs: int, threads: int, sessions: int, turns: int, 
     click.echo(f"end to end (runner -> Kafka -> 1 worker -> sink -> warehouse): "
                f"{kafka['end_to_end_events_per_s']:,.0f} events/s ({kafka['end_to_end_seconds']:.1f} s; "
                f"sink wrote {kafka['sink_raw']} raw, {kafka['sink_derived']} derived)")
+    cpu = kafka["cpu_us_per_event"]
+    click.echo(f"CPU per event: runner {cpu['runner']:.0f} us, worker {cpu['worker']:.0f} us, sink {cpu['sink']:.0f} us; "
+               f"cores busy {kafka['machine_busy_fraction']:.0%} of the end-to-end time")
     click.echo(f"floor: a no-op faust agent reads {kafka['faust_noop_messages_per_s']:,.0f} messages/s; "
                f"the confluent-kafka consumer {kafka['kafka_consumer_messages_per_s']:,.0f} messages/s")
     click.echo(f"embedded (file log + in-process processors + chDB): {embedded['events_per_s']:,.0f} events/s")

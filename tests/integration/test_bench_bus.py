@@ -30,6 +30,8 @@ def test_bench_bus_reports_every_event_through_every_stage(home):
                    "faust_noop_messages_per_s", "kafka_consumer_messages_per_s"):
         assert kafka[figure] > 0, figure
     assert kafka["emit_cpu_median_us"] <= kafka["emit_cpu_p95_us"]
+    assert all(us > 0 for us in kafka["cpu_us_per_event"].values()), kafka["cpu_us_per_event"]
+    assert 0 < kafka["machine_busy_fraction"] <= 1
     assert result["emit_alone"]["events"] >= 20_000
 
 
