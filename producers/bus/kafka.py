@@ -127,6 +127,7 @@ class KafkaBus:
         })
         self._fingerprint = default_registry().latest("event").fingerprint
         self._header = b"\xc3\x01" + self._fingerprint
+        self._trajectory = self.topics.trajectory  # the emit path: no property call per event
         self._spool = Spool(spool_dir)
         self._errors: list[str] = []
         self.delivered = 0
@@ -141,12 +142,16 @@ class KafkaBus:
         self._spool.append(msg.topic(), msg.key() or b"", msg.value() or b"")
 
     def _produce(self, topic: str, key: bytes, value: bytes) -> None:
-        while True:
-            try:
-                self._producer.produce(topic, value, key)
-                break
-            except BufferError:  # local queue full: wait for deliveries (backpressure, never drop)
+        try:
+            self._producer.produce(topic, value, key)
+        except BufferError:  # local queue full: wait for deliveries (backpressure, never drop)
+            while True:
                 self._producer.poll(0.1)
+                try:
+                    self._producer.produce(topic, value, key)
+                    break
+                except BufferError:
+                    continue
         # Serve delivery reports every POLL_EVERY messages, not after each: poll() releases the
         # GIL, and with several runner threads that hand-off dominated the cost of an emit.
         self._unpolled += 1
@@ -164,7 +169,7 @@ class KafkaBus:
         return self._spool.count()
 
     def publish(self, event: Event, datum: bytes) -> None:
-        self._produce(self.topics.trajectory, event.run_id.encode(), self._header + datum)
+        self._produce(self._trajectory, event.run_id.encode(), self._header + datum)
 
     def publish_message(self, key: bytes, message: bytes) -> None:
         """A pre-framed message (benchmarks and tests)."""
