@@ -62,10 +62,16 @@ def publish_schemas(producer: Producer, topics: Topics) -> None:
 
 
 class Spool:
-    """Length-prefixed (topic, key, value) records on disk, in the order their delivery failed."""
+    """Length-prefixed (topic, key, value) records on disk, in the order their delivery failed.
+
+    `take()` moves them to a second file (`resending.bin`) rather than deleting them; `confirm()`
+    deletes that file once every re-sent message was acknowledged (or failed again, and so is
+    back in `undelivered.bin`). A process that dies in between leaves `resending.bin`, and the
+    next `take()` returns it again: after a crash a message may be sent twice, never lost."""
 
     def __init__(self, directory: Path, limit: int = SPOOL_LIMIT_BYTES):
         self.path = Path(directory) / "undelivered.bin"
+        self.resending = Path(directory) / "resending.bin"
         self.limit = limit
         self._lock = threading.Lock()
 
@@ -83,16 +89,26 @@ class Spool:
                 os.fsync(handle.fileno())
 
     def take(self) -> list[tuple[str, bytes, bytes]]:
+        """Everything to send again: what an earlier process took and never confirmed, then what
+        failed since."""
         with self._lock:
-            if not self.path.exists():
-                return []
-            data = self.path.read_bytes()
-            self.path.unlink()
-        return self._parse(data)
+            if self.path.exists():
+                with open(self.resending, "ab") as handle:
+                    handle.write(self.path.read_bytes())
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                self.path.unlink()
+            return self._parse(self.resending.read_bytes()) if self.resending.exists() else []
+
+    def confirm(self) -> None:
+        """The records of the last `take()` are delivered (or spooled again)."""
+        with self._lock:
+            self.resending.unlink(missing_ok=True)
 
     def count(self) -> int:
+        """Records waiting: failed deliveries, and any taken but not confirmed."""
         with self._lock:
-            return len(self._parse(self.path.read_bytes())) if self.path.exists() else 0
+            return sum(len(self._parse(p.read_bytes())) for p in (self.path, self.resending) if p.exists())
 
     @staticmethod
     def _parse(data: bytes) -> list[tuple[str, bytes, bytes]]:
@@ -132,6 +148,7 @@ class KafkaBus:
         self._errors: list[str] = []
         self.delivered = 0
         self._unpolled = 0
+        self._resending = False
         publish_schemas(self._producer, self.topics)
 
     def _on_delivery(self, err, msg) -> None:  # called from poll()/flush()
@@ -185,7 +202,10 @@ class KafkaBus:
         while True:
             remaining = self._producer.flush(min(10.0, max(0.1, deadline - time.monotonic())))
             if remaining == 0:
+                if self._resending:  # each re-sent message was acknowledged or is back in the spool
+                    self._spool.confirm()
                 spooled = self._spool.take()
+                self._resending = bool(spooled)
                 if not spooled:
                     return
                 for topic, key, value in spooled:

@@ -1,4 +1,5 @@
-"""The delivery spool of the Kafka bus: order kept, bounded, nothing lost across reopen."""
+"""The delivery spool of the Kafka bus: order kept, bounded, nothing lost across reopen or a
+crash while re-sending."""
 
 import pytest
 
@@ -14,7 +15,22 @@ def test_spool_returns_messages_in_failure_order_once(tmp_path):
     taken = again.take()
     # each message goes back to the topic it failed on (unit status as well as trajectory)
     assert taken == [(f"topic-{i % 3}", f"run-{i % 2}".encode(), bytes([i]) * (i + 1)) for i in range(5)]
+    again.confirm()
     assert again.take() == []
+    assert again.count() == 0
+
+
+def test_taken_records_survive_a_crash_before_they_are_confirmed(tmp_path):
+    spool = Spool(tmp_path)
+    spool.append("t", b"k1", b"v1")
+    assert spool.take() == [("t", b"k1", b"v1")]
+    spool.append("t", b"k2", b"v2")  # failed again meanwhile
+    # the process dies before confirm(): a new one re-sends both, the older first
+    after_crash = Spool(tmp_path)
+    assert after_crash.count() == 2
+    assert after_crash.take() == [("t", b"k1", b"v1"), ("t", b"k2", b"v2")]
+    after_crash.confirm()
+    assert after_crash.take() == [] and after_crash.count() == 0
 
 
 def test_spool_refuses_to_grow_past_its_bound(tmp_path):
