@@ -225,3 +225,50 @@ def test_several_runner_processes_share_one_bus(kafka_run, tmp_path):
     count, unique = run_cli("sql", "SELECT count(), uniqExact(event_id) FROM trajectory_events", "--warehouse",
                             warehouse, home=home, check=True).stdout.split()
     assert int(count) == int(unique) == topic_size(SINGLE, f"{ns}.membench.trajectory")
+
+
+def _group_assignment(group: str) -> dict[str, list[int]]:
+    """member id -> partitions assigned to it, as the broker's group coordinator reports them
+    ({} while the group rebalances and the coordinator does not answer in time)."""
+    from concurrent.futures import TimeoutError as FutureTimeout
+
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": SINGLE})
+    try:
+        description = admin.describe_consumer_groups([group], request_timeout=10)[group].result(timeout=30)
+    except (KafkaException, FutureTimeout):
+        return {}
+    return {m.member_id: sorted(tp.partition for tp in m.assignment.topic_partitions) for m in description.members}
+
+
+def test_two_workers_share_the_partitions_and_derive_the_embedded_tables(kafka_run, tmp_path):
+    """Several workers form one consumer group: a second worker joins while the first processes a
+    run set, the group splits the partitions, and the derived tables are still the embedded ones."""
+    ns = namespace()
+    dsn = f"kafka://{SINGLE}/{ns}"
+    home, group = kafka_run["home"], f"{ns}.membench.processor"
+    workers = [Worker(dsn, home, tmp_path / "worker1.log")]
+    try:
+        # the same pack, agent and grid as the embedded run: the same run set and run ids
+        runner = membench("run", "smoke", "--seeds", "1,2", "--bus", dsn, home=home)
+        wait_for(lambda: topic_size(SINGLE, f"{ns}.membench.trajectory") > 50, 120, "events to flow")
+        workers.append(Worker(dsn, home, tmp_path / "worker2.log"))
+        out, err = runner.communicate(timeout=600)
+        assert runner.returncode == 0, err
+        assert out.strip().splitlines()[-1] == kafka_run["run_set"]
+        wait_for(lambda: len(_group_assignment(group)) == 2, 120, "both workers to be members of the group")
+        _wait_worker(ns)
+        assignment = _group_assignment(group)
+        assert sorted(p for parts in assignment.values() for p in parts) == [0, 1, 2, 3]
+        assert all(assignment.values()), assignment  # each worker owns partitions
+    finally:
+        for worker in workers:
+            worker.stop()
+    warehouse = f"chdb://{tmp_path / 'wh'}"
+    run_cli("sink", "--bus", dsn, "--warehouse", warehouse, "--until-idle", home=home, check=True)
+    rs = kafka_run["run_set"]
+    for template in (SESSION_SQL, RUN_SQL):
+        embedded = _sql(kafka_run, template.format(rs=rs))
+        assert embedded.strip() and embedded == _sql(kafka_run, template.format(rs=rs), warehouse)
