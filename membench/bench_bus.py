@@ -148,7 +148,7 @@ def bench_kafka(bootstrap: str, runs: int, threads: int, sessions: int, turns: i
             time.sleep(8)  # let the worker join its group before the clock starts
             log("producing ...")
             timings = EmitTimings()
-            machine_before, worker_cpu_before = _machine_cpu(), _process_cpu_seconds(worker.pid)
+            machine_before, worker_cpu_before = (time.perf_counter(), _machine_cpu()), _process_cpu_seconds(worker.pid)
             runner_cpu_before = _own_cpu_seconds()
             started = time.perf_counter()
             sink = subprocess.Popen([sys.executable, "-m", "membench", "sink", "--bus", dsn, "--warehouse",
@@ -162,7 +162,7 @@ def bench_kafka(bootstrap: str, runs: int, threads: int, sessions: int, turns: i
             out, _ = sink.communicate(timeout=3600)
             end_to_end_s = time.perf_counter() - started - 3.0  # the sink waits 3 s of quiet before exiting
             worker_cpu = _process_cpu_seconds(worker.pid) - worker_cpu_before
-            machine_busy = _busy_fraction(machine_before, _machine_cpu())
+            machine_busy = _busy_fraction(machine_before, (time.perf_counter(), _machine_cpu()), end_to_end_s)
             stats = json.loads(out.strip().splitlines()[-1])
         finally:
             worker.terminate()
@@ -183,7 +183,7 @@ def bench_kafka(bootstrap: str, runs: int, threads: int, sessions: int, turns: i
         "kafka_consumer_messages_per_s": kafka_floor["messages_per_s"],
         # CPU time per event of each stage: the runner process (emit + librdkafka), the worker
         # (from the clock start, so its start-up is not counted), the sink (its own process_time
-        # while consuming); and how busy the machine's cores were over the end-to-end window
+        # while consuming); and how busy the machine's cores were over the end-to-end time
         "cpu_us_per_event": {"runner": runner_cpu / events * 1e6, "worker": worker_cpu / events * 1e6,
                              "sink": stats["cpu_seconds"] / events * 1e6},
         "machine_busy_fraction": machine_busy,
@@ -220,9 +220,17 @@ def _machine_cpu() -> tuple[int, int]:
     return values[3] + values[4], sum(values)  # idle + iowait
 
 
-def _busy_fraction(before: tuple[int, int], after: tuple[int, int]) -> float:
-    idle, total = after[0] - before[0], after[1] - before[1]
-    return 1 - idle / total if total else 0.0
+def _busy_fraction(before: tuple[float, tuple[int, int]], after: tuple[float, tuple[int, int]],
+                   busy_window_s: float) -> float:
+    """The share of all cores' time that was busy, over the first `busy_window_s` of the sampled
+    window: busy jiffies / all jiffies of that many seconds. The sink's closing quiet (the rest of
+    the window) adds next to nothing busy, so it is left out of the denominator only."""
+    (t0, (idle0, total0)), (t1, (idle1, total1)) = before, after
+    total = total1 - total0
+    if total <= 0 or t1 <= t0:
+        return 0.0
+    busy = total - (idle1 - idle0)
+    return min(1.0, busy / (total * min(1.0, busy_window_s / (t1 - t0))))
 
 
 def _p95(values: list[int]) -> int:
