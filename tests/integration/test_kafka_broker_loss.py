@@ -10,9 +10,8 @@ import subprocess
 import time
 import uuid
 
-from confluent_kafka import Consumer
-
 import pytest
+from confluent_kafka import Consumer
 
 from producers.bus.kafka import KafkaBus
 from producers.emitter import RunEmitter

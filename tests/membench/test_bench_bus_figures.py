@@ -6,7 +6,7 @@ from membench.bench_bus import EmitTimings, _busy_fraction, _p95
 def test_busy_fraction_is_over_the_end_to_end_time_not_the_closing_quiet():
     # 11 s sampled, 1,100 of 2,200 jiffies busy; the end-to-end time is the first 8 s
     assert _busy_fraction((0.0, (0, 0)), (11.0, (1100, 2200)), 8.0) == 1100 / (2200 * 8 / 11)
-    assert _busy_fraction((0.0, (0, 0)), (4.0, (0, 800)), 8.0) == 1.0  # window shorter than the time: all busy
+    assert _busy_fraction((0.0, (0, 0)), (4.0, (0, 800)), 8.0) == 1.0  # every jiffy busy
     assert _busy_fraction((0.0, (5, 5)), (0.0, (5, 5)), 1.0) == 0.0  # nothing sampled
 
 

@@ -1,10 +1,10 @@
 """The emitter: seq without gaps, the hash chain, and datums that are the events' own encoding."""
 
+from producers.emitter import RunEmitter, uuid4_strings
 from schemas.chain import ChainVerifier
 from schemas.codec import encode_datum_reference
 from schemas.events import bounded_text
 from schemas.registry import default_registry
-from producers.emitter import RunEmitter, uuid4_strings
 from tests.processors.test_verdicts import build_run
 
 
