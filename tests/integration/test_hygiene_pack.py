@@ -38,6 +38,15 @@ def _scrub(payload: str) -> str:
     return json.dumps(walk(json.loads(payload)))
 
 
+def _occurs(secret: str, text: str) -> bool:
+    """Whether a secret value occurs in the text. A short all-digit secret (a 4-digit `int`)
+    must stand as a number of its own: inside a longer number (a p-value 0.0703125, a duration)
+    it occurs by chance and carries nothing."""
+    if secret.isdigit() and len(secret) < 8:
+        return re.search(rf"(?<![0-9.]){secret}(?![0-9])", text) is not None
+    return secret in text
+
+
 def test_validate_admits_every_hygiene_trap(cli) -> None:
     proc = cli("validate", "hygiene-v1", "--json", timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -75,7 +84,7 @@ def test_six_condition_run_separates_conditions_and_contains_secrets(cli, home: 
     for name in ("report.json", "report.md"):
         text = (run_dir / name).read_text()
         text = _scrub(text) if name.endswith(".json") else re.sub(r"[0-9a-f]{16,}", "", text)
-        assert not [v for v in every if v in text], name
+        assert not [v for v in every if _occurs(v, text)], name
 
     from membench.settings import load_settings
     from warehouse.client import connect
@@ -92,7 +101,7 @@ def test_six_condition_run_separates_conditions_and_contains_secrets(cli, home: 
     for row in rows:
         trap, condition = row["unit_id"].split("/")[1:3]
         text = _scrub(row["payload"])
-        found = {v for v in every if v in text}
+        found = {v for v in every if _occurs(v, text)}
         leaked = {v for v in found if every[v] != trap}
         assert not leaked, (row["unit_id"], row["kind"], leaked)  # no secret outside its own trap
         if row["kind"] == "Turn" and row["visibility"] == "agent":
