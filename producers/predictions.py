@@ -29,6 +29,7 @@ from typing import Any
 from producers.agents import AgentOutcome, AgentTask
 from producers.emitter import RunEmitter
 from schemas.events import bounded_text
+from schemas.fields import REQUIRED, typed_field
 from schemas.packs import Pack
 
 STATUSES = ("completed", "timeout", "error", "context_overflow")
@@ -51,15 +52,8 @@ class Prediction:
     status: str = "completed"
 
 
-def _get(obj: dict[str, Any], key: str, typ: type, where: str, default: Any = ...) -> Any:
-    if key not in obj or obj[key] is None:
-        if default is ...:
-            raise PredictionError(f"{where}: missing required field '{key}'")
-        return default
-    value = obj[key]
-    if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
-        raise PredictionError(f"{where}: field '{key}' must be {typ.__name__}, got {type(value).__name__}")
-    return value
+def _get(obj: dict[str, Any], key: str, typ: type, where: str, default: Any = REQUIRED) -> Any:
+    return typed_field(obj, key, typ, where, error=PredictionError, default=default)
 
 
 def load_predictions(path: Path, pack: Pack, conditions: list[str] | None = None) -> list[Prediction]:

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from schemas.fields import typed_field
+
 FORMAT = "membench-pack"
 CONSTRUCTS = tuple(f"C{i}" for i in range(1, 11))
 SLOT = re.compile(r"\{\{SLOT:([A-Za-z0-9_]+)\}\}")
@@ -179,13 +181,8 @@ def pack_digest(root: Path) -> str:
 
 
 def _require(obj: dict[str, Any], key: str, typ: type | tuple[type, ...], where: str) -> Any:
-    if key not in obj:
-        raise PackError(f"{where}: missing required field '{key}'")
-    value = obj[key]
-    if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
-        name = typ.__name__ if isinstance(typ, type) else " or ".join(t.__name__ for t in typ)
-        raise PackError(f"{where}: field '{key}' must be {name}, got {type(value).__name__}")
-    return value
+    # a manifest's null is a wrong type, not an absent field
+    return typed_field(obj, key, typ, where, error=PackError, none_is_missing=False)
 
 
 def load_solution(path: Path, seq_id: str = "?") -> Solution:

@@ -37,6 +37,7 @@ import shutil
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from schemas.fields import REQUIRED, typed_field
 from schemas.packs import FORMAT, PackError
 
 CONDITIONS = ("no_memory", "curated_file", "B5")
@@ -60,18 +61,10 @@ def _where(task: dict[str, Any] | None, index: int) -> str:
     return f"tasks[{index}]"
 
 
-def _field(obj: Any, key: str, typ: type | tuple[type, ...], where: str, default: Any = ...) -> Any:
+def _field(obj: Any, key: str, typ: type | tuple[type, ...], where: str, default: Any = REQUIRED) -> Any:
     if not isinstance(obj, dict):
         raise PackError(f"{where}: must be an object")
-    if key not in obj or obj[key] is None:
-        if default is ...:
-            raise PackError(f"{where}: missing required field '{key}'")
-        return default
-    value = obj[key]
-    if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
-        name = typ.__name__ if isinstance(typ, type) else " or ".join(t.__name__ for t in typ)
-        raise PackError(f"{where}: field '{key}' must be {name}, got {type(value).__name__}")
-    return value
+    return typed_field(obj, key, typ, where, error=PackError, default=default)
 
 
 def _strings(obj: dict[str, Any], key: str, where: str) -> list[str]:
