@@ -91,6 +91,7 @@ class _Compiler:
     def __init__(self) -> None:
         self.named: dict[str, Encoder] = {}
         self._slots: dict[str, list[Encoder]] = {}
+        self._memo: dict[int, Encoder] = {}  # id(schema node) -> encoder; the nodes outlive the compiler
 
     def compile(self, schema: Any, namespace: str | None = None) -> Encoder:
         if isinstance(schema, str):
@@ -101,6 +102,13 @@ class _Compiler:
                 raise ValueError(f"unsupported or unknown type {schema!r}")
             slot = self._slots[name]
             return lambda value, out: slot[0](value, out)  # forward reference, resolved later
+        # a node compiled once is not compiled again (record_with_constants walks the record anew)
+        compiled = self._memo.get(id(schema))
+        if compiled is None:
+            compiled = self._memo[id(schema)] = self._compile_node(schema, namespace)
+        return compiled
+
+    def _compile_node(self, schema: Any, namespace: str | None) -> Encoder:
         if isinstance(schema, list):
             return self._union(schema, namespace)
         kind = schema["type"]
