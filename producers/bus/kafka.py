@@ -159,16 +159,12 @@ class KafkaBus:
         self._spool.append(msg.topic(), msg.key() or b"", msg.value() or b"")
 
     def _produce(self, topic: str, key: bytes, value: bytes) -> None:
-        try:
-            self._producer.produce(topic, value, key)
-        except BufferError:  # local queue full: wait for deliveries (backpressure, never drop)
-            while True:
+        while True:
+            try:
+                self._producer.produce(topic, value, key)
+                break
+            except BufferError:  # local queue full: wait for deliveries (backpressure, never drop)
                 self._producer.poll(0.1)
-                try:
-                    self._producer.produce(topic, value, key)
-                    break
-                except BufferError:
-                    continue
         # Serve delivery reports every POLL_EVERY messages, not after each: poll() releases the
         # GIL, and with several runner threads that hand-off dominated the cost of an emit.
         self._unpolled += 1
