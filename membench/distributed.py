@@ -18,7 +18,7 @@ def run_distributed(pack_spec, conditions, seeds, agent, workers, run_set, sandb
                     settings: Settings) -> str:
     from membench.commands.run import default_run_set
     from producers.bus.kafka import KafkaBus, read_unit_status
-    from producers.packs import open_pack
+    from producers.pack_resolver import open_pack
     from producers.runner import RunConfig, code_digest, plan_grid, run_grid, run_id_for
     from sandbox import get_sandbox
 

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from producers.emitter import RunEmitter
 from producers.memory import MemoryContext, count_tokens
 from schemas.events import bounded_text
-from schemas.packs import Solution
+from schemas.pack_format import Solution
 
 
 @dataclass

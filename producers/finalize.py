@@ -30,7 +30,7 @@ import string
 from pathlib import Path
 from typing import Any
 
-from schemas.packs import SECRET, SECRET_CLASSES, SECRET_LIKE, PackError, sequence_texts
+from schemas.pack_format import SECRET, SECRET_CLASSES, SECRET_LIKE, PackError, sequence_texts
 
 GENERATORS = {
     "hex8": lambda: secrets.token_hex(4),

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from schemas.packs import Sequence
+from schemas.pack_format import Sequence
 
 
 def sequence_labels(seq: Sequence) -> list[dict[str, Any]]:

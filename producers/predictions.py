@@ -30,7 +30,7 @@ from producers.agents import AgentOutcome, AgentTask
 from producers.emitter import RunEmitter
 from schemas.events import bounded_text
 from schemas.fields import REQUIRED, typed_field
-from schemas.packs import Pack
+from schemas.pack_format import Pack
 
 STATUSES = ("completed", "timeout", "error", "context_overflow")
 USAGE_FIELDS = ("input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens", "latency_ms")

@@ -25,7 +25,7 @@ from sandbox.base import IsolationUnavailable, Sandbox
 from sandbox.scoring import score_session, score_with_rules
 from sandbox.workspace import snapshot, tree_digest, write_tree
 from schemas.events import bounded_text
-from schemas.packs import Pack, Sequence
+from schemas.pack_format import Pack, Sequence
 
 RUN_NAMESPACE = uuid.UUID("6f1d2a43-5c55-4c1e-9a43-6d656d62656e")
 DEFAULT_READ_BUDGET = 2000

@@ -34,11 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from producers.finalize import finalize_pack, scan_placeholders
-from producers.packs import finalized_copy, resolve_pack_dir
+from producers.pack_resolver import finalized_copy, resolve_pack_dir
 from producers.runner import RunConfig, RunUnit, run_unit
 from sandbox.base import Sandbox
 from sandbox.workspace import snapshot
-from schemas.packs import (
+from schemas.pack_format import (
     CONSTRUCTS,
     NO_SINGLE_EVENT_CONSTRUCTS,
     SECRET_LIKE,

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from sandbox.base import IsolationUnavailable, Sandbox, SandboxSpec
 from sandbox.workspace import TreeDiff, apply_production, diff_trees, snapshot, write_tree
-from schemas.packs import ScoringRules
+from schemas.pack_format import ScoringRules
 
 
 @dataclass

@@ -44,7 +44,7 @@ def machine() -> dict[str, object]:
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 def stats_bench(units: int, seeds: int, n_cells: int, resamples: int, repeats: int, seed: int, as_json: bool) -> None:
     """Time the P1–P6 comparison family with bootstraps, and a pass-fraction report over many cells."""
-    from warehouse.stats.benchmark import bench_family, bench_pass_fractions
+    from membench.bench.stats import bench_family, bench_pass_fractions
 
     click.echo(f"timing the P1-P6 family on {units} units x {seeds} seeds ({repeats} repeats)...", err=True)
     family = bench_family(units=units, seeds=seeds, resamples=resamples, repeats=repeats, seed=seed)
@@ -82,7 +82,7 @@ def stats_bench(units: int, seeds: int, n_cells: int, resamples: int, repeats: i
 def bus_bench(bus_dsn: str, runs: int, threads: int, sessions: int, turns: int, as_json: bool) -> None:
     """Events/s end to end (runner -> Kafka -> one worker -> sink -> warehouse), the producer-side
     emit cost, and the embedded path's figure on the same synthetic runs."""
-    from membench.bench_bus import bench_embedded, bench_emit, bench_kafka
+    from membench.bench.bus import bench_embedded, bench_emit, bench_kafka
     from schemas.topics import topics_from_dsn
 
     log = lambda msg: click.echo(msg, err=True)  # noqa: E731

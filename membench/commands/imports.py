@@ -24,7 +24,7 @@ def remem(source: Path, out_dir: Path, name: str | None) -> None:
     Run it afterwards with e.g. `membench run OUT_DIR --conditions no_memory,curated_file,B5`,
     or score patches produced elsewhere with `membench score OUT_DIR --predictions FILE.jsonl`."""
     from producers.importers.remem import import_remem
-    from schemas.packs import PackError, load_pack
+    from schemas.pack_format import PackError, load_pack
 
     try:
         out = import_remem(source, out_dir, name)

@@ -27,8 +27,8 @@ def finalize(skeleton: str, out: Path, force: bool) -> None:
     Writes OUT/provenance.json (generator hash, format classes, where each secret was placed —
     never a value). Refuses undeclared, unused, cross-trap-shared and leftover placeholders."""
     from producers.finalize import finalize_pack
-    from producers.packs import resolve_pack_dir
-    from schemas.packs import PackError, load_pack
+    from producers.pack_resolver import resolve_pack_dir
+    from schemas.pack_format import PackError, load_pack
 
     try:
         root = resolve_pack_dir(skeleton)
@@ -61,7 +61,7 @@ def validate(pack_spec: str, as_json: bool, workers: int, sandbox_name: str, out
     Exit status 1 when a trap is refused, 2 when the pack itself is malformed."""
     from producers.validate import validate_pack
     from sandbox import get_sandbox
-    from schemas.packs import PackError
+    from schemas.pack_format import PackError
 
     console = Console(stderr=True)
     settings = load_settings()

@@ -19,7 +19,7 @@ from membench.settings import Settings
 @dsn_options
 def report(run_set: str, as_json: bool, settings: Settings) -> None:
     """Rebuild RUN_SET's report.json, report.md and report.html from the warehouse."""
-    from warehouse.report import ReportError, build_report
+    from reports.build import ReportError, build_report
 
     warehouse = open_warehouse(settings, create=False)
     try:

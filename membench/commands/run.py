@@ -36,8 +36,8 @@ def print_table(console: Console, report: dict) -> None:
 
 
 def write_report(settings: Settings, report: dict) -> Path:
-    from warehouse.html import render_html
-    from warehouse.report import render_markdown
+    from reports.html import render_html
+    from reports.build import render_markdown
 
     out = settings.runs_dir / report["run_set"]
     out.mkdir(parents=True, exist_ok=True)
@@ -62,8 +62,8 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
     """Run PACK (a built-in pack name or a pack directory) under memory conditions and seeds."""
     from producers.agents import make_agent
     from producers.memory import MEMORY_SYSTEMS
-    from producers.packs import open_pack, resolve_pack_dir
-    from schemas.packs import PackError, load_pack
+    from producers.pack_resolver import open_pack, resolve_pack_dir
+    from schemas.pack_format import PackError, load_pack
 
     condition_list = parse_list(conditions, "--conditions")
     for condition in condition_list:
@@ -101,7 +101,7 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
     from producers.runner import run_grid
     from sandbox import get_sandbox
     from warehouse import queries
-    from warehouse.report import build_report
+    from reports.build import build_report
 
     console = Console(stderr=True)
     run_set = config.run_set

@@ -30,9 +30,9 @@ def score(pack: str, predictions_path: Path, agent_name: str | None, run_set: st
           sandbox_name: str, read_budget: int, settings: Settings) -> None:
     """Score the given patches of PACK's tasks (a pack name or directory) under their conditions."""
     from producers.memory import MEMORY_SYSTEMS
-    from producers.packs import open_pack, resolve_pack_dir
+    from producers.pack_resolver import open_pack, resolve_pack_dir
     from producers.predictions import PredictionError, load_predictions
-    from schemas.packs import PackError, load_pack
+    from schemas.pack_format import PackError, load_pack
 
     if settings.bus.startswith("kafka://"):
         raise UsageError("--bus: scoring predictions runs on the embedded bus only (file://)")

@@ -7,10 +7,10 @@ import json
 import click
 
 from membench.errors import UsageError
-from warehouse.stats.ccpf import EvaluatorManifest, ccpf as compute_ccpf
-from warehouse.stats.compare import compare_family
-from warehouse.stats.export import family_json
-from warehouse.stats.loaders import InputError, load_cases_csv, load_cells_csv, load_manifest
+from analytics.ccpf import EvaluatorManifest, ccpf as compute_ccpf
+from analytics.compare import compare_family
+from analytics.export import family_json
+from analytics.loaders import InputError, load_cases_csv, load_cells_csv, load_manifest
 
 
 @click.group("stats")

@@ -38,7 +38,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from schemas.fields import REQUIRED, typed_field
-from schemas.packs import FORMAT, PackError
+from schemas.pack_format import FORMAT, PackError
 
 CONDITIONS = ("no_memory", "curated_file", "B5")
 CATEGORY_CONSTRUCT = {

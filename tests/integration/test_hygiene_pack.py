@@ -14,7 +14,7 @@ import pytest
 
 from producers.finalize import finalize_pack
 from sandbox.bwrap import BwrapSandbox
-from schemas.packs import pack_digest
+from schemas.pack_format import pack_digest
 from tests.producers.hygiene_helpers import FIXTURES, subset_pack
 
 pytestmark = [pytest.mark.integration,

@@ -1,6 +1,6 @@
 """The figures `membench bench bus` derives from raw counters."""
 
-from membench.bench_bus import EmitTimings, _busy_fraction, _p95
+from membench.bench.bus import EmitTimings, _busy_fraction, _p95
 
 
 def test_busy_fraction_is_over_the_end_to_end_time_not_the_closing_quiet():

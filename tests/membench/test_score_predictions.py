@@ -8,7 +8,7 @@ import pytest
 
 from producers.importers.remem import import_remem
 from producers.predictions import PredictionError, apply_patch, load_predictions
-from schemas.packs import load_pack
+from schemas.pack_format import load_pack
 from tests.producers.test_remem_import import LATER
 
 

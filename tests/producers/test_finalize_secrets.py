@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from producers.finalize import finalize_pack, scan_placeholders
-from schemas.packs import PackError, load_pack
+from schemas.pack_format import PackError, load_pack
 from tests.producers.hygiene_helpers import FIXTURES, edit_manifest
 
 

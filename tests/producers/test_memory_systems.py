@@ -197,7 +197,7 @@ def test_memory_literal_agent_fills_slots_in_presentation_order(tmp_path: Path) 
     memories in the order the memory system presents them — and otherwise writes the default."""
     from producers.agents import AgentTask, MemoryLiteralAgent
     from producers.memory import MemoryContext, MemoryItem
-    from schemas.packs import Slot, Solution
+    from schemas.pack_format import Slot, Solution
 
     class Emitter:
         session_index = 3

@@ -10,7 +10,7 @@ import pytest
 
 from producers.importers.remem import import_remem
 from producers.labels import sequence_labels
-from schemas.packs import PackError, load_pack
+from schemas.pack_format import PackError, load_pack
 from tests.conftest import SHARED
 
 SAMPLE = SHARED / "external" / "remem-coding-bench" / "tasks-v1-5tasks.json"

@@ -75,7 +75,7 @@ def test_packs_without_injected_secrets_are_refused(tmp_path: Path, home: Path) 
     from producers.finalize import finalize_pack
     from producers.validate import static_gates
     from sandbox.workspace import snapshot
-    from schemas.packs import load_pack
+    from schemas.pack_format import load_pack
 
     finalize_pack(FIXTURES / "smoke", tmp_path / "final")
     (tmp_path / "final" / "provenance.json").unlink()  # hand-written literals: nothing proves injection
@@ -87,7 +87,7 @@ def test_packs_without_injected_secrets_are_refused(tmp_path: Path, home: Path) 
 @pytest.mark.skipif(not _bwrap_ok(), reason="bubblewrap cannot create namespaces here")
 def test_skill_bank_digest_recorded_in_run_started(tmp_path: Path, home: Path) -> None:
     from producers.memory_systems.skill_bank import verify_bank
-    from producers.packs import open_pack
+    from producers.pack_resolver import open_pack
     from producers.runner import RunConfig, RunUnit, run_unit
     from tests.producers.hygiene_helpers import subset_pack
 

@@ -23,7 +23,7 @@ import fastavro
 import pytest
 
 from producers.bus.file import FileBus
-from producers.packs import open_pack
+from producers.pack_resolver import open_pack
 from producers.runner import RunConfig, RunUnit, run_unit
 
 pytestmark = pytest.mark.integration

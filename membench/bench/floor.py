@@ -54,7 +54,7 @@ def faust_noop_rate(dsn: str, messages: int, timeout_s: float = 600.0) -> dict:
     """Runs the no-op agent in its own process (faust owns the process's event loop and signals)."""
     with tempfile.TemporaryDirectory(prefix="membench-floor-") as tmp:
         out = Path(tmp) / "floor.json"
-        proc = subprocess.Popen([sys.executable, "-m", "membench.bench_floor", dsn, str(messages), str(out),
+        proc = subprocess.Popen([sys.executable, "-m", "membench.bench.floor", dsn, str(messages), str(out),
                                  "worker"],
                                 stdout=subprocess.DEVNULL, stderr=open(Path(tmp) / "floor.log", "w"))
         deadline = time.monotonic() + timeout_s

@@ -1,6 +1,6 @@
 """A report as one self-contained HTML page: inline CSS and inline SVG plots, no scripts, no fetches.
 
-`render_html(report)` takes the `report.json` dict (warehouse/report.py and its sections) and draws:
+`render_html(report)` takes the `report.json` dict (reports/build.py and its sections) and draws:
 
 - the ladder: pass rate per condition with its 95% trap-cluster bootstrap CI (`ladder`, else
   `conditions`);

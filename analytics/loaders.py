@@ -1,6 +1,6 @@
 """Reading statistics inputs from files: cells CSV, case-outcome CSV, evaluator manifests.
 
-The only module of ``warehouse.stats`` that does I/O. Every problem raises :class:`InputError`,
+The only module of ``analytics`` that does I/O. Every problem raises :class:`InputError`,
 which names the file, the 1-based data row and its physical line number, and the column (or the
 JSON field of a manifest).
 

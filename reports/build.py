@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from warehouse import queries
-from warehouse.stats.bootstrap import trap_cluster_bootstrap_ci
+from analytics.bootstrap import trap_cluster_bootstrap_ci
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20260101
@@ -40,7 +40,7 @@ SECTIONS: list[ReportSection] = []
 
 
 # Modules that register sections when imported (a module not built yet is skipped).
-SECTION_MODULES = ["warehouse.report_failures", "warehouse.report_hygiene", "warehouse.report_comparisons"]
+SECTION_MODULES = ["reports.failures", "reports.hygiene", "reports.comparisons"]
 
 
 def register_section(section: ReportSection) -> ReportSection:

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from warehouse.stats.exact import exact_mcnemar
-from warehouse.stats.holm import holm
+from analytics.exact import exact_mcnemar
+from analytics.holm import holm
 
 
 def test_table_13_family_a_keeps_unavailable_slots():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from warehouse.stats.cells import Cell, pair_cells
-from warehouse.stats.gates import b0_headroom, comparison_gates, exclusion_gates, paired_units_gate
+from analytics.cells import Cell, pair_cells
+from analytics.gates import b0_headroom, comparison_gates, exclusion_gates, paired_units_gate
 
 # Table 10 / Table 8: B0 passes per construct, (passes, cells). C1, C4, C8 are filled so the
 # overall B0 total is the published 21/180 (C9 12/12 and C10 6/6 carry 18 of the 21 passes).

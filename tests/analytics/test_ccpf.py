@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from warehouse.stats.ccpf import CaseOutcome, EvaluatorManifest, ManifestCase, UnknownCaseError, ccpf
-from warehouse.stats.loaders import load_manifest
+from analytics.ccpf import CaseOutcome, EvaluatorManifest, ManifestCase, UnknownCaseError, ccpf
+from analytics.loaders import load_manifest
 
 SHARED = Path(__file__).parents[2] / ".." / "shared"
 ENGRAM = SHARED / "external" / "engrambench"

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binomtest
 
-from warehouse.stats.exact import (
+from analytics.exact import (
     binomial_half_cdf,
     exact_mcnemar,
     sign_flip_test,

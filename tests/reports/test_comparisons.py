@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from membench.commands.stats import stats
-from warehouse.report_comparisons import baseline_of, comparisons_section, resources_from_rows
-from warehouse.stats.cells import Cell
-from warehouse.stats.compare import compare_family
-from warehouse.stats.holm import holm
+from reports.comparisons import baseline_of, comparisons_section, resources_from_rows
+from analytics.cells import Cell
+from analytics.compare import compare_family
+from analytics.holm import holm
 
 TASKS = [f"t{i}" for i in range(6)]
 SEEDS = [1, 2, 3]
@@ -125,7 +125,7 @@ def test_construct_from_run_started_when_rows_lack_it():
             return []
 
     rows = [{k: v for k, v in r.items() if k != "construct"} for r in make_rows()]
-    from warehouse.report_comparisons import _constructs
+    from reports.comparisons import _constructs
 
     assert set(_constructs(Warehouse(), "rs", rows).values()) == {"C7"}
 

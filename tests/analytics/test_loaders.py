@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from warehouse.stats.ccpf import EvaluatorManifest, ManifestCase
-from warehouse.stats.cells import Cell
-from warehouse.stats.loaders import InputError, load_cases_csv, load_cells_csv, load_manifest
+from analytics.ccpf import EvaluatorManifest, ManifestCase
+from analytics.cells import Cell
+from analytics.loaders import InputError, load_cases_csv, load_cells_csv, load_manifest
 
 
 def write(tmp_path, name, text):

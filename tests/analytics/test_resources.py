@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from warehouse.stats.resources import ResourceUsage, cost_per_success, relative_reduction, resource_reductions
+from analytics.resources import ResourceUsage, cost_per_success, relative_reduction, resource_reductions
 
 
 def split(total: int | float, parts: int = 12) -> list:

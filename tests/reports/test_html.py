@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from warehouse.html import render_html
+from reports.html import render_html
 
 CONDITIONS = ("B0", "B5", "<b>evil&co</b>")
 

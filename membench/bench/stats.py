@@ -23,10 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
-from .bootstrap import pass_fractions
-from .cells import Cell, pair_cells
-from .compare import compare_family
-from .gates import b0_headroom, comparison_gates
+from analytics.bootstrap import pass_fractions
+from analytics.cells import Cell, pair_cells
+from analytics.compare import compare_family
+from analytics.gates import b0_headroom, comparison_gates
 
 #: DreamBench-SWE Table 19, the frozen v2 primary S3 comparison family.
 P_FAMILY: tuple[tuple[str, str, str], ...] = (

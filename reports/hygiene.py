@@ -33,11 +33,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from warehouse.report import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, condition_order, register_markdown_section,
+from reports.build import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, condition_order, register_markdown_section,
                               register_section)
-from warehouse.stats.bootstrap import trap_cluster_bootstrap_ci
-from warehouse.stats.cells import Cell, pair_cells
-from warehouse.stats.gates import b0_headroom, exclusion_gates, paired_units_gate
+from analytics.bootstrap import trap_cluster_bootstrap_ci
+from analytics.cells import Cell, pair_cells
+from analytics.gates import b0_headroom, exclusion_gates, paired_units_gate
 
 BASELINE = "B0"
 PREFERRED_HEADROOM = 0.40
@@ -73,7 +73,7 @@ def _unit_facts(warehouse: Any, run_set: str) -> tuple[dict[str, str | None], di
 
 def _labels_from_packs(digests: set[str]) -> dict[str, dict[str, str]]:
     """digest -> {seq_id: construct}, for packs found under MEMBENCH_HOME/packs or the fixtures."""
-    from schemas.packs import pack_digest
+    from schemas.pack_format import pack_digest
 
     roots = [Path(os.environ.get("MEMBENCH_HOME", ".membench")) / "packs",
              Path(__file__).resolve().parent.parent / "fixtures"]

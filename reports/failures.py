@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from warehouse.report import register_section
+from reports.build import register_section
 
 
 def _by_run(rows: list[dict[str, Any]], runs: dict[str, str]) -> list[dict[str, Any]]:

@@ -29,11 +29,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from warehouse.report import condition_order, register_section
-from warehouse.stats.cells import Cell, dedup_cells
-from warehouse.stats.compare import compare_family
-from warehouse.stats.export import family_json
-from warehouse.stats.resources import ResourceUsage, cost_per_success, resource_reductions, resource_totals
+from reports.build import condition_order, register_section
+from analytics.cells import Cell, dedup_cells
+from analytics.compare import compare_family
+from analytics.export import family_json
+from analytics.resources import ResourceUsage, cost_per_success, resource_reductions, resource_totals
 
 BASELINES = ("B0", "no_memory")
 ALPHA = 0.05
@@ -58,7 +58,7 @@ def _constructs(warehouse: Any, run_set: str, runs: list[dict[str, Any]]) -> dic
     if all(r.get("construct") for r in runs):
         return {r["run_id"]: r["construct"] for r in runs}
     try:
-        from warehouse.report_hygiene import _unit_facts
+        from reports.hygiene import _unit_facts
     except ImportError:
         return {r["run_id"]: r.get("construct") for r in runs}
     constructs, _ = _unit_facts(warehouse, run_set)

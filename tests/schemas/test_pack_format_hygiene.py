@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from producers.finalize import finalize_pack
-from schemas.packs import NO_SINGLE_EVENT_CONSTRUCTS, PackError, load_pack
+from schemas.pack_format import NO_SINGLE_EVENT_CONSTRUCTS, PackError, load_pack
 from tests.producers.hygiene_helpers import FIXTURES, edit_manifest
 
 HYGIENE = FIXTURES / "hygiene-v1"

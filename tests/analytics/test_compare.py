@@ -6,8 +6,8 @@ from fractions import Fraction
 
 import pytest
 
-from warehouse.stats.cells import Cell, DuplicateCellError, UnknownConditionError, count_cells, dedup_cells, pair_cells
-from warehouse.stats.compare import compare_conditions, compare_family, majority_collapse
+from analytics.cells import Cell, DuplicateCellError, UnknownConditionError, count_cells, dedup_cells, pair_cells
+from analytics.compare import compare_conditions, compare_family, majority_collapse
 
 
 def trap_cells(traps: list[tuple[int, int]], both_pass: int, a: str, b: str, *, units: int = 60,

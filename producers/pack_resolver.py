@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 
 from producers.finalize import finalize_pack
-from schemas.packs import Pack, PackError, has_placeholders, load_pack, pack_digest
+from schemas.pack_format import Pack, PackError, has_placeholders, load_pack, pack_digest
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "fixtures"
 
