@@ -1,42 +1,39 @@
-"""The `membench` command line. Each command group lives in `membench/commands/`."""
+"""The `membench` command line. Each command group lives in `membench/commands/`; every command is
+imported and registered explicitly here, so a renamed or broken command module fails at start-up."""
 
 from __future__ import annotations
 
-import importlib
+import os
 
 import click
 
-# (module, attribute) of every command; a module owns one job of the CLI.
-_COMMANDS = [
-    ("membench.commands.run", "run"),
-    ("membench.commands.report", "report"),
-    ("membench.commands.sql", "sql"),
-    ("membench.commands.replay", "replay"),
-    ("membench.commands.stats", "stats"),
-    ("membench.commands.doctor", "doctor"),
-    ("membench.commands.bench", "bench"),
-    ("membench.commands.kafka", "process"),
-    ("membench.commands.kafka", "sink"),
-    ("membench.commands.pack", "pack"),
-    ("membench.commands.pack", "validate"),
-    ("membench.commands.imports", "import_"),
-    ("membench.commands.score", "score"),
-]
+from membench.commands.bench import bench
+from membench.commands.doctor import doctor
+from membench.commands.imports import import_
+from membench.commands.kafka import process, sink
+from membench.commands.pack import pack, validate
+from membench.commands.replay import replay
+from membench.commands.report import report
+from membench.commands.run import run
+from membench.commands.score import score
+from membench.commands.sql import sql
+from membench.commands.stats import stats
+from membench.errors import UsageError
+
+COMMANDS = (run, report, sql, replay, stats, doctor, bench, process, sink, pack, validate, import_, score)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="membench")
 def main() -> None:
     """membench: measure whether a coding agent's memory helps or hurts it across sessions."""
+    from producers.memory_systems.registry import register_adapters_from_env
+
+    try:  # external memory systems named in the environment become conditions of this invocation
+        register_adapters_from_env(os.environ)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
-for _module, _attr in _COMMANDS:
-    try:
-        _mod = importlib.import_module(_module)
-    except ModuleNotFoundError as exc:  # a command group not built yet
-        if exc.name != _module:
-            raise
-        continue
-    _cmd = getattr(_mod, _attr, None)
-    if _cmd is not None:
-        main.add_command(_cmd)
+for _command in COMMANDS:
+    main.add_command(_command)

@@ -16,11 +16,10 @@ from schemas.events import Event
 
 def run_distributed(pack_spec, conditions, seeds, agent, workers, run_set, sandbox_name, read_budget,
                     settings: Settings) -> str:
-    from membench.commands.run import default_run_set
     from producers.bus.kafka import KafkaBus, read_unit_status
     from producers.pack_resolver import open_pack
-    from producers.runner import RunConfig, code_digest, plan_grid, run_grid, run_id_for
-    from sandbox import get_sandbox
+    from producers.runner import RunConfig, code_digest, default_run_set, plan_grid, run_grid, run_id_for
+    from sandbox.registry import get_sandbox
 
     console = Console(stderr=True)
     pack = open_pack(pack_spec, settings.home)

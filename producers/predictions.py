@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from producers.agents import AgentOutcome, AgentTask
+from producers.agents.base import AgentOutcome, AgentTask
 from producers.emitter import RunEmitter
 from schemas.events import bounded_text
 from schemas.fields import REQUIRED, typed_field

@@ -9,6 +9,8 @@ write. Every step is an event.
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 import tempfile
 import traceback
 import uuid
@@ -17,10 +19,12 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from producers.agents import AgentOutcome, AgentTask, make_agent
+from producers.agents.base import AgentOutcome, AgentTask
+from producers.agents.registry import make_agent
 from producers.emitter import Listener, RunEmitter
 from producers.labels import sequence_labels
-from producers.memory import MemorySetup, Namespace, make_memory
+from producers.memory_systems.base import MemorySetup, Namespace
+from producers.memory_systems.registry import make_memory
 from sandbox.base import IsolationUnavailable, Sandbox
 from sandbox.scoring import score_session, score_with_rules
 from sandbox.workspace import snapshot, tree_digest, write_tree
@@ -54,6 +58,14 @@ class RunConfig:
 
 def plan_grid(pack: Pack, conditions: list[str], seeds: list[int]) -> list[RunUnit]:
     return [RunUnit(pack.name, seq.seq_id, c, s) for seq in pack.sequences for c in conditions for s in seeds]
+
+
+def default_run_set(pack_name: str, pack_digest: str, agent: str, conditions: list[str], seeds: list[int]) -> str:
+    """The run-set id of a grid when the user names none: the same pack, agent and grid get the same id,
+    which is what makes `membench run` resumable."""
+    key = json.dumps([pack_digest, agent, sorted(conditions), sorted(seeds)])
+    short_agent = re.sub(r"[^a-z0-9]+", "-", agent.split(":")[-1].lower()).strip("-")
+    return f"{pack_name}-{short_agent}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
 
 
 def run_id_for(run_set: str, unit: RunUnit, attempt: int) -> str:

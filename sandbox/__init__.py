@@ -2,6 +2,6 @@
 isolate, callers get `IsolationUnavailable` and record `isolation_unavailable`; nothing runs
 unjailed."""
 
-from sandbox.base import IsolationUnavailable, Sandbox, SandboxResult, SandboxSpec, get_sandbox
+from sandbox.base import IsolationUnavailable, Sandbox, SandboxResult, SandboxSpec
 
-__all__ = ["IsolationUnavailable", "Sandbox", "SandboxResult", "SandboxSpec", "get_sandbox"]
+__all__ = ["IsolationUnavailable", "Sandbox", "SandboxResult", "SandboxSpec"]

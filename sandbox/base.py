@@ -57,37 +57,6 @@ class Sandbox(Protocol):
         """Run argv inside the sandbox; raises IsolationUnavailable rather than run unjailed."""
 
 
-BACKENDS = ("bwrap", "docker")
-
-
-def get_sandbox(name: str) -> Sandbox:
-    if name == "bwrap":
-        from sandbox.bwrap import BwrapSandbox
-
-        return BwrapSandbox()
-    if name == "docker":
-        try:
-            from sandbox.docker_backend import DockerSandbox
-        except ModuleNotFoundError as exc:
-            raise IsolationUnavailable(f"the docker sandbox backend is not available in this build: {exc}") from exc
-        return DockerSandbox()
-    raise ValueError(f"unknown sandbox backend {name!r} (expected bwrap or docker)")
-
-
-def check_backends() -> dict[str, dict[str, object]]:
-    """{backend: {"ok": bool, "reason": str}} for every backend, as `membench doctor` reports it."""
-    out: dict[str, dict[str, object]] = {}
-    for name in BACKENDS:
-        try:
-            ok, reason = get_sandbox(name).check()
-        except IsolationUnavailable as exc:
-            ok, reason = False, str(exc)
-        except Exception as exc:  # a broken backend is reported, not raised
-            ok, reason = False, f"{type(exc).__name__}: {exc}"
-        out[name] = {"ok": bool(ok), "reason": reason}
-    return out
-
-
 def chown_tree(root: Path, uid: int, gid: int) -> None:
     """Give a host directory tree to the sandbox's user (so an unprivileged jail can write it)."""
     root = Path(root)

@@ -16,7 +16,7 @@ def doctor(as_json: bool) -> None:
 
     Exits 0 when at least one backend works; a run on a backend that does not work records every
     unit as isolation_unavailable (excluded), never as an unjailed run."""
-    from sandbox.base import check_backends
+    from sandbox.registry import check_backends
 
     backends = check_backends()
     if as_json:

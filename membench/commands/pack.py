@@ -60,7 +60,7 @@ def validate(pack_spec: str, as_json: bool, workers: int, sandbox_name: str, out
 
     Exit status 1 when a trap is refused, 2 when the pack itself is malformed."""
     from producers.validate import validate_pack
-    from sandbox import get_sandbox
+    from sandbox.registry import get_sandbox
     from schemas.pack_format import PackError
 
     console = Console(stderr=True)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from pathlib import Path
 
 import click
@@ -15,12 +13,6 @@ from rich.table import Table
 from membench.commands.common import dsn_options, open_warehouse, parse_list, parse_seeds
 from membench.errors import UsageError
 from membench.settings import Settings
-
-
-def default_run_set(pack_name: str, pack_digest: str, agent: str, conditions: list[str], seeds: list[int]) -> str:
-    key = json.dumps([pack_digest, agent, sorted(conditions), sorted(seeds)])
-    short_agent = re.sub(r"[^a-z0-9]+", "-", agent.split(":")[-1].lower()).strip("-")
-    return f"{pack_name}-{short_agent}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
 
 
 def print_table(console: Console, report: dict) -> None:
@@ -60,8 +52,8 @@ def write_report(settings: Settings, report: dict) -> Path:
 def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_set: str | None,
         sandbox_name: str, read_budget: int, settings: Settings) -> None:
     """Run PACK (a built-in pack name or a pack directory) under memory conditions and seeds."""
-    from producers.agents import make_agent
-    from producers.memory import MEMORY_SYSTEMS
+    from producers.agents.registry import make_agent
+    from producers.memory_systems.registry import MEMORY_SYSTEMS
     from producers.pack_resolver import open_pack, resolve_pack_dir
     from schemas.pack_format import PackError, load_pack
 
@@ -84,8 +76,9 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
         run_distributed(pack, condition_list, seed_list, agent, workers, run_set, sandbox_name, read_budget, settings)
         return
     loaded = open_pack(pack, settings.home)
+    from producers.runner import RunConfig, code_digest, default_run_set, plan_grid
+
     run_set = run_set or default_run_set(loaded.name, loaded.digest, agent, condition_list, seed_list)
-    from producers.runner import RunConfig, code_digest, plan_grid
 
     config = RunConfig(run_set, agent, read_budget=read_budget, code_digest=code_digest())
     run_embedded(loaded, plan_grid(loaded, condition_list, seed_list), config, sandbox_name, settings, workers)
@@ -99,7 +92,7 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
     from membench.embedded import EmbeddedPipeline
     from producers.bus.base import run_set_log_path
     from producers.runner import run_grid
-    from sandbox import get_sandbox
+    from sandbox.registry import get_sandbox
     from warehouse import queries
     from reports.build import build_report
 

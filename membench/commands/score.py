@@ -29,7 +29,7 @@ from membench.settings import Settings
 def score(pack: str, predictions_path: Path, agent_name: str | None, run_set: str | None, workers: int,
           sandbox_name: str, read_budget: int, settings: Settings) -> None:
     """Score the given patches of PACK's tasks (a pack name or directory) under their conditions."""
-    from producers.memory import MEMORY_SYSTEMS
+    from producers.memory_systems.registry import MEMORY_SYSTEMS
     from producers.pack_resolver import open_pack, resolve_pack_dir
     from producers.predictions import PredictionError, load_predictions
     from schemas.pack_format import PackError, load_pack

@@ -1,5 +1,5 @@
 """Event buses. A bus takes sealed events (with their Avro datum) in per-run order."""
 
-from producers.bus.base import Bus, open_bus
+from producers.bus.base import Bus
 
-__all__ = ["Bus", "open_bus"]
+__all__ = ["Bus"]

@@ -1,4 +1,5 @@
-"""The bus interface and DSN dispatch (`file://DIR` embedded, `kafka://HOST:PORT` distributed)."""
+"""The bus interface. Implementations: `producers.bus.file.FileBus` (embedded, `file://DIR`) and
+`producers.bus.kafka.KafkaBus` (distributed, `kafka://HOST:PORT`)."""
 
 from __future__ import annotations
 
@@ -24,17 +25,3 @@ class BusError(RuntimeError):
 
 def run_set_log_path(runs_dir: Path, run_set: str) -> Path:
     return runs_dir / run_set / "events.avro"
-
-
-def open_bus(dsn: str, run_set: str, runs_dir: Path) -> Bus:
-    if dsn.startswith("file://"):
-        from producers.bus.file import FileBus
-
-        return FileBus(run_set_log_path(Path(dsn[len("file://"):]), run_set))
-    if dsn.startswith("kafka://"):
-        try:
-            from producers.bus.kafka import KafkaBus
-        except ModuleNotFoundError as exc:  # pragma: no cover - until the Kafka backend lands
-            raise BusError("the kafka bus backend is not available in this build") from exc
-        return KafkaBus(dsn, run_set=run_set, spool_dir=runs_dir / run_set / "spool")
-    raise BusError(f"unknown bus DSN {dsn!r}: expected file://DIR or kafka://HOST:PORT")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from producers.memory import MemoryContext, MemoryItem, MemorySetup, Namespace
+from producers.memory_systems.base import MemoryContext, MemoryItem, MemorySetup, Namespace
 from producers.memory_systems.text import clip_to_tokens
 from schemas.events import Event
 

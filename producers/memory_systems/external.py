@@ -24,7 +24,7 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from producers.memory import MemoryContext, MemoryItem, Namespace
+from producers.memory_systems.base import MemoryContext, MemoryItem, Namespace
 from producers.memory_systems.text import pieces
 from schemas.events import Event
 

@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from producers.memory import MemoryContext, MemoryItem, MemorySetup, Namespace
+from producers.memory_systems.base import MemoryContext, MemoryItem, MemorySetup, Namespace
 from producers.memory_systems.text import tfidf_scores
 from schemas.events import Event
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from producers.memory import MemoryContext, MemoryItem, Namespace, admit_newest
+from producers.memory_systems.base import MemoryContext, MemoryItem, Namespace, admit_newest
 from producers.memory_systems.text import first_sentence, pieces
 from schemas.events import Event
 

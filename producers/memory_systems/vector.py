@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from producers.memory import MemoryContext, MemoryItem, Namespace
+from producers.memory_systems.base import MemoryContext, MemoryItem, Namespace
 from producers.memory_systems.text import pieces, tfidf_scores
 from schemas.events import Event
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from producers.memory import MEMORY_SYSTEMS, MemorySetup, Namespace, make_memory, register_external
+from producers.memory_systems.base import MemorySetup, Namespace
+from producers.memory_systems.registry import MEMORY_SYSTEMS, make_memory, register_external
 from producers.memory_systems.skill_bank import SkillBankError, verify_bank, write_manifest
 from schemas.events import Event, bounded_text
 
@@ -195,8 +196,9 @@ def test_external_http_adapter(tmp_path: Path) -> None:
 def test_memory_literal_agent_fills_slots_in_presentation_order(tmp_path: Path) -> None:
     """scripted:memory-literal fills a slot only from its context — the instruction, then the
     memories in the order the memory system presents them — and otherwise writes the default."""
-    from producers.agents import AgentTask, MemoryLiteralAgent
-    from producers.memory import MemoryContext, MemoryItem
+    from producers.agents.base import AgentTask
+    from producers.agents.scripted import MemoryLiteralAgent
+    from producers.memory_systems.base import MemoryContext, MemoryItem
     from schemas.pack_format import Slot, Solution
 
     class Emitter:

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from sandbox import get_sandbox
+from sandbox.registry import get_sandbox
 from sandbox.docker_backend import DEFAULT_HOST
 
 

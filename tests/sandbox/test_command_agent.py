@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from producers.agents import AgentTask
-from producers.command_agent import MAX_EVENTS, CommandAgent
+from producers.agents.base import AgentTask
+from producers.agents.command import MAX_EVENTS, CommandAgent
 from producers.emitter import RunEmitter
-from producers.memory import MemoryContext, MemoryItem
+from producers.memory_systems.base import MemoryContext, MemoryItem
 from sandbox import SandboxResult
 
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from producers.agents import AgentTask, make_agent
-from producers.command_agent import CommandAgent
-from producers.memory import MemoryContext
+from producers.agents.base import AgentTask
+from producers.agents.registry import make_agent
+from producers.agents.command import CommandAgent
+from producers.memory_systems.base import MemoryContext
 from sandbox import IsolationUnavailable, SandboxSpec
 from sandbox.bwrap import BwrapSandbox
 from sandbox.docker_backend import DockerSandbox

@@ -1,4 +1,4 @@
-"""Agents behind one protocol (DESIGN.md §5). The scripted agents are deterministic references,
+"""The scripted reference agents (DESIGN.md §5): deterministic, no model,
 labelled `scripted:*` in every report:
 
 - `scripted:null` changes nothing;
@@ -17,36 +17,12 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
 
+from producers.agents.base import AgentOutcome, AgentTask
 from producers.emitter import RunEmitter
-from producers.memory import MemoryContext, count_tokens
+from producers.memory_systems.base import count_tokens
 from schemas.events import bounded_text
-from schemas.pack_format import Solution
-
-
-@dataclass
-class AgentTask:
-    instruction: str
-    workspace: Path
-    memory: MemoryContext
-    solution: Solution  # harness-only: scripted agents use it, program agents never see it
-    sandbox: Any = None  # the run's sandbox (sandbox.base.Sandbox); program agents run only inside it
-
-
-@dataclass
-class AgentOutcome:
-    status: str = "completed"  # completed / timeout / error
-    cited_ids: list[str] = field(default_factory=list)
-
-
-class Agent(Protocol):
-    name: str
-    kind: str
-
-    def act(self, task: AgentTask, emitter: RunEmitter) -> AgentOutcome: ...
 
 
 def _write_files(files: dict[str, str], workspace: Path, emitter: RunEmitter) -> None:
@@ -121,17 +97,3 @@ class MemoryLiteralAgent:
         if cited:
             emitter.emit("MemoryCitation", {"memory_ids": cited})
         return AgentOutcome(cited_ids=cited)
-
-
-AGENTS: dict[str, type] = {a.name: a for a in (NullAgent, RefsolAgent, MemoryLiteralAgent)}
-
-
-def make_agent(spec: str) -> Agent:
-    if spec.startswith("command:"):  # a program run in the sandbox (producers/command_agent.py)
-        from producers.command_agent import CommandAgent
-
-        return CommandAgent.from_spec(spec)
-    try:
-        return AGENTS[spec]()
-    except KeyError:
-        raise ValueError(f"unknown agent '{spec}' (known: {', '.join(sorted(AGENTS))})") from None

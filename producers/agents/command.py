@@ -52,9 +52,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from producers.agents import AgentOutcome, AgentTask
+from producers.agents.base import AgentOutcome, AgentTask
 from producers.emitter import RunEmitter
-from producers.memory import count_tokens
+from producers.memory_systems.base import count_tokens
 from sandbox.base import IsolationUnavailable, SandboxSpec
 from schemas.events import bounded_text
 

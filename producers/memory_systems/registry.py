@@ -1,0 +1,66 @@
+"""Memory systems by condition name (`--conditions`), and the registration of external adapters.
+
+The built-in systems are listed here. External systems (a command or an HTTP endpoint speaking the
+protocol of `producers.memory_systems.external`) are added by an explicit call: `register_external`
+for one, `register_adapters_from_env` for those named in MEMBENCH_MEMORY_ADAPTERS (the CLI calls it
+once at start-up).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from producers.memory_systems.base import MemorySetup, MemorySystem, Namespace
+from producers.memory_systems.curated import CuratedFileMemory
+from producers.memory_systems.episodic import RawEpisodicMemory
+from producers.memory_systems.external import adapters_from_env, external_factory
+from producers.memory_systems.skill_bank import SkillBankMemory
+from producers.memory_systems.summaries import SessionSummaryMemory
+from producers.memory_systems.vector import TokenVectorMemory
+from producers.memory_systems.verbatim import NoMemory, VerbatimEventMemory
+
+MEMORY_SYSTEMS: dict[str, type] = {
+    "B0": NoMemory,
+    "B1": RawEpisodicMemory,
+    "B2": TokenVectorMemory,
+    "B4": SessionSummaryMemory,
+    "B5": VerbatimEventMemory,
+    "curated_file": CuratedFileMemory,
+    "skill_bank": SkillBankMemory,
+    # the coding-agent A/B benchmark's name for B0 (imported packs run no_memory / curated_file / B5)
+    "no_memory": NoMemory,
+}
+
+
+def register_external(name: str, command: list[str] | None = None, url: str | None = None,
+                      timeout_s: float = 60.0) -> None:
+    """Register an external memory system (a command or an HTTP endpoint) as condition NAME."""
+    if name in MEMORY_SYSTEMS:
+        raise ValueError(f"condition '{name}' is already registered")
+    MEMORY_SYSTEMS[name] = external_factory(name, command, url, timeout_s)  # type: ignore[assignment]
+
+
+def register_adapters_from_env(environ: Mapping[str, str]) -> list[str]:
+    """Register the adapters of MEMBENCH_MEMORY_ADAPTERS (a JSON object {name: {command|url}});
+    names already registered keep their system. Returns the names added; a malformed value raises
+    ValueError naming the variable."""
+    added = []
+    for name, factory in adapters_from_env(environ.get("MEMBENCH_MEMORY_ADAPTERS")).items():
+        if name not in MEMORY_SYSTEMS:
+            MEMORY_SYSTEMS[name] = factory  # type: ignore[assignment]
+            added.append(name)
+    return added
+
+
+def memory_conditions() -> list[str]:
+    return sorted(MEMORY_SYSTEMS)
+
+
+def make_memory(condition: str, namespace: Namespace, setup: MemorySetup | None = None) -> MemorySystem:
+    try:
+        factory = MEMORY_SYSTEMS[condition]
+    except KeyError:
+        raise ValueError(f"unknown condition '{condition}' (known: {', '.join(memory_conditions())})") from None
+    if getattr(factory, "accepts_setup", False):
+        return factory(namespace, setup or MemorySetup())
+    return factory(namespace)
