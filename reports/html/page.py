@@ -1,0 +1,120 @@
+"""The report page: header, the three plots, the tables and the inputs, assembled in one HTML document."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reports.html.format import CSS, condition_colors, esc
+from reports.html.plots import frontier_svg, ladder_svg, strata_svg
+from reports.html.tables import (
+    comparisons_table,
+    conditions_table,
+    counts_table,
+    gates_table,
+    html_table,
+    hygiene_table,
+    resources_table,
+)
+
+
+def render_html(report: dict[str, Any]) -> str:
+    agent = str(report.get("agent", ""))
+    scripted = agent.startswith("scripted:")
+    conditions = [c["condition"] for c in report.get("conditions", [])]
+    colors = condition_colors(conditions)
+    inputs = report.get("inputs") or {}
+    digest = inputs.get("pack_digest")
+    digests = digest if isinstance(digest, list) else [digest]
+    badge = '<span class="badge">scripted reference agent — not a model</span>' if scripted else ""
+    boot = (report.get("conditions") or [{}])[0].get("bootstrap") or {}
+
+    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+           '<meta name="viewport" content="width=device-width, initial-scale=1">',
+           f"<title>membench report — {esc(report.get('run_set'))}</title>",
+           f"<style>{CSS}</style></head><body><main>",
+           f"<h1>membench report — {esc(report.get('run_set'))}</h1>",
+           '<dl class="meta">',
+           f"<dt>suite</dt><dd><code>{esc(report.get('suite'))}</code></dd>",
+           f"<dt>agent</dt><dd><code>{esc(agent)}</code>{badge}</dd>",
+           f"<dt>conditions</dt><dd>{esc(', '.join(conditions)) or '—'}</dd>",
+           f"<dt>raw events</dt><dd>{esc(inputs.get('events'))}</dd>",
+           f"<dt>pack digest</dt><dd>{'<br>'.join(f'<code>{esc(d)}</code>' for d in digests)}</dd>",
+           "</dl>"]
+    if scripted:
+        out.append('<p class="note">This run set was produced by a scripted reference agent: a fixed policy that '
+                   'brackets the harness (e.g. always uses memory literally, or never solves), not a language '
+                   'model. Its numbers check the benchmark, not an agent.</p>')
+
+    out.append('<section id="ladder"><h2>Ladder</h2>')
+    out.append(ladder_svg(report, colors))
+    if boot:
+        out.append(f'<p class="caption">Pass rate = passed / valid cells (excluded cells counted, never imputed). '
+                   f'95% CIs: trap-cluster percentile bootstrap, {esc(boot.get("resamples"))} resamples, seed '
+                   f'{esc(boot.get("seed"))}.</p>')
+    out.append("</section>")
+
+    out.append('<section id="strata"><h2>Construct strata</h2>')
+    strata = strata_svg(report, colors, conditions)
+    out.append(strata if strata else '<p class="note">This report has no construct strata (the pack labels no '
+                                     'constructs).</p>')
+    out.append("</section>")
+
+    out.append('<section id="frontier"><h2>Cost frontier</h2>')
+    frontier = frontier_svg(report, colors)
+    if frontier:
+        out.append(frontier)
+        out.append('<p class="caption">Mean total tokens per valid run against pass rate; up and left is better. '
+                   'The dashed line joins the conditions no other condition beats on both.</p>')
+    else:
+        out.append('<p class="note">This report has no resource figures.</p>')
+    out.append("</section>")
+
+    out.append('<section id="conditions"><h2>Conditions</h2>')
+    out.append(conditions_table(report, colors))
+    out.append("</section>")
+
+    comps = comparisons_table(report)
+    family = report.get("comparisons")
+    baseline = family.get("baseline") if isinstance(family, dict) else None
+    out.append(f'<section id="comparisons"><h2>Comparisons{" vs " + esc(baseline) if baseline else ""}</h2>')
+    out.append(comps or '<p class="note">No comparisons (a single condition, or none computed).</p>')
+    out.append("</section>")
+
+    resources = resources_table(report)
+    if resources:
+        out.append(f'<section id="resources"><h2>Resources</h2>{resources}</section>')
+
+    failures = counts_table(report, "failure_counts")
+    memory = counts_table(report, "memory_failure_counts")
+    if failures or memory:
+        out.append('<section id="failures"><h2>Failures</h2>')
+        if failures:
+            out.append('<h3>Failure counts</h3><p class="caption">Unresolved, non-excluded scored sessions by '
+                       f'failure reason.</p>{failures}')
+        if memory:
+            out.append(f'<h3>Memory failure counts</h3><p class="caption">The memory-specific reasons among them.'
+                       f'</p>{memory}')
+        out.append("</section>")
+
+    hygiene = hygiene_table(report)
+    if hygiene:
+        out.append(f'<section id="hygiene"><h2>Hygiene</h2><p class="caption">Rate = numerator / denominator over '
+                   f'scored sessions.</p>{hygiene}</section>')
+
+    gates = gates_table(report)
+    if gates:
+        out.append(f'<section id="gates"><h2>Validity gates</h2>{gates}</section>')
+
+    out.append('<section id="inputs"><h2>Inputs</h2>')
+    bootstrap = (f"{esc(boot.get('resamples', '—'))} resamples, seed {esc(boot.get('seed', '—'))}, "
+                 f"level {esc(boot.get('level', '—'))}")
+    out.append(html_table(["input", "value"], [["run set", f"<code>{esc(report.get('run_set'))}</code>"],
+                                           ["raw events", esc(inputs.get("events"))],
+                                           ["pack digest", "<br>".join(f"<code>{esc(d)}</code>" for d in digests)],
+                                           ["bootstrap", bootstrap]], left_cols=2))
+    out.append("</section>")
+    out.append('<footer>Generated by membench from the warehouse; report.json is the machine contract. '
+               'This page is self-contained: no scripts, no network.</footer>')
+    out.append("</main></body></html>")
+    return "\n".join(out) + "\n"
+

@@ -1,0 +1,155 @@
+"""The report's HTML tables: conditions, comparisons, resources, failure counts, hygiene, validity gates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reports.html.format import BASELINE_COLOR, esc, fmt_ci, fmt_num, fmt_p, fmt_pct, fmt_signed_pct
+
+
+def html_table(head: list[str], rows: list[list[str]], left_cols: int = 1) -> str:
+    """Cells are HTML already (escape before)."""
+    th = "".join(f'<th class="l">{h}</th>' if i < left_cols else f"<th>{h}</th>" for i, h in enumerate(head))
+    body = "".join("<tr>" + "".join(f'<td class="l">{c}</td>' if i < left_cols else f"<td>{c}</td>"
+                                    for i, c in enumerate(r)) + "</tr>" for r in rows)
+    return f'<div class="scroll"><table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
+def _verdict(passed: bool | None) -> str:
+    if passed is None:
+        return "—"
+    return '<span class="pass">pass</span>' if passed else '<span class="fail">FAIL</span>'
+
+
+def conditions_table(report: dict[str, Any], colors: dict[str, str]) -> str:
+    rank = {e["condition"]: e.get("rank") for e in report.get("ladder") or []}
+    rows = []
+    for c in report.get("conditions", []):
+        swatch = f'<span class="swatch" style="background:{colors.get(c["condition"], BASELINE_COLOR)}"></span>'
+        rows.append([swatch + esc(c["condition"]), esc(rank.get(c["condition"]) or "—"), esc(c.get("cells")),
+                     esc(c.get("passed")), fmt_pct(c.get("pass_rate")), fmt_ci(c.get("ci95")), esc(c.get("excluded"))])
+    return html_table(["condition", "rank", "cells", "passed", "pass rate", "95% CI", "excluded"], rows)
+
+
+def comparisons_table(report: dict[str, Any]) -> str | None:
+    family = report.get("comparisons") or {}
+    comps = family.get("comparisons") if isinstance(family, dict) else family
+    if not comps:
+        return None
+    alpha = family.get("alpha", 0.05) if isinstance(family, dict) else 0.05
+    rows = []
+    for c in comps:
+        per_seed = ", ".join(f"{esc(s)}: {fmt_p(p)}" for s, p in (c.get("p_per_seed") or {}).items()) or "—"
+        holm = fmt_p(c.get("p_holm"))
+        if c.get("p_holm") is not None and c["p_holm"] < alpha:
+            holm = f"<strong>{holm}</strong>"
+        rows.append([esc(c["a"]), esc(c["b"]), esc(c["D"]), esc(c["discordant_a"]), esc(c["discordant_b"]),
+                     esc(c["units"]), esc(c["paired_cells"]), fmt_p(c.get("p_clustered")), fmt_p(c.get("p_mcnemar")),
+                     fmt_p(c.get("p_majority")), per_seed, holm])
+    table = html_table(["A", "B", "D", "A-only", "B-only", "units", "paired cells", "p clustered", "p McNemar",
+                    "p majority", "p per seed", "p Holm"], rows, left_cols=2)
+    size = family.get("family_size", len(comps)) if isinstance(family, dict) else len(comps)
+    return table + (f'<p class="caption">D = Σ<sub>t</sub> d<sub>t</sub> = A-only − B-only passes over paired valid '
+                    f'seeds; p clustered: exact trap-clustered sign-flip test; p McNemar: pooled exact McNemar; '
+                    f'p majority: unit-majority collapse; p Holm: Holm over the registered family of {esc(size)} '
+                    f'comparisons (bold when below α = {esc(alpha)}). p-values to 4 significant digits.</p>')
+
+
+TOKEN_COLUMNS = (("input_tokens", "input"), ("cached_input_tokens", "cached input"), ("output_tokens", "output"),
+                 ("reasoning_tokens", "reasoning"), ("total_tokens", "total"))
+ACTIVITY_COLUMNS = (("tool_invocations", "tool calls"), ("patch_invocations", "patch invocations"),
+                    ("compactions", "compactions"), ("wall_time_s", "wall time (s)"))
+
+
+def resources_table(report: dict[str, Any]) -> str | None:
+    resources = report.get("resources") or {}
+    per = resources.get("conditions") or {}
+    if not per:
+        return None
+    baseline = resources.get("baseline")
+
+    def reduction(r: dict[str, Any], metric: str) -> str:
+        red = r.get("reduction_vs_baseline")
+        return "baseline" if red is None else fmt_signed_pct(red.get(metric))
+
+    tokens, activity = [], []
+    for name, r in per.items():
+        mean = r.get("mean") or {}
+        cps = (r.get("cost_per_success") or {}).get("value")
+        tokens.append([esc(name), esc(r.get("runs")), esc(r.get("successes"))]
+                      + [fmt_num(mean.get(k)) for k, _ in TOKEN_COLUMNS]
+                      + [fmt_num(cps, 0), reduction(r, "total_tokens")])
+        activity.append([esc(name)] + [fmt_num(mean.get(k), 2) for k, _ in ACTIVITY_COLUMNS]
+                        + [reduction(r, "tool_invocations"), reduction(r, "wall_time_s")])
+    return (
+        "<h3>Tokens (mean per run)</h3>"
+        + html_table(["condition", "runs", "passed"] + [label for _, label in TOKEN_COLUMNS]
+                 + ["per success", "reduction (total)"], tokens)
+        + "<h3>Activity (mean per run)</h3>"
+        + html_table(["condition"] + [label for _, label in ACTIVITY_COLUMNS]
+                 + ["reduction (tool calls)", "reduction (wall time)"], activity)
+        + f'<p class="caption">Means over valid runs. Cost = total tokens (input + output; cached input is part '
+          f'of input, reasoning part of output); per success = all valid runs\' tokens / passed runs. '
+          f'reduction = (baseline − condition) / baseline mean against <code>{esc(baseline)}</code>: '
+          f'positive is a reduction, negative an increase. Wall time is the whole run, evaluation included.</p>')
+
+
+def counts_table(report: dict[str, Any], key: str) -> str | None:
+    conditions = [c for c in report.get("conditions", []) if key in c]
+    if not conditions:
+        return None
+    reasons = sorted({r for c in conditions for r in c[key]})
+    if not reasons:
+        return '<p class="note">none</p>'
+    rows = [[esc(r)] + [esc(c[key].get(r, 0)) for c in conditions] for r in reasons]
+    return html_table(["reason"] + [esc(c["condition"]) for c in conditions], rows)
+
+
+def hygiene_table(report: dict[str, Any]) -> str | None:
+    conditions = [c for c in report.get("conditions", []) if c.get("hygiene")]
+    if not conditions:
+        return None
+    metrics = sorted({m for c in conditions for m in c["hygiene"]})
+    rows = []
+    for m in metrics:
+        row = [esc(m)]
+        for c in conditions:
+            v = c["hygiene"].get(m)
+            row.append("—" if not v else f'{fmt_pct(v.get("rate"))} <span class="note">({esc(v.get("numerator"))}/'
+                                         f'{esc(v.get("denominator"))})</span>')
+        rows.append(row)
+    return html_table(["metric"] + [esc(c["condition"]) for c in conditions], rows)
+
+
+def gates_table(report: dict[str, Any]) -> str | None:
+    gates = report.get("validity_gates")
+    if not gates:
+        return None
+    rows: list[list[str]] = []
+
+    def add(label: str, g: dict[str, Any] | None, value: str | None = None) -> None:
+        if not g:
+            return
+        threshold = g.get("threshold")
+        direction = "≤" if g.get("direction") == "max" else "≥"
+        shown = value if value is not None else (fmt_pct(g.get("value")) if isinstance(g.get("value"), float)
+                                                 else esc(g.get("value")))
+        thr = fmt_pct(threshold) if isinstance(threshold, float) else esc(threshold)
+        rows.append([esc(label), f'{esc(g.get("numerator"))}/{esc(g.get("denominator"))}', shown,
+                     f"{direction} {thr}", _verdict(g.get("passed"))])
+
+    head = gates.get("b0_headroom") or {}
+    add(f"{gates.get('baseline', 'B0')} headroom overall", head.get("overall"))
+    for label, g in (head.get("by_construct") or {}).items():
+        add(f"{gates.get('baseline', 'B0')} headroom {label}", g)
+    for cond, g in (gates.get("exclusions") or {}).items():
+        add(f"exclusions {cond}", g)
+    for name, g in (gates.get("paired_coverage") or {}).items():
+        add(f"paired coverage {name} (units with ≥ 2 paired seeds)", g)
+    note = head.get("note")
+    html = html_table(["gate", "n", "value", "required", "verdict"], rows) if rows else ""
+    overall = gates.get("passed")
+    html += (f'<p class="caption">All gates: {_verdict(overall)}. '
+             f'{esc(gates.get("traps", "?"))} traps × {esc(gates.get("seeds", "?"))} seeds.'
+             + (f" {esc(note)}." if note else "") + "</p>")
+    return html
