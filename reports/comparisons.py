@@ -2,8 +2,7 @@
 
 Cells come from the run set's `run_results` rows the base report reads (one per unit: its newest
 complete run): unit = task, seed, condition, passed = `scored_passed`, valid = completed and not
-excluded, construct from the row when it carries one, else from the unit's RunStarted event (as the
-hygiene section does). Cells are deduplicated (`dedup_cells`, newest `source_seq` wins) before
+excluded, construct from the row when it carries one, else from the unit's RunStarted event. Cells are deduplicated (`dedup_cells`, newest `source_seq` wins) before
 pairing.
 
 The baseline is `B0`, else `no_memory` (imported packs), else the first condition in report order.
@@ -26,14 +25,17 @@ Top level:
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from reports.build import condition_order, register_section
 from analytics.cells import Cell, dedup_cells
 from analytics.compare import compare_family
 from analytics.export import family_json
 from analytics.resources import ResourceUsage, cost_per_success, resource_reductions, resource_totals
+from reports.conventions import condition_order, exclusion_of, valid_run
+from reports.model import ComparisonEntry, ComparisonFamily, ConditionResources, CostPerSuccess, Resources
+from warehouse import queries
+from warehouse.protocol import WarehouseReader
 
 BASELINES = ("B0", "no_memory")
 ALPHA = 0.05
@@ -49,19 +51,17 @@ def baseline_of(conditions: list[str]) -> str | None:
     return conditions[0] if conditions else None
 
 
-def _valid(row: dict[str, Any]) -> bool:
-    return not row["excluded"] and row["status"] == "completed"
+@dataclass(frozen=True)
+class ComparisonsSection:
+    comparisons: ComparisonFamily
+    resources: Resources
 
 
-def _constructs(warehouse: Any, run_set: str, runs: list[dict[str, Any]]) -> dict[str, str | None]:
-    """run_id -> construct: from the rows when they carry it, else as the hygiene section finds it."""
+def _constructs(warehouse: WarehouseReader, run_set: str, runs: list[dict[str, Any]]) -> dict[str, str | None]:
+    """run_id -> construct: from the rows when they carry it, else from the runs' RunStarted events."""
     if all(r.get("construct") for r in runs):
         return {r["run_id"]: r["construct"] for r in runs}
-    try:
-        from reports.hygiene import _unit_facts
-    except ImportError:
-        return {r["run_id"]: r.get("construct") for r in runs}
-    constructs, _ = _unit_facts(warehouse, run_set)
+    constructs = queries.run_constructs(warehouse, run_set)
     return {r["run_id"]: r.get("construct") or constructs.get(r["run_id"]) for r in runs}
 
 
@@ -70,23 +70,24 @@ def cells_from_rows(runs: list[dict[str, Any]], constructs: dict[str, str | None
     constructs = constructs or {}
     cells = []
     for r in runs:
-        valid = _valid(r)
         cells.append(Cell(
-            unit=r["task"], seed=r["seed"], condition=r["condition"], passed=bool(r["scored_passed"]), valid=valid,
-            construct=constructs.get(r["run_id"], r.get("construct")), order=int(r.get("source_seq") or 0),
-            exclusion=None if valid else (r.get("exclusion_reason") or r.get("error_type") or r["status"])))
+            unit=r["task"], seed=r["seed"], condition=r["condition"], passed=bool(r["scored_passed"]),
+            valid=valid_run(r), construct=constructs.get(r["run_id"], r.get("construct")),
+            order=int(r.get("source_seq") or 0), exclusion=exclusion_of(r)))
     return dedup_cells(cells)
 
 
-def comparisons_from_cells(cells: list[Cell], conditions: list[str] | None = None) -> dict[str, Any]:
+def comparisons_from_cells(cells: list[Cell], conditions: list[str] | None = None) -> ComparisonFamily:
     """The `comparisons` key: every non-baseline condition vs the baseline, one Holm family."""
     conditions = conditions or sorted({c.condition for c in cells}, key=condition_order)
     baseline = baseline_of(conditions)
     pairs = [(c, baseline) for c in conditions if c != baseline]
     family = compare_family(cells, pairs, alpha=ALPHA)
-    return {"baseline": baseline, "alpha": ALPHA,
-            "test": "exact trap-clustered sign-flip; p_holm = Holm over the family's p_clustered",
-            **family_json(family)}
+    family_out = family_json(family)
+    return ComparisonFamily(baseline=baseline, alpha=ALPHA,
+                            test="exact trap-clustered sign-flip; p_holm = Holm over the family's p_clustered",
+                            comparisons=[ComparisonEntry(**entry) for entry in family_out["comparisons"]],
+                            family_size=family_out["family_size"])
 
 
 def usage_from_row(row: dict[str, Any]) -> ResourceUsage:
@@ -98,39 +99,34 @@ def usage_from_row(row: dict[str, Any]) -> ResourceUsage:
         success=bool(row["scored_passed"]))
 
 
-def resources_from_rows(runs: list[dict[str, Any]], conditions: list[str] | None = None) -> dict[str, Any]:
+def resources_from_rows(runs: list[dict[str, Any]], conditions: list[str] | None = None) -> Resources:
     """The `resources` key: per-condition means over valid runs, cost per success, reductions."""
     conditions = conditions or sorted({r["condition"] for r in runs}, key=condition_order)
     baseline = baseline_of(conditions)
-    usage = {c: [usage_from_row(r) for r in runs if r["condition"] == c and _valid(r)] for c in conditions}
-    out: dict[str, Any] = {}
+    usage = {c: [usage_from_row(r) for r in runs if r["condition"] == c and valid_run(r)] for c in conditions}
+    out: dict[str, ConditionResources] = {}
     for condition in conditions:
         mine = usage[condition]
         totals = resource_totals(mine)
         cps = cost_per_success([replace(u, cost_usd=float(u.total_tokens)) for u in mine])
-        entry: dict[str, Any] = {
-            "runs": len(mine),
-            "successes": cps.successes,
-            "mean": {m: totals[m] / len(mine) if mine else None for m in RESOURCE_FIELDS},
-            "total": {m: totals[m] for m in RESOURCE_FIELDS},
-            "cost_per_success": {"total_cost": cps.total_cost, "successes": cps.successes, "runs": cps.runs,
-                                 "value": cps.value},
-            "reduction_vs_baseline": None,
-        }
+        reduction = None
         if condition != baseline:
-            reduction = resource_reductions(usage[baseline], mine, baseline=baseline, candidate=condition)
-            entry["reduction_vs_baseline"] = {m: reduction.metrics[m].reduction for m in RESOURCE_FIELDS}
-        out[condition] = entry
-    return {"baseline": baseline, "runs": "valid runs (completed, not excluded); means are per run",
-            "cost": "total tokens (input + output); cost per success = total cost / passed runs",
-            "conditions": out}
+            reductions = resource_reductions(usage[baseline], mine, baseline=baseline, candidate=condition)
+            reduction = {m: reductions.metrics[m].reduction for m in RESOURCE_FIELDS}
+        out[condition] = ConditionResources(
+            runs=len(mine), successes=cps.successes,
+            mean={m: totals[m] / len(mine) if mine else None for m in RESOURCE_FIELDS},
+            total={m: totals[m] for m in RESOURCE_FIELDS},
+            cost_per_success=CostPerSuccess(total_cost=cps.total_cost, successes=cps.successes, runs=cps.runs,
+                                            value=cps.value),
+            reduction_vs_baseline=reduction)
+    return Resources(baseline=baseline, runs="valid runs (completed, not excluded); means are per run",
+                     cost="total tokens (input + output); cost per success = total cost / passed runs",
+                     conditions=out)
 
 
-def comparisons_section(warehouse: Any, run_set: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+def comparisons_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[str, Any]]) -> ComparisonsSection:
     conditions = sorted({r["condition"] for r in runs}, key=condition_order)
     cells = cells_from_rows(runs, _constructs(warehouse, run_set, runs))
-    return {"top": {"comparisons": comparisons_from_cells(cells, conditions),
-                    "resources": resources_from_rows(runs, conditions)}}
-
-
-register_section(comparisons_section)
+    return ComparisonsSection(comparisons=comparisons_from_cells(cells, conditions),
+                              resources=resources_from_rows(runs, conditions))

@@ -17,20 +17,28 @@ FROM failures WHERE scored AND NOT resolved AND NOT excluded` over the same runs
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
-from reports.build import register_section
+from reports.model import ConditionFailures, MemoryContractSummary, Ratio
+from warehouse.protocol import WarehouseReader
+
+
+@dataclass(frozen=True)
+class FailuresSection:
+    conditions: dict[str, ConditionFailures]
+    hygiene_by_construct: dict[str, dict[str, dict[str, Ratio]]]
 
 
 def _by_run(rows: list[dict[str, Any]], runs: dict[str, str]) -> list[dict[str, Any]]:
     return [r for r in rows if r["run_id"] in runs]
 
 
-def _rate(num: int, den: int) -> dict[str, Any]:
-    return {"numerator": num, "denominator": den, "rate": num / den if den else None}
+def _rate(num: int, den: int) -> Ratio:
+    return Ratio(numerator=num, denominator=den, rate=num / den if den else None)
 
 
-def failures_section(warehouse: Any, run_set: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+def failures_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[str, Any]]) -> FailuresSection:
     condition_of = {r["run_id"]: r["condition"] for r in runs}
     params = {"rs": run_set}
     failures = _by_run(warehouse.query_dicts(
@@ -74,13 +82,15 @@ def failures_section(warehouse: Any, run_set: str, runs: list[dict[str, Any]]) -
             acc[1] += int(row["denominator"])
     for (condition, metric), (num, den) in sorted(sums.items()):
         out[condition]["hygiene"][metric] = _rate(num, den)
-    constructs: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    constructs: dict[str, dict[str, dict[str, Ratio]]] = defaultdict(dict)
     for (condition, construct, metric), (num, den) in sorted(by_construct.items()):
         constructs[condition].setdefault(construct, {})[metric] = _rate(num, den)
     for entry in out.values():
         for key in ("failure_counts", "memory_failure_counts"):
             entry[key] = dict(sorted(entry[key].items()))
-    return {"conditions": out, "top": {"hygiene_by_construct": dict(constructs)}}
-
-
-register_section(failures_section)
+    return FailuresSection(
+        conditions={condition: ConditionFailures(
+            failure_counts=entry["failure_counts"], memory_failure_counts=entry["memory_failure_counts"],
+            memory_contract=MemoryContractSummary(**entry["memory_contract"]), hygiene=entry["hygiene"])
+            for condition, entry in out.items()},
+        hygiene_by_construct=dict(constructs))

@@ -1,4 +1,8 @@
-"""Shared fixtures: an isolated MEMBENCH_HOME per test and a CLI invoker."""
+"""Shared fixtures: an isolated MEMBENCH_HOME per test, a CLI invoker, and the sandbox backends.
+
+A test whose environment lacks something (a sandbox backend, a service, the ../shared directory)
+skips locally but fails under CI (`skip_or_fail`): there a missing piece is a broken environment,
+and a skip would hide it."""
 
 from __future__ import annotations
 
@@ -6,11 +10,56 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
+from sandbox.docker_backend import DEFAULT_HOST
+from sandbox.registry import get_sandbox
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
+
+
+def in_ci() -> bool:
+    """CI is set to anything but empty, 0, false or no."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def skip_or_fail(reason: str) -> NoReturn:
+    if in_ci():
+        pytest.fail(f"{reason} (CI is set, so this is a failure, not a skip)")
+    pytest.skip(reason)
+
+
+def require_shared(path: Path) -> Path:
+    """PATH inside the shared folder next to the repository, which must exist."""
+    if not path.exists():
+        skip_or_fail(f"{path.name} not found: expected the shared folder next to the repository ({path})")
+    return path
+
+
+def require_backend(name: str):
+    """The named sandbox backend, working here (its own check() ran a real jail)."""
+    if name == "docker":
+        host = os.environ.get("DOCKER_HOST", DEFAULT_HOST)
+        if host.startswith("unix://") and not os.path.exists(host[len("unix://"):]):
+            skip_or_fail(f"no Docker API socket at {host}: run deploy/podman/setup.sh (or set DOCKER_HOST)")
+    backend = get_sandbox(name)
+    ok, reason = backend.check()
+    if not ok:
+        skip_or_fail(f"sandbox backend {name} does not work here: {reason}")
+    return backend
+
+
+@pytest.fixture(scope="session")
+def bwrap_sandbox():
+    return require_backend("bwrap")
+
+
+@pytest.fixture(scope="session")
+def docker_sandbox():
+    return require_backend("docker")
 
 
 @pytest.fixture

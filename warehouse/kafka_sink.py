@@ -24,6 +24,7 @@ from schemas.derived import DerivedEvent
 from schemas.events import Event
 from schemas.registry import default_registry
 from schemas.topics import topics_from_dsn
+from warehouse.protocol import WarehouseReader, WarehouseStore
 from warehouse.sink import insert_derived, insert_raw, trajectory_row
 
 
@@ -37,7 +38,7 @@ class SinkStats:
     cpu_seconds: float = 0.0  # CPU time of the sink process while it ran (start-up excluded)
 
 
-def partition_watermarks(warehouse: Any, topic: str) -> dict[int, int]:
+def partition_watermarks(warehouse: WarehouseReader, topic: str) -> dict[int, int]:
     rows = warehouse.query_rows(
         "SELECT kafka_partition, max(kafka_offset) FROM trajectory_events WHERE kafka_topic = {t:String} "
         "GROUP BY kafka_partition", {"t": topic})
@@ -45,7 +46,7 @@ def partition_watermarks(warehouse: Any, topic: str) -> dict[int, int]:
 
 
 class KafkaSink:
-    def __init__(self, dsn: str, warehouse: Any, batch_size: int = 5000,
+    def __init__(self, dsn: str, warehouse: WarehouseStore, batch_size: int = 5000,
                  log: Callable[[str], None] | None = None):
         self.warehouse = warehouse
         self.batch_size = batch_size

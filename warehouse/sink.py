@@ -16,6 +16,7 @@ from typing import Any
 
 from schemas.derived import DerivedEvent
 from schemas.events import Event
+from warehouse.protocol import WarehouseStore
 from warehouse.tables import TRAJECTORY_COLUMNS, derived_columns, table_for_kind
 
 _COLUMN_NAMES = [name for name, _ in TRAJECTORY_COLUMNS]
@@ -35,11 +36,11 @@ def trajectory_row(event: Event, datum: bytes, fingerprint_hex: str, topic: str 
     ]
 
 
-def insert_raw(warehouse: Any, rows: list[list[Any]], token: str) -> None:
+def insert_raw(warehouse: WarehouseStore, rows: list[list[Any]], token: str) -> None:
     warehouse.insert("trajectory_events", rows, _COLUMN_NAMES, token)
 
 
-def insert_derived(warehouse: Any, derived: Iterable[DerivedEvent], token_prefix: str = "derived") -> int:
+def insert_derived(warehouse: WarehouseStore, derived: Iterable[DerivedEvent], token_prefix: str = "derived") -> int:
     by_kind: dict[str, list[DerivedEvent]] = defaultdict(list)
     for item in derived:
         by_kind[item.kind].append(item)
@@ -63,7 +64,7 @@ class RunBatchSink:
     there, so the warehouse never holds an event the log lacks.
     """
 
-    def __init__(self, warehouse: Any, fingerprint_hex: str, max_buffer: int = 5000, max_age_s: float = 1.0,
+    def __init__(self, warehouse: WarehouseStore, fingerprint_hex: str, max_buffer: int = 5000, max_age_s: float = 1.0,
                  before_write: Any = None):
         self.warehouse = warehouse
         self._fingerprint = fingerprint_hex

@@ -20,6 +20,7 @@ from membench.settings import Settings
 def report(run_set: str, as_json: bool, settings: Settings) -> None:
     """Rebuild RUN_SET's report.json, report.md and report.html from the warehouse."""
     from reports.build import ReportError, build_report
+    from reports.model import to_json
 
     warehouse = open_warehouse(settings, create=False)
     try:
@@ -30,7 +31,7 @@ def report(run_set: str, as_json: bool, settings: Settings) -> None:
         warehouse.close()
     out = write_report(settings, built)
     if as_json:
-        click.echo(json.dumps(built, indent=2))
+        click.echo(json.dumps(to_json(built), indent=2))
     else:
         print_table(Console(), built)
         Console(stderr=True).print(f"report: {out / 'report.json'}")

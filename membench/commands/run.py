@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -14,28 +15,34 @@ from membench.commands.common import dsn_options, open_warehouse, parse_list, pa
 from membench.errors import UsageError
 from membench.settings import Settings
 
+if TYPE_CHECKING:
+    from reports.model import Report
 
-def print_table(console: Console, report: dict) -> None:
-    table = Table(title=f"{report['suite']} · {report['agent']} · run set {report['run_set']}")
+
+def print_table(console: Console, report: Report) -> None:
+    table = Table(title=f"{report.suite} · {report.agent} · run set {report.run_set}")
     for column in ("condition", "cells", "passed", "pass rate", "95% CI", "excluded"):
         table.add_column(column, justify="left" if column == "condition" else "right")
-    for c in report["conditions"]:
-        low, high = c["ci95"]
-        rate = "—" if c["pass_rate"] is None else f"{100 * c['pass_rate']:.1f}%"
+    for c in report.conditions:
+        low, high = c.ci95
+        rate = "—" if c.pass_rate is None else f"{100 * c.pass_rate:.1f}%"
         ci = "—" if low is None else f"{100 * low:.1f}–{100 * high:.1f}%"
-        table.add_row(c["condition"], str(c["cells"]), str(c["passed"]), rate, ci, str(c["excluded"]))
+        table.add_row(c.condition, str(c.cells), str(c.passed), rate, ci, str(c.excluded))
     console.print(table)
 
 
-def write_report(settings: Settings, report: dict) -> Path:
+def write_report(settings: Settings, report: Report) -> Path:
+    """report.json (the JSON form of the typed report), and report.md and report.html rendered from it."""
     from reports.html import render_html
-    from reports.build import render_markdown
+    from reports.markdown import render_markdown
+    from reports.model import to_json
 
-    out = settings.runs_dir / report["run_set"]
+    document = to_json(report)
+    out = settings.runs_dir / report.run_set
     out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    (out / "report.md").write_text(render_markdown(report), encoding="utf-8")
-    (out / "report.html").write_text(render_html(report), encoding="utf-8")
+    (out / "report.json").write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    (out / "report.md").write_text(render_markdown(document), encoding="utf-8")
+    (out / "report.html").write_text(render_html(document), encoding="utf-8")
     return out
 
 

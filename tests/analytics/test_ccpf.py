@@ -15,14 +15,14 @@ import pytest
 
 from analytics.ccpf import CaseOutcome, EvaluatorManifest, ManifestCase, UnknownCaseError, ccpf
 from analytics.loaders import load_manifest
+from tests.conftest import require_shared
 
 SHARED = Path(__file__).parents[2] / ".." / "shared"
 ENGRAM = SHARED / "external" / "engrambench"
 
 
 def engram_manifests() -> dict[str, EvaluatorManifest]:
-    if not ENGRAM.is_dir():
-        pytest.skip(f"EngramBench manifests not found: expected the shared folder next to the repository ({ENGRAM})")
+    require_shared(ENGRAM)
     return {m.task_id: m for m in (load_manifest(p) for p in sorted(ENGRAM.glob("*.manifest.v2.json")))}
 
 

@@ -13,12 +13,10 @@ from pathlib import Path
 import pytest
 
 from producers.finalize import finalize_pack
-from sandbox.bwrap import BwrapSandbox
 from schemas.pack_format import pack_digest
 from tests.producers.hygiene_helpers import FIXTURES, subset_pack
 
-pytestmark = [pytest.mark.integration,
-              pytest.mark.skipif(not BwrapSandbox().check()[0], reason="bubblewrap cannot create namespaces here")]
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("bwrap_sandbox")]
 
 SUBSET = ["c1-http-partner-key", "c2-http-webhook-signing", "c3-taskq-backoff-profile", "c4-taskq-failure-tag",
           "c5-taskq-log-prefix", "c6-taskq-queue-depth", "c7-tab-export-filename", "c8-tab-dialects",

@@ -4,7 +4,6 @@ an outage that leaves no writable replica set delays events (the spool) instead 
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import time
@@ -17,7 +16,7 @@ from producers.bus.kafka import KafkaBus
 from producers.emitter import RunEmitter
 from schemas.codec import decode
 from schemas.events import bounded_text
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, run_cli, skip_or_fail
 from tests.integration.kafka_helpers import (CLUSTER, Worker, consumer_group_caught_up, membench, namespace,
                                              reachable, topic_size, wait_for)
 
@@ -30,9 +29,7 @@ BROKERS = CLUSTER.split(",")
 @pytest.fixture(scope="module")
 def cluster():
     if shutil.which("java") is None:
-        if os.environ.get("CI"):
-            pytest.fail("java is needed for the Kafka cluster")
-        pytest.skip("java is needed for the Kafka cluster")
+        skip_or_fail("java is needed for the Kafka cluster")
     started = not all(reachable(b) for b in BROKERS)
     if started:
         subprocess.run(["bash", str(CLUSTER_SH), "start"], check=True, timeout=600, capture_output=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SHARED
+from tests.conftest import SHARED, require_shared
 from tests.producers.test_remem_import import LATER
 
 pytestmark = pytest.mark.integration
@@ -54,8 +54,8 @@ def report(home: Path, run_set: str) -> dict[str, dict]:
     return {c["condition"]: c for c in data["conditions"]}
 
 
-@pytest.mark.skipif(not SAMPLE.exists(), reason=f"shared sample pack absent: {SAMPLE}")
 def test_sample_pack_runs_and_scores_predictions(cli, home, tmp_path):
+    require_shared(SAMPLE)
     pack = tmp_path / "pack"
     cli("import", "remem", str(SAMPLE), str(pack), check=True)
 

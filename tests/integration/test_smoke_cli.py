@@ -70,6 +70,10 @@ def test_report_contract(smoke):
         assert 0.0 <= low <= entry["pass_rate"] <= high <= 1.0
     assert len(report["inputs"]["pack_digest"]) == 64
     assert (home / "runs" / report["run_set"] / "report.md").read_text().startswith("# membench report")
+    # the written report has exactly the declared shape (reports/model.py), key for key
+    from reports.model import Report, from_json, to_json
+
+    assert to_json(from_json(Report, report)) == report
 
 
 def test_log_is_plain_avro_and_matches_the_warehouse(smoke):

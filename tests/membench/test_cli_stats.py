@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from membench.commands.bench import bench
 from membench.commands.stats import stats
+from tests.conftest import require_shared
 
 SHARED = Path(__file__).parents[2] / ".." / "shared"
 ENGRAM = SHARED / "external" / "engrambench"
@@ -159,8 +160,7 @@ def test_ccpf_without_manifest(tmp_path):
 
 
 def test_ccpf_engrambench_metersettle_with_manifest(tmp_path):
-    if not ENGRAM.is_dir():
-        pytest.skip(f"EngramBench manifests not found: expected the shared folder next to the repository ({ENGRAM})")
+    require_shared(ENGRAM)
     manifest = json.loads((ENGRAM / "metersettle.manifest.v2.json").read_text(encoding="utf-8"))
     applicable = [c["id"] for c in manifest["cases"] if "V1" not in c["prerequisites"]]
     v1_cases = [c["id"] for c in manifest["cases"] if "V1" in c["prerequisites"]]

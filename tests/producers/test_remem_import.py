@@ -11,7 +11,7 @@ import pytest
 from producers.importers.remem import import_remem
 from producers.labels import sequence_labels
 from schemas.pack_format import PackError, load_pack
-from tests.conftest import SHARED
+from tests.conftest import SHARED, require_shared
 
 SAMPLE = SHARED / "external" / "remem-coding-bench" / "tasks-v1-5tasks.json"
 
@@ -55,8 +55,8 @@ def write(tmp_path: Path, data: dict) -> Path:
     return path
 
 
-@pytest.mark.skipif(not SAMPLE.exists(), reason=f"shared sample pack absent: {SAMPLE}")
 def test_sample_pack_imports_as_history_then_task(tmp_path):
+    require_shared(SAMPLE)
     pack = load_pack(import_remem(SAMPLE, tmp_path / "pack"))
     assert len(pack.sequences) == 5 and pack.conditions == ("no_memory", "curated_file", "B5")
     assert pack.curated_context.startswith("# Curated Project Memory")

@@ -14,11 +14,6 @@ from tests.producers.hygiene_helpers import FIXTURES, edit_manifest
 pytestmark = pytest.mark.integration
 
 
-def _bwrap_ok() -> bool:
-    ok, _ = BwrapSandbox().check()
-    return ok
-
-
 @pytest.fixture
 def broken_pack(tmp_path: Path) -> Path:
     """smoke plus a copy of smoke-currency; three of the four traps carry one defect each."""
@@ -44,7 +39,7 @@ def broken_pack(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.mark.skipif(not _bwrap_ok(), reason="bubblewrap cannot create namespaces here")
+@pytest.mark.usefixtures("bwrap_sandbox")
 def test_refused_traps_are_counted_with_clear_errors(cli, broken_pack: Path) -> None:
     proc = cli("validate", str(broken_pack), "--json")
     assert proc.returncode == 1, proc.stderr
@@ -84,7 +79,7 @@ def test_packs_without_injected_secrets_are_refused(tmp_path: Path, home: Path) 
     assert not verdict.gates["secrets"]["passed"] and "no CSPRNG secret" in verdict.gates["secrets"]["detail"]
 
 
-@pytest.mark.skipif(not _bwrap_ok(), reason="bubblewrap cannot create namespaces here")
+@pytest.mark.usefixtures("bwrap_sandbox")
 def test_skill_bank_digest_recorded_in_run_started(tmp_path: Path, home: Path) -> None:
     from producers.memory_systems.skill_bank import verify_bank
     from producers.pack_resolver import open_pack

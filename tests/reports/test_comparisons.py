@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from membench.commands.stats import stats
 from reports.comparisons import baseline_of, comparisons_section, resources_from_rows
+from reports.model import to_json
 from analytics.cells import Cell
 from analytics.compare import compare_family
 from analytics.holm import holm
@@ -59,7 +60,7 @@ def direct_cells(rows) -> list[Cell]:
 
 def test_p_values_equal_compare_family_on_the_same_cells():
     rows = make_rows()
-    section = comparisons_section(NoWarehouse(), "rs", rows)["top"]["comparisons"]
+    section = to_json(comparisons_section(NoWarehouse(), "rs", rows).comparisons)
     assert section["baseline"] == "B0" and section["family_size"] == 2
     got = section["comparisons"]
     assert [(c["a"], c["b"]) for c in got] == [("B3", "B0"), ("B5", "B0")]
@@ -79,7 +80,7 @@ def test_p_values_equal_compare_family_on_the_same_cells():
 
 
 def test_holm_over_the_family():
-    got = comparisons_section(NoWarehouse(), "rs", make_rows())["top"]["comparisons"]["comparisons"]
+    got = to_json(comparisons_section(NoWarehouse(), "rs", make_rows()).comparisons)["comparisons"]
     raw = [c["p_clustered"] for c in got]
     assert [c["p_holm"] for c in got] == list(holm(raw).adjusted)
     assert raw[0] != raw[1]
@@ -100,7 +101,7 @@ def test_same_json_as_stats_compare(tmp_path):
                              r["construct"]])
     result = CliRunner().invoke(stats, ["compare", "--cells", str(path), "--pair", "B3:B0", "--pair", "B5:B0"])
     assert result.exit_code == 0, result.output
-    section = comparisons_section(NoWarehouse(), "rs", rows)["top"]["comparisons"]
+    section = to_json(comparisons_section(NoWarehouse(), "rs", rows).comparisons)
     assert json.loads(result.output) == {"comparisons": section["comparisons"], "family_size": section["family_size"]}
 
 
@@ -110,11 +111,11 @@ def test_baseline_choice_and_single_condition():
     assert baseline_of(["B3", "B5"]) == "B3"
     rows = [dict(r, condition={"B0": "no_memory", "B3": "curated_file", "B5": "B5"}[r["condition"]])
             for r in make_rows()]
-    got = comparisons_section(NoWarehouse(), "rs", rows)["top"]["comparisons"]
+    got = to_json(comparisons_section(NoWarehouse(), "rs", rows).comparisons)
     assert got["baseline"] == "no_memory"
     assert [(c["a"], c["b"]) for c in got["comparisons"]] == [("B5", "no_memory"), ("curated_file", "no_memory")]
-    only = comparisons_section(NoWarehouse(), "rs", make_rows(passes={"B0": PASSES["B0"]}, excluded=set()))["top"]
-    assert only["comparisons"]["comparisons"] == [] and only["comparisons"]["family_size"] == 0
+    only = comparisons_section(NoWarehouse(), "rs", make_rows(passes={"B0": PASSES["B0"]}, excluded=set()))
+    assert only.comparisons.comparisons == [] and only.comparisons.family_size == 0
 
 
 def test_construct_from_run_started_when_rows_lack_it():
@@ -132,7 +133,7 @@ def test_construct_from_run_started_when_rows_lack_it():
 
 def test_resources_means_cost_per_success_and_reductions():
     rows = make_rows()
-    res = resources_from_rows(rows)
+    res = to_json(resources_from_rows(rows))
     assert res["baseline"] == "B0"
     b0, b3, b5 = (res["conditions"][c] for c in ("B0", "B3", "B5"))
     assert (b0["runs"], b3["runs"], b5["runs"]) == (18, 17, 18)  # the excluded run is not a valid run

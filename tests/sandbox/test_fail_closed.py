@@ -45,12 +45,37 @@ def test_a_jailed_command_cannot_fake_isolation_unavailable(bwrap_sandbox, tmp_p
     assert result.exit_code == 1 and "bwrap:" in result.stderr  # an ordinary failure of the command
 
 
+# Forks until fork() fails; reports how many succeeded, the errno and the RLIMIT_NPROC it saw.
+FORK_BOMB = """
+import errno, json, os, resource, time
+forks, error = 0, None
+try:
+    for _ in range(200):
+        if os.fork() == 0:
+            time.sleep(30)  # hold the slot; the PID namespace reaps it when the parent exits
+            os._exit(0)
+        forks += 1
+except OSError as exc:
+    error = errno.errorcode.get(exc.errno, str(exc.errno))
+print(json.dumps({"forks": forks, "errno": error, "nproc": resource.getrlimit(resource.RLIMIT_NPROC)[0]}))
+"""
+
+
 @pytest.mark.integration
 def test_process_limit_binds_even_for_root(bwrap_sandbox, tmp_path):
-    code = ("import os, time\nn = 0\ntry:\n    for _ in range(200):\n        if os.fork() == 0:\n"
-            "            time.sleep(5); os._exit(0)\n        n += 1\nexcept OSError:\n    pass\nprint(n)\n")
-    result = bwrap_sandbox.run(["python3", "-c", code], SandboxSpec(workspace=tmp_path, max_processes=10))
-    assert int(result.stdout.strip()) < 10, result
+    """fork() fails with EAGAIN exactly at the configured RLIMIT_NPROC, not for some other reason
+    (a broken interpreter, RLIMIT_AS, a crash): a control run with a higher limit forks further."""
+    def forks_under(limit: int) -> dict:
+        result = bwrap_sandbox.run(["python3", "-c", FORK_BOMB], SandboxSpec(workspace=tmp_path, max_processes=limit))
+        assert result.exit_code == 0, result
+        return json.loads(result.stdout)
+
+    low, high = forks_under(10), forks_under(40)
+    assert low["nproc"] == 10 and high["nproc"] == 40, (low, high)
+    assert low["errno"] == high["errno"] == "EAGAIN", (low, high)  # RLIMIT_NPROC's errno
+    assert low["forks"] < 10 < high["forks"] < 40, (low, high)
+    if os.geteuid() == 0:  # as root the sandbox gets a fresh uid: the program is its only other process
+        assert (low["forks"], high["forks"]) == (9, 39), (low, high)
 
 
 def test_docker_without_socket_is_unavailable(tmp_path):

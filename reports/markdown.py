@@ -1,0 +1,100 @@
+"""`report.md`: the report for people reading a terminal or a pull request, rendered from the JSON
+form of the report (`report.json`), so a report read back from disk renders the same.
+
+Parts, in this order: the header and conditions table, the comparisons, the ladder, construct strata
+and validity gates.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reports.conventions import condition_order
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    agent = report["agent"]
+    lines = [
+        f"# membench report — {report['run_set']}",
+        "",
+        f"- suite: `{report['suite']}`",
+        f"- agent: `{agent}`" + (" (scripted reference agent, not a model)" if agent.startswith("scripted:") else ""),
+        f"- raw events: {report['inputs']['events']}",
+        f"- pack digest: `{report['inputs']['pack_digest']}`",
+        "",
+        "| condition | cells | passed | pass rate | 95% CI | excluded |",
+        "|---|---:|---:|---:|---|---:|",
+    ]
+    for c in report["conditions"]:
+        low, high = c["ci95"]
+        ci = "—" if low is None else f"[{_pct(low)}, {_pct(high)}]"
+        lines.append(f"| {c['condition']} | {c['cells']} | {c['passed']} | {_pct(c['pass_rate'])} | {ci} | {c['excluded']} |")
+    boot = report["conditions"][0]["bootstrap"] if report["conditions"] else {}
+    lines += ["", f"CIs: trap-cluster percentile bootstrap, {boot.get('resamples')} resamples, seed {boot.get('seed')}."]
+    family = report.get("comparisons") or {}
+    if family.get("comparisons"):
+        def p4(value: float | None) -> str:
+            return "—" if value is None else f"{value:.4g}"
+
+        lines += ["", f"## Comparisons vs {family['baseline']}", "",
+                  "| A | B | D | A-only passes | B-only passes | units | paired cells | p clustered | p McNemar "
+                  "| p majority | p per seed | p Holm |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+        for c in family["comparisons"]:
+            per_seed = ", ".join(f"{seed}: {p4(p)}" for seed, p in c["p_per_seed"].items()) or "—"
+            lines.append(f"| {c['a']} | {c['b']} | {c['D']} | {c['discordant_a']} | {c['discordant_b']} | {c['units']} "
+                         f"| {c['paired_cells']} | {p4(c['p_clustered'])} | {p4(c['p_mcnemar'])} "
+                         f"| {p4(c['p_majority'])} | {per_seed} | {p4(c['p_holm'])} |")
+        lines += ["", f"Exact trap-clustered sign-flip test (D = Σ d_t); p Holm: Holm over the registered family of "
+                      f"{family['family_size']} (α = {family.get('alpha', 0.05)})."]
+    hygiene = _hygiene_markdown(report)
+    if hygiene:
+        lines += ["", hygiene.rstrip()]
+    return "\n".join(lines) + "\n"
+
+
+def _hygiene_markdown(report: dict[str, Any]) -> str:
+    """The ladder, construct strata and validity gates (`reports.hygiene`'s keys)."""
+    if "ladder" not in report:
+        return ""
+    lines = ["", "## Ladder", "", "| rank | condition | passed/valid | pass rate | 95% CI |", "|---:|---|---:|---:|---|"]
+    for e in report["ladder"]:
+        low, high = e["ci95"]
+        ci = "—" if low is None else f"[{_pct(low)}, {_pct(high)}]"
+        lines.append(f"| {e['rank']} | {e['condition']} | {e['passed']}/{e['valid']} | {_pct(e['pass_rate'])} | {ci} |")
+    strata = report["strata"]
+    conditions = [e["condition"] for e in sorted(report["ladder"], key=lambda e: condition_order(e["condition"]))]
+    lines += ["", "## Construct strata (descriptive)", "",
+              "| stratum | traps | " + " | ".join(conditions) + " |", "|---|---:|" + "---:|" * len(conditions)]
+    rows = [(label, s) for label, s in strata["constructs"].items()]
+    rows += [("clean-start S3", strata["clean_start"]), ("continuation S3", strata["continuation"])]
+    for label, s in rows:
+        lines.append(f"| {label} | {s['traps']} | " + " | ".join(_pct(s["pass_rate"].get(c)) for c in conditions) + " |")
+    gates = report["validity_gates"]
+    head = gates["b0_headroom"]
+    lines += ["", "## Validity gates", ""]
+    if head.get("overall"):
+        o = head["overall"]
+        lines.append(f"- B0 headroom overall: {o['numerator']}/{o['denominator']} = {_pct(o['value'])} "
+                     f"(≤ {_pct(o['threshold'])} required, ≤ {_pct(o['preferred_threshold'])} preferred): "
+                     f"{'pass' if o['passed'] else 'FAIL'}")
+        failing = head["failing_constructs"]
+        lines.append("- B0 headroom per construct: " + ("pass in every construct" if not failing else
+                     "FAIL in " + ", ".join(f"{k} ({head['by_construct'][k]['numerator']}/"
+                                            f"{head['by_construct'][k]['denominator']})" for k in failing)))
+    else:
+        lines.append("- B0 headroom: not evaluable (no B0 cells)")
+    for condition, g in gates["exclusions"].items():
+        if not g["passed"] or g["numerator"]:
+            lines.append(f"- exclusions {condition}: {g['numerator']}/{g['denominator']} "
+                         f"({'pass' if g['passed'] else 'FAIL'}) {g.get('reasons') or ''}")
+    if all(g["numerator"] == 0 for g in gates["exclusions"].values()):
+        lines.append("- exclusions: none in any condition (≤ 5% required)")
+    for name, g in gates["paired_coverage"].items():
+        lines.append(f"- paired coverage {name}: {g['numerator']}/{g['denominator']} traps with ≥ 2 paired seeds "
+                     f"(≥ {g['threshold']} required): {'pass' if g['passed'] else 'FAIL'}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,375 @@
+"""The shape of `report.json`, the machine contract of a run set's report, as typed frozen dataclasses.
+
+`reports.build.build_report` returns a `Report`; `to_json(report)` is exactly what `report.json`
+holds (fields in declaration order; a field marked `OMIT_IF_NONE` is left out while it is None).
+Markdown and HTML render that JSON form, so a `report.json` read back from disk renders the same.
+
+Keys are added over time, never renamed. `docs/reports.md` carries the key reference generated
+by `key_reference_markdown()` (`python -m reports.model` prints it); a test checks they agree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from analytics.gates import Gate
+
+# A field that is absent from the JSON while its value is None (kept out so that older reports and
+# their byte-exact copies stay what they were).
+OMIT_IF_NONE = {"omit_if_none": True}
+
+Interval = list[float | None]  # [low, high], both null when there is no valid cell
+
+
+# ------------------------------------------------------------------------------------- per condition
+
+
+@dataclass(frozen=True)
+class BootstrapSettings:
+    resamples: int
+    seed: int
+    level: float
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A rate kept with its parts, so rates aggregate by summing numerators and denominators."""
+
+    numerator: int
+    denominator: int
+    rate: float | None
+
+
+@dataclass(frozen=True)
+class MemoryContractSummary:
+    status_counts: dict[str, int]
+    runtime_failure_counts: dict[str, int]
+    memory_helped: int
+    memory_hurt: int
+
+
+@dataclass(frozen=True)
+class ConditionFailures:
+    """What `reports.failures` adds to a condition's entry."""
+
+    failure_counts: dict[str, int]
+    memory_failure_counts: dict[str, int]
+    memory_contract: MemoryContractSummary
+    hygiene: dict[str, Ratio]
+
+
+@dataclass(frozen=True)
+class CellSummary:
+    cells: int
+    valid: int
+    passed: int
+    pass_rate: float | None
+    ci95: Interval
+
+
+@dataclass(frozen=True)
+class ConditionStrata:
+    """What `reports.hygiene` adds to a condition's entry."""
+
+    by_construct: dict[str, CellSummary]
+    clean_start: CellSummary
+    continuation: CellSummary
+
+
+@dataclass(frozen=True)
+class ConditionSummary:
+    condition: str
+    cells: int
+    passed: int
+    pass_rate: float | None
+    ci95: Interval
+    excluded: int
+    bootstrap: BootstrapSettings
+    failure_counts: dict[str, int]
+    memory_failure_counts: dict[str, int]
+    memory_contract: MemoryContractSummary
+    hygiene: dict[str, Ratio]
+    by_construct: dict[str, CellSummary]
+    clean_start: CellSummary
+    continuation: CellSummary
+
+
+# ------------------------------------------------------------------------------------- top level
+
+
+@dataclass(frozen=True)
+class Inputs:
+    events: int
+    pack_digest: str | list[str]  # one digest, or the sorted digests when a run set mixes packs
+
+
+@dataclass(frozen=True)
+class LadderEntry:
+    condition: str
+    pass_rate: float | None
+    ci95: Interval
+    passed: int
+    valid: int
+    rank: int
+
+
+@dataclass(frozen=True)
+class Stratum:
+    traps: int
+    pass_rate: dict[str, float | None]  # condition -> pass rate
+
+
+@dataclass(frozen=True)
+class Strata:
+    constructs: dict[str, Stratum]
+    clean_start: Stratum
+    continuation: Stratum
+
+
+@dataclass(frozen=True)
+class HeadroomOverall(Gate):
+    preferred_threshold: float
+    preferred_passed: bool
+
+
+@dataclass(frozen=True)
+class ExclusionGate(Gate):
+    reasons: dict[str, int]  # exclusion reason -> cells
+
+
+@dataclass(frozen=True)
+class HeadroomGates:
+    overall: HeadroomOverall | None
+    by_construct: dict[str, Gate]
+    passed: bool
+    failing_constructs: list[str]
+    note: str | None = field(default=None, metadata=OMIT_IF_NONE)
+
+
+@dataclass(frozen=True)
+class ValidityGates:
+    baseline: str
+    traps: int
+    seeds: int
+    b0_headroom: HeadroomGates
+    exclusions: dict[str, ExclusionGate]
+    paired_coverage: dict[str, Gate]  # "<condition> vs <baseline>" -> gate
+    passed: bool
+
+
+@dataclass(frozen=True)
+class ComparisonEntry:
+    """One registered comparison; the fields `membench stats compare` prints (analytics.export)."""
+
+    a: str
+    b: str
+    D: int
+    discordant_a: int
+    discordant_b: int
+    units: int
+    paired_cells: int
+    p_clustered: float | None
+    p_mcnemar: float | None
+    p_majority: float | None
+    p_per_seed: dict[str, float | None]
+    p_holm: float
+
+
+@dataclass(frozen=True)
+class ComparisonFamily:
+    baseline: str | None
+    alpha: float
+    test: str
+    comparisons: list[ComparisonEntry]
+    family_size: int
+
+
+@dataclass(frozen=True)
+class CostPerSuccess:
+    total_cost: float
+    successes: int
+    runs: int
+    value: float | None
+
+
+@dataclass(frozen=True)
+class ConditionResources:
+    runs: int
+    successes: int
+    mean: dict[str, float | None]  # metric -> per-run mean over valid runs
+    total: dict[str, float]
+    cost_per_success: CostPerSuccess
+    reduction_vs_baseline: dict[str, float | None] | None  # null for the baseline itself
+
+
+@dataclass(frozen=True)
+class Resources:
+    baseline: str | None
+    runs: str  # which runs the figures cover, in words
+    cost: str  # what cost means here, in words
+    conditions: dict[str, ConditionResources]
+
+
+@dataclass(frozen=True)
+class Report:
+    run_set: str
+    suite: str
+    agent: str
+    conditions: list[ConditionSummary]
+    inputs: Inputs
+    hygiene_by_construct: dict[str, dict[str, dict[str, Ratio]]]  # condition -> construct -> metric
+    ladder: list[LadderEntry]
+    strata: Strata
+    validity_gates: ValidityGates
+    comparisons: ComparisonFamily
+    resources: Resources
+
+
+# ------------------------------------------------------------------------------------- JSON form
+
+
+def to_json(value: Any) -> Any:
+    """The JSON form of a model value: dataclasses as objects in field order, recursively."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {}
+        for f in dataclasses.fields(value):
+            item = getattr(value, f.name)
+            if item is None and f.metadata.get("omit_if_none"):
+                continue
+            out[f.name] = to_json(item)
+        return out
+    if isinstance(value, dict):
+        return {key: to_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(item) for item in value]
+    return value
+
+
+class ReportShapeError(ValueError):
+    """A JSON document that does not have the declared shape; the message names the key path."""
+
+
+def from_json(tp: Any, value: Any, path: str = "report") -> Any:
+    """Read a JSON value into model type `tp` (e.g. `from_json(Report, json.load(f))`), strictly: a
+    missing or unknown key, or a value of another JSON type, raises ReportShapeError naming its path."""
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        options = typing.get_args(tp)
+        for option in sorted(options, key=lambda o: not dataclasses.is_dataclass(o)):
+            try:
+                return from_json(option, value, path)
+            except ReportShapeError:
+                continue
+        raise ReportShapeError(f"{path}: {value!r:.60} is not {_describe(tp)}")
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise ReportShapeError(f"{path}: expected an object, got {type(value).__name__}")
+        hints = typing.get_type_hints(tp, vars(sys.modules[tp.__module__]))
+        fields = {f.name: f for f in dataclasses.fields(tp)}
+        unknown = sorted(set(value) - set(fields))
+        if unknown:
+            raise ReportShapeError(f"{path}: unknown key(s) {', '.join(unknown)}")
+        kwargs = {}
+        for name, f in fields.items():
+            if name not in value:
+                if f.metadata.get("omit_if_none"):
+                    continue
+                raise ReportShapeError(f"{path}: missing key '{name}'")
+            kwargs[name] = from_json(hints[name], value[name], f"{path}.{name}")
+        return tp(**kwargs)
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ReportShapeError(f"{path}: expected an object, got {type(value).__name__}")
+        item = typing.get_args(tp)[1]
+        return {key: from_json(item, v, f"{path}.{key}") for key, v in value.items()}
+    if origin is list:
+        if not isinstance(value, list):
+            raise ReportShapeError(f"{path}: expected a list, got {type(value).__name__}")
+        item = typing.get_args(tp)[0]
+        return [from_json(item, v, f"{path}[{i}]") for i, v in enumerate(value)]
+    if tp is type(None):
+        ok = value is None
+    elif tp is float:  # JSON does not tell 1 from 1.0
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif tp is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, tp)
+    if not ok:
+        raise ReportShapeError(f"{path}: expected {_describe(tp)}, got {value!r:.60}")
+    return value
+
+
+def shallow_fields(value: Any) -> dict[str, Any]:
+    """A dataclass's fields as keyword arguments (not converted), to compose a larger model."""
+    return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+
+
+# ------------------------------------------------------------------------------------- key reference
+
+
+def _describe(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if tp is type(None):
+        return "null"
+    if origin in (Union, types.UnionType):
+        return " or ".join(_describe(arg) for arg in typing.get_args(tp))
+    if origin is dict:
+        value = typing.get_args(tp)[1]
+        return "object" if dataclasses.is_dataclass(value) else f"object: * → {_grouped(value)}"
+    if origin is list:
+        item = typing.get_args(tp)[0]
+        return "list" if dataclasses.is_dataclass(item) else f"list of {_grouped(item)}"
+    if dataclasses.is_dataclass(tp):
+        return "object"
+    return {str: "string", int: "integer", float: "number", bool: "boolean"}.get(tp, getattr(tp, "__name__", str(tp)))
+
+
+def _grouped(tp: Any) -> str:
+    text = _describe(tp)
+    return f"({text})" if " or " in text else text
+
+
+def _walk(tp: Any, path: str, out: list[tuple[str, str]]) -> None:
+    hints = typing.get_type_hints(tp, vars(sys.modules[tp.__module__]))
+    for f in dataclasses.fields(tp):
+        hint = hints[f.name]
+        key = f"{path}.{f.name}" if path else f.name
+        optional = " (absent when null)" if f.metadata.get("omit_if_none") else ""
+        out.append((key, _describe(hint) + optional))
+        _descend(hint, key, out)
+
+
+def _descend(hint: Any, key: str, out: list[tuple[str, str]]) -> None:
+    for arg in [a for a in (typing.get_args(hint) if typing.get_origin(hint) in (Union, types.UnionType) else [hint])
+                if a is not type(None)]:
+        origin = typing.get_origin(arg)
+        if dataclasses.is_dataclass(arg):
+            _walk(arg, key, out)
+        elif origin is list and typing.get_args(arg) and dataclasses.is_dataclass(typing.get_args(arg)[0]):
+            _walk(typing.get_args(arg)[0], key + "[]", out)
+        elif origin is dict:
+            _descend(typing.get_args(arg)[1], key + ".*", out)
+
+
+def key_reference() -> list[tuple[str, str]]:
+    """(key path, JSON type) of every key `report.json` can hold; `[]` marks a list's items and `*`
+    an object's variable keys (a condition, construct, metric, reason or seed)."""
+    out: list[tuple[str, str]] = []
+    _walk(Report, "", out)
+    return out
+
+
+def key_reference_markdown() -> str:
+    lines = ["| key | type |", "|---|---|"]
+    lines += [f"| `{key}` | {kind} |" for key, kind in key_reference()]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(key_reference_markdown(), end="")
