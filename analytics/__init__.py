@@ -1,4 +1,5 @@
-"""Statistics for membench reports: pure functions with explicit inputs and named results.
+"""Statistics: pure functions with explicit inputs and named results, used by the reports and by
+`membench stats` on CSV files. Nothing here reads the warehouse.
 
 Modules (each documents its formulas and the paper section they come from):
 

@@ -1,0 +1,52 @@
+"""The folders are the architecture (docs/design.md §1): each package imports only the packages
+upstream of it, and interface modules hold protocols and types, not the implementations."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+# package -> the project packages it may import (besides itself)
+ALLOWED = {
+    "schemas": set(),
+    "processors": {"schemas"},
+    "sandbox": {"schemas"},
+    "producers": {"schemas", "sandbox"},
+    "warehouse": {"schemas"},
+    "analytics": set(),
+    "reports": {"analytics", "warehouse", "schemas"},
+    "membench": {"schemas", "producers", "processors", "sandbox", "warehouse", "analytics", "reports"},
+}
+INTERFACES = ("producers/bus/base.py", "producers/agents/base.py", "producers/memory_systems/base.py",
+              "sandbox/base.py", "warehouse/protocol.py")
+
+
+def _imports(path: Path) -> set[str]:
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.add(node.module)
+    return out
+
+
+def test_each_package_imports_only_upstream_packages():
+    broken = []
+    for package, allowed in ALLOWED.items():
+        for path in sorted((REPO / package).rglob("*.py")):
+            for module in _imports(path):
+                top = module.split(".")[0]
+                if top in ALLOWED and top != package and top not in allowed:
+                    broken.append(f"{path.relative_to(REPO)} imports {module}")
+    assert not broken, "imports against the layering:\n" + "\n".join(broken)
+
+
+def test_interface_modules_import_no_implementation():
+    for rel in INTERFACES:
+        package = rel.rsplit("/", 1)[0].replace("/", ".")
+        own = {m for m in _imports(REPO / rel) if m.startswith(package + ".")}
+        # an interface may use its siblings' types only through other interfaces
+        assert own <= {package + ".base"}, f"{rel} imports {sorted(own)}"
