@@ -224,3 +224,26 @@ def test_memory_literal_agent_fills_slots_in_presentation_order(tmp_path: Path) 
         assert f"A = '{expected}'" in text and "B = 'KID-default'" in text
         assert outcome.cited_ids == [f"m{order[0]}"]
         assert ("MemoryCitation", {"memory_ids": [f"m{order[0]}"]}) in emitter.kinds
+
+
+def test_adapters_from_the_environment_are_registered_by_an_explicit_call(tmp_path):
+    from producers.memory_systems.registry import register_adapters_from_env
+
+    script = tmp_path / "mem.py"
+    script.write_text("import json, sys\njson.load(sys.stdin)\nprint(json.dumps({'items': [], 'candidates': []}))\n")
+    env = {"MEMBENCH_MEMORY_ADAPTERS": json.dumps({"env-ext-test": {"command": [sys.executable, str(script)]},
+                                                   "B5": {"command": ["never-used"]}})}
+    assert "env-ext-test" not in MEMORY_SYSTEMS  # nothing is registered at import time
+    try:
+        assert register_adapters_from_env(env) == ["env-ext-test"]  # a built-in name keeps its system
+        memory = make_memory("env-ext-test", Namespace("rs", "env-ext-test", 1, "seq"))
+        assert memory.read("q", 100).items == ()
+        assert MEMORY_SYSTEMS["B5"].__name__ == "VerbatimEventMemory"
+    finally:
+        MEMORY_SYSTEMS.pop("env-ext-test", None)
+
+
+def test_a_malformed_adapter_variable_is_a_usage_error_naming_it(cli):
+    proc = cli("report", "no-such-run-set", env={"MEMBENCH_MEMORY_ADAPTERS": "{not json"})
+    assert proc.returncode == 2
+    assert "MEMBENCH_MEMORY_ADAPTERS" in proc.stderr and "Traceback" not in proc.stderr
