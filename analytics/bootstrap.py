@@ -1,7 +1,7 @@
 """Pass fractions with trap-cluster percentile bootstrap confidence intervals.
 
 Source: DreamBench-SWE §6.1 Table 7 ("Intervals are trap-cluster bootstrap 95% CIs; seeds are
-repeated observations within traps") and DESIGN §8 (seeded, stated resample count).
+repeated observations within traps") and docs/design.md §8 (seeded, stated resample count).
 
 The cluster is the unit (trap): a bootstrap replicate draws T units with replacement from the T
 units and recomputes the pooled pass fraction Σ passes / Σ cells over the drawn units (a unit

@@ -6,7 +6,7 @@ and one seed (DreamBench-SWE §6, Appendix C.6: "validity-gated S3 executable pa
 (``valid=False``: ``task_exception``, ``isolation_unavailable``, agent exec failure, ...).
 Excluded cells are counted and reported, never imputed (Appendix C.6: "No imputation is allowed").
 
-Deduplication (DESIGN §8): a unit can be re-run; the newest record per (condition, seed,
+Deduplication (docs/design.md §8): a unit can be re-run; the newest record per (condition, seed,
 oracle id) wins, where the oracle id falls back to the unit when a cell has none. "Newest" is the
 largest ``order`` (a record sequence number or a timestamp in microseconds); between equal
 ``order`` values the later record in the input wins. Validity is not a tie-breaker: a newer
@@ -70,7 +70,7 @@ def seed_sort_key(seed: Seed) -> tuple[int, object]:
 
 
 def dedup_key(cell: Cell) -> tuple[str, Seed, str]:
-    """The dedup key of DESIGN §8: (condition, seed, oracle id or, without one, the unit)."""
+    """The dedup key of docs/design.md §8: (condition, seed, oracle id or, without one, the unit)."""
     return (cell.condition, cell.seed, cell.oracle_id if cell.oracle_id is not None else cell.unit)
 
 

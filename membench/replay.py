@@ -1,4 +1,4 @@
-"""Replay and audit (DESIGN.md §9): read a run set's raw events from a log file, the warehouse's
+"""Replay and audit (docs/design.md §9): read a run set's raw events from a log file, the warehouse's
 raw table or a Kafka topic; verify every run's hash chain and seq continuity; re-run the
 processors; diff the re-derived events against what the warehouse recorded.
 

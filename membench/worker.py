@@ -1,4 +1,4 @@
-"""`membench process`: the processors inside a faust-streaming worker (DESIGN.md §2, §7).
+"""`membench process`: the processors inside a faust-streaming worker (docs/design.md §2, §7).
 
 The worker consumes the trajectory topic (raw bytes), decodes each message, runs the same pure
 `RunSetProcessor` as the embedded path, and publishes derived events (Avro single-object

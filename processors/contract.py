@@ -1,4 +1,4 @@
-"""The per-session memory contract (DESIGN.md §7; the coding-agent A/B benchmark's definitions).
+"""The per-session memory contract (docs/design.md §7; the coding-agent A/B benchmark's definitions).
 
 Sets, all over memory ids of the session's memory system:
 - injected: ids admitted by the session's MemoryRead events; cited: ids of its MemoryCitation events;

@@ -1,6 +1,6 @@
 """`failure_reason`: a fixed enum, first matching rule wins, recorded with the rule that fired.
 
-The order is DESIGN.md §7's and the coding-agent A/B benchmark's (its `classify_failure_reason`):
+The order is docs/design.md §7's and the coding-agent A/B benchmark's (its `classify_failure_reason`):
 
 1. oracle_inconclusive — no verdict, or the oracle flagged itself inconclusive (timed out, could
    not run);

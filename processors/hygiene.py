@@ -1,4 +1,4 @@
-"""Hygiene observations (DESIGN.md §7): per oracle label and per construct, each a numerator and a
+"""Hygiene observations (docs/design.md §7): per oracle label and per construct, each a numerator and a
 denominator of one task session, so a rate over any grouping is Σ numerator / Σ denominator and
 never an average of ratios. Observations with a zero denominator are not emitted (they add
 nothing to a rate).

@@ -16,7 +16,7 @@ from processors.verdicts import VerdictFold
 from schemas.derived import DerivedEvent
 from schemas.events import Event
 
-# Every fold a run gets; later folds (failure taxonomy, memory contract, hygiene) join this list.
+# Every fold a run gets: verdicts and run summaries; the diagnosis (failure taxonomy, memory contract, hygiene).
 FOLDS: list[Callable[[], object]] = [VerdictFold, DiagnosisFold]
 
 

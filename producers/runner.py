@@ -1,4 +1,4 @@
-"""Planning and running the grid of run units (DESIGN.md §5).
+"""Planning and running the grid of run units (docs/design.md §5).
 
 Per session: materialize the workspace (the previous session's scored production tree, or the
 clean base), ask the memory system for context, let the agent act, score the production diff in
@@ -210,7 +210,7 @@ def code_digest() -> str:
     """SHA-256 over membench's own Python sources: which code produced a run."""
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
-    for package in ("producers", "processors", "sandbox", "schemas", "warehouse", "membench"):
+    for package in ("producers", "processors", "sandbox", "schemas", "warehouse", "analytics", "reports", "membench"):
         for path in sorted((root / package).rglob("*.py")):
             digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()

@@ -1,4 +1,4 @@
-"""Admission gates of a pack (DESIGN.md §4; DreamBench-SWE Appendix C.3-C.4) and the admission
+"""Admission gates of a pack (docs/design.md §4; DreamBench-SWE Appendix C.3-C.4) and the admission
 funnel: authored → valid (static gates) → admitted (live gates, run in the sandbox).
 
 Static gates, per trap:

@@ -1,5 +1,5 @@
 """Report section: the condition ladder, construct strata, the clean-start subset and the validity
-gates of a memory-hygiene run set (DreamBench-SWE §6, Appendix C.6/C.8; DESIGN.md §8).
+gates of a memory-hygiene run set (DreamBench-SWE §6, Appendix C.6/C.8; docs/design.md §8).
 
 A cell is one unit's scored (S3) outcome, as in the base report (excluded cells are counted, never
 imputed). The report is rebuilt from the warehouse alone: each unit's construct comes from its

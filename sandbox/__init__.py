@@ -1,4 +1,4 @@
-"""Isolated workspaces for agents and oracles (DESIGN.md §6). Fail closed: when a backend cannot
+"""Isolated workspaces for agents and oracles (docs/design.md §6). Fail closed: when a backend cannot
 isolate, callers get `IsolationUnavailable` and record `isolation_unavailable`; nothing runs
 unjailed."""
 

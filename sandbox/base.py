@@ -1,4 +1,4 @@
-"""The sandbox interface shared by the backends (DESIGN.md §6).
+"""The sandbox interface shared by the backends (docs/design.md §6).
 
 A backend runs one command in a fresh jail: the workspace read-write at /workspace, the mounts
 the caller names, nothing else of the host's files; no network; a temporary HOME; a clean

@@ -1,4 +1,4 @@
-"""Scoring a session (DESIGN.md §6): only the production diff reaches the oracle.
+"""Scoring a session (docs/design.md §6): only the production diff reaches the oracle.
 
 1. The agent's workspace is diffed against the session's start tree. Edits under `.git` reject
    the patch (`production_patch_apply_failed`); edits to tests, `conftest.py`, `pytest.ini`,

@@ -1,6 +1,6 @@
 """Workspaces as file trees: snapshot, diff against a start tree, classify, apply to a fresh copy.
 
-Scoring sees only the production part of an agent's change (DESIGN.md §6): edits to tests,
+Scoring sees only the production part of an agent's change (docs/design.md §6): edits to tests,
 `conftest.py`, `pytest.ini`, `sitecustomize.py` and `*.pth` are stripped and recorded; edits
 under `.git` reject the patch.
 """

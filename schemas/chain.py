@@ -1,4 +1,4 @@
-"""The SHA-256 hash chain over a run's events (DESIGN.md §3, §9).
+"""The SHA-256 hash chain over a run's events (docs/design.md §3, §9).
 
 hash = sha256(prev_hash as 32 raw bytes || Avro binary datum of the event with `hash` = "").
 `hash` is the last field of the envelope, so that datum is the final datum minus its hash string;

@@ -1,4 +1,4 @@
-"""The event envelope (DESIGN.md §3) as Python values, and bounded payload strings."""
+"""The event envelope (docs/design.md §3) as Python values, and bounded payload strings."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The native task-pack format (DESIGN.md §4): a manifest, fixture repositories, hidden parts.
+"""The native task-pack format (docs/design.md §4): a manifest, fixture repositories, hidden parts.
 
 ```
 PACK/manifest.json           the sequences (agent-visible instructions and events; labels)
@@ -42,7 +42,7 @@ SECRET = re.compile(r"\{\{SECRET:([A-Za-z0-9_]+):([A-Za-z0-9_]+)\}\}")
 SECRET_LIKE = re.compile(r"\{\{\s*SECRET\b[^}]*\}?\}?")
 # the format classes of generated secrets (producers/finalize.py holds one generator per class)
 SECRET_CLASSES = ("hex8", "hex12", "hex16", "token", "word", "int")
-# constructs whose trap must not be solvable from one injected event (DESIGN.md §4)
+# constructs whose trap must not be solvable from one injected event (docs/design.md §4)
 NO_SINGLE_EVENT_CONSTRUCTS = ("C2", "C3", "C6", "C7")
 
 

@@ -1,4 +1,4 @@
-"""Kafka topic names and settings: the distributed bus's contract (DESIGN.md §2, §3).
+"""Kafka topic names and settings: the distributed bus's contract (docs/design.md §2, §3).
 
 - trajectory: raw events, key = run_id (a run's events stay in one partition, in order),
   value = Avro single-object encoding of an `event` record;

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from membench.errors import UsageError
 from membench.settings import load_settings
+from sandbox.registry import BACKENDS
 
 
 @click.group()
@@ -53,7 +54,7 @@ def finalize(skeleton: str, out: Path, force: bool) -> None:
 @click.argument("pack_spec", metavar="PACK")
 @click.option("--json", "as_json", is_flag=True, help="print the funnel as JSON")
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64))
-@click.option("--sandbox", "sandbox_name", default="bwrap", show_default=True, type=click.Choice(["bwrap", "docker"]))
+@click.option("--sandbox", "sandbox_name", default="bwrap", show_default=True, type=click.Choice(list(BACKENDS)))
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="also write the JSON report here")
 def validate(pack_spec: str, as_json: bool, workers: int, sandbox_name: str, out: Path | None) -> None:
     """Run PACK's admission gates live in the sandbox and print the admission funnel.

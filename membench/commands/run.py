@@ -14,6 +14,7 @@ from rich.table import Table
 from membench.commands.common import dsn_options, open_warehouse, parse_list, parse_seeds
 from membench.errors import UsageError
 from membench.settings import Settings
+from sandbox.registry import BACKENDS
 
 if TYPE_CHECKING:
     from reports.model import Report
@@ -53,7 +54,7 @@ def write_report(settings: Settings, report: Report) -> Path:
 @click.option("--agent", default="scripted:memory-literal", show_default=True)
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64), help="units run concurrently")
 @click.option("--run-set", "run_set", default=None, help="run set id (default: derived from pack, agent, grid)")
-@click.option("--sandbox", "sandbox_name", default="bwrap", show_default=True, type=click.Choice(["bwrap", "docker"]))
+@click.option("--sandbox", "sandbox_name", default="bwrap", show_default=True, type=click.Choice(list(BACKENDS)))
 @click.option("--read-budget", default=2000, show_default=True, type=click.IntRange(0), help="memory read budget (tokens)")
 @dsn_options
 def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_set: str | None,

@@ -13,6 +13,7 @@ from membench.commands.common import dsn_options
 from membench.commands.run import run_embedded
 from membench.errors import UsageError
 from membench.settings import Settings
+from sandbox.registry import BACKENDS
 
 
 @click.command()
@@ -23,7 +24,7 @@ from membench.settings import Settings
               "(recorded as predictions:<name>; default: the file's stem)")
 @click.option("--run-set", "run_set", default=None, help="run set id (default: derived from pack and file)")
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64), help="units scored concurrently")
-@click.option("--sandbox", "sandbox_name", default="bwrap", show_default=True, type=click.Choice(["bwrap", "docker"]))
+@click.option("--sandbox", "sandbox_name", default="bwrap", show_default=True, type=click.Choice(list(BACKENDS)))
 @click.option("--read-budget", default=2000, show_default=True, type=click.IntRange(0), help="memory read budget (tokens)")
 @dsn_options
 def score(pack: str, predictions_path: Path, agent_name: str | None, run_set: str | None, workers: int,

@@ -1,4 +1,4 @@
-"""The scripted reference agents (DESIGN.md §5): deterministic, no model,
+"""The scripted reference agents (docs/design.md §5): deterministic, no model,
 labelled `scripted:*` in every report:
 
 - `scripted:null` changes nothing;

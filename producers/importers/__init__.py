@@ -1,1 +1,1 @@
-"""Importers: external benchmark formats converted into native membench packs (DESIGN.md §4)."""
+"""Importers: external benchmark formats converted into native membench packs (docs/design.md §4)."""

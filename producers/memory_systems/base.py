@@ -1,4 +1,4 @@
-"""Memory systems behind one protocol (DESIGN.md §5).
+"""Memory systems behind one protocol (docs/design.md §5).
 
 `write(events)` receives the agent-visible events of a finished session; `read(query, budget)`
 returns memories with ids, within a token budget. Each instance is created for one namespace
