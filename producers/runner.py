@@ -27,12 +27,13 @@ from producers.memory_systems.base import MemorySetup, Namespace
 from producers.memory_systems.registry import make_memory
 from sandbox.base import IsolationUnavailable, Sandbox
 from sandbox.scoring import score_session, score_with_rules
-from sandbox.workspace import snapshot, tree_digest, write_tree
+from sandbox.workspace import render_patch, snapshot, tree_digest, write_tree
 from schemas.events import bounded_text
 from schemas.pack_format import Pack, Sequence
 
 RUN_NAMESPACE = uuid.UUID("6f1d2a43-5c55-4c1e-9a43-6d656d62656e")
 DEFAULT_READ_BUDGET = 2000
+INLINE_DIFF_LIMIT = 64 << 10  # a PatchProduced diff up to this many bytes is kept in the event itself
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class RunConfig:
     read_budget: int = DEFAULT_READ_BUDGET
     oracle_timeout_s: float = 120.0
     code_digest: str = ""
+    blob_dir: Path | None = None  # the content store beside the log (runs/<run set>/blobs); see patch_fields
 
 
 def plan_grid(pack: Pack, conditions: list[str], seeds: list[int]) -> list[RunUnit]:
@@ -184,14 +186,37 @@ def _act_and_score(pack: Pack, seq: Sequence, session, start: dict[str, bytes], 
     emitter.emit("PatchProduced", {
         "files": diff.files, "added_lines": diff.added_lines, "removed_lines": diff.removed_lines,
         "production_paths": diff.production, "test_paths": diff.tests, "stripped_paths": diff.tests + diff.git,
-        "diff_sha256": diff.sha256})
+        "diff_sha256": diff.sha256,
+        **patch_fields("production_diff", render_patch(start, diff, diff.production), config.blob_dir),
+        **patch_fields("stripped_diff", render_patch(start, diff, diff.tests + diff.git), config.blob_dir)})
     emitter.emit("OracleVerdict", {
-        "oracle_id": session.oracle_id, "outcome": result.outcome, "cases": result.cases,
+        "oracle_id": session.oracle_id, "outcome": result.outcome,
+        "cases": [{"case_id": c["case_id"], "outcome": c["outcome"], "duration_ms": c.get("duration_ms", 0)}
+                  for c in result.cases],
         "exit_status": result.exit_status, "inconclusive": result.inconclusive,
-        "duration_ms": result.duration_ms}, visibility="harness")
+        "duration_ms": result.duration_ms, "isolation": result.isolation}, visibility="harness")
     if result.outcome == "isolation_unavailable":
         raise IsolationUnavailable(result.detail)
     return result.scored_tree, outcome
+
+
+def patch_fields(name: str, text: str, blob_dir: Path | None) -> dict[str, str | None]:
+    """`name` and `name_sha256` of a PatchProduced event: the diff inline when it is at most
+    INLINE_DIFF_LIMIT bytes of UTF-8, else only its digest, with the text stored content-addressed
+    at blob_dir/<sha256> (written atomically; `replay --verify` checks it). Without a blob_dir a
+    large diff keeps only its digest."""
+    data = text.encode("utf-8")
+    digest = hashlib.sha256(data).hexdigest()
+    if len(data) <= INLINE_DIFF_LIMIT:
+        return {name: text, f"{name}_sha256": digest}
+    if blob_dir is not None:
+        target = Path(blob_dir) / digest
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            staging = target.with_name(f".{digest}.{uuid.uuid4().hex}")
+            staging.write_bytes(data)
+            staging.replace(target)
+    return {name: None, f"{name}_sha256": digest}
 
 
 def run_grid(pack: Pack, units: list[RunUnit], config: RunConfig, sandbox: Sandbox, publish: Listener,

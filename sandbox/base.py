@@ -53,8 +53,9 @@ class Sandbox(Protocol):
     def check(self) -> tuple[bool, str]:
         """(works here?, why not)."""
 
-    def run(self, argv: list[str], spec: SandboxSpec) -> SandboxResult:
-        """Run argv inside the sandbox; raises IsolationUnavailable rather than run unjailed."""
+    def run(self, argv: list[str], spec: SandboxSpec, stop: threading.Event | None = None) -> SandboxResult:
+        """Run argv inside the sandbox; raises IsolationUnavailable rather than run unjailed. Setting
+        `stop` ends the sandbox early (every process in it is killed; `timed_out` stays False)."""
 
 
 def chown_tree(root: Path, uid: int, gid: int) -> None:

@@ -35,6 +35,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -76,6 +77,22 @@ def _hard_limit(kind: int, wanted: int) -> int:
     """`wanted`, lowered to the current hard limit (without CAP_SYS_RESOURCE nobody may raise it)."""
     _soft, hard = resource.getrlimit(kind)
     return wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+
+
+def _wait(proc: subprocess.Popen, wall_time_s: float, stop: threading.Event | None) -> str | None:
+    """None when the process ended by itself; "timeout" at the wall-clock limit; "stopped" when the
+    caller set `stop` (the harness ends a sandbox it no longer needs, e.g. a production server)."""
+    deadline = time.monotonic() + wall_time_s
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return "timeout"
+        try:
+            proc.wait(timeout=remaining if stop is None else min(remaining, 0.05))
+            return None
+        except subprocess.TimeoutExpired:
+            if stop is not None and stop.is_set():
+                return "stopped"
 
 
 class BwrapSandbox:
@@ -171,7 +188,7 @@ class BwrapSandbox:
         return limits + args + list(command)
 
     # ------------------------------------------------------------------ run
-    def run(self, command: list[str], spec: SandboxSpec) -> SandboxResult:
+    def run(self, command: list[str], spec: SandboxSpec, stop: threading.Event | None = None) -> SandboxResult:
         missing = self._missing()
         if missing:
             raise IsolationUnavailable(missing)
@@ -197,14 +214,14 @@ class BwrapSandbox:
         err = BoundedReader(proc.stderr, STDERR_LIMIT, "tail")
         timed_out = False
         try:
-            proc.wait(timeout=spec.wall_time_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
+            stopped = _wait(proc, spec.wall_time_s, stop)
+            if stopped is not None:
+                timed_out = stopped == "timeout"
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait()
         finally:
             with os.fdopen(status_r, "rb") as status:
                 status_text = status.read().decode("utf-8", "replace")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import resource
+import threading
 import time
 from pathlib import Path
 
@@ -43,6 +44,29 @@ def _read_capped(stream, limit: int, keep: str) -> str:
             del data[: len(data) - limit]
     data = data[:limit] if keep == "head" else data[-limit:]
     return bytes(data).decode("utf-8", "replace")
+
+
+class _Stopped(Exception):
+    """The caller set `stop`: the container is no longer needed."""
+
+
+def _wait(container, wall_time_s: float, stop: threading.Event | None) -> dict:
+    """The container's exit status; raises at the wall-clock limit (the API's read timeout) or
+    `_Stopped` once the caller sets `stop` (checked between short waits)."""
+    if stop is None:
+        return container.wait(timeout=wall_time_s)
+    deadline = time.monotonic() + wall_time_s
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("wall-clock limit")
+        try:
+            return container.wait(timeout=min(remaining, 0.5))
+        except Exception:
+            if stop.is_set():
+                raise _Stopped() from None
+            if deadline - time.monotonic() <= 0:
+                raise
 
 
 class DockerSandbox:
@@ -84,7 +108,7 @@ class DockerSandbox:
         engine = version.get("Components", [{}])[0].get("Name") or "Docker API"
         return True, f"ok ({engine} {version.get('Version', '?')} at {self.base_url}; image {self.image})"
 
-    def run(self, command: list[str], spec: SandboxSpec) -> SandboxResult:
+    def run(self, command: list[str], spec: SandboxSpec, stop: threading.Event | None = None) -> SandboxResult:
         import docker
         from docker.types import Mount, Ulimit
 
@@ -143,10 +167,10 @@ class DockerSandbox:
                     raise IsolationUnavailable(f"the container could not be started: {exc}") from exc
                 timed_out = False
                 try:
-                    status = container.wait(timeout=spec.wall_time_s)
+                    status = _wait(container, spec.wall_time_s, stop)
                     exit_code = int(status.get("StatusCode", -1))
-                except Exception:  # requests' ReadTimeout / ConnectionError: the wall-clock limit
-                    timed_out = True
+                except Exception as exc:  # requests' ReadTimeout / ConnectionError: the wall-clock limit
+                    timed_out = not isinstance(exc, _Stopped)
                     try:
                         container.kill()
                     except docker.errors.APIError:

@@ -6,14 +6,18 @@
    stripped and recorded in `TreeDiff.tests`.
 2. The production part is applied to a fresh checkout of the start tree (never the agent's
    directory). No production change: `empty_production_diff`.
-3. Only now does the hidden oracle enter a sandbox: mounted read-only at /oracle, in a new
-   sandbox of its own over the fresh checkout, run by `sandbox/oracle_launcher.py` (mounted
-   read-only) with `python3 -I` (no PYTHON* variables, a clean PYTHONPATH), pytest plugin
-   autoload off and the workspace last on sys.path.
+3. Only now do the hidden oracle and the code under test run, in two sandboxes (isolation
+   `process`): the production sandbox runs `harness/production_server.py` over one copy of the
+   scored tree; the oracle's sandbox runs pytest over the oracle (mounted read-only at /oracle)
+   with `harness/oracle_client.py`, which answers imports of the tree's modules with proxies to
+   the production process (`harness/wire.py`: plain data or references over a Unix socket).
+   The code under test cannot read the oracle's file, reach its process, or write its results.
 4. `pass` needs pytest's exit status 0 *and* a JUnit report in which every test function the
    oracle defines (read from its source on the harness side) ran and passed — production code
    that ends the process early or skips the oracle's tests scores `fail`. Wall-time exhaustion is
-   `oracle_timeout`.
+   `oracle_timeout`. Only the test cases the oracle defines are recorded (name, outcome, duration).
+5. Imported packs scored by rules (`score_with_rules`) run their score commands in the checkout:
+   tests and code share a process there, and the verdict says so (isolation `in_process`).
 
 Outcomes: `pass`, `fail`, `oracle_timeout`, `production_patch_apply_failed`,
 `empty_production_diff`, `isolation_unavailable`.
@@ -21,14 +25,16 @@ Outcomes: `pass`, `fail`, `oracle_timeout`, `production_patch_apply_failed`,
 
 from __future__ import annotations
 
-import difflib
 import ast
+import difflib
 import tempfile
+import threading
+import time
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from sandbox.base import IsolationUnavailable, Sandbox, SandboxSpec
+from sandbox.base import IsolationUnavailable, Sandbox, SandboxResult, SandboxSpec
 from sandbox.workspace import TreeDiff, apply_production, diff_trees, snapshot, write_tree
 from schemas.pack_format import ScoringRules
 
@@ -43,6 +49,7 @@ class ScoreResult:
     inconclusive: bool = False
     duration_ms: int = 0
     detail: str = ""
+    isolation: str = "in_process"  # ISOLATION_PROCESS or ISOLATION_IN_PROCESS
 
 
 def _parse_junit(path: Path) -> list[dict[str, str]]:
@@ -57,11 +64,17 @@ def _parse_junit(path: Path) -> list[dict[str, str]]:
             outcome = "error"
         elif case.find("skipped") is not None:
             outcome = "excluded"
-        cases.append({"case_id": case.get("name", "?"), "outcome": outcome})
+        try:
+            duration_ms = int(float(case.get("time", "0")) * 1000)
+        except ValueError:
+            duration_ms = 0
+        cases.append({"case_id": case.get("name", "?"), "outcome": outcome, "duration_ms": duration_ms})
     return cases
 
 
-LAUNCHER = Path(__file__).resolve().parent / "oracle_launcher.py"
+HARNESS = Path(__file__).resolve().parent / "harness"
+ISOLATION_PROCESS = "process"  # the oracle and the code under test in separate sandboxed processes
+ISOLATION_IN_PROCESS = "in_process"  # score commands run the tests and the code in one process
 
 
 def expected_tests(oracle_file: Path) -> set[str]:
@@ -91,6 +104,34 @@ def production_change(start_tree: dict[str, bytes], workspace: Path
     return diff, apply_production(start_tree, diff), None
 
 
+def production_modules(tree: dict[str, bytes]) -> list[str]:
+    """Top-level module and package names of the scored tree (what the oracle may import)."""
+    names = set()
+    for rel in tree:
+        head, sep, _ = rel.partition("/")
+        if sep and head.isidentifier() and not head.startswith("."):
+            names.add(head)
+        elif not sep and rel.endswith(".py") and rel[:-3].isidentifier():
+            names.add(rel[:-3])
+    return sorted(names)
+
+
+def _bootstrap(module: str) -> list[str]:
+    """argv that runs `membench_harness.<module>.main(argv)` from the read-only /harness mount."""
+    return ["python3", "-I", "-B", "-c",
+            "import sys; sys.path.insert(0, '/harness'); "
+            f"from membench_harness.{module} import main; sys.exit(main(sys.argv[1:]))"]
+
+
+def _wait_for(path: Path, done: threading.Event, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and not done.is_set():
+        if path.exists():
+            return True
+        time.sleep(0.02)
+    return path.exists()
+
+
 def score_session(
     sandbox: Sandbox,
     start_tree: dict[str, bytes],
@@ -99,33 +140,72 @@ def score_session(
     timeout_s: float = 120.0,
     require_change: bool = True,
 ) -> ScoreResult:
+    """Score by a hidden pytest oracle, isolated by process: the code under test runs in a
+    production sandbox (`harness/production_server.py`) over its own copy of the scored tree; the
+    oracle's tests run in a second sandbox (`harness/oracle_client.py`) over another copy, and
+    reach production code only through proxies on a Unix socket (`harness/wire.py`). The
+    production sandbox has neither the oracle's file nor the results directory; the harness reads
+    the oracle's JUnit report, which only the oracle's process can write."""
     diff, scored_tree, rejected = production_change(start_tree, workspace)
     if rejected is not None:
-        return rejected
+        return replace(rejected, isolation=ISOLATION_PROCESS)
     if require_change and not diff.production:
-        return ScoreResult("empty_production_diff", diff, scored_tree)
+        return ScoreResult("empty_production_diff", diff, scored_tree, isolation=ISOLATION_PROCESS)
     with tempfile.TemporaryDirectory(prefix="membench-score-") as tmp:
-        checkout, results = Path(tmp) / "checkout", Path(tmp) / "results"
+        root = Path(tmp)
+        production, checkout, results, channel = (root / n for n in ("production", "checkout", "results", "channel"))
+        write_tree(scored_tree, production)
         write_tree(scored_tree, checkout)
         results.mkdir()
-        spec = SandboxSpec(
+        channel.mkdir()
+        channel.chmod(0o777)
+        server_spec = SandboxSpec(workspace=production, ro_mounts={"/harness/membench_harness": HARNESS},
+                                  rw_mounts={"/channel": channel}, wall_time_s=timeout_s + 30,
+                                  cpu_time_s=max(1, int(timeout_s)))
+        oracle_spec = SandboxSpec(
             workspace=checkout,
-            ro_mounts={"/oracle/test_oracle.py": Path(oracle_file), "/harness/run_oracle.py": LAUNCHER},
-            rw_mounts={"/results": results},
+            ro_mounts={"/oracle/test_oracle.py": Path(oracle_file), "/harness/membench_harness": HARNESS},
+            rw_mounts={"/results": results, "/channel": channel},
             env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
             wall_time_s=timeout_s,
             cpu_time_s=max(1, int(timeout_s)),
         )
-        argv = ["python3", "-I", "-B", "/harness/run_oracle.py", "/oracle/test_oracle.py", "/results/junit.xml"]
+        stop, server_done = threading.Event(), threading.Event()
+        server_outcome: dict[str, object] = {}
+
+        def serve() -> None:
+            try:
+                server_outcome["result"] = sandbox.run(_bootstrap("production_server") + ["/channel/production.sock"],
+                                                       server_spec, stop=stop)
+            except IsolationUnavailable as exc:
+                server_outcome["unavailable"] = exc
+            finally:
+                server_done.set()
+
+        server = threading.Thread(target=serve, name="membench-production-server", daemon=True)
+        server.start()
         try:
-            result = sandbox.run(argv, spec)
-        except IsolationUnavailable as exc:
-            return ScoreResult("isolation_unavailable", diff, scored_tree, detail=str(exc))
+            _wait_for(channel / "production.sock", server_done, min(60.0, timeout_s))
+            if "unavailable" in server_outcome:
+                return ScoreResult("isolation_unavailable", diff, scored_tree, detail=str(server_outcome["unavailable"]),
+                                   isolation=ISOLATION_PROCESS)
+            argv = _bootstrap("oracle_client") + ["/oracle/test_oracle.py", "/results/junit.xml",
+                                                  "/channel/production.sock", str(timeout_s),
+                                                  *production_modules(scored_tree)]
+            try:
+                result = sandbox.run(argv, oracle_spec)
+            except IsolationUnavailable as exc:
+                return ScoreResult("isolation_unavailable", diff, scored_tree, detail=str(exc),
+                                   isolation=ISOLATION_PROCESS)
+        finally:
+            stop.set()
+            server.join(timeout=60)
         try:
             cases = _parse_junit(results / "junit.xml")
         except ET.ParseError:
             cases = []
     expected = expected_tests(Path(oracle_file))
+    cases = [c for c in cases if c["case_id"].split("[", 1)[0] in expected]  # only the oracle's own tests
     ran = {c["case_id"].split("[", 1)[0] for c in cases}
     complete = bool(cases) and all(c["outcome"] == "pass" for c in cases) and expected <= ran
     if result.timed_out:
@@ -134,11 +214,15 @@ def score_session(
         outcome = "pass"
     else:
         outcome = "fail"
-    # pytest: 0 passed, 1 failed, 2 collection error (a missing symbol counts as a fail); 3-5 are
-    # internal, usage or no-test errors of the oracle itself.
+    # pytest: 0 passed, 1 failed, 2 interrupted or collection error (a missing symbol counts as a
+    # fail); 3-5 are internal, usage or no-test errors of the oracle itself.
     inconclusive = result.timed_out or result.exit_code in (3, 4, 5)
+    served = server_outcome.get("result")
+    server_log = (served.stderr[-1000:] if isinstance(served, SandboxResult) else "")
     return ScoreResult(outcome, diff, scored_tree, cases, result.exit_code, inconclusive, result.duration_ms,
-                       detail=(result.stdout + result.stderr)[-2000:])
+                       detail=(result.stdout + result.stderr)[-2000:] + (f"\n[production] {server_log}" if server_log
+                                                                         else ""),
+                       isolation=ISOLATION_PROCESS)
 
 
 def path_matches(rel: str, prefixes: tuple[str, ...]) -> bool:
@@ -231,4 +315,4 @@ def score_with_rules(
         outcome = "fail"
     inconclusive = timed_out or exit_status in (126, 127)
     return ScoreResult(outcome, diff, scored_tree, cases, exit_status, inconclusive, duration,
-                       detail="\n".join(details)[-2000:])
+                       detail="\n".join(details)[-2000:], isolation=ISOLATION_IN_PROCESS)

@@ -115,3 +115,24 @@ def apply_production(base: dict[str, bytes], diff: TreeDiff) -> dict[str, bytes]
         else:
             out[rel] = content
     return out
+
+
+def render_patch(before: dict[str, bytes], diff: TreeDiff, paths: list[str]) -> str:
+    """`paths` of a change as one unified diff (`git diff` style headers, 3 lines of context), for
+    the log: what was scored is readable there. A file that is not UTF-8 text is named with the
+    SHA-256 of both sides instead of its bytes."""
+    out: list[str] = []
+    for rel in sorted(paths):
+        old, new = before.get(rel), diff.changed.get(rel)
+        try:
+            old_text = (old or b"").decode("utf-8")
+            new_text = (new or b"").decode("utf-8")
+        except UnicodeDecodeError:
+            digests = [hashlib.sha256(side).hexdigest() if side is not None else "none" for side in (old, new)]
+            out.append(f"Binary files a/{rel} ({digests[0]}) and b/{rel} ({digests[1]}) differ\n")
+            continue
+        lines = difflib.unified_diff(old_text.splitlines(keepends=True), new_text.splitlines(keepends=True),
+                                     fromfile="/dev/null" if old is None else f"a/{rel}",
+                                     tofile="/dev/null" if new is None else f"b/{rel}")
+        out.extend(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+    return "".join(out)

@@ -79,11 +79,11 @@ def c8_material(t: dict) -> tuple[dict[str, str], str]:
     table = {"taskq": "STATES", "tabular": "DIALECTS", "httpmini": "ERRORS"}[top]
     key = int(spec["name"]) if top == "httpmini" else spec["name"]
     oracle = (
-        "import importlib\nimport importlib.util\nimport json\nimport pathlib\n\n"
+        "import importlib\nimport json\nimport pathlib\n\nfrom membench_oracle import load_production_file\n\n"
         f"ROOT = pathlib.Path(importlib.import_module({top!r}).__file__).resolve().parent.parent\n\n\n"
         "def _generator():\n"
-        f"    spec = importlib.util.spec_from_file_location('generator', ROOT / {spec['gen']!r})\n"
-        "    module = importlib.util.module_from_spec(spec)\n    spec.loader.exec_module(module)\n    return module\n\n\n"
+        "    # the generator is workspace code: it runs in the production process, never in the oracle's\n"
+        f"    return load_production_file({spec['gen']!r})\n\n\n"
         "def test_source_of_truth_edited():\n"
         f"    data = json.loads((ROOT / {spec['src']!r}).read_text())\n"
         f"    assert data[{spec['name']!r}] == {spec['value']!r}\n\n\n"

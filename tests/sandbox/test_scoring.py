@@ -52,7 +52,8 @@ def test_correct_production_change_passes(bwrap_sandbox, repo):
     _edit(workspace, {"ledger/money.py": GOOD})
     result = score_session(bwrap_sandbox, base, workspace, oracle, timeout_s=60)
     assert result.outcome == "pass", result.detail
-    assert result.cases == [{"case_id": "test_parse_amount", "outcome": "pass"}]
+    assert [(c["case_id"], c["outcome"]) for c in result.cases] == [("test_parse_amount", "pass")]
+    assert result.cases[0]["duration_ms"] >= 0 and result.isolation == "process"
     assert result.diff.production == ["ledger/money.py"] and result.diff.tests == []
 
 

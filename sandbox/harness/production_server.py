@@ -1,0 +1,161 @@
+"""Runs in the production sandbox: imports and calls the code under test on behalf of the oracle's
+tests, which run in another sandboxed process and reach it only through `wire`'s channel.
+
+Started as `python3 -I -B -c <bootstrap> SOCKET` with the scored checkout at /workspace (first on
+sys.path). It serves one connection at a time until the oracle closes it or says `shutdown`.
+Whatever the code under test does here — read files, walk frames, patch modules, exit — happens in
+this process: the oracle's file, its process and its results are not in this sandbox.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import operator
+import os
+import socket
+import sys
+import types
+
+from . import wire
+
+WORKSPACE = "/workspace"
+MAX_DEPTH = 64
+
+OPERATIONS = {
+    "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
+    "ge": operator.ge, "contains": operator.contains, "getitem": operator.getitem, "len": len,
+    "iter": list, "bool": bool, "repr": repr, "str": str, "hash": hash, "int": int, "float": float,
+    "setitem": operator.setitem, "delitem": operator.delitem,
+}
+
+
+class Server:
+    def __init__(self) -> None:
+        self.objects: dict[int, object] = {}
+        self.ids: dict[int, int] = {}  # id(obj) -> ref id, so one object keeps one reference
+
+    def ref(self, value: object) -> dict:
+        key = id(value)
+        if key not in self.ids:
+            self.ids[key] = len(self.objects) + 1
+            self.objects[self.ids[key]] = value
+        kind = type(value)
+        is_exception_class = isinstance(value, type) and issubclass(value, BaseException)
+        return {"t": "ref", "id": self.ids[key], "type": f"{kind.__module__}.{kind.__qualname__}",
+                "callable": callable(value), "exception_class": is_exception_class,
+                "name": f"{value.__module__}.{value.__qualname__}" if is_exception_class else None,
+                "bases": wire.exception_bases(value) if is_exception_class else []}
+
+    def encode(self, value: object, depth: int = 0) -> object:
+        kind = type(value)
+        if kind in wire.PLAIN_SCALARS:
+            return value
+        if depth > MAX_DEPTH:
+            return self.ref(value)
+        if kind in (bytes, bytearray):
+            return {"t": "bytes", "v": bytes(value).hex()}
+        if kind in wire.CONTAINERS:
+            return {"t": wire.CONTAINERS[kind], "v": [self.encode(v, depth + 1) for v in value]}
+        if kind is dict and all(type(k) in wire.PLAIN_SCALARS for k in value):
+            return {"t": "dict", "v": [[k, self.encode(v, depth + 1)] for k, v in value.items()]}
+        if isinstance(value, types.ModuleType) and sys.modules.get(value.__name__) is value:
+            return {"t": "module", "name": value.__name__}
+        return self.ref(value)
+
+    def decode(self, value: object) -> object:
+        if not isinstance(value, dict):
+            return value
+        tag = value.get("t")
+        if tag in wire.BUILTIN_CONTAINERS:
+            return wire.BUILTIN_CONTAINERS[tag](self.decode(v) for v in value["v"])
+        if tag == "bytes":
+            return bytes.fromhex(value["v"])
+        if tag == "dict":
+            return {k: self.decode(v) for k, v in value["v"]}
+        if tag == "ref":
+            return self.objects[value["id"]]
+        if tag == "module":
+            return importlib.import_module(value["name"])
+        raise ValueError(f"unknown value tag {tag!r}")
+
+    def handle(self, request: dict) -> object:
+        op = request.get("op")
+        if op == "import":
+            return importlib.import_module(request["name"])
+        if op == "getattr":
+            target = self.decode(request["target"])
+            try:
+                return getattr(target, request["name"])
+            except AttributeError:
+                if not isinstance(target, types.ModuleType):
+                    raise
+                try:  # `from pkg import submodule`
+                    return importlib.import_module(f"{target.__name__}.{request['name']}")
+                except ModuleNotFoundError:
+                    raise AttributeError(f"module {target.__name__!r} has no attribute {request['name']!r}") from None
+        if op == "call":
+            args = [self.decode(a) for a in request.get("args", [])]
+            kwargs = {k: self.decode(v) for k, v in request.get("kwargs", {}).items()}
+            return self.decode(request["target"])(*args, **kwargs)
+        if op == "op":
+            args = [self.decode(a) for a in request.get("args", [])]
+            return OPERATIONS[request["name"]](self.decode(request["target"]), *args)
+        if op == "load_file":
+            return self.load_file(request["path"], request["name"])
+        raise ValueError(f"unknown operation {op!r}")
+
+    def load_file(self, rel: str, name: str) -> types.ModuleType:
+        """A workspace file executed as a module named `name` (for tools a test drives, such as a
+        generator script that is not part of a package)."""
+        path = os.path.normpath(os.path.join(WORKSPACE, rel))
+        if not path.startswith(WORKSPACE + os.sep):
+            raise ValueError(f"{rel!r} is outside the workspace")
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {rel!r}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+
+    def serve_connection(self, conn: socket.socket) -> bool:
+        """Answer requests until the oracle closes the channel; False after `shutdown`."""
+        while True:
+            try:
+                request = wire.receive(conn)
+            except wire.ChannelError:
+                return True
+            if request.get("op") == "shutdown":
+                return False
+            try:
+                reply = {"ok": self.encode(self.handle(request))}
+            except BaseException as exc:  # everything the code under test raises goes back as data
+                kind = type(exc)
+                reply = {"error": {"type": kind.__qualname__, "module": kind.__module__,
+                                   "message": str(exc)[:4000], "bases": wire.exception_bases(kind)}}
+            try:
+                wire.send(conn, reply)
+            except (wire.ChannelError, OSError) as exc:
+                try:
+                    wire.send(conn, {"error": {"type": "ChannelError", "module": "membench", "message": str(exc),
+                                               "bases": ["ConnectionError", "OSError", "Exception"]}})
+                except OSError:
+                    return True
+
+
+def main(argv: list[str]) -> int:
+    sock_path = argv[0]
+    sys.path.insert(0, WORKSPACE)
+    os.chdir(WORKSPACE)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(sock_path)
+    os.chmod(sock_path, 0o777)  # the oracle's sandbox runs as another uid
+    listener.listen(1)
+    server = Server()
+    keep_going = True
+    while keep_going:
+        conn, _ = listener.accept()
+        with conn:
+            keep_going = server.serve_connection(conn)
+    return 0

@@ -1,0 +1,75 @@
+"""The narrow channel between an oracle's tests and the code under test (docs/design.md §6).
+
+The two run in separate sandboxed processes. The oracle's process holds proxies; the production
+process holds the real objects. They exchange length-prefixed JSON messages over a Unix socket:
+a 4-byte big-endian length, then UTF-8 JSON. Nothing is ever unpickled or evaluated: a value
+crosses as plain data, or as a reference (`ref`) that the production side resolves.
+
+Values, as tagged JSON:
+- None, bool, int, float, str: themselves;
+- {"t": "list"|"tuple"|"set"|"frozenset", "v": [...]}, {"t": "bytes", "v": hex},
+  {"t": "dict", "v": [[key, value], ...]} (keys plain values);
+- {"t": "ref", "id": n, "type": "module.Class", "callable": bool, "exception_class": bool,
+  "bases": [builtin exception names]} — an object that stays in the production process;
+- {"t": "module", "name": "pkg.mod"} — a production module.
+Requests: {"op": "import"|"getattr"|"call"|"op"|"load_file"|"shutdown", ...}; responses
+{"ok": value} or {"error": {"type", "module", "message", "bases"}}.
+
+This file is mounted read-only into both sandboxes and uses only the standard library.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+
+MAX_MESSAGE = 16 << 20  # a reply larger than this is refused, so neither side can exhaust the other
+PLAIN_SCALARS = (type(None), bool, int, float, str)
+CONTAINERS = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset"}
+BUILTIN_CONTAINERS = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
+
+
+class ChannelError(ConnectionError):
+    """The other side broke the protocol, closed the channel, or sent too much."""
+
+
+def send(sock: socket.socket, message: dict) -> None:
+    data = json.dumps(message, separators=(",", ":")).encode("utf-8")
+    if len(data) > MAX_MESSAGE:
+        raise ChannelError(f"message of {len(data)} bytes exceeds {MAX_MESSAGE}")
+    sock.sendall(struct.pack(">I", len(data)) + data)
+
+
+def _read_exact(sock: socket.socket, n: int) -> bytes:
+    chunks, got = [], 0
+    while got < n:
+        chunk = sock.recv(min(n - got, 1 << 20))
+        if not chunk:
+            raise ChannelError("the other side closed the channel")
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def receive(sock: socket.socket) -> dict:
+    (size,) = struct.unpack(">I", _read_exact(sock, 4))
+    if size > MAX_MESSAGE:
+        raise ChannelError(f"message of {size} bytes exceeds {MAX_MESSAGE}")
+    try:
+        message = json.loads(_read_exact(sock, size).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ChannelError(f"malformed message: {exc}") from None
+    if not isinstance(message, dict):
+        raise ChannelError("malformed message: not an object")
+    return message
+
+
+def exception_bases(cls: type) -> list[str]:
+    """The builtin exception classes `cls` derives from, nearest first (the oracle side rebuilds a
+    class with the same name under the nearest of them, so `pytest.raises(ValueError)` still works)."""
+    import builtins
+
+    return [c.__name__ for c in cls.__mro__
+            if c.__module__ == "builtins" and isinstance(c, type) and issubclass(c, BaseException)
+            and getattr(builtins, c.__name__, None) is c]
