@@ -27,7 +27,7 @@ from producers.memory_systems.base import MemorySetup, Namespace
 from producers.memory_systems.registry import make_memory
 from sandbox.base import IsolationUnavailable, Sandbox
 from sandbox.scoring import score_session, score_with_rules
-from sandbox.workspace import render_patch, snapshot, tree_digest, write_tree
+from sandbox.workspace import capped_directory, render_patch, snapshot, tree_digest, write_files
 from schemas.events import bounded_text
 from schemas.pack_format import Pack, Sequence
 
@@ -135,9 +135,9 @@ def _run_sessions(pack: Pack, seq: Sequence, base: dict[str, bytes], memory, age
         scored = session.index == seq.scored_session.index
         clean = session.start_state == "clean" or (scored and seq.clean_start_s3)
         start = base if clean else tree
-        with tempfile.TemporaryDirectory(prefix="membench-ws-") as tmp:
-            workspace = Path(tmp) / "workspace"
-            write_tree(start, workspace)
+        with tempfile.TemporaryDirectory(prefix="membench-ws-") as tmp, \
+                capped_directory(Path(tmp) / "workspace") as workspace:  # the agent cannot outgrow the cap
+            write_files(start, workspace)
             emitter.emit("SessionStarted", {
                 "session_index": session.index, "instruction": bounded_text(session.instruction),
                 "start_state": "clean" if clean else "continuation", "workspace_digest": tree_digest(start),

@@ -31,8 +31,8 @@ class SandboxSpec:
     env: dict[str, str] = field(default_factory=dict)
     wall_time_s: float = 120.0
     cpu_time_s: int = 120  # per process (RLIMIT_CPU)
-    memory_mb: int = 2048  # bwrap: address space per process (RLIMIT_AS); docker: the container's cgroup
-    max_processes: int = 256  # bwrap: RLIMIT_NPROC of a dedicated uid; docker: the pids cgroup
+    memory_mb: int = 2048  # the whole sandbox (a cgroup; see sandbox/cgroups.py for the fallback)
+    max_processes: int = 256  # the whole sandbox (pids cgroup), and RLIMIT_NPROC of its own uid
     file_size_mb: int = 256  # largest file a process may write (RLIMIT_FSIZE)
     tmp_mb: int = 64  # size of the private /tmp (tmpfs)
     open_files: int = 1024  # RLIMIT_NOFILE
@@ -45,6 +45,8 @@ class SandboxResult:
     stderr: str
     timed_out: bool
     duration_ms: int
+    peak_memory_mb: int | None = None  # the whole sandbox's peak, where a cgroup measured it
+    memory_limit_hits: int = 0  # allocations refused or OOM kills at the whole-sandbox memory limit
 
 
 class Sandbox(Protocol):

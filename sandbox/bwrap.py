@@ -47,6 +47,7 @@ from sandbox.base import (
     SandboxSpec,
     chown_tree,
 )
+from sandbox.cgroups import SandboxCgroup, limits_mode
 
 STDOUT_LIMIT = 4 << 20
 STDERR_LIMIT = 1 << 20
@@ -77,6 +78,9 @@ def _hard_limit(kind: int, wanted: int) -> int:
     """`wanted`, lowered to the current hard limit (without CAP_SYS_RESOURCE nobody may raise it)."""
     _soft, hard = resource.getrlimit(kind)
     return wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+
+
+BWRAP_OWN_PROCESSES = 2  # the outer bwrap and the sandbox's init (pid 1)
 
 
 def _wait(proc: subprocess.Popen, wall_time_s: float, stop: threading.Event | None) -> str | None:
@@ -130,15 +134,19 @@ class BwrapSandbox:
         if result.exit_code != 0 or result.stdout.strip() != "ok":
             return False, f"the toolchain does not run inside the sandbox: {result.stderr.strip()[-300:]}"
         mode = "as root: setpriv to an unprivileged uid" if self.as_root else "unprivileged user namespace"
-        return True, f"ok ({self.binary}; {mode}; no network; rlimits cpu/as/nproc/fsize)"
+        return True, f"ok ({self.binary}; {mode}; no network; rlimits cpu/nproc/fsize; memory: {limits_mode()[1]})"
 
     # ------------------------------------------------------------------ command line
     def argv(self, command: list[str], spec: SandboxSpec, uid: int | None = None, status_fd: int | None = None,
-             ) -> list[str]:
+             whole_sandbox_memory: bool = False) -> list[str]:
+        # With a memory cgroup over the whole sandbox, no per-process address-space limit: it would
+        # only break runtimes that reserve address space (V8, the JVM) without bounding the total.
+        address_space = ([] if whole_sandbox_memory
+                         else [f"--as={_hard_limit(resource.RLIMIT_AS, spec.memory_mb << 20)}"])
         limits = [
             PRLIMIT,
             f"--cpu={_hard_limit(resource.RLIMIT_CPU, spec.cpu_time_s)}",
-            f"--as={_hard_limit(resource.RLIMIT_AS, spec.memory_mb << 20)}",
+            *address_space,
             f"--nproc={_hard_limit(resource.RLIMIT_NPROC, spec.max_processes)}",
             f"--fsize={_hard_limit(resource.RLIMIT_FSIZE, spec.file_size_mb << 20)}",
             f"--nofile={_hard_limit(resource.RLIMIT_NOFILE, spec.open_files)}",
@@ -197,11 +205,22 @@ class BwrapSandbox:
             uid = UID_BASE + secrets.randbelow(UID_SPAN)
             for path in [spec.workspace, *spec.rw_mounts.values()]:
                 chown_tree(Path(path), uid, uid)
+        # bwrap itself and its PID-namespace init are in the cgroup too: the command keeps max_processes
+        cgroup = SandboxCgroup.create(spec.memory_mb, spec.max_processes + BWRAP_OWN_PROCESSES)
+        try:
+            return self._run(command, spec, stop, uid, cgroup)
+        finally:
+            if cgroup is not None:
+                cgroup.close()
+
+    def _run(self, command: list[str], spec: SandboxSpec, stop: threading.Event | None, uid: int | None,
+             cgroup: SandboxCgroup | None) -> SandboxResult:
         status_r, status_w = os.pipe()
         started = time.monotonic()
+        argv = self.argv(command, spec, uid, status_w, whole_sandbox_memory=cgroup is not None)
         try:
             proc = subprocess.Popen(
-                self.argv(command, spec, uid, status_w), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                cgroup.wrap(argv) if cgroup else argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 stdin=subprocess.DEVNULL, start_new_session=True, pass_fds=(status_w,),
                 env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"},
             )
@@ -238,4 +257,8 @@ class BwrapSandbox:
                 continue
             if isinstance(doc, dict) and "exit-code" in doc and not timed_out:
                 exit_code = int(doc["exit-code"])
-        return SandboxResult(exit_code, stdout, stderr, timed_out, duration)
+        if cgroup is None:
+            return SandboxResult(exit_code, stdout, stderr, timed_out, duration)
+        return SandboxResult(exit_code, stdout, stderr, timed_out, duration,
+                             peak_memory_mb=cgroup.peak_memory_bytes() >> 20,
+                             memory_limit_hits=cgroup.memory_limit_hits())

@@ -20,7 +20,8 @@
    tests and code share a process there, and the verdict says so (isolation `in_process`).
 
 Outcomes: `pass`, `fail`, `oracle_timeout`, `production_patch_apply_failed`,
-`empty_production_diff`, `isolation_unavailable`.
+`empty_production_diff`, `workspace_too_large` (over MEMBENCH_WORKSPACE_MB; nothing was read),
+`isolation_unavailable`.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sandbox.base import IsolationUnavailable, Sandbox, SandboxResult, SandboxSpec
-from sandbox.workspace import TreeDiff, apply_production, diff_trees, snapshot, write_tree
+from sandbox.workspace import TreeDiff, WorkspaceTooLarge, apply_production, diff_workspace, write_tree
 from schemas.pack_format import ScoringRules
 
 
@@ -97,7 +98,11 @@ def production_change(start_tree: dict[str, bytes], workspace: Path
                       ) -> tuple[TreeDiff, dict[str, bytes], ScoreResult | None]:
     """The workspace's change against its start tree and the fresh checkout with only its production
     part applied; or the `production_patch_apply_failed` result when it edits `.git`."""
-    diff = diff_trees(start_tree, snapshot(workspace))
+    try:
+        diff = diff_workspace(start_tree, workspace)
+    except WorkspaceTooLarge as exc:  # never read into memory; scored as a failed session
+        return TreeDiff(), dict(start_tree), ScoreResult("workspace_too_large", TreeDiff(), dict(start_tree),
+                                                         detail=str(exc))
     if diff.git:
         return diff, dict(start_tree), ScoreResult("production_patch_apply_failed", diff, dict(start_tree),
                                                    detail="edits under .git: " + ", ".join(diff.git))

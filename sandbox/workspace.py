@@ -7,9 +7,14 @@ under `.git` reject the patch.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import hashlib
+import os
 import shutil
+import stat
+import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -69,12 +74,16 @@ class TreeDiff:
 
 
 def diff_trees(before: dict[str, bytes], after: dict[str, bytes]) -> TreeDiff:
+    return _diff_changes(before, {rel: after.get(rel) for rel in set(before) | set(after)
+                                  if before.get(rel) != after.get(rel)})
+
+
+def _diff_changes(before: dict[str, bytes], changes: dict[str, bytes | None]) -> TreeDiff:
+    """The TreeDiff of `changes` (path -> new content, None: deleted) against `before`."""
     out = TreeDiff()
     digest = hashlib.sha256()
-    for rel in sorted(set(before) | set(after)):
-        old, new = before.get(rel), after.get(rel)
-        if old == new:
-            continue
+    for rel in sorted(changes):
+        old, new = before.get(rel), changes[rel]
         out.changed[rel] = new
         if is_git_path(rel):
             out.git.append(rel)
@@ -93,6 +102,72 @@ def diff_trees(before: dict[str, bytes], after: dict[str, bytes]) -> TreeDiff:
         digest.update(rel.encode() + b"\0" + hashlib.sha256(new or b"\0deleted").digest())
     out.sha256 = digest.hexdigest()
     return out
+
+
+class WorkspaceTooLarge(Exception):
+    """The agent's workspace holds more than the harness will read."""
+
+
+def workspace_limit_bytes() -> int:
+    """The most an agent's workspace may hold (`MEMBENCH_WORKSPACE_MB`, default 512 MiB)."""
+    return int(os.environ.get("MEMBENCH_WORKSPACE_MB", "512")) << 20
+
+
+def diff_workspace(before: dict[str, bytes], root: Path, limit_bytes: int | None = None) -> TreeDiff:
+    """diff_trees(before, snapshot(root)) without holding the workspace in memory: sizes are checked
+    first (from lstat, nothing read; over `limit_bytes` raises WorkspaceTooLarge), then files are
+    read one at a time and only changed ones are kept."""
+    root = Path(root)
+    limit = workspace_limit_bytes() if limit_bytes is None else limit_bytes
+    paths: list[tuple[str, Path]] = []
+    total = 0
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if "__pycache__" in rel.split("/") or rel.endswith(".pyc") or ".pytest_cache" in rel:
+            continue
+        info = path.lstat()
+        if stat.S_ISLNK(info.st_mode) or stat.S_ISREG(info.st_mode):
+            total += info.st_size
+            paths.append((rel, path))
+        if total > limit:
+            raise WorkspaceTooLarge(f"the workspace holds more than {limit >> 20} MiB (limit MEMBENCH_WORKSPACE_MB)")
+    changes: dict[str, bytes | None] = {}
+    seen = set()
+    for rel, path in paths:
+        seen.add(rel)
+        content = b"symlink:" + str(path.readlink()).encode() if path.is_symlink() else path.read_bytes()
+        if before.get(rel) != content:
+            changes[rel] = content
+    for rel in set(before) - seen:
+        changes[rel] = None
+    return _diff_changes(before, changes)
+
+
+@contextlib.contextmanager
+def capped_directory(path: Path, size_mb: int | None = None) -> Iterator[Path]:
+    """A directory whose contents cannot outgrow `size_mb` (default: the workspace limit): a tmpfs of
+    that size mounted there when membench runs as root and may mount; otherwise a plain directory,
+    and the limit is enforced when the harness reads it (diff_workspace). Yields the path."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    size = size_mb if size_mb is not None else workspace_limit_bytes() >> 20
+    mounted = False
+    if os.geteuid() == 0 and shutil.which("mount"):
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}m,mode=0755", "membench-ws", str(path)],
+                                 capture_output=True).returncode == 0
+    try:
+        yield path
+    finally:
+        if mounted:
+            subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def write_files(files: dict[str, bytes], dest: Path) -> None:
+    """Write `files` into the existing directory `dest` (which may be a mount point)."""
+    for rel, content in files.items():
+        target = Path(dest) / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
 
 
 def write_tree(files: dict[str, bytes], dest: Path) -> None:

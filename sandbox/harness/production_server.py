@@ -149,9 +149,12 @@ def main(argv: list[str]) -> int:
     sys.path.insert(0, WORKSPACE)
     os.chdir(WORKSPACE)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(sock_path)
-    os.chmod(sock_path, 0o777)  # the oracle's sandbox runs as another uid
+    staging = sock_path + ".starting"
+    listener.bind(staging)
+    os.chmod(staging, 0o777)  # the oracle's sandbox runs as another uid
     listener.listen(1)
+    # the harness starts the oracle when SOCKET exists: it appears only once it is ready to accept
+    os.rename(staging, sock_path)
     server = Server()
     keep_going = True
     while keep_going:
