@@ -36,7 +36,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sandbox.base import IsolationUnavailable, Sandbox, SandboxResult, SandboxSpec
-from sandbox.workspace import TreeDiff, WorkspaceTooLarge, apply_production, diff_workspace, write_tree
+from sandbox.workspace import (
+    TreeDiff,
+    WorkspaceTooLarge,
+    apply_production,
+    capped_directory,
+    diff_workspace,
+    workspace_limit_bytes,
+    write_tree,
+)
 from schemas.pack_format import ScoringRules
 
 
@@ -121,6 +129,11 @@ def production_modules(tree: dict[str, bytes]) -> list[str]:
     return sorted(names)
 
 
+def _scoring_mb() -> int:
+    """Room for scoring: two copies of a workspace at its cap, and the oracle's report."""
+    return 2 * (workspace_limit_bytes() >> 20) + 64
+
+
 def _bootstrap(module: str) -> list[str]:
     """argv that runs `membench_harness.<module>.main(argv)` from the read-only /harness mount."""
     return ["python3", "-I", "-B", "-c",
@@ -156,8 +169,8 @@ def score_session(
         return replace(rejected, isolation=ISOLATION_PROCESS)
     if require_change and not diff.production:
         return ScoreResult("empty_production_diff", diff, scored_tree, isolation=ISOLATION_PROCESS)
-    with tempfile.TemporaryDirectory(prefix="membench-score-") as tmp:
-        root = Path(tmp)
+    with tempfile.TemporaryDirectory(prefix="membench-score-") as tmp, \
+            capped_directory(Path(tmp) / "scoring", _scoring_mb()) as root:  # production code cannot fill the disk
         production, checkout, results, channel = (root / n for n in ("production", "checkout", "results", "channel"))
         write_tree(scored_tree, production)
         write_tree(scored_tree, checkout)
@@ -292,8 +305,9 @@ def score_with_rules(
             except (SyntaxError, ValueError):
                 cases.append({"case_id": f"compile:{rel}", "outcome": "error"})
     timed_out, exit_status, duration, details = False, 0, 0, []
-    with tempfile.TemporaryDirectory(prefix="membench-score-") as tmp:
-        checkout = Path(tmp) / "checkout"
+    with tempfile.TemporaryDirectory(prefix="membench-score-") as tmp, \
+            capped_directory(Path(tmp) / "scoring", _scoring_mb()) as root:
+        checkout = root / "checkout"
         tree = dict(scored_tree)
         for rel in rules.hidden_files:
             tree[rel] = (Path(hidden_dir) / rel).read_bytes()

@@ -128,7 +128,7 @@ def decode(value: object) -> object:
     if tag == "bytes":
         return bytes.fromhex(value["v"])
     if tag == "dict":
-        return {k: decode(v) for k, v in value["v"]}
+        return {decode(k): decode(v) for k, v in value["v"]}
     if tag == "module":
         return _module_proxy(value["name"])
     if tag == "ref":

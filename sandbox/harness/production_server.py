@@ -57,8 +57,10 @@ class Server:
             return {"t": "bytes", "v": bytes(value).hex()}
         if kind in wire.CONTAINERS:
             return {"t": wire.CONTAINERS[kind], "v": [self.encode(v, depth + 1) for v in value]}
-        if kind is dict and all(type(k) in wire.PLAIN_SCALARS for k in value):
-            return {"t": "dict", "v": [[k, self.encode(v, depth + 1)] for k, v in value.items()]}
+        if kind is dict:
+            pairs = [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in value.items()]
+            if not any(isinstance(k, dict) and k.get("t") == "ref" for k, _ in pairs):  # keys stay hashable
+                return {"t": "dict", "v": pairs}
         if isinstance(value, types.ModuleType) and sys.modules.get(value.__name__) is value:
             return {"t": "module", "name": value.__name__}
         return self.ref(value)
@@ -72,7 +74,7 @@ class Server:
         if tag == "bytes":
             return bytes.fromhex(value["v"])
         if tag == "dict":
-            return {k: self.decode(v) for k, v in value["v"]}
+            return {self.decode(k): self.decode(v) for k, v in value["v"]}
         if tag == "ref":
             return self.objects[value["id"]]
         if tag == "module":

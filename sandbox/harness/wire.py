@@ -8,7 +8,8 @@ crosses as plain data, or as a reference (`ref`) that the production side resolv
 Values, as tagged JSON:
 - None, bool, int, float, str: themselves;
 - {"t": "list"|"tuple"|"set"|"frozenset", "v": [...]}, {"t": "bytes", "v": hex},
-  {"t": "dict", "v": [[key, value], ...]} (keys plain values);
+  {"t": "dict", "v": [[key, value], ...]} (keys are plain values too: a dict with other keys
+  crosses as a reference);
 - {"t": "ref", "id": n, "type": "module.Class", "callable": bool, "exception_class": bool,
   "bases": [builtin exception names]} — an object that stays in the production process;
 - {"t": "module", "name": "pkg.mod"} — a production module.

@@ -53,6 +53,7 @@ def test_plain_values_cross_as_values(remote):
     assert _attr("builtins", "frozenset")([3]) == frozenset({3})
     assert _attr("builtins", "bytes")([0, 255]) == b"\x00\xff"
     assert _attr("builtins", "dict")([(1, "x")]) == {1: "x"}  # non-string keys survive
+    assert _attr("builtins", "dict")({(1, 2): "pair"}) == {(1, 2): "pair"}  # tuple keys, both ways
 
 
 def test_objects_stay_in_the_production_process_as_references(remote):
