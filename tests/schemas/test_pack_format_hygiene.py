@@ -1,18 +1,24 @@
 """The native pack format: the loader rejects malformed packs naming file, sequence and field;
-the built-in hygiene-v1 pack meets its authoring requirements."""
+the built-in hygiene-v1 pack meets its authoring requirements, and its oracles fail the null
+patch and pass the reference solution."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import tempfile
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from producers.finalize import finalize_pack
-from schemas.pack_format import NO_SINGLE_EVENT_CONSTRUCTS, PackError, load_pack
+from sandbox.scoring import score_session
+from sandbox.workspace import snapshot, write_tree
+from schemas.pack_format import NO_SINGLE_EVENT_CONSTRUCTS, Pack, PackError, Sequence, load_pack
 from tests.producers.hygiene_helpers import FIXTURES, edit_manifest
 
 HYGIENE = FIXTURES / "hygiene-v1"
@@ -82,15 +88,45 @@ def test_hygiene_pack_composition() -> None:
     assert pack.skill_bank is not None and (pack.skill_bank / "MANIFEST.sha256").is_file()
 
 
-def test_hygiene_oracles_check_correct_and_absent_trap_behaviour() -> None:
-    pack = load_pack(HYGIENE)
-    for s in pack.sequences:
-        if s.construct == "C1":
-            continue
-        oracle = pack.oracle_path(s, s.scored_session).read_text()
-        # one test for the correct behaviour, at least one for the absence of the trap behaviour
-        assert len(re.findall(r"^def test_", oracle, re.M)) >= 2, s.seq_id
+def _oracle_verdicts(pack: Pack, seq: Sequence, sandbox) -> list[str]:
+    """Each session's hidden oracle scored twice from the tree the agent starts from, as
+    producers.runner walks a sequence: unchanged (the null patch) and with the reference solution.
+    Returns the problems: a null patch that does not fail, a reference that does not pass."""
+    base = snapshot(pack.repos[seq.repo])
+    tree, problems = base, []
+    for session in seq.sessions:
+        clean = session.start_state == "clean" or (session is seq.scored_session and seq.clean_start_s3)
+        start = base if clean else tree
+        oracle = pack.oracle_path(seq, session)
+        with tempfile.TemporaryDirectory(prefix="membench-test-") as tmp:
+            workspace = Path(tmp) / "ws"
+            write_tree(start, workspace)
+            # require_change=False: the oracle itself must run and fail, not the empty-diff rule
+            null = score_session(sandbox, start, workspace, oracle, require_change=False)
+            for rel, text in pack.solution(seq, session).reference().items():
+                (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+                (workspace / rel).write_text(text, encoding="utf-8")
+            ref = score_session(sandbox, start, workspace, oracle)
+        if null.outcome != "fail" or null.inconclusive:
+            problems.append(f"{seq.seq_id} S{session.index}: null patch {null.outcome} (exit {null.exit_status})")
+        if ref.outcome != "pass":
+            problems.append(f"{seq.seq_id} S{session.index}: reference {ref.outcome} (exit {ref.exit_status}): "
+                            f"{ref.detail[-300:]}")
+        tree = ref.scored_tree  # the next session continues from the reference's result
+    return problems
 
+
+@pytest.mark.integration
+def test_hygiene_oracles_fail_the_null_patch_and_pass_the_reference(bwrap_sandbox, tmp_path: Path) -> None:
+    """Every session of every trap: its oracle rejects doing nothing and accepts the reference solution,
+    run for real in the scoring sandbox on the finalized pack (secrets filled)."""
+    finalize_pack(HYGIENE, tmp_path / "final")
+    pack = load_pack(tmp_path / "final")
+    assert all(s.mode == "task" and s.scoring is None for q in pack.sequences for s in q.sessions)  # pytest oracles
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        problems = [p for found in pool.map(lambda q: _oracle_verdicts(pack, q, bwrap_sandbox), pack.sequences)
+                    for p in found]
+    assert not problems, "\n".join(problems)
 
 
 def test_at_least_two_c3_traps_defeat_the_newest_event_heuristic(tmp_path: Path) -> None:
