@@ -68,10 +68,14 @@ class Comparison:
 
 def unit_contributions(paired: PairedCells) -> dict[str, int]:
     """d_t = #(A pass, B fail) − #(A fail, B pass) over unit t's paired valid seeds (E.1)."""
-    return {
-        unit: sum(int(pa) - int(pb) for pa, pb in seeds.values())
-        for unit, seeds in sorted(paired.pairs.items())
-    }
+    out: dict[str, int] = {}
+    pairs = paired.pairs
+    for unit in sorted(pairs):
+        d = 0
+        for pa, pb in pairs[unit].values():
+            d += pa - pb  # bools: 1 − 0, 0 − 1 or 0
+        out[unit] = d
+    return out
 
 
 def per_seed_mcnemar(paired: PairedCells) -> dict[Seed, McNemarResult]:
@@ -104,8 +108,11 @@ def majority_collapse(paired: PairedCells, *, complete_only: bool = True) -> Maj
             continue
         used += 1
         n = len(seeds)
-        a_pass = 2 * sum(pa for pa, _ in seeds.values()) > n
-        b_pass = 2 * sum(pb for _, pb in seeds.values()) > n
+        wins_a = wins_b = 0
+        for pa, pb in seeds.values():
+            wins_a += pa
+            wins_b += pb
+        a_pass, b_pass = 2 * wins_a > n, 2 * wins_b > n
         if a_pass and not b_pass:
             b += 1
         elif b_pass and not a_pass:

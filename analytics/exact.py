@@ -2,15 +2,32 @@
 
 Every p-value here is computed in exact rational arithmetic (Python ints and
 :class:`fractions.Fraction`); the only floating-point step is the final division. No sampling, no
-normal approximation.
+normal approximation — with one documented exception: a clustered sign-flip test whose exact
+dynamic programme would exceed ``EXACT_MAX_WORK`` (k · S > 2^24, thousands of nonzero units) is
+computed by a seeded Monte Carlo sign-flip with ``MONTE_CARLO_DRAWS`` draws instead, and says so
+(``SignFlipResult.method``, with the draws, the seed and a Clopper–Pearson interval for the exact
+p). Below the bound the exact result is the same number as always.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from math import comb
+
+#: The exact clustered test runs when k · S ≤ EXACT_MAX_WORK, k = units with d_t ≠ 0 and
+#: S = Σ|d_t|. Its dynamic programme does at most k · (S/2 + 1) additions of integers of up to k
+#: bits, so the cost grows like k²·S: at the bound (e.g. k ≈ 3,200 units with |d_t| ≈ 1.7) one
+#: test takes about half a second on the 2-core reference machine (docs/benchmarks.md); the
+#: published 60-trap figures (k ≤ 60, S ≤ 90, k · S ≤ 5,400) are far below it.
+EXACT_MAX_WORK = 1 << 24
+#: Sign-flip draws of the Monte Carlo test beyond the bound, and the seed of its generator
+#: (numpy's PCG64; the seed is the one the report bootstraps use).
+MONTE_CARLO_DRAWS = 1_000_000
+MONTE_CARLO_SEED = 20260101
+_CHUNK = 1 << 17  # draws per vectorized block (bounds the memory at ~1 MiB per magnitude)
 
 
 # --------------------------------------------------------------------------------------------
@@ -22,18 +39,32 @@ from math import comb
 class SignFlipResult:
     """Result of :func:`sign_flip_test`.
 
-    ``statistic`` is D_obs = Σ_t d_t (signed; positive when A wins more paired seeds);
-    ``p_value`` = ``p_exact`` as a float; ``extreme``/``states`` are the integer counts behind it
-    (sign vectors over the nonzero units with |Σ ε_t d_t| ≥ |D_obs|, and 2^nonzero_units).
+    ``statistic`` is D_obs = Σ_t d_t (signed; positive when A wins more paired seeds).
+    ``method`` is ``"exact"`` or ``"monte_carlo"`` (the exact programme's work ``work`` = k · S
+    exceeded ``EXACT_MAX_WORK``).
+
+    Exact: ``p_value`` = ``p_exact`` as a float; ``extreme``/``states`` are the integer counts
+    behind it (sign vectors over the nonzero units with |Σ ε_t d_t| ≥ |D_obs|, and
+    2^nonzero_units); ``draws``, ``seed`` and ``ci95`` are None.
+
+    Monte Carlo: ``extreme`` of ``states`` = ``draws`` random sign vectors were at least as
+    extreme; ``p_value`` = (extreme + 1) / (draws + 1), a valid p-value (Phipson & Smyth 2010);
+    ``ci95`` is the Clopper–Pearson 95% interval for the exact p from extreme of draws;
+    ``p_exact`` is None.
     """
 
     statistic: int
     p_value: float
-    p_exact: Fraction
+    p_exact: Fraction | None
     units: int  # units given (including zero contributions)
     nonzero_units: int  # units with d_t ≠ 0: the sign-flip states are 2**nonzero_units
     extreme: int
     states: int
+    method: str = "exact"
+    work: int = 0  # k · S, compared with EXACT_MAX_WORK
+    draws: int | None = None
+    seed: int | None = None
+    ci95: tuple[float, float] | None = None
 
 
 def signed_sum_counts(contributions: Sequence[int]) -> dict[int, int]:
@@ -48,20 +79,23 @@ def signed_sum_counts(contributions: Sequence[int]) -> dict[int, int]:
     return {2 * p - total: c for p, c in enumerate(subset) if c}
 
 
-def _subset_sum_counts(mags: Sequence[int], total: int) -> list[int]:
+def _subset_sum_counts(mags: Sequence[int], total: int, limit: int | None = None) -> list[int]:
     # counts[p] = number of sign vectors whose "+" magnitudes sum to p; then D(ε) = 2p - total.
-    counts = [0] * (total + 1)
+    # With `limit`, only p ≤ limit is kept: counts[p] depends on counts[p'] for p' ≤ p alone.
+    top = total if limit is None else min(total, limit)
+    counts = [0] * (top + 1)
     counts[0] = 1
     reach = 0
     for m in mags:
         reach += m
         # counts_new[p] = counts[p] + counts[p - m], done in place from the top down.
-        for p in range(reach, m - 1, -1):
+        for p in range(min(reach, top), m - 1, -1):
             counts[p] += counts[p - m]
     return counts
 
 
-def sign_flip_test(contributions: Sequence[int]) -> SignFlipResult:
+def sign_flip_test(contributions: Sequence[int], *, max_exact_work: int = EXACT_MAX_WORK,
+                   draws: int = MONTE_CARLO_DRAWS, seed: int = MONTE_CARLO_SEED) -> SignFlipResult:
     """Exact two-sided trap-clustered sign-flip test (DreamBench-SWE Appendix C.6 and E.2).
 
     For comparison A vs B and unit (trap) t, d_t = #(paired valid seeds: A passes, B fails)
@@ -76,15 +110,28 @@ def sign_flip_test(contributions: Sequence[int]) -> SignFlipResult:
     both the numerator and the denominator, so they do not change p ("zero-contribution traps ...
     do not increase the number of sign-flip states", C.6); they are counted in ``units``. With no
     nonzero unit, D_obs = 0 and p = 1.
+
+    Only the lower tail is counted: the null distribution is symmetric (flipping every sign maps
+    a "+" sum p to S − p), so for D_obs ≠ 0 the count is 2 · Σ_{p ≤ (S − |D_obs|)/2} c[p], the two
+    tails being disjoint, and for D_obs = 0 every one of the 2^k vectors is as extreme. The same
+    integers as counting both tails, for half the work.
+
+    Beyond the bound (k · S > ``max_exact_work``) the test is :func:`monte_carlo_sign_flip` with
+    ``draws`` and ``seed``, and the result says so (``method``).
     """
     ds = [int(d) for d in contributions]
     observed = sum(ds)
     mags = [abs(d) for d in ds if d]
     total = sum(mags)
-    counts = _subset_sum_counts(mags, total)
-    threshold = abs(observed)
-    extreme = sum(c for p, c in enumerate(counts) if c and abs(2 * p - total) >= threshold)
+    work = len(mags) * total
+    if work > max_exact_work:
+        return monte_carlo_sign_flip(ds, draws=draws, seed=seed, work=work)
     states = 1 << len(mags)
+    if observed == 0:
+        extreme = states
+    else:
+        lower = (total - abs(observed)) // 2
+        extreme = 2 * sum(_subset_sum_counts(mags, total, limit=lower))
     p_exact = Fraction(extreme, states)
     return SignFlipResult(
         statistic=observed,
@@ -94,7 +141,69 @@ def sign_flip_test(contributions: Sequence[int]) -> SignFlipResult:
         nonzero_units=len(mags),
         extreme=extreme,
         states=states,
+        work=work,
     )
+
+
+def monte_carlo_sign_flip(contributions: Sequence[int], *, draws: int = MONTE_CARLO_DRAWS,
+                          seed: int = MONTE_CARLO_SEED, work: int | None = None) -> SignFlipResult:
+    """The trap-clustered sign-flip test by Monte Carlo, for inputs too large for the exact DP.
+
+    Draws ``draws`` sign vectors ε uniformly from {±1}^k and counts X, the draws with
+    |Σ_t ε_t |d_t|| ≥ |D_obs|. Units sharing a magnitude m are exchangeable, so the sum over
+    them is m · (2B_m − n_m) with B_m ~ Bin(n_m, ½) independent per magnitude: each draw costs
+    one binomial variate per distinct |d_t| (at most the number of seeds), not one sign per unit,
+    and has exactly the permutation distribution of the exact test.
+
+    Reported: p = (X + 1) / (draws + 1), which keeps Pr(p ≤ α) ≤ α under the null (Phipson &
+    Smyth 2010, "Permutation P-values should never be zero"), and the Clopper–Pearson 95%
+    interval for the exact p from X of draws (Clopper & Pearson 1934): lower = Beta⁻¹(0.025; X,
+    draws − X + 1) (0 when X = 0), upper = Beta⁻¹(0.975; X + 1, draws − X) (1 when X = draws).
+    With a million draws its half-width is at most ≈ 0.001 (at p = ½) and ≈ 0.0004 at p = 0.05.
+    The generator is numpy's PCG64 seeded with ``seed``: the same input gives the same p.
+    """
+    import numpy as np
+
+    ds = [int(d) for d in contributions]
+    observed = sum(ds)
+    mags = Counter(abs(d) for d in ds if d)
+    k, total = sum(mags.values()), sum(m * n for m, n in mags.items())
+    rng = np.random.default_rng(seed)
+    threshold = abs(observed)
+    hits = done = 0
+    while done < draws:
+        size = min(_CHUNK, draws - done)
+        sums = np.zeros(size, dtype=np.int64)
+        for m, n in sorted(mags.items()):
+            sums += m * (2 * rng.binomial(n, 0.5, size=size) - n)
+        hits += int(np.count_nonzero(np.abs(sums) >= threshold))
+        done += size
+    return SignFlipResult(
+        statistic=observed,
+        p_value=(hits + 1) / (draws + 1),
+        p_exact=None,
+        units=len(ds),
+        nonzero_units=k,
+        extreme=hits,
+        states=draws,
+        method="monte_carlo",
+        work=k * total if work is None else work,
+        draws=draws,
+        seed=seed,
+        ci95=clopper_pearson(hits, draws),
+    )
+
+
+def clopper_pearson(successes: int, trials: int, level: float = 0.95) -> tuple[float, float]:
+    """The Clopper–Pearson (exact binomial) interval for a proportion at ``level``:
+    [Beta⁻¹(α/2; x, n − x + 1), Beta⁻¹(1 − α/2; x + 1, n − x)], α = 1 − level, with 0 and 1 at
+    the ends x = 0 and x = n (Clopper & Pearson 1934)."""
+    from scipy.special import betaincinv
+
+    alpha = 1.0 - level
+    low = 0.0 if successes == 0 else float(betaincinv(successes, trials - successes + 1, alpha / 2))
+    high = 1.0 if successes == trials else float(betaincinv(successes + 1, trials - successes, 1 - alpha / 2))
+    return low, high
 
 
 # --------------------------------------------------------------------------------------------
@@ -108,7 +217,44 @@ def binomial_half_cdf(k: int, n: int) -> Fraction:
         return Fraction(0)
     if k >= n:
         return Fraction(1)
-    return Fraction(sum(comb(n, i) for i in range(k + 1)), 1 << n)
+    return Fraction(binomial_prefix_sum(k, n), 1 << n)
+
+
+def binomial_prefix_sum(k: int, n: int) -> int:
+    """Σ_{i=0}^{k} C(n, i), exactly, walking the shorter way.
+
+    Computing each C(n, i) afresh costs O(k) big-integer products per term (a McNemar test on
+    100,000 discordant pairs did not finish in minutes); neighbouring coefficients differ by one
+    small factor, C(n, i+1) = C(n, i) · (n − i) / (i + 1), exactly divisible. For k ≥ n/2 the
+    complement is shorter: Σ_{i≤k} = 2^n − Σ_{i≤n−k−1} (symmetry C(n, i) = C(n, n − i)). For
+    k < n/2, either walk up from C(n, 0) (k + 1 terms), or down from the middle:
+    Σ_{i≤k} = Σ_{i<n/2} − Σ_{k<i<n/2}, with Σ_{i<n/2} = (2^n − [n even] · C(n, n/2)) / 2 —
+    whichever has fewer terms. The same integer either way."""
+    if k < 0:
+        return 0
+    if k >= n:
+        return 1 << n
+    if 2 * k >= n:
+        return (1 << n) - binomial_prefix_sum(n - k - 1, n)
+    top = (n + 1) // 2 - 1  # the largest i < n/2
+    if k + 1 <= top - k:
+        term = total = 1
+        for i in range(k):
+            term = term * (n - i) // (i + 1)
+            total += term
+        return total
+    if n % 2 == 0:
+        middle = comb(n, n // 2)
+        below_half = ((1 << n) - middle) >> 1
+        term = middle * (n // 2) // (n // 2 + 1)  # C(n, n/2 − 1) = C(n, top)
+    else:
+        below_half = 1 << (n - 1)
+        term = comb(n, top)
+    rest = 0
+    for i in range(top, k, -1):
+        rest += term
+        term = term * i // (n - i + 1)
+    return below_half - rest
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,21 @@ Cases CSV: columns ``run,task,case,status`` with status one of passed, failed, e
 excluded (any case), and optional ``v1_checkpoint`` (binary, the same for every row of a
 (run, task); absent or empty means no V1 checkpoint). A repeated (run, task, case) is an error, and
 so is a case missing from its task's manifest when one is given.
+
+Inputs are untrusted: a byte that is not UTF-8 is an error naming the file, the byte offset of the
+first invalid byte and its line (found by re-reading the file only on that error path, so valid
+files pay nothing), and an evaluator manifest is read within ``MAX_MANIFEST_BYTES`` (16 MiB).
+(``schemas.fields`` does the same for packs; ``analytics`` imports nothing of the project, so the
+few lines are repeated here.)
+
+Speed: a cells CSV of 600,000 rows loads in about a second and a half (docs/benchmarks.md):
+values are read by column index, and the per-row dictionaries error messages need are built
+only for a row that has an error.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
 import json
 from collections.abc import Iterable, Iterator, Mapping
@@ -24,12 +35,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .ccpf import CASE_STATUSES, CaseOutcome, EvaluatorManifest, ManifestCase
-from .cells import Cell
+from .cells import Cell, gc_paused
 
 CELL_COLUMNS = ("unit", "seed", "condition", "passed")
 CASE_COLUMNS = ("run", "task", "case", "status")
 _TRUE = frozenset({"1", "true", "t", "yes", "y"})
 _FALSE = frozenset({"0", "false", "f", "no", "n"})
+_BINARY = {**{v: True for v in _TRUE}, **{v: False for v in _FALSE}}
+#: The largest evaluator manifest read: 16 MiB (the same limit as schemas.fields.MAX_INPUT_BYTES).
+MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 
 
 class InputError(ValueError):
@@ -59,7 +73,33 @@ class _Row:
     values: dict[str, str]
 
 
-def _read_rows(path: str | Path, required: Iterable[str]) -> tuple[list[str], Iterator[_Row]]:
+def _utf8_error(path: Path) -> InputError:
+    """The InputError for PATH's first invalid UTF-8 byte: its byte offset (0-based, from the start
+    of the file) and line. Scans the file in 1 MiB pieces with an incremental decoder (the text
+    layer that failed decodes ahead in blocks, so its position says nothing about the byte)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    consumed = newlines = 0
+    with path.open("rb") as handle:
+        while True:
+            chunk = handle.read(1 << 20)
+            pending = len(decoder.getstate()[0])  # bytes of an unfinished character, held back
+            try:
+                decoder.decode(chunk, final=not chunk)
+            except UnicodeDecodeError as exc:
+                data = exc.object
+                offset = consumed - pending + exc.start
+                line = newlines + data.count(b"\n", 0, exc.start) + 1
+                return InputError(path, f"not UTF-8: invalid byte 0x{data[exc.start]:02x} at byte offset {offset}",
+                                  line=line)
+            if not chunk:
+                return InputError(path, "not UTF-8")
+            consumed += len(chunk)
+            newlines += chunk.count(b"\n")
+
+
+def _read_rows(path: str | Path, required: Iterable[str]) -> tuple[list[str], Iterator[tuple[int, int, list[str]]]]:
+    """The header's column names, and an iterator of (data row number, line number, raw fields)
+    over the non-blank data rows (fields not stripped; a row may be shorter than the header)."""
     path = Path(path)
     try:
         handle = path.open(newline="", encoding="utf-8-sig")
@@ -71,7 +111,10 @@ def _read_rows(path: str | Path, required: Iterable[str]) -> tuple[list[str], It
     except StopIteration:
         handle.close()
         raise InputError(path, "empty file: no header line", line=1, column=next(iter(required))) from None
-    except (csv.Error, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError:
+        handle.close()
+        raise _utf8_error(path) from None
+    except csv.Error as exc:
         handle.close()
         raise InputError(path, f"unreadable header: {exc}", line=1) from None
     names = [h.strip() for h in header]
@@ -87,26 +130,30 @@ def _read_rows(path: str | Path, required: Iterable[str]) -> tuple[list[str], It
             raise InputError(path, "column appears twice in the header", line=1, column=col)
         seen.add(col)
 
-    def rows() -> Iterator[_Row]:
+    width = len(names)
+
+    def rows() -> Iterator[tuple[int, int, list[str]]]:
         number = 0
         with handle:
-            while True:
-                try:
-                    fields = next(reader)
-                except StopIteration:
-                    return
-                except (csv.Error, UnicodeDecodeError) as exc:
-                    raise InputError(path, f"unreadable CSV: {exc}", row=number + 1, line=reader.line_num) from None
-                if not fields or all(not f.strip() for f in fields):
-                    continue  # blank line
-                number += 1
-                if len(fields) > len(names):
-                    raise InputError(path, f"{len(fields)} fields but the header has {len(names)}",
-                                     row=number, line=reader.line_num, column=names[-1] if names else None)
-                values = {name: (fields[i].strip() if i < len(fields) else "") for i, name in enumerate(names)}
-                yield _Row(number, reader.line_num, values)
+            try:
+                for fields in reader:
+                    if not fields or (not fields[0].strip() and all(not f.strip() for f in fields)):
+                        continue  # blank line
+                    number += 1
+                    if len(fields) > width:
+                        raise InputError(path, f"{len(fields)} fields but the header has {width}",
+                                         row=number, line=reader.line_num, column=names[-1] if names else None)
+                    yield number, reader.line_num, fields
+            except UnicodeDecodeError:  # the text layer decodes ahead of the rows: name the line, not a row
+                raise _utf8_error(path) from None
+            except csv.Error as exc:
+                raise InputError(path, f"unreadable CSV: {exc}", row=number + 1, line=reader.line_num) from None
 
     return names, rows()
+
+
+def _row(names: list[str], number: int, line: int, fields: list[str]) -> _Row:
+    return _Row(number, line, {name: (fields[i].strip() if i < len(fields) else "") for i, name in enumerate(names)})
 
 
 def _binary(path: Path | str, row: _Row, column: str, *, empty: bool | None = None) -> bool:
@@ -130,27 +177,59 @@ def _required(path: Path | str, row: _Row, column: str) -> str:
     return value
 
 
+def _cell_slow(path: str | Path, row: _Row, has_valid: bool) -> None:
+    """Raise the InputError of a row the fast path of `load_cells_csv` refused (an empty required
+    value or a non-binary outcome), with the message the per-column checks give."""
+    for column in ("unit", "seed", "condition"):
+        _required(path, row, column)
+    valid = _binary(path, row, "valid", empty=True) if has_valid else True
+    _binary(path, row, "passed", empty=None if valid else False)
+    raise AssertionError(f"{path}: data row {row.number} was refused but has no error")  # pragma: no cover
+
+
 def load_cells_csv(path: str | Path) -> list[Cell]:
-    """Read a cells CSV (see the module docstring) into :class:`~.cells.Cell` records."""
+    """Read a cells CSV (see the module docstring) into :class:`~.cells.Cell` records.
+
+    One tight loop (this is the hot path of `membench stats compare` on large files): a row whose
+    values are all present and binary never leaves it; any other row goes to `_cell_slow`, which
+    raises the error the column checks name."""
+    with gc_paused():
+        return _load_cells(path)
+
+
+def _load_cells(path: str | Path) -> list[Cell]:
     names, rows = _read_rows(path, CELL_COLUMNS)
-    has_valid, has_construct = "valid" in names, "construct" in names
+    width = len(names)
+    iu, iseed, icond, ipass = (names.index(c) for c in CELL_COLUMNS)
+    ivalid = names.index("valid") if "valid" in names else None
+    iconstruct = names.index("construct") if "construct" in names else None
+    binary = _BINARY.get
     cells: list[Cell] = []
+    append = cells.append
     first_row: dict[tuple[str, str, str], int] = {}
-    for row in rows:
-        unit = _required(path, row, "unit")
-        seed = _required(path, row, "seed")
-        condition = _required(path, row, "condition")
-        valid = _binary(path, row, "valid", empty=True) if has_valid else True
-        passed = _binary(path, row, "passed", empty=None if valid else False)
-        construct = (row.values.get("construct") or None) if has_construct else None
+    for number, line, fields in rows:
+        if len(fields) < width:
+            fields = fields + [""] * (width - len(fields))
+        unit, seed, condition = fields[iu].strip(), fields[iseed].strip(), fields[icond].strip()
+        valid: bool | None = True
+        if ivalid is not None:
+            raw = fields[ivalid].strip()
+            if raw:
+                valid = binary(raw) if raw in _BINARY else binary(raw.lower())
+        raw = fields[ipass].strip()
+        passed = binary(raw) if raw in _BINARY else binary(raw.lower())
+        if passed is None and not raw and valid is False:
+            passed = False  # an excluded row may leave passed empty
+        if passed is None or valid is None or not (unit and seed and condition):
+            _cell_slow(path, _row(names, number, line, fields), ivalid is not None)
+        construct = (fields[iconstruct].strip() or None) if iconstruct is not None else None
         key = (unit, seed, condition)
-        if key in first_row:
+        first = first_row.setdefault(key, number)
+        if first != number:
             raise InputError(path, f"duplicate cell (unit {unit!r}, seed {seed!r}, condition {condition!r}) "
-                             f"first seen in data row {first_row[key]}",
-                             row=row.number, line=row.line, column="unit,seed,condition")
-        first_row[key] = row.number
-        cells.append(Cell(unit=unit, seed=seed, condition=condition, passed=passed, valid=valid,
-                          construct=construct, order=row.number))
+                             f"first seen in data row {first}",
+                             row=number, line=line, column="unit,seed,condition")
+        append(Cell(unit, seed, condition, passed, valid, construct, None, number))
     return cells
 
 
@@ -168,7 +247,8 @@ def load_cases_csv(path: str | Path, manifests: Mapping[str, EvaluatorManifest] 
     outcomes: list[CaseOutcome] = []
     first_row: dict[tuple[str, str, str], int] = {}
     v1: dict[tuple[str, str], tuple[bool, int]] = {}
-    for row in rows:
+    for number, line, fields in rows:
+        row = _row(names, number, line, fields)
         run = _required(path, row, "run")
         task = _required(path, row, "task")
         case = _required(path, row, "case")
@@ -201,11 +281,18 @@ def load_manifest(path: str | Path) -> EvaluatorManifest:
     """Read an EngramBench evaluator manifest (``*.manifest.v2.json``): ``taskId`` and ``cases``."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            data = handle.read(MAX_MANIFEST_BYTES + 1)
     except OSError as exc:
         raise InputError(path, f"cannot read file: {exc.strerror or exc}") from None
+    if len(data) > MAX_MANIFEST_BYTES:
+        limit = MAX_MANIFEST_BYTES // (1024 * 1024)
+        raise InputError(path, f"larger than the {limit} MiB input limit (refused unread)")
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(path, f"not UTF-8 text: {exc}") from None
+        raise InputError(path, f"not UTF-8: invalid byte 0x{data[exc.start]:02x} at byte offset {exc.start}",
+                         line=data.count(b"\n", 0, exc.start) + 1) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

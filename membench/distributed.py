@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from membench.settings import Settings
 from schemas.events import Event
+from schemas.registry import SchemaVersion
 
 
 def run_distributed(pack_spec, conditions, seeds, agent, workers, run_set, sandbox_name, read_budget,
@@ -31,7 +32,8 @@ def run_distributed(pack_spec, conditions, seeds, agent, workers, run_set, sandb
     attempts = {u.unit_id: status.get(u.unit_id, {}).get("attempt", 0) + 1 for u in todo}
     console.print(f"run set [bold]{run_set}[/] on {settings.bus}: {len(units)} units, "
                   f"{len(units) - len(todo)} already complete, {len(todo)} to run with {workers} workers")
-    config = RunConfig(run_set, agent, read_budget=read_budget, code_digest=code_digest())
+    config = RunConfig(run_set, agent, read_budget=read_budget, code_digest=code_digest(),
+                       blob_dir=settings.runs_dir / run_set / "blobs")  # this runner's MEMBENCH_HOME
     for unit in todo:  # recorded before the run, so a crashed runner's retry gets a new attempt number
         bus.mark_unit(unit.unit_id, "started", run_id_for(run_set, unit, attempts[unit.unit_id]), attempts[unit.unit_id])
     bus.flush()
@@ -59,15 +61,16 @@ def run_distributed(pack_spec, conditions, seeds, agent, workers, run_set, sandb
     return run_set
 
 
-def events_from_kafka(dsn: str, findings: list, timeout: float = 30.0) -> Iterator[Event]:
+def events_from_kafka(dsn: str, findings: list, timeout: float = 30.0) -> Iterator[tuple[Event, SchemaVersion]]:
     """Every event of the trajectory topic from the start, partition by partition (a run lives in
-    one partition, so its order is kept)."""
+    one partition, so its order is kept), with the writer schema its message names: replay
+    recomputes the hash with it, so the datum is decoded as written, not resolved to the newest."""
     import os
 
     from confluent_kafka import Consumer, TopicPartition
 
     from membench.replay import Finding
-    from schemas.codec import DecodeError, decode
+    from schemas.codec import DecodeError, decode_datum, unframe
     from schemas.topics import topics_from_dsn
 
     topics = topics_from_dsn(dsn)
@@ -88,8 +91,15 @@ def events_from_kafka(dsn: str, findings: list, timeout: float = 30.0) -> Iterat
                         continue
                     position = msg.offset() + 1
                     try:
-                        _, record = decode(msg.value() or b"")
-                        yield Event.from_record(record)
+                        writer, datum = unframe(msg.value() or b"")
+                        try:
+                            record = decode_datum(writer, datum)
+                        except DecodeError:
+                            raise
+                        except Exception as exc:  # fastavro raises many types on corrupt data
+                            raise DecodeError(f"datum does not match schema {writer.family}.v{writer.version}: "
+                                              f"{exc}") from exc
+                        yield Event.from_record(record), writer
                     except DecodeError as exc:
                         findings.append(Finding("?", None, f"partition {partition} offset {msg.offset()}: {exc}"))
     finally:

@@ -1,13 +1,17 @@
 """Replay and audit (docs/design.md §9): read a run set's raw events from a log file, the warehouse's
-raw table or a Kafka topic; verify every run's hash chain and seq continuity; re-run the
-processors; diff the re-derived events against what the warehouse recorded.
+raw table or a Kafka topic; verify every run's hash chain and seq continuity, each hash recomputed
+with the schema the event was written with; check the scored diffs a PatchProduced carries inline
+or by digest; re-run the processors; diff the re-derived events against what the warehouse
+recorded; recompute each run set's log root and check it (and its signature) against the
+run set's log_root.json.
 
 Every problem is reported with the run and the seq it concerns.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import hashlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +23,16 @@ from schemas.chain import ChainVerifier
 from schemas.codec import DecodeError, decode_datum
 from schemas.derived import WALL_CLOCK_FIELDS, DerivedEvent
 from schemas.events import Event
-from schemas.registry import default_registry
+from schemas.log_root import HEX64, log_root
+from schemas.registry import SchemaVersion, default_registry
+from schemas.writers import writer_schema
+
+# An event as a source read it, with the schema it was written with (its hash is recomputed with it).
+Logged = tuple[Event, SchemaVersion]
+
+# (inline text field, digest field) of PatchProduced (event v3): a diff is inline up to 64 KiB,
+# else only its digest is set and the text is in the run set's blob store, blobs/<sha256>
+DIFF_FIELDS = (("production_diff", "production_diff_sha256"), ("stripped_diff", "stripped_diff_sha256"))
 
 
 @dataclass(frozen=True)
@@ -34,24 +47,63 @@ class Finding:
 
 
 @dataclass
+class RunSetSummary:
+    """One run set of the replayed source: its runs' heads and the log root over them."""
+
+    run_set: str
+    events: int = 0
+    # run_id -> its head: the recomputed hash of its last event (schemas.chain.ChainVerifier), the
+    # stored one on an intact run; so any edit of the log changes the root
+    heads: dict[str, str] = field(default_factory=dict)
+    abandoned: list[tuple[str, str, int]] = field(default_factory=list)  # (run_id, unit_id, seq of the closing event)
+
+    @property
+    def runs(self) -> int:
+        return len(self.heads)
+
+    @property
+    def log_root(self) -> str:
+        return log_root(self.heads)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run_set": self.run_set, "runs": self.runs, "events": self.events, "log_root": self.log_root,
+                "abandoned": [{"run_id": r, "unit_id": u, "seq": s} for r, u, s in self.abandoned]}
+
+
+@dataclass
 class ReplayResult:
     events: int = 0
     runs: int = 0
     derived: int = 0
     compared: int = 0
+    diffs_checked: int = 0
     findings: list[Finding] = field(default_factory=list)
+    run_sets: dict[str, RunSetSummary] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return not self.findings
 
+    @property
+    def log_root(self) -> str | None:
+        """The log root when the source holds exactly one run set."""
+        return next(iter(self.run_sets.values())).log_root if len(self.run_sets) == 1 else None
 
-def events_from_file(path: Path, findings: list[Finding]) -> Iterator[Event]:
-    """Events of an Avro object container file. A block that no longer decodes is reported with
-    the byte offset and the last good run/seq before it."""
+
+# ------------------------------------------------------------------------------------------ sources
+
+
+def events_from_file(path: Path, findings: list[Finding]) -> Iterator[Logged]:
+    """Events of an Avro object container file, with the writer schema of its header. A block that
+    no longer decodes is reported with the byte offset and the last good run/seq before it."""
     last = ("?", None)
     with open(path, "rb") as handle:
-        records = avro_reader(handle)
+        try:
+            records = avro_reader(handle)
+        except Exception as exc:
+            findings.append(Finding("?", None, f"{path} is not a readable Avro log ({type(exc).__name__}: {exc})"))
+            return
+        schema = writer_schema(records.writer_schema)
         while True:
             try:
                 record = next(records)
@@ -63,22 +115,91 @@ def events_from_file(path: Path, findings: list[Finding]) -> Iterator[Event]:
                 return
             event = Event.from_record(record)
             last = (event.run_id, event.seq)
-            yield event
+            yield event, schema
 
 
-def events_from_warehouse(warehouse: Any, run_set: str | None, findings: list[Finding]) -> Iterator[Event]:
+def events_from_warehouse(warehouse: Any, run_set: str | None, findings: list[Finding]) -> Iterator[Logged]:
+    """Raw rows of the warehouse, each decoded with the writer schema its `schema_fingerprint` names
+    (not resolved to the newest: the hash covers the writer's datum)."""
     from warehouse.queries import raw_datums
 
     registry = default_registry()
     for fingerprint_hex, datum in raw_datums(warehouse, run_set):
         writer = registry.by_fingerprint(bytes.fromhex(fingerprint_hex))
         if writer is None:
-            findings.append(Finding("?", None, f"unknown schema fingerprint {fingerprint_hex}"))
+            findings.append(Finding("?", None, f"trajectory_events.schema_fingerprint {fingerprint_hex} names no "
+                                               "schema this membench ships"))
             continue
         try:
-            yield Event.from_record(decode_datum(writer, datum, registry.latest("event")))
+            yield Event.from_record(decode_datum(writer, datum)), writer
         except (DecodeError, Exception) as exc:
-            findings.append(Finding("?", None, f"raw datum does not decode: {exc}"))
+            findings.append(Finding("?", None, f"trajectory_events.datum does not decode with "
+                                               f"{writer.family}.v{writer.version}: {exc}"))
+
+
+# ------------------------------------------------------------------------------------ scored diffs
+
+
+class BlobStore:
+    """The content-addressed store of one run set (`runs/<run_set>/blobs/<sha256>`); each blob is
+    hashed once however many events name it."""
+
+    def __init__(self, directory: Path | None):
+        self.directory = directory
+        self._checked: dict[str, str | None] = {}
+
+    def problem(self, digest: str) -> str | None:
+        """None when blobs/<digest> exists and hashes to digest; else what is wrong."""
+        if digest not in self._checked:
+            self._checked[digest] = self._check(digest)
+        return self._checked[digest]
+
+    def _check(self, digest: str) -> str | None:
+        if self.directory is None:
+            return "no blob store is known for this source"
+        path = self.directory / digest
+        if not path.is_file():
+            return f"blob {path} is missing"
+        sha = hashlib.sha256()
+        with open(path, "rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                sha.update(chunk)
+        if sha.hexdigest() != digest:
+            return f"blob {path} has SHA-256 {sha.hexdigest()}, not its name"
+        return None
+
+
+def diff_findings(event: Event, blobs: BlobStore) -> list[Finding]:
+    """A PatchProduced's diffs against their digests: an inline text must hash to its digest, a
+    digest without inline text must name a blob that hashes to it. Null fields (logs written
+    before event v3, or a patch without that part) are not findings."""
+    if event.kind != "PatchProduced":
+        return []
+    out = []
+    for text_field, digest_field in DIFF_FIELDS:
+        text, digest = event.payload.get(text_field), event.payload.get(digest_field)
+        if text is None and digest is None:
+            continue
+        if digest is None:
+            out.append(Finding(event.run_id, event.seq, f"PatchProduced.{text_field} is inline but "
+                                                        f"{digest_field} is null"))
+        elif not HEX64.match(digest):  # never a path: a digest like "../x" must not reach the file system
+            out.append(Finding(event.run_id, event.seq, f"PatchProduced.{digest_field} {digest[:80]!r} is not "
+                                                        "64 lowercase hex characters"))
+        elif text is not None:
+            actual = hashlib.sha256(text.encode("utf-8")).hexdigest()
+            if actual != digest:
+                out.append(Finding(event.run_id, event.seq, f"PatchProduced.{digest_field} {digest} is not the "
+                                                            f"SHA-256 of the inline {text_field} ({actual})"))
+        else:
+            problem = blobs.problem(digest)
+            if problem:
+                out.append(Finding(event.run_id, event.seq, f"PatchProduced.{text_field} is stored by digest "
+                                                            f"{digest_field} only, and {problem}"))
+    return out
+
+
+# ------------------------------------------------------------------------------------------- replay
 
 
 def _normalize(value: Any) -> Any:
@@ -108,21 +229,40 @@ def recorded_derived(warehouse: Any, run_ids: set[str]) -> dict[str, dict[str, A
     return out
 
 
-def replay(events: Iterator[Event], findings: list[Finding], warehouse: Any | None = None) -> ReplayResult:
+def replay(events: Iterator[Logged], findings: list[Finding], warehouse: Any | None = None,
+           blobs_for: Callable[[str], Path | None] | None = None) -> ReplayResult:
+    """Checks and re-derives `events` ((event, writer schema) pairs); `blobs_for(run_set)` names the
+    run set's blob directory (None: unknown, so a digest-only diff is a finding)."""
     result = ReplayResult(findings=findings)
-    schema = default_registry().latest("event")
-    verifier = ChainVerifier(schema)
+    verifier = ChainVerifier()
     processor = RunSetProcessor()
+    stores: dict[str, BlobStore] = {}
     derived: list[DerivedEvent] = []
-    for event in events:
+    for event, schema in events:
         result.events += 1
-        broken = verifier.check(event)
+        broken = verifier.check(event, schema)
         if broken:
             findings.append(Finding(broken.run_id, broken.seq, broken.reason))
+        summary = result.run_sets.get(event.run_set)
+        if summary is None:
+            summary = result.run_sets[event.run_set] = RunSetSummary(event.run_set)
+        summary.events += 1
+        summary.heads[event.run_id] = event.hash
+        if event.kind == "RunEnded" and event.payload.get("status") == "abandoned":
+            summary.abandoned.append((event.run_id, event.unit_id, event.seq))
+        if event.kind == "PatchProduced":
+            store = stores.get(event.run_set)
+            if store is None:
+                store = stores[event.run_set] = BlobStore(blobs_for(event.run_set) if blobs_for else None)
+            result.diffs_checked += 1
+            findings.extend(diff_findings(event, store))
         derived.extend(processor.apply(event))
     for dead in processor.dead_letters:
         findings.append(Finding(dead.run_id, dead.seq, f"processor rejected the event: {dead.reason}"))
     heads = verifier.heads()
+    computed = verifier.computed_heads()
+    for summary in result.run_sets.values():
+        summary.heads = {run_id: computed[run_id] for run_id in summary.heads}
     result.runs = len(heads)
     result.derived = len(derived)
     for run_id in processor.open_runs():
@@ -149,3 +289,69 @@ def replay(events: Iterator[Event], findings: list[Finding], warehouse: Any | No
                                 f"{want['kind']} in the warehouse was not re-derived from the log "
                                 "(events missing from the log)"))
     return result
+
+
+# ------------------------------------------------------------------------------- the recorded root
+
+
+@dataclass
+class RootCheck:
+    """The outcome of checking a log_root.json against the replayed log."""
+
+    path: Path
+    run_set: str | None = None
+    recorded: str | None = None
+    recomputed: str | None = None
+    signature: str = "not checked"  # "verified", "not checked", "absent", "invalid"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": str(self.path), "run_set": self.run_set, "recorded": self.recorded,
+                "recomputed": self.recomputed,
+                "matches": self.recorded is not None and self.recorded == self.recomputed,
+                "signature": self.signature}
+
+
+def check_log_root(result: ReplayResult, path: Path, public_key=None, required: bool = False,
+                   warehouse_dsn: str | None = None) -> RootCheck | None:
+    """Compares the root recorded in `path` (a log_root.json) with the one recomputed from the log,
+    and with `public_key` verifies the signature over the recomputed root. Every disagreement
+    becomes a finding. A missing file is a finding only when `required` (a --pubkey was given);
+    with `warehouse_dsn`, a file written for another warehouse is skipped (a finding if required)."""
+    from membench.log_root import LogRootError, describes, read_record, verify_signature
+
+    check = RootCheck(path)
+    if not path.is_file():
+        if required:
+            result.findings.append(Finding("?", None, f"{path}: no log_root.json to verify the log root against"))
+            return check
+        return None
+    try:
+        record = read_record(path)
+    except LogRootError as exc:
+        result.findings.append(Finding("?", None, str(exc)))
+        return check
+    if warehouse_dsn is not None and not describes(record, warehouse_dsn):
+        if required:
+            result.findings.append(Finding("?", None, f"{path}: field 'warehouse' names {record.warehouse}, not the "
+                                                      "warehouse replayed; pass --log-root to check it anyway"))
+            return check
+        return None
+    check.run_set, check.recorded = record.run_set, record.log_root
+    summary = result.run_sets.get(record.run_set)
+    if summary is None:
+        result.findings.append(Finding("?", None, f"{path}: field 'run_set' names run set '{record.run_set}', "
+                                                  "which the log does not hold"))
+        return check
+    check.recomputed = summary.log_root
+    if record.log_root != check.recomputed:
+        ours, theirs = summary.heads, record.heads()
+        differ = sorted(r for r in set(ours) | set(theirs) if ours.get(r) != theirs.get(r))
+        result.findings.append(Finding(differ[0] if differ else "?", None,
+                                       f"{path}: field 'log_root' {record.log_root} differs from the root "
+                                       f"recomputed from the log, {check.recomputed} ({len(differ)} runs differ)"))
+    if public_key is not None:
+        problem = verify_signature(record.signature, public_key, record.run_set, check.recomputed, str(path))
+        check.signature = "verified" if problem is None else ("absent" if record.signature is None else "invalid")
+        if problem:
+            result.findings.append(Finding("?", None, problem))
+    return check

@@ -1,7 +1,8 @@
 """Session verdicts and run summaries: pass, tokens, time, tool and patch counts.
 
 A session passes when its OracleVerdict outcome is `pass`. A session or run is excluded (never a
-fail, never imputed) when isolation was unavailable or the run ended as excluded. Durations are
+fail, never imputed) when isolation was unavailable, or the run ended as excluded or was closed as
+abandoned (a crashed attempt, `producers/attempts.py`). Durations are
 the difference of event timestamps, the only wall-clock fields.
 """
 
@@ -111,7 +112,9 @@ class VerdictFold:
     def _run_summary(self, event: Event) -> DerivedEvent:
         assert self.key is not None
         p = event.payload
-        excluded_reason = self.scored_excluded or (p.get("error_type") if p["status"] == "excluded" else None)
+        # an attempt closed as abandoned (a crashed runner's) is excluded like one that could not run
+        excluded_reason = self.scored_excluded or (p.get("error_type") if p["status"] in ("excluded", "abandoned")
+                                                   else None)
         fields: dict[str, Any] = {
             "status": p["status"],
             "error_type": p.get("error_type"),

@@ -17,19 +17,29 @@ Values are distinct within the pack and never occur anywhere in the skeleton's t
 found in a log identifies exactly one trap. The provenance file records the generator's hash, each
 secret's format class and where it was placed (event ids, hidden files), and a hash of the secret
 manifest (names and classes) — never a value.
+
+Finalizing writes nothing half-way: the pack is built in a staging directory next to OUT and
+renamed to OUT at the end (`staged_directory`, which `producers/importers/remem.py` uses too); on
+any error the staging directory is removed and an existing OUT is left as it was.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import inspect
 import json
+import os
 import secrets
 import shutil
 import string
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from schemas.fields import decode_utf8, read_input_text
 from schemas.pack_format import SECRET, SECRET_CLASSES, SECRET_LIKE, PackError, sequence_texts
 
 GENERATORS = {
@@ -57,7 +67,69 @@ def _text_files(root: Path) -> list[Path]:
 
 
 def _read(path: Path) -> str:
+    # for finding placeholders (ASCII) only; a file is rewritten only through _fill_file
     return path.read_text(encoding="utf-8", errors="ignore")
+
+
+class TargetExistsError(FileExistsError):
+    """`staged_directory` found its target already made (and was not to replace it)."""
+
+
+@contextmanager
+def staged_directory(target: Path, *, replace: bool = True) -> Iterator[Path]:
+    """Build a directory that appears at TARGET whole or not at all.
+
+    Yields a path (not yet created) inside a fresh staging directory next to TARGET — the same file
+    system, so the final rename is atomic. When the `with` body returns, that path is renamed to
+    TARGET; an existing TARGET is first moved into the staging directory when `replace` (and moved
+    back if the rename fails), otherwise a non-empty TARGET raises TargetExistsError. On any error,
+    the body's included, the staging directory and the parent directories this created are removed
+    and TARGET is as it was. A process killed mid-way leaves only the hidden staging directory
+    (`.<name>.staging-*`), never a partial TARGET."""
+    target = Path(target)
+    created = [p for p in (target.parent, *target.parent.parents) if not p.exists()]  # innermost first
+    staging: Path | None = None
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name[:64]}.staging-", dir=target.parent))
+        yield staging / "new"
+        _commit(staging, target, replace)
+    except BaseException:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+        for parent in created:
+            try:
+                parent.rmdir()
+            except OSError:
+                break
+        raise
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def _commit(staging: Path, target: Path, replace: bool) -> None:
+    old = staging / "old"
+    present = target.exists() or target.is_symlink()
+    if present and not replace and not (target.is_dir() and not target.is_symlink() and not any(target.iterdir())):
+        raise TargetExistsError(f"{target}: already exists")
+    if present and replace:
+        os.rename(target, old)
+    try:
+        os.rename(staging / "new", target)
+    except OSError as exc:
+        if present and replace:
+            os.rename(old, target)
+        if not replace and exc.errno in (errno.EEXIST, errno.ENOTEMPTY):  # another process was first
+            raise TargetExistsError(f"{target}: already exists") from None
+        raise
+
+
+def _fill_file(path: Path, fill: Any, place: str, source: Path) -> None:
+    """Fill the placeholders of one hidden text file; a file without any is left byte for byte.
+    Errors name SOURCE, the skeleton's file (PATH is its copy in the staging directory)."""
+    data = path.read_bytes()
+    if b"SECRET" not in data:
+        return
+    path.write_text(fill(decode_utf8(data, source, PackError), place), encoding="utf-8")
 
 
 def scan_placeholders(skeleton: Path) -> dict[str, Any]:
@@ -68,7 +140,7 @@ def scan_placeholders(skeleton: Path) -> dict[str, Any]:
     Sequence problems refuse that trap; pack problems refuse the pack."""
     skeleton = Path(skeleton)
     manifest_path = skeleton / "manifest.json"
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest = json.loads(read_input_text(manifest_path, PackError))
     out: dict[str, Any] = {"sequences": {}, "pack_problems": []}
     owner: dict[str, str] = {}  # secret name -> the sequence that uses it
     hidden_root = skeleton / "hidden"
@@ -142,14 +214,17 @@ def _fresh_value(cls: str, taken: set[str], corpus: str) -> str:
 
 
 def finalize_pack(skeleton: Path, out: Path, strict: bool = True,
-                  reveal: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
+                  reveal: dict[str, dict[str, str]] | None = None, replace: bool = True) -> dict[str, Any]:
     """Copy SKELETON to OUT with every placeholder filled; write and return the provenance record.
 
     strict: refuse (PackError) on the first problem. Not strict (the validator): a trap with
     problems is still copied, its problems recorded in provenance["sequences"][id]["problems"] and
     its placeholders left in place, so the admission funnel can count it as refused.
     reveal: when a dict is given, it receives {seq_id: {name: value}} in memory (tests only; values
-    are never written anywhere but the finalized pack's own trap material)."""
+    are never written anywhere but the finalized pack's own trap material).
+    replace: an existing OUT is replaced (atomically, only once the new pack is complete);
+    otherwise an existing non-empty OUT raises TargetExistsError. Errors name the skeleton's files:
+    OUT is written only by the final rename (`staged_directory`)."""
     skeleton, out = Path(skeleton), Path(out)
     scan = scan_placeholders(skeleton)
     if scan["pack_problems"]:
@@ -158,10 +233,16 @@ def finalize_pack(skeleton: Path, out: Path, strict: bool = True,
         for seq_id, entry in scan["sequences"].items():
             if entry["problems"]:
                 raise PackError(entry["problems"][0])
-    manifest = json.loads((skeleton / "manifest.json").read_text(encoding="utf-8"))
-    if out.exists():
-        shutil.rmtree(out)
-    shutil.copytree(skeleton, out, ignore=shutil.ignore_patterns("__pycache__"))
+    manifest = json.loads(read_input_text(skeleton / "manifest.json", PackError))
+    with staged_directory(out, replace=replace) as work:
+        shutil.copytree(skeleton, work, ignore=shutil.ignore_patterns("__pycache__"))
+        provenance = _fill_pack(skeleton, work, manifest, scan, reveal)
+    return provenance
+
+
+def _fill_pack(skeleton: Path, work: Path, manifest: dict[str, Any], scan: dict[str, Any],
+               reveal: dict[str, dict[str, str]] | None) -> dict[str, Any]:
+    """Fill WORK (a fresh copy of SKELETON) in place and write its provenance; errors name SKELETON's files."""
     corpus = "\n".join(_read(p) for p in _text_files(skeleton))
     taken: set[str] = set()
     provenance: dict[str, Any] = {
@@ -195,10 +276,10 @@ def finalize_pack(skeleton: Path, out: Path, strict: bool = True,
         filled = json.loads(fill(json.dumps(seq), "manifest"))
         seq.clear()
         seq.update(filled)
-        hidden = out / "hidden" / seq_id
+        hidden = work / "hidden" / seq_id
         for path in _text_files(hidden) if hidden.exists() else []:
-            rel = path.relative_to(out).as_posix()
-            path.write_text(fill(_read(path), f"file:{rel}"), encoding="utf-8")
+            rel = path.relative_to(work)
+            _fill_file(path, fill, f"file:{rel.as_posix()}", skeleton / rel)
         decisive = seq.get("decisive_literals", [])
         record["secrets"] = {name: {"class": entry["used"][name], "placed_in": sorted(where_used[name])}
                              for name in sorted(values)}
@@ -206,23 +287,23 @@ def finalize_pack(skeleton: Path, out: Path, strict: bool = True,
         record["secret_manifest_sha256"] = hashlib.sha256(
             json.dumps(sorted(entry["used"].items())).encode()).hexdigest()
         provenance["sequences"][seq_id] = record
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-    for path in _text_files(out):
-        rel = path.relative_to(out)
+    (work / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    for path in _text_files(work):
+        rel = path.relative_to(work)
         if rel.parts[0] == "hidden" and len(rel.parts) > 2 and provenance["sequences"].get(rel.parts[1], {}).get("problems"):
             continue
         leftover = SECRET_LIKE.search(_read(path)) if rel.as_posix() != "manifest.json" else None
         if leftover:
-            raise PackError(f"{path}: leftover secret placeholder {leftover.group(0)!r} after finalize")
+            raise PackError(f"{skeleton / rel}: leftover secret placeholder {leftover.group(0)!r} after finalize")
     for seq in manifest.get("sequences", []):
         if provenance["sequences"][seq.get("seq_id", "?")]["problems"]:
             continue
         for text in sequence_texts(seq):
             leftover = SECRET_LIKE.search(text)
             if leftover:
-                raise PackError(f"{out / 'manifest.json'}: sequence {seq.get('seq_id')}: leftover secret "
+                raise PackError(f"{skeleton / 'manifest.json'}: sequence {seq.get('seq_id')}: leftover secret "
                                 f"placeholder {leftover.group(0)!r} after finalize")
-    (out / "provenance.json").write_text(json.dumps(provenance, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    (work / "provenance.json").write_text(json.dumps(provenance, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return provenance
 
 

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
-from producers.finalize import finalize_pack
+from producers.finalize import TargetExistsError, finalize_pack
 from schemas.pack_format import Pack, PackError, has_placeholders, load_pack, pack_digest
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "fixtures"
@@ -39,15 +37,21 @@ def open_pack(spec: str, home: Path) -> Pack:
 
 
 def finalized_copy(root: Path, home: Path) -> Path:
-    """The skeleton's finalized copy, MEMBENCH_HOME/packs/<name>-<digest12>, made once (atomically:
-    staged, then renamed) and reused by every later run and validation of the same skeleton."""
+    """The skeleton's finalized copy, MEMBENCH_HOME/packs/<name>-<digest12>, made once and reused by
+    every later run and validation of the same skeleton.
+
+    Made atomically (`producers.finalize.staged_directory`): staged next to the target and renamed
+    at the end, the staging directory removed on any error, so the cache never holds a partial
+    copy. When another process finalized the same skeleton first, its copy is kept (its secrets may
+    already be in use); a target without provenance.json is debris of an interrupted older version
+    and is replaced."""
     target = home / "packs" / f"{root.name}-{pack_digest(root)[:12]}"
-    if not (target / "provenance.json").exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{root.name}-", dir=target.parent))
-        finalize_pack(root, staging / "pack")
-        try:
-            os.rename(staging / "pack", target)
-        except OSError:  # another process finalized it first
-            pass
+    if (target / "provenance.json").exists():
+        return target
+    debris = target.exists() or target.is_symlink()
+    try:
+        finalize_pack(root, target, replace=debris)
+    except TargetExistsError:  # another process finalized it first
+        if not (target / "provenance.json").exists():
+            raise PackError(f"{target}: exists but is not a finalized pack (no provenance.json)") from None
     return target

@@ -13,6 +13,11 @@ condition injects), the patch is applied to the workspace by an `apply_patch` to
 citations and usage become MemoryCitation and agent Turn events, and the scorer, the processors
 and the warehouse see exactly what they would see from an agent. A patch that does not apply is
 recorded (the tool result's exit code and output) and the session is scored on the unchanged tree.
+
+The file is untrusted: it is read within `MAX_INPUT_BYTES` as strict UTF-8 (a bad byte is one
+error naming the byte offset and line), and every path a patch names (`diff --git`, `---`/`+++`,
+`rename`/`copy from`/`to` headers) must be relative without '..' — refused before anything runs,
+although `git apply` would refuse such a patch too.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -29,7 +35,7 @@ from typing import Any
 from producers.agents.base import AgentOutcome, AgentTask
 from producers.emitter import RunEmitter
 from schemas.events import bounded_text
-from schemas.fields import REQUIRED, typed_field
+from schemas.fields import REQUIRED, read_input_text, relative_path_problem, typed_field
 from schemas.pack_format import Pack
 
 STATUSES = ("completed", "timeout", "error", "context_overflow")
@@ -56,14 +62,86 @@ def _get(obj: dict[str, Any], key: str, typ: type, where: str, default: Any = RE
     return typed_field(obj, key, typ, where, error=PredictionError, default=default)
 
 
+_HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+_NAMED = ("--- ", "+++ ", "rename from ", "rename to ", "copy from ", "copy to ")
+
+
+_ESCAPES = {"a": "\a", "b": "\b", "t": "\t", "n": "\n", "v": "\v", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
+
+
+def _unquote(name: str) -> str:
+    """A git header path: C-quoted ("a/x\\303\\244") when it holds special characters, else as is.
+    Octal escapes are bytes of UTF-8 (so "\\056\\056" is '..' and must be decoded to be checked)."""
+    if not (len(name) >= 2 and name[0] == name[-1] == '"'):
+        return name
+    body, out, i = name[1:-1], bytearray(), 0
+    while i < len(body):
+        if body[i] == "\\" and re.fullmatch(r"[0-7]{3}", body[i + 1:i + 4]):
+            out.append(int(body[i + 1:i + 4], 8) & 0xFF)
+            i += 4
+        elif body[i] == "\\" and i + 1 < len(body):
+            out += _ESCAPES.get(body[i + 1], body[i + 1]).encode()
+            i += 2
+        else:
+            out += body[i].encode()
+            i += 1
+    return out.decode("utf-8", "replace")
+
+
+def _path_problem(name: str, prefixed: bool) -> str | None:
+    """Why a header path may leave the workspace: checked as given and, for ---/+++ paths, also
+    with the a/ b/ prefix that `git apply -p1` strips."""
+    if name == "/dev/null":
+        return None
+    candidates = [name]
+    if prefixed and "/" in name:
+        candidates.append(name.split("/", 1)[1])
+    for candidate in candidates:
+        problem = relative_path_problem(candidate)
+        if problem is not None and candidate:
+            return f"'{candidate}' {problem}"
+    return None
+
+
+def patch_path_problem(patch: str) -> tuple[int, str] | None:
+    """(line number in the patch, "'path' problem") for the first header path that is absolute or
+    holds '..', else None. Hunk bodies are skipped by their line counts, so a removed line that reads
+    '-- x' is content, not a header."""
+    old = new = 0
+    for number, line in enumerate(patch.splitlines(), 1):
+        if old > 0 or new > 0:
+            tag = line[:1]
+            if tag in (" ", ""):
+                old, new = old - 1, new - 1
+            elif tag == "-":
+                old -= 1
+            elif tag == "+":
+                new -= 1
+            continue  # "\\ No newline at end of file" and the like
+        hunk = _HUNK.match(line)
+        if hunk:
+            old = int(hunk.group(1)) if hunk.group(1) is not None else 1
+            new = int(hunk.group(2)) if hunk.group(2) is not None else 1
+            continue
+        if line.startswith("diff --git "):
+            names = [_unquote(t) for t in re.findall(r'"(?:[^"\\]|\\.)*"|\S+', line[len("diff --git "):])]
+            problem = next((f"'{n}' leaves its directory ('..')" for n in names if ".." in n.split("/")), None)
+        elif line.startswith(_NAMED):
+            head = next(h for h in _NAMED if line.startswith(h))
+            name = _unquote(line[len(head):].split("\t", 1)[0].rstrip("\r"))
+            problem = _path_problem(name, prefixed=head in ("--- ", "+++ "))
+        else:
+            continue
+        if problem is not None:
+            return number, problem
+    return None
+
+
 def load_predictions(path: Path, pack: Pack, conditions: list[str] | None = None) -> list[Prediction]:
     """Parse and check every line before anything runs; `conditions` are the known condition names."""
     out: list[Prediction] = []
     seen: set[tuple[str, str, int, int]] = set()
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise PredictionError(f"{path}: cannot read ({exc.strerror})") from None
+    lines = read_input_text(path, PredictionError).splitlines()
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -89,6 +167,10 @@ def load_predictions(path: Path, pack: Pack, conditions: list[str] | None = None
         if spec is None or spec.mode != "task":
             raise PredictionError(f"{where}: field 'session' must name a task session of '{unit}', got {session}")
         patch = _get(obj, "patch", str, where)
+        bad = patch_path_problem(patch)
+        if bad is not None:
+            raise PredictionError(f"{where}: field 'patch': diff line {bad[0]}: path {bad[1]}; "
+                                  "a patch must stay inside the workspace")
         cited = _get(obj, "cited_memory_ids", list, where, [])
         if not all(isinstance(c, str) for c in cited):
             raise PredictionError(f"{where}: field 'cited_memory_ids' must be a list of strings")

@@ -38,6 +38,7 @@ from producers.pack_resolver import finalized_copy, resolve_pack_dir
 from producers.runner import RunConfig, RunUnit, run_unit
 from sandbox.base import Sandbox
 from sandbox.workspace import snapshot
+from schemas.fields import read_input_text
 from schemas.pack_format import (
     CONSTRUCTS,
     NO_SINGLE_EVENT_CONSTRUCTS,
@@ -222,7 +223,7 @@ def static_gates(pack: Pack, seq: Sequence, provenance: dict[str, Any] | None, b
 
 
 def _raw_sequence(pack: Pack, seq_id: str) -> dict[str, Any]:
-    raw = json.loads((pack.root / "manifest.json").read_text(encoding="utf-8"))
+    raw = json.loads(read_input_text(pack.root / "manifest.json", PackError))  # size-limited, strict UTF-8
     return next((s for s in raw.get("sequences", []) if s.get("seq_id") == seq_id), {})
 
 

@@ -21,7 +21,7 @@ from reports.comparisons import comparisons_section
 from reports.conventions import condition_order, pass_summary, valid_run
 from reports.failures import failures_section
 from reports.hygiene import hygiene_section
-from reports.model import ConditionSummary, Inputs, Report, shallow_fields
+from reports.model import ConditionSummary, Inputs, Report, SuiteIsolation, shallow_fields
 from warehouse import queries
 from warehouse.protocol import WarehouseReader
 
@@ -59,11 +59,24 @@ def build_report(warehouse: WarehouseReader, run_set: str) -> Report:
         agent=runs[0]["agent"],
         conditions=conditions,
         inputs=Inputs(events=queries.event_count(warehouse, run_set),
-                      pack_digest=digests[0] if len(digests) == 1 else digests),
+                      pack_digest=digests[0] if len(digests) == 1 else digests,
+                      log_root=queries.log_root(warehouse, run_set)),
         hygiene_by_construct=failures.hygiene_by_construct,
         ladder=hygiene.ladder,
         strata=hygiene.strata,
         validity_gates=hygiene.validity_gates,
         comparisons=comparisons.comparisons,
         resources=comparisons.resources,
+        suites=suite_isolation(warehouse, run_set),
     )
+
+
+def suite_isolation(warehouse: WarehouseReader, run_set: str) -> list[SuiteIsolation]:
+    """Each suite's oracle isolation: the weakest of its verdicts' (one in_process verdict makes the
+    suite in_process)."""
+    by_suite: dict[str, dict[str, int]] = defaultdict(dict)
+    for suite, how, n in queries.verdict_isolation(warehouse, run_set):
+        by_suite[suite][how] = n
+    return [SuiteIsolation(suite=suite, oracle_isolation="in_process" if "in_process" in counts else "process",
+                           verdicts=sum(counts.values()))
+            for suite, counts in sorted(by_suite.items())]

@@ -33,7 +33,14 @@ from analytics.compare import compare_family
 from analytics.export import family_json
 from analytics.resources import ResourceUsage, cost_per_success, resource_reductions, resource_totals
 from reports.conventions import condition_order, exclusion_of, valid_run
-from reports.model import ComparisonEntry, ComparisonFamily, ConditionResources, CostPerSuccess, Resources
+from reports.model import (
+    ComparisonEntry,
+    ComparisonFamily,
+    ConditionResources,
+    CostPerSuccess,
+    Resources,
+    from_json,
+)
 from warehouse import queries
 from warehouse.protocol import WarehouseReader
 
@@ -86,7 +93,7 @@ def comparisons_from_cells(cells: list[Cell], conditions: list[str] | None = Non
     family_out = family_json(family)
     return ComparisonFamily(baseline=baseline, alpha=ALPHA,
                             test="exact trap-clustered sign-flip; p_holm = Holm over the family's p_clustered",
-                            comparisons=[ComparisonEntry(**entry) for entry in family_out["comparisons"]],
+                            comparisons=[from_json(ComparisonEntry, entry, "comparisons") for entry in family_out["comparisons"]],
                             family_size=family_out["family_size"])
 
 

@@ -25,6 +25,13 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"- agent: `{agent}`" + (" (scripted reference agent, not a model)" if agent.startswith("scripted:") else ""),
         f"- raw events: {report['inputs']['events']}",
         f"- pack digest: `{report['inputs']['pack_digest']}`",
+        *([f"- log root: `{report['inputs']['log_root']}` (SHA-256 over the runs' final chain hashes; "
+           "`membench replay` recomputes it from the log)"] if report["inputs"].get("log_root") else []),
+        *(["- oracle isolation: " + ", ".join(f"`{x['suite']}` {x['oracle_isolation']}" for x in report["suites"])]
+          if report.get("suites") else []),
+        *[f"- **warning**: suite `{x['suite']}` was scored with its tests in the same process as the code under "
+          "test (`in_process`): a patch written against the oracle could forge its verdicts (docs/sandbox.md)"
+          for x in report.get("suites") or [] if x["oracle_isolation"] == "in_process"],
         "",
         "| condition | cells | passed | pass rate | 95% CI | excluded |",
         "|---|---:|---:|---:|---|---:|",

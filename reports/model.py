@@ -106,6 +106,10 @@ class ConditionSummary:
 class Inputs:
     events: int
     pack_digest: str | list[str]  # one digest, or the sorted digests when a run set mixes packs
+    # the run set's log root (schemas/log_root.py: SHA-256 over its runs' final chain hashes, 64 hex
+    # characters), recomputed from the warehouse; every report built since issue 12 has it, a
+    # report.json written before it has no key
+    log_root: str | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 @dataclass(frozen=True)
@@ -163,6 +167,18 @@ class ValidityGates:
 
 
 @dataclass(frozen=True)
+class MonteCarloSignFlip:
+    """How a Monte Carlo p_clustered was drawn, and how close it is to the exact p."""
+
+    draws: int
+    seed: int
+    extreme_draws: int
+    p_ci95: list[float]  # Clopper–Pearson interval of the exact p
+    work: int  # k · S of the exact programme this replaced
+    exact_max_work: int
+
+
+@dataclass(frozen=True)
 class ComparisonEntry:
     """One registered comparison; the fields `membench stats compare` prints (analytics.export)."""
 
@@ -178,6 +194,8 @@ class ComparisonEntry:
     p_majority: float | None
     p_per_seed: dict[str, float | None]
     p_holm: float
+    clustered_method: str  # "exact", or "monte_carlo" beyond the exact test's bound (analytics/exact.py)
+    clustered_monte_carlo: MonteCarloSignFlip | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 @dataclass(frozen=True)
@@ -216,6 +234,17 @@ class Resources:
 
 
 @dataclass(frozen=True)
+class SuiteIsolation:
+    """How a suite's verdicts were isolated from the code under test (docs/sandbox.md): `process`
+    when every oracle ran in a separate sandboxed process from it, `in_process` when any verdict
+    came from a process that also ran it (score commands of imported packs; logs before event v3)."""
+
+    suite: str
+    oracle_isolation: str
+    verdicts: int  # the OracleVerdict events the statement rests on
+
+
+@dataclass(frozen=True)
 class Report:
     run_set: str
     suite: str
@@ -228,6 +257,8 @@ class Report:
     validity_gates: ValidityGates
     comparisons: ComparisonFamily
     resources: Resources
+    # every report built since issue 12 states it; a report.json written before has no key
+    suites: list[SuiteIsolation] | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 # ------------------------------------------------------------------------------------- JSON form

@@ -4,6 +4,11 @@ hash = sha256(prev_hash as 32 raw bytes || Avro binary datum of the event with `
 `hash` is the last field of the envelope, so that datum is the final datum minus its hash string;
 sealing therefore encodes an event once. The first event of a run has prev_hash = 64 zeros and
 seq = 0; seq grows by one without gaps.
+
+A hash is always recomputed with the schema the event was WRITTEN with (the `avro.schema` of a log
+file's header, a warehouse row's `schema_fingerprint`, a Kafka message's fingerprint): the newest
+schema may add fields, and re-encoding an old event with it would give other bytes, hence a
+"broken" chain for every log written before a schema change.
 """
 
 from __future__ import annotations
@@ -54,27 +59,56 @@ class ChainBreak:
 
 
 class ChainVerifier:
-    """Checks events of many runs as they stream by, in file or topic order."""
+    """Checks events of many runs as they stream by, in file or topic order.
 
-    def __init__(self, schema: SchemaVersion):
+    `schema` is the writer schema of events checked without one of their own; `check(event,
+    schema)` takes the writer schema of that event (a source mixing schema versions passes each
+    event's own).
+
+    Besides checking the stored hashes it re-chains every run from the genesis hash: each event's
+    recomputed hash is sha256(the previous event's RECOMPUTED hash || its datum with hash = "").
+    For an intact run that is exactly the stored chain; after any edit, drop or reordering the
+    recomputed head differs from every stored hash, even when the editor left the stored hash
+    fields alone. `computed_heads()` is what a log root recomputed from the log is built from."""
+
+    def __init__(self, schema: SchemaVersion | None = None):
         self._schema = schema
         self._next: dict[str, tuple[int, str]] = {}  # run_id -> (expected seq, expected prev_hash)
+        self._computed: dict[str, str] = {}  # run_id -> recomputed hash of its last event
         self.breaks: list[ChainBreak] = []
         self.events = 0
 
-    def check(self, event: Event) -> ChainBreak | None:
+    def check(self, event: Event, schema: SchemaVersion | None = None) -> ChainBreak | None:
         self.events += 1
+        writer = schema or self._schema
+        if writer is None:
+            raise ValueError("ChainVerifier.check needs the event's writer schema (none given, no default)")
         want_seq, want_prev = self._next.get(event.run_id, (0, GENESIS_HASH))
-        problem = None
+        computed_prev = self._computed.get(event.run_id, GENESIS_HASH)
+        problem, body = None, None
+        try:
+            body = encode_datum(writer, dataclasses.replace(event, hash="").to_record())
+        except ValueError as exc:  # the event does not fit the schema it claims to be written with
+            encode_problem = (f"the event does not encode with its writer schema "
+                              f"{writer.family}.v{writer.version} ({exc})")
+        if body is None:  # nothing to hash: the recomputed chain takes a marker that no datum can equal
+            computed = hashlib.sha256(bytes.fromhex(computed_prev) + b"\xff" + event.event_id.encode()).hexdigest()
+        else:
+            computed = hashlib.sha256(bytes.fromhex(computed_prev) + body).hexdigest()
         if event.seq != want_seq:
             problem = f"expected seq {want_seq}, found seq {event.seq} (missing or reordered events)"
         elif event.prev_hash != want_prev:
             problem = "prev_hash does not match the previous event's hash (an event was dropped or edited)"
+        elif body is None:
+            problem = encode_problem
         else:
-            actual = expected_hash(self._schema, event)
+            actual = computed if event.prev_hash == computed_prev else \
+                hashlib.sha256(bytes.fromhex(event.prev_hash) + body).hexdigest()
             if actual != event.hash:
-                problem = "hash does not match the event's contents (the event was edited)"
+                problem = (f"hash does not match the event's contents under its writer schema "
+                           f"{writer.family}.v{writer.version} (the event was edited)")
         self._next[event.run_id] = (event.seq + 1, event.hash)
+        self._computed[event.run_id] = computed
         if problem:
             found = ChainBreak(event.run_id, event.seq, problem)
             self.breaks.append(found)
@@ -84,6 +118,10 @@ class ChainVerifier:
     def heads(self) -> dict[str, tuple[int, str]]:
         """run_id -> (number of events seen, last hash)."""
         return {run: (seq, head) for run, (seq, head) in self._next.items()}
+
+    def computed_heads(self) -> dict[str, str]:
+        """run_id -> the recomputed hash of its last event (equal to the stored one on an intact run)."""
+        return dict(self._computed)
 
 
 def verify(schema: SchemaVersion, events: Iterable[Event]) -> Iterator[ChainBreak]:

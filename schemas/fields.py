@@ -1,14 +1,33 @@
-"""Reading one typed field from parsed JSON, with an error that names where it was read.
+"""Reading input files and typed fields from them, with errors that name where they were read.
 
-Loaders of packs, imported task files and prediction files all check fields the same way; the
-error class (and so the exit status and message prefix) is theirs.
+Loaders of packs, imported task files and prediction files all read and check input the same way;
+the error class (and so the exit status and message prefix) is theirs.
+
+Every input file a user hands membench is hostile until read: it is read with a size limit
+(`MAX_INPUT_BYTES`, so a huge or endless file costs at most that much memory), decoded as strict
+UTF-8 (a bad byte is one error line naming the file, the byte offset and the line, not a
+traceback), and any name in it that becomes a path component must be a plain name
+(`PLAIN_NAME`): run-set ids, pack names, sequence and oracle ids.
 """
 
 from __future__ import annotations
 
+import re
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 REQUIRED: Any = ...  # the default of a field that must be present
+
+#: The largest manifest, tasks.json, reference solution or predictions file membench reads: 16 MiB.
+#: The built-in packs' manifests are under 1 MiB; a file past the limit is refused, not truncated.
+MAX_INPUT_BYTES = 16 * 1024 * 1024
+
+#: A name that becomes one path component (a run-set id, a pack name, a sequence or oracle id):
+#: a letter or digit, then up to 127 letters, digits, '.', '_' or '-'; never '..' anywhere. So it
+#: has no path separator, cannot be '.' or '..', cannot start with a dot (hidden, or a staging
+#: directory) or a dash (an option), and fits in any file system's name limit.
+PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+PLAIN_NAME_RULE = "1-128 characters: a letter or digit, then letters, digits, '.', '_', '-'; no '..'"
 
 
 def typed_field(obj: dict[str, Any], key: str, typ: type | tuple[type, ...], where: str, *,
@@ -25,3 +44,67 @@ def typed_field(obj: dict[str, Any], key: str, typ: type | tuple[type, ...], whe
         name = typ.__name__ if isinstance(typ, type) else " or ".join(t.__name__ for t in typ)
         raise error(f"{where}: field '{key}' must be {name}, got {type(value).__name__}")
     return value
+
+
+def is_plain_name(value: object) -> bool:
+    """True when VALUE may be used as one path component (`PLAIN_NAME`, no '..')."""
+    return isinstance(value, str) and PLAIN_NAME.fullmatch(value) is not None and ".." not in value
+
+
+def relative_path_problem(rel: object) -> str | None:
+    """Why REL cannot name a file inside a directory ("is absolute", ...), or None when it can: it
+    must be a non-empty relative POSIX path without '..' components, backslashes or NUL bytes.
+    (Lexical only: a symbolic link on the way is checked where the path is resolved.)"""
+    if not isinstance(rel, str):
+        return f"is a {type(rel).__name__}, not a string"
+    if not rel:
+        return "is empty"
+    if "\0" in rel or "\\" in rel:
+        return "holds a NUL byte or a backslash"
+    if PurePosixPath(rel).is_absolute():
+        return "is absolute"
+    if ".." in rel.split("/"):
+        return "leaves its directory ('..')"
+    return None
+
+
+def format_size(size: int) -> str:
+    if size % (1024 * 1024) == 0:
+        return f"{size // (1024 * 1024)} MiB"
+    return f"{size} bytes"
+
+
+def read_input_bytes(path: str | Path, error: type[Exception], *, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """PATH's bytes, reading at most `limit` + 1 bytes: a larger file raises `error` (one line
+    naming the file and the limit) without being loaded."""
+    path = Path(path)
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise error(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if len(data) > limit:
+        raise error(f"{path}: larger than the {format_size(limit)} input limit (refused unread)")
+    return data
+
+
+def decode_utf8(data: bytes, path: str | Path, error: type[Exception]) -> str:
+    """DATA as strict UTF-8; a bad byte raises `error` naming the file, the byte offset (0-based)
+    of the first invalid byte and its line."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(utf8_error_message(path, data, exc.start)) from None
+
+
+def utf8_error_message(path: str | Path, data: bytes, offset: int, base: int = 0, line: int | None = None) -> str:
+    """The one line naming an invalid UTF-8 byte: DATA[offset] is the byte; BASE is DATA's offset
+    in the file and LINE the line DATA starts on (when DATA is a piece of the file)."""
+    number = (line or 1) + data.count(b"\n", 0, offset)
+    return (f"{path}: not UTF-8: invalid byte 0x{data[offset]:02x} at byte offset {base + offset} "
+            f"(line {number})")
+
+
+def read_input_text(path: str | Path, error: type[Exception], *, limit: int = MAX_INPUT_BYTES) -> str:
+    """PATH as UTF-8 text, within the size limit (`read_input_bytes`, `decode_utf8`)."""
+    return decode_utf8(read_input_bytes(path, error, limit=limit), path, error)

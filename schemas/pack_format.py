@@ -21,18 +21,28 @@ Optional, backward-compatible manifest fields (imported packs use them; native p
   `active_session`, `event_ids`, `fact_ids`) delivered to processors as harness-visible events.
 `hidden/` never enters an agent's sandbox. The loader rejects a malformed pack before any run,
 naming the file, the sequence and the field.
+
+A pack is untrusted input, so the loader also confines it: the manifest and every reference
+solution are read within `MAX_INPUT_BYTES` (16 MiB) as strict UTF-8; the pack name, sequence ids
+and oracle ids are plain names (`schemas.fields.PLAIN_NAME`: they become path components); every
+field naming a file — `repos`, `visible_files`, event `scope.files`, `scoring.hidden_files`,
+`skill_bank`, a solution's `files` — is a relative path without '..' that resolves inside its
+directory (the pack, the repository, the session's hidden directory, the workspace); and no
+symbolic link anywhere in the pack points outside it (a finalized copy or a scoring checkout would
+otherwise carry a host file such as a private key into an agent's reach).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schemas.fields import typed_field
+from schemas.fields import PLAIN_NAME_RULE, is_plain_name, read_input_text, relative_path_problem, typed_field
 
 FORMAT = "membench-pack"
 CONSTRUCTS = tuple(f"C{i}" for i in range(1, 11))
@@ -185,15 +195,58 @@ def _require(obj: dict[str, Any], key: str, typ: type | tuple[type, ...], where:
     return typed_field(obj, key, typ, where, error=PackError, none_is_missing=False)
 
 
+def _plain_name(obj: dict[str, Any], key: str, where: str) -> str:
+    """obj[key], a string that is safe as one path component (`schemas.fields.PLAIN_NAME`)."""
+    value = _require(obj, key, str, where)
+    if not is_plain_name(value):
+        raise PackError(f"{where}: field '{key}' must be a plain name ({PLAIN_NAME_RULE}), got {value!r}")
+    return value
+
+
+def _confined(base: Path, rel: Any, where: str, key: str, inside: str) -> Path:
+    """BASE / REL when REL is a relative path without '..' that resolves (symbolic links
+    followed) inside BASE; otherwise a PackError naming `where` and the field. REL need not exist."""
+    problem = relative_path_problem(rel)
+    if problem is not None:
+        raise PackError(f"{where}: field '{key}' names {rel!r}, which {problem}; it must name a path inside {inside}")
+    path = base / rel
+    if not _resolve(path, where).is_relative_to(base.resolve()):
+        raise PackError(f"{where}: field '{key}' names '{rel}', which resolves outside {inside} (symbolic link)")
+    return path
+
+
+def _resolve(path: Path, where: str) -> Path:
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError) as exc:  # a symbolic link loop
+        raise PackError(f"{where}: cannot resolve {path} ({exc})") from None
+
+
+def _check_links(root: Path) -> None:
+    """Refuse a symbolic link anywhere under ROOT that points outside it (dangling or not)."""
+    real = root.resolve()
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            if path.is_symlink() and not _resolve(path, str(path)).is_relative_to(real):
+                raise PackError(f"{path}: symbolic link to '{os.readlink(path)}' points outside the pack {root}")
+
+
 def load_solution(path: Path, seq_id: str = "?") -> Solution:
     where = f"{path}: sequence {seq_id}"
     if not path.exists():
         raise PackError(f"{where}: missing reference solution file")
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(read_input_text(path, PackError))
     except json.JSONDecodeError as exc:
         raise PackError(f"{where}: not valid JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise PackError(f"{where}: must be a JSON object")
     files = _require(raw, "files", dict, where)
+    for rel in files:  # written into the agent's workspace by the scripted agents
+        problem = relative_path_problem(rel)
+        if problem is not None:
+            raise PackError(f"{where}: field 'files' names {rel!r}, which {problem}; it must stay inside the workspace")
     slots = {}
     for name, spec in _require(raw, "slots", dict, where).items():
         slot_where = f"{where}: slot '{name}'"
@@ -216,20 +269,23 @@ def load_pack(root: Path, check_hidden: bool = True) -> Pack:
     manifest_path = root / "manifest.json"
     if not manifest_path.exists():
         raise PackError(f"{root}: no manifest.json (not a membench pack)")
+    _check_links(root)
     try:
-        raw = json.loads(manifest_path.read_text(encoding="utf-8"))
+        raw = json.loads(read_input_text(manifest_path, PackError))
     except json.JSONDecodeError as exc:
         raise PackError(f"{manifest_path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     where = str(manifest_path)
+    if not isinstance(raw, dict):
+        raise PackError(f"{where}: must be a JSON object")
     if raw.get("format") != FORMAT:
         raise PackError(f"{where}: field 'format' must be '{FORMAT}'")
-    name = _require(raw, "pack", str, where)
+    name = _plain_name(raw, "pack", where)
     format_version = raw.get("format_version", 1)
     if isinstance(format_version, bool) or not isinstance(format_version, int) or format_version not in (1, 2):
         raise PackError(f"{where}: field 'format_version' must be 1 or 2")
     repos = {}
     for repo_name, rel in _require(raw, "repos", dict, where).items():
-        repo_path = root / rel
+        repo_path = _confined(root, rel, where, f"repos.{repo_name}", "the pack")
         if not repo_path.is_dir():
             raise PackError(f"{where}: field 'repos.{repo_name}' points to a missing directory '{rel}'")
         repos[repo_name] = repo_path
@@ -239,7 +295,7 @@ def load_pack(root: Path, check_hidden: bool = True) -> Pack:
         seq_where = f"{where}: sequences[{i}]"
         if not isinstance(seq_raw, dict):
             raise PackError(f"{seq_where}: must be an object")
-        seq_id = _require(seq_raw, "seq_id", str, seq_where)
+        seq_id = _plain_name(seq_raw, "seq_id", seq_where)
         seq_where = f"{where}: sequence {seq_id}"
         if seq_id in seen:
             raise PackError(f"{seq_where}: field 'seq_id' is duplicated")
@@ -253,21 +309,31 @@ def load_pack(root: Path, check_hidden: bool = True) -> Pack:
         sessions = []
         for j, s in enumerate(_require(seq_raw, "sessions", list, seq_where)):
             s_where = f"{seq_where}: sessions[{j}]"
+            if not isinstance(s, dict):
+                raise PackError(f"{s_where}: must be an object")
             index = _require(s, "index", int, s_where)
             if index != j + 1:
                 raise PackError(f"{s_where}: field 'index' must be {j + 1}")
             mode = s.get("mode", "task")
             if mode not in SESSION_MODES:
                 raise PackError(f"{s_where}: field 'mode' must be one of {', '.join(SESSION_MODES)}, got '{mode}'")
+            oracle_id = _plain_name(s, "oracle_id", s_where) if mode == "task" or s.get("oracle_id") else ""
+            visible = _str_list(s, "visible_files", s_where)
+            for rel in visible:
+                _confined(repos[repo], rel, s_where, "visible_files", f"repository '{repo}'")
+            scoring = _scoring_rules(s["scoring"], s_where) if s.get("scoring") is not None else None
+            for rel in scoring.hidden_files if scoring is not None else ():
+                _confined(root / "hidden" / seq_id / oracle_id, rel, f"{s_where}: scoring", "hidden_files",
+                          f"hidden/{seq_id}/{oracle_id}/")
             sessions.append(SessionSpec(
                 index=index,
                 instruction=_require(s, "instruction", str, s_where),
-                oracle_id=_require(s, "oracle_id", str, s_where) if mode == "task" else s.get("oracle_id", ""),
-                visible_files=tuple(s.get("visible_files", [])),
+                oracle_id=oracle_id,
+                visible_files=visible,
                 inject_after=tuple(s.get("inject_after", [])),
                 start_state=s.get("start_state", "continuation"),
                 mode=mode,
-                scoring=_scoring_rules(s["scoring"], s_where) if s.get("scoring") is not None else None,
+                scoring=scoring,
             ))
         if len(sessions) < 2:
             raise PackError(f"{seq_where}: field 'sessions' needs at least 2 sessions (evidence, then the trap)")
@@ -276,7 +342,16 @@ def load_pack(root: Path, check_hidden: bool = True) -> Pack:
         events = []
         for j, e in enumerate(_require(seq_raw, "events", list, seq_where)):
             e_where = f"{seq_where}: events[{j}]"
+            if not isinstance(e, dict):
+                raise PackError(f"{e_where}: must be an object")
             scope = e.get("scope", {}) or {}
+            if not isinstance(scope, dict):
+                raise PackError(f"{e_where}: field 'scope' must be an object")
+            for rel in _str_list(scope, "files", f"{e_where}: scope"):
+                problem = relative_path_problem(rel)
+                if problem is not None:
+                    raise PackError(f"{e_where}: field 'scope.files' names {rel!r}, which {problem}; "
+                                    "it must name a file of the repository")
             after = _require(e, "after_session", int, e_where)
             if not 1 <= after < len(sessions):
                 raise PackError(f"{e_where}: field 'after_session' must be between 1 and {len(sessions) - 1}")
@@ -327,9 +402,9 @@ def load_pack(root: Path, check_hidden: bool = True) -> Pack:
     skill_bank = None
     if raw.get("skill_bank") is not None:
         rel = raw["skill_bank"]
-        if not isinstance(rel, str) or not (root / rel).is_dir():
+        skill_bank = _confined(root, rel, where, "skill_bank", "the pack")
+        if not skill_bank.is_dir():
             raise PackError(f"{where}: field 'skill_bank' must name a directory of the pack, got {rel!r}")
-        skill_bank = root / rel
     return Pack(name, root, tuple(sequences), repos, pack_digest(root), raw.get("description", ""),
                 curated_context=curated, conditions=tuple(raw.get("conditions", [])),
                 skill_bank=skill_bank, format_version=format_version)

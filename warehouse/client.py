@@ -2,6 +2,12 @@
 
 A chDB path is held by one process at a time: `connect` takes an exclusive lock file beside the
 data directory and refuses a second owner with a clear error.
+
+`connect(..., read_only=True)` gives a connection the engine itself keeps read-only (ClickHouse's
+`readonly = 1`: no INSERT, ALTER, DELETE, DROP, TRUNCATE, CREATE, OPTIMIZE, SYSTEM, no settings
+change, no file/url table functions) for its whole life: a chDB session is switched with
+`SET readonly = 1` (chDB keeps it; it cannot be switched back), an HTTP server gets the setting
+with every request. `membench sql` uses it, so the audit trail cannot be edited by accident.
 """
 
 from __future__ import annotations
@@ -29,30 +35,45 @@ class Warehouse:
         self._client = client
         self._lock = threading.RLock()
         self._lock_handle = lock_handle
+        self.read_only = False
+        self._per_call: dict[str, Any] | None = None  # settings every call carries (read-only over HTTP)
+
+    def make_read_only(self) -> None:
+        """From now on the engine refuses every write on this connection; there is no way back."""
+        with self._lock:
+            if self.dsn.startswith("chdb://"):
+                self._client.command("SET readonly = 1")  # session-wide; chDB keeps it for the session
+            else:
+                self._per_call = {"readonly": 1}  # request-scoped on HTTP, so it rides on every call
+            self.read_only = True
 
     def command(self, sql: str, settings: dict[str, Any] | None = None) -> Any:
+        """A statement without a result set (DDL, ALTER, DELETE, SYSTEM, ...)."""
         with self._lock:
+            if self._per_call:
+                settings = {**(settings or {}), **self._per_call}
             return self._client.command(sql, settings=settings)
 
     def query_rows(self, sql: str, parameters: dict[str, Any] | None = None) -> list[tuple]:
         with self._lock:
-            return list(self._client.query(sql, parameters=parameters).result_rows)
+            return list(self._client.query(sql, parameters=parameters, settings=self._per_call).result_rows)
 
     def query_dicts(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         with self._lock:
-            result = self._client.query(sql, parameters=parameters)
+            result = self._client.query(sql, parameters=parameters, settings=self._per_call)
             return [dict(zip(result.column_names, row)) for row in result.result_rows]
 
     def query_tsv(self, sql: str) -> bytes:
+        """The result as ClickHouse TabSeparated (a statement that returns rows)."""
         with self._lock:
-            return self._client.raw_query(sql, fmt="TabSeparated")
+            return self._client.raw_query(sql, fmt="TabSeparated", settings=self._per_call)
 
     def insert(self, table: str, rows: list[list[Any]], columns: list[str], dedup_token: str) -> None:
         if not rows:
             return
         with self._lock:
             self._client.insert(table, rows, column_names=columns,
-                                settings={"insert_deduplication_token": dedup_token})
+                                settings={"insert_deduplication_token": dedup_token, **(self._per_call or {})})
 
     def close(self) -> None:
         with self._lock:
@@ -78,7 +99,7 @@ def _chdb_path(dsn: str) -> Path:
     return Path(path)
 
 
-def connect(dsn: str, create: bool = True) -> Warehouse:
+def connect(dsn: str, create: bool = True, read_only: bool = False) -> Warehouse:
     if dsn.startswith("chdb://"):
         path = _chdb_path(dsn)
         if not create and not path.exists():
@@ -104,4 +125,6 @@ def connect(dsn: str, create: bool = True) -> Warehouse:
     else:
         raise WarehouseError(f"unknown warehouse DSN {dsn!r}: expected chdb:///path or http(s)://host:8123")
     ensure_tables(warehouse)
+    if read_only:
+        warehouse.make_read_only()
     return warehouse

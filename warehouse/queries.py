@@ -9,11 +9,13 @@ from warehouse.protocol import WarehouseReader
 
 
 def run_results(warehouse: WarehouseReader, run_set: str) -> list[dict[str, Any]]:
-    """One row per unit: the newest complete run of it (a unit is re-run only when its earlier
-    attempt never completed, so there is at most one; LIMIT 1 BY guards retried inserts)."""
+    """One row per unit: its complete run (completed or excluded) when it has one — a unit is re-run
+    only when its earlier attempts never completed, so there is at most one —, else the longest of
+    its other attempts (an error, or an attempt abandoned by a crash: not a valid cell either way).
+    LIMIT 1 BY guards retried inserts."""
     return warehouse.query_dicts(
         "SELECT * FROM (SELECT * FROM run_results WHERE run_set = {rs:String} LIMIT 1 BY run_id) "
-        "ORDER BY unit_id, source_seq DESC LIMIT 1 BY unit_id",
+        "ORDER BY unit_id, status IN ('completed', 'excluded') DESC, source_seq DESC LIMIT 1 BY unit_id",
         {"rs": run_set},
     )
 
@@ -89,3 +91,109 @@ def raw_datums(warehouse: WarehouseReader, run_set: str | None = None) -> list[t
         {"rs": run_set} if run_set else None,
     )
     return [(fp, bytes.fromhex(datum_hex)) for fp, datum_hex in rows]
+
+
+# ------------------------------------------------------------------------ log root and audit digests
+
+
+def run_results_by_status(warehouse: WarehouseReader, run_set: str) -> list[dict[str, Any]]:
+    """Every run's RunSummary row (one per run), whatever its status, abandoned attempts included."""
+    return warehouse.query_dicts(
+        "SELECT run_id, unit_id, status, last_hash, source_seq FROM run_results WHERE run_set = {rs:String} "
+        "ORDER BY run_id LIMIT 1 BY run_id", {"rs": run_set})
+
+
+def raw_heads(warehouse: WarehouseReader, run_set: str) -> list[dict[str, Any]]:
+    """Per run of the raw table: unit, distinct events, last seq and the hash of the event at it, and
+    whether a RunEnded is there."""
+    return warehouse.query_dicts(
+        "SELECT run_id, any(unit_id) AS unit_id, uniqExact(seq) AS events, max(seq) AS last_seq, "
+        "argMax(hash, seq) AS last_hash, countIf(kind = 'RunEnded') > 0 AS ended "
+        "FROM trajectory_events WHERE run_set = {rs:String} GROUP BY run_id ORDER BY run_id", {"rs": run_set})
+
+
+def log_root_heads(warehouse: WarehouseReader, run_set: str) -> dict[str, str]:
+    """run_id -> the run's final chain hash, as docs/design.md §9's log root takes it: a run's
+    `run_results.last_hash` (its RunEnded), else the hash of its last raw event (a run that never
+    ended). Every run of the run set counts, abandoned attempts included."""
+    heads = {row["run_id"]: row["last_hash"] for row in raw_heads(warehouse, run_set)}
+    heads.update({row["run_id"]: row["last_hash"] for row in run_results_by_status(warehouse, run_set)})
+    return heads
+
+
+def log_root(warehouse: WarehouseReader, run_set: str) -> str:
+    """The run set's log root (schemas/log_root.py) recomputed from the warehouse."""
+    from schemas.log_root import log_root as root_of
+
+    return root_of(log_root_heads(warehouse, run_set))
+
+
+def events_per_run(warehouse: WarehouseReader, run_set: str) -> dict[str, int]:
+    """run_id -> distinct seqs the raw table holds of it."""
+    return {row["run_id"]: int(row["events"]) for row in raw_heads(warehouse, run_set)}
+
+
+def stored_seqs(warehouse: WarehouseReader, run_ids: list[str]) -> dict[str, set[int]]:
+    """run_id -> the seqs the raw table holds of each given run."""
+    out: dict[str, set[int]] = {run_id: set() for run_id in run_ids}
+    if run_ids:
+        for run_id, seq in warehouse.query_rows(
+                "SELECT DISTINCT run_id, seq FROM trajectory_events WHERE run_id IN {ids:Array(String)}",
+                {"ids": sorted(run_ids)}):
+            out[run_id].add(int(seq))
+    return out
+
+
+def derived_ids(warehouse: WarehouseReader, run_ids: list[str]) -> set[str]:
+    """The derived ids every derived table holds for the given runs."""
+    from warehouse.tables import derived_columns, table_for_kind
+
+    out: set[str] = set()
+    if not run_ids:
+        return out
+    for kind in derived_columns():
+        out |= {row[0] for row in warehouse.query_rows(
+            f"SELECT DISTINCT derived_id FROM {table_for_kind(kind)} WHERE run_id IN {{ids:Array(String)}}",
+            {"ids": sorted(run_ids)})}
+    return out
+
+
+# columns of the raw table that say where a row was read, not what it holds (a re-delivered event
+# differs there only); they stay out of the rows digest
+_WHERE_READ = ("kafka_topic", "kafka_partition", "kafka_offset")
+
+
+def audited_tables() -> list[str]:
+    """The tables a report reads: the raw log and every derived table."""
+    from warehouse.tables import derived_columns, table_for_kind
+
+    return ["trajectory_events"] + sorted(table_for_kind(kind) for kind in derived_columns())
+
+
+def row_digests(warehouse: WarehouseReader, run_set: str) -> dict[str, dict[str, str]]:
+    """run_id -> table -> SHA-256 (lowercase hex) over the sorted distinct rows of that run in that
+    table, each row in ClickHouse's text form of `tuple(*)` (raw rows without where they were read).
+    An identical duplicate row (a retried insert) counts once; any edited, added or deleted row
+    changes the digest. Computed by the engine, so it costs one scan per table."""
+    out: dict[str, dict[str, str]] = {}
+    for table in audited_tables():
+        columns = f"* EXCEPT ({', '.join(_WHERE_READ)})" if table == "trajectory_events" else "*"
+        for run_id, digest in warehouse.query_rows(
+                f"SELECT run_id, lower(hex(SHA256(arrayStringConcat(arraySort(groupUniqArray("
+                f"toString(tuple({columns})))), '\\n')))) FROM {table} WHERE run_set = {{rs:String}} "
+                "GROUP BY run_id", {"rs": run_set}):
+            out.setdefault(run_id, {})[table] = digest
+    return out
+
+
+def verdict_isolation(warehouse: WarehouseReader, run_set: str) -> list[tuple[str, str, int]]:
+    """(suite, isolation, OracleVerdict events) of a run set; a verdict written before event schema
+    v3 has no `isolation` and counts as `in_process` (its oracle shared the code's process)."""
+    rows = warehouse.query_rows(
+        "SELECT splitByChar('/', unit_id)[1] AS suite, "
+        "if(JSONExtractString(payload, 'isolation') = '', 'in_process', JSONExtractString(payload, 'isolation')) AS how, "
+        "count() FROM (SELECT unit_id, payload FROM trajectory_events WHERE run_set = {rs:String} "
+        "AND kind = 'OracleVerdict' LIMIT 1 BY event_id) GROUP BY suite, how ORDER BY suite, how",
+        {"rs": run_set})
+    return [(suite, how, int(n)) for suite, how, n in rows]
+

@@ -1,13 +1,16 @@
 """Synthetic inputs and timings for ``membench bench stats``.
 
-Two workloads:
+Three workloads:
 
 1. the DreamBench-SWE P1–P6 family (Table 19: six registered comparisons over B3, B5 and the
    three reference-probe variants) on synthetic 60 units × 3 seeds: every test of each comparison
    (clustered exact sign-flip, pooled/per-seed/majority McNemar), Holm, validity gates, and
    trap-cluster bootstrap CIs for every condition;
 2. a pass-fraction report over one million cells: grouping the cells by condition and unit and a
-   trap-cluster bootstrap CI for each condition.
+   trap-cluster bootstrap CI for each condition;
+3. ``membench stats compare`` on a 600,000-row cells CSV (100,000 units × 3 seeds × 2 conditions):
+   loading the file and one comparison with every test — past the exact clustered test's bound,
+   so its p is the seeded Monte Carlo sign-flip (analytics/exact.py).
 
 Timings use :func:`time.perf_counter`; each workload is repeated and the minimum and median are
 reported. The synthetic data is seeded, so the inputs are the same on every run.
@@ -15,7 +18,9 @@ reported. The synthetic data is seeded, so the inputs are the same on every run.
 
 from __future__ import annotations
 
+import csv
 import statistics
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,9 +28,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
+from pathlib import Path
+
 from analytics.bootstrap import pass_fractions
-from analytics.cells import Cell, pair_cells
+from analytics.cells import Cell, gc_paused, pair_cells
 from analytics.compare import compare_family
+from analytics.loaders import load_cells_csv
 from analytics.gates import b0_headroom, comparison_gates
 
 #: DreamBench-SWE Table 19, the frozen v2 primary S3 comparison family.
@@ -158,3 +166,45 @@ def bench_pass_fractions(*, cells: int = 1_000_000, seeds: int = 3, conditions: 
         },
     )
     return build_timing, report
+
+
+def write_cells_csv(path: Path, cells: Sequence[Cell]) -> Path:
+    """CELLS as a cells CSV (the columns ``membench stats compare`` reads)."""
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(("unit", "seed", "condition", "passed", "valid", "construct"))
+        writer.writerows((c.unit, c.seed, c.condition, int(c.passed), int(c.valid), c.construct or "") for c in cells)
+    return path
+
+
+def bench_compare_csv(*, units: int = 100_000, seeds: int = 3, repeats: int = 3, seed: int = 0) -> Timing:
+    """Time what ``membench stats compare --cells FILE --pair A:B`` does after start-up: load the CSV
+    (units × seeds × 2 conditions rows; A and B at the B5 and B3 ladder rates) and run every test
+    of the comparison, with the collector paused as the command pauses it."""
+    rates = {"A": LADDER_RATES["B5"], "B": LADDER_RATES["B3"]}
+    with tempfile.TemporaryDirectory(prefix="membench-bench-") as tmp:
+        path = write_cells_csv(Path(tmp) / "cells.csv", synthetic_cells(units, seeds, rates, seed=seed))
+
+        def run() -> object:
+            with gc_paused():
+                return compare_family(load_cells_csv(path), [("A", "B")])
+
+        times, family = _time(run, repeats)
+        size = path.stat().st_size
+    comparison = family.comparisons[0]
+    return Timing(
+        name="stats compare on a cells CSV (load + one comparison)",
+        repeats=repeats,
+        min_s=min(times),
+        median_s=statistics.median(times),
+        detail={
+            "rows": units * seeds * 2,
+            "file_bytes": size,
+            "units": units,
+            "seeds": seeds,
+            "clustered_method": comparison.clustered.method,
+            "clustered_work": comparison.clustered.work,
+            "p_clustered": comparison.clustered.p_value,
+            "p_clustered_ci95": comparison.clustered.ci95,
+        },
+    )

@@ -41,10 +41,13 @@ def machine() -> dict[str, object]:
 @click.option("--resamples", default=2000, show_default=True, help="Bootstrap resamples.")
 @click.option("--repeats", default=5, show_default=True, help="Repetitions of each timed workload.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the synthetic data and the bootstrap.")
+@click.option("--compare-units", default=100_000, show_default=True,
+              help="Units of the stats-compare workload: a cells CSV of units x seeds x 2 conditions rows.")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
-def stats_bench(units: int, seeds: int, n_cells: int, resamples: int, repeats: int, seed: int, as_json: bool) -> None:
+def stats_bench(units: int, seeds: int, n_cells: int, resamples: int, repeats: int, seed: int, compare_units: int,
+                as_json: bool) -> None:
     """Time the P1–P6 comparison family with bootstraps, and a pass-fraction report over many cells."""
-    from membench.bench.stats import bench_family, bench_pass_fractions
+    from membench.bench.stats import bench_compare_csv, bench_family, bench_pass_fractions
 
     click.echo(f"timing the P1-P6 family on {units} units x {seeds} seeds ({repeats} repeats)...", err=True)
     family = bench_family(units=units, seeds=seeds, resamples=resamples, repeats=repeats, seed=seed)
@@ -52,7 +55,9 @@ def stats_bench(units: int, seeds: int, n_cells: int, resamples: int, repeats: i
                err=True)
     build, report = bench_pass_fractions(cells=n_cells, seeds=seeds, resamples=resamples,
                                          repeats=max(1, repeats // 2), seed=seed)
-    timings = [family, build, report]
+    click.echo(f"timing stats compare on a {compare_units * seeds * 2}-row cells CSV ...", err=True)
+    compare = bench_compare_csv(units=compare_units, seeds=seeds, repeats=max(1, repeats // 2), seed=seed)
+    timings = [family, build, report, compare]
     if as_json:
         click.echo(json.dumps({
             "machine": machine(),

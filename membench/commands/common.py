@@ -10,6 +10,7 @@ import click
 
 from membench.errors import UsageError
 from membench.settings import Settings, load_settings
+from schemas.fields import PLAIN_NAME_RULE, is_plain_name
 
 
 def dsn_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -61,3 +62,16 @@ def parse_seeds(value: str) -> list[int]:
         except ValueError:
             raise UsageError(f"--seeds: '{item}' is not an integer") from None
     return seeds
+
+
+def validate_run_set_id(value: str | None, where: str = "--run-set") -> str | None:
+    """VALUE when it is a valid run-set id (None passes through: the id is derived); otherwise a
+    UsageError (exit 2) naming WHERE — the option or argument it came from.
+
+    A run-set id becomes a directory under MEMBENCH_HOME/runs/ and a value in warehouse queries, so
+    it is confined to `schemas.fields.PLAIN_NAME`: 1-128 characters, a letter or digit first, then
+    letters, digits, '.', '_', '-', and no '..' — no path separator, no leading dot, no escape
+    from the runs directory."""
+    if value is None or is_plain_name(value):
+        return value
+    raise UsageError(f"{where}: invalid run-set id {value!r} ({PLAIN_NAME_RULE})")

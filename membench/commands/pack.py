@@ -26,7 +26,8 @@ def finalize(skeleton: str, out: Path, force: bool) -> None:
     """Fill SKELETON's {{SECRET:name:class}} placeholders from a CSPRNG into OUT.
 
     Writes OUT/provenance.json (generator hash, format classes, where each secret was placed —
-    never a value). Refuses undeclared, unused, cross-trap-shared and leftover placeholders."""
+    never a value). Refuses undeclared, unused, cross-trap-shared and leftover placeholders.
+    OUT appears whole or not at all: a failure leaves nothing behind and an existing OUT intact."""
     from producers.finalize import finalize_pack
     from producers.pack_resolver import resolve_pack_dir
     from schemas.pack_format import PackError, load_pack
@@ -41,10 +42,12 @@ def finalize(skeleton: str, out: Path, force: bool) -> None:
             raise UsageError(f"{out}: already exists (use --force to replace it)")
     if out.resolve() == root.resolve() or root.resolve() in out.resolve().parents:
         raise UsageError(f"{out}: must not be the skeleton or inside it")
-    try:
-        provenance = finalize_pack(root, out)
+    try:  # staged next to OUT and renamed at the end: a failure leaves OUT as it was
+        provenance = finalize_pack(root, out, replace=force)
     except PackError as exc:
         raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"{out}: cannot write the finalized pack ({exc.strerror or exc})") from None
     count = sum(len(s["secrets"]) for s in provenance["sequences"].values())
     click.echo(f"finalized {root.name} -> {out}: {len(provenance['sequences'])} sequences, {count} secrets "
                f"(generator sha256 {provenance['generator_sha256'][:16]}…); provenance: {out / 'provenance.json'}")

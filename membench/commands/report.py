@@ -1,4 +1,5 @@
-"""`membench report RUN_SET`: rebuild a run set's report from the warehouse."""
+"""`membench report RUN_SET`: rebuild a run set's report from the warehouse, once the warehouse is
+shown to agree with the log (its own raw events, and the log_root.json of the run set's end)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ import json
 
 import click
 from rich.console import Console
+from rich.text import Text
 
-from membench.commands.common import dsn_options, open_warehouse
-from membench.commands.run import print_table, write_report
+from membench.commands.common import dsn_options, open_warehouse, validate_run_set_id
+from membench.commands.run import print_table, refuse, write_report
 from membench.errors import UsageError
 from membench.settings import Settings
 
@@ -16,14 +18,42 @@ from membench.settings import Settings
 @click.command()
 @click.argument("run_set")
 @click.option("--json", "as_json", is_flag=True, help="print report.json to stdout")
+@click.option("--allow-mismatch", is_flag=True, help="build the report even when the warehouse disagrees with the "
+              "log root (each disagreement is printed as a warning)")
 @dsn_options
-def report(run_set: str, as_json: bool, settings: Settings) -> None:
-    """Rebuild RUN_SET's report.json, report.md and report.html from the warehouse."""
+def report(run_set: str, as_json: bool, allow_mismatch: bool, settings: Settings) -> None:
+    """Rebuild RUN_SET's report.json, report.md and report.html from the warehouse. First checks the
+    derived tables against the raw log and against runs/RUN_SET/log_root.json (written at the end of
+    the run set): a disagreement (rows edited, added or deleted) exits 1 naming the run and table."""
+    from membench.log_root import LogRootError, check_warehouse, describes, read_record, record_path, warehouse_state
     from reports.build import ReportError, build_report
     from reports.model import to_json
 
+    validate_run_set_id(run_set, "RUN_SET")
+    console = Console(stderr=True)
+    root_file = record_path(settings.runs_dir, run_set)
     warehouse = open_warehouse(settings, create=False)
     try:
+        try:
+            recorded = read_record(root_file) if root_file.exists() else None
+            if recorded is not None and not describes(recorded, settings.warehouse):
+                console.print(f"note: {root_file} describes warehouse {recorded.warehouse}, not this one; the derived "
+                              "tables were checked against the raw log only", highlight=False, markup=False,
+                              soft_wrap=True)
+                recorded = None
+            problems = check_warehouse(warehouse_state(warehouse, run_set), recorded)
+        except LogRootError as exc:
+            recorded, problems = None, [str(exc)]
+        if problems and not allow_mismatch:
+            refuse(console, problems, "report", f" (checked against {root_file if recorded else 'the raw log'}; "
+                   "`membench replay warehouse:RUN_SET` names every difference from the log; --allow-mismatch "
+                   "builds the report anyway)")
+        for line in problems:
+            console.print(Text.assemble(("WARNING: the warehouse disagrees with the log: ", "bold red"), line),
+                          highlight=False, soft_wrap=True)
+        if recorded is None and not problems and not root_file.exists():
+            console.print(f"note: no {root_file}; the derived tables were checked against the raw log only",
+                          highlight=False, markup=False, soft_wrap=True)
         built = build_report(warehouse, run_set)
     except ReportError as exc:
         raise UsageError(str(exc)) from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -10,8 +11,9 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
-from membench.commands.common import dsn_options, open_warehouse, parse_list, parse_seeds
+from membench.commands.common import dsn_options, open_warehouse, parse_list, parse_seeds, validate_run_set_id
 from membench.errors import UsageError
 from membench.settings import Settings
 from sandbox.registry import BACKENDS
@@ -56,15 +58,18 @@ def write_report(settings: Settings, report: Report) -> Path:
 @click.option("--run-set", "run_set", default=None, help="run set id (default: derived from pack, agent, grid)")
 @click.option("--sandbox", "sandbox_name", default="bwrap", show_default=True, type=click.Choice(list(BACKENDS)))
 @click.option("--read-budget", default=2000, show_default=True, type=click.IntRange(0), help="memory read budget (tokens)")
+@click.option("--sign-key", "sign_key", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Ed25519 private key (PEM, e.g. `openssl genpkey -algorithm ed25519`): sign the run set's log root")
 @dsn_options
 def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_set: str | None,
-        sandbox_name: str, read_budget: int, settings: Settings) -> None:
+        sandbox_name: str, read_budget: int, sign_key: Path | None, settings: Settings) -> None:
     """Run PACK (a built-in pack name or a pack directory) under memory conditions and seeds."""
     from producers.agents.registry import make_agent
     from producers.memory_systems.registry import MEMORY_SYSTEMS
     from producers.pack_resolver import open_pack, resolve_pack_dir
     from schemas.pack_format import PackError, load_pack
 
+    validate_run_set_id(run_set)
     condition_list = parse_list(conditions, "--conditions")
     for condition in condition_list:
         if condition not in MEMORY_SYSTEMS:
@@ -78,7 +83,11 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
         load_pack(resolve_pack_dir(pack))
     except PackError as exc:
         raise UsageError(str(exc)) from None
+    signer = load_signer(sign_key)
     if settings.bus.startswith("kafka://"):
+        if signer is not None:
+            raise UsageError("--sign-key: the log root is written and signed on the embedded bus only (file://); "
+                             "on Kafka the runner does not see the whole run set")
         from membench.distributed import run_distributed
 
         run_distributed(pack, condition_list, seed_list, agent, workers, run_set, sandbox_name, read_budget, settings)
@@ -89,15 +98,46 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
     run_set = run_set or default_run_set(loaded.name, loaded.digest, agent, condition_list, seed_list)
 
     config = RunConfig(run_set, agent, read_budget=read_budget, code_digest=code_digest())
-    run_embedded(loaded, plan_grid(loaded, condition_list, seed_list), config, sandbox_name, settings, workers)
+    run_embedded(loaded, plan_grid(loaded, condition_list, seed_list), config, sandbox_name, settings, workers,
+                 signer=signer)
+
+
+def load_signer(sign_key: Path | None):
+    """The Ed25519 private key of --sign-key, read before anything is written (a bad key is a usage
+    error, exit 2, naming the file)."""
+    if sign_key is None:
+        return None
+    from membench.log_root import LogRootError, load_signing_key
+
+    try:
+        return load_signing_key(sign_key)
+    except LogRootError as exc:
+        raise UsageError(f"--sign-key: {exc}") from None
+
+
+def refuse(console: Console, lines: list[str], what: str, hint: str = "") -> None:
+    """Print each problem and exit 1: an audit failure, not a usage error."""
+    for line in lines:
+        console.print(Text.assemble(("MISMATCH ", "bold red"), line), highlight=False, soft_wrap=True)
+    console.print(f"{what}: the warehouse disagrees with the log (above); nothing was written{hint}",
+                  highlight=False, markup=False, soft_wrap=True)
+    raise SystemExit(1)
 
 
 def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, workers: int, agent_for=None,
-                 verb: str = "run") -> None:
+                 verb: str = "run", signer=None) -> None:
     """Run `units` on the embedded pipeline, skipping those already complete in the warehouse, with a
-    progress bar; then rebuild, write and print the report. `agent_for(unit)`, when given, supplies
-    each unit's agent (`membench score` replays given patches that way)."""
+    progress bar; then rebuild, write and print the report, and write (and with `signer`, an Ed25519
+    private key, sign) the run set's log root. `agent_for(unit)`, when given, supplies each unit's
+    agent (`membench score` replays given patches that way).
+
+    Before anything runs: the warehouse must still agree with the log_root.json of the run set's
+    last end (a tampered warehouse is refused, not laundered into a new root), and
+    `EmbeddedPipeline.recover` brings the warehouse up to the log and closes every attempt a crash
+    abandoned, so attempt numbers and completed units are counted from the whole log."""
     from membench.embedded import EmbeddedPipeline
+    from membench.log_root import LogRootError, check_warehouse, describes, read_record, record_path, warehouse_state
+    from producers.attempts import LogError, describe
     from producers.bus.base import run_set_log_path
     from producers.runner import run_grid
     from sandbox.registry import get_sandbox
@@ -106,15 +146,37 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
 
     console = Console(stderr=True)
     run_set = config.run_set
+    config = replace(config, blob_dir=settings.runs_dir / run_set / "blobs")  # large diffs, beside the log
+    root_file = record_path(settings.runs_dir, run_set)
     warehouse = open_warehouse(settings)
     try:
-        done = queries.completed_units(warehouse, run_set)
-        attempts = {u: n + 1 for u, n in queries.attempts_started(warehouse, run_set).items()}
-        todo = [u for u in units if u.unit_id not in done]
-        console.print(f"run set [bold]{run_set}[/]: {len(units)} units, {len(units) - len(todo)} already complete, "
-                      f"{len(todo)} to {verb} with {workers} workers")
+        if root_file.exists():
+            try:
+                recorded = read_record(root_file)
+            except LogRootError as exc:
+                refuse(console, [str(exc)], verb)
+            if describes(recorded, settings.warehouse):
+                problems = check_warehouse(warehouse_state(warehouse, run_set), recorded, new_runs_allowed=True)
+                if problems:
+                    refuse(console, problems, verb)
         pipeline = EmbeddedPipeline(run_set_log_path(settings.runs_dir, run_set), warehouse)
         try:
+            try:
+                recovery = pipeline.recover(run_set)
+            except LogError as exc:
+                console.print(f"{verb}: {exc}; the log must be repaired before run set {run_set} can resume",
+                              highlight=False, markup=False, soft_wrap=True)
+                raise SystemExit(1) from None
+            if recovery.raw_rows or recovery.derived_rows:
+                console.print(f"recovered from the log: {recovery.raw_rows} raw events and {recovery.derived_rows} "
+                              "derived events the warehouse lacked", highlight=False)
+            for event in recovery.closed:
+                console.print(describe(event), highlight=False, markup=False, soft_wrap=True)
+            done = queries.completed_units(warehouse, run_set)
+            attempts = {u: n + 1 for u, n in queries.attempts_started(warehouse, run_set).items()}
+            todo = [u for u in units if u.unit_id not in done]
+            console.print(f"run set [bold]{run_set}[/]: {len(units)} units, {len(units) - len(todo)} already "
+                          f"complete, {len(todo)} to {verb} with {workers} workers")
             with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), console=console, transient=False) as progress:
                 bar = progress.add_task("units", total=len(todo))
@@ -123,8 +185,39 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
         finally:
             pipeline.close()
         report = build_report(warehouse, run_set)
+        state = warehouse_state(warehouse, run_set)
     finally:
         warehouse.close()
+    write_log_root(console, root_file, state, signer, settings.warehouse)
     out = write_report(settings, report)
     print_table(Console(), report)
-    console.print(f"report: {out / 'report.json'}  ·  log: {out / 'events.avro'}")
+    console.print(f"report: {out / 'report.json'}  ·  log: {out / 'events.avro'}  ·  log root: {state.root}",
+                  highlight=False, markup=False, soft_wrap=True)
+
+
+def write_log_root(console: Console, path: Path, state, signer, warehouse_dsn: str) -> None:
+    """runs/<run_set>/log_root.json at the end of the run set: root, heads, row digests, signature.
+    Without a key, a signature already there is kept while it signs the same root (a re-run that ran
+    nothing); a root that changed loses it, with a warning, since it would no longer verify."""
+    from membench.log_root import LogRootError, describes, read_record, sign, write_record
+
+    for lines in state.problems.values():  # the run just wrote these rows: a disagreement is a bug
+        for line in lines:
+            console.print(Text.assemble(("WARNING ", "bold red"), line), highlight=False, soft_wrap=True)
+    signature = sign(signer, state.run_set, state.root) if signer is not None else None
+    if signer is None and path.exists():
+        try:
+            before = read_record(path)
+        except LogRootError:
+            before = None
+        if before is not None and before.signature is not None and describes(before, warehouse_dsn):
+            if before.log_root == state.root:
+                signature = before.signature
+            else:
+                console.print(f"WARNING the log root changed to {state.root}; the signature of the previous root "
+                              "was dropped (sign again with --sign-key)", highlight=False, markup=False,
+                              soft_wrap=True)
+    write_record(path, state.record(signature, warehouse_dsn))
+    if signature is not None:
+        console.print(f"log root {state.root} signed (Ed25519, key id {signature.key_id})", highlight=False,
+                      markup=False, soft_wrap=True)

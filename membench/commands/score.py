@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from membench.commands.common import dsn_options
-from membench.commands.run import run_embedded
+from membench.commands.common import dsn_options, validate_run_set_id
+from membench.commands.run import load_signer, run_embedded
 from membench.errors import UsageError
 from membench.settings import Settings
 from sandbox.registry import BACKENDS
@@ -26,31 +26,41 @@ from sandbox.registry import BACKENDS
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64), help="units scored concurrently")
 @click.option("--sandbox", "sandbox_name", default="bwrap", show_default=True, type=click.Choice(list(BACKENDS)))
 @click.option("--read-budget", default=2000, show_default=True, type=click.IntRange(0), help="memory read budget (tokens)")
+@click.option("--sign-key", "sign_key", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Ed25519 private key (PEM): sign the run set's log root, as `membench run --sign-key` does")
 @dsn_options
 def score(pack: str, predictions_path: Path, agent_name: str | None, run_set: str | None, workers: int,
-          sandbox_name: str, read_budget: int, settings: Settings) -> None:
+          sandbox_name: str, read_budget: int, sign_key: Path | None, settings: Settings) -> None:
     """Score the given patches of PACK's tasks (a pack name or directory) under their conditions."""
     from producers.memory_systems.registry import MEMORY_SYSTEMS
     from producers.pack_resolver import open_pack, resolve_pack_dir
     from producers.predictions import PredictionError, load_predictions
     from schemas.pack_format import PackError, load_pack
 
+    validate_run_set_id(run_set)
+    signer = load_signer(sign_key)  # a bad key is a usage error before anything is written
     if settings.bus.startswith("kafka://"):
         raise UsageError("--bus: scoring predictions runs on the embedded bus only (file://)")
-    try:  # everything is validated before anything is written
-        load_pack(resolve_pack_dir(pack))
+    try:  # everything is validated before anything is written (the finalized-pack cache included)
+        skeleton = load_pack(resolve_pack_dir(pack))
+        load_predictions(predictions_path, skeleton, list(MEMORY_SYSTEMS))  # same units and sessions
         loaded = open_pack(pack, settings.home)
         predictions = load_predictions(predictions_path, loaded, list(MEMORY_SYSTEMS))
     except (PackError, PredictionError) as exc:
         raise UsageError(str(exc)) from None
     digest = hashlib.sha256(predictions_path.read_bytes()).hexdigest()
-    label = re.sub(r"[^A-Za-z0-9_.-]+", "-", agent_name or predictions_path.stem).strip("-") or "predictions"
+    label = re.sub(r"[^A-Za-z0-9_.-]+", "-", agent_name or predictions_path.stem)
+    label = re.sub(r"\.{2,}", ".", label).strip("-.") or "predictions"
     key = hashlib.sha256((loaded.digest + digest).encode()).hexdigest()[:8]
-    run_set = run_set or f"{loaded.name}-predictions-{label.lower()}-{key}"
-    _score_embedded(loaded, predictions, f"predictions:{label}", run_set, workers, sandbox_name, read_budget, settings)
+    # a plain name by construction: pack names are plain, the label is [A-Za-z0-9_.-] without '..'
+    run_set = run_set or validate_run_set_id(f"{loaded.name[:64]}-predictions-{label.lower()[:40]}-{key}",
+                                             "the derived run-set id")
+    _score_embedded(loaded, predictions, f"predictions:{label}", run_set, workers, sandbox_name, read_budget, settings,
+                    signer)
 
 
-def _score_embedded(pack, predictions, agent_name, run_set, workers, sandbox_name, read_budget, settings) -> None:
+def _score_embedded(pack, predictions, agent_name, run_set, workers, sandbox_name, read_budget, settings,
+                    signer=None) -> None:
     from producers.predictions import PredictionAgent, group_units
     from producers.runner import RunConfig, RunUnit, code_digest
 
@@ -58,4 +68,4 @@ def _score_embedded(pack, predictions, agent_name, run_set, workers, sandbox_nam
              for (unit, condition, seed), by_session in sorted(group_units(predictions).items())}
     config = RunConfig(run_set, agent_name, read_budget=read_budget, code_digest=code_digest())
     run_embedded(pack, list(units), config, sandbox_name, settings, workers,
-                 agent_for=lambda unit: PredictionAgent(agent_name, units[unit]), verb="score")
+                 agent_for=lambda unit: PredictionAgent(agent_name, units[unit]), verb="score", signer=signer)

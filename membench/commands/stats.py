@@ -8,7 +8,8 @@ import click
 
 from membench.errors import UsageError
 from analytics.ccpf import EvaluatorManifest, ccpf as compute_ccpf
-from analytics.compare import compare_family
+from analytics.cells import Cell, gc_paused
+from analytics.compare import FamilyResult, compare_family
 from analytics.export import family_json
 from analytics.loaders import InputError, load_cases_csv, load_cells_csv, load_manifest
 
@@ -36,15 +37,25 @@ def compare(cells_path: str, pair_args: tuple[str, ...], family_size: int | None
     """Exact trap-clustered sign-flip test, McNemar variants and Holm for each A:B pair.
 
     p_holm is the Holm-adjusted p_clustered over the listed pairs (plus unavailable slots up to
-    --family-size).
+    --family-size). clustered_method says how p_clustered was computed: "exact", or
+    "monte_carlo" (seeded, with its draws and a Clopper-Pearson 95% interval of the exact p) when
+    the exact test would be too large (k * S > 2^24; analytics/exact.py).
     """
     pairs = [_parse_pair(raw) for raw in pair_args]
     if family_size is not None and family_size < len(pairs):
         raise UsageError(f"--family-size {family_size} is smaller than the {len(pairs)} pairs given")
-    try:
-        cells = load_cells_csv(cells_path)
-    except InputError as exc:
-        raise UsageError(str(exc)) from None
+    with gc_paused():  # hundreds of thousands of acyclic records: no collector passes over them
+        try:
+            cells = load_cells_csv(cells_path)
+        except InputError as exc:
+            raise UsageError(str(exc)) from None
+        family = _compare(cells_path, cells, pair_args, pairs, family_size)
+    click.echo(json.dumps(family_json(family), indent=2))
+
+
+def _compare(cells_path: str, cells: list[Cell], pair_args: tuple[str, ...], pairs: list[tuple[str, str]],
+             family_size: int | None) -> FamilyResult:
+    """The family over the loaded cells; a condition no row carries is a usage error naming --pair."""
     conditions = {c.condition for c in cells}
     for raw, (a, b) in zip(pair_args, pairs):
         for name in (a, b):
@@ -52,8 +63,7 @@ def compare(cells_path: str, pair_args: tuple[str, ...], family_size: int | None
                 known = ", ".join(sorted(conditions)) or "none"
                 raise UsageError(f"{cells_path}: column 'condition': no data row has condition {name!r} "
                                  f"(--pair {raw}; conditions present: {known})")
-    family = compare_family(cells, pairs, family_size=family_size)
-    click.echo(json.dumps(family_json(family), indent=2))
+    return compare_family(cells, pairs, family_size=family_size)
 
 
 @stats.command("ccpf")

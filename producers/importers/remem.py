@@ -26,6 +26,12 @@ The mapping, one sequence per task:
 The benchmark publishes no reference solutions: each task session gets an empty solution
 template, so `scripted:refsol` changes nothing there. The agent's `timeout_ms` is not enforced
 by scripted agents and is kept in the manifest's description of the source only.
+
+The source is untrusted: it is read within `MAX_INPUT_BYTES` as strict UTF-8, every path in it
+(repository files, hidden files, allowed/forbidden paths, memory files) must be relative without
+'..', task ids and the pack name are plain names, and the pack is built in a staging directory
+next to OUT_DIR, loaded back with the native loader, and only then renamed to OUT_DIR — a failed
+import leaves nothing behind (`producers.finalize.staged_directory`).
 """
 
 from __future__ import annotations
@@ -33,12 +39,20 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shutil
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
-from schemas.fields import REQUIRED, typed_field
-from schemas.pack_format import FORMAT, PackError
+from producers.finalize import TargetExistsError, staged_directory
+from schemas.fields import (
+    PLAIN_NAME_RULE,
+    REQUIRED,
+    decode_utf8,
+    is_plain_name,
+    read_input_bytes,
+    relative_path_problem,
+    typed_field,
+)
+from schemas.pack_format import FORMAT, PackError, load_pack
 
 CONDITIONS = ("no_memory", "curated_file", "B5")
 CATEGORY_CONSTRUCT = {
@@ -75,10 +89,19 @@ def _strings(obj: dict[str, Any], key: str, where: str) -> list[str]:
 
 
 def _safe_path(rel: str, where: str, key: str) -> str:
-    path = PurePosixPath(rel)
-    if not rel or path.is_absolute() or any(part in ("..", "") for part in rel.split("/")) or "\\" in rel:
-        raise PackError(f"{where}: field '{key}' holds an unsafe path '{rel}' (must be relative, without '..')")
+    if relative_path_problem(rel) is not None or "" in rel.split("/"):
+        raise PackError(f"{where}: field '{key}' holds an unsafe path {rel!r} (must be relative, without '..')")
     return rel
+
+
+def _write(path: Path, text: str, where: str, key: str) -> None:
+    """Write one imported file; a path that cannot be a file (say 'a' and 'a/b' both given) is a
+    PackError naming the field, not a traceback."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise PackError(f"{where}: field '{key}' cannot be written as a file ({exc.strerror or exc})") from None
 
 
 def _memories(container: dict[str, Any], where: str) -> list[dict[str, Any]]:
@@ -87,7 +110,7 @@ def _memories(container: dict[str, Any], where: str) -> list[dict[str, Any]]:
         m_where = f"{where}: memories[{i}]"
         out.append({"title": _field(memory, "title", str, m_where), "text": _field(memory, "text", str, m_where),
                     "memory_type": _field(memory, "memory_type", str, m_where, "memory"),
-                    "files": _strings(memory, "files", m_where)})
+                    "files": [_safe_path(f, m_where, "files") for f in _strings(memory, "files", m_where)]})
     return out
 
 
@@ -114,8 +137,8 @@ def _raw_event(raw: dict[str, Any], after: int, where: str) -> dict[str, Any]:
 def _sequence(task: dict[str, Any], index: int, hidden_root: Path) -> dict[str, Any]:
     where = _where(task, index)
     task_id = _field(task, "id", str, where)
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", task_id):
-        raise PackError(f"{where}: field 'id' must be a plain name (letters, digits, '-', '_', '.')")
+    if not is_plain_name(task_id):
+        raise PackError(f"{where}: field 'id' must be a plain name ({PLAIN_NAME_RULE})")
     prompt = _field(task, "prompt", str, where)
     score = _field(task, "score", dict, where)
     commands = _field(score, "commands", list, f"{where}: score")
@@ -183,11 +206,8 @@ def _sequence(task: dict[str, Any], index: int, hidden_root: Path) -> dict[str, 
                        "event_ids": stale, "fact_ids": sorted(forbidden_facts)})
     task_hidden = hidden_root / task_id
     for rel, text in hidden.items():
-        dest = task_hidden / ORACLE_ID / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(text, encoding="utf-8")
-    task_hidden.mkdir(parents=True, exist_ok=True)
-    (task_hidden / f"s{target}.solution.json").write_text(json.dumps({"files": {}, "slots": {}}) + "\n", encoding="utf-8")
+        _write(task_hidden / ORACLE_ID / rel, text, where, f"score.hidden_files.{rel}")
+    _write(task_hidden / f"s{target}.solution.json", json.dumps({"files": {}, "slots": {}}) + "\n", where, "id")
     return {
         "seq_id": task_id, "construct": CATEGORY_CONSTRUCT.get(category, "C1"), "family": category or "remem-v1",
         "repo": REPO_NAME, "initial_state": "base", "clean_start_s3": False, "sessions": sessions, "events": events,
@@ -197,13 +217,14 @@ def _sequence(task: dict[str, Any], index: int, hidden_root: Path) -> dict[str, 
 
 
 def import_remem(source: Path, out_dir: Path, name: str | None = None) -> Path:
-    """Write the native pack for `source` into `out_dir` (which must not exist or be empty)."""
+    """Write the native pack for `source` into `out_dir` (which must not exist or be empty).
+
+    Everything is checked before OUT_DIR appears: the pack is written into a staging directory next
+    to it, loaded back with `load_pack`, then renamed; on any error nothing is left behind."""
     source = Path(source)
+    raw_bytes = read_input_bytes(source, PackError)
     try:
-        raw_bytes = source.read_bytes()
-        raw = json.loads(raw_bytes)
-    except OSError as exc:
-        raise PackError(f"{source}: cannot read ({exc.strerror})") from None
+        raw = json.loads(decode_utf8(raw_bytes, source, PackError))
     except json.JSONDecodeError as exc:
         raise PackError(f"{source}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     where = str(source)
@@ -221,51 +242,59 @@ def import_remem(source: Path, out_dir: Path, name: str | None = None) -> Path:
     if not tasks:
         raise PackError(f"{where}: field 'tasks' is empty")
     curated = _field(raw, "curated_context", str, where, "")
+    pack_name = name or "remem-" + re.sub(r"[^a-z0-9]+", "-", source.stem.lower()).strip("-")[:100]
+    if not is_plain_name(pack_name):
+        raise PackError(f"pack name {pack_name!r} (--name) must be a plain name ({PLAIN_NAME_RULE})")
 
     out_dir = Path(out_dir)
-    if out_dir.exists() and any(out_dir.iterdir()):
+    if out_dir.is_symlink() or out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         raise PackError(f"{out_dir}: output directory exists and is not empty")
-    staging = out_dir.with_name(f".{out_dir.name}.importing")
-    if staging.exists():
-        shutil.rmtree(staging)
     try:
-        repo_dir = staging / "repos" / REPO_NAME
-        for rel, text in files.items():
-            _safe_path(rel, f"{where}: repo", "files")
-            if not isinstance(text, str):
-                raise PackError(f"{where}: field 'repo.files.{rel}' must be str")
-            (repo_dir / rel).parent.mkdir(parents=True, exist_ok=True)
-            (repo_dir / rel).write_text(text, encoding="utf-8")
-        sequences, ids = [], set()
-        for i, task in enumerate(tasks):
-            if not isinstance(task, dict):
-                raise PackError(f"{where}: tasks[{i}]: must be an object")
-            seq = _sequence(task, i, staging / "hidden")
-            if seq["seq_id"] in ids:
-                raise PackError(f"{where}: {_where(task, i)}: field 'id' is duplicated")
-            ids.add(seq["seq_id"])
-            sequences.append(seq)
-        manifest = {
-            "format": FORMAT, "format_version": 1,
-            "pack": name or "remem-" + re.sub(r"[^a-z0-9]+", "-", source.stem.lower()).strip("-"),
-            "description": "Imported from the coding-agent A/B benchmark's tasks.json (version 1); "
-                           "one sequence per task: history sessions replay the recorded evidence, "
-                           "the last session is the scored task.",
-            "source": {"format": "remem-coding-bench tasks.json", "version": version, "file": source.name,
-                       "sha256": hashlib.sha256(raw_bytes).hexdigest(),
-                       "base_commit": repo.get("base_commit"), "fixture_revision": repo.get("fixture_revision")},
-            "repos": {REPO_NAME: f"repos/{REPO_NAME}"},
-            "curated_context": curated,
-            "conditions": list(CONDITIONS),
-            "sequences": sequences,
-        }
-        (staging / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n",
-                                               encoding="utf-8")
-        if out_dir.exists():
-            out_dir.rmdir()
-        out_dir.parent.mkdir(parents=True, exist_ok=True)
-        staging.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        with staged_directory(out_dir, replace=False) as work:
+            _write_pack(work, source, raw_bytes, version, repo, files, tasks, curated, pack_name)
+            try:  # the native loader's checks, before the pack appears at OUT_DIR
+                load_pack(work)
+            except PackError as exc:
+                raise PackError(str(exc).replace(str(work), str(out_dir))) from None
+    except TargetExistsError:
+        raise PackError(f"{out_dir}: output directory exists and is not empty") from None
+    except PackError:
         raise
+    except OSError as exc:
+        raise PackError(f"{out_dir}: cannot write the imported pack ({exc.strerror or exc})") from None
     return out_dir
+
+
+def _write_pack(work: Path, source: Path, raw_bytes: bytes, version: int, repo: dict[str, Any],
+                files: dict[str, Any], tasks: list[Any], curated: str, pack_name: str) -> None:
+    where = str(source)
+    repo_dir = work / "repos" / REPO_NAME
+    for rel, text in files.items():
+        _safe_path(rel, f"{where}: repo", "files")
+        if not isinstance(text, str):
+            raise PackError(f"{where}: field 'repo.files.{rel}' must be str")
+        _write(repo_dir / rel, text, f"{where}: repo", f"files.{rel}")
+    sequences, ids = [], set()
+    for i, task in enumerate(tasks):
+        if not isinstance(task, dict):
+            raise PackError(f"{where}: tasks[{i}]: must be an object")
+        seq = _sequence(task, i, work / "hidden")
+        if seq["seq_id"] in ids:
+            raise PackError(f"{where}: {_where(task, i)}: field 'id' is duplicated")
+        ids.add(seq["seq_id"])
+        sequences.append(seq)
+    manifest = {
+        "format": FORMAT, "format_version": 1,
+        "pack": pack_name,
+        "description": "Imported from the coding-agent A/B benchmark's tasks.json (version 1); "
+                       "one sequence per task: history sessions replay the recorded evidence, "
+                       "the last session is the scored task.",
+        "source": {"format": "remem-coding-bench tasks.json", "version": version, "file": source.name,
+                   "sha256": hashlib.sha256(raw_bytes).hexdigest(),
+                   "base_commit": repo.get("base_commit"), "fixture_revision": repo.get("fixture_revision")},
+        "repos": {REPO_NAME: f"repos/{REPO_NAME}"},
+        "curated_context": curated,
+        "conditions": list(CONDITIONS),
+        "sequences": sequences,
+    }
+    _write(work / "manifest.json", json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", where, "tasks")

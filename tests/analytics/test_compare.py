@@ -213,3 +213,42 @@ def test_family_with_named_unavailable_slot():
     assert family.holm_clustered.family_size == 4
     assert set(family.holm_per_seed) == {1, 2, 3}
     assert family.holm_per_seed[1].family_size == 4
+
+
+# -- pairing order on both paths (issue 12 item 6: the dense grid is walked, not sorted) ------------
+
+
+def reference_pairs(cells: list[Cell], a: str, b: str) -> list[tuple[str, object, tuple[bool, bool]]]:
+    """(unit, seed, outcomes) of every paired valid seed, by unit then seed_sort_key: the order
+    `pair_cells` documents, computed the slow obvious way."""
+    from analytics.cells import seed_sort_key
+
+    side = {(c.condition, c.unit, c.seed): c for c in cells}
+    keys = sorted({(c.unit, c.seed) for c in cells if c.condition in (a, b)},
+                  key=lambda k: (k[0], seed_sort_key(k[1])))
+    out = []
+    for unit, seed in keys:
+        ca, cb = side.get((a, unit, seed)), side.get((b, unit, seed))
+        if ca is not None and cb is not None and ca.valid and cb.valid:
+            out.append((unit, seed, (ca.passed, cb.passed)))
+    return out
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_pairs_are_ordered_by_unit_then_seed_on_both_paths(sparse: bool) -> None:
+    cells = []
+    for u in range(40):
+        seeds = [u * 7 + 1000, u * 7 + 1001] if sparse else ["10", "2", "1", "x"]  # sparse: seeds unique to a unit
+        for i, seed in enumerate(seeds):
+            if (u + i) % 5 == 0:
+                continue  # a missing A cell
+            cells.append(Cell(f"u{(u * 13) % 40:02d}", seed, "A", (u + i) % 2 == 0, valid=(u + i) % 7 != 0))
+        for i, seed in enumerate(seeds):
+            cells.append(Cell(f"u{(u * 13) % 40:02d}", seed, "B", (u + i) % 3 == 0))
+    paired = pair_cells(cells, "A", "B")
+    flat = [(unit, seed, outcome) for unit, seeds in paired.pairs.items() for seed, outcome in seeds.items()]
+    assert flat == reference_pairs(cells, "A", "B")
+    assert (paired.missing_a, paired.excluded_a) == (
+        sum(1 for u in range(40) for i in range(2 if sparse else 4) if (u + i) % 5 == 0),
+        sum(1 for u in range(40) for i in range(2 if sparse else 4) if (u + i) % 5 and (u + i) % 7 == 0))
+    assert paired.seeds == sorted(paired.seeds, key=lambda s: (0, int(s)) if str(s).isdigit() else (1, str(s)))

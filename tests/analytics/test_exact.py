@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 from fractions import Fraction
 from math import comb
 
@@ -12,7 +13,12 @@ from hypothesis import strategies as st
 from scipy.stats import binomtest
 
 from analytics.exact import (
+    EXACT_MAX_WORK,
+    MONTE_CARLO_DRAWS,
+    MONTE_CARLO_SEED,
     binomial_half_cdf,
+    binomial_prefix_sum,
+    clopper_pearson,
     exact_mcnemar,
     sign_flip_test,
     sign_test_power,
@@ -204,3 +210,101 @@ def test_null_distribution_is_symmetric_and_complete(contributions):
     k = sum(1 for d in contributions if d)
     assert sum(dist.values()) == 2**k
     assert all(dist[s] == dist.get(-s) for s in dist)
+
+
+# -- fast exact arithmetic, and the bounded exact test (issue 12 item 6) ----------------------------
+
+
+def full_count(contributions: list[int]) -> int:
+    """Sign vectors at least as extreme, by counting both tails of the whole null distribution."""
+    observed = abs(sum(contributions))
+    return sum(c for s, c in signed_sum_counts(contributions).items() if abs(s) >= observed)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=-6, max_value=6), min_size=0, max_size=60))
+def test_lower_tail_count_equals_the_two_tailed_count(contributions):
+    result = sign_flip_test(contributions)
+    assert result.method == "exact"
+    assert result.extreme == full_count(contributions)
+    assert result.states == 2 ** sum(1 for d in contributions if d)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(min_value=0, max_value=400), st.data())
+def test_binomial_prefix_sum_is_the_plain_sum(n, data):
+    k = data.draw(st.integers(min_value=-1, max_value=n + 1))
+    expected = sum(comb(n, i) for i in range(max(0, min(k, n) + 1)))
+    assert binomial_prefix_sum(k, n) == expected
+    if 0 <= k <= n:  # the reference used on longer rows below
+        assert upward_sum(k, n) == expected
+
+
+def upward_sum(k: int, n: int) -> int:
+    """Σ_{i≤k} C(n, i) by the plain upward recurrence: the reference for rows too long to sum
+    fresh coefficients over (the walk under test goes down from the middle there)."""
+    term = total = 1
+    for i in range(k):
+        term = term * (n - i) // (i + 1)
+        total += term
+    return total
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 5000), (1200, 5000), (2400, 5000), (2499, 5000), (2500, 5000),
+                                      (2600, 5001), (4999, 5000), (1700, 4001), (1999, 4001)])
+def test_binomial_prefix_sum_every_walk_on_large_rows(k, n):
+    assert binomial_prefix_sum(k, n) == upward_sum(k, n)
+
+
+def test_mcnemar_on_a_large_table_is_exact():
+    # 40,000 discordant pairs (a per-seed table of a 600,000-row file): fresh coefficients took minutes
+    result = exact_mcnemar(20_500, 19_500)
+    assert result.p_exact == 2 * Fraction(upward_sum(19_500, 40_000), 1 << 40_000)
+
+
+def mixed(k: int, seed: int = 7) -> list[int]:
+    rng = random.Random(seed)
+    return [rng.choice((1, 1, 1, 2, 2, 3)) * rng.choice((1, -1)) for _ in range(k)]
+
+
+def test_the_exact_bound_is_inclusive():
+    vector = mixed(40)
+    work = 40 * sum(abs(d) for d in vector)
+    assert sign_flip_test(vector, max_exact_work=work).method == "exact"
+    beyond = sign_flip_test(vector, max_exact_work=work - 1, draws=20_000)
+    assert (beyond.method, beyond.work, beyond.p_exact, beyond.draws) == ("monte_carlo", work, None, 20_000)
+
+
+@pytest.mark.parametrize("shift", [0, 40, 90])
+def test_monte_carlo_interval_holds_the_exact_p(shift):
+    vector = mixed(600) + [1] * shift  # from no effect to a clear one
+    exact = sign_flip_test(vector)
+    assert exact.method == "exact"
+    mc = sign_flip_test(vector, max_exact_work=0, draws=200_000, seed=MONTE_CARLO_SEED)
+    low, high = mc.ci95
+    assert mc.method == "monte_carlo" and low <= exact.p_value <= high
+    assert mc.p_value == (mc.extreme + 1) / (mc.draws + 1)
+    assert abs(mc.p_value - exact.p_value) < 0.01
+    again = sign_flip_test(vector, max_exact_work=0, draws=200_000, seed=MONTE_CARLO_SEED)
+    assert again == mc  # seeded: the same input gives the same p
+
+
+def test_monte_carlo_p_is_never_zero():
+    result = sign_flip_test([3] * 50, max_exact_work=0, draws=1000)
+    assert result.extreme == 0 and result.p_value == 1 / 1001 and result.ci95[0] == 0.0
+
+
+def test_a_large_input_leaves_the_exact_programme():
+    vector = mixed(20_000)
+    result = sign_flip_test(vector)
+    assert result.method == "monte_carlo" and result.work > EXACT_MAX_WORK
+    assert (result.draws, result.seed) == (MONTE_CARLO_DRAWS, MONTE_CARLO_SEED)
+    assert result.nonzero_units == 20_000 and result.statistic == sum(vector)
+
+
+def test_clopper_pearson_matches_closed_forms():
+    # x = 0: upper = 1 − (α/2)^(1/n); x = n: lower = (α/2)^(1/n)
+    assert clopper_pearson(0, 10)[1] == pytest.approx(1 - 0.025 ** (1 / 10), rel=1e-12)
+    assert clopper_pearson(10, 10)[0] == pytest.approx(0.025 ** (1 / 10), rel=1e-12)
+    low, high = clopper_pearson(50, 1000)
+    assert low == pytest.approx(0.03733, abs=1e-5) and high == pytest.approx(0.06539, abs=1e-5)

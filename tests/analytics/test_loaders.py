@@ -8,7 +8,7 @@ import pytest
 
 from analytics.ccpf import EvaluatorManifest, ManifestCase
 from analytics.cells import Cell
-from analytics.loaders import InputError, load_cases_csv, load_cells_csv, load_manifest
+from analytics.loaders import MAX_MANIFEST_BYTES, InputError, load_cases_csv, load_cells_csv, load_manifest
 
 
 def write(tmp_path, name, text):
@@ -117,3 +117,67 @@ def test_manifest_errors(tmp_path):
         with pytest.raises(InputError) as info:
             load_manifest(write(tmp_path, "bad.json", text))
         assert fragment in str(info.value) and info.value.field == field
+
+
+# -- hostile bytes (issue 12 item 6) -------------------------------------------------------------------
+
+
+def test_non_utf8_cells_csv_names_byte_offset_and_line(tmp_path):
+    head = "unit,seed,condition,passed\nt1,1,A,1\n".encode()
+    path = tmp_path / "cells.csv"
+    path.write_bytes(head + b"t\xe9,2,A,0\n")  # Latin-1 'é'
+    with pytest.raises(InputError) as info:
+        load_cells_csv(path)
+    assert str(info.value) == f"{path}, line 3: not UTF-8: invalid byte 0xe9 at byte offset {len(head) + 1}"
+
+
+def test_non_utf8_header_and_bom(tmp_path):
+    path = tmp_path / "cells.csv"
+    path.write_bytes(b"\xef\xbb\xbfunit,seed,cond\xffition,passed\n")
+    with pytest.raises(InputError, match="line 1: not UTF-8: invalid byte 0xff at byte offset 17$"):
+        load_cells_csv(path)
+
+
+def test_byte_offset_past_the_first_mebibyte_with_a_character_split_across_pieces(tmp_path):
+    # the offset is found by an incremental decoder reading 1 MiB pieces: a valid 2-byte 'é' that
+    # straddles the piece boundary must not shift it
+    boundary = 1 << 20
+    head = b"unit,seed,condition,passed\n" + b"".join(f"u{i},1,A,1\n".encode() for i in range(80_000))
+    tail = b",1,A,1\n"
+    body = head + b"x" * (boundary - 1 - len(head) - len(tail)) + tail + b"\xc3\xa9,1,A,1\n" + b"t,1,A,1\n"
+    assert body.index(b"\xc3\xa9") == boundary - 1
+    path = tmp_path / "big.csv"
+    path.write_bytes(body + b"\x80,1,A,1\n")
+    with pytest.raises(InputError) as info:
+        load_cells_csv(path)
+    assert str(info.value).endswith(f"invalid byte 0x80 at byte offset {len(body)}")
+    assert info.value.line == body.count(b"\n") + 1
+
+
+def test_non_utf8_cases_csv_and_manifest(tmp_path):
+    cases = tmp_path / "cases.csv"
+    cases.write_bytes(b"run,task,case,status\nr1,T\xfe,A-01,passed\n")
+    with pytest.raises(InputError, match=r"cases\.csv, line 2: not UTF-8: invalid byte 0xfe at byte offset 25$"):
+        load_cases_csv(cases)
+    manifest = tmp_path / "m.json"
+    manifest.write_bytes(b'{"taskId": "t",\n "cases": ["\xff"]}')
+    with pytest.raises(InputError, match=r"m\.json, line 2: not UTF-8: invalid byte 0xff at byte offset 28$"):
+        load_manifest(manifest)
+
+
+def test_an_evaluator_manifest_over_the_limit_is_refused(tmp_path):
+    manifest = tmp_path / "m.json"
+    with manifest.open("wb") as handle:
+        handle.truncate(MAX_MANIFEST_BYTES + 1)
+    with pytest.raises(InputError, match="larger than the 16 MiB input limit"):
+        load_manifest(manifest)
+
+
+def test_errors_deep_in_a_large_file_keep_their_row_and_column(tmp_path):
+    lines = ["unit,seed,condition,passed,valid"] + [f"u{i},{i % 3 + 1},A,{i % 2},1" for i in range(5000)]
+    lines.insert(4000, "u3999x,1,A,1,perhaps")
+    path = write(tmp_path, "cells.csv", "\n".join(lines) + "\n")
+    with pytest.raises(InputError) as info:
+        load_cells_csv(path)
+    assert (info.value.row, info.value.line, info.value.column) == (4000, 4001, "valid")
+    assert "'perhaps'" in str(info.value)

@@ -4,12 +4,14 @@ secure. Real CLI, real bubblewrap, process-isolated oracles."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 pytestmark = pytest.mark.integration
 
 
-def test_memory_blind_agent_passes_set_up_sessions_and_fails_every_trap(cli):
+def test_memory_blind_agent_passes_set_up_sessions_and_fails_every_trap(cli, home):
     cli("run", "smoke", "--conditions", "B0", "--seeds", "1", "--agent", "scripted:memory-literal",
         "--run-set", "control", check=True)
     rows = cli("sql", "SELECT session_index, scored, passed, outcome FROM session_results "
@@ -24,3 +26,6 @@ def test_memory_blind_agent_passes_set_up_sessions_and_fails_every_trap(cli):
     isolation = cli("sql", "SELECT JSONExtractString(payload, 'isolation') FROM trajectory_events "
                            "WHERE run_set = 'control' AND kind = 'OracleVerdict'", check=True).stdout.split()
     assert len(isolation) == 9 and set(isolation) == {"process"}
+    report = json.loads((home / "runs" / "control" / "report.json").read_text())
+    assert report["suites"] == [{"suite": "smoke", "oracle_isolation": "process", "verdicts": 9}]
+

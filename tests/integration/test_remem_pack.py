@@ -67,6 +67,10 @@ def test_sample_pack_runs_and_scores_predictions(cli, home, tmp_path):
         assert null[condition]["failure_counts"] == {"test_failure": 5}
         assert null[condition]["memory_failure_counts"] == {}
     assert failure_counts_in_warehouse(cli, "null") == {c: null[c]["failure_counts"] for c in null}
+    # imported packs are scored by their commands, tests and code in one process: the report says so
+    full = json.loads((home / "runs" / "null" / "report.json").read_text())
+    assert [(x["suite"], x["oracle_isolation"]) for x in full["suites"]] == [(full["suite"], "in_process")]
+    assert "in_process" in (home / "runs" / "null" / "report.html").read_text()
 
     files = json.loads(SAMPLE.read_text())["repo"]["files"]
     ticket = ("import re\n\n\ndef normalize_ticket_key(value):\n"

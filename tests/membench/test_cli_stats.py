@@ -63,7 +63,8 @@ def test_compare_json_contract(family_csv):
     out = json.loads(result.stdout)
     (p1,) = out["comparisons"]
     assert set(p1) == {"a", "b", "D", "discordant_a", "discordant_b", "units", "paired_cells", "p_clustered",
-                       "p_mcnemar", "p_majority", "p_per_seed", "p_holm"}
+                       "p_mcnemar", "p_majority", "p_per_seed", "p_holm", "clustered_method"}
+    assert p1["clustered_method"] == "exact"  # 60 traps are far below the exact test's bound
     assert (p1["a"], p1["b"], p1["D"], p1["discordant_a"], p1["discordant_b"]) == ("hybrid", "B5", 6, 21, 15)
     assert (p1["units"], p1["paired_cells"]) == (60, 180)
     assert p1["p_clustered"] == 0.5184192657470703  # DreamBench-SWE Appendix C.6
@@ -216,12 +217,15 @@ def test_ccpf_bad_manifest_exit_2(tmp_path):
 
 def test_bench_is_a_group_with_stats():
     assert "stats" in bench.commands
-    result = run(bench, ["stats", "--units", "12", "--cells", "3000", "--resamples", "50", "--repeats", "1", "--json"])
+    result = run(bench, ["stats", "--units", "12", "--cells", "3000", "--resamples", "50", "--repeats", "1",
+                         "--compare-units", "200", "--json"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert set(out["machine"]) >= {"nproc", "cpu_model", "python"}
     names = [t["name"] for t in out["timings"]]
-    assert names == ["P1-P6 family + gates + bootstrap CIs", "build synthetic cells", "pass fractions + bootstrap CIs"]
+    assert names[:3] == ["P1-P6 family + gates + bootstrap CIs", "build synthetic cells",
+                         "pass fractions + bootstrap CIs"]
+    assert len(names) == 4 and "compare" in names[3]
     assert out["timings"][0]["detail"]["comparisons"] == 6
     assert out["timings"][0]["detail"]["cells"] == 12 * 3 * 6
 
@@ -232,3 +236,37 @@ def test_registered_in_the_main_cli():
     assert "stats" in main.commands and "bench" in main.commands
     result = CliRunner().invoke(main, ["stats", "--help"])
     assert result.exit_code == 0 and "compare" in result.output and "ccpf" in result.output
+
+
+def test_compare_beyond_the_exact_bound_names_its_method(tmp_path):
+    # 4,000 units x 3 seeds with d_t = +3, -3, +1 and (every other time) -1: k = 3,500 nonzero units,
+    # S = 7,500, k * S > 2^24, so p_clustered is the seeded Monte Carlo sign-flip; D = 500 (z ~ 3.6)
+    wins = {0: (3, 0), 1: (0, 3), 2: (1, 0), 3: (0, 1)}
+    rows = []
+    for u in range(4000):
+        a_only, b_only = wins[u % 4] if u % 8 != 7 else (0, 0)
+        for s in (1, 2, 3):
+            a, b = s <= a_only, s <= b_only
+            rows.append({"unit": f"u{u:05d}", "seed": s, "condition": "A", "passed": int(a)})
+            rows.append({"unit": f"u{u:05d}", "seed": s, "condition": "B", "passed": int(b)})
+    path = write_csv(tmp_path / "cells.csv", rows, fields=("unit", "seed", "condition", "passed"))
+    result = run(stats, ["compare", "--cells", str(path), "--pair", "A:B"])
+    assert result.exit_code == 0, result.output
+    (c,) = json.loads(result.stdout)["comparisons"]
+    mc = c["clustered_monte_carlo"]
+    assert c["clustered_method"] == "monte_carlo"
+    assert (mc["draws"], mc["seed"], mc["exact_max_work"]) == (1_000_000, 20260101, 2**24)
+    assert mc["work"] == 3500 * 7500 > mc["exact_max_work"] and c["D"] == 500
+    assert c["p_clustered"] == (mc["extreme_draws"] + 1) / (mc["draws"] + 1)
+    low, high = mc["p_ci95"]
+    assert 0 < low <= c["p_clustered"] <= high < 0.01 and high - low < 0.001
+    again = json.loads(run(stats, ["compare", "--cells", str(path), "--pair", "A:B"]).stdout)
+    assert again["comparisons"][0]["p_clustered"] == c["p_clustered"]  # seeded
+
+
+def test_bench_compare_csv_workload():
+    from membench.bench.stats import bench_compare_csv
+
+    timing = bench_compare_csv(units=2000, seeds=3, repeats=1)
+    assert timing.detail["rows"] == 12_000 and timing.detail["clustered_method"] in ("exact", "monte_carlo")
+    assert timing.detail["file_bytes"] > 12_000 * 10 and timing.min_s > 0

@@ -107,3 +107,14 @@ def test_a_malformed_event_goes_to_dead_letters_and_the_stream_goes_on():
     out = [d for e in [events[0], broken, *events[2:]] for d in processor.apply(e)]
     assert processor.dead_letters and processor.dead_letters[0].seq == 1
     assert any(d.kind == "RunSummary" for d in out)
+
+
+def test_an_abandoned_attempt_is_excluded_even_when_its_trap_had_passed():
+    """A crashed runner's attempt, closed by the next run (RunEnded status `abandoned`), is never a
+    cell: excluded with its reason, not a pass even if its scored session passed before the crash."""
+    derived = derive_all(build_run(outcomes=("pass", "pass", "pass"), status="abandoned",
+                                   error_type="abandoned_attempt"))
+    run = [d for d in derived if d.kind == "RunSummary"][0].payload
+    assert run["status"] == "abandoned"
+    assert run["excluded"] is True and run["exclusion_reason"] == "abandoned_attempt"
+    assert run["scored_passed"] is False

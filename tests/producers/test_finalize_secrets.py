@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from producers.finalize import finalize_pack, scan_placeholders
+from producers.pack_resolver import finalized_copy
 from schemas.pack_format import PackError, load_pack
 from tests.producers.hygiene_helpers import FIXTURES, edit_manifest
 
@@ -102,3 +103,70 @@ def test_cli_finalize(cli, tmp_path: Path) -> None:
     assert json.loads((out / "provenance.json").read_text())["generator"].startswith("python secrets")
     again = cli("pack", "finalize", "smoke", str(out))
     assert again.returncode == 2 and "already exists" in again.stderr
+
+
+# -- nothing half-written (issue 12 item 6) --------------------------------------------------------
+
+
+def break_mid_fill(skeleton: Path) -> Path:
+    """Make finalizing fail after the copy, while filling: an oracle of the second trap holds a
+    placeholder next to a byte that is not UTF-8 (the scan skips the byte, the fill refuses it)."""
+    oracle = skeleton / "hidden" / "smoke-currency" / "s3_make_invoice.py"
+    oracle.write_bytes(oracle.read_bytes() + b"\n# \xff {{SECRET:currency:word}}\n")
+    return oracle
+
+
+def entries(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir()) if directory.exists() else []
+
+
+def test_a_failed_finalize_leaves_nothing_behind(smoke: Path, tmp_path: Path) -> None:
+    oracle = break_mid_fill(smoke)
+    before = entries(tmp_path)
+    with pytest.raises(PackError, match=f"^{oracle}: not UTF-8: invalid byte 0xff at byte offset"):
+        finalize_pack(smoke, tmp_path / "out" / "final")
+    assert entries(tmp_path) == before  # no OUT, no staging directory, no parent made for it
+
+
+def test_a_failed_finalize_keeps_an_existing_out(smoke: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("earlier pack\n")
+    break_mid_fill(smoke)
+    with pytest.raises(PackError):
+        finalize_pack(smoke, out)
+    assert entries(out) == ["keep.txt"] and (out / "keep.txt").read_text() == "earlier pack\n"
+    assert entries(tmp_path) == ["out", "skeleton"]
+
+
+def test_a_finalize_replaces_out_only_when_complete(smoke: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("earlier pack\n")
+    finalize_pack(smoke, out)
+    assert "keep.txt" not in entries(out) and (out / "provenance.json").is_file()
+    assert entries(tmp_path) == ["out", "skeleton"]
+    with pytest.raises(FileExistsError):  # without replace, a finished OUT is never touched
+        finalize_pack(smoke, out, replace=False)
+    assert load_pack(out).name == "smoke"
+
+
+def test_a_failed_finalize_leaves_no_partial_copy_in_the_cache(smoke: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    break_mid_fill(smoke)
+    with pytest.raises(PackError):
+        finalized_copy(smoke, home)
+    assert not (home / "packs").exists() or entries(home / "packs") == []
+
+
+def test_the_cache_is_made_once_and_debris_is_replaced(smoke: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    target = finalized_copy(smoke, home)
+    assert entries(home / "packs") == [target.name] and (target / "provenance.json").is_file()
+    provenance = (target / "provenance.json").read_text()
+    assert finalized_copy(smoke, home) == target and (target / "provenance.json").read_text() == provenance
+    shutil.rmtree(target)
+    target.mkdir()
+    (target / "manifest.json").write_text("{")  # debris: an interrupted copy of an older version
+    assert finalized_copy(smoke, home) == target
+    assert load_pack(target).name == "smoke" and entries(home / "packs") == [target.name]

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from producers.importers.remem import import_remem
 from producers.labels import sequence_labels
+from schemas.fields import MAX_INPUT_BYTES
 from schemas.pack_format import PackError, load_pack
 from tests.conftest import SHARED, require_shared
 
@@ -110,3 +112,64 @@ def test_unsafe_paths_and_wrong_version_are_refused(tmp_path):
         import_remem(write(tmp_path, data), tmp_path / "pack")
     with pytest.raises(PackError, match="field 'version' must be 1"):
         import_remem(write(tmp_path, {**LATER, "version": 2}), tmp_path / "pack")
+
+
+# -- hostile tasks.json (issue 12 item 6) ------------------------------------------------------------
+
+
+def entries(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir()) if directory.exists() else []
+
+
+def test_non_utf8_tasks_json_names_the_byte_offset_and_writes_nothing(tmp_path):
+    text = json.dumps(LATER, indent=1).encode()
+    offset = text.index(b"Point the client")
+    source = tmp_path / "tasks.json"
+    source.write_bytes(text[:offset] + b"\xc3\x28" + text[offset:])  # 0xc3 must start a 2-byte sequence
+    line = text[:offset].count(b"\n") + 1
+    with pytest.raises(PackError) as err:
+        import_remem(source, tmp_path / "deep" / "pack")
+    assert str(err.value) == f"{source}: not UTF-8: invalid byte 0xc3 at byte offset {offset} (line {line})"
+    assert entries(tmp_path) == ["tasks.json"]
+
+
+def test_tasks_json_over_the_limit_is_refused(tmp_path):
+    source = tmp_path / "tasks.json"
+    with source.open("wb") as handle:
+        handle.truncate(MAX_INPUT_BYTES + 1)
+    with pytest.raises(PackError, match=r"tasks\.json: larger than the 16 MiB input limit"):
+        import_remem(source, tmp_path / "pack")
+    assert entries(tmp_path) == ["tasks.json"]
+
+
+@pytest.mark.parametrize("mutate,fragment", [
+    (lambda d: d["repo"]["files"].update({"api/client.py/inner.py": "x\n"}),
+     "field 'files.api/client.py/inner.py' cannot be written as a file"),
+    (lambda d: d["repo"]["files"].update({"/etc/cron.d/x": "x\n"}),
+     "field 'files' holds an unsafe path '/etc/cron.d/x'"),
+    (lambda d: d["tasks"][0]["history_episodes"][0]["memories"][0].update(files=["../../.ssh/id_rsa"]),
+     "episode 'old': memories[0]: field 'files' holds an unsafe path '../../.ssh/id_rsa'"),
+    (lambda d: d["tasks"][0].update(id="../escape"), "field 'id' must be a plain name"),
+])
+def test_a_failed_import_leaves_nothing_half_written(tmp_path, mutate, fragment):
+    data = copy.deepcopy(LATER)
+    mutate(data)
+    source = write(tmp_path, data)
+    with pytest.raises(PackError, match=re.escape(fragment)):
+        import_remem(source, tmp_path / "out" / "pack")
+    assert entries(tmp_path) == ["tasks.json"]  # no pack, no staging directory, no parent made for it
+
+
+def test_an_existing_pack_is_never_overwritten(tmp_path):
+    out = tmp_path / "pack"
+    import_remem(write(tmp_path, LATER), out)
+    manifest = (out / "manifest.json").read_text()
+    with pytest.raises(PackError, match="output directory exists and is not empty"):
+        import_remem(write(tmp_path, LATER), out)
+    assert (out / "manifest.json").read_text() == manifest and entries(tmp_path) == ["pack", "tasks.json"]
+
+
+def test_an_invalid_pack_name_is_refused_before_writing(tmp_path):
+    with pytest.raises(PackError, match="pack name '../x' .--name. must be a plain name"):
+        import_remem(write(tmp_path, LATER), tmp_path / "pack", name="../x")
+    assert entries(tmp_path) == ["tasks.json"]

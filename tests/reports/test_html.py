@@ -107,3 +107,11 @@ def test_renders_gracefully_without_optional_keys():
     none_rate["conditions"][0]["pass_rate"] = None
     none_rate.pop("ladder")
     assert "no valid cells" in render_html(none_rate)
+
+
+def test_in_process_oracle_isolation_is_a_warning_on_the_page():
+    isolated = render_html(make_report(suites=[{"suite": "smoke", "oracle_isolation": "process", "verdicts": 9}]))
+    assert "oracle isolation" in isolated and 'class="warning"' not in isolated
+    shared = render_html(make_report(suites=[{"suite": "remem-<x>", "oracle_isolation": "in_process", "verdicts": 5}]))
+    assert '<p class="warning">Oracle isolation of suite <code>remem-&lt;x&gt;</code>: <strong>in_process</strong>' in shared
+

@@ -46,12 +46,15 @@ def _full_report() -> dict:
         "exclusions": {"B0": {**gate, "reasons": {}}}, "paired_coverage": {"B5 vs B0": gate}, "passed": True}
     report["comparisons"] = {"baseline": "B0", "alpha": 0.05, "test": "t", "comparisons": [
         {"a": "B5", "b": "B0", "D": 3, "discordant_a": 3, "discordant_b": 0, "units": 4, "paired_cells": 8,
-         "p_clustered": 0.25, "p_mcnemar": 0.25, "p_majority": 1.0, "p_per_seed": {"1": 0.5}, "p_holm": 0.5}],
+         "p_clustered": 0.25, "p_mcnemar": 0.25, "p_majority": 1.0, "p_per_seed": {"1": 0.5}, "p_holm": 0.5,
+         "clustered_method": "monte_carlo", "clustered_monte_carlo": {
+             "draws": 1000, "seed": 1, "extreme_draws": 250, "p_ci95": [0.22, 0.28], "work": 99, "exact_max_work": 9}}],
         "family_size": 1}
     report["resources"] = {"baseline": "B0", "runs": "r", "cost": "c", "conditions": {"B0": {
         "runs": 8, "successes": 2, "mean": {"input_tokens": 10.0}, "total": {"input_tokens": 80},
         "cost_per_success": {"total_cost": 80.0, "successes": 2, "runs": 8, "value": 40.0},
         "reduction_vs_baseline": None}}}
+    report["suites"] = [{"suite": "smoke", "oracle_isolation": "process", "verdicts": 24}]
     return {key: report[key] for key in [f for f, _ in key_reference() if "." not in f and "[" not in f]}
 
 
