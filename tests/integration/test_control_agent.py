@@ -28,4 +28,8 @@ def test_memory_blind_agent_passes_set_up_sessions_and_fails_every_trap(cli, hom
     assert len(isolation) == 9 and set(isolation) == {"process"}
     report = json.loads((home / "runs" / "control" / "report.json").read_text())
     assert report["suites"] == [{"suite": "smoke", "oracle_isolation": "process", "verdicts": 9}]
-
+    # what was scored is readable from the log: the unified diff of each session's production change
+    counts = cli("sql", "SELECT countIf(startsWith(d, '--- ') AND position(d, '\\n+++ b/') > 0), count() FROM "
+                        "(SELECT JSONExtractString(payload, 'production_diff') AS d FROM trajectory_events "
+                        "WHERE run_set = 'control' AND kind = 'PatchProduced')", check=True).stdout.split()
+    assert counts == ["9", "9"], counts
