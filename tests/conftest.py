@@ -18,7 +18,18 @@ from sandbox.docker_backend import DEFAULT_HOST
 from sandbox.registry import get_sandbox
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
+
+
+def _find_shared() -> Path:
+    """The team's shared reference data: `../shared` beside the repository, or beside a folder that
+    holds the checkout (a CI clone may sit one level deeper); `../shared` when none exists."""
+    for parent in REPO.parents:
+        if (parent / "shared" / "seeds").is_dir() or (parent / "shared" / "external").is_dir():
+            return parent / "shared"
+    return REPO.parent / "shared"
+
+
+SHARED = _find_shared()
 
 
 def in_ci() -> bool:
