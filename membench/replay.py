@@ -16,16 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fastavro import reader as avro_reader
-
 from processors import RunSetProcessor
+from producers.attempts import LogError, read_log
 from schemas.chain import ChainVerifier
 from schemas.codec import DecodeError, decode_datum
 from schemas.derived import WALL_CLOCK_FIELDS, DerivedEvent
 from schemas.events import Event
 from schemas.log_root import HEX64, log_root
 from schemas.registry import SchemaVersion, default_registry
-from schemas.writers import writer_schema
 
 # An event as a source read it, with the schema it was written with (its hash is recomputed with it).
 Logged = tuple[Event, SchemaVersion]
@@ -94,28 +92,16 @@ class ReplayResult:
 
 
 def events_from_file(path: Path, findings: list[Finding]) -> Iterator[Logged]:
-    """Events of an Avro object container file, with the writer schema of its header. A block that
-    no longer decodes is reported with the byte offset and the last good run/seq before it."""
-    last = ("?", None)
-    with open(path, "rb") as handle:
-        try:
-            records = avro_reader(handle)
-        except Exception as exc:
-            findings.append(Finding("?", None, f"{path} is not a readable Avro log ({type(exc).__name__}: {exc})"))
-            return
-        schema = writer_schema(records.writer_schema)
-        while True:
-            try:
-                record = next(records)
-            except StopIteration:
-                return
-            except Exception as exc:  # corrupt block: report and stop, nothing after it is trusted
-                findings.append(Finding(last[0], last[1], f"undecodable data near byte {handle.tell()} after this "
-                                                          f"event ({type(exc).__name__}: {exc})"))
-                return
-            event = Event.from_record(record)
+    """Events of an Avro object container file, with the writer schema of its header (read by
+    `producers.attempts.read_log`, the one log reader). A block that no longer decodes is reported
+    with the byte offset and the last good run/seq before it; nothing after it is trusted."""
+    last: tuple[str, int | None] = ("?", None)
+    try:
+        for event, schema in read_log(path):
             last = (event.run_id, event.seq)
             yield event, schema
+    except LogError as exc:
+        findings.append(Finding(last[0], last[1], f"{exc} (after this event)" if last[1] is not None else str(exc)))
 
 
 def events_from_warehouse(warehouse: Any, run_set: str | None, findings: list[Finding]) -> Iterator[Logged]:

@@ -345,3 +345,25 @@ def test_replay_checks_the_diffs_of_a_log_against_its_blob_store(tmp_path):
     findings = []
     result = replay(events_from_file(log, findings), findings, blobs_for=lambda run_set: blobs)
     assert [(f.run_id, f.seq) for f in result.findings] == [("run-a", 5)]
+
+
+def test_replay_names_the_last_good_event_before_an_undecodable_block(tmp_path):
+    """One log reader (producers.attempts.read_log) serves replay and the resume: a damaged block is a
+    finding naming the byte offset and the run and seq of the last event before it."""
+    from membench.replay import events_from_file
+    from producers.bus.file import FileBus
+    from producers.emitter import RunEmitter
+
+    path = tmp_path / "events.avro"
+    bus = FileBus(path)
+    emitter = RunEmitter("rs", "r1", "u", bus.publish)
+    for i in range(2):
+        emitter.emit("MemoryCitation", {"memory_ids": [f"m{i}"]})
+    bus.close()
+    with open(path, "ab") as handle:  # a block whose sync marker is wrong: not a torn tail, a damaged one
+        handle.write(b"\x02\x10" + b"\x00" * 8 + b"\x00" * 16)
+    findings: list = []
+    events = list(events_from_file(path, findings))
+    assert [(e.run_id, e.seq) for e, _ in events] == [("r1", 0), ("r1", 1)]
+    assert len(findings) == 1 and (findings[0].run_id, findings[0].seq) == ("r1", 1)
+    assert "undecodable data near byte" in findings[0].reason and "after this event" in findings[0].reason
