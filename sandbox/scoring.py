@@ -203,9 +203,17 @@ def score_session(
         server = threading.Thread(target=serve, name="membench-production-server", daemon=True)
         server.start()
         try:
-            _wait_for(channel / "production.sock", server_done, min(60.0, timeout_s))
+            ready = _wait_for(channel / "production.sock", server_done, min(60.0, timeout_s))
             if "unavailable" in server_outcome:
                 return ScoreResult("isolation_unavailable", diff, scored_tree, detail=str(server_outcome["unavailable"]),
+                                   isolation=ISOLATION_PROCESS)
+            if not ready:  # no production code ran yet: the harness's failure, never the agent's
+                stop.set()
+                server.join(timeout=60)
+                served = server_outcome.get("result")
+                why = served.stderr[-500:] if isinstance(served, SandboxResult) else "no answer"
+                return ScoreResult("isolation_unavailable", diff, scored_tree,
+                                   detail=f"the production sandbox did not start serving: {why}",
                                    isolation=ISOLATION_PROCESS)
             argv = _bootstrap("oracle_client") + ["/oracle/test_oracle.py", "/results/junit.xml",
                                                   "/channel/production.sock", str(timeout_s),

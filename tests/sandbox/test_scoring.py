@@ -118,3 +118,23 @@ def test_classification_and_expected_tests(tmp_path):
                       "def helper():\n    pass\n")
     assert expected_tests(oracle) == {"test_a", "test_c"}
     assert snapshot(tmp_path) == {"o.py": oracle.read_bytes()}
+
+
+class _DeadServerSandbox:
+    """A backend whose production server exits before it serves (e.g. a broken interpreter in an
+    image): a unit isolates scoring from the real backends, which the isolation tests cover."""
+
+    name = "dead"
+
+    def run(self, argv, spec, stop=None):
+        from sandbox.base import SandboxResult
+
+        return SandboxResult(1, "", "python3: cannot start", False, 1)
+
+
+def test_a_production_sandbox_that_never_serves_is_isolation_unavailable_not_a_fail(repo):
+    base, workspace, oracle = repo
+    _edit(workspace, {"ledger/money.py": GOOD})
+    result = score_session(_DeadServerSandbox(), base, workspace, oracle, timeout_s=5)
+    assert result.outcome == "isolation_unavailable"
+    assert "did not start serving" in result.detail and "cannot start" in result.detail
