@@ -12,7 +12,6 @@ import difflib
 import hashlib
 import os
 import shutil
-import stat
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,19 +20,26 @@ from pathlib import Path, PurePosixPath
 _STRIP_NAMES = {"conftest.py", "pytest.ini", "sitecustomize.py", "usercustomize.py", "tox.ini", "setup.cfg"}
 
 
-def snapshot(root: Path) -> dict[str, bytes]:
-    """path (posix, relative) -> content, for every regular file; symlinks count as their target text."""
-    out: dict[str, bytes] = {}
+def _tree_files(root: Path) -> Iterator[tuple[str, Path]]:
+    """(posix relative path, path) of every regular file and symlink under root, in sorted order,
+    without interpreter caches (the same tree to snapshot() and diff_workspace())."""
     root = Path(root)
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).as_posix()
         if "__pycache__" in rel.split("/") or rel.endswith(".pyc") or ".pytest_cache" in rel:
             continue
-        if path.is_symlink():
-            out[rel] = b"symlink:" + str(path.readlink()).encode()
-        elif path.is_file():
-            out[rel] = path.read_bytes()
-    return out
+        if path.is_symlink() or path.is_file():
+            yield rel, path
+
+
+def _content(path: Path) -> bytes:
+    """A file's bytes; a symlink counts as its target's text."""
+    return b"symlink:" + str(path.readlink()).encode() if path.is_symlink() else path.read_bytes()
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """path (posix, relative) -> content, for every regular file; symlinks count as their target text."""
+    return {rel: _content(path) for rel, path in _tree_files(root)}
 
 
 def tree_digest(files: dict[str, bytes]) -> str:
@@ -117,25 +123,19 @@ def diff_workspace(before: dict[str, bytes], root: Path, limit_bytes: int | None
     """diff_trees(before, snapshot(root)) without holding the workspace in memory: sizes are checked
     first (from lstat, nothing read; over `limit_bytes` raises WorkspaceTooLarge), then files are
     read one at a time and only changed ones are kept."""
-    root = Path(root)
     limit = workspace_limit_bytes() if limit_bytes is None else limit_bytes
     paths: list[tuple[str, Path]] = []
     total = 0
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root).as_posix()
-        if "__pycache__" in rel.split("/") or rel.endswith(".pyc") or ".pytest_cache" in rel:
-            continue
-        info = path.lstat()
-        if stat.S_ISLNK(info.st_mode) or stat.S_ISREG(info.st_mode):
-            total += info.st_size
-            paths.append((rel, path))
+    for rel, path in _tree_files(root):
+        total += path.lstat().st_size
+        paths.append((rel, path))
         if total > limit:
             raise WorkspaceTooLarge(f"the workspace holds more than {limit >> 20} MiB (limit MEMBENCH_WORKSPACE_MB)")
     changes: dict[str, bytes | None] = {}
     seen = set()
     for rel, path in paths:
         seen.add(rel)
-        content = b"symlink:" + str(path.readlink()).encode() if path.is_symlink() else path.read_bytes()
+        content = _content(path)
         if before.get(rel) != content:
             changes[rel] = content
     for rel in set(before) - seen:
