@@ -4,8 +4,11 @@ A predictions file is JSON Lines, one object a line:
 `unit` (the sequence id; for an imported pack, the task id), `condition`, `seed` (int), `patch` (a
 unified diff against the session's starting tree), and optionally `session` (the session index it
 belongs to; default the scored session), `cited_memory_ids` (list of str), `usage` (`input_tokens`,
-`cached_tokens`, `output_tokens`, `reasoning_tokens`, `latency_ms`: ints) and `status`
-(`completed` / `timeout` / `error` / `context_overflow`). Unknown fields are ignored.
+`cached_tokens`, `output_tokens`, `reasoning_tokens`, `latency_ms`: ints), `status`
+(`completed` / `timeout` / `error` / `context_overflow`), and `transcript` with
+`transcript_format` (the agent CLI's own JSON-lines transcript of the session: a path relative to
+the predictions file, in one of `producers.transcripts.base.FORMATS`; docs/transcripts.md).
+Unknown fields are ignored.
 
 Each (unit, condition, seed) runs through the very runner an agent runs through, with a
 `PredictionAgent` in the agent's place: the memory system is read (so injected ids are what that
@@ -14,10 +17,20 @@ citations and usage become MemoryCitation and agent Turn events, and the scorer,
 and the warehouse see exactly what they would see from an agent. A patch that does not apply is
 recorded (the tool result's exit code and output) and the session is scored on the unchanged tree.
 
+With a transcript, its events (turns, tool calls and results, compactions) are recorded before
+that `apply_patch` call, in place of the one summary Turn; its usage Turns are the session's
+usage, so `usage` beside `transcript` is refused as ambiguous. Its citations (the final message's
+`Memory citations:` line) stand when `cited_memory_ids` is absent, and its status ("completed" /
+"error") when `status` is absent; an explicit field wins. Every transcript is read and parsed
+strictly while the file is loaded, before anything runs: a malformed transcript line is a
+PredictionError naming the predictions line and the transcript's file and line.
+
 The file is untrusted: it is read within `MAX_INPUT_BYTES` as strict UTF-8 (a bad byte is one
-error naming the byte offset and line), and every path a patch names (`diff --git`, `---`/`+++`,
+error naming the byte offset and line), every path a patch names (`diff --git`, `---`/`+++`,
 `rename`/`copy from`/`to` headers) must be relative without '..' — refused before anything runs,
-although `git apply` would refuse such a patch too.
+although `git apply` would refuse such a patch too — and so must a transcript path, which must
+also stay inside the predictions file's directory once symbolic links are resolved; a transcript
+is read within the same size limit.
 """
 
 from __future__ import annotations
@@ -34,8 +47,10 @@ from typing import Any
 
 from producers.agents.base import AgentOutcome, AgentTask
 from producers.emitter import RunEmitter
+from producers.transcripts.base import FORMATS, Transcript, TranscriptError, parse_transcript
 from schemas.events import bounded_text
-from schemas.fields import REQUIRED, read_input_text, relative_path_problem, typed_field
+from schemas.fields import (REQUIRED, decode_utf8, read_input_bytes, read_input_text, relative_path_problem,
+                            typed_field)
 from schemas.pack_format import Pack
 
 STATUSES = ("completed", "timeout", "error", "context_overflow")
@@ -56,6 +71,8 @@ class Prediction:
     cited_memory_ids: tuple[str, ...] = ()
     usage: dict[str, int] = field(default_factory=dict)
     status: str = "completed"
+    transcript: Transcript | None = None
+    transcript_sha256: str = ""  # of the transcript file's bytes: part of the derived run-set id
 
 
 def _get(obj: dict[str, Any], key: str, typ: type, where: str, default: Any = REQUIRED) -> Any:
@@ -171,9 +188,10 @@ def load_predictions(path: Path, pack: Pack, conditions: list[str] | None = None
         if bad is not None:
             raise PredictionError(f"{where}: field 'patch': diff line {bad[0]}: path {bad[1]}; "
                                   "a patch must stay inside the workspace")
-        cited = _get(obj, "cited_memory_ids", list, where, [])
-        if not all(isinstance(c, str) for c in cited):
+        cited = _get(obj, "cited_memory_ids", list, where, None)
+        if cited is not None and not all(isinstance(c, str) for c in cited):
             raise PredictionError(f"{where}: field 'cited_memory_ids' must be a list of strings")
+        transcript, transcript_sha256 = load_transcript(obj, path, where)
         usage_raw = _get(obj, "usage", dict, where, {})
         usage = {}
         for key in USAGE_FIELDS:
@@ -181,7 +199,9 @@ def load_predictions(path: Path, pack: Pack, conditions: list[str] | None = None
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise PredictionError(f"{where}: field 'usage.{key}' must be a non-negative int")
             usage[key] = value
-        status = _get(obj, "status", str, where, "completed")
+        if cited is None:
+            cited = list(transcript.cited_memory_ids) if transcript is not None else []
+        status = _get(obj, "status", str, where, transcript.status if transcript is not None else "completed")
         if status not in STATUSES:
             raise PredictionError(f"{where}: field 'status' must be one of {', '.join(STATUSES)}, got '{status}'")
         key = (unit, condition, seed, session)
@@ -189,10 +209,47 @@ def load_predictions(path: Path, pack: Pack, conditions: list[str] | None = None
             raise PredictionError(f"{where}: a second prediction for unit '{unit}', condition '{condition}', "
                                   f"seed {seed}, session {session}")
         seen.add(key)
-        out.append(Prediction(unit, condition, seed, session, patch, tuple(cited), usage, status))
+        out.append(Prediction(unit, condition, seed, session, patch, tuple(cited), usage, status, transcript,
+                              transcript_sha256))
     if not out:
         raise PredictionError(f"{path}: no predictions")
     return out
+
+
+def load_transcript(obj: dict[str, Any], path: Path, where: str) -> tuple[Transcript | None, str]:
+    """The prediction's transcript, parsed strictly, and the SHA-256 of its file (None, "" when it
+    names none). Its path is
+    relative to the predictions file and stays in that file's directory (symbolic links
+    resolved); every problem is a PredictionError naming `where` and the field."""
+    rel = _get(obj, "transcript", str, where, None)
+    fmt = _get(obj, "transcript_format", str, where, None)
+    if rel is None:
+        if fmt is not None:
+            raise PredictionError(f"{where}: field 'transcript_format' is given without 'transcript'")
+        return None, ""
+    if fmt is None:
+        raise PredictionError(f"{where}: missing required field 'transcript_format' (required with 'transcript'; "
+                              f"one of {', '.join(FORMATS)})")
+    if fmt not in FORMATS:
+        raise PredictionError(f"{where}: field 'transcript_format' must be one of {', '.join(FORMATS)}, got '{fmt}'")
+    problem = relative_path_problem(rel)
+    if problem is not None:
+        raise PredictionError(f"{where}: field 'transcript': path '{rel}' {problem}; "
+                              "a transcript path is relative to the predictions file")
+    if obj.get("usage") is not None:
+        raise PredictionError(f"{where}: fields 'usage' and 'transcript' are both given: a transcript's usage is "
+                              "the session's usage, so give one of them")
+    base = Path(path).parent
+    target = base / rel
+    if not target.resolve().is_relative_to(base.resolve()):
+        raise PredictionError(f"{where}: field 'transcript': path '{rel}' leaves the predictions file's directory "
+                              "(through a symbolic link)")
+    try:
+        data = read_input_bytes(target, PredictionError)
+        text = decode_utf8(data, target, PredictionError)
+        return parse_transcript(text.split("\n"), fmt, str(target), strict=True), hashlib.sha256(data).hexdigest()
+    except (PredictionError, TranscriptError) as exc:
+        raise PredictionError(f"{where}: field 'transcript': {exc}") from None
 
 
 def apply_patch(patch: str, workspace: Path) -> tuple[int, str]:
@@ -225,6 +282,14 @@ class PredictionAgent:
         if pred is None:
             self._turn(emitter, "No prediction was given for this session.", {})
             return AgentOutcome()
+        if pred.transcript is not None:  # the agent's own turns and tools; its citation is emitted below
+            for event in pred.transcript.events:
+                if event.kind == "MemoryCitation":
+                    continue
+                payload = event.payload
+                if "call_id" in payload:  # a CLI numbers its calls per invocation: unique per run here
+                    payload = {**payload, "call_id": f"t{emitter.session_index}-{payload['call_id']}"}
+                emitter.emit(event.kind, payload, visibility=event.visibility)
         if pred.patch.strip():
             call_id = f"call-{emitter.session_index}-0"
             digest = hashlib.sha256(pred.patch.encode()).hexdigest()
@@ -236,7 +301,8 @@ class PredictionAgent:
                                         "duration_ms": int((time.monotonic() - started) * 1000),
                                         "output_size": len(output), "is_patch": True,
                                         "output": bounded_text(output) if output else None})
-        self._turn(emitter, f"Prediction applied ({len(pred.patch.splitlines())} diff lines).", pred.usage)
+        if pred.transcript is None:
+            self._turn(emitter, f"Prediction applied ({len(pred.patch.splitlines())} diff lines).", pred.usage)
         if pred.cited_memory_ids:
             emitter.emit("MemoryCitation", {"memory_ids": list(pred.cited_memory_ids)})
         return AgentOutcome(status=pred.status, cited_ids=list(pred.cited_memory_ids))

@@ -49,6 +49,9 @@ def score(pack: str, predictions_path: Path, agent_name: str | None, run_set: st
     except (PackError, PredictionError) as exc:
         raise UsageError(str(exc)) from None
     digest = hashlib.sha256(predictions_path.read_bytes()).hexdigest()
+    transcripts = "".join(p.transcript_sha256 for p in predictions)
+    if transcripts:  # a changed transcript is a different input (ids without transcripts are unchanged)
+        digest = hashlib.sha256((digest + transcripts).encode()).hexdigest()
     label = re.sub(r"[^A-Za-z0-9_.-]+", "-", agent_name or predictions_path.stem)
     label = re.sub(r"\.{2,}", ".", label).strip("-.") or "predictions"
     key = hashlib.sha256((loaded.digest + digest).encode()).hexdigest()[:8]
