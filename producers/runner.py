@@ -20,8 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from producers.agents.base import AgentOutcome, AgentTask
+from producers.agents.model_agents import LoopLimits
 from producers.agents.registry import make_agent
+from producers.blobs import put_blob
 from producers.emitter import Listener, RunEmitter
+from producers.gateway.server import ModelGateway, ModelUnavailable
 from producers.labels import sequence_labels
 from producers.memory_systems.base import MemorySetup, Namespace
 from producers.memory_systems.registry import make_memory
@@ -56,6 +59,8 @@ class RunConfig:
     oracle_timeout_s: float = 120.0
     code_digest: str = ""
     blob_dir: Path | None = None  # the content store beside the log (runs/<run set>/blobs); see patch_fields
+    gateway: ModelGateway | None = None  # the model gateway model agents reach (started per run set)
+    loop: LoopLimits | None = None  # the built-in `openai:` agent's step and token limits
 
 
 def plan_grid(pack: Pack, conditions: list[str], seeds: list[int]) -> list[RunUnit]:
@@ -81,7 +86,7 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
     given, replaces `config.agent` (scoring given predictions uses an agent that applies them)."""
     seq = pack.sequence(unit.task)
     emitter = RunEmitter(config.run_set, run_id_for(config.run_set, unit, attempt), unit.unit_id, publish)
-    agent = agent or make_agent(config.agent)
+    agent = agent or make_agent(config.agent, config.loop)
     base = snapshot(pack.repos[seq.repo])
     memory, memory_error = None, None
     try:  # before RunStarted: a skill bank is verified here and its digest recorded there
@@ -91,7 +96,7 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
         memory_error = exc
     emitter.emit("RunStarted", {
         "suite": unit.suite, "task": unit.task, "condition": unit.condition, "seed": unit.seed,
-        "agent": agent.name, "agent_kind": agent.kind, "model": None,
+        "agent": agent.name, "agent_kind": agent.kind, "model": getattr(agent, "model", None),
         "budgets": {"memory_read_tokens": config.read_budget, "oracle_timeout_s": int(config.oracle_timeout_s)},
         "code_digest": config.code_digest, "pack_digest": pack.digest, "fixture_digest": tree_digest(base),
         "skill_bank_digest": getattr(memory, "skill_bank_digest", None), "attempt": attempt,
@@ -109,8 +114,8 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
         return emitter.run_id
     try:
         _run_sessions(pack, seq, base, memory, agent, emitter, sandbox, config)
-    except IsolationUnavailable as exc:
-        status, error_type = "excluded", "isolation_unavailable"
+    except (IsolationUnavailable, ModelUnavailable) as exc:  # not the agent's failure: the unit is excluded
+        status, error_type = "excluded", getattr(exc, "reason", "isolation_unavailable")
         emitter.session_index = -1
         emitter.emit("Turn", {"role": "system", "text": bounded_text(str(exc)), "source_event_id": None,
                               "source_kind": None, "input_tokens": 0, "cached_tokens": 0, "output_tokens": 0,
@@ -175,8 +180,9 @@ def _act_and_score(pack: Pack, seq: Sequence, session, start: dict[str, bytes], 
             "query": bounded_text(session.instruction), "candidates": list(context.candidates),
             "admitted_ids": [i.memory_id for i in context.items], "tokens_admitted": context.tokens_admitted,
             "token_budget": context.token_budget, "context": bounded_text(context.render())})
+    search = (lambda query: memory.read(query, config.read_budget)) if getattr(memory, "uses_memory", True) else None
     outcome = agent.act(AgentTask(session.instruction, workspace, context, pack.solution(seq, session),
-                                  sandbox=sandbox), emitter)
+                                  sandbox=sandbox, gateway=config.gateway, memory_search=search), emitter)
     if session.scoring is not None:
         result = score_with_rules(sandbox, start, workspace, session.scoring, pack.hidden_files_dir(seq, session),
                                   session.scoring.timeout_s or config.oracle_timeout_s)
@@ -206,16 +212,9 @@ def patch_fields(name: str, text: str, blob_dir: Path | None) -> dict[str, str |
     at blob_dir/<sha256> (written atomically; `replay --verify` checks it). Without a blob_dir a
     large diff keeps only its digest."""
     data = text.encode("utf-8")
-    digest = hashlib.sha256(data).hexdigest()
     if len(data) <= INLINE_DIFF_LIMIT:
-        return {name: text, f"{name}_sha256": digest}
-    if blob_dir is not None:
-        target = Path(blob_dir) / digest
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            staging = target.with_name(f".{digest}.{uuid.uuid4().hex}")
-            staging.write_bytes(data)
-            staging.replace(target)
+        return {name: text, f"{name}_sha256": hashlib.sha256(data).hexdigest()}
+    digest = put_blob(blob_dir, data) if blob_dir is not None else hashlib.sha256(data).hexdigest()
     return {name: None, f"{name}_sha256": digest}
 
 

@@ -12,7 +12,7 @@ GENESIS_HASH = "0" * 64
 
 RAW_KINDS = (
     "RunStarted", "SessionStarted", "Turn", "ToolCall", "ToolResult", "MemoryWrite", "MemoryRead",
-    "MemoryCitation", "ContextCompaction", "PatchProduced", "OracleVerdict", "SessionEnded", "RunEnded",
+    "MemoryCitation", "ContextCompaction", "PatchProduced", "OracleVerdict", "SessionEnded", "RunEnded", "ModelCall",
 )
 
 # Strings longer than this are stored as a preview plus the digest and length of the full value.

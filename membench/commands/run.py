@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from membench.commands.model_options import ModelOptions, check_model_options, model_options, start_gateway
 from membench.commands.common import dsn_options, open_warehouse, parse_list, parse_seeds, validate_run_set_id
 from membench.errors import UsageError
 from membench.settings import Settings
@@ -60,10 +61,12 @@ def write_report(settings: Settings, report: Report) -> Path:
 @click.option("--read-budget", default=2000, show_default=True, type=click.IntRange(0), help="memory read budget (tokens)")
 @click.option("--sign-key", "sign_key", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Ed25519 private key (PEM, e.g. `openssl genpkey -algorithm ed25519`): sign the run set's log root")
+@model_options
 @dsn_options
 def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_set: str | None,
-        sandbox_name: str, read_budget: int, sign_key: Path | None, settings: Settings) -> None:
+        sandbox_name: str, read_budget: int, sign_key: Path | None, model: ModelOptions, settings: Settings) -> None:
     """Run PACK (a built-in pack name or a pack directory) under memory conditions and seeds."""
+    from producers.agents.model_agents import LoopLimits
     from producers.agents.registry import make_agent
     from producers.memory_systems.registry import MEMORY_SYSTEMS
     from producers.pack_resolver import open_pack, resolve_pack_dir
@@ -74,10 +77,12 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
     for condition in condition_list:
         if condition not in MEMORY_SYSTEMS:
             raise UsageError(f"--conditions: unknown condition '{condition}' (known: {', '.join(sorted(MEMORY_SYSTEMS))})")
+    loop = LoopLimits(model.max_steps, model.max_tokens)
     try:
-        make_agent(agent)  # scripted:* or command:<program>
+        made = make_agent(agent, loop)  # scripted:*, command:<program>, or a model agent
     except ValueError as exc:
         raise UsageError(f"--agent: {exc}") from None
+    check_model_options(model, made)
     seed_list = parse_seeds(seeds)
     try:  # everything is validated before anything is written
         load_pack(resolve_pack_dir(pack))
@@ -85,6 +90,9 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
         raise UsageError(str(exc)) from None
     signer = load_signer(sign_key)
     if settings.bus.startswith("kafka://"):
+        if model.used:
+            raise UsageError("--model-*: model agents run on the embedded bus (file://) for now; the gateway "
+                             "and its recordings live beside one runner's log")
         if signer is not None:
             raise UsageError("--sign-key: the log root is written and signed on the embedded bus only (file://); "
                              "on Kafka the runner does not see the whole run set")
@@ -95,9 +103,13 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
     loaded = open_pack(pack, settings.home)
     from producers.runner import RunConfig, code_digest, default_run_set, plan_grid
 
-    run_set = run_set or default_run_set(loaded.name, loaded.digest, agent, condition_list, seed_list)
-
-    config = RunConfig(run_set, agent, read_budget=read_budget, code_digest=code_digest())
+    # a replay is a new run set of its own, not the recorded one resumed
+    run_set = run_set or default_run_set(loaded.name, loaded.digest, agent + ("+replay" if model.replay else ""),
+                                         condition_list, seed_list)
+    if model.replay == run_set:
+        raise UsageError(f"--model-replay {run_set}: a run set cannot replay itself; name another --run-set")
+    gateway = start_gateway(model, settings.runs_dir, run_set)
+    config = RunConfig(run_set, agent, read_budget=read_budget, code_digest=code_digest(), gateway=gateway, loop=loop)
     run_embedded(loaded, plan_grid(loaded, condition_list, seed_list), config, sandbox_name, settings, workers,
                  signer=signer)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from producers.emitter import RunEmitter
 from producers.memory_systems.base import MemoryContext
@@ -22,6 +22,8 @@ class AgentTask:
     memory: MemoryContext
     solution: Solution  # harness-only: scripted agents use it, program agents never see it
     sandbox: Any = None  # the run's sandbox (sandbox.base.Sandbox); program agents run only inside it
+    gateway: Any = None  # the run set's model gateway (producers.gateway.server.ModelGateway), for model agents
+    memory_search: Callable[[str], MemoryContext] | None = None  # the condition's memory, asked during the session
 
 
 @dataclass

@@ -18,7 +18,7 @@ from schemas.writers import writer_schema
 
 REGISTRY = default_registry()
 LATEST = REGISTRY.latest("event")
-PREVIOUS = REGISTRY.versions("event")[-2]  # event v2 while v3 is the newest
+PREVIOUS = REGISTRY.versions("event")[1]  # event v2: v3 changed how PatchProduced and OracleVerdict encode
 
 PATCH_V2 = {"files": ["app.py"], "added_lines": 3, "removed_lines": 1, "production_paths": ["app.py"],
             "test_paths": [], "stripped_paths": [], "diff_sha256": "ab" * 32}
@@ -64,7 +64,7 @@ def write_log(path, schema, sealed) -> None:
 
 
 def test_the_previous_schema_is_older_than_the_latest():
-    assert PREVIOUS.version < LATEST.version and PREVIOUS.fingerprint != LATEST.fingerprint
+    assert PREVIOUS.version == 2 < LATEST.version and PREVIOUS.fingerprint != LATEST.fingerprint
 
 
 def test_a_log_written_with_the_previous_schema_verifies_after_a_schema_change(tmp_path):

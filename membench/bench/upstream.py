@@ -1,0 +1,278 @@
+"""A local, scripted model server speaking the three wire APIs the gateway relays — the upstream
+for the gateway's tests and for `membench bench gateway`. No model runs here: answers come from a
+*script* (below), rendered in the format the request's API expects, streamed as server-sent
+events when the request asks for a stream, with deterministic usage.
+
+A script (JSON, `{"sessions": [...]}`) says what the "model" does per task session:
+`{"when": TEXT, "files": {path: template}, "slots": {name: {"pattern": REGEX, "default": V}},
+"say": TEXT}`. The entry whose `when` occurs in the request's text is used. While the request's
+history holds no tool result, the answer is one tool call that writes `files` (a shell command
+for Codex's `exec_command` and Claude Code's `Bash`; `write_file` calls for the built-in loop),
+each `{{SLOT:name}}` filled from the first match of the slot's pattern in the request text (the
+prompt, memory included) or else its default — so a memory that reached the prompt changes the
+patch. After a tool result the answer is `say` plus the memory ids the slots were found beside,
+as `Memory citations: memory:#<id> …` (or `none`). `script_from_pack` writes such a script from a
+pack's solution templates.
+
+Knobs for failure tests: `status` (answer every call with that HTTP status), `delay_s` (sleep
+before answering), `chunks` (split the final text over that many stream events).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+SLOT = re.compile(r"\{\{SLOT:([a-z0-9_]+)\}\}")
+MEMORY_ID = re.compile(r"memory:#([^\s()]+?)[:.,]?(?=[\s()]|$)")
+
+
+def script_from_pack(pack_dir: Path, seq_ids: list[str] | None = None) -> dict[str, Any]:
+    from schemas.pack_format import load_pack
+
+    pack = load_pack(Path(pack_dir))
+    sessions = []
+    for seq in pack.sequences:
+        if seq_ids and seq.seq_id not in seq_ids:
+            continue
+        for session in seq.sessions:
+            if session.mode != "task":
+                continue
+            solution = pack.solution(seq, session)
+            sessions.append({
+                "when": session.instruction, "files": dict(solution.files),
+                "slots": {n: {"pattern": s.pattern, "default": s.default} for n, s in solution.slots.items()},
+                "say": f"Done: {session.instruction.split('.')[0]}."})
+    return {"sessions": sessions}
+
+
+def _texts(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _texts(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _texts(v)]
+    return []
+
+
+def _tool_results(api: str, body: dict[str, Any]) -> int:
+    if api == "responses":
+        return sum(1 for item in body.get("input") or [] if isinstance(item, dict)
+                   and item.get("type") in ("function_call_output", "custom_tool_call_output"))
+    if api == "messages":
+        return sum(1 for m in body.get("messages") or [] for block in (m.get("content") or [])
+                   if isinstance(block, dict) and block.get("type") == "tool_result")
+    return sum(1 for m in body.get("messages") or [] if m.get("role") == "tool")
+
+
+class ScriptedModel:
+    def __init__(self, script: dict[str, Any]):
+        self.sessions = script.get("sessions", [])
+
+    def decide(self, api: str, body: dict[str, Any]) -> dict[str, Any]:
+        """{"tool": {"files": {...}}} or {"text": str}."""
+        texts = _texts(body.get("input") if api == "responses" else body.get("messages"))
+        texts += _texts(body.get("system")) + _texts(body.get("instructions"))
+        text = "\n".join(texts)
+        entry = next((s for s in self.sessions if s["when"] in text), None)
+        if entry is None:
+            return {"text": "I have no task I recognise. Memory citations: none"}
+        values, cited = {}, []
+        for name, slot in entry.get("slots", {}).items():
+            found = re.search(slot["pattern"], text)
+            values[name] = found.group(1) if found else slot["default"]
+            if found:  # the memory line the value was read from
+                line_start = text.rfind("\n", 0, found.start()) + 1
+                for memory_id in MEMORY_ID.findall(text[line_start:found.start()] + " "):
+                    cited.append(memory_id)
+        if _tool_results(api, body) == 0:
+            files = {p: SLOT.sub(lambda m: values[m.group(1)], t) for p, t in entry["files"].items()}
+            return {"tool": {"files": files}}
+        citation = ("Memory citations: " + " ".join(f"memory:#{i}" for i in dict.fromkeys(cited))) if cited \
+            else "Memory citations: none"
+        return {"text": f"{entry.get('say', 'Done.')}\n\n{citation}"}
+
+
+def _write_command(files: dict[str, str]) -> str:
+    program = ("import json, pathlib, sys\n"
+               "for path, text in json.loads(sys.argv[1]).items():\n"
+               "    target = pathlib.Path(path)\n"
+               "    target.parent.mkdir(parents=True, exist_ok=True)\n"
+               "    target.write_text(text)\n"
+               "    print('wrote', path)\n")
+    return f"python3 -c {shlex.quote(program)} {shlex.quote(json.dumps(files))}"
+
+
+def _usage_numbers(body_size: int, text: str) -> tuple[int, int]:
+    return max(1, body_size // 4), max(1, len(text) // 4)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: "_Server"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_HEAD(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_POST(self) -> None:
+        upstream: ScriptedUpstream = self.server.upstream
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        upstream.requests.append({"path": self.path, "headers": dict(self.headers), "body": raw})
+        if upstream.delay_s:
+            time.sleep(upstream.delay_s)
+        if upstream.status:
+            payload = json.dumps({"error": {"type": "server_error", "message": "scripted failure"}}).encode()
+            self._send(upstream.status, payload, "application/json")
+            return
+        body = json.loads(raw)
+        path = self.path.split("?")[0]
+        api = ("responses" if path.endswith("/responses") else "messages" if path.endswith("/messages")
+               else "chat_completions")
+        decision = upstream.model.decide(api, body)
+        n_in, n_out = _usage_numbers(len(raw), json.dumps(decision))
+        render = {"responses": _responses, "messages": _messages, "chat_completions": _chat}[api]
+        events, whole = render(decision, body, n_in, n_out, upstream.chunks)
+        if body.get("stream"):
+            data = b"".join(events)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            for event in events:  # one write per event: the gateway sees them arrive apart
+                self.wfile.write(event)
+                self.wfile.flush()
+        else:
+            self._send(200, json.dumps(whole).encode(), "application/json")
+
+    def _send(self, status: int, data: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def _sse(doc: dict[str, Any], name: str | None = None) -> bytes:
+    head = f"event: {name or doc['type']}\n" if name or "type" in doc else ""
+    return f"{head}data: {json.dumps(doc)}\n\n".encode()
+
+
+def _pieces(text: str, chunks: int) -> list[str]:
+    if chunks <= 1 or len(text) < 2:
+        return [text]
+    size = max(1, -(-len(text) // chunks))
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def _responses(decision, body, n_in, n_out, chunks):
+    usage = {"input_tokens": n_in, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": n_out,
+             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": n_in + n_out}
+    if "tool" in decision:
+        item = {"type": "function_call", "id": "fc_1", "call_id": "call_write_1", "name": "exec_command",
+                "arguments": json.dumps({"cmd": _write_command(decision["tool"]["files"])}), "status": "completed"}
+        events = [_sse({"type": "response.output_item.added", "output_index": 0, "item": {**item, "arguments": ""}})]
+    else:
+        item = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                "content": [{"type": "output_text", "text": decision["text"], "annotations": []}]}
+        events = [_sse({"type": "response.output_item.added", "output_index": 0,
+                        "item": {**item, "content": [], "status": "in_progress"}})]
+        events += [_sse({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0,
+                         "content_index": 0, "delta": piece}) for piece in _pieces(decision["text"], chunks)]
+    response = {"id": "resp_1", "object": "response", "status": "completed", "model": body.get("model"),
+                "output": [item], "usage": usage}
+    events = [_sse({"type": "response.created", "response": {**response, "status": "in_progress", "output": []}})] \
+        + events + [_sse({"type": "response.output_item.done", "output_index": 0, "item": item}),
+                    _sse({"type": "response.completed", "response": response})]
+    return events, response
+
+
+def _messages(decision, body, n_in, n_out, chunks):
+    if "tool" in decision:
+        block = {"type": "tool_use", "id": "toolu_write_1", "name": "Bash",
+                 "input": {"command": _write_command(decision["tool"]["files"]), "description": "Write the change"}}
+        stop = "tool_use"
+        deltas = [{"type": "input_json_delta", "partial_json": json.dumps(block["input"])}]
+        start_block = {**block, "input": {}}
+    else:
+        block = {"type": "text", "text": decision["text"]}
+        stop = "end_turn"
+        deltas = [{"type": "text_delta", "text": p} for p in _pieces(decision["text"], chunks)]
+        start_block = {"type": "text", "text": ""}
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": body.get("model"),
+               "content": [block], "stop_reason": stop, "stop_sequence": None,
+               "usage": {"input_tokens": n_in, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+                         "output_tokens": n_out}}
+    events = [_sse({"type": "message_start", "message": {**message, "content": [], "stop_reason": None,
+                                                         "usage": {**message["usage"], "output_tokens": 1}}}),
+              _sse({"type": "content_block_start", "index": 0, "content_block": start_block})]
+    events += [_sse({"type": "content_block_delta", "index": 0, "delta": d}) for d in deltas]
+    events += [_sse({"type": "content_block_stop", "index": 0}),
+               _sse({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+                     "usage": {"output_tokens": n_out}}),
+               _sse({"type": "message_stop"})]
+    return events, message
+
+
+def _chat(decision, body, n_in, n_out, chunks):
+    usage = {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out,
+             "prompt_tokens_details": {"cached_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 0}}
+    if "tool" in decision:
+        calls = [{"id": f"call_{i}", "type": "function",
+                  "function": {"name": "write_file", "arguments": json.dumps({"path": p, "content": t})}}
+                 for i, (p, t) in enumerate(decision["tool"]["files"].items(), 1)]
+        message = {"role": "assistant", "content": None, "tool_calls": calls}
+    else:
+        cited = MEMORY_ID.findall(decision["text"])
+        message = {"role": "assistant", "content": None, "tool_calls": [{
+            "id": "call_finish", "type": "function", "function": {"name": "finish", "arguments": json.dumps(
+                {"summary": decision["text"], "cited_memory_ids": cited})}}]}
+    whole = {"id": "chatcmpl-1", "object": "chat.completion", "model": body.get("model"),
+             "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}], "usage": usage}
+    base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": body.get("model")}
+    events = [f"data: {json.dumps({**base, 'choices': [{'index': 0, 'delta': message}]})}\n\n".encode()]
+    text = decision.get("text", "")
+    events += [f"data: {json.dumps({**base, 'choices': [{'index': 0, 'delta': {'content': p}}]})}\n\n".encode()
+               for p in (_pieces(text, chunks) if chunks > 1 else [])]
+    events += [f"data: {json.dumps({**base, 'choices': [], 'usage': usage})}\n\n".encode(), b"data: [DONE]\n\n"]
+    return events, whole
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    upstream: "ScriptedUpstream"
+
+
+class ScriptedUpstream:
+    """`with ScriptedUpstream(script) as up:` serves on up.base_url (loopback, a free port)."""
+
+    def __init__(self, script: dict[str, Any] | None = None, status: int = 0, delay_s: float = 0.0, chunks: int = 1):
+        self.model = ScriptedModel(script or {"sessions": []})
+        self.status, self.delay_s, self.chunks = status, delay_s, chunks
+        self.requests: list[dict[str, Any]] = []
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.upstream = self
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> "ScriptedUpstream":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()

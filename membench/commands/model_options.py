@@ -1,0 +1,115 @@
+"""The model gateway's options of `membench run` (docs/gateway.md), and the gateway they start."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from membench.errors import UsageError
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    base_urls: tuple[str, ...] = ()
+    record: bool = False
+    replay: str | None = None
+    prices: Path | None = None
+    timeout_s: float = 600.0
+    max_steps: int = 50
+    max_tokens: int = 1_000_000
+
+    @property
+    def used(self) -> bool:
+        return bool(self.base_urls or self.replay or self.record)
+
+
+def model_options(command):
+    """Adds the options and passes them to the command as `model=ModelOptions(...)`."""
+    @click.option("--model-base-url", "model_base_urls", multiple=True, metavar="[PROVIDER=]URL",
+                  help="the upstream model API root incl. its version (e.g. http://127.0.0.1:8000/v1); "
+                       "PROVIDER (openai, anthropic) limits it to one provider; repeatable. The key is "
+                       "read from MEMBENCH_MODEL_API_KEY (or MEMBENCH_OPENAI_API_KEY / MEMBENCH_ANTHROPIC_API_KEY)")
+    @click.option("--model-record", is_flag=True, help="store every model request and response in the run set's blobs")
+    @click.option("--model-replay", "model_replay", metavar="RUN_SET", default=None,
+                  help="answer model calls from RUN_SET's recording (no upstream; a miss excludes the unit)")
+    @click.option("--model-prices", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+                  help="price table (JSON, USD per million tokens) replacing the built-in one")
+    @click.option("--model-timeout", type=click.FloatRange(0.1), default=600.0, show_default=True,
+                  help="seconds the upstream may stay silent before a call is model_unavailable")
+    @click.option("--max-steps", type=click.IntRange(1), default=50, show_default=True,
+                  help="openai:MODEL agent: model calls per session")
+    @click.option("--max-tokens", type=click.IntRange(1), default=1_000_000, show_default=True,
+                  help="openai:MODEL agent: tokens per session (as the upstream counts them)")
+    @functools.wraps(command)
+    def wrapper(*args, model_base_urls, model_record, model_replay, model_prices, model_timeout, max_steps,
+                max_tokens, **kwargs):
+        options = ModelOptions(tuple(model_base_urls), model_record, model_replay, model_prices, model_timeout,
+                               max_steps, max_tokens)
+        return command(*args, model=options, **kwargs)
+    return wrapper
+
+
+def parse_base_urls(values: tuple[str, ...]) -> dict[str, str]:
+    from producers.gateway.server import PROVIDERS
+
+    urls: dict[str, str] = {}
+    for value in values:
+        provider, sep, url = value.partition("=")
+        if not sep or "://" in provider:
+            provider, url = "*", value
+        if provider != "*" and provider not in PROVIDERS:
+            raise UsageError(f"--model-base-url {value}: unknown provider '{provider}' (known: {', '.join(PROVIDERS)})")
+        if not url.startswith(("http://", "https://")):
+            raise UsageError(f"--model-base-url {value}: expected an http:// or https:// URL")
+        urls[provider] = url.rstrip("/")
+    return urls
+
+
+def check_model_options(options: ModelOptions, agent) -> None:
+    """Usage errors before anything runs: a model agent needs an upstream or a recording; the two
+    modes exclude each other."""
+    needs = getattr(agent, "needs_gateway", False)
+    if options.replay and options.base_urls:
+        raise UsageError("--model-replay and --model-base-url exclude each other: a replay reaches no upstream")
+    if options.replay and options.record:
+        raise UsageError("--model-replay and --model-record exclude each other")
+    if needs and not (options.base_urls or options.replay):
+        raise UsageError(f"--agent {agent.name}: a model agent needs --model-base-url URL (with the key in "
+                         "MEMBENCH_MODEL_API_KEY) or --model-replay RUN_SET")
+    if options.used and not needs:
+        raise UsageError(f"--agent {agent.name} calls no model: --model-* options apply to openai:MODEL, codex, "
+                         "claude-code")
+    parse_base_urls(options.base_urls)
+    if options.prices is not None:
+        from producers.gateway.prices import PriceTable, PriceTableError
+
+        try:
+            PriceTable.load(options.prices)
+        except PriceTableError as exc:
+            raise UsageError(f"--model-prices: {exc}") from None
+
+
+def start_gateway(options: ModelOptions, runs_dir: Path, run_set: str):
+    """The run set's gateway, or None when the options name no model."""
+    if not (options.base_urls or options.replay):
+        return None
+    from producers.bus.base import run_set_log_path
+    from producers.gateway.prices import PriceTable
+    from producers.gateway.recording import Recording, RecordingError
+    from producers.gateway.server import GatewaySettings, ModelGateway, keys_from_env
+
+    replay = None
+    if options.replay:
+        try:
+            replay = Recording.from_log(run_set_log_path(runs_dir, options.replay), runs_dir / options.replay / "blobs",
+                                        options.replay)
+        except RecordingError as exc:
+            raise UsageError(str(exc)) from None
+    settings = GatewaySettings(
+        base_urls=parse_base_urls(options.base_urls), keys=keys_from_env(), record=options.record,
+        timeout_s=options.timeout_s,
+        prices=PriceTable.load(options.prices) if options.prices else PriceTable.default())
+    return ModelGateway(settings, blob_dir=runs_dir / run_set / "blobs", replay=replay)

@@ -1,0 +1,277 @@
+"""Agents that call a model: the real Codex and Claude Code CLIs, and the built-in `openai:` loop.
+
+Specs: `codex[:MODEL]`, `claude-code[:MODEL]`, `openai:MODEL`. Each session runs the agent in the
+sandbox with the session's gateway channel (producers/gateway/server.py) relayed to
+127.0.0.1:GATEWAY_PORT inside it, the memory tools as an MCP server (inside/mcp_memory.py), and:
+
+- /workspace: the task repository (its changes are the patch); /task: `prompt.md` (the
+  instruction, the memory context and the citation convention), plus what the command agent gets
+  (`instruction.md`, `memory.md`, `memory.json`, `task.json`);
+- HOME (read-write, private to the session): the CLI's configuration — Codex's
+  `~/.codex/config.toml` names the gateway as a custom model provider (Responses API); Claude
+  Code gets `ANTHROPIC_BASE_URL`;
+- the CLIs from the prefix `deploy/agents/install.sh` fills (`MEMBENCH_AGENTS_PREFIX`), read-only
+  at /opt/membench-agents;
+- an API key that is a placeholder (PLACEHOLDER_KEY): the gateway adds the real one outside.
+
+The CLI's own event stream (`codex exec --json`, `claude -p --output-format stream-json`) is
+translated by producers/transcripts into Turn, ToolCall/ToolResult, MemoryCitation and
+ContextCompaction events; the built-in loop speaks the command-agent protocol. Token usage comes
+from the gateway's ModelCall events only (the Turns of these agents carry none), so nothing is
+counted twice. The citation convention is the coding-agent A/B bench's: the final message ends
+with `Memory citations: memory:#<id> …` or `Memory citations: none`.
+
+A failure of the model (channel.failure) is raised after the session — the unit is excluded,
+never scored as the agent's failure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from producers.agents.base import AgentOutcome, AgentTask
+from producers.agents.command import MAX_EVENTS, STDERR_TAIL, AgentLimits, CommandAgent
+from producers.emitter import RunEmitter
+from producers.gateway.memory import SessionMemoryTools
+from producers.gateway.server import ModelUnavailable
+from sandbox.base import SANDBOX_HOME, IsolationUnavailable, SandboxSpec
+from schemas.events import bounded_text
+
+INSIDE = Path(__file__).resolve().parent / "inside"
+GATEWAY_PORT = 4000
+GATEWAY_URL = f"http://127.0.0.1:{GATEWAY_PORT}"
+PLACEHOLDER_KEY = "membench-placeholder-key"
+AGENTS_MOUNT = "/opt/membench-agents"
+DEFAULT_PREFIX = Path(__file__).resolve().parents[2] / "deploy" / "agents" / ".work" / "prefix"
+CITATION_RULE = ("When you use any of these memories, end your final message with a line "
+                 "`Memory citations: memory:#<id> ...`; otherwise end it with `Memory citations: none`.")
+
+
+def agents_prefix() -> Path:
+    return Path(os.environ.get("MEMBENCH_AGENTS_PREFIX") or DEFAULT_PREFIX)
+
+
+@dataclass(frozen=True)
+class LoopLimits:
+    """The built-in loop's limits (`membench run --max-steps/--max-tokens`)."""
+    max_steps: int = 50
+    max_tokens: int = 1_000_000
+
+
+def prompt_for(task: AgentTask) -> str:
+    parts = [task.instruction.strip()]
+    if task.memory.items:
+        parts.append("## Memory from earlier sessions\n" + "\n".join(
+            f"- memory:#{i.memory_id} ({i.memory_type}): {i.text}" for i in task.memory.items))
+        parts.append(CITATION_RULE)
+    else:
+        parts.append("No memories were loaded for this session; end your final message with `Memory citations: none`.")
+    return "\n\n".join(parts) + "\n"
+
+
+class ModelAgent:
+    """What the three agents share; subclasses say how to start the agent and read its output."""
+
+    kind = "model"
+    needs_gateway = True
+    binary: str | None = None  # the CLI under the agents prefix's bin/, or None (the built-in loop)
+    transcript_format: str | None = None  # None: the command-agent JSON-lines protocol
+
+    def __init__(self, model: str, limits: AgentLimits | None = None):
+        self.model = model
+        self.limits = limits or AgentLimits.from_env()
+
+    # ------------------------------------------------------------------ per agent
+    def command(self, task: AgentTask, prompt: str) -> list[str]:
+        raise NotImplementedError
+
+    def prepare_home(self, home: Path) -> None:
+        pass
+
+    def environment(self) -> dict[str, str]:
+        return {}
+
+    # ------------------------------------------------------------------ availability
+    def check(self) -> tuple[bool, str]:
+        if self.binary is None:
+            return True, "ok (built in)"
+        path = agents_prefix() / "bin" / self.binary
+        if not path.exists():
+            return False, f"{path} is missing: run deploy/agents/install.sh"
+        return True, f"ok ({path})"
+
+    # ------------------------------------------------------------------ act
+    def act(self, task: AgentTask, emitter: RunEmitter) -> AgentOutcome:
+        if task.sandbox is None:
+            raise IsolationUnavailable(f"{self.name} runs only inside a sandbox, and none was given")
+        if task.gateway is None:
+            raise ModelUnavailable(f"{self.name} needs the model gateway: run with --model-base-url or --model-replay")
+        ok, why = self.check()
+        if not ok:
+            raise RuntimeError(f"{self.name}: {why}")
+        session = emitter.session_index
+        tools = (SessionMemoryTools(task.memory_search, task.memory, task.memory.token_budget)
+                 if task.memory_search is not None else None)
+        prompt = prompt_for(task)
+        task_dir = Path(tempfile.mkdtemp(prefix="membench-task-"))
+        home = Path(tempfile.mkdtemp(prefix="membench-home-"))
+        try:
+            CommandAgent._write_task_dir(task, session, task_dir)
+            (task_dir / "prompt.md").write_text(prompt, encoding="utf-8")
+            (task_dir / "prompt.md").chmod(0o644)
+            self.prepare_home(home)
+            argv = self.command(task, prompt)
+            with task.gateway.open_channel(emitter.unit_id, emitter.emit, tools) as channel:
+                if tools is not None:
+                    tools.emit = channel.emit
+                mounts = {"/task": task_dir, "/membench/inside": INSIDE, "/run/membench": channel.directory}
+                if self.binary is not None:
+                    mounts[AGENTS_MOUNT] = agents_prefix()
+                spec = SandboxSpec(
+                    workspace=task.workspace, ro_mounts=mounts, rw_mounts={SANDBOX_HOME: home},
+                    env={"MEMBENCH_GATEWAY_URL": GATEWAY_URL, "MEMBENCH_TASK_DIR": "/task",
+                         "MEMBENCH_WORKSPACE": "/workspace", "MEMBENCH_SESSION_INDEX": str(session),
+                         **self.environment()},
+                    wall_time_s=self.limits.wall_time_s, cpu_time_s=self.limits.cpu_time_s,
+                    memory_mb=self.limits.memory_mb, max_processes=self.limits.max_processes)
+                command = ["python3", "/membench/inside/launch.py", "--listen", str(GATEWAY_PORT),
+                           "--socket", f"/run/membench/{channel.socket_path.name}", "--", *argv]
+                call_id = f"agent-{session}"
+                channel.emit("ToolCall", {"call_id": call_id, "name": "agent_process", "is_patch": False,
+                                          "arguments_digest": hashlib.sha256(json.dumps(argv).encode()).hexdigest()},
+                             "agent")
+                result = task.sandbox.run(command, spec)  # IsolationUnavailable propagates: excluded
+            # the channel is closed: every ModelCall and MemoryRead of the session is in the log
+        finally:
+            shutil.rmtree(task_dir, ignore_errors=True)
+            shutil.rmtree(home, ignore_errors=True)
+        cited = self._translate(result.stdout, emitter)
+        emitter.emit("ToolResult", {
+            "call_id": call_id, "name": "agent_process", "exit_code": result.exit_code,
+            "duration_ms": result.duration_ms, "output_size": len(result.stdout.encode()), "is_patch": False,
+            "output": bounded_text(("[killed at the wall-clock limit]\n" if result.timed_out else "")
+                                   + result.stderr[-STDERR_TAIL:])})
+        if channel.failure is not None:
+            raise channel.failure
+        status = "timeout" if result.timed_out else ("error" if result.exit_code != 0 else "completed")
+        return AgentOutcome(status=status, cited_ids=cited)
+
+    def _translate(self, stdout: str, emitter: RunEmitter) -> list[str]:
+        if self.transcript_format is None:
+            return CommandAgent._replay(stdout, emitter)
+        from producers.transcripts.base import parse_transcript
+
+        # split on "\n" only: a raw U+2028 inside a JSON string is not a line break of the stream
+        transcript = parse_transcript(stdout.split("\n"), self.transcript_format, f"{self.name} stdout",
+                                      strict=False)
+        for event in transcript.events[:MAX_EVENTS]:
+            payload = event.payload
+            if event.kind == "Turn":
+                if payload.get("source_kind") == "usage":  # usage is the gateway's (ModelCall): not twice
+                    continue
+                payload = {**payload, "input_tokens": 0, "cached_tokens": 0, "output_tokens": 0,
+                           "reasoning_tokens": 0}
+            if "call_id" in payload:  # a CLI numbers its calls per invocation: unique per run here
+                payload = {**payload, "call_id": f"t{emitter.session_index}-{payload['call_id']}"}
+            emitter.emit(event.kind, payload, visibility=event.visibility)
+        return list(transcript.cited_memory_ids)
+
+
+class CodexAgent(ModelAgent):
+    """`codex exec --json` (npm @openai/codex), the gateway as its model provider (Responses API)."""
+
+    binary = "codex"
+    transcript_format = "codex-exec-json"
+    default_model = "gpt-5-codex"
+
+    @property
+    def name(self) -> str:
+        return f"codex:{self.model}"
+
+    def prepare_home(self, home: Path) -> None:
+        config = home / ".codex"
+        config.mkdir()
+        (config / "config.toml").write_text(
+            f'model = {json.dumps(self.model)}\n'
+            'model_provider = "membench"\n'
+            'approval_policy = "never"\n'
+            'sandbox_mode = "danger-full-access"\n'  # membench's sandbox is the boundary
+            '\n[model_providers.membench]\n'
+            'name = "membench gateway"\n'
+            f'base_url = "{GATEWAY_URL}/v1"\n'
+            'env_key = "OPENAI_API_KEY"\n'
+            'wire_api = "responses"\n'
+            '\n[mcp_servers.membench_memory]\n'
+            'command = "python3"\n'
+            'args = ["/membench/inside/mcp_memory.py"]\n'
+            f'env = {{ MEMBENCH_GATEWAY_URL = "{GATEWAY_URL}" }}\n', encoding="utf-8")
+
+    def environment(self) -> dict[str, str]:
+        return {"OPENAI_API_KEY": PLACEHOLDER_KEY, "CODEX_HOME": f"{SANDBOX_HOME}/.codex"}
+
+    def command(self, task: AgentTask, prompt: str) -> list[str]:
+        return [f"{AGENTS_MOUNT}/bin/codex", "exec", "--json", "--skip-git-repo-check",
+                "--dangerously-bypass-approvals-and-sandbox", "--cd", "/workspace", "--model", self.model, prompt]
+
+
+class ClaudeCodeAgent(ModelAgent):
+    """`claude -p --output-format stream-json --verbose` (npm @anthropic-ai/claude-code)."""
+
+    binary = "claude"
+    transcript_format = "claude-stream-json"
+    default_model = "claude-sonnet-4-5"
+
+    @property
+    def name(self) -> str:
+        return f"claude-code:{self.model}"
+
+    def environment(self) -> dict[str, str]:
+        return {"ANTHROPIC_BASE_URL": GATEWAY_URL, "ANTHROPIC_API_KEY": PLACEHOLDER_KEY,
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+                "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1"}
+
+    def command(self, task: AgentTask, prompt: str) -> list[str]:
+        mcp = {"mcpServers": {"membench_memory": {"type": "stdio", "command": "python3",
+                                                  "args": ["/membench/inside/mcp_memory.py"],
+                                                  "env": {"MEMBENCH_GATEWAY_URL": GATEWAY_URL}}}}
+        return [f"{AGENTS_MOUNT}/bin/claude", "-p", "--output-format", "stream-json", "--verbose",
+                "--dangerously-skip-permissions", "--model", self.model, "--strict-mcp-config",
+                "--mcp-config", json.dumps(mcp), prompt]
+
+
+class OpenAILoopAgent(ModelAgent):
+    """The built-in loop (inside/openai_loop.py) over any OpenAI-compatible Chat Completions API."""
+
+    def __init__(self, model: str, limits: AgentLimits | None = None, loop: LoopLimits | None = None):
+        super().__init__(model, limits)
+        self.loop = loop or LoopLimits()
+
+    @property
+    def name(self) -> str:
+        return f"openai:{self.model}"
+
+    def command(self, task: AgentTask, prompt: str) -> list[str]:
+        return ["python3", "/membench/inside/openai_loop.py", "--model", self.model,
+                "--max-steps", str(self.loop.max_steps), "--max-tokens", str(self.loop.max_tokens)]
+
+
+MODEL_AGENTS = {"codex": CodexAgent, "claude-code": ClaudeCodeAgent}
+
+
+def make_model_agent(spec: str, loop: LoopLimits | None = None) -> ModelAgent | None:
+    """The agent a spec names, or None when it names no model agent."""
+    head, _, model = spec.partition(":")
+    if head == "openai":
+        if not model:
+            raise ValueError("openai:MODEL needs a model name (e.g. openai:gpt-5-mini)")
+        return OpenAILoopAgent(model, loop=loop)
+    if head in MODEL_AGENTS:
+        cls = MODEL_AGENTS[head]
+        return cls(model or cls.default_model)
+    return None

@@ -1,0 +1,82 @@
+"""Model calls recorded beside a run set, and answered again from there (`--model-replay RUN_SET`).
+
+Recording: with `--model-record`, the gateway stores each call's request body and response body
+(as the agent received it: a JSON document, or the whole server-sent-event stream) in the run
+set's blob store, `runs/<run set>/blobs/<sha256>`, and its ModelCall event names both digests.
+The log is the index: nothing else is written.
+
+Replay: a `Recording` is read from the recorded run set's log. A request is answered by the
+response recorded for an identical request — identical after `wire.normalize_request` (ids, cache
+keys, metadata, dates and UUIDs masked) — of the same unit (suite/task/condition/seed) first, else
+of any unit; identical requests of one session get the recorded responses in their recorded order
+(the last one repeats). Only calls an upstream answered (`ok`, `client_error`) are replayed.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from producers.blobs import get_blob
+
+REPLAYABLE = ("ok", "client_error")
+
+
+@dataclass(frozen=True)
+class RecordedAnswer:
+    http_status: int
+    streamed: bool
+    response_digest: str
+
+
+class RecordingError(ValueError):
+    """A recording that cannot be used (no such run set, nothing recorded)."""
+
+
+class Recording:
+    def __init__(self, blob_dir: Path, answers: dict[tuple[str, str], list[RecordedAnswer]], source: str):
+        self.blob_dir = Path(blob_dir)
+        self.source = source
+        self._by_unit = answers
+        self._any: dict[str, list[RecordedAnswer]] = defaultdict(list)
+        for (_, match), found in answers.items():
+            self._any[match] += found
+
+    @classmethod
+    def from_log(cls, log_path: Path, blob_dir: Path, run_set: str) -> "Recording":
+        from producers.attempts import read_log
+
+        if not Path(log_path).exists():
+            raise RecordingError(f"--model-replay: run set '{run_set}' has no log ({log_path})")
+        answers: dict[tuple[str, str], list[RecordedAnswer]] = defaultdict(list)
+        for event, _ in read_log(Path(log_path)):
+            p = event.payload
+            if event.kind == "ModelCall" and p.get("recorded") and p["status"] in REPLAYABLE and p["response_digest"]:
+                answers[(event.unit_id, p["match_digest"])].append(
+                    RecordedAnswer(p["http_status"], p["streamed"], p["response_digest"]))
+        if not answers:
+            raise RecordingError(f"--model-replay: run set '{run_set}' recorded no model calls "
+                                 "(record one with --model-record)")
+        return cls(blob_dir, dict(answers), run_set)
+
+    def cursor(self, unit_id: str) -> "ReplayCursor":
+        return ReplayCursor(self, unit_id)
+
+
+class ReplayCursor:
+    """One session's view of a recording: repeated identical requests advance through the answers."""
+
+    def __init__(self, recording: Recording, unit_id: str):
+        self._recording = recording
+        self._unit_id = unit_id
+        self._used: dict[str, int] = defaultdict(int)
+
+    def answer(self, match: str) -> tuple[RecordedAnswer, bytes] | None:
+        found = self._recording._by_unit.get((self._unit_id, match)) or self._recording._any.get(match)
+        if not found:
+            return None
+        at = min(self._used[match], len(found) - 1)
+        self._used[match] += 1
+        body = get_blob(self._recording.blob_dir, found[at].response_digest)
+        return None if body is None else (found[at], body)

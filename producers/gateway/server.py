@@ -1,0 +1,428 @@
+"""The model gateway: a host-side HTTP server, one Unix socket per agent session.
+
+Each session gets a `Channel`: a fresh Unix socket in a private directory, which the sandbox
+mounts; a relay inside the sandbox (producers/agents/inside/launch.py) turns it into a loopback
+port, so agents reach a model with no network. A call is attributed to the session by the
+socket it came through — nothing the agent sends can claim another session.
+
+What a channel answers:
+- `POST …/chat/completions`, `…/responses`, `…/messages` (wire.APIS): forwarded to the upstream
+  with the real key added (forward mode), or answered from a recording (replay mode). Streams
+  (SSE) are relayed chunk by chunk as they arrive. Every call becomes a `ModelCall` event.
+- `POST /membench/memory/search|get`: the session's memory tools (gateway/memory.py).
+- `HEAD` of any path: 200 (CLIs probe connectivity); anything else: 404.
+
+Keys: the agent sends a placeholder; the gateway drops the agent's `Authorization`/`x-api-key`
+and sets the provider's key (settings.keys), read from the host's environment. The key is never
+written: not into the sandbox, not into an event, not into a recording (headers are not
+recorded).
+
+Failures that are not the agent's (docs/gateway.md): the upstream unreachable, a timeout, an
+upstream 5xx or 429, a request with no recording in replay mode. The agent gets an error answer
+(so it stops soon), the ModelCall says what happened, and the channel keeps the first failure:
+the agent then raises it and the runner records the unit as `excluded` with the reason
+(`model_unavailable`, `model_replay_miss`) — never as an agent failure. A 4xx other than 429
+(e.g. a context that is too long) is the agent's own request: passed through, status
+`client_error`, not excluding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import os
+import shutil
+import socket
+import socketserver
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+from producers.blobs import put_blob
+from producers.gateway.prices import PriceTable
+from producers.gateway.recording import Recording, ReplayCursor
+from producers.gateway.wire import StreamUsage, Usage, api_of, match_digest, request_model, usage_of_body
+
+SOCKET_NAME = "gateway.sock"
+MAX_REQUEST_BYTES = 64 << 20
+MAX_RECORDED_RESPONSE = 256 << 20
+# request headers passed to the upstream (everything else — auth, host, cookies, the agent's own
+# identifiers — stays behind)
+FORWARDED_HEADERS = ("content-type", "accept", "anthropic-version", "anthropic-beta", "openai-beta", "user-agent")
+PROVIDERS = ("openai", "anthropic")
+
+
+class ModelUnavailable(RuntimeError):
+    """The model could not answer (upstream unreachable, timeout, 5xx/429); the unit is excluded."""
+    reason = "model_unavailable"
+
+
+class ModelReplayMiss(ModelUnavailable):
+    """Replay mode met a request the recording does not hold; the unit is excluded."""
+    reason = "model_replay_miss"
+
+
+@dataclass(frozen=True)
+class GatewaySettings:
+    base_urls: dict[str, str] = field(default_factory=dict)  # provider -> API root incl. version, e.g. …/v1
+    keys: dict[str, str] = field(default_factory=dict, repr=False)  # provider -> key; never logged
+    record: bool = False
+    timeout_s: float = 600.0
+    prices: PriceTable = field(default_factory=PriceTable.default)
+
+    def base_url(self, provider: str) -> str | None:
+        return self.base_urls.get(provider) or self.base_urls.get("*")
+
+
+class ModelGateway:
+    """One per run set: opens a channel per agent session."""
+
+    def __init__(self, settings: GatewaySettings, blob_dir: Path | None = None, replay: Recording | None = None):
+        if replay is None and not settings.base_urls:
+            raise ValueError("the model gateway needs an upstream (--model-base-url) or a recording (--model-replay)")
+        if settings.record and blob_dir is None:
+            raise ValueError("--model-record needs the run set's blob store")
+        self.settings = settings
+        self.blob_dir = blob_dir
+        self.replay = replay
+
+    @property
+    def mode(self) -> str:
+        return "replay" if self.replay is not None else "forward"
+
+    def open_channel(self, unit_id: str, emit: Callable[..., Any], memory: Any = None) -> "Channel":
+        return Channel(self, unit_id, emit, memory)
+
+
+class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    block_on_close = True
+    channel: "Channel"
+
+
+class Channel:
+    """One session's socket. `emit(kind, payload, visibility)` records events (serialized here);
+    `failure` is the first failure that excludes the unit."""
+
+    def __init__(self, gateway: ModelGateway, unit_id: str, emit: Callable[..., Any], memory: Any = None):
+        self.gateway = gateway
+        self.memory = memory
+        self._emit = emit
+        self._lock = threading.Lock()
+        self._calls = 0
+        self.failure: ModelUnavailable | None = None
+        self.replay: ReplayCursor | None = gateway.replay.cursor(unit_id) if gateway.replay else None
+        self.directory = Path(tempfile.mkdtemp(prefix="membench-gw-"))
+        self.directory.chmod(0o755)
+        self.socket_path = self.directory / SOCKET_NAME
+        self._server = _Server(str(self.socket_path), _Handler)
+        self._server.channel = self
+        self.socket_path.chmod(0o666)  # the sandbox's unprivileged user connects
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
+                                        name="membench-gateway", daemon=True)
+        self._thread.start()
+
+    def emit(self, kind: str, payload: dict[str, Any], visibility: str = "harness") -> None:
+        with self._lock:
+            self._emit(kind, payload, visibility)
+
+    def next_call_id(self) -> str:
+        with self._lock:
+            self._calls += 1
+            return f"m{self._calls}"
+
+    @property
+    def calls(self) -> int:
+        return self._calls
+
+    def fail(self, failure: ModelUnavailable) -> None:
+        with self._lock:
+            if self.failure is None:
+                self.failure = failure
+
+    def close(self) -> None:
+        """Stops accepting, waits for calls in flight (their events are emitted before it returns)."""
+        self._server.shutdown()
+        self._server.server_close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __enter__(self) -> "Channel":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def address_string(self) -> str:  # a Unix socket has no peer address
+        return "sandbox"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    # ------------------------------------------------------------------ plumbing
+    def _body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            data = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
+                if len(data) > MAX_REQUEST_BYTES:
+                    raise ValueError("request body too large")
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_REQUEST_BYTES:
+            raise ValueError("request body too large")
+        return self.rfile.read(length)
+
+    def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _error(self, status: int, kind: str, message: str) -> None:
+        # shaped so both OpenAI and Anthropic clients show the message
+        body = {"type": "error", "error": {"type": kind, "message": f"membench gateway: {message}", "code": kind}}
+        self._send(status, json.dumps(body).encode())
+
+    def do_HEAD(self) -> None:
+        self._send(200, b"", "text/plain")
+
+    def do_GET(self) -> None:
+        self._error(404, "not_found", f"no such endpoint: GET {self.path}")
+
+    def do_POST(self) -> None:
+        channel = self.server.channel
+        try:
+            body = self._body()
+        except (ValueError, OSError) as exc:
+            self._error(400, "invalid_request_error", str(exc))
+            return
+        if self.path.startswith("/membench/memory/"):
+            self._memory(channel, self.path[len("/membench/memory/"):], body)
+            return
+        found = api_of(self.path)
+        if found is None:
+            self._error(404, "not_found", f"no such endpoint: POST {self.path}")
+            return
+        _ModelCall(self, channel, found[0], found[1], body).run()
+
+    def _memory(self, channel: Channel, tool: str, body: bytes) -> None:
+        if channel.memory is None:
+            self._error(404, "not_found", "this session has no memory tools")
+            return
+        try:
+            args = json.loads(body or b"{}")
+            answer = channel.memory.call(tool, args if isinstance(args, dict) else {})
+        except (ValueError, KeyError) as exc:
+            self._error(400, "invalid_request_error", str(exc))
+            return
+        self._send(200, json.dumps(answer).encode())
+
+
+class _ModelCall:
+    """One model call through a channel: answer it (replay or upstream), then emit its ModelCall."""
+
+    def __init__(self, handler: _Handler, channel: Channel, api: str, provider: str, body: bytes):
+        self.handler, self.channel, self.api, self.provider, self.body = handler, channel, api, provider, body
+        self.started = time.perf_counter()
+        try:
+            self.request = json.loads(body)
+        except ValueError:
+            self.request = None
+        self.model = request_model(self.request)
+        self.status, self.http_status, self.error = "ok", 0, None
+        self.usage = Usage()
+        self.streamed = False
+        self.chunks = 0
+        self.first_byte_ms = 0
+        self.response = bytearray()
+        self.response_complete = False
+
+    def run(self) -> None:
+        gateway = self.channel.gateway
+        if self.request is None:
+            self._refuse(400, "client_error", "invalid_request_error", "the request body is not JSON")
+        elif self.channel.failure is not None:  # the unit is lost already: stop the agent quickly
+            self._refuse(503, "upstream_error", "model_unavailable", f"an earlier call failed: {self.channel.failure}")
+        elif self.channel.replay is not None:
+            self._replay()
+        else:
+            self._forward(gateway.settings)
+        self._record()
+
+    # ------------------------------------------------------------------ answers
+    def _refuse(self, http_status: int, status: str, kind: str, message: str) -> None:
+        self.status, self.http_status, self.error = status, http_status, message
+        self.handler._error(http_status, kind, message)
+
+    def _replay(self) -> None:
+        found = self.channel.replay.answer(match_digest(self.api, self.request))
+        if found is None:
+            message = f"no recorded answer for this {self.api} request (model {self.model!r})"
+            self.channel.fail(ModelReplayMiss(f"replay of {self.channel.gateway.replay.source}: {message}"))
+            self._refuse(400, "replay_miss", "model_replay_miss", message)
+            return
+        answer, body = found
+        self.http_status, self.streamed = answer.http_status, answer.streamed
+        self.status = "ok" if answer.http_status < 400 else "client_error"
+        if answer.streamed:
+            tracker = StreamUsage(self.api)
+            tracker.feed(body)
+            tracker.close()
+            self.usage, self.chunks = tracker.usage, tracker.events
+        else:
+            self.usage = _json_usage(self.api, body)
+        self.first_byte_ms = self._ms()
+        self.handler._send(answer.http_status, body, "text/event-stream" if answer.streamed else "application/json")
+        self.response[:] = body
+        self.response_complete = True
+
+    def _forward(self, settings: GatewaySettings) -> None:
+        base = settings.base_url(self.provider)
+        if base is None:
+            self.channel.fail(ModelUnavailable(f"no upstream configured for {self.provider} (--model-base-url)"))
+            self._refuse(502, "upstream_unreachable", "model_unavailable", f"no upstream for {self.provider}")
+            return
+        url = urlsplit(base)
+        suffix = self.handler.path[3:] if self.handler.path.startswith("/v1/") else self.handler.path
+        path = url.path.rstrip("/") + suffix
+        headers = {k: v for k, v in self.handler.headers.items() if k.lower() in FORWARDED_HEADERS}
+        headers["Accept-Encoding"] = "identity"  # usage is read from the bytes as they pass
+        key = settings.keys.get(self.provider) or settings.keys.get("*")
+        if key:
+            if self.provider == "anthropic":
+                headers["x-api-key"] = key
+            else:
+                headers["Authorization"] = f"Bearer {key}"
+        connection_type = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
+        connection = connection_type(url.hostname, url.port, timeout=settings.timeout_s)
+        try:
+            try:
+                connection.request("POST", path, body=self.body, headers=headers)
+                upstream = connection.getresponse()
+            except (socket.timeout, TimeoutError):
+                self._unavailable("timeout", f"the upstream did not answer within {settings.timeout_s:g} s")
+                return
+            except OSError as exc:
+                self._unavailable("upstream_unreachable", f"cannot reach the upstream at {base}: {exc}")
+                return
+            self._relay(upstream, settings)
+        finally:
+            connection.close()
+
+    def _unavailable(self, status: str, message: str) -> None:
+        self.channel.fail(ModelUnavailable(message))
+        self._refuse(504 if status == "timeout" else 502, status, "model_unavailable", message)
+
+    def _relay(self, upstream: http.client.HTTPResponse, settings: GatewaySettings) -> None:
+        self.http_status = upstream.status
+        content_type = upstream.getheader("Content-Type", "application/json")
+        self.streamed = content_type.startswith("text/event-stream")
+        if upstream.status >= 500 or upstream.status == 429:
+            self.status = "upstream_error"
+            self.channel.fail(ModelUnavailable(f"the upstream answered HTTP {upstream.status}"))
+        elif upstream.status >= 400:
+            self.status = "client_error"
+        handler = self.handler
+        handler.send_response(upstream.status)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Transfer-Encoding", "chunked")
+        for name in ("x-request-id", "request-id", "retry-after"):
+            if upstream.getheader(name):
+                handler.send_header(name, upstream.getheader(name))
+        handler.end_headers()
+        tracker = StreamUsage(self.api) if self.streamed else None
+        try:
+            while True:
+                chunk = upstream.read1(65536)
+                if not chunk:
+                    break
+                if not self.first_byte_ms:
+                    self.first_byte_ms = self._ms()
+                handler.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                handler.wfile.flush()
+                if tracker is not None:
+                    tracker.feed(chunk)
+                if len(self.response) + len(chunk) <= MAX_RECORDED_RESPONSE:
+                    self.response += chunk
+            handler.wfile.write(b"0\r\n\r\n")
+            handler.wfile.flush()
+            self.response_complete = len(self.response) < MAX_RECORDED_RESPONSE
+        except (socket.timeout, TimeoutError):
+            self.status, self.error = "timeout", f"the upstream stalled for {settings.timeout_s:g} s mid-answer"
+            self.channel.fail(ModelUnavailable(self.error))
+            handler.close_connection = True
+            return
+        except OSError as exc:  # the agent hung up, or the upstream dropped the connection
+            self.error = f"the stream broke: {exc}"
+            handler.close_connection = True
+        if tracker is not None:
+            tracker.close()
+            self.usage, self.chunks = tracker.usage, tracker.events
+        elif self.status in ("ok", "client_error"):
+            self.usage = _json_usage(self.api, bytes(self.response))
+
+    # ------------------------------------------------------------------ the event
+    def _ms(self) -> int:
+        return int((time.perf_counter() - self.started) * 1000)
+
+    def _record(self) -> None:
+        gateway = self.channel.gateway
+        record = gateway.settings.record
+        request_digest = put_blob(gateway.blob_dir, self.body) if record else hashlib.sha256(self.body).hexdigest()
+        response_digest = None
+        recorded = False
+        if self.response_complete:
+            data = bytes(self.response)
+            if record:
+                response_digest, recorded = put_blob(gateway.blob_dir, data), True
+            else:
+                response_digest = hashlib.sha256(data).hexdigest()
+        cost, price = gateway.settings.prices.cost(self.model, self.usage)
+        self.channel.emit("ModelCall", {
+            "call_id": self.channel.next_call_id(), "provider": self.provider, "api": self.api, "model": self.model,
+            "mode": gateway.mode, "status": self.status, "http_status": self.http_status,
+            "request_digest": request_digest,
+            "match_digest": match_digest(self.api, self.request) if self.request is not None else request_digest,
+            "response_digest": response_digest, "recorded": recorded, "streamed": self.streamed,
+            "chunks": self.chunks, "input_tokens": self.usage.input_tokens, "cached_tokens": self.usage.cached_tokens,
+            "output_tokens": self.usage.output_tokens, "reasoning_tokens": self.usage.reasoning_tokens,
+            "latency_ms": self._ms(), "first_byte_ms": self.first_byte_ms, "cost_usd": cost, "price": price,
+            "error": self.error})
+
+
+def _json_usage(api: str, body: bytes) -> Usage:
+    try:
+        return usage_of_body(api, json.loads(body))
+    except ValueError:
+        return Usage()
+
+
+def keys_from_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """MEMBENCH_MODEL_API_KEY for every provider; MEMBENCH_OPENAI_API_KEY and
+    MEMBENCH_ANTHROPIC_API_KEY override it per provider."""
+    env = os.environ if env is None else env
+    keys = {}
+    if env.get("MEMBENCH_MODEL_API_KEY"):
+        keys["*"] = env["MEMBENCH_MODEL_API_KEY"]
+    for provider in PROVIDERS:
+        value = env.get(f"MEMBENCH_{provider.upper()}_API_KEY")
+        if value:
+            keys[provider] = value
+    return keys

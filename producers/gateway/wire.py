@@ -1,0 +1,180 @@
+"""The three model wire APIs agents speak, as far as the gateway needs them (pure functions).
+
+- OpenAI Chat Completions (`POST …/chat/completions`): vLLM, llama.cpp, Ollama, OpenAI; the
+  built-in `openai:` agent;
+- OpenAI Responses (`POST …/responses`): Codex;
+- Anthropic Messages (`POST …/messages`): Claude Code.
+
+What the gateway reads: which API a path is, the model a request names, whether it asked for a
+stream, and the token usage of the answer, from a JSON body or from its server-sent events as
+they pass. Token conventions (one for all three): `input_tokens` counts every prompt token,
+cached ones included; `cached_tokens` is the part read from a prompt cache; `reasoning_tokens`
+is the part of `output_tokens` spent reasoning. Anthropic reports cache reads and cache writes
+apart from `input_tokens`, so its input is the sum of the three.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+# path suffix -> (api, provider)
+APIS = {
+    "/chat/completions": ("chat_completions", "openai"),
+    "/responses": ("responses", "openai"),
+    "/messages": ("messages", "anthropic"),
+}
+
+
+def api_of(path: str) -> tuple[str, str] | None:
+    """(api, provider) of a request path (query string ignored), or None for any other path."""
+    bare = path.split("?", 1)[0].rstrip("/")
+    for suffix, found in APIS.items():
+        if bare.endswith(suffix):
+            return found
+    return None
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+def _n(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _get(obj: Any, *keys: str) -> Any:
+    for key in keys:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
+
+
+def usage_of(api: str, usage: Any) -> Usage:
+    """A `usage` object of `api` in the gateway's token convention (module docstring)."""
+    if not isinstance(usage, dict):
+        return Usage()
+    if api == "chat_completions":
+        return Usage(_n(usage.get("prompt_tokens")), _n(_get(usage, "prompt_tokens_details", "cached_tokens")),
+                     _n(usage.get("completion_tokens")),
+                     _n(_get(usage, "completion_tokens_details", "reasoning_tokens")))
+    if api == "responses":
+        return Usage(_n(usage.get("input_tokens")), _n(_get(usage, "input_tokens_details", "cached_tokens")),
+                     _n(usage.get("output_tokens")), _n(_get(usage, "output_tokens_details", "reasoning_tokens")))
+    cache_read = _n(usage.get("cache_read_input_tokens"))
+    return Usage(_n(usage.get("input_tokens")) + _n(usage.get("cache_creation_input_tokens")) + cache_read,
+                 cache_read, _n(usage.get("output_tokens")), 0)
+
+
+def usage_of_body(api: str, body: Any) -> Usage:
+    """Usage of a whole (non-streamed) JSON response."""
+    if not isinstance(body, dict):
+        return Usage()
+    return usage_of(api, body.get("usage"))
+
+
+class StreamUsage:
+    """Follows a server-sent-event stream chunk by chunk and keeps its usage and event count.
+
+    chat_completions: the last chunk carrying `usage` (sent when `stream_options.include_usage`);
+    responses: `response.completed` (or `.incomplete`/`.failed`) -> `response.usage`;
+    messages: `message_start` -> `message.usage`, then each `message_delta` -> `usage` (output
+    tokens there are cumulative, so the last one counts)."""
+
+    def __init__(self, api: str):
+        self.api = api
+        self.usage = Usage()
+        self.events = 0
+        self._buffer = b""
+        self._anthropic_start: dict[str, Any] = {}
+
+    def feed(self, chunk: bytes) -> None:
+        self._buffer += chunk
+        while True:
+            cut = _event_end(self._buffer)
+            if cut is None:
+                return
+            raw, self._buffer = self._buffer[:cut[0]], self._buffer[cut[1]:]
+            self._event(raw)
+
+    def close(self) -> None:
+        if self._buffer.strip():
+            self._event(self._buffer)
+        self._buffer = b""
+
+    def _event(self, raw: bytes) -> None:
+        data = [line[5:].lstrip() for line in raw.split(b"\n") if line.startswith(b"data:")]
+        if not data:
+            return
+        self.events += 1
+        text = b"\n".join(data)
+        if text.strip() == b"[DONE]":
+            return
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            return
+        if not isinstance(doc, dict):
+            return
+        kind = doc.get("type")
+        if self.api == "chat_completions":
+            if isinstance(doc.get("usage"), dict):
+                self.usage = usage_of(self.api, doc["usage"])
+        elif self.api == "responses":
+            if kind in ("response.completed", "response.incomplete", "response.failed"):
+                self.usage = usage_of(self.api, _get(doc, "response", "usage"))
+        elif kind == "message_start":
+            self._anthropic_start = dict(_get(doc, "message", "usage") or {})
+            self.usage = usage_of(self.api, self._anthropic_start)
+        elif kind == "message_delta" and isinstance(doc.get("usage"), dict):
+            merged = {**self._anthropic_start, **{k: v for k, v in doc["usage"].items() if v is not None}}
+            self.usage = usage_of(self.api, merged)
+
+
+def _event_end(buffer: bytes) -> tuple[int, int] | None:
+    """(end of the first event, start of the next) in an SSE buffer; events end at a blank line."""
+    best = None
+    for sep in (b"\n\n", b"\r\n\r\n", b"\r\r"):
+        at = buffer.find(sep)
+        if at >= 0 and (best is None or at < best[0]):
+            best = (at, at + len(sep))
+    return best
+
+
+def request_model(body: Any) -> str:
+    return str(body.get("model", "")) if isinstance(body, dict) else ""
+
+
+# ---------------------------------------------------------------------------- replay matching
+# Fields that differ between two runs of the same agent on the same task without changing what is
+# asked: per-process ids and cache keys, the caller's metadata. Dropped wherever they occur.
+VOLATILE_KEYS = frozenset({"id", "prompt_cache_key", "client_metadata", "metadata", "user", "store",
+                           "service_tier", "safety_identifier"})
+# Inside strings: UUIDs, dates and times, and long hex ids (request ids, device ids) are masked.
+_VOLATILE_TEXT = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+    r"|\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b"
+    r"|\b[0-9a-f]{32,}\b")
+
+
+def normalize_request(body: Any) -> Any:
+    """The request as replay compares it: VOLATILE_KEYS dropped at every depth, volatile text
+    masked in every string. Two requests match when their normalized forms are equal JSON."""
+    if isinstance(body, dict):
+        return {k: normalize_request(v) for k, v in body.items() if k not in VOLATILE_KEYS}
+    if isinstance(body, list):
+        return [normalize_request(v) for v in body]
+    if isinstance(body, str):
+        return _VOLATILE_TEXT.sub("~", body)
+    return body
+
+
+def match_digest(api: str, body: Any) -> str:
+    canonical = json.dumps([api, normalize_request(body)], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
