@@ -242,7 +242,7 @@ class ClaudeCodeAgent(ModelAgent):
                                                   "env": {"MEMBENCH_GATEWAY_URL": GATEWAY_URL}}}}
         return [f"{AGENTS_MOUNT}/bin/claude", "-p", "--output-format", "stream-json", "--verbose",
                 "--dangerously-skip-permissions", "--model", self.model, "--strict-mcp-config",
-                "--mcp-config", json.dumps(mcp), prompt]
+                "--mcp-config", json.dumps(mcp), "--", prompt]
 
 
 class OpenAILoopAgent(ModelAgent):

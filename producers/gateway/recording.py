@@ -14,11 +14,13 @@ of any unit; identical requests of one session get the recorded responses in the
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
 from producers.blobs import get_blob
+from producers.gateway.wire import match_digest
 
 REPLAYABLE = ("ok", "client_error")
 
@@ -28,6 +30,18 @@ class RecordedAnswer:
     http_status: int
     streamed: bool
     response_digest: str
+
+
+def _match(blob_dir: Path, call: dict) -> str:
+    """The replay key of a recorded call, computed again from its stored request (so a recording
+    made before a change of `normalize_request` still matches); the event's own key otherwise."""
+    body = get_blob(blob_dir, call["request_digest"])
+    if body is None:
+        return call["match_digest"]
+    try:
+        return match_digest(call["api"], json.loads(body))
+    except ValueError:
+        return call["match_digest"]
 
 
 class RecordingError(ValueError):
@@ -53,7 +67,7 @@ class Recording:
         for event, _ in read_log(Path(log_path)):
             p = event.payload
             if event.kind == "ModelCall" and p.get("recorded") and p["status"] in REPLAYABLE and p["response_digest"]:
-                answers[(event.unit_id, p["match_digest"])].append(
+                answers[(event.unit_id, _match(blob_dir, p))].append(
                     RecordedAnswer(p["http_status"], p["streamed"], p["response_digest"]))
         if not answers:
             raise RecordingError(f"--model-replay: run set '{run_set}' recorded no model calls "

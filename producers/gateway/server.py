@@ -385,7 +385,9 @@ class _ModelCall:
     def _record(self) -> None:
         gateway = self.channel.gateway
         record = gateway.settings.record
-        request_digest = put_blob(gateway.blob_dir, self.body) if record else hashlib.sha256(self.body).hexdigest()
+        # a replay miss keeps the request that missed, to compare with the recording
+        keep_request = record or (self.status == "replay_miss" and gateway.blob_dir is not None)
+        request_digest = put_blob(gateway.blob_dir, self.body) if keep_request else hashlib.sha256(self.body).hexdigest()
         response_digest = None
         recorded = False
         if self.response_complete:
