@@ -160,6 +160,8 @@ class EvidenceCollector:
             s.cited += p["memory_ids"]
         elif kind == "Turn" and p["role"] == "agent":
             s.max_input = max(s.max_input, p.get("input_tokens", 0) + p.get("cached_tokens", 0))
+        elif kind == "ModelCall":  # one call's prompt: the context the agent had (cached tokens are part of it)
+            s.max_input = max(s.max_input, p.get("input_tokens", 0))
         elif kind == "PatchProduced":
             s.patch_files = tuple(p["files"])
         elif kind == "OracleVerdict":

@@ -22,7 +22,7 @@ EXCLUDING_OUTCOMES = frozenset({"isolation_unavailable"})
 class _Counts(ResourceTotals):
     def add(self, event: Event) -> None:
         p = event.payload
-        if event.kind == "Turn":
+        if event.kind in ("Turn", "ModelCall"):  # a gateway agent's usage is on its ModelCalls only
             self.input_tokens += p.get("input_tokens", 0)
             self.cached_tokens += p.get("cached_tokens", 0)
             self.output_tokens += p.get("output_tokens", 0)

@@ -5,12 +5,13 @@ events when the request asks for a stream, with deterministic usage.
 
 A script (JSON, `{"sessions": [...]}`) says what the "model" does per task session:
 `{"when": TEXT, "files": {path: template}, "slots": {name: {"pattern": REGEX, "default": V}},
-"say": TEXT}`. The entry whose `when` occurs in the request's text is used. While the request's
-history holds no tool result, the answer is one tool call that writes `files` (a shell command
+"say": TEXT, "search"?: QUERY}`. The entry whose `when` occurs in the request's text is used.
+The answers of a session, one per request, in order: (with `search`, Chat Completions only) a
+`search_memory` call; one tool call that writes `files` (a shell command
 for Codex's `exec_command` and Claude Code's `Bash`; `write_file` calls for the built-in loop),
 each `{{SLOT:name}}` filled from the first match of the slot's pattern in the request text (the
-prompt, memory included) or else its default — so a memory that reached the prompt changes the
-patch. After a tool result the answer is `say` plus the memory ids the slots were found beside,
+prompt, memory and tool results included) or else its default — so a memory that reached the
+agent changes the patch. Then the answer is `say` plus the memory ids the slots were found beside,
 as `Memory citations: memory:#<id> …` (or `none`). `script_from_pack` writes such a script from a
 pack's solution templates.
 
@@ -62,14 +63,12 @@ def _texts(value: Any) -> list[str]:
     return []
 
 
-def _tool_results(api: str, body: dict[str, Any]) -> int:
+def _steps_taken(api: str, body: dict[str, Any]) -> int:
+    """How many answers of this session the history already holds (tool-call turns)."""
     if api == "responses":
         return sum(1 for item in body.get("input") or [] if isinstance(item, dict)
-                   and item.get("type") in ("function_call_output", "custom_tool_call_output"))
-    if api == "messages":
-        return sum(1 for m in body.get("messages") or [] for block in (m.get("content") or [])
-                   if isinstance(block, dict) and block.get("type") == "tool_result")
-    return sum(1 for m in body.get("messages") or [] if m.get("role") == "tool")
+                   and item.get("type") in ("function_call", "custom_tool_call"))
+    return sum(1 for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "assistant")
 
 
 class ScriptedModel:
@@ -92,7 +91,11 @@ class ScriptedModel:
                 line_start = text.rfind("\n", 0, found.start()) + 1
                 for memory_id in MEMORY_ID.findall(text[line_start:found.start()] + " "):
                     cited.append(memory_id)
-        if _tool_results(api, body) == 0:
+        steps = (["search"] if entry.get("search") and api == "chat_completions" else []) + ["write"]
+        taken = _steps_taken(api, body)
+        if taken < len(steps) and steps[taken] == "search":
+            return {"search": entry["search"]}
+        if taken < len(steps):
             files = {p: SLOT.sub(lambda m: values[m.group(1)], t) for p, t in entry["files"].items()}
             return {"tool": {"files": files}}
         citation = ("Memory citations: " + " ".join(f"memory:#{i}" for i in dict.fromkeys(cited))) if cited \
@@ -228,7 +231,11 @@ def _messages(decision, body, n_in, n_out, chunks):
 def _chat(decision, body, n_in, n_out, chunks):
     usage = {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out,
              "prompt_tokens_details": {"cached_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 0}}
-    if "tool" in decision:
+    if "search" in decision:
+        message = {"role": "assistant", "content": None, "tool_calls": [{
+            "id": "call_search", "type": "function",
+            "function": {"name": "search_memory", "arguments": json.dumps({"query": decision["search"]})}}]}
+    elif "tool" in decision:
         calls = [{"id": f"call_{i}", "type": "function",
                   "function": {"name": "write_file", "arguments": json.dumps({"path": p, "content": t})}}
                  for i, (p, t) in enumerate(decision["tool"]["files"].items(), 1)]
