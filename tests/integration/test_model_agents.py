@@ -1,0 +1,155 @@
+"""Real agents through the model gateway, end to end: `membench run` in bubblewrap with the real
+Codex and Claude Code CLIs from npm (deploy/agents/install.sh) and membench's built-in loop.
+
+The upstream model service cannot be reached from these machines (no network but the package
+registries), so the model is `membench.bench.upstream.ScriptedUpstream`, a local server that
+answers in each API's real wire format from a script authored from the smoke pack's solution
+templates (its slots are filled only from what reached the agent: memory in the prompt, or a
+search_memory result). The CLIs, the sandbox, the gateway and the relay are the real ones. Each
+agent runs once with `--model-record` against the scripted upstream, then again with
+`--model-replay` and no upstream at all; both runs must pass the hidden oracles."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from membench.bench.upstream import ScriptedUpstream, script_from_pack
+from producers.agents.model_agents import agents_prefix
+from producers.attempts import read_log
+from tests.conftest import REPO, skip_or_fail
+
+pytestmark = pytest.mark.integration
+KEY = "sk-membench-test-5a1f0c9e77d34b21"
+
+
+@pytest.fixture(scope="module")
+def currency_pack(tmp_path_factory) -> Path:
+    """The smoke pack cut to its smoke-currency sequence (3 sessions; S3 needs the remembered code)."""
+    pack = tmp_path_factory.mktemp("pack") / "smoke-currency"
+    shutil.copytree(REPO / "fixtures" / "smoke", pack)
+    manifest = json.loads((pack / "manifest.json").read_text())
+    manifest["pack"] = "smoke-currency"
+    manifest["sequences"] = [s for s in manifest["sequences"] if s["seq_id"] == "smoke-currency"]
+    (pack / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    for hidden in (pack / "hidden").iterdir():
+        if hidden.name != "smoke-currency":
+            shutil.rmtree(hidden)
+    return pack
+
+
+def events(home: Path, run_set: str) -> list:
+    return [e for e, _ in read_log(home / "runs" / run_set / "events.avro")]
+
+
+def outcomes(evs) -> list[str]:
+    return [e.payload["outcome"] for e in evs if e.kind == "OracleVerdict"]
+
+
+def run_end(evs) -> dict:
+    return next(e.payload for e in evs if e.kind == "RunEnded")
+
+
+def require_cli(name: str) -> None:
+    if not (agents_prefix() / "bin" / name).exists():
+        skip_or_fail(f"{name} is not installed under {agents_prefix()}: run deploy/agents/install.sh")
+
+
+def run_args(pack: Path, agent: str, run_set: str, *more: str) -> list[str]:
+    return ["run", str(pack), "--agent", agent, "--conditions", "B5", "--seeds", "1", "--run-set", run_set,
+            "--workers", "1", *more]
+
+
+@pytest.mark.parametrize("agent,cli_name,tool", [("codex", "codex", "shell"), ("claude-code", "claude", "Bash")])
+def test_a_real_cli_fixes_the_smoke_pack_recorded_then_replayed(cli, home, bwrap_sandbox, currency_pack, agent,
+                                                                cli_name, tool):
+    require_cli(cli_name)
+    env = {"MEMBENCH_MODEL_API_KEY": KEY, "MEMBENCH_AGENT_WALL_S": "300"}
+    with ScriptedUpstream(script_from_pack(currency_pack)) as upstream:
+        cli(*run_args(currency_pack, agent, "recorded", "--model-base-url", upstream.base_url, "--model-record"),
+            check=True, env=env)
+    recorded = events(home, "recorded")
+    assert outcomes(recorded) == ["pass", "pass", "pass"] and run_end(recorded)["status"] == "completed"
+    # the key reached the upstream, added by the gateway; the CLI sent a placeholder
+    auth = {r["headers"].get("Authorization") or r["headers"].get("x-api-key") for r in upstream.requests}
+    assert auth in ({f"Bearer {KEY}"}, {KEY})
+    calls = [e for e in recorded if e.kind == "ModelCall"]
+    assert len(calls) == 6 and {c.payload["status"] for c in calls} == {"ok"}
+    assert all(c.payload["streamed"] and c.payload["recorded"] for c in calls)
+    # the CLI loaded membench's memory tools from its MCP configuration
+    first_request = (home / "runs" / "recorded" / "blobs" / calls[0].payload["request_digest"]).read_text()
+    assert "search_memory" in first_request and "get_memory" in first_request
+    per_session = {s: [e.payload["name"] for e in recorded if e.kind == "ToolCall" and e.session_index == s]
+                   for s in (1, 2, 3)}
+    assert all(names.count(tool) == 1 and "agent_process" in names for names in per_session.values())
+    cited = [e.payload["memory_ids"] for e in recorded if e.kind == "MemoryCitation"]
+    assert ["B5:smoke-currency-e1"] in cited  # S3's code came from that memory, and the final message said so
+    # tokens of the session are the gateway's: the CLI's Turns carry none
+    assert all(e.payload["input_tokens"] == 0 for e in recorded if e.kind == "Turn")
+    sums = cli("sql", "SELECT sum(input_tokens), sum(output_tokens) FROM session_results "
+                      "WHERE run_set = 'recorded'", check=True).stdout.split()
+    assert [int(x) for x in sums] == [sum(c.payload["input_tokens"] for c in calls),
+                                      sum(c.payload["output_tokens"] for c in calls)]
+
+    # no upstream at all now: every answer comes from the recording
+    cli(*run_args(currency_pack, agent, "replayed", "--model-replay", "recorded"), check=True,
+        env={"MEMBENCH_AGENT_WALL_S": "300"})
+    replayed = events(home, "replayed")
+    assert outcomes(replayed) == ["pass", "pass", "pass"] and run_end(replayed)["status"] == "completed"
+    again = [e.payload for e in replayed if e.kind == "ModelCall"]
+    assert [c["mode"] for c in again] == ["replay"] * 6
+    assert [c["response_digest"] for c in again] == [c.payload["response_digest"] for c in calls]
+    assert cli("replay", str(home / "runs" / "recorded" / "events.avro"), "--verify").returncode == 0
+
+
+def test_the_builtin_loop_searches_memory_and_a_missing_recording_excludes(cli, home, bwrap_sandbox, currency_pack):
+    script = script_from_pack(currency_pack)
+    for session in script["sessions"]:
+        session["search"] = "default currency code"
+    with ScriptedUpstream(script) as upstream:
+        cli(*run_args(currency_pack, "openai:local-model", "loop", "--model-base-url", upstream.base_url,
+                      "--model-record"), check=True)
+    evs = events(home, "loop")
+    assert outcomes(evs) == ["pass", "pass", "pass"]
+    # each search_memory call went to the condition's memory system and is a MemoryRead of its own
+    searches = [e for e in evs if e.kind == "MemoryRead" and e.payload["query"]["text"].startswith("search_memory:")]
+    assert [e.session_index for e in searches] == [1, 2, 3]
+    assert searches[0].payload["admitted_ids"] == []  # nothing remembered before session 1 ended
+    assert "B5:smoke-currency-e1" in searches[2].payload["admitted_ids"]
+    results = [e.payload for e in evs if e.kind == "ToolResult" and e.payload["name"] == "search_memory"]
+    assert "memory:#B5:smoke-currency-e1" in results[2]["output"]["text"]
+    names = [e.payload["name"] for e in evs if e.kind == "ToolCall"]
+    assert names.count("search_memory") == 3 and names.count("write_file") == 3 and names.count("finish") == 3
+
+    # a replay whose requests differ (another model name) misses: excluded, never an agent failure
+    proc = cli(*run_args(currency_pack, "openai:another-model", "miss", "--model-replay", "loop"))
+    assert proc.returncode == 0, proc.stderr
+    missed = events(home, "miss")
+    assert run_end(missed) == {"status": "excluded", "error_type": "model_replay_miss"}
+    assert not outcomes(missed)
+    row = cli("sql", "SELECT excluded, exclusion_reason FROM run_results WHERE run_set = 'miss'", check=True).stdout
+    assert row.split() == ["true", "model_replay_miss"]
+
+
+def test_an_unavailable_upstream_excludes_the_unit(cli, home, bwrap_sandbox, currency_pack):
+    with ScriptedUpstream(status=503) as upstream:
+        proc = cli(*run_args(currency_pack, "openai:local-model", "down", "--model-base-url", upstream.base_url))
+    assert proc.returncode == 0, proc.stderr
+    evs = events(home, "down")
+    assert run_end(evs) == {"status": "excluded", "error_type": "model_unavailable"}
+    assert [e.payload["status"] for e in evs if e.kind == "ModelCall"] == ["upstream_error"]
+
+
+def test_model_options_are_checked_before_anything_runs(cli, home, currency_pack):
+    proc = cli("run", str(currency_pack), "--agent", "codex")
+    assert proc.returncode == 2 and "needs --model-base-url" in proc.stderr
+    proc = cli("run", str(currency_pack), "--agent", "codex", "--model-replay", "nothing-here")
+    assert proc.returncode == 2 and "run set 'nothing-here' has no log" in proc.stderr
+    proc = cli("run", str(currency_pack), "--agent", "scripted:refsol", "--model-base-url", "http://127.0.0.1:1/v1")
+    assert proc.returncode == 2 and "calls no model" in proc.stderr
+    proc = cli("run", str(currency_pack), "--agent", "openai:m", "--model-base-url", "ftp://x")
+    assert proc.returncode == 2 and "expected an http:// or https:// URL" in proc.stderr
+    assert not (home / "runs").exists() or not any((home / "runs").iterdir())
