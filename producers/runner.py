@@ -86,7 +86,7 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
     given, replaces `config.agent` (scoring given predictions uses an agent that applies them)."""
     seq = pack.sequence(unit.task)
     emitter = RunEmitter(config.run_set, run_id_for(config.run_set, unit, attempt), unit.unit_id, publish)
-    agent = agent or make_agent(config.agent, config.loop)
+    agent = agent or make_agent(config.agent, config.loop, with_gateway=config.gateway is not None)
     base = snapshot(pack.repos[seq.repo])
     memory, memory_error = None, None
     try:  # before RunStarted: a skill bank is verified here and its digest recorded there

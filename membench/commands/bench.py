@@ -121,3 +121,34 @@ def bus_bench(bus_dsn: str, runs: int, threads: int, sessions: int, turns: int, 
     click.echo(f"floor: a no-op faust agent reads {kafka['faust_noop_messages_per_s']:,.0f} messages/s; "
                f"the confluent-kafka consumer {kafka['kafka_consumer_messages_per_s']:,.0f} messages/s")
     click.echo(f"embedded (file log + in-process processors + chDB): {embedded['events_per_s']:,.0f} events/s")
+
+
+@bench.command("gateway")
+@click.option("--calls", default=500, show_default=True,
+              help="Timed calls per path (direct, via the gateway) for each API and answer kind.")
+@click.option("--chunks", default=200, show_default=True, help="Text deltas in the long streamed answer.")
+@click.option("--chunk-calls", default=100, show_default=True,
+              help="Timed calls per path of the short and of the long stream, per API.")
+@click.option("--warmup", default=20, show_default=True, help="Untimed calls per path before each timed series.")
+@click.option("--fresh-connections", is_flag=True,
+              help="A new connection per call on both paths (default: one keep-alive connection per path).")
+@click.option("--one-process", is_flag=True,
+              help="Run the upstream and the gateway in this process (default: each in its own process).")
+@click.option("--prompt-kb", default=0, show_default=True, help="Filler text added to each request's prompt, in KB.")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+def gateway_bench(calls: int, chunks: int, chunk_calls: int, warmup: int, fresh_connections: bool, one_process: bool,
+                  prompt_kb: int, as_json: bool) -> None:
+    """Latency the model gateway adds per call (p50, p95) and per streamed chunk, against a local
+    scripted upstream measured directly in the same run."""
+    from membench.bench.gateway import bench_gateway, format_table
+
+    result = bench_gateway(calls=calls, chunks=chunks, chunk_calls=chunk_calls, warmup=warmup,
+                           keepalive=not fresh_connections, isolate=not one_process, prompt_bytes=prompt_kb * 1024,
+                           log=lambda msg: click.echo(msg, err=True))
+    m = machine()
+    if as_json:
+        click.echo(json.dumps({**result.to_dict(), "machine": m}, indent=2))
+        return
+    click.echo(f"machine: {m['nproc']} CPUs, {m['cpu_model']}, Python {m['python']}")
+    for line in format_table(result):
+        click.echo(line)

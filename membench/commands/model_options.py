@@ -81,7 +81,7 @@ def check_model_options(options: ModelOptions, agent) -> None:
                          "MEMBENCH_MODEL_API_KEY) or --model-replay RUN_SET")
     if options.used and not needs:
         raise UsageError(f"--agent {agent.name} calls no model: --model-* options apply to openai:MODEL, codex, "
-                         "claude-code")
+                         "claude-code and command:PROGRAM")
     parse_base_urls(options.base_urls)
     if options.prices is not None:
         from producers.gateway.prices import PriceTable, PriceTableError

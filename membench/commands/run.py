@@ -79,7 +79,7 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
             raise UsageError(f"--conditions: unknown condition '{condition}' (known: {', '.join(sorted(MEMORY_SYSTEMS))})")
     loop = LoopLimits(model.max_steps, model.max_tokens)
     try:
-        made = make_agent(agent, loop)  # scripted:*, command:<program>, or a model agent
+        made = make_agent(agent, loop, with_gateway=model.used)  # scripted:*, command:<program>, or a model agent
     except ValueError as exc:
         raise UsageError(f"--agent: {exc}") from None
     check_model_options(model, made)

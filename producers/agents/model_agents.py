@@ -1,6 +1,7 @@
 """Agents that call a model: the real Codex and Claude Code CLIs, and the built-in `openai:` loop.
 
-Specs: `codex[:MODEL]`, `claude-code[:MODEL]`, `openai:MODEL`. Each session runs the agent in the
+Specs: `codex[:MODEL]`, `claude-code[:MODEL]`, `openai:MODEL`, and `command:PROGRAM` when the run
+set names a model (CommandModelAgent). Each session runs the agent in the
 sandbox with the session's gateway channel (producers/gateway/server.py) relayed to
 127.0.0.1:GATEWAY_PORT inside it, the memory tools as an MCP server (inside/mcp_memory.py), and:
 
@@ -97,6 +98,9 @@ class ModelAgent:
     def environment(self) -> dict[str, str]:
         return {}
 
+    def extra_mounts(self) -> dict[str, Path]:
+        return {}
+
     # ------------------------------------------------------------------ availability
     def check(self) -> tuple[bool, str]:
         if self.binary is None:
@@ -130,7 +134,8 @@ class ModelAgent:
             with task.gateway.open_channel(emitter.unit_id, emitter.emit, tools) as channel:
                 if tools is not None:
                     tools.emit = channel.emit
-                mounts = {"/task": task_dir, "/membench/inside": INSIDE, "/run/membench": channel.directory}
+                mounts = {"/task": task_dir, "/membench/inside": INSIDE, "/run/membench": channel.directory,
+                          **self.extra_mounts()}
                 if self.binary is not None:
                     mounts[AGENTS_MOUNT] = agents_prefix()
                 spec = SandboxSpec(
@@ -259,6 +264,33 @@ class OpenAILoopAgent(ModelAgent):
     def command(self, task: AgentTask, prompt: str) -> list[str]:
         return ["python3", "/membench/inside/openai_loop.py", "--model", self.model,
                 "--max-steps", str(self.loop.max_steps), "--max-tokens", str(self.loop.max_tokens)]
+
+
+class CommandModelAgent(ModelAgent):
+    """`command:PROGRAM` when a model is configured: the command agent (same files, same JSON-lines
+    protocol, producers/agents/command.py) with the gateway — OPENAI_BASE_URL, ANTHROPIC_BASE_URL
+    and MEMBENCH_GATEWAY_URL point at it, the keys are placeholders. Any agent program can so
+    reach the model the run set names, and its calls are ModelCall events."""
+
+    kind = "command"
+
+    def __init__(self, command_agent: CommandAgent):
+        super().__init__(model="", limits=command_agent.limits)
+        self._command_agent = command_agent
+        self.name = command_agent.name
+        self.model = None
+
+    def command(self, task: AgentTask, prompt: str) -> list[str]:
+        argv, mounts = self._command_agent._command()
+        self._mounts = mounts
+        return argv
+
+    def extra_mounts(self) -> dict[str, Path]:
+        return getattr(self, "_mounts", {})
+
+    def environment(self) -> dict[str, str]:
+        return {"OPENAI_BASE_URL": f"{GATEWAY_URL}/v1", "OPENAI_API_KEY": PLACEHOLDER_KEY,
+                "ANTHROPIC_BASE_URL": GATEWAY_URL, "ANTHROPIC_API_KEY": PLACEHOLDER_KEY}
 
 
 MODEL_AGENTS = {"codex": CodexAgent, "claude-code": ClaudeCodeAgent}

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from producers.agents.base import Agent
 from producers.agents.command import CommandAgent
-from producers.agents.model_agents import LoopLimits, make_model_agent
+from producers.agents.model_agents import CommandModelAgent, LoopLimits, make_model_agent
 from producers.agents.scripted import MemoryLiteralAgent, NullAgent, RefsolAgent
 
 SCRIPTED_AGENTS: dict[str, type] = {a.name: a for a in (NullAgent, RefsolAgent, MemoryLiteralAgent)}
 
 
-def make_agent(spec: str, loop: LoopLimits | None = None) -> Agent:
+def make_agent(spec: str, loop: LoopLimits | None = None, with_gateway: bool = False) -> Agent:
+    """`with_gateway`: the run set has a model gateway, so a command agent gets it too."""
     if spec.startswith("command:"):
-        return CommandAgent.from_spec(spec)
+        agent = CommandAgent.from_spec(spec)
+        return CommandModelAgent(agent) if with_gateway else agent
     model_agent = make_model_agent(spec, loop)
     if model_agent is not None:
         return model_agent
