@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Create membench's Python environment (.venv at the repository root) and install the system
-# packages its sandbox needs (bubblewrap). Safe to run again: it only adds what is missing.
+# Create membench's Python environment (.venv at the repository root), install the system
+# packages its sandbox needs (bubblewrap) and the real agent CLIs (deploy/agents/install.sh:
+# Codex and Claude Code from npm; MEMBENCH_SKIP_AGENTS=1 leaves them out). Safe to run again: it
+# only adds what is missing.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -21,4 +23,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[dev]'
+if [ "${MEMBENCH_SKIP_AGENTS:-0}" != "1" ]; then
+  bash deploy/agents/install.sh
+fi
 echo "setup-env: ready ($(.venv/bin/membench --version))" >&2

@@ -185,6 +185,25 @@ def diff_findings(event: Event, blobs: BlobStore) -> list[Finding]:
     return out
 
 
+def model_call_findings(event: Event, blobs: BlobStore) -> list[Finding]:
+    """A recorded ModelCall's request and response bodies must be in the blob store under their
+    digests (they are what `--model-replay` answers from, and what an auditor reads)."""
+    if event.kind != "ModelCall" or not event.payload.get("recorded"):
+        return []
+    out = []
+    for name in ("request_digest", "response_digest"):
+        digest = event.payload.get(name)
+        if digest is None or not HEX64.match(digest):
+            out.append(Finding(event.run_id, event.seq, f"ModelCall.{name} {str(digest)[:80]!r} is not "
+                                                        "64 lowercase hex characters"))
+            continue
+        problem = blobs.problem(digest)
+        if problem:
+            out.append(Finding(event.run_id, event.seq, f"ModelCall {event.payload.get('call_id')} is recorded "
+                                                        f"but its {name.split('_')[0]} body: {problem}"))
+    return out
+
+
 # ------------------------------------------------------------------------------------------- replay
 
 
@@ -236,12 +255,15 @@ def replay(events: Iterator[Logged], findings: list[Finding], warehouse: Any | N
         summary.heads[event.run_id] = event.hash
         if event.kind == "RunEnded" and event.payload.get("status") == "abandoned":
             summary.abandoned.append((event.run_id, event.unit_id, event.seq))
-        if event.kind == "PatchProduced":
+        if event.kind in ("PatchProduced", "ModelCall"):
             store = stores.get(event.run_set)
             if store is None:
                 store = stores[event.run_set] = BlobStore(blobs_for(event.run_set) if blobs_for else None)
-            result.diffs_checked += 1
-            findings.extend(diff_findings(event, store))
+            if event.kind == "PatchProduced":
+                result.diffs_checked += 1
+                findings.extend(diff_findings(event, store))
+            else:
+                findings.extend(model_call_findings(event, store))
         derived.extend(processor.apply(event))
     for dead in processor.dead_letters:
         findings.append(Finding(dead.run_id, dead.seq, f"processor rejected the event: {dead.reason}"))

@@ -110,6 +110,23 @@ class ModelAgent:
             return False, f"{path} is missing: run deploy/agents/install.sh"
         return True, f"ok ({path})"
 
+    def check_in(self, sandbox) -> tuple[bool, str]:
+        """Does the CLI start inside `sandbox`? (`--version`, with the mounts a session has)."""
+        ok, why = self.check()
+        if not ok or self.binary is None:
+            return ok, why
+        with tempfile.TemporaryDirectory(prefix="membench-doctor-") as workspace:
+            spec = SandboxSpec(workspace=Path(workspace), ro_mounts={AGENTS_MOUNT: agents_prefix()},
+                               rw_mounts={}, wall_time_s=60, cpu_time_s=60, memory_mb=self.limits.memory_mb,
+                               max_processes=self.limits.max_processes)
+            try:
+                result = sandbox.run([f"{AGENTS_MOUNT}/bin/{self.binary}", "--version"], spec)
+            except IsolationUnavailable as exc:
+                return False, f"the sandbox is unavailable: {exc}"
+        if result.exit_code != 0:
+            return False, f"{self.binary} --version exited {result.exit_code} in the sandbox: {result.stderr[-300:]}"
+        return True, f"ok: {result.stdout.strip().splitlines()[-1] if result.stdout.strip() else '?'} ({sandbox.name})"
+
     # ------------------------------------------------------------------ act
     def act(self, task: AgentTask, emitter: RunEmitter) -> AgentOutcome:
         if task.sandbox is None:

@@ -102,7 +102,12 @@ def test_a_real_cli_fixes_the_smoke_pack_recorded_then_replayed(cli, home, bwrap
     again = [e.payload for e in replayed if e.kind == "ModelCall"]
     assert [c["mode"] for c in again] == ["replay"] * 6
     assert [c["response_digest"] for c in again] == [c.payload["response_digest"] for c in calls]
-    assert cli("replay", str(home / "runs" / "recorded" / "events.avro"), "--verify").returncode == 0
+    log = str(home / "runs" / "recorded" / "events.avro")
+    assert cli("replay", log, "--verify").returncode == 0
+    response = home / "runs" / "recorded" / "blobs" / calls[2].payload["response_digest"]
+    response.write_bytes(response.read_bytes() + b"\n")  # an edited recording is a finding, naming the call
+    proc = cli("replay", log, "--verify")
+    assert proc.returncode != 0 and "ModelCall m1 is recorded but its response body" in proc.stdout + proc.stderr
 
 
 def test_the_builtin_loop_searches_memory_and_a_missing_recording_excludes(cli, home, bwrap_sandbox, currency_pack):
@@ -153,3 +158,18 @@ def test_model_options_are_checked_before_anything_runs(cli, home, currency_pack
     proc = cli("run", str(currency_pack), "--agent", "openai:m", "--model-base-url", "ftp://x")
     assert proc.returncode == 2 and "expected an http:// or https:// URL" in proc.stderr
     assert not (home / "runs").exists() or not any((home / "runs").iterdir())
+
+
+def test_doctor_starts_each_agent_cli_in_the_sandbox(cli, bwrap_sandbox):
+    require_cli("codex")
+    require_cli("claude")
+    report = json.loads(cli("doctor", "--json", check=True).stdout)
+    assert set(report["agents"]) == {"codex", "claude-code"}
+    assert report["agents"]["codex"]["ok"] and "codex-cli" in report["agents"]["codex"]["reason"]
+    assert report["agents"]["claude-code"]["ok"] and "Claude Code" in report["agents"]["claude-code"]["reason"]
+
+
+def test_doctor_says_why_an_agent_cli_is_missing(cli, tmp_path):
+    report = json.loads(cli("doctor", "--json", env={"MEMBENCH_AGENTS_PREFIX": str(tmp_path)}).stdout)
+    assert report["agents"]["codex"] == {"ok": False,
+                                         "reason": f"{tmp_path}/bin/codex is missing: run deploy/agents/install.sh"}
