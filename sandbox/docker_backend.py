@@ -144,12 +144,14 @@ class DockerSandbox:
                        hard=_limit(resource.RLIMIT_NPROC, 4096)),
                 Ulimit(name="core", soft=0, hard=0),
             ]
+            tmpfs = {"/tmp": f"rw,size={spec.tmp_mb}m,mode=1777"}
+            if SANDBOX_HOME not in spec.rw_mounts and SANDBOX_HOME not in spec.ro_mounts:  # else the caller's HOME
+                tmpfs[SANDBOX_HOME] = f"rw,size={spec.tmp_mb}m,mode=0777"
             try:
                 container = client.containers.create(
                     self.image, command=list(command), working_dir="/workspace", environment=env, user=user,
                     hostname="membench-sandbox", network_mode="none", mounts=mounts, read_only=True,
-                    tmpfs={"/tmp": f"rw,size={spec.tmp_mb}m,mode=1777",
-                           SANDBOX_HOME: f"rw,size={spec.tmp_mb}m,mode=0777"},
+                    tmpfs=tmpfs,
                     cap_drop=["ALL"], security_opt=["no-new-privileges"],
                     mem_limit=f"{spec.memory_mb}m", memswap_limit=f"{spec.memory_mb}m",
                     pids_limit=spec.max_processes, nano_cpus=1_000_000_000, ulimits=ulimits,

@@ -173,3 +173,13 @@ def test_doctor_says_why_an_agent_cli_is_missing(cli, tmp_path):
     report = json.loads(cli("doctor", "--json", env={"MEMBENCH_AGENTS_PREFIX": str(tmp_path)}).stdout)
     assert report["agents"]["codex"] == {"ok": False,
                                          "reason": f"{tmp_path}/bin/codex is missing: run deploy/agents/install.sh"}
+
+
+def test_the_gateway_reaches_into_the_docker_backend(cli, home, docker_sandbox, currency_pack):
+    """The same per-session socket, bind-mounted into a podman container (network none)."""
+    with ScriptedUpstream(script_from_pack(currency_pack)) as upstream:
+        cli(*run_args(currency_pack, "openai:local-model", "in-docker", "--sandbox", "docker",
+                      "--model-base-url", upstream.base_url), check=True)
+    evs = events(home, "in-docker")
+    assert outcomes(evs) == ["pass", "pass", "pass"]
+    assert [e.payload["status"] for e in evs if e.kind == "ModelCall"] == ["ok"] * 6
