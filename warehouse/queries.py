@@ -9,13 +9,15 @@ from warehouse.protocol import WarehouseReader
 
 
 def run_results(warehouse: WarehouseReader, run_set: str) -> list[dict[str, Any]]:
-    """One row per unit: its complete run (completed or excluded) when it has one — a unit is re-run
-    only when its earlier attempts never completed, so there is at most one —, else the longest of
-    its other attempts (an error, or an attempt abandoned by a crash: not a valid cell either way).
+    """One row per unit: its completed run when it has one, else its excluded run — a unit is re-run
+    only when its earlier attempts never completed (or were excluded because the model was
+    unavailable, see `completed_units`), so there is at most one of each —, else the longest of its
+    other attempts (an error, or an attempt abandoned by a crash: not a valid cell either way).
     LIMIT 1 BY guards retried inserts."""
     return warehouse.query_dicts(
         "SELECT * FROM (SELECT * FROM run_results WHERE run_set = {rs:String} LIMIT 1 BY run_id) "
-        "ORDER BY unit_id, status IN ('completed', 'excluded') DESC, source_seq DESC LIMIT 1 BY unit_id",
+        "ORDER BY unit_id, status = 'completed' DESC, status IN ('completed', 'excluded') DESC, source_seq DESC "
+        "LIMIT 1 BY unit_id",
         {"rs": run_set},
     )
 
@@ -29,9 +31,11 @@ def session_results(warehouse: WarehouseReader, run_set: str) -> list[dict[str, 
 
 
 def completed_units(warehouse: WarehouseReader, run_set: str) -> set[str]:
+    """Units a resumed run set skips: completed, or excluded for a reason that a retry would meet
+    again (isolation, a replay miss). An upstream model that was unavailable is retried."""
     rows = warehouse.query_rows(
         "SELECT DISTINCT unit_id FROM run_results WHERE run_set = {rs:String} "
-        "AND status IN ('completed', 'excluded')",
+        "AND status IN ('completed', 'excluded') AND NOT (status = 'excluded' AND error_type = 'model_unavailable')",
         {"rs": run_set},
     )
     return {r[0] for r in rows}

@@ -146,6 +146,16 @@ def test_an_unavailable_upstream_excludes_the_unit(cli, home, bwrap_sandbox, cur
     evs = events(home, "down")
     assert run_end(evs) == {"status": "excluded", "error_type": "model_unavailable"}
     assert [e.payload["status"] for e in evs if e.kind == "ModelCall"] == ["upstream_error"]
+    # the same command once the model is back: the unit is retried, and its completed run is the cell
+    with ScriptedUpstream(script_from_pack(currency_pack)) as upstream:
+        cli(*run_args(currency_pack, "openai:local-model", "down", "--model-base-url", upstream.base_url),
+            check=True)
+    ends = [e.payload for e in events(home, "down") if e.kind == "RunEnded"]
+    assert ends == [{"status": "excluded", "error_type": "model_unavailable"},
+                    {"status": "completed", "error_type": None}]
+    report = json.loads((home / "runs" / "down" / "report.json").read_text())
+    (condition,) = report["conditions"]
+    assert (condition["cells"], condition["passed"], condition["excluded"]) == (1, 1, 0)
 
 
 def test_model_options_are_checked_before_anything_runs(cli, home, currency_pack):
