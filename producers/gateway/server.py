@@ -101,7 +101,8 @@ class ModelGateway:
 
 
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
+    # handler threads are joined on close: every ModelCall is emitted before the session goes on
+    daemon_threads = False
     block_on_close = True
     channel: "Channel"
 
@@ -117,6 +118,8 @@ class Channel:
         self._lock = threading.Lock()
         self._calls = 0
         self.failure: ModelUnavailable | None = None
+        self._upstreams: set[http.client.HTTPConnection] = set()  # calls in flight, cut when the session ends
+        self.closing = False
         self.replay: ReplayCursor | None = gateway.replay.cursor(unit_id) if gateway.replay else None
         self.directory = Path(tempfile.mkdtemp(prefix="membench-gw-"))
         self.directory.chmod(0o755)
@@ -146,9 +149,23 @@ class Channel:
             if self.failure is None:
                 self.failure = failure
 
+    def track(self, connection: http.client.HTTPConnection, active: bool) -> None:
+        with self._lock:
+            (self._upstreams.add if active else self._upstreams.discard)(connection)
+
     def close(self) -> None:
-        """Stops accepting, waits for calls in flight (their events are emitted before it returns)."""
+        """Stops accepting; cuts upstream calls still in flight (the agent is gone) and waits for
+        their handlers, so every ModelCall is emitted before it returns."""
         self._server.shutdown()
+        with self._lock:
+            self.closing = True
+            cut = list(self._upstreams)
+        for connection in cut:
+            if connection.sock is not None:
+                try:
+                    connection.sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
         self._server.server_close()
         shutil.rmtree(self.directory, ignore_errors=True)
 
@@ -253,6 +270,8 @@ class _ModelCall:
         self.first_byte_ms = 0
         self.response = bytearray()
         self.response_complete = False
+        self._recorded = False
+        self.call_id = channel.next_call_id()  # arrival order
 
     def run(self) -> None:
         gateway = self.channel.gateway
@@ -264,11 +283,12 @@ class _ModelCall:
             self._replay()
         else:
             self._forward(gateway.settings)
-        self._record()
+        self._record()  # once: each path records just before its answer's last bytes (see _record)
 
     # ------------------------------------------------------------------ answers
     def _refuse(self, http_status: int, status: str, kind: str, message: str) -> None:
         self.status, self.http_status, self.error = status, http_status, message
+        self._record()
         self.handler._error(http_status, kind, message)
 
     def _replay(self) -> None:
@@ -289,9 +309,10 @@ class _ModelCall:
         else:
             self.usage = _json_usage(self.api, body)
         self.first_byte_ms = self._ms()
-        self.handler._send(answer.http_status, body, "text/event-stream" if answer.streamed else "application/json")
         self.response[:] = body
         self.response_complete = True
+        self._record()
+        self.handler._send(answer.http_status, body, "text/event-stream" if answer.streamed else "application/json")
 
     def _forward(self, settings: GatewaySettings) -> None:
         base = settings.base_url(self.provider)
@@ -312,6 +333,7 @@ class _ModelCall:
                 headers["Authorization"] = f"Bearer {key}"
         connection_type = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
         connection = connection_type(url.hostname, url.port, timeout=settings.timeout_s)
+        self.channel.track(connection, True)
         try:
             try:
                 connection.request("POST", path, body=self.body, headers=headers)
@@ -324,9 +346,13 @@ class _ModelCall:
                 return
             self._relay(upstream, settings)
         finally:
+            self.channel.track(connection, False)
             connection.close()
 
     def _unavailable(self, status: str, message: str) -> None:
+        if self.channel.closing:  # cut by the session's end, not the upstream's failure
+            self._refuse(502, "incomplete", "session_ended", "the session ended during this call")
+            return
         self.channel.fail(ModelUnavailable(message))
         self._refuse(504 if status == "timeout" else 502, status, "model_unavailable", message)
 
@@ -361,18 +387,25 @@ class _ModelCall:
                     tracker.feed(chunk)
                 if len(self.response) + len(chunk) <= MAX_RECORDED_RESPONSE:
                     self.response += chunk
+            self.response_complete = len(self.response) < MAX_RECORDED_RESPONSE
+            if tracker is not None:
+                tracker.close()
+                self.usage, self.chunks = tracker.usage, tracker.events
+            elif self.status in ("ok", "client_error"):
+                self.usage = _json_usage(self.api, bytes(self.response))
+            self._record()
             handler.wfile.write(b"0\r\n\r\n")
             handler.wfile.flush()
-            self.response_complete = len(self.response) < MAX_RECORDED_RESPONSE
+            return
         except (socket.timeout, TimeoutError):
             self.status, self.error = "timeout", f"the upstream stalled for {settings.timeout_s:g} s mid-answer"
             self.channel.fail(ModelUnavailable(self.error))
             handler.close_connection = True
             return
-        except OSError as exc:  # the agent hung up, or the upstream dropped the connection
-            self.error = f"the stream broke: {exc}"
+        except OSError as exc:  # the agent hung up (its session ended), or the upstream dropped the stream
+            self.status, self.error = "incomplete", f"the answer broke off: {exc}"
             handler.close_connection = True
-        if tracker is not None:
+        if tracker is not None:  # usage as far as it came
             tracker.close()
             self.usage, self.chunks = tracker.usage, tracker.events
         elif self.status in ("ok", "client_error"):
@@ -383,6 +416,11 @@ class _ModelCall:
         return int((time.perf_counter() - self.started) * 1000)
 
     def _record(self) -> None:
+        """Emits the ModelCall, once. Called before the answer's last bytes go out, so an agent that
+        waits for one answer before its next request finds its calls in the log in that order."""
+        if self._recorded:
+            return
+        self._recorded = True
         gateway = self.channel.gateway
         record = gateway.settings.record
         # a replay miss keeps the request that missed, to compare with the recording
@@ -398,7 +436,7 @@ class _ModelCall:
                 response_digest = hashlib.sha256(data).hexdigest()
         cost, price = gateway.settings.prices.cost(self.model, self.usage)
         self.channel.emit("ModelCall", {
-            "call_id": self.channel.next_call_id(), "provider": self.provider, "api": self.api, "model": self.model,
+            "call_id": self.call_id, "provider": self.provider, "api": self.api, "model": self.model,
             "mode": gateway.mode, "status": self.status, "http_status": self.http_status,
             "request_digest": request_digest,
             "match_digest": match_digest(self.api, self.request) if self.request is not None else request_digest,

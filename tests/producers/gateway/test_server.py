@@ -122,7 +122,8 @@ def test_a_silent_upstream_is_a_timeout_and_a_closed_port_is_unreachable(tmp_pat
             status, body = post(channel, "/v1/chat/completions", {"model": "m", "messages": []})
             again, _ = post(channel, "/v1/chat/completions", {"model": "m", "messages": []})
     assert status == 504 and "did not answer within 0.3 s" in json.loads(body)["error"]["message"]
-    assert [c["status"] for c in events.of("ModelCall")] == ["timeout", "upstream_error"]  # the second fails fast
+    calls = sorted(events.of("ModelCall"), key=lambda c: c["call_id"])
+    assert [c["status"] for c in calls] == ["timeout", "upstream_error"]  # the second fails fast
     assert again == 503 and "0.3 s" in str(channel.failure)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -218,3 +219,27 @@ def test_other_paths_answer_without_a_model_call(tmp_path):
         assert post(channel, "/v1/models", {})[0] == 404
         assert post(channel, "/membench/memory/search", {"query": "x"})[0] == 404  # no memory tools here
     assert not events and channel.failure is None
+
+
+def test_closing_a_channel_cuts_a_call_in_flight_without_blaming_the_model(tmp_path):
+    """The agent's session ended (wall-clock kill) while a call waited on the upstream: close()
+    returns without waiting for the answer, and the call is `incomplete`, not a model failure."""
+    import threading
+
+    with ScriptedUpstream(SCRIPT, delay_s=3.0) as upstream:
+        channel, events = open_channel(GatewaySettings({"*": upstream.base_url}, timeout_s=60), tmp_path)
+        caller = threading.Thread(target=lambda: _swallow(post, channel, "/v1/chat/completions",
+                                                          {"model": "m", "messages": []}), daemon=True)
+        caller.start()
+        while not upstream.requests:
+            threading.Event().wait(0.02)
+        channel.close()
+        (call,) = events.of("ModelCall")  # emitted before close() returned
+    assert call["status"] == "incomplete" and channel.failure is None
+
+
+def _swallow(fn, *args):
+    try:
+        fn(*args)
+    except OSError:
+        pass
