@@ -135,16 +135,18 @@ def bus_bench(bus_dsn: str, runs: int, threads: int, sessions: int, turns: int, 
 @click.option("--one-process", is_flag=True,
               help="Run the upstream and the gateway in this process (default: each in its own process).")
 @click.option("--prompt-kb", default=0, show_default=True, help="Filler text added to each request's prompt, in KB.")
+@click.option("--pause-ms", default=0.0, show_default=True,
+              help="Idle time before each timed call (an agent's think and tool time between calls).")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 def gateway_bench(calls: int, chunks: int, chunk_calls: int, warmup: int, fresh_connections: bool, one_process: bool,
-                  prompt_kb: int, as_json: bool) -> None:
+                  prompt_kb: int, pause_ms: float, as_json: bool) -> None:
     """Latency the model gateway adds per call (p50, p95) and per streamed chunk, against a local
     scripted upstream measured directly in the same run."""
     from membench.bench.gateway import bench_gateway, format_table
 
     result = bench_gateway(calls=calls, chunks=chunks, chunk_calls=chunk_calls, warmup=warmup,
                            keepalive=not fresh_connections, isolate=not one_process, prompt_bytes=prompt_kb * 1024,
-                           log=lambda msg: click.echo(msg, err=True))
+                           pause_ms=pause_ms, log=lambda msg: click.echo(msg, err=True))
     m = machine()
     if as_json:
         click.echo(json.dumps({**result.to_dict(), "machine": m}, indent=2))
