@@ -284,16 +284,11 @@ def _pair(direct: _Client, via: _Client, path: str, body: bytes, calls: int, war
 
 # ------------------------------------------------------------------------------------ processes
 def scripted_upstream(script: dict[str, Any]) -> Any:
-    """A `ScriptedUpstream` (not started) whose connections send with TCP_NODELAY, as model servers
-    do. Without it, a keep-alive client waits for its own delayed ACK (~40 ms on Linux) on every
-    call: the upstream writes the headers and the body in two sends and Nagle holds the second.
-    It also keeps only its last few requests (it keeps every one otherwise)."""
+    """A `ScriptedUpstream` (not started; it sends with TCP_NODELAY, as model servers do) that keeps
+    only its last few requests (it keeps every one otherwise)."""
     from membench.bench.upstream import ScriptedUpstream
 
     upstream = ScriptedUpstream(script)
-    server = upstream._server
-    server.RequestHandlerClass = type("NoDelayHandler", (server.RequestHandlerClass,),
-                                      {"disable_nagle_algorithm": True})
     upstream.requests = collections.deque(maxlen=8)
     return upstream
 

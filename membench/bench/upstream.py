@@ -119,6 +119,7 @@ def _usage_numbers(body_size: int, text: str) -> tuple[int, int]:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # a keep-alive client would otherwise wait ~40 ms per call (delayed ACK)
     server: "_Server"
 
     def log_message(self, format: str, *args: Any) -> None:
