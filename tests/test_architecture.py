@@ -50,3 +50,14 @@ def test_interface_modules_import_no_implementation():
         own = {m for m in _imports(REPO / rel) if m.startswith(package + ".")}
         # an interface may use its siblings' types only through other interfaces
         assert own <= {package + ".base"}, f"{rel} imports {sorted(own)}"
+
+
+def test_programs_that_run_inside_the_sandbox_use_the_standard_library_only():
+    """They run on the sandbox's python3, where membench and its dependencies are not importable."""
+    import sys
+
+    inside = sorted((REPO / "producers" / "agents" / "inside").glob("*.py"))
+    assert inside
+    for path in inside:
+        foreign = {m for m in _imports(path) if m.split(".")[0] not in sys.stdlib_module_names}
+        assert not foreign, f"{path.relative_to(REPO)} imports {sorted(foreign)}"
