@@ -92,7 +92,7 @@ class ModelAgent:
     def command(self, task: AgentTask, prompt: str) -> list[str]:
         raise NotImplementedError
 
-    def prepare_home(self, home: Path) -> None:
+    def prepare_home(self, home: Path, task: AgentTask) -> None:
         pass
 
     def environment(self) -> dict[str, str]:
@@ -146,7 +146,7 @@ class ModelAgent:
             CommandAgent._write_task_dir(task, session, task_dir)
             (task_dir / "prompt.md").write_text(prompt, encoding="utf-8")
             (task_dir / "prompt.md").chmod(0o644)
-            self.prepare_home(home)
+            self.prepare_home(home, task)
             argv = self.command(task, prompt)
             with task.gateway.open_channel(emitter.unit_id, emitter.emit, tools) as channel:
                 if tools is not None:
@@ -216,9 +216,13 @@ class CodexAgent(ModelAgent):
     def name(self) -> str:
         return f"codex:{self.model}"
 
-    def prepare_home(self, home: Path) -> None:
+    def prepare_home(self, home: Path, task: AgentTask) -> None:
         config = home / ".codex"
         config.mkdir()
+        mcp = ('\n[mcp_servers.membench_memory]\n'
+               'command = "python3"\n'
+               'args = ["/membench/inside/mcp_memory.py"]\n'
+               f'env = {{ MEMBENCH_GATEWAY_URL = "{GATEWAY_URL}" }}\n') if task.memory_search is not None else ""
         (config / "config.toml").write_text(
             f'model = {json.dumps(self.model)}\n'
             'model_provider = "membench"\n'
@@ -228,11 +232,7 @@ class CodexAgent(ModelAgent):
             'name = "membench gateway"\n'
             f'base_url = "{GATEWAY_URL}/v1"\n'
             'env_key = "OPENAI_API_KEY"\n'
-            'wire_api = "responses"\n'
-            '\n[mcp_servers.membench_memory]\n'
-            'command = "python3"\n'
-            'args = ["/membench/inside/mcp_memory.py"]\n'
-            f'env = {{ MEMBENCH_GATEWAY_URL = "{GATEWAY_URL}" }}\n', encoding="utf-8")
+            'wire_api = "responses"\n' + mcp, encoding="utf-8")
 
     def environment(self) -> dict[str, str]:
         return {"OPENAI_API_KEY": PLACEHOLDER_KEY, "CODEX_HOME": f"{SANDBOX_HOME}/.codex"}
@@ -259,9 +259,9 @@ class ClaudeCodeAgent(ModelAgent):
                 "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1"}
 
     def command(self, task: AgentTask, prompt: str) -> list[str]:
-        mcp = {"mcpServers": {"membench_memory": {"type": "stdio", "command": "python3",
-                                                  "args": ["/membench/inside/mcp_memory.py"],
-                                                  "env": {"MEMBENCH_GATEWAY_URL": GATEWAY_URL}}}}
+        servers = {"membench_memory": {"type": "stdio", "command": "python3", "args": ["/membench/inside/mcp_memory.py"],
+                                       "env": {"MEMBENCH_GATEWAY_URL": GATEWAY_URL}}}
+        mcp = {"mcpServers": servers if task.memory_search is not None else {}}  # a no-memory condition: no tools
         return [f"{AGENTS_MOUNT}/bin/claude", "-p", "--output-format", "stream-json", "--verbose",
                 "--dangerously-skip-permissions", "--model", self.model, "--strict-mcp-config",
                 "--mcp-config", json.dumps(mcp), "--", prompt]
@@ -280,7 +280,8 @@ class OpenAILoopAgent(ModelAgent):
 
     def command(self, task: AgentTask, prompt: str) -> list[str]:
         return ["python3", "/membench/inside/openai_loop.py", "--model", self.model,
-                "--max-steps", str(self.loop.max_steps), "--max-tokens", str(self.loop.max_tokens)]
+                "--max-steps", str(self.loop.max_steps), "--max-tokens", str(self.loop.max_tokens),
+                *([] if task.memory_search is not None else ["--no-memory"])]
 
 
 class CommandModelAgent(ModelAgent):

@@ -13,6 +13,7 @@ what it was never offered. An unknown id returns nothing, recorded as a read tha
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable
 
 from producers.memory_systems.base import MemoryContext, MemoryItem, count_tokens
@@ -24,9 +25,14 @@ class SessionMemoryTools:
         self._search = search
         self._budget = token_budget
         self._shown: dict[str, MemoryItem] = {item.memory_id: item for item in shown.items}
+        self._lock = threading.Lock()  # an agent may call tools in parallel; a memory system is not thread-safe
         self.emit: Callable[..., Any] | None = None  # set by the channel's owner: emit(kind, payload, visibility)
 
     def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            return self._call(tool, args)
+
+    def _call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         if tool == "search":
             query = args.get("query")
             if not isinstance(query, str) or not query.strip():

@@ -4,7 +4,8 @@
 
 Talks to $MEMBENCH_GATEWAY_URL/v1/chat/completions (the session's gateway; any OpenAI-compatible
 upstream behind it). Tools (JSON arguments): read_file {path}, write_file {path, content},
-list_files {path}, run {command}, search_memory {query}, finish {summary, cited_memory_ids}.
+list_files {path}, run {command}, search_memory {query} (not under a no-memory condition),
+finish {summary, cited_memory_ids}.
 Paths are relative to /workspace and may not leave it. `run` executes a shell command in
 /workspace; its output goes back to the model, cut to OUTPUT_LIMIT characters with a marker.
 
@@ -107,7 +108,9 @@ def main():
     parser.add_argument("--max-steps", type=int, default=50)
     parser.add_argument("--max-tokens", type=int, default=1_000_000)
     parser.add_argument("--prompt-file", default="/task/prompt.md")
+    parser.add_argument("--no-memory", action="store_true", help="the condition has no memory: no search_memory tool")
     args = parser.parse_args()
+    tools = [t for t in TOOLS if not (args.no_memory and t["function"]["name"] == "search_memory")]
     messages = [
         {"role": "system", "content": "You are a coding agent working in a repository at /workspace. Use the tools "
          "to inspect and change files and to run commands. Make the smallest change that fulfils the task, "
@@ -117,7 +120,7 @@ def main():
     used = 0
     for step in range(1, args.max_steps + 1):
         try:
-            answer = post("/v1/chat/completions", {"model": args.model, "messages": messages, "tools": TOOLS})
+            answer = post("/v1/chat/completions", {"model": args.model, "messages": messages, "tools": tools})
         except (urllib.error.URLError, OSError, ValueError) as exc:
             emit("turn", text=f"[the model call failed: {exc}]", output_tokens=0)
             return 2
