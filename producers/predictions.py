@@ -31,6 +31,16 @@ error naming the byte offset and line), every path a patch names (`diff --git`, 
 although `git apply` would refuse such a patch too — and so must a transcript path, which must
 also stay inside the predictions file's directory once symbolic links are resolved; a transcript
 is read within the same size limit.
+
+SWE-bench predictions (docs/exports/swebench.md) are read too: a record with `instance_id` (and no
+`unit`) is a SWE-bench prediction record — `instance_id`, `model_name_or_path`, `model_patch`, as
+the SWE-bench harness reads them — and is mapped to a native one: `instance_id` is the unit (the
+task id of the pack), `model_patch` the patch (null or "" is an empty patch), `condition` the
+record's own `condition` field, else the `default_condition` given (`membench score --condition`),
+else the pack's baseline (`pack_baseline`), `seed` the record's `seed` field, else 1, and
+`model_name_or_path` the agent label (`Prediction.model`). Every native optional field works the
+same in either shape. The format is detected per file: the first record fixes it, and a record of
+the other shape is refused naming its line; so is a second `model_name_or_path` (one file, one agent).
 """
 
 from __future__ import annotations
@@ -55,6 +65,8 @@ from schemas.pack_format import Pack
 
 STATUSES = ("completed", "timeout", "error", "context_overflow")
 USAGE_FIELDS = ("input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens", "latency_ms")
+BASELINE_CONDITIONS = ("B0", "no_memory")  # the same order as the report's baseline (reports/comparisons.py)
+SWEBENCH_SEED = 1  # the seed of a SWE-bench record that names none
 
 
 class PredictionError(ValueError):
@@ -73,6 +85,7 @@ class Prediction:
     status: str = "completed"
     transcript: Transcript | None = None
     transcript_sha256: str = ""  # of the transcript file's bytes: part of the derived run-set id
+    model: str = ""  # a SWE-bench record's model_name_or_path ("" for a native record)
 
 
 def _get(obj: dict[str, Any], key: str, typ: type, where: str, default: Any = REQUIRED) -> Any:
@@ -154,10 +167,29 @@ def patch_path_problem(patch: str) -> tuple[int, str] | None:
     return None
 
 
-def load_predictions(path: Path, pack: Pack, conditions: list[str] | None = None) -> list[Prediction]:
-    """Parse and check every line before anything runs; `conditions` are the known condition names."""
+def pack_baseline(pack: Pack) -> str:
+    """The condition a SWE-bench record without one is scored under: of the conditions the pack was
+    published with, B0, else no_memory, else the first; B0 when the pack names none."""
+    declared = list(pack.conditions)
+    return next((c for c in BASELINE_CONDITIONS if c in declared), declared[0] if declared else "B0")
+
+
+def record_format(obj: dict[str, Any], where: str) -> str:
+    """"swebench" for a SWE-bench prediction record (`instance_id`, no `unit`), else "membench"."""
+    if "instance_id" in obj and "unit" in obj:
+        raise PredictionError(f"{where}: fields 'unit' and 'instance_id' are both given: a record is native "
+                              "(unit) or SWE-bench (instance_id), not both")
+    return "swebench" if "instance_id" in obj else "membench"
+
+
+def load_predictions(path: Path, pack: Pack, conditions: list[str] | None = None,
+                     default_condition: str | None = None) -> list[Prediction]:
+    """Parse and check every line before anything runs; `conditions` are the known condition names,
+    `default_condition` the condition of SWE-bench records that name none (else the pack's baseline)."""
     out: list[Prediction] = []
     seen: set[tuple[str, str, int, int]] = set()
+    file_format: tuple[str, int] | None = None  # (format, line) of the first record
+    model: tuple[str, int] | None = None  # (model_name_or_path, line) of the first SWE-bench record
     lines = read_input_text(path, PredictionError).splitlines()
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -169,24 +201,53 @@ def load_predictions(path: Path, pack: Pack, conditions: list[str] | None = None
             raise PredictionError(f"{where}: not valid JSON ({exc.msg})") from None
         if not isinstance(obj, dict):
             raise PredictionError(f"{where}: must be a JSON object")
-        unit = _get(obj, "unit", str, where)
+        fmt = record_format(obj, where)
+        if file_format is None:
+            file_format = (fmt, number)
+        elif fmt != file_format[0]:
+            raise PredictionError(f"{where}: a {_FORMAT_NAMES[fmt]} record, but line {file_format[1]} is a "
+                                  f"{_FORMAT_NAMES[file_format[0]]} record: a predictions file holds one format")
+        swebench = fmt == "swebench"
+        unit_key, patch_key = ("instance_id", "model_patch") if swebench else ("unit", "patch")
+        name = ""
+        if swebench:
+            name = _get(obj, "model_name_or_path", str, where)
+            if not name.strip():
+                raise PredictionError(f"{where}: field 'model_name_or_path' must not be empty")
+            if model is None:
+                model = (name, number)
+            elif name != model[0]:
+                raise PredictionError(f"{where}: field 'model_name_or_path' is '{name}', but line {model[1]} "
+                                      f"names '{model[0]}': a predictions file is one agent's")
+        unit = _get(obj, unit_key, str, where)
         try:
             seq = pack.sequence(unit)
         except KeyError:
-            raise PredictionError(f"{where}: field 'unit' names unknown task '{unit}' of pack '{pack.name}'") from None
-        condition = _get(obj, "condition", str, where)
+            raise PredictionError(f"{where}: field '{unit_key}' names unknown task '{unit}' of pack "
+                                  f"'{pack.name}'") from None
+        if swebench:
+            condition = _get(obj, "condition", str, where, default_condition or pack_baseline(pack))
+        else:
+            condition = _get(obj, "condition", str, where)
         if conditions is not None and condition not in conditions:
-            raise PredictionError(f"{where}: field 'condition' names unknown condition '{condition}' "
+            origin = "field 'condition'" if obj.get("condition") is not None or not swebench else \
+                ("--condition" if default_condition else "the pack's baseline condition")
+            raise PredictionError(f"{where}: {origin} names unknown condition '{condition}' "
                                   f"(known: {', '.join(sorted(conditions))})")
-        seed = _get(obj, "seed", int, where)
+        seed = _get(obj, "seed", int, where, SWEBENCH_SEED if swebench else REQUIRED)
         session = _get(obj, "session", int, where, seq.scored_session.index)
         spec = next((s for s in seq.sessions if s.index == session), None)
         if spec is None or spec.mode != "task":
             raise PredictionError(f"{where}: field 'session' must name a task session of '{unit}', got {session}")
-        patch = _get(obj, "patch", str, where)
+        if swebench:
+            if patch_key not in obj:
+                raise PredictionError(f"{where}: missing required field '{patch_key}'")
+            patch = _get(obj, patch_key, str, where, "")  # null is an empty patch, as the harness reads it
+        else:
+            patch = _get(obj, patch_key, str, where)
         bad = patch_path_problem(patch)
         if bad is not None:
-            raise PredictionError(f"{where}: field 'patch': diff line {bad[0]}: path {bad[1]}; "
+            raise PredictionError(f"{where}: field '{patch_key}': diff line {bad[0]}: path {bad[1]}; "
                                   "a patch must stay inside the workspace")
         cited = _get(obj, "cited_memory_ids", list, where, None)
         if cited is not None and not all(isinstance(c, str) for c in cited):
@@ -210,10 +271,14 @@ def load_predictions(path: Path, pack: Pack, conditions: list[str] | None = None
                                   f"seed {seed}, session {session}")
         seen.add(key)
         out.append(Prediction(unit, condition, seed, session, patch, tuple(cited), usage, status, transcript,
-                              transcript_sha256))
+                              transcript_sha256, name))
     if not out:
         raise PredictionError(f"{path}: no predictions")
     return out
+
+
+_FORMAT_NAMES = {"membench": "native (unit, condition, seed, patch)",
+                 "swebench": "SWE-bench (instance_id, model_name_or_path, model_patch)"}
 
 
 def load_transcript(obj: dict[str, Any], path: Path, where: str) -> tuple[Transcript | None, str]:

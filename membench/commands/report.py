@@ -1,5 +1,9 @@
 """`membench report RUN_SET`: rebuild a run set's report from the warehouse, once the warehouse is
-shown to agree with the log (its own raw events, and the log_root.json of the run set's end)."""
+shown to agree with the log (its own raw events, and the log_root.json of the run set's end).
+
+`--format swebench` prints, after the same check, the SWE-bench harness's run summary instead
+(exports/swebench.py, docs/exports/swebench.md) — to stdout, or to `--output FILE` — and writes no
+report files; `--condition` / `--seed` select one group of a run set that has several."""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ import json
 import click
 from rich.console import Console
 from rich.text import Text
+
+from pathlib import Path
 
 from membench.commands.common import dsn_options, open_warehouse, validate_run_set_id
 from membench.commands.run import print_table, refuse, write_report
@@ -20,16 +26,31 @@ from membench.settings import Settings
 @click.option("--json", "as_json", is_flag=True, help="print report.json to stdout")
 @click.option("--allow-mismatch", is_flag=True, help="build the report even when the warehouse disagrees with the "
               "log root (each disagreement is printed as a warning)")
+@click.option("--format", "fmt", type=click.Choice(["membench", "swebench"]), default="membench", show_default=True,
+              help="swebench: print the SWE-bench harness's run summary (resolved_ids, ...) as JSON instead of "
+              "rebuilding the reports; one summary per condition (and seed) when the run set has several")
+@click.option("--output", "output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="with --format swebench: write the JSON to this file instead of stdout")
+@click.option("--condition", default=None, help="with --format swebench: only this condition")
+@click.option("--seed", default=None, type=int, help="with --format swebench: only this seed")
 @dsn_options
-def report(run_set: str, as_json: bool, allow_mismatch: bool, settings: Settings) -> None:
+def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: Path | None, condition: str | None,
+           seed: int | None, settings: Settings) -> None:
     """Rebuild RUN_SET's report.json, report.md and report.html from the warehouse. First checks the
     derived tables against the raw log and against runs/RUN_SET/log_root.json (written at the end of
-    the run set): a disagreement (rows edited, added or deleted) exits 1 naming the run and table."""
+    the run set): a disagreement (rows edited, added or deleted) exits 1 naming the run and table.
+    With --format swebench, print the SWE-bench harness's run summary instead (no report files)."""
     from membench.log_root import LogRootError, check_warehouse, describes, read_record, record_path, warehouse_state
     from reports.build import ReportError, build_report
     from reports.model import to_json
 
     validate_run_set_id(run_set, "RUN_SET")
+    if fmt == "swebench" and as_json:
+        raise UsageError("--json: prints report.json; --format swebench prints the SWE-bench summary: give one")
+    if fmt != "swebench":
+        for name, value in (("--output", output), ("--condition", condition), ("--seed", seed)):
+            if value is not None:
+                raise UsageError(f"{name}: only with --format swebench")
     console = Console(stderr=True)
     root_file = record_path(settings.runs_dir, run_set)
     warehouse = open_warehouse(settings, create=False)
@@ -54,14 +75,41 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, settings: Settings
         if recorded is None and not problems and not root_file.exists():
             console.print(f"note: no {root_file}; the derived tables were checked against the raw log only",
                           highlight=False, markup=False, soft_wrap=True)
-        built = build_report(warehouse, run_set)
+        if fmt == "swebench":
+            from exports.swebench import SwebenchExportError, swebench_report
+
+            try:
+                summary = swebench_report(warehouse, run_set, condition, seed)
+            except SwebenchExportError as exc:
+                raise UsageError(str(exc)) from None
+        else:
+            built = build_report(warehouse, run_set)
     except ReportError as exc:
         raise UsageError(str(exc)) from None
     finally:
         warehouse.close()
+    if fmt == "swebench":
+        write_json(summary, output)
+        return
     out = write_report(settings, built)
     if as_json:
         click.echo(json.dumps(to_json(built), indent=2))
     else:
         print_table(Console(), built)
         Console(stderr=True).print(f"report: {out / 'report.json'}")
+
+
+def write_json(data: object, output: Path | None) -> None:
+    """DATA as indented JSON to stdout, or atomically to OUTPUT (a temporary file beside it, renamed)."""
+    text = json.dumps(data, indent=2) + "\n"
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    tmp = output.with_name(f".{output.name}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(output)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise UsageError(f"--output: cannot write {output}: {exc.strerror or exc}") from None
+    Console(stderr=True).print(f"swebench summary: {output}", highlight=False, markup=False, soft_wrap=True)

@@ -1,5 +1,10 @@
 """`membench score PACK --predictions FILE.jsonl`: score patches produced elsewhere, exactly as an
-agent's output is scored (same runner, events, processors, warehouse), and write report.json."""
+agent's output is scored (same runner, events, processors, warehouse), and write report.json.
+
+The file is membench's own predictions format or SWE-bench's (`instance_id`, `model_name_or_path`,
+`model_patch`; producers/predictions.py, docs/exports/swebench.md): a SWE-bench record is scored
+under its `condition` field, else `--condition`, else the pack's baseline, with seed 1 unless it
+names one, and its `model_name_or_path` labels the agent unless `--agent-name` is given."""
 
 from __future__ import annotations
 
@@ -19,9 +24,13 @@ from sandbox.registry import BACKENDS
 @click.command()
 @click.argument("pack")
 @click.option("--predictions", "predictions_path", required=True,
-              type=click.Path(dir_okay=False, path_type=Path), help="JSON Lines: unit, condition, seed, patch, ...")
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="JSON Lines: unit, condition, seed, patch, ... or SWE-bench's instance_id, model_name_or_path, "
+              "model_patch")
 @click.option("--agent-name", default=None, help="label of the agent that produced the patches "
-              "(recorded as predictions:<name>; default: the file's stem)")
+              "(recorded as predictions:<name>; default: a SWE-bench file's model_name_or_path, else the file's stem)")
+@click.option("--condition", "condition", default=None, help="the condition of SWE-bench records that name none "
+              "(default: the pack's baseline, B0 or no_memory); native records always name theirs")
 @click.option("--run-set", "run_set", default=None, help="run set id (default: derived from pack and file)")
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64), help="units scored concurrently")
 @click.option("--sandbox", "sandbox_name", default="bwrap", show_default=True, type=click.Choice(list(BACKENDS)))
@@ -29,8 +38,8 @@ from sandbox.registry import BACKENDS
 @click.option("--sign-key", "sign_key", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Ed25519 private key (PEM): sign the run set's log root, as `membench run --sign-key` does")
 @dsn_options
-def score(pack: str, predictions_path: Path, agent_name: str | None, run_set: str | None, workers: int,
-          sandbox_name: str, read_budget: int, sign_key: Path | None, settings: Settings) -> None:
+def score(pack: str, predictions_path: Path, agent_name: str | None, condition: str | None, run_set: str | None,
+          workers: int, sandbox_name: str, read_budget: int, sign_key: Path | None, settings: Settings) -> None:
     """Score the given patches of PACK's tasks (a pack name or directory) under their conditions."""
     from producers.memory_systems.registry import MEMORY_SYSTEMS
     from producers.pack_resolver import open_pack, resolve_pack_dir
@@ -38,21 +47,29 @@ def score(pack: str, predictions_path: Path, agent_name: str | None, run_set: st
     from schemas.pack_format import PackError, load_pack
 
     validate_run_set_id(run_set)
+    if condition is not None and condition not in MEMORY_SYSTEMS:
+        raise UsageError(f"--condition: unknown condition '{condition}' (known: {', '.join(sorted(MEMORY_SYSTEMS))})")
     signer = load_signer(sign_key)  # a bad key is a usage error before anything is written
     if settings.bus.startswith("kafka://"):
         raise UsageError("--bus: scoring predictions runs on the embedded bus only (file://)")
     try:  # everything is validated before anything is written (the finalized-pack cache included)
         skeleton = load_pack(resolve_pack_dir(pack))
-        load_predictions(predictions_path, skeleton, list(MEMORY_SYSTEMS))  # same units and sessions
+        checked = load_predictions(predictions_path, skeleton, list(MEMORY_SYSTEMS), condition)  # same units
+        if condition is not None and not any(p.model for p in checked):
+            raise UsageError("--condition: applies to SWE-bench records only, and "
+                             f"{predictions_path} holds native records (each names its condition)")
         loaded = open_pack(pack, settings.home)
-        predictions = load_predictions(predictions_path, loaded, list(MEMORY_SYSTEMS))
+        predictions = load_predictions(predictions_path, loaded, list(MEMORY_SYSTEMS), condition)
     except (PackError, PredictionError) as exc:
         raise UsageError(str(exc)) from None
     digest = hashlib.sha256(predictions_path.read_bytes()).hexdigest()
+    if condition is not None:  # the option changes which units the same file scores
+        digest = hashlib.sha256(f"{digest}:condition={condition}".encode()).hexdigest()
     transcripts = "".join(p.transcript_sha256 for p in predictions)
     if transcripts:  # a changed transcript is a different input (ids without transcripts are unchanged)
         digest = hashlib.sha256((digest + transcripts).encode()).hexdigest()
-    label = re.sub(r"[^A-Za-z0-9_.-]+", "-", agent_name or predictions_path.stem)
+    model = next((p.model for p in predictions if p.model), None)  # a SWE-bench file's model_name_or_path
+    label = re.sub(r"[^A-Za-z0-9_.-]+", "-", agent_name or model or predictions_path.stem)
     label = re.sub(r"\.{2,}", ".", label).strip("-.") or "predictions"
     key = hashlib.sha256((loaded.digest + digest).encode()).hexdigest()[:8]
     # a plain name by construction: pack names are plain, the label is [A-Za-z0-9_.-] without '..'
