@@ -1,0 +1,210 @@
+"""The viewer's HTTP server: the page's three static files and a read-only JSON API (docs/viewer.md).
+
+Standard library only (`http.server.ThreadingHTTPServer`). Every answer is computed from the run
+sets' event logs by `membench.view.state`; nothing is written, and no warehouse is opened.
+
+    GET /                                  the page (index.html; app.js and style.css under /static/)
+    GET /api/run_sets                      every run set under the runs directory, with its progress
+    GET /api/run_sets/<run_set>            progress per condition, ladder, units, chain, log position
+    GET /api/runs/<run_id>                 one run's trajectory by session, derived rows, chain status
+    GET /api/blobs/<run_set>/<sha256>      a diff too large to sit in its PatchProduced event
+
+Bound to loopback, the server answers only requests whose Host header names a loopback address, so
+a web page elsewhere cannot read the API through DNS rebinding.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+import socket
+import threading
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from membench.view.state import Catalog
+
+STATIC = {
+    "/": ("index.html", "text/html; charset=utf-8"),
+    "/index.html": ("index.html", "text/html; charset=utf-8"),
+    "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/static/style.css": ("style.css", "text/css; charset=utf-8"),
+}
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_RUN_ID = re.compile(r"^[0-9A-Za-z._-]{1,128}$")
+_LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
+                               "frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+class NotFound(LookupError):
+    pass
+
+
+def is_loopback(host: str) -> bool:
+    host = host.strip("[]")
+    if host in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _host_of(header: str) -> str:
+    """The host part of a Host header (`name`, `name:port`, `[v6]:port`)."""
+    if header.startswith("["):
+        return header[1:header.find("]")] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+def static_file(name: str) -> bytes:
+    return resources.files("membench.view").joinpath("static", name).read_bytes()
+
+
+class ViewApp:
+    """The API's answers, independent of HTTP (tests call it directly)."""
+
+    def __init__(self, runs_dir: Path):
+        self.catalog = Catalog(runs_dir)
+
+    def run_sets(self) -> dict[str, Any]:
+        return {"run_sets": [live.overview() for live in self.catalog.all()]}
+
+    def run_set(self, run_set: str) -> dict[str, Any]:
+        live = self.catalog.get(run_set)
+        if live is None:
+            raise NotFound(f"no run set {run_set!r}")
+        return live.detail()
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        live = self.catalog.find_run(run_id) if _RUN_ID.match(run_id) else None
+        detail = live.run_detail(run_id) if live is not None else None
+        if detail is None:
+            raise NotFound(f"no run {run_id!r}")
+        return detail
+
+    def blob(self, run_set: str, digest: str) -> bytes:
+        from producers.blobs import get_blob
+
+        if self.catalog.get(run_set, refresh=False) is None or not _SHA256.match(digest):
+            raise NotFound("no such blob")
+        data = get_blob(self.catalog.runs_dir / run_set / "blobs", digest)
+        if data is None:
+            raise NotFound(f"blob {digest} is missing or does not hash to its name")
+        return data
+
+    def route(self, path: str) -> tuple[bytes, str]:
+        """(body, content type) for a GET of `path`; NotFound otherwise."""
+        if path in STATIC:
+            name, content_type = STATIC[path]
+            return static_file(name), content_type
+        parts = [unquote(p) for p in path.strip("/").split("/")]
+        if parts[0] != "api":
+            raise NotFound(path)
+        if parts[1:] == ["run_sets"]:
+            answer: Any = self.run_sets()
+        elif len(parts) == 3 and parts[1] == "run_sets":
+            answer = self.run_set(parts[2])
+        elif len(parts) == 3 and parts[1] == "runs":
+            answer = self.run(parts[2])
+        elif len(parts) == 4 and parts[1] == "blobs":
+            return self.blob(parts[2], parts[3]), "text/plain; charset=utf-8"
+        else:
+            raise NotFound(path)
+        return json.dumps(answer, allow_nan=False).encode(), "application/json"
+
+
+def make_handler(app: ViewApp, loopback_only: bool) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "membench-view"
+        sys_version = ""
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+            pass  # quiet: the page polls every second or two
+
+        def _send(self, status: int, body: bytes, content_type: str, head: bool = False) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in SECURITY_HEADERS.items():
+                self.send_header(name, value)
+            self.end_headers()
+            if not head:
+                self.wfile.write(body)
+
+        def _error(self, status: HTTPStatus, message: str, head: bool = False) -> None:
+            self._send(status, json.dumps({"error": message}).encode(), "application/json", head)
+
+        def _answer(self, head: bool) -> None:
+            if loopback_only and not is_loopback(_host_of(self.headers.get("Host", ""))):
+                self._error(HTTPStatus.FORBIDDEN, "this viewer answers only to a loopback Host", head)
+                return
+            try:
+                body, content_type = app.route(urlsplit(self.path).path)
+            except NotFound as exc:
+                self._error(HTTPStatus.NOT_FOUND, str(exc), head)
+                return
+            except Exception as exc:  # noqa: BLE001 - the page shows the error; the server keeps serving
+                self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}", head)
+                return
+            self._send(HTTPStatus.OK, body, content_type, head)
+
+        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+            self._answer(head=False)
+
+        def do_HEAD(self) -> None:  # noqa: N802
+            self._answer(head=True)
+
+        def _refuse(self) -> None:
+            self._error(HTTPStatus.METHOD_NOT_ALLOWED, "the viewer is read-only")
+
+        do_POST = do_PUT = do_DELETE = do_PATCH = _refuse  # noqa: N815
+
+    return Handler
+
+
+class _ServerV6(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
+class ViewServer:
+    """A running viewer. `url` names it; `close` stops it."""
+
+    def __init__(self, runs_dir: Path, host: str = "127.0.0.1", port: int = 0):
+        self.app = ViewApp(runs_dir)
+        server_class = _ServerV6 if ":" in host else ThreadingHTTPServer
+        self.httpd = server_class((host.strip("[]"), port), make_handler(self.app, is_loopback(host)))
+        self.httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        shown = f"[{host}]" if ":" in str(host) else host
+        return f"http://{shown}:{port}/"
+
+    def serve_forever(self) -> None:
+        self.httpd.serve_forever(poll_interval=0.25)
+
+    def start(self) -> "ViewServer":
+        """Serve from a background thread (tests)."""
+        self._thread = threading.Thread(target=self.serve_forever, name="membench-view", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)

@@ -1,0 +1,451 @@
+"""What the viewer knows of a run set, folded from its event log alone (docs/viewer.md).
+
+A `LiveRunSet` tails `runs/<run_set>/events.avro` (`membench.view.tail.LogTail`) and feeds every new
+event, in file order, to
+
+- `processors.RunSetProcessor`: the same pure folds that make the warehouse's derived rows
+  (`session_results`, `run_results`, `failures`, `memory_contracts`, `hygiene_observations`), so a
+  unit's verdict, failure reason, memory contract and hygiene observations here are the rows the
+  warehouse holds, or will hold once the run writes them;
+- `schemas.chain.ChainVerifier`: every run's hash chain, each hash recomputed with the writer
+  schema named in the log's header.
+
+It never opens the warehouse: a running `membench run` owns the chDB path, and the log is the
+source of truth anyway (the warehouse never holds an event the log lacks).
+
+Per run it keeps only small things (counters, the run's derived events, its first chain break) and
+the byte offsets of the blocks holding its events; a unit's trajectory is read back from those
+blocks when the page asks for it.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from processors import RunSetProcessor
+from reports.conventions import condition_order, pass_summary, valid_run
+from schemas.chain import ChainVerifier
+from schemas.derived import DerivedEvent
+from schemas.events import Event
+from membench.view.tail import LogTail
+
+LOG_NAME = "events.avro"
+QUIET_AFTER_S = 10.0  # a run set whose log has not changed for this long and has no open run is idle
+MAX_BREAKS_LISTED = 50
+
+
+def json_safe(value: Any) -> Any:
+    """A payload value as JSON: bytes as base64, timestamps as ISO 8601, tuples as lists."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, (bytes, bytearray)):
+        return {"base64": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, dt.datetime):
+        return value.isoformat()
+    if isinstance(value, float) and value != value:  # NaN is not JSON
+        return None
+    return value
+
+
+@dataclass
+class RunState:
+    """One run (one attempt of a unit) as far as the log has been read."""
+
+    run_id: str
+    unit_id: str
+    started: dict[str, Any] | None = None  # RunStarted payload
+    ended: dict[str, Any] | None = None  # RunEnded payload
+    events: int = 0
+    last_seq: int = -1
+    first_ts: int = 0
+    last_ts: int = 0
+    session_index: int = -1  # session of the newest event
+    blocks: list[int] = field(default_factory=list)  # offsets of the log blocks holding its events
+    derived: list[DerivedEvent] = field(default_factory=list)
+    chain_break: dict[str, Any] | None = None  # the first break of its chain: {seq, reason}
+    model_calls: int = 0
+    cost_usd: float = 0.0
+
+    @property
+    def condition(self) -> str:
+        if self.started:
+            return self.started["condition"]
+        parts = self.unit_id.split("/")
+        return parts[-2] if len(parts) >= 2 else "?"
+
+    def summary(self) -> dict[str, Any] | None:
+        """The run's RunSummary payload (what `run_results` holds), once it ended."""
+        for item in reversed(self.derived):
+            if item.kind == "RunSummary":
+                return item.payload
+        return None
+
+    def summary_seq(self) -> int:
+        for item in reversed(self.derived):
+            if item.kind == "RunSummary":
+                return item.source_seq
+        return -1
+
+    def scored(self, kind: str) -> dict[str, Any] | None:
+        """The derived `kind` payload of the run's scored session, if there is one yet."""
+        for item in reversed(self.derived):
+            if item.kind == kind and item.payload.get("scored"):
+                return item.payload
+        return None
+
+    def brief(self) -> dict[str, Any]:
+        summary = self.summary()
+        failure = self.scored("FailureClassified")
+        started = self.started or {}
+        return {
+            "run_id": self.run_id,
+            "unit_id": self.unit_id,
+            "condition": self.condition,
+            "task": started.get("task"),
+            "seed": started.get("seed"),
+            "attempt": started.get("attempt"),
+            "state": "running" if self.ended is None else self.ended.get("status"),
+            "events": self.events,
+            "session": self.session_index,
+            "status": summary["status"] if summary else None,
+            "passed": bool(summary["scored_passed"]) if summary else None,
+            "valid": valid_run(summary) if summary else None,
+            "excluded": bool(summary["excluded"]) if summary else None,
+            "exclusion_reason": summary.get("exclusion_reason") if summary else None,
+            "error_type": summary.get("error_type") if summary else None,
+            "failure_reason": failure.get("failure_reason") if failure else None,
+            "chain_ok": self.chain_break is None,
+            "model_calls": self.model_calls,
+            "cost_usd": self.cost_usd,
+            "duration_ms": (self.last_ts - self.first_ts) // 1000 if self.first_ts else 0,
+        }
+
+
+def unit_row(runs: list[RunState]) -> RunState | None:
+    """The run that is the unit's cell, as `warehouse.queries.run_results` picks it: among ended runs,
+    a completed one, else an excluded one, else the longest of the others."""
+    ended = [r for r in runs if r.summary() is not None]
+    if not ended:
+        return None
+    return max(ended, key=lambda r: (r.summary()["status"] == "completed",
+                                     r.summary()["status"] in ("completed", "excluded"), r.summary_seq()))
+
+
+class LiveRunSet:
+    """A run set's log, folded incrementally. Thread-safe: `refresh` and the readers share a lock."""
+
+    def __init__(self, run_set: str, path: Path):
+        self.run_set = run_set
+        self.path = Path(path)
+        self._lock = threading.RLock()
+        self._start()
+
+    def _start(self) -> None:
+        self.tail = LogTail(self.path)
+        self.processor = RunSetProcessor()
+        self.verifier = ChainVerifier()
+        self.runs: dict[str, RunState] = {}
+        self.breaks: list[dict[str, Any]] = []
+        self.events = 0
+        self.resets = 0
+        self.last_ts = 0
+        self._ladder_cache: tuple[int, list[dict[str, Any]]] | None = None
+        self._summaries = 0  # RunSummary events seen (the ladder's cache key)
+
+    def refresh(self) -> None:
+        """Read and fold every complete block the log gained since the last refresh."""
+        with self._lock:
+            poll = self.tail.poll()
+            if poll.reset:
+                resets = self.resets + 1
+                self._start()
+                self.resets = resets
+                poll = self.tail.poll()
+            for block in poll.blocks:
+                for event in block.events:
+                    self._fold(event, block.offset)
+
+    def _fold(self, event: Event, offset: int) -> None:
+        self.events += 1
+        run = self.runs.get(event.run_id)
+        if run is None:
+            run = self.runs[event.run_id] = RunState(event.run_id, event.unit_id, first_ts=event.ts)
+        run.events += 1
+        run.last_seq, run.last_ts, run.session_index = event.seq, event.ts, event.session_index
+        self.last_ts = max(self.last_ts, event.ts)
+        if not run.blocks or run.blocks[-1] != offset:
+            run.blocks.append(offset)
+        if event.kind == "RunStarted":
+            run.started = event.payload
+        elif event.kind == "RunEnded":
+            run.ended = event.payload
+        elif event.kind == "ModelCall":
+            run.model_calls += 1
+            run.cost_usd += float(event.payload.get("cost_usd") or 0.0)
+        found = self.verifier.check(event, self.tail.schema)
+        if found is not None:
+            entry = {"run_id": found.run_id, "unit_id": event.unit_id, "seq": found.seq, "reason": found.reason}
+            if run.chain_break is None:
+                run.chain_break = entry
+            if len(self.breaks) < MAX_BREAKS_LISTED:
+                self.breaks.append(entry)
+        derived = self.processor.apply(event)
+        for item in derived:
+            self.runs.setdefault(item.run_id, run).derived.append(item)
+            if item.kind == "RunSummary":
+                self._summaries += 1
+
+    # ------------------------------------------------------------------------------------ reading
+
+    def _units(self) -> dict[str, list[RunState]]:
+        units: dict[str, list[RunState]] = defaultdict(list)
+        for run in self.runs.values():
+            units[run.unit_id].append(run)
+        return units
+
+    def quiet_for(self) -> float | None:
+        """Seconds since the log file was last written (None: no file)."""
+        return max(0.0, time.time() - self.tail.mtime) if self.tail.mtime else None
+
+    def live(self) -> bool:
+        """The log was written within the last QUIET_AFTER_S seconds. (A run open in the log is not
+        enough: a crashed run stays open until the next `membench run` closes it as abandoned.)"""
+        quiet = self.quiet_for()
+        return quiet is not None and quiet < QUIET_AFTER_S
+
+    def overview(self) -> dict[str, Any]:
+        """What the run-set list shows."""
+        with self._lock:
+            units = self._units()
+            cells = [unit_row(runs) for runs in units.values()]
+            started = next((r.started for r in self.runs.values() if r.started), None) or {}
+            return {
+                "run_set": self.run_set,
+                "suite": started.get("suite"),
+                "agent": started.get("agent"),
+                "events": self.events,
+                "runs": len(self.runs),
+                "units_started": len(units),
+                "units_finished": sum(1 for c in cells if c is not None),
+                "running": sum(1 for r in self.runs.values() if r.ended is None),
+                "live": self.live(),
+                "quiet_for_s": self.quiet_for(),
+                "chain_ok": not self.breaks and self.tail.error is None,
+                "log_error": self.tail.error,
+                "last_event": _iso(self.last_ts),
+            }
+
+    def progress(self) -> list[dict[str, Any]]:
+        """Per condition: units started / running / finished, and the finished cells by kind."""
+        rows: dict[str, dict[str, Any]] = {}
+        for unit_id, runs in self._units().items():
+            condition = runs[0].condition
+            row = rows.setdefault(condition, {
+                "condition": condition, "units_started": 0, "running": 0, "finished": 0, "completed": 0,
+                "passed": 0, "excluded": 0, "errors": 0, "attempts": 0})
+            row["units_started"] += 1
+            row["attempts"] += len(runs)
+            if any(r.ended is None for r in runs):
+                row["running"] += 1
+            cell = unit_row(runs)
+            if cell is None:
+                continue
+            summary = cell.summary()
+            row["finished"] += 1
+            if valid_run(summary):
+                row["completed"] += 1
+                row["passed"] += 1 if summary["scored_passed"] else 0
+            elif summary["excluded"]:
+                row["excluded"] += 1
+            else:
+                row["errors"] += 1
+        return [rows[c] for c in sorted(rows, key=condition_order)]
+
+    def ladder(self) -> list[dict[str, Any]]:
+        """Pass rate per condition with its 95% CI, as reports/build.py computes it from
+        `run_results`: one cell per unit, valid cells only, trap-cluster bootstrap by task with the
+        report's resamples and seed (reports.conventions.pass_summary)."""
+        if self._ladder_cache is not None and self._ladder_cache[0] == self._summaries:
+            return self._ladder_cache[1]
+        by_condition: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for runs in self._units().values():
+            cell = unit_row(runs)
+            if cell is not None:
+                by_condition[cell.condition].append(cell.summary())
+        out = []
+        for condition in sorted(by_condition, key=condition_order):
+            rows = by_condition[condition]
+            outcomes: dict[str, list[bool]] = defaultdict(list)
+            for r in rows:
+                if valid_run(r):
+                    outcomes[r["task"]].append(bool(r["scored_passed"]))
+            passed, valid, rate, ci95, bootstrap = pass_summary(outcomes)
+            out.append({"condition": condition, "cells": len(rows), "valid": valid, "passed": passed,
+                        "pass_rate": rate, "ci95": ci95, "excluded": len(rows) - valid,
+                        "bootstrap": {"resamples": bootstrap.resamples, "seed": bootstrap.seed,
+                                      "level": bootstrap.level}})
+        self._ladder_cache = (self._summaries, out)
+        return out
+
+    def detail(self) -> dict[str, Any]:
+        """What the run-set page shows: progress, ladder, units, chain, the log's read position."""
+        with self._lock:
+            units = []
+            for unit_id, runs in sorted(self._units().items()):
+                cell = unit_row(runs)
+                newest = max(runs, key=lambda r: ((r.started or {}).get("attempt") or 0, r.first_ts))
+                shown = newest if newest.ended is None else (cell or newest)
+                units.append({**shown.brief(), "attempts": [r.brief() for r in runs]})
+            return {
+                **self.overview(),
+                "planned": None,  # the log does not record the grid; see docs/viewer.md
+                "progress": self.progress(),
+                "ladder": self.ladder(),
+                "units": units,
+                "chain": {"ok": not self.breaks, "events_checked": self.verifier.events, "breaks": self.breaks},
+                "dead_letters": [{"run_id": d.run_id, "seq": d.seq, "reason": d.reason}
+                                 for d in self.processor.dead_letters],
+                "log": {"bytes": self.tail.size, "read_to": self.tail.offset, "blocks": self.tail.blocks,
+                        "pending_bytes": self.tail.pending_bytes, "error": self.tail.error,
+                        "resets": self.resets},
+            }
+
+    def has_run(self, run_id: str) -> bool:
+        with self._lock:
+            return run_id in self.runs
+
+    def run_detail(self, run_id: str) -> dict[str, Any] | None:
+        """One run's whole trajectory, read back from its blocks, grouped by session, with the
+        derived events of each session and the run's chain status."""
+        with self._lock:
+            run = self.runs.get(run_id)
+            if run is None:
+                return None
+            offsets = list(run.blocks)
+            derived = list(run.derived)
+            brief = run.brief()
+            chain_break = run.chain_break
+            started, ended = run.started, run.ended
+        events: list[Event] = []
+        for offset in offsets:
+            events.extend(e for e in self.tail.read_block(offset) if e.run_id == run_id)
+        events.sort(key=lambda e: e.seq)
+        sessions: dict[int, dict[str, Any]] = {}
+        run_level: list[dict[str, Any]] = []
+
+        def session(index: int) -> dict[str, Any]:
+            return sessions.setdefault(index, {
+                "index": index, "started": None, "events": [], "verdict": None, "failure": None,
+                "contract": None, "hygiene": [], "model": _model_totals()})
+
+        for event in events:
+            item = {"seq": event.seq, "kind": event.kind, "ts": _iso(event.ts), "visibility": event.visibility,
+                    "session_index": event.session_index, "payload": json_safe(event.payload)}
+            if event.session_index < 0:
+                run_level.append(item)
+                continue
+            s = session(event.session_index)
+            s["events"].append(item)
+            if event.kind == "SessionStarted":
+                s["started"] = item["payload"]
+            elif event.kind == "ModelCall":
+                _add_model_call(s["model"], event.payload)
+        slots = {"SessionVerdict": "verdict", "FailureClassified": "failure", "MemoryContract": "contract"}
+        summary = None
+        for item in derived:
+            payload = json_safe(item.payload)
+            if item.kind == "RunSummary":
+                summary = payload
+            elif item.kind == "HygieneObservation":
+                session(item.payload["session_index"])["hygiene"].append(payload)
+            elif item.kind in slots:
+                session(item.payload["session_index"])[slots[item.kind]] = payload
+        model = _model_totals()
+        for s in sessions.values():
+            for key in model:
+                model[key] += s["model"][key]
+        return {
+            **brief,
+            "run_set": self.run_set,
+            "started": json_safe(started),
+            "ended": json_safe(ended),
+            "summary": summary,
+            "chain": {"ok": chain_break is None, "events_checked": len(events), "break": chain_break},
+            "model": model,
+            "run_events": run_level,
+            "sessions": [sessions[i] for i in sorted(sessions)],
+        }
+
+
+def _model_totals() -> dict[str, Any]:
+    return {"calls": 0, "input_tokens": 0, "cached_tokens": 0, "output_tokens": 0, "reasoning_tokens": 0,
+            "latency_ms": 0, "cost_usd": 0.0}
+
+
+def _add_model_call(totals: dict[str, Any], payload: dict[str, Any]) -> None:
+    totals["calls"] += 1
+    for key in ("input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens", "latency_ms"):
+        totals[key] += int(payload.get(key) or 0)
+    totals["cost_usd"] += float(payload.get("cost_usd") or 0.0)
+
+
+def _iso(micros: int) -> str | None:
+    if not micros:
+        return None
+    return (dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=micros)).isoformat()
+
+
+class Catalog:
+    """The run sets under a runs directory (`MEMBENCH_HOME/runs`), each folded on demand."""
+
+    def __init__(self, runs_dir: Path):
+        self.runs_dir = Path(runs_dir)
+        self._lock = threading.Lock()
+        self._sets: dict[str, LiveRunSet] = {}
+
+    def names(self) -> list[str]:
+        from schemas.fields import is_plain_name
+
+        try:
+            entries = sorted(p.name for p in self.runs_dir.iterdir() if (p / LOG_NAME).is_file())
+        except OSError:
+            return []
+        return [name for name in entries if is_plain_name(name)]
+
+    def get(self, run_set: str, refresh: bool = True) -> LiveRunSet | None:
+        from schemas.fields import is_plain_name
+
+        if not is_plain_name(run_set) or not (self.runs_dir / run_set / LOG_NAME).is_file():
+            return None
+        with self._lock:
+            live = self._sets.get(run_set)
+            if live is None:
+                live = self._sets[run_set] = LiveRunSet(run_set, self.runs_dir / run_set / LOG_NAME)
+        if refresh:
+            live.refresh()
+        return live
+
+    def all(self) -> list[LiveRunSet]:
+        return [live for name in self.names() if (live := self.get(name)) is not None]
+
+    def find_run(self, run_id: str) -> LiveRunSet | None:
+        """The run set whose log holds `run_id` (run ids are UUIDv5 of run set, unit and attempt)."""
+        with self._lock:
+            known = list(self._sets.values())
+        for live in known:
+            live.refresh()
+            if live.has_run(run_id):
+                return live
+        for live in self.all():
+            if live.has_run(run_id):
+                return live
+        return None

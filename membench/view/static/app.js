@@ -1,0 +1,361 @@
+// membench view: polls the JSON API and renders three views (run sets, one run set, one run).
+// Every text from the logs goes into the page through textContent, never as HTML.
+"use strict";
+
+const POLL_MS = 1500;
+const app = document.getElementById("app");
+const crumbs = document.getElementById("crumbs");
+const statusLine = document.getElementById("status");
+let timer = null;
+let generation = 0;     // bumped on every navigation, so a stale answer is dropped
+let lastRunKey = null;  // the run view re-renders only when the run changed (keeps <details> open)
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = String(value);
+    else if (key.startsWith("data-")) node.setAttribute(key, String(value));
+    else node.setAttribute(key, String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+const fmt = {
+  pct: (x) => (x === null || x === undefined ? "—" : (100 * x).toFixed(1) + "%"),
+  ci: (ci) => (!ci || ci[0] === null ? "—" : `${(100 * ci[0]).toFixed(1)}–${(100 * ci[1]).toFixed(1)}%`),
+  time: (iso) => (iso ? new Date(iso).toLocaleTimeString() : "—"),
+  usd: (x) => "$" + Number(x || 0).toFixed(4),
+  text: (bounded) => (bounded && typeof bounded === "object" ? bounded.text : bounded ?? ""),
+};
+
+function badge(text, cls) { return el("span", { class: `badge ${cls || ""}`, text }); }
+function stateBadge(state) { return badge(state || "—", state || ""); }
+function verdictBadge(passed) {
+  if (passed === null || passed === undefined) return badge("—", "muted");
+  return passed ? badge("pass", "pass") : badge("fail", "fail");
+}
+function liveBadge(rs) {
+  if (rs.live) return badge("live", "running");
+  if (rs.running) return badge(`${rs.running} open, no write for ${Math.round(rs.quiet_for_s || 0)} s`, "warn");
+  return badge("idle", "muted");
+}
+function card(key, value, id) {
+  return el("div", { class: "card" }, el("div", { class: "v", id, text: value }), el("div", { class: "k", text: key }));
+}
+function table(headers, rows, attrs) {
+  return el("table", attrs || {},
+    el("thead", {}, el("tr", {}, headers.map((h) => el("th", { class: h.num ? "num" : "", text: h.label ?? h })))),
+    el("tbody", {}, rows));
+}
+function kv(pairs) {
+  return el("div", { class: "kv" }, pairs.filter(([, v]) => v !== null && v !== undefined && v !== "")
+    .map(([k, v]) => el("span", {}, el("b", { text: k + ": " }), String(v))));
+}
+function details(summary, body, open) {
+  return el("details", { open: open ? "open" : null }, el("summary", { text: summary }), body);
+}
+function pre(text, cls) { return el("pre", { class: cls || "" }, text ?? ""); }
+function diffBlock(text) {
+  const node = el("pre", { class: "diff" });
+  for (const line of (text || "").split("\n")) {
+    const cls = line.startsWith("+") && !line.startsWith("+++") ? "add"
+      : line.startsWith("-") && !line.startsWith("---") ? "del" : line.startsWith("@@") ? "hunk" : "";
+    node.append(el("span", { class: cls, text: line + "\n" }));
+  }
+  return node;
+}
+
+async function getJSON(url) {
+  const response = await fetch(url, { cache: "no-store" });
+  const body = await response.json().catch(() => ({ error: `HTTP ${response.status}` }));
+  if (!response.ok) throw new Error(body.error || `HTTP ${response.status}`);
+  return body;
+}
+
+function route() {
+  const parts = location.hash.replace(/^#\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
+  if (parts[0] === "rs" && parts[1]) return { view: "runSet", id: parts[1] };
+  if (parts[0] === "run" && parts[1]) return { view: "run", id: parts[1] };
+  return { view: "home" };
+}
+function link(href, text, attrs) { return el("a", { href, ...(attrs || {}) }, text); }
+function runSetHref(id) { return "#/rs/" + encodeURIComponent(id); }
+function runHref(id) { return "#/run/" + encodeURIComponent(id); }
+
+// ---------------------------------------------------------------------------------------- views
+
+function renderHome(data) {
+  crumbs.replaceChildren();
+  const rows = data.run_sets.map((rs) => el("tr", { "data-run-set": rs.run_set },
+    el("td", {}, link(runSetHref(rs.run_set), rs.run_set, { class: "runset-link", "data-run-set": rs.run_set })),
+    el("td", { text: rs.suite ?? "—" }), el("td", { text: rs.agent ?? "—" }),
+    el("td", { class: "num", text: rs.units_started }), el("td", { class: "num", text: rs.units_finished }),
+    el("td", { class: "num", text: rs.running }), el("td", { class: "num", text: rs.events }),
+    el("td", {}, liveBadge(rs)),
+    el("td", {}, rs.chain_ok ? badge("ok", "ok") : badge(rs.log_error ? "log damaged" : "broken", "broken")),
+    el("td", { text: fmt.time(rs.last_event) })));
+  app.replaceChildren(el("h1", { text: "Run sets" }),
+    data.run_sets.length ? table(["run set", "suite", "agent", { label: "units started", num: 1 },
+      { label: "finished", num: 1 }, { label: "running", num: 1 }, { label: "events", num: 1 }, "state", "chain",
+      "last event"], rows, { id: "run-sets" })
+      : el("p", { class: "muted", id: "no-run-sets", text: "No run sets yet: start `membench run` and this page fills in." }));
+}
+
+function progressTable(progress) {
+  const fields = ["units_started", "running", "finished", "completed", "passed", "excluded", "errors", "attempts"];
+  const totals = Object.fromEntries(fields.map((f) => [f, progress.reduce((n, row) => n + row[f], 0)]));
+  const rows = progress.map((row) => el("tr", { "data-condition": row.condition },
+    el("td", { text: row.condition }),
+    fields.map((f) => el("td", { class: "num", "data-field": f, text: row[f] }))));
+  rows.push(el("tr", { class: "total" }, el("th", { text: "all" }),
+    fields.map((f) => el("th", { class: "num", id: "total-" + f.replace("units_", ""), text: totals[f] }))));
+  return table(["condition", ...["units started", "running", "finished", "completed", "passed", "excluded", "errors",
+    "attempts"].map((label) => ({ label, num: 1 }))], rows, { id: "progress" });
+}
+
+function ladder(rows) {
+  const box = el("div", { class: "ladder", id: "ladder" });
+  for (const row of rows) {
+    const bar = el("div", { class: "bar" });
+    bar.style.width = row.pass_rate === null ? "0" : `${100 * row.pass_rate}%`;
+    const track = el("div", { class: "track" }, bar);
+    if (row.ci95 && row.ci95[0] !== null) {
+      const ci = el("div", { class: "ci" });
+      ci.style.left = `${100 * row.ci95[0]}%`;
+      ci.style.width = `max(2px, ${100 * (row.ci95[1] - row.ci95[0])}%)`;
+      track.append(ci);
+    }
+    box.append(el("div", { class: "row", "data-condition": row.condition },
+      el("b", { text: row.condition }), track,
+      el("span", { "data-field": "pass_rate",
+        text: `${fmt.pct(row.pass_rate)}  CI ${fmt.ci(row.ci95)}  (${row.passed}/${row.valid}; ${row.excluded} excluded)` })));
+  }
+  if (!rows.length) box.append(el("p", { class: "muted", text: "No finished unit yet." }));
+  return box;
+}
+
+function renderRunSet(data) {
+  crumbs.replaceChildren(link("#/", "run sets"), " / ", data.run_set);
+  const chain = data.chain.ok && !data.log.error
+    ? badge(`chain ok · ${data.chain.events_checked} events`, "ok")
+    : badge(data.log.error ? "log damaged" : `chain broken (${data.chain.breaks.length})`, "broken");
+  const units = data.units.map((u) => el("tr", { "data-unit-id": u.unit_id, "data-state": u.state },
+    el("td", {}, link(runHref(u.run_id), u.unit_id, { class: "unit-link", "data-unit-id": u.unit_id })),
+    el("td", { text: u.condition }), el("td", { text: u.task ?? "—" }), el("td", { class: "num", text: u.seed ?? "—" }),
+    el("td", { class: "num", text: u.attempts.length }), el("td", {}, stateBadge(u.state)),
+    el("td", {}, u.state === "running" ? badge(`session ${u.session}`, "muted") : verdictBadge(u.valid ? u.passed : null)),
+    el("td", { text: u.failure_reason ?? u.exclusion_reason ?? u.error_type ?? "" }),
+    el("td", { class: "num", text: u.events }),
+    el("td", {}, u.chain_ok ? badge("ok", "ok") : badge("broken", "broken"))));
+  const parts = [
+    el("h1", {}, data.run_set, " ", liveBadge(data), " ", chain),
+    el("div", { class: "cards" },
+      card("suite", data.suite ?? "—"), card("agent", data.agent ?? "—"),
+      card("units started", data.units_started, "units-started"), card("units finished", data.units_finished, "units-finished"),
+      card("running", data.running, "units-running"), card("events", data.events, "events"),
+      card("planned", data.planned ?? "not in the log")),
+    el("h2", { text: "Progress per condition" }), progressTable(data.progress),
+    el("h2", { text: "Ladder: pass rate per condition, 95% CI (trap-cluster bootstrap)" }), ladder(data.ladder),
+    el("h2", { text: "Units" }),
+    table(["unit", "condition", "task", { label: "seed", num: 1 }, { label: "attempts", num: 1 }, "state", "verdict",
+      "failure / exclusion", { label: "events", num: 1 }, "chain"], units, { id: "units" }),
+  ];
+  if (data.chain.breaks.length) {
+    parts.push(el("h2", { text: "Chain breaks" }), table(["unit", "run", { label: "seq", num: 1 }, "reason"],
+      data.chain.breaks.map((b) => el("tr", {}, el("td", { text: b.unit_id }), el("td", {}, link(runHref(b.run_id), b.run_id)),
+        el("td", { class: "num", text: b.seq }), el("td", { text: b.reason })))));
+  }
+  if (data.dead_letters.length) {
+    parts.push(el("h2", { text: "Events the processors could not fold" }), table(["run", { label: "seq", num: 1 }, "reason"],
+      data.dead_letters.map((d) => el("tr", {}, el("td", { text: d.run_id }), el("td", { class: "num", text: d.seq }),
+        el("td", { text: d.reason })))));
+  }
+  if (data.log.error) parts.push(el("p", { class: "errorbox", text: "Log: " + data.log.error }));
+  parts.push(el("p", { class: "muted", id: "log-position",
+    text: `log: ${data.log.read_to} of ${data.log.bytes} bytes read in ${data.log.blocks} blocks` +
+      (data.log.pending_bytes ? ` · ${data.log.pending_bytes} bytes of a block still being written` : "") }));
+  app.replaceChildren(...parts);
+}
+
+// ------------------------------------------------------------------------------- one run's events
+
+function renderEvent(ev) {
+  const p = ev.payload || {};
+  let body;
+  switch (ev.kind) {
+    case "Turn":
+      body = [kv([["role", p.role], ["tokens in", p.input_tokens || null], ["out", p.output_tokens || null],
+        ["latency ms", p.latency_ms || null], ["from", p.source_kind]]), pre(fmt.text(p.text))];
+      break;
+    case "ToolCall":
+      body = kv([["tool", p.name], ["call", p.call_id], ["patch", p.is_patch ? "yes" : "no"], ["arguments sha256", p.arguments_digest]]);
+      break;
+    case "ToolResult":
+      body = [kv([["tool", p.name], ["call", p.call_id], ["exit", p.exit_code], ["ms", p.duration_ms], ["output bytes", p.output_size]]),
+        p.output ? details("output", pre(fmt.text(p.output))) : null];
+      break;
+    case "ModelCall":
+      body = [kv([["model", `${p.provider}/${p.model}`], ["api", p.api], ["mode", p.mode], ["status", p.status],
+        ["http", p.http_status], ["tokens in", p.input_tokens], ["cached", p.cached_tokens], ["out", p.output_tokens],
+        ["reasoning", p.reasoning_tokens], ["latency ms", p.latency_ms], ["first byte ms", p.first_byte_ms],
+        ["cost", fmt.usd(p.cost_usd)], ["streamed", p.streamed ? `${p.chunks} chunks` : null]]),
+        p.error ? el("div", { class: "bad", text: p.error }) : null];
+      break;
+    case "MemoryRead": {
+      const admitted = new Set(p.admitted_ids || []);
+      body = [kv([["tokens admitted", `${p.tokens_admitted} / ${p.token_budget}`],
+        ["candidates", (p.candidates || []).length], ["admitted", admitted.size]]),
+        details("query", pre(fmt.text(p.query))),
+        el("ul", { class: "ids memory-candidates" }, (p.candidates || []).map((id) =>
+          el("li", { class: admitted.has(id) ? "admitted" : "muted", text: id + (admitted.has(id) ? "  (admitted)" : "  (not admitted)") }))),
+        details("context given to the agent", pre(fmt.text(p.context)))];
+      break;
+    }
+    case "MemoryWrite":
+      body = [kv([["memory", p.memory_id], ["type", p.memory_type], ["scope", (p.scope || []).join(", ")],
+        ["from events", (p.provenance_event_ids || []).length]]), pre(fmt.text(p.content))];
+      break;
+    case "MemoryCitation":
+      body = kv([["cited", (p.memory_ids || []).join(", ")]]);
+      break;
+    case "ContextCompaction":
+      body = kv([["tokens", `${p.tokens_before} → ${p.tokens_after}`]]);
+      break;
+    case "PatchProduced": {
+      const diff = p.production_diff;
+      body = [kv([["files", (p.files || []).join(", ")], ["lines", `+${p.added_lines} −${p.removed_lines}`],
+        ["stripped", (p.stripped_paths || []).join(", ")], ["tests", (p.test_paths || []).join(", ")]]),
+        diff !== null && diff !== undefined ? details("production diff", diffBlock(diff), true)
+          : p.production_diff_sha256 ? link(`/api/blobs/${encodeURIComponent(currentRunSet)}/${p.production_diff_sha256}`,
+            "production diff (large; opens the stored blob)") : null,
+        p.stripped_diff ? details("stripped diff (not scored)", diffBlock(p.stripped_diff)) : null];
+      break;
+    }
+    case "OracleVerdict":
+      body = [el("div", { class: "verdict", "data-outcome": p.outcome }, badge(p.outcome, p.outcome), " ",
+        kv([["oracle", p.oracle_id], ["exit", p.exit_status], ["ms", p.duration_ms], ["isolation", p.isolation],
+          ["inconclusive", p.inconclusive ? "yes" : null]])),
+        (p.cases || []).length ? table(["case", "outcome", { label: "ms", num: 1 }], p.cases.map((c) =>
+          el("tr", {}, el("td", { text: c.case_id }), el("td", {}, badge(c.outcome, c.outcome)), el("td", { class: "num", text: c.duration_ms })))) : null];
+      break;
+    case "SessionStarted":
+      body = [kv([["start", p.start_state], ["scored", p.scored ? "yes" : "no"], ["oracle", p.oracle_id]]),
+        pre(fmt.text(p.instruction))];
+      break;
+    case "SessionEnded": case "RunEnded":
+      body = kv([["status", p.status], ["error", p.error_type]]);
+      break;
+    case "RunStarted":
+      body = kv([["agent", p.agent], ["kind", p.agent_kind], ["model", p.model], ["construct", p.construct],
+        ["family", p.family], ["attempt", p.attempt], ["pack", (p.pack_digest || "").slice(0, 12)]]);
+      break;
+    case "OracleLabel":
+      body = kv([["label", p.label_id], ["type", p.label_type], ["session", p.active_session],
+        ["events", (p.event_ids || []).join(", ")], ["facts", (p.fact_ids || []).join(", ")]]);
+      break;
+    default:
+      body = pre(JSON.stringify(p, null, 2));
+  }
+  return el("div", { class: `event ${ev.visibility}`, "data-kind": ev.kind, "data-seq": ev.seq },
+    el("span", { class: "seq", text: "#" + ev.seq }), el("span", { class: "kind", title: ev.ts, text: ev.kind }),
+    el("div", {}, body));
+}
+
+function derivedPanel(s) {
+  const out = [];
+  if (s.verdict) {
+    out.push(kv([["verdict", s.verdict.outcome], ["passed", s.verdict.passed ? "yes" : "no"],
+      ["excluded", s.verdict.excluded ? s.verdict.exclusion_reason : null], ["tool calls", s.verdict.tool_calls],
+      ["memory reads", s.verdict.memory_reads], ["memory tokens", s.verdict.memory_tokens_admitted],
+      ["tokens in/out", `${s.verdict.input_tokens}/${s.verdict.output_tokens}`], ["ms", s.verdict.duration_ms]]));
+  }
+  if (s.failure) {
+    out.push(el("div", { class: "failure", "data-failure-reason": s.failure.failure_reason },
+      kv([["failure reason", s.failure.failure_reason], ["rule", s.failure.rule],
+        ["memory failure", s.failure.memory_failure], ["resolved", s.failure.resolved ? "yes" : "no"]])));
+  }
+  if (s.contract) {
+    const c = s.contract;
+    out.push(details(`memory contract: ${c.memory_contract_status}`, kv([["injected", (c.injected_memory_ids || []).join(", ")],
+      ["cited", (c.cited_memory_ids || []).join(", ")], ["relevant", (c.relevant_memory_ids || []).join(", ")],
+      ["stale", (c.stale_memory_ids || []).join(", ")], ["citation precision", c.citation_precision],
+      ["citation recall", c.citation_recall], ["helped", c.memory_helped ? "yes" : "no"], ["hurt", c.memory_hurt ? "yes" : "no"],
+      ["runtime failure", c.runtime_contract_failure_reason]])));
+  }
+  if (s.hygiene.length) {
+    out.push(el("h3", { text: "Hygiene observations" }), table(["metric", "label", { label: "numerator", num: 1 },
+      { label: "denominator", num: 1 }], s.hygiene.map((h) => el("tr", { class: "hygiene" }, el("td", { text: h.metric }),
+      el("td", { text: h.label_id ?? "" }), el("td", { class: "num", text: h.numerator }), el("td", { class: "num", text: h.denominator })))));
+  }
+  if (s.model.calls) {
+    out.push(kv([["model calls", s.model.calls], ["tokens in", s.model.input_tokens], ["out", s.model.output_tokens],
+      ["latency ms", s.model.latency_ms], ["cost", fmt.usd(s.model.cost_usd)]]));
+  }
+  return out;
+}
+
+let currentRunSet = "";
+
+function renderRun(data) {
+  currentRunSet = data.run_set;
+  crumbs.replaceChildren(link("#/", "run sets"), " / ", link(runSetHref(data.run_set), data.run_set), " / ", data.unit_id);
+  const chain = el("div", { id: "chain-status", "data-ok": data.chain.ok ? "true" : "false" },
+    data.chain.ok ? badge(`hash chain ok · ${data.chain.events_checked} events`, "ok")
+      : badge(`hash chain broken at seq ${data.chain.break.seq}: ${data.chain.break.reason}`, "broken"));
+  const sessions = data.sessions.map((s) => {
+    const scored = s.started && s.started.scored;
+    return el("section", { class: "session", "data-session": s.index },
+      el("h2", {}, `Session ${s.index}`, scored ? " (scored)" : "", " ",
+        s.verdict ? badge(s.verdict.outcome, s.verdict.outcome) : badge("in progress", "running")),
+      derivedPanel(s), el("h3", { text: `Trajectory (${s.events.length} events)` }), s.events.map(renderEvent));
+  });
+  app.replaceChildren(
+    el("h1", {}, data.unit_id, " ", stateBadge(data.state), " ", data.valid ? verdictBadge(data.passed) : null),
+    el("div", { class: "cards" }, card("run", data.run_id), card("attempt", data.attempt ?? "—"),
+      card("events", data.events, "run-events"), card("failure", data.failure_reason ?? (data.exclusion_reason || "—")),
+      card("model calls", data.model.calls), card("cost", fmt.usd(data.model.cost_usd))),
+    chain,
+    el("section", { class: "runlevel" }, el("h2", { text: "Run" }), data.run_events.map(renderEvent)),
+    ...sessions);
+}
+
+// ---------------------------------------------------------------------------------------- polling
+
+async function tick() {
+  const mine = ++generation;
+  const r = route();
+  try {
+    if (r.view === "home") {
+      const data = await getJSON("/api/run_sets");
+      if (mine === generation) renderHome(data);
+    } else if (r.view === "runSet") {
+      const data = await getJSON("/api/run_sets/" + encodeURIComponent(r.id));
+      if (mine === generation) renderRunSet(data);
+    } else {
+      const data = await getJSON("/api/runs/" + encodeURIComponent(r.id));
+      const key = `${data.run_id}:${data.events}:${data.state}:${data.chain.ok}`;
+      if (mine === generation && key !== lastRunKey) { lastRunKey = key; renderRun(data); }
+    }
+    statusLine.textContent = "updated " + new Date().toLocaleTimeString();
+    statusLine.className = "status";
+  } catch (err) {
+    if (mine !== generation) return;
+    statusLine.textContent = "error: " + err.message;
+    statusLine.className = "status bad";
+    if (!app.firstChild || r.view !== "home") app.replaceChildren(el("p", { class: "errorbox", text: err.message }));
+  }
+}
+
+function schedule() {
+  clearTimeout(timer);
+  timer = setTimeout(async () => { await tick(); schedule(); }, POLL_MS);
+}
+
+window.addEventListener("hashchange", () => { lastRunKey = null; window.scrollTo(0, 0); tick().then(schedule); });
+tick().then(schedule);
