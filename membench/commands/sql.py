@@ -1,5 +1,12 @@
 """`membench sql "QUERY"`: run SQL on the warehouse, read-only, print ClickHouse TSV (no header).
 
+`--format NAME` takes any ClickHouse output format the engine lists (`TSV` — the default, the same
+TabSeparated as always —, `TSVWithNames`, `CSVWithNames`, `JSONEachRow`, `Parquet`, `Pretty`, ...;
+matched case-insensitively); an unknown name exits 2 naming it. `--output FILE` writes the result
+to FILE (atomically, only when the query succeeded) instead of stdout. A binary format (one the
+engine marks not fit for a terminal: Parquet, Arrow, ORC, Native, RowBinary, ...) goes to stdout
+only when stdout is not a terminal (a pipe or a redirect); to a terminal it is refused (exit 2).
+
 The warehouse is the audit trail's second half (docs/design.md §9): the raw log and the derived
 tables every report is built from. Through the CLI it is read-only — the query runs under
 ClickHouse's `readonly = 1`, so the engine itself refuses INSERT, ALTER, DROP, TRUNCATE, CREATE,
@@ -12,6 +19,7 @@ from __future__ import annotations
 
 import re
 import sys
+from pathlib import Path
 
 import click
 
@@ -39,10 +47,17 @@ def returns_rows(query: str) -> bool:
 @click.argument("query")
 @click.option("--allow-write", is_flag=True, help="run QUERY with write access. BREAKS THE AUDIT TRAIL: edited "
               "rows no longer match the log, and `membench report` refuses the run sets they belong to")
+@click.option("--format", "fmt", default="TSV", show_default=True, metavar="NAME",
+              help="a ClickHouse output format: TSV, TSVWithNames, CSVWithNames, JSONEachRow, Parquet, Pretty, ... "
+              "(binary ones need --output or a stdout that is not a terminal)")
+@click.option("--output", "output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="write the result to this file instead of stdout")
 @dsn_options
-def sql(query: str, allow_write: bool, settings: Settings) -> None:
-    """Run QUERY against the warehouse, read-only, and print the result as TabSeparated. A query that
-    would write is refused (exit 2) unless --allow-write is given."""
+def sql(query: str, allow_write: bool, fmt: str, output: Path | None, settings: Settings) -> None:
+    """Run QUERY against the warehouse, read-only, and print the result as TabSeparated (or --format
+    NAME, any ClickHouse output format). A query that would write is refused (exit 2) unless
+    --allow-write is given."""
+    from exports.tables import TableExportError, raw_query, resolve_format
     from warehouse.client import WarehouseError, connect
 
     if allow_write:
@@ -53,11 +68,20 @@ def sql(query: str, allow_write: bool, settings: Settings) -> None:
     except WarehouseError as exc:
         raise UsageError(str(exc)) from None
     try:
+        try:
+            fmt, tty_friendly = resolve_format(warehouse, fmt)
+        except TableExportError as exc:
+            raise UsageError(f"--format: {exc}") from None
+        if not tty_friendly and output is None and sys.stdout.isatty():
+            raise UsageError(f"--format {fmt}: a binary format is not printed to a terminal; give --output FILE "
+                             "or redirect stdout")
         if returns_rows(query):
-            out = warehouse.query_tsv(query)
+            out = raw_query(warehouse, query, fmt)
         else:
             result = warehouse.command(query)
             out = f"{result}\n".encode() if isinstance(result, (str, int)) and str(result) else b""
+    except UsageError:
+        raise
     except Exception as exc:  # the engine's message names the problem
         first = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else type(exc).__name__
         if not allow_write and _refused_for_readonly(str(exc)):
@@ -66,5 +90,14 @@ def sql(query: str, allow_write: bool, settings: Settings) -> None:
         raise UsageError(f"query failed: {first}") from None
     finally:
         warehouse.close()
-    sys.stdout.buffer.write(out)
-    sys.stdout.flush()
+    if output is None:
+        sys.stdout.buffer.write(out)
+        sys.stdout.flush()
+        return
+    tmp = output.with_name(f".{output.name}.tmp")
+    try:
+        tmp.write_bytes(out)
+        tmp.replace(output)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise UsageError(f"--output: cannot write {output}: {exc.strerror or exc}") from None

@@ -1,0 +1,124 @@
+"""The warehouse's main tables as pandas DataFrames, for notebooks (docs/exports/tables.md).
+
+```python
+from membench import frames
+
+runs = frames.runs("my-run-set")                  # one row per unit, as the report counts them
+sessions = frames.sessions("my-run-set")          # one row per (run, session)
+events = frames.events("my-run-set", kinds=["ToolCall", "ToolResult"])
+failures = frames.failures("my-run-set")
+```
+
+Every function opens the warehouse read-only, exactly as `membench sql` does (ClickHouse
+`readonly = 1`), runs one query, closes it again and returns a `pandas.DataFrame`. The rows come
+from the engine as Parquet, so column types are the engine's (ints, bools, timestamps with their
+time zone, nullable strings, lists). Which warehouse: `warehouse=DSN` when given, else
+`home/warehouse` when `home` (a MEMBENCH_HOME) is given, else the CLI's default
+(`MEMBENCH_WAREHOUSE`, else `$MEMBENCH_HOME/warehouse`). An embedded (chDB) warehouse has one
+owner at a time: while a `membench run` holds it, a call here fails with a WarehouseError naming
+the lock (a ClickHouse server DSN has no such limit). `run_set=None` reads every run set.
+
+Each row appears once (a retried insert is read by its key, as the reports read it). Needs
+`pandas` and `pyarrow`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from exports.tables import raw_query, table_key
+from membench.settings import load_settings
+
+__all__ = ["runs", "sessions", "events", "failures", "memory_contracts", "hygiene", "table"]
+
+
+def _dsn(home: str | Path | None, warehouse: str | None) -> str:
+    if warehouse is not None:
+        return warehouse
+    if home is not None:
+        return f"chdb://{Path(home).expanduser().absolute() / 'warehouse'}"
+    return load_settings().warehouse
+
+
+def _frame(sql: str, parameters: dict[str, Any], home: str | Path | None, warehouse: str | None):
+    import io
+
+    import pandas as pd
+
+    from warehouse.client import connect
+
+    conn = connect(_dsn(home, warehouse), create=False, read_only=True)
+    try:
+        data = raw_query(conn, sql, "Parquet", parameters)
+    finally:
+        conn.close()
+    return pd.read_parquet(io.BytesIO(data))
+
+
+def _where(run_set: str | None, extra: str = "") -> tuple[str, dict[str, Any]]:
+    clauses = (["run_set = {rs:String}"] if run_set is not None else []) + ([extra] if extra else [])
+    return (f"WHERE {' AND '.join(clauses)} " if clauses else ""), ({"rs": run_set} if run_set is not None else {})
+
+
+def table(name: str, run_set: str | None = None, home: str | Path | None = None, warehouse: str | None = None):
+    """Rows of table NAME (`trajectory_events` or a derived table), each once, in key order."""
+    from warehouse.queries import audited_tables
+
+    if name not in audited_tables():
+        raise ValueError(f"unknown table '{name}' (known: {', '.join(audited_tables())})")
+    ident, order = table_key(name)
+    where, params = _where(run_set)
+    return _frame(f"SELECT * FROM {name} {where}ORDER BY run_set, {', '.join(order)}, {ident} LIMIT 1 BY {ident}",
+                  params, home, warehouse)
+
+
+def runs(run_set: str | None = None, home: str | Path | None = None, warehouse: str | None = None,
+         all_attempts: bool = False):
+    """run_results: one row per unit — its completed run, else its excluded run, else its latest
+    attempt — the rows a report counts (`warehouse.queries.run_results`). `all_attempts=True`: every
+    run, abandoned and retried attempts included. A valid cell is `status == "completed"` and not
+    `excluded`; `scored_passed` is its outcome."""
+    where, params = _where(run_set)
+    if all_attempts:
+        return _frame(f"SELECT * FROM run_results {where}ORDER BY run_set, unit_id, run_id LIMIT 1 BY run_id",
+                      params, home, warehouse)
+    return _frame(
+        f"SELECT * FROM (SELECT * FROM run_results {where}LIMIT 1 BY run_id) "
+        "ORDER BY run_set, unit_id, status = 'completed' DESC, status IN ('completed', 'excluded') DESC, "
+        "source_seq DESC LIMIT 1 BY run_set, unit_id", params, home, warehouse)
+
+
+def sessions(run_set: str | None = None, home: str | Path | None = None, warehouse: str | None = None):
+    """session_results: one row per (run, session): verdict, outcome, usage, memory reads."""
+    return table("session_results", run_set, home, warehouse)
+
+
+def failures(run_set: str | None = None, home: str | Path | None = None, warehouse: str | None = None):
+    """failures: one row per (run, session): the failure reason and the rule that chose it."""
+    return table("failures", run_set, home, warehouse)
+
+
+def memory_contracts(run_set: str | None = None, home: str | Path | None = None, warehouse: str | None = None):
+    """memory_contracts: injected, cited, relevant and stale memory ids per (run, session)."""
+    return table("memory_contracts", run_set, home, warehouse)
+
+
+def hygiene(run_set: str | None = None, home: str | Path | None = None, warehouse: str | None = None):
+    """hygiene_observations: one row per (run, session, metric)."""
+    return table("hygiene_observations", run_set, home, warehouse)
+
+
+def events(run_set: str | None = None, home: str | Path | None = None, warehouse: str | None = None,
+           kinds: Iterable[str] | None = None, datum: bool = False):
+    """trajectory_events: the raw log in (run, seq) order, one row per event; `payload` is JSON text
+    (`json.loads`, or `pandas.json_normalize` over a column of them). `kinds` keeps those event
+    kinds only; the exact Avro `datum` (bytes, for audit) is left out unless `datum=True`."""
+    kinds = sorted(set(kinds)) if kinds is not None else None
+    where, params = _where(run_set, "kind IN {kinds:Array(String)}" if kinds is not None else "")
+    if kinds is not None:
+        params["kinds"] = kinds
+    columns = "*" if datum else "* EXCEPT (datum)"
+    return _frame(f"SELECT {columns} FROM trajectory_events {where}ORDER BY run_set, run_id, seq, event_id "
+                  "LIMIT 1 BY event_id", params, home, warehouse)
