@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import click
@@ -23,11 +24,8 @@ def inspect_(run_set: str, out_dir: Path, settings: Settings) -> None:
     validate_run_set_id(run_set, "RUN_SET")
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"OUT_DIR: {out_dir} exists and is not a directory")
-    try:
-        import inspect_ai  # noqa: F401  (checked here so a missing package is one clear line)
-    except ImportError:
-        raise click.ClickException("membench export inspect needs the inspect-ai package "
-                                   "(pip install inspect-ai)") from None
+    if importlib.util.find_spec("inspect_ai") is None:  # one clear line instead of a traceback
+        raise click.ClickException("membench export inspect needs the inspect-ai package (pip install inspect-ai)")
     from exports.inspect_log import InspectExportError, build_logs, load_run_set, write_logs
     from warehouse.client import WarehouseError, connect
 
