@@ -1,0 +1,204 @@
+"""`membench view` over real runs (bubblewrap, the embedded pipeline): the API agrees with the
+report and the warehouse, and in a real headless Chromium the page lists the run set, shows a
+unit's trajectory, and follows a run while it runs — without taking the chDB lock from it."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from membench.view.server import ViewApp
+from producers.attempts import read_log
+from tests.conftest import run_cli, skip_or_fail
+
+pytestmark = pytest.mark.integration
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+RUN = ("run", "smoke", "--conditions", "B0,B5", "--agent", "scripted:memory-literal")
+
+
+@pytest.fixture(scope="module")
+def smoke_home(bwrap_sandbox, tmp_path_factory) -> Path:
+    """One finished run set `S`: the smoke pack's 3 traps under B0 and B5, seed 1 (6 units)."""
+    home = tmp_path_factory.mktemp("view") / "home"
+    run_cli(*RUN, "--seeds", "1", "--run-set", "S", home=home, check=True)
+    return home
+
+
+def _warehouse_rows(home: Path, run_set: str) -> dict:
+    """run_results, session_results and failures of the run set, read by a process of its own (the
+    one owner of the chDB path at a time; the run has ended)."""
+    script = (
+        "import json, sys\n"
+        "from membench.settings import load_settings\n"
+        "from warehouse.client import connect\n"
+        "from warehouse import queries\n"
+        "w = connect(load_settings().warehouse, create=False, read_only=True)\n"
+        "rs = sys.argv[1]\n"
+        "out = {'runs': queries.run_results(w, rs), 'sessions': queries.session_results(w, rs),\n"
+        "       'failures': w.query_dicts('SELECT run_id, session_index, failure_reason FROM failures '\n"
+        "                                 'WHERE run_set = {rs:String} LIMIT 1 BY run_id, session_index', {'rs': rs})}\n"
+        "w.close()\n"
+        "print(json.dumps(out, default=str))\n")
+    proc = subprocess.run([sys.executable, "-c", script, run_set], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "MEMBENCH_HOME": str(home)}, cwd=str(home.parent))
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_the_api_agrees_with_the_report_and_the_warehouse(smoke_home):
+    app = ViewApp(smoke_home / "runs")
+    assert [rs["run_set"] for rs in app.run_sets()["run_sets"]] == ["S"]
+    detail = app.run_set("S")
+    log = smoke_home / "runs" / "S" / "events.avro"
+    assert detail["events"] == sum(1 for _ in read_log(log))
+    assert detail["chain"] == {"ok": True, "events_checked": detail["events"], "breaks": []}
+    assert detail["dead_letters"] == [] and detail["log"]["pending_bytes"] == 0 and detail["log"]["error"] is None
+    progress = {row["condition"]: row for row in detail["progress"]}
+    assert {c: (r["units_started"], r["completed"], r["passed"], r["running"]) for c, r in progress.items()} == \
+        {"B0": (3, 3, 0, 0), "B5": (3, 3, 3, 0)}
+
+    report = json.loads((smoke_home / "runs" / "S" / "report.json").read_text())
+    keys = ("condition", "cells", "passed", "pass_rate", "ci95", "excluded")
+    assert [{k: row[k] for k in keys} for row in detail["ladder"]] == \
+        [{k: row[k] for k in keys} for row in report["conditions"]]
+
+    stored = _warehouse_rows(smoke_home, "S")
+    assert sorted((u["unit_id"], u["run_id"], u["status"], u["passed"]) for u in detail["units"]) == \
+        sorted((r["unit_id"], r["run_id"], r["status"], bool(r["scored_passed"])) for r in stored["runs"])
+    failures = {(f["run_id"], f["session_index"]): f["failure_reason"] for f in stored["failures"]}
+    verdicts = {(s["run_id"], s["session_index"]): s["outcome"] for s in stored["sessions"]}
+    for unit in detail["units"]:
+        run = app.run(unit["run_id"])
+        assert run["chain"]["ok"] and run["chain"]["events_checked"] == unit["events"]
+        assert [s["index"] for s in run["sessions"]] == [1, 2, 3]
+        for session in run["sessions"]:
+            kinds = {e["kind"] for e in session["events"]}
+            assert {"SessionStarted", "Turn", "ToolCall", "ToolResult", "PatchProduced", "OracleVerdict"} <= kinds
+            assert session["verdict"]["outcome"] == verdicts[(unit["run_id"], session["index"])]
+            if session["failure"] is not None:
+                assert session["failure"]["failure_reason"] == failures[(unit["run_id"], session["index"])]
+        scored = run["sessions"][-1]
+        reads = [e["payload"] for e in scored["events"] if e["kind"] == "MemoryRead"]
+        if unit["condition"] == "B5":
+            assert reads and reads[0]["admitted_ids"] and set(reads[0]["admitted_ids"]) <= set(reads[0]["candidates"])
+        assert any(e["payload"]["production_diff"] for e in scored["events"] if e["kind"] == "PatchProduced")
+
+
+# ------------------------------------------------------------------------------ in a real browser
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        skip_or_fail(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        skip_or_fail("the python package playwright is not installed (pip install playwright)")
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
+@contextmanager
+def viewer(home: Path):
+    """`membench view --port 0` in a subprocess, as a user starts it; yields its URL."""
+    home.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen([sys.executable, "-m", "membench", "view", "--port", "0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=str(home.parent),
+                            env={**os.environ, "MEMBENCH_HOME": str(home)})
+    try:
+        line = proc.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        assert found, f"membench view printed {line!r}; stderr: {proc.stderr.read() if proc.poll() is not None else ''}"
+        yield found.group(0)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@contextmanager
+def page_of(browser):
+    page = browser.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+    page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None)
+    try:
+        yield page, problems
+    finally:
+        page.close()
+
+
+def test_the_page_lists_the_run_set_and_shows_a_unit_trajectory(smoke_home, browser):
+    with viewer(smoke_home) as url, page_of(browser) as (page, problems):
+        page.goto(url)
+        page.locator("a.runset-link[data-run-set='S']").click(timeout=30_000)
+        page.wait_for_selector("#progress")
+        assert page.locator("#total-completed").inner_text() == "6"
+        assert page.locator("#progress tr[data-condition='B5'] td[data-field='passed']").inner_text() == "3"
+        assert page.locator("#ladder .row[data-condition='B5'] [data-field='pass_rate']").inner_text().startswith("100.0%")
+        page.locator("a.unit-link[data-unit-id='smoke/smoke-client-header/B5/1']").click()
+        page.wait_for_selector("section.session[data-session='3']", timeout=30_000)
+        assert page.locator("#chain-status").get_attribute("data-ok") == "true"
+        scored = page.locator("section.session[data-session='3']")
+        assert scored.locator(".event[data-kind='Turn']").count() >= 2
+        assert scored.locator(".event[data-kind='ToolCall']").count() >= 1
+        assert scored.locator(".event[data-kind='MemoryRead'] .memory-candidates li.admitted").count() >= 1
+        assert "+++ b/" in scored.locator(".event[data-kind='PatchProduced'] pre.diff").inner_text()
+        assert scored.locator(".verdict[data-outcome='pass']").count() == 1
+        page.locator("#crumbs").get_by_role("link", name="S", exact=True).click()
+        page.wait_for_selector("#units")
+        failed = page.locator("tr[data-unit-id='smoke/smoke-client-header/B0/1']")
+        assert "test_failure" in failed.inner_text()
+        assert problems == []
+
+
+def test_the_page_follows_a_run_while_it_runs(bwrap_sandbox, tmp_path, browser):
+    """The viewer is up before the run starts (the run set does not exist yet); the run, 12 units, runs
+    beside it — so the viewer must not hold the chDB lock — and the page's completed count grows
+    while the run is still going."""
+    home = tmp_path / "home"
+    with viewer(home) as url, page_of(browser) as (page, problems):
+        page.goto(url + "#/rs/LIVE")
+        env = {**os.environ, "MEMBENCH_HOME": str(home)}
+        run = subprocess.Popen([sys.executable, "-m", "membench", *RUN, "--seeds", "1,2", "--run-set", "LIVE",
+                                "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=env, cwd=str(home.parent))
+        seen_while_running: list[int] = []
+        deadline = time.monotonic() + 600
+        try:
+            while run.poll() is None and time.monotonic() < deadline:
+                cell = page.locator("#total-completed")
+                if cell.count():
+                    value = int(cell.inner_text())
+                    if run.poll() is None and (not seen_while_running or value != seen_while_running[-1]):
+                        seen_while_running.append(value)
+                page.wait_for_timeout(300)
+            out, err = run.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+        assert run.returncode == 0, f"membench run exited {run.returncode}\n{out}\n{err}"
+        increases = [b for a, b in zip(seen_while_running, seen_while_running[1:]) if b > a]
+        assert increases and 0 < increases[0] < 12, \
+            f"the completed count never grew while the run ran (seen: {seen_while_running})"
+        from playwright.sync_api import expect  # (the page's CSP forbids evaluating strings: no wait_for_function)
+
+        expect(page.locator("#total-completed")).to_have_text("12", timeout=60_000)
+        assert page.locator("#progress tr[data-condition='B5'] td[data-field='passed']").inner_text() == "6"
+        assert problems == [] or all("404" in p for p in problems), problems  # before the log existed: 404s
