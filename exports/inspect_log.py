@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -119,6 +120,11 @@ def _dt(ts_us: int) -> datetime:
 
 def _uid(*parts: object) -> str:
     return str(uuid.uuid5(_NAMESPACE, "/".join(str(p) for p in parts)))
+
+
+def _short_id(*parts: object) -> str:
+    """A 22-character id like Inspect's own (they are shortuuids), derived from PARTS."""
+    return uuid.uuid5(_NAMESPACE, "/".join(str(p) for p in parts)).hex[:22]
 
 
 def _text(value: Any) -> str:
@@ -446,11 +452,12 @@ def build_logs(data: RunSetData) -> list[Any]:
             if sample.scores:
                 outcomes[run["task"]].append(sample.scores[SCORER].value == "C")
         passed, valid, rate, ci95, boot = pass_summary(outcomes)
-        values = [1.0 if o else 0.0 for v in outcomes.values() for o in v]
-        stderr = math.sqrt(sum((x - rate) ** 2 for x in values) / (valid - 1) / valid) if valid > 1 and rate is not None \
-            else 0.0
-        metrics = {"accuracy": EvalMetric(name="accuracy", value=rate if rate is not None else float("nan")),
-                   "stderr": EvalMetric(name="stderr", value=stderr)}
+        metrics = {}
+        if rate is not None:  # no valid cell: no metric (Inspect's results of a log whose samples all errored)
+            values = [1.0 if o else 0.0 for v in outcomes.values() for o in v]
+            stderr = math.sqrt(sum((x - rate) ** 2 for x in values) / (valid - 1) / valid) if valid > 1 else 0.0
+            metrics = {"accuracy": EvalMetric(name="accuracy", value=rate),
+                       "stderr": EvalMetric(name="stderr", value=stderr)}
         if ci95[0] is not None and ci95[1] is not None:
             metrics["ci95_low"] = EvalMetric(name="ci95_low", value=ci95[0],
                                              params={"resamples": boot.resamples, "seed": boot.seed})
@@ -465,8 +472,9 @@ def build_logs(data: RunSetData) -> list[Any]:
         log = EvalLog(
             version=2, status="success",
             eval=EvalSpec(
-                eval_id=_uid(data.run_set, suite, condition, "eval"), run_id=_uid(data.run_set, "run"),
-                created=_iso(created_us), task=task_name, task_id=_uid(data.run_set, suite, condition, "task"),
+                eval_id=_short_id(data.run_set, suite, condition, "eval"), run_id=_short_id(data.run_set, "run"),
+                created=_iso(created_us), task=task_name,
+                task_id=_short_id(data.run_set, suite, condition, "task"),
                 task_version=0, task_display_name=f"{suite} · {condition}",
                 task_args={"suite": suite, "condition": condition},
                 task_args_passed={"suite": suite, "condition": condition},
@@ -499,7 +507,8 @@ def log_file_name(log: Any) -> str:
     """Inspect's own naming, `{created}_{task}_{id}.eval` (a task name's `_` becomes `-`, because Inspect
     splits the name on `_`); the ids are derived from the run set, so an export overwrites itself."""
     created = log.eval.created[:19].replace(":", "-")
-    return f"{created}_{log.eval.task.replace('_', '-')}_{log.eval.task_id.replace('-', '')[:22]}.eval"
+    task = re.sub(r"[^A-Za-z0-9.-]", "-", log.eval.task)
+    return f"{created}_{task}_{log.eval.task_id}.eval"
 
 
 def write_logs(logs: list[Any], out_dir: Path) -> list[Path]:

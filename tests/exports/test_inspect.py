@@ -245,3 +245,14 @@ def test_truncated_text_is_marked(tmp_path: Path):
     log = build_logs(_data([run]))[0]
     message = next(m for m in log.samples[0].messages if m.id == "long")
     assert message.metadata["truncated"] is True
+
+
+def test_a_log_whose_units_all_errored_has_no_metric(tmp_path: Path):
+    run = _Run("t-x", "B2", 1, status="error", excluded="task_exception:RuntimeError")
+    run.session(1, True, None, tools=0)
+    run.end()
+    [path] = write_logs(build_logs(_data([run])), tmp_path)
+    log = read_eval_log(str(path))
+    assert log.results.completed_samples == 0 and log.results.scores[0].metrics == {}
+    assert "task_exception:RuntimeError" in log.samples[0].error.message
+    assert len(samples_df(str(tmp_path))) == 1 and len(evals_df(str(tmp_path))) == 1
