@@ -335,9 +335,10 @@ class LiveRunSet:
             brief = run.brief()
             chain_break = run.chain_break
             started, ended = run.started, run.ended
+            tail = self.tail  # a reset replaces it; these offsets belong to this one
         events: list[Event] = []
         for offset in offsets:
-            events.extend(e for e in self.tail.read_block(offset) if e.run_id == run_id)
+            events.extend(e for e in tail.read_block(offset) if e.run_id == run_id)
         events.sort(key=lambda e: e.seq)
         sessions: dict[int, dict[str, Any]] = {}
         run_level: list[dict[str, Any]] = []
