@@ -532,7 +532,10 @@ def run_set_spans(warehouse: WarehouseReader, run_set: str, options: ExportOptio
     event of RUN_SET."""
     ids = run_ids(warehouse, run_set)
     if not ids:
-        raise OtelExportError(f"unknown run set '{run_set}': the warehouse holds no events of it")
+        held = [r[0] for r in warehouse.query_rows(
+            "SELECT DISTINCT run_set FROM trajectory_events ORDER BY run_set LIMIT 21")]
+        listed = ", ".join(held[:20]) + (", ..." if len(held) > 20 else "") if held else "none"
+        raise OtelExportError(f"unknown run set '{run_set}': the warehouse holds no events of it (run sets: {listed})")
     derived = load_derived(warehouse, run_set)
     resource = resource or default_resource(run_set)
     for run_id in ids:
