@@ -202,3 +202,41 @@ def test_the_page_follows_a_run_while_it_runs(bwrap_sandbox, tmp_path, browser):
         expect(page.locator("#total-completed")).to_have_text("12", timeout=60_000)
         assert page.locator("#progress tr[data-condition='B5'] td[data-field='passed']").inner_text() == "6"
         assert problems == [] or all("404" in p for p in problems), problems  # before the log existed: 404s
+
+
+def test_the_page_shows_model_calls_memory_and_a_broken_chain(tmp_path, browser):
+    """A synthetic log (no sandbox): model calls, a memory read's candidates, and a run whose event
+    was edited after sealing, shown as broken at its seq."""
+    from membench.view.server import ViewServer
+    from schemas.codec import encode_datum
+    from tests.membench.test_view_logs import SCHEMA, LogWriter, emit_run
+
+    writer = LogWriter(tmp_path / "runs" / "rs" / "events.avro")
+    emit_run(writer.publish, "rs", "t1", "B5", 1)
+    edited: list = []
+    emit_run(lambda e, d: edited.append(e), "rs", "t2", "B5", 1, outcome="fail")
+    call = next(e for e in edited if e.kind == "ModelCall")
+    call.payload["cost_usd"] = 0.0  # its stored hash left as it was
+    for event in edited:
+        writer.publish(event, encode_datum(SCHEMA, event.to_record()))
+    writer.close()
+    server = ViewServer(tmp_path / "runs").start()
+    try:
+        with page_of(browser) as (page, problems):
+            page.goto(server.url + "#/rs/rs")
+            page.locator("a.unit-link[data-unit-id='suite/t1/B5/1']").click(timeout=30_000)
+            page.wait_for_selector("section.session[data-session='2']")
+            shown = page.locator("section.session[data-session='2'] .event[data-kind='ModelCall']").inner_text()
+            assert "openai/test-model" in shown and "$0.0125" in shown
+            candidates = page.locator("section.session[data-session='2'] .memory-candidates li")
+            assert candidates.count() == 2 and page.locator(".memory-candidates li.admitted").count() == 1
+            assert page.locator("#chain-status").get_attribute("data-ok") == "true"
+            page.goto(server.url + "#/run/" + edited[0].run_id)
+            page.wait_for_selector("#chain-status[data-ok='false']", timeout=30_000)
+            assert f"seq {call.seq}" in page.locator("#chain-status").inner_text()
+            page.goto(server.url + "#/rs/rs")
+            page.wait_for_selector("#units")
+            assert "broken" in page.locator("h1").inner_text()
+            assert problems == []
+    finally:
+        server.close()
