@@ -9,6 +9,7 @@ import click
 
 from membench.commands.bench import bench
 from membench.commands.doctor import doctor
+from membench.commands.export import export
 from membench.commands.imports import import_
 from membench.commands.kafka import process, sink
 from membench.commands.pack import pack, validate
@@ -18,9 +19,11 @@ from membench.commands.run import run
 from membench.commands.score import score
 from membench.commands.sql import sql
 from membench.commands.stats import stats
+from membench.commands.view import view
 from membench.errors import UsageError
 
-COMMANDS = (run, report, sql, replay, stats, doctor, bench, process, sink, pack, validate, import_, score)
+COMMANDS = (run, report, sql, replay, stats, doctor, bench, process, sink, pack, validate, import_, score, export,
+            view)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -17,7 +17,8 @@ ALLOWED = {
     "warehouse": {"schemas"},
     "analytics": set(),
     "reports": {"analytics", "warehouse", "schemas"},
-    "membench": {"schemas", "producers", "processors", "sandbox", "warehouse", "analytics", "reports"},
+    "exports": {"analytics", "warehouse", "schemas", "reports"},
+    "membench": {"schemas", "producers", "processors", "sandbox", "warehouse", "analytics", "reports", "exports"},
 }
 INTERFACES = ("producers/bus/base.py", "producers/agents/base.py", "producers/memory_systems/base.py",
               "sandbox/base.py", "warehouse/protocol.py")
