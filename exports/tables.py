@@ -37,14 +37,10 @@ class TableExportError(ValueError):
     """A format the engine does not know, a run set it holds nothing of, an unwritable directory."""
 
 
-def raw_query(warehouse: Any, sql: str, fmt: str, parameters: dict[str, Any] | None = None) -> bytes:
+def raw_query(warehouse: WarehouseReader, sql: str, fmt: str, parameters: dict[str, Any] | None = None) -> bytes:
     """SQL's result as the bytes of ClickHouse output format FMT, on the warehouse's connection and
-    under its settings (so a read-only connection stays read-only).
-
-    `warehouse.client.Warehouse` offers TabSeparated only (`query_tsv`); this is the same call with
-    another format, made under the same lock."""
-    with warehouse._lock:
-        return warehouse._client.raw_query(sql, parameters=parameters, fmt=fmt, settings=warehouse._per_call)
+    under its settings (so a read-only connection stays read-only)."""
+    return warehouse.query_raw(sql, fmt, parameters)
 
 
 def output_formats(warehouse: WarehouseReader) -> dict[str, bool]:

@@ -65,8 +65,13 @@ class Warehouse:
 
     def query_tsv(self, sql: str) -> bytes:
         """The result as ClickHouse TabSeparated (a statement that returns rows)."""
+        return self.query_raw(sql, "TabSeparated")
+
+    def query_raw(self, sql: str, fmt: str, parameters: dict[str, Any] | None = None) -> bytes:
+        """The result as the bytes of ClickHouse output format `fmt`, under this connection's
+        settings (a read-only connection stays read-only)."""
         with self._lock:
-            return self._client.raw_query(sql, fmt="TabSeparated", settings=self._per_call)
+            return self._client.raw_query(sql, parameters=parameters, fmt=fmt, settings=self._per_call)
 
     def insert(self, table: str, rows: list[list[Any]], columns: list[str], dedup_token: str) -> None:
         if not rows:
