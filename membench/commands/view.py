@@ -14,29 +14,38 @@ from membench.settings import load_settings
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535),
               help="TCP port (0: any free port, printed at start)")
 @click.option("--bus", "bus_dsn", metavar="DSN", default=None,
-              help="file://DIR: the runs directory to show (default MEMBENCH_BUS, else MEMBENCH_HOME/runs)")
+              help="file://DIR: the runs directory to show, or kafka://HOST:PORT[/NS]: that namespace's "
+                   "trajectory topic (default MEMBENCH_BUS, else MEMBENCH_HOME/runs)")
 def view(host: str, port: int, bus_dsn: str | None) -> None:
     """Serve a live page of the run sets: progress per condition, the ladder, and every unit's
     trajectory, read from the event logs (never from the warehouse, so it works beside a running
-    `membench run`)."""
+    `membench run`) or, on the Kafka bus, from the trajectory topic."""
     from membench.view.server import ViewServer, is_loopback
 
-    if bus_dsn is not None and not bus_dsn.startswith("file://"):
-        raise UsageError(f"--bus: the viewer reads file logs only (file://DIR), not {bus_dsn!r}")
     settings = load_settings(bus_dsn)
-    if not settings.bus.startswith("file://"):
-        raise UsageError(f"MEMBENCH_BUS is {settings.bus!r}: the viewer reads file logs only; pass --bus file://DIR")
+    kafka_dsn = None
+    if settings.bus.startswith("kafka://"):
+        from schemas.topics import topics_from_dsn
+
+        try:
+            topics_from_dsn(settings.bus)
+        except ValueError as exc:
+            raise UsageError(f"--bus: {exc}") from None
+        kafka_dsn = settings.bus
+    elif not settings.bus.startswith("file://"):
+        raise UsageError(f"--bus: the viewer reads file://DIR or kafka://HOST:PORT[/NS], not {settings.bus!r}")
     try:
-        server = ViewServer(settings.runs_dir, host, port)
+        server = ViewServer(settings.runs_dir, host, port, kafka_dsn=kafka_dsn)
     except OSError as exc:
         raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     if not is_loopback(host):
         click.echo(f"WARNING: serving on {host}, not loopback: anyone who can reach it reads every run set's "
                    "log (the viewer has no authentication)", err=True)
-    click.echo(f"membench view: {server.url}  (run sets under {settings.runs_dir}; Ctrl-C stops)", err=False)
+    shown = f"the trajectory topic of {kafka_dsn}" if kafka_dsn else f"run sets under {settings.runs_dir}"
+    click.echo(f"membench view: {server.url}  ({shown}; Ctrl-C stops)", err=False)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
-        server.httpd.server_close()
+        server.close()

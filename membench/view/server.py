@@ -75,8 +75,8 @@ def static_file(name: str) -> bytes:
 class ViewApp:
     """The API's answers, independent of HTTP (tests call it directly)."""
 
-    def __init__(self, runs_dir: Path):
-        self.catalog = Catalog(runs_dir)
+    def __init__(self, runs_dir: Path, catalog: Any = None):
+        self.catalog = catalog if catalog is not None else Catalog(runs_dir)
 
     def run_sets(self) -> dict[str, Any]:
         return {"run_sets": [live.overview() for live in self.catalog.all()]}
@@ -181,10 +181,22 @@ class _ServerV6(ThreadingHTTPServer):
 class ViewServer:
     """A running viewer. `url` names it; `close` stops it."""
 
-    def __init__(self, runs_dir: Path, host: str = "127.0.0.1", port: int = 0):
-        self.app = ViewApp(runs_dir)
+    def __init__(self, runs_dir: Path, host: str = "127.0.0.1", port: int = 0, kafka_dsn: str | None = None):
+        """Over the file logs under `runs_dir`, or, given `kafka_dsn`, over that namespace's
+        trajectory topic (blobs still read from `runs_dir`)."""
+        catalog = None
+        if kafka_dsn is not None:
+            from membench.view.state import KafkaCatalog
+
+            catalog = KafkaCatalog(kafka_dsn, runs_dir)
+        self.app = ViewApp(runs_dir, catalog)
         server_class = _ServerV6 if ":" in host else ThreadingHTTPServer
-        self.httpd = server_class((host.strip("[]"), port), make_handler(self.app, is_loopback(host)))
+        try:
+            self.httpd = server_class((host.strip("[]"), port), make_handler(self.app, is_loopback(host)))
+        except OSError:
+            if catalog is not None:
+                catalog.close()
+            raise
         self.httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -208,3 +220,5 @@ class ViewServer:
         self.httpd.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        if hasattr(self.app.catalog, "close"):
+            self.app.catalog.close()

@@ -143,14 +143,20 @@ def unit_row(runs: list[RunState]) -> RunState | None:
 class LiveRunSet:
     """A run set's log, folded incrementally. Thread-safe: `refresh` and the readers share a lock."""
 
-    def __init__(self, run_set: str, path: Path):
+    def __init__(self, run_set: str, path: Path | None = None, source: Any = None):
+        """Over the file log at `path`, or over `source`: anything with LogTail's reading surface
+        (`poll`, `read_block`, `schema`, `mtime`, `size`, `offset`, `blocks`, `pending_bytes`,
+        `error`), such as a Kafka topic's `TopicLog`."""
+        if (path is None) == (source is None):
+            raise ValueError("LiveRunSet needs a log path or a source, not both")
         self.run_set = run_set
-        self.path = Path(path)
+        self.path = Path(path) if path is not None else None
+        self._source = source
         self._lock = threading.RLock()
         self._start()
 
     def _start(self) -> None:
-        self.tail = LogTail(self.path)
+        self.tail = LogTail(self.path) if self.path is not None else self._source
         self.processor = RunSetProcessor()
         self.verifier = ChainVerifier()
         self.runs: dict[str, RunState] = {}
@@ -171,10 +177,11 @@ class LiveRunSet:
                 self.resets = resets
                 poll = self.tail.poll()
             for block in poll.blocks:
-                for event in block.events:
-                    self._fold(event, block.offset)
+                schemas = block.schemas or [self.tail.schema] * len(block.events)
+                for event, schema in zip(block.events, schemas):
+                    self._fold(event, block.offset, schema)
 
-    def _fold(self, event: Event, offset: int) -> None:
+    def _fold(self, event: Event, offset: int, schema: Any) -> None:
         self.events += 1
         run = self.runs.get(event.run_id)
         if run is None:
@@ -191,7 +198,7 @@ class LiveRunSet:
         elif event.kind == "ModelCall":
             run.model_calls += 1
             run.cost_usd += float(event.payload.get("cost_usd") or 0.0)
-        found = self.verifier.check(event, self.tail.schema)
+        found = self.verifier.check(event, schema)
         if found is not None:
             entry = {"run_id": found.run_id, "unit_id": event.unit_id, "seq": found.seq, "reason": found.reason}
             if run.chain_break is None:
@@ -446,6 +453,49 @@ class Catalog:
             live.refresh()
             if live.has_run(run_id):
                 return live
+        for live in self.all():
+            if live.has_run(run_id):
+                return live
+        return None
+
+
+class KafkaCatalog:
+    """The run sets on a Kafka namespace's trajectory topic (`membench.view.kafka_feed`), each folded
+    on demand like a file log. Blobs (scored diffs, model recordings) are read from `runs_dir`, the
+    runs directory of the machine that ran the units, when it is this one."""
+
+    def __init__(self, dsn: str, runs_dir: Path):
+        from membench.view.kafka_feed import TopicFeed
+
+        self.runs_dir = Path(runs_dir)
+        self.feed = TopicFeed(dsn).start()
+        self._lock = threading.Lock()
+        self._sets: dict[str, LiveRunSet] = {}
+
+    def close(self) -> None:
+        self.feed.close()
+
+    def names(self) -> list[str]:
+        from schemas.fields import is_plain_name
+
+        return [name for name in self.feed.names() if is_plain_name(name)]
+
+    def get(self, run_set: str, refresh: bool = True) -> LiveRunSet | None:
+        log = self.feed.log(run_set)
+        if log is None:
+            return None
+        with self._lock:
+            live = self._sets.get(run_set)
+            if live is None:
+                live = self._sets[run_set] = LiveRunSet(run_set, source=log)
+        if refresh:
+            live.refresh()
+        return live
+
+    def all(self) -> list[LiveRunSet]:
+        return [live for name in self.names() if (live := self.get(name)) is not None]
+
+    def find_run(self, run_id: str) -> LiveRunSet | None:
         for live in self.all():
             if live.has_run(run_id):
                 return live

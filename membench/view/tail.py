@@ -67,8 +67,9 @@ def _read_bytes(buf: bytes, at: int) -> tuple[bytes, int]:
 
 @dataclass
 class Block:
-    offset: int  # byte offset of the block in the file
+    offset: int  # byte offset of the block in the file (a TopicLog: the batch's index)
     events: list[Event]
+    schemas: list[SchemaVersion] | None = None  # each event's writer schema; None: the header's
 
 
 @dataclass

@@ -204,10 +204,12 @@ def test_loopback_detection():
     assert not any(is_loopback(h) for h in ("0.0.0.0", "192.168.1.4", "example.com", ""))
 
 
-def test_cli_refuses_kafka_and_a_busy_port(tmp_path):
+def test_cli_refuses_a_bad_bus_and_a_busy_port(tmp_path):
     runner = CliRunner()
-    result = runner.invoke(view, ["--bus", "kafka://localhost:9092"])
-    assert result.exit_code == 2 and "file logs only" in result.output
+    result = runner.invoke(view, ["--bus", "kafka://localhost:9092?bogus=1"])
+    assert result.exit_code == 2 and "unknown parameter(s) bogus" in result.output
+    result = runner.invoke(view, ["--bus", "ftp://localhost/runs"])
+    assert result.exit_code == 2 and "ftp://localhost/runs" in result.output
     srv = ViewServer(tmp_path)
     try:
         port = srv.httpd.server_address[1]
