@@ -101,6 +101,7 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
         "code_digest": config.code_digest, "pack_digest": pack.digest, "fixture_digest": tree_digest(base),
         "skill_bank_digest": getattr(memory, "skill_bank_digest", None), "attempt": attempt,
         "construct": seq.construct, "family": seq.family,
+        "resolution_policy": pack.resolution_policy,  # event v5: the suite's rule, for the processors
     }, visibility="harness")
     for label in sequence_labels(seq):
         emitter.emit("OracleLabel", label, visibility="harness")
