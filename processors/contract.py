@@ -19,6 +19,10 @@ written from the run's events (a MemoryWrite with provenance); otherwise it is `
 — conditions without memory (B0, no_memory) and fixed-file baselines (curated_file), as the A/B
 benchmark defines them, and a first session with nothing learned yet.
 
+Where the contract does not apply, no memory failure reason is imputed either (processors/failure.py:
+the memory rules need an applicable contract); citations made there are counted by the report as
+`citations_without_memory` (reports/failures.py).
+
 Runtime contract failure is kept apart from task failure (a run can resolve the task and fail
 its contract): where the contract applies, the first of `cited_never_injected`,
 `stale_memory_used`, `memory_read_over_budget` that holds makes `memory_contract_status` =

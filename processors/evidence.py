@@ -21,6 +21,7 @@ from typing import Any
 
 from schemas.derived import UnitKey
 from schemas.events import Event
+from schemas.pack_format import RESOLUTION_POLICIES
 
 # Label types whose evidence is relevant (supports a required fact) or stale (carries a
 # forbidden, superseded fact that must not be followed).
@@ -66,6 +67,7 @@ class SessionEvidence:
     memories: dict[str, Memory]  # memories that existed when the session began, by id
     labels: tuple[Label, ...]
     source_seq: int = 0
+    resolution_policy: str = "patch_as_submitted"  # RunStarted's (event v5); processors.failure's module doc
 
     @property
     def is_task(self) -> bool:
@@ -118,6 +120,7 @@ class EvidenceCollector:
     construct: str | None = None
     family: str | None = None
     context_budget: int | None = None
+    resolution_policy: str = "patch_as_submitted"
     labels: list[Label] = field(default_factory=list)
     memories: dict[str, Memory] = field(default_factory=dict)
     delivered: dict[str, str] = field(default_factory=dict)  # Turn event id -> pack event id
@@ -131,6 +134,12 @@ class EvidenceCollector:
             self.construct, self.family = p.get("construct"), p.get("family")
             budget = (p.get("budgets") or {}).get("context_tokens")
             self.context_budget = int(budget) if budget else None
+            # a log written before event v5 has no policy: the oracle's verdict decided there
+            policy = p.get("resolution_policy") or "patch_as_submitted"
+            if policy not in RESOLUTION_POLICIES:
+                raise ValueError(f"run {event.run_id} seq {event.seq}: RunStarted.resolution_policy '{policy}' "
+                                 f"is not one of {', '.join(RESOLUTION_POLICIES)}")
+            self.resolution_policy = policy
             return None
         if self.key is None:
             raise ValueError(f"run {event.run_id} seq {event.seq}: {kind} before RunStarted")
@@ -173,5 +182,6 @@ class EvidenceCollector:
                 session_index=s.index, scored=s.scored, status=p["status"], memory_read=s.memory_read,
                 injected_ids=_unique(s.injected), cited_ids=_unique(s.cited), reads_over_budget=s.reads_over_budget,
                 max_agent_input_tokens=s.max_input, context_budget=self.context_budget, patch_files=s.patch_files,
-                verdict=s.verdict, memories=s.memories, labels=tuple(self.labels), source_seq=event.seq)
+                verdict=s.verdict, memories=s.memories, labels=tuple(self.labels), source_seq=event.seq,
+                resolution_policy=self.resolution_policy)
         return None

@@ -19,11 +19,27 @@ then, only when the oracle did not pass:
 9. irrelevant_memory_distracted — the agent cited an injected memory that is neither relevant nor stale;
 10. compile_failure — a changed production file does not compile;
 11. test_failure — everything else that did not pass (test commands, patch patterns, an empty diff).
-Rules 6–9 need an applicable memory contract (see processors.contract); rule 5 does not: a
-citation of an id never injected is a hallucination under any condition.
+Rules 5–9 (the memory reasons) need an applicable memory contract (processors.contract), as in
+the A/B benchmark: a run without memory it learned from (B0, no_memory, curated_file, a first
+session) fails only as a task failure. Its citations are not lost: they are counted as
+`citations_without_memory` in the report's memory-contract panel (reports/failures.py), read
+from the session's MemoryCitation events.
 
-A session is resolved when no rule fires. A session whose isolation was unavailable is excluded:
-neither resolved nor failed, and no reason is imputed.
+**Resolution** (issue 14). `classify` is the one place that decides whether a session is resolved;
+the verdict fold (`SessionVerdict.passed`, `RunSummary.scored_passed`, hence `pass_rate`) calls
+it too, so the tables cannot disagree. A session is resolved when no rule fires. The rules marked
+`agent_conduct` (timeout, the three over_context_budget rules) judge the agent rather than the
+patch, and whether they fail a session whose oracle passed is the suite's resolution policy,
+carried in `RunStarted.resolution_policy` (event v5; schemas/pack_format.py):
+- `patch_as_submitted` (native packs, DreamBench-SWE: the outcome is the oracle's verdict on the
+  final diff) — they do not fire on a passing session; the agent's status stays in the log
+  (`SessionEnded.status`), and a runtime contract failure such as `memory_read_over_budget` stays
+  in the memory contract. A log written before event v5 reads as this policy.
+- `agent_must_finish` (imported coding-agent A/B packs, as that benchmark's published code does)
+  — they fire even when the tests pass: a timed-out or overflowing run is not resolved.
+On a session the oracle did not pass they are the reason under either policy (first rule wins).
+A session whose isolation was unavailable is excluded: neither resolved nor failed, no reason
+imputed.
 """
 
 from __future__ import annotations
@@ -33,7 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from processors.contract import MEMORY_FAILURE_REASONS, Attribution, memory_contract
+from processors.contract import MEMORY_FAILURE_REASONS, Attribution, attribute, memory_contract
 from processors.evidence import STALE_LABELS, SessionEvidence
 from schemas.derived import DerivedEvent, UnitKey, make_derived
 
@@ -56,20 +72,24 @@ class Rule:
     when: Callable[[SessionEvidence, Attribution], bool]
     only_if_not_passed: bool = False
     needs_contract: bool = False
+    agent_conduct: bool = False  # judges the agent, not the patch: the resolution policy decides (module doc)
 
 
 RULES: tuple[Rule, ...] = (
     Rule("no_oracle_verdict", "oracle_inconclusive", lambda ev, att: ev.verdict is None),
     Rule("oracle_inconclusive", "oracle_inconclusive", lambda ev, att: bool(ev.verdict and ev.verdict["inconclusive"])),
-    Rule("agent_timeout", "timeout", lambda ev, att: ev.status == "timeout"),
-    Rule("memory_read_over_budget", "over_context_budget", lambda ev, att: ev.reads_over_budget > 0),
+    Rule("agent_timeout", "timeout", lambda ev, att: ev.status == "timeout", agent_conduct=True),
+    Rule("memory_read_over_budget", "over_context_budget", lambda ev, att: ev.reads_over_budget > 0,
+         agent_conduct=True),
     Rule("agent_input_over_budget", "over_context_budget",
-         lambda ev, att: ev.context_budget is not None and ev.max_agent_input_tokens > ev.context_budget),
-    Rule("agent_reported_context_overflow", "over_context_budget", lambda ev, att: ev.status == "context_overflow"),
+         lambda ev, att: ev.context_budget is not None and ev.max_agent_input_tokens > ev.context_budget,
+         agent_conduct=True),
+    Rule("agent_reported_context_overflow", "over_context_budget", lambda ev, att: ev.status == "context_overflow",
+         agent_conduct=True),
     Rule("path_rule_violated", "wrong_file_modified", lambda ev, att: _failed(ev.cases("path:"))),
     Rule("git_edit_rejected", "wrong_file_modified", lambda ev, att: ev.outcome == "production_patch_apply_failed"),
     Rule("cited_never_injected", "agent_hallucinated_memory", lambda ev, att: bool(att.hallucinated),
-         only_if_not_passed=True),
+         only_if_not_passed=True, needs_contract=True),
     Rule("stale_memory_cited", "stale_memory_followed", lambda ev, att: att.stale_used > 0,
          only_if_not_passed=True, needs_contract=True),
     Rule("forbidden_pattern_with_stale_evidence", "stale_memory_followed",
@@ -109,18 +129,27 @@ class Classification:
 
 
 def classify(ev: SessionEvidence, att: Attribution) -> Classification:
-    """The first rule of `RULES` that holds; no reason when none does (resolved)."""
+    """The first rule of `RULES` that holds; no reason when none does (resolved). The one decision
+    of a session's resolution (module doc): `resolve` and the verdict fold use it too."""
     if ev.outcome in EXCLUDING_OUTCOMES:
         return Classification(None, None, excluded=True)
     passed = ev.outcome == "pass"
+    patch_decides = ev.resolution_policy == "patch_as_submitted"
     for rule in RULES:
         if rule.only_if_not_passed and passed:
+            continue
+        if rule.agent_conduct and passed and patch_decides:
             continue
         if rule.needs_contract and not att.applicable:
             continue
         if rule.when(ev, att):
             return Classification(rule.reason, rule.name)
     return Classification(None, None)
+
+
+def resolve(ev: SessionEvidence) -> Classification:
+    """A session's classification from its evidence alone (what the verdict fold asks)."""
+    return classify(ev, attribute(ev))
 
 
 def failure_events(key: UnitKey, ev: SessionEvidence, att: Attribution, verdict: Classification) -> list[DerivedEvent]:

@@ -1,6 +1,11 @@
 """Session verdicts and run summaries: pass, tokens, time, tool and patch counts.
 
-A session passes when its OracleVerdict outcome is `pass`. A session or run is excluded (never a
+A task session passes when it is resolved, and that is decided in one place,
+`processors.failure.classify` (through `resolve`): the oracle passed, no rule that fires even on
+passing tests holds (an inconclusive oracle, a wrong file), and under the run's resolution policy
+`agent_must_finish` the agent also finished (no timeout, no context overflow). So
+`SessionVerdict.passed` and `FailureClassified.resolved` are equal by construction; `outcome`
+stays the oracle's own. A session or run is excluded (never a
 fail, never imputed) when isolation was unavailable, or the run ended as excluded or was closed as
 abandoned (a crashed attempt, `producers/attempts.py`). Durations are
 the difference of event timestamps, the only wall-clock fields.
@@ -12,6 +17,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from processors.evidence import EvidenceCollector
+from processors.failure import resolve
 from schemas.derived import DerivedEvent, ResourceTotals, UnitKey, make_derived
 from schemas.events import Event
 
@@ -62,10 +69,13 @@ class VerdictFold:
     run_counts: _Counts = field(default_factory=_Counts)
     current: _Session | None = None
     events: int = 0
+    # the failure taxonomy's view of each session, so resolution is decided by the same function
+    evidence: EvidenceCollector = field(default_factory=EvidenceCollector)
 
     def apply(self, event: Event) -> list[DerivedEvent]:
         self.events += 1
         kind, p = event.kind, event.payload
+        ev = self.evidence.apply(event)
         if kind == "RunStarted":
             self.key = UnitKey(event.run_set, event.run_id, event.unit_id, p["suite"], p["task"],
                                p["condition"], p["seed"], p["agent"])
@@ -81,17 +91,16 @@ class VerdictFold:
         elif kind == "OracleVerdict" and self.current is not None:
             self.current.outcome = p["outcome"]
         elif kind == "SessionEnded" and self.current is not None:
-            return [self._session_verdict(event)]
+            return [self._session_verdict(event, ev is not None and ev.is_task and resolve(ev).resolved)]
         elif kind == "RunEnded":
             return [self._run_summary(event)]
         return []
 
-    def _session_verdict(self, event: Event) -> DerivedEvent:
+    def _session_verdict(self, event: Event, passed: bool) -> DerivedEvent:
         s = self.current
         assert s is not None and self.key is not None
         self.current = None
         self.sessions += 1
-        passed = s.outcome == "pass"
         excluded = s.outcome in EXCLUDING_OUTCOMES
         if s.scored:
             self.scored_passed = passed

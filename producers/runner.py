@@ -61,6 +61,9 @@ class RunConfig:
     blob_dir: Path | None = None  # the content store beside the log (runs/<run set>/blobs); see patch_fields
     gateway: ModelGateway | None = None  # the model gateway model agents reach (started per run set)
     loop: LoopLimits | None = None  # the built-in `openai:` agent's step and token limits
+    # conditions that only label predictions scored here (`membench score`): their memory ran
+    # elsewhere, so membench reads none for them (as under no_memory)
+    label_conditions: frozenset[str] = frozenset()
 
 
 def plan_grid(pack: Pack, conditions: list[str], seeds: list[int]) -> list[RunUnit]:
@@ -90,7 +93,8 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
     base = snapshot(pack.repos[seq.repo])
     memory, memory_error = None, None
     try:  # before RunStarted: a skill bank is verified here and its digest recorded there
-        memory = make_memory(unit.condition, Namespace(config.run_set, unit.condition, unit.seed, seq.seq_id),
+        system = "no_memory" if unit.condition in config.label_conditions else unit.condition
+        memory = make_memory(system, Namespace(config.run_set, unit.condition, unit.seed, seq.seq_id),
                              MemorySetup.for_sequence(pack, seq))
     except Exception as exc:  # a memory system that cannot start closes the run as an error
         memory_error = exc
@@ -101,6 +105,7 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
         "code_digest": config.code_digest, "pack_digest": pack.digest, "fixture_digest": tree_digest(base),
         "skill_bank_digest": getattr(memory, "skill_bank_digest", None), "attempt": attempt,
         "construct": seq.construct, "family": seq.family,
+        "resolution_policy": pack.resolution_policy,  # event v5: the suite's rule, for the processors
     }, visibility="harness")
     for label in sequence_labels(seq):
         emitter.emit("OracleLabel", label, visibility="harness")

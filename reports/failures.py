@@ -7,6 +7,11 @@ Per entry of `conditions`:
   failures are not mixed into ordinary coding failures;
 - `memory_contract`: counts of `memory_contract_status` (passed / failed / not_applicable), of
   runtime contract failures by reason, and of memory_helped / memory_hurt, over the same cells;
+  and `citations_without_memory`: the scored cells whose agent cited memory ids (MemoryCitation
+  events of the scored session) although its contract was `not_applicable` — a run without memory
+  it learned from (B0, no_memory, curated_file, a scored label such as remem). As in the A/B
+  benchmark such a run fails only as a task failure (processors/failure.py), so its citations are
+  counted here instead of as `agent_hallucinated_memory`;
 - `hygiene`: metric -> {numerator, denominator, rate} summed over the condition's scored sessions.
 Top level `hygiene_by_construct`: condition -> construct -> metric -> {numerator, denominator, rate}.
 
@@ -45,9 +50,12 @@ def failures_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[s
         "SELECT run_id, failure_reason, memory_failure FROM failures WHERE run_set = {rs:String} AND scored "
         "AND NOT resolved AND NOT excluded LIMIT 1 BY run_id, session_index", params), condition_of)
     contracts = _by_run(warehouse.query_dicts(
-        "SELECT run_id, memory_contract_status, runtime_contract_failure_reason, memory_helped, memory_hurt "
-        "FROM memory_contracts WHERE run_set = {rs:String} AND scored LIMIT 1 BY run_id, session_index", params),
-        condition_of)
+        "SELECT run_id, session_index, memory_contract_status, runtime_contract_failure_reason, memory_helped, "
+        "memory_hurt FROM memory_contracts WHERE run_set = {rs:String} AND scored LIMIT 1 BY run_id, session_index",
+        params), condition_of)
+    cited = {(r["run_id"], int(r["session_index"])) for r in warehouse.query_dicts(
+        "SELECT DISTINCT run_id, session_index FROM trajectory_events WHERE run_set = {rs:String} "
+        "AND kind = 'MemoryCitation' AND length(JSONExtractArrayRaw(payload, 'memory_ids')) > 0", params)}
     hygiene = _by_run(warehouse.query_dicts(
         "SELECT run_id, construct, metric, numerator, denominator FROM hygiene_observations "
         "WHERE run_set = {rs:String} AND scored LIMIT 1 BY derived_id", params), condition_of)
@@ -56,7 +64,7 @@ def failures_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[s
     for condition in sorted(set(condition_of.values())):
         out[condition] = {"failure_counts": {}, "memory_failure_counts": {},
                           "memory_contract": {"status_counts": {}, "runtime_failure_counts": {},
-                                              "memory_helped": 0, "memory_hurt": 0},
+                                              "memory_helped": 0, "memory_hurt": 0, "citations_without_memory": 0},
                           "hygiene": {}}
     for row in failures:
         entry = out[condition_of[row["run_id"]]]
@@ -73,6 +81,8 @@ def failures_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[s
             summary["runtime_failure_counts"][reason] = summary["runtime_failure_counts"].get(reason, 0) + 1
         summary["memory_helped"] += int(bool(row["memory_helped"]))
         summary["memory_hurt"] += int(bool(row["memory_hurt"]))
+        if status == "not_applicable" and (row["run_id"], int(row["session_index"])) in cited:
+            summary["citations_without_memory"] += 1
     sums: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     by_construct: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
     for row in hygiene:

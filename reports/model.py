@@ -51,6 +51,7 @@ class MemoryContractSummary:
     runtime_failure_counts: dict[str, int]
     memory_helped: int
     memory_hurt: int
+    citations_without_memory: int  # cells citing memory ids under a not_applicable contract (reports/failures.py)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,13 @@ PACK/hidden/<seq_id>/<oracle_id>/<path>      hidden files of a session scored by
 ```
 Optional, backward-compatible manifest fields (imported packs use them; native packs need none):
 - top level `curated_context` (the text a `curated_file` condition shows) and `conditions` (the
-  conditions the pack was published with);
+  conditions the pack was published with: for an imported pack its source benchmark's condition
+  names, which `membench score` accepts as labels of predictions made elsewhere);
+- top level `resolution_policy` (`RESOLUTION_POLICIES`, default `patch_as_submitted`): how a
+  session's resolution is decided, carried into every run's `RunStarted` (processors/failure.py):
+  `patch_as_submitted` — the oracle's verdict on the submitted patch decides (DreamBench-SWE, the
+  native packs); `agent_must_finish` — an agent that timed out or overflowed its context fails the
+  session even when its patch passes (the coding-agent A/B benchmark; its importer declares it);
 - per session `mode`: `task` (default: the agent acts, the oracle scores) or `history` (a recorded
   earlier session replayed as evidence: no agent, no scoring, its events follow it);
 - per session `scoring`: `commands` (argv lists run in the scoring checkout), `hidden_files`
@@ -61,6 +67,8 @@ class PackError(ValueError):
 
 
 SESSION_MODES = ("task", "history")
+# how a session's resolution is decided (module doc; processors/failure.py applies it)
+RESOLUTION_POLICIES = ("patch_as_submitted", "agent_must_finish")
 
 
 @dataclass(frozen=True)
@@ -158,6 +166,7 @@ class Pack:
     conditions: tuple[str, ...] = ()
     skill_bank: Path | None = None  # a frozen SKILL.md directory with a SHA-256 manifest
     format_version: int = 1
+    resolution_policy: str = "patch_as_submitted"  # RESOLUTION_POLICIES
 
     def sequence(self, seq_id: str) -> Sequence:
         for seq in self.sequences:
@@ -399,6 +408,13 @@ def load_pack(root: Path, check_hidden: bool = True) -> Pack:
     curated = raw.get("curated_context", "")
     if not isinstance(curated, str):
         raise PackError(f"{where}: field 'curated_context' must be str, got {type(curated).__name__}")
+    policy = raw.get("resolution_policy", "patch_as_submitted")
+    if policy not in RESOLUTION_POLICIES:
+        raise PackError(f"{where}: field 'resolution_policy' must be one of {', '.join(RESOLUTION_POLICIES)}, "
+                        f"got {policy!r}")
+    conditions = raw.get("conditions", [])
+    if not isinstance(conditions, list) or not all(isinstance(c, str) and is_plain_name(c) for c in conditions):
+        raise PackError(f"{where}: field 'conditions' must be a list of plain names ({PLAIN_NAME_RULE})")
     skill_bank = None
     if raw.get("skill_bank") is not None:
         rel = raw["skill_bank"]
@@ -406,8 +422,8 @@ def load_pack(root: Path, check_hidden: bool = True) -> Pack:
         if not skill_bank.is_dir():
             raise PackError(f"{where}: field 'skill_bank' must name a directory of the pack, got {rel!r}")
     return Pack(name, root, tuple(sequences), repos, pack_digest(root), raw.get("description", ""),
-                curated_context=curated, conditions=tuple(raw.get("conditions", [])),
-                skill_bank=skill_bank, format_version=format_version)
+                curated_context=curated, conditions=tuple(conditions),
+                skill_bank=skill_bank, format_version=format_version, resolution_policy=policy)
 
 
 def _str_list(obj: dict[str, Any], key: str, where: str) -> tuple[str, ...]:

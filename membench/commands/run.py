@@ -74,8 +74,17 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
 
     validate_run_set_id(run_set)
     condition_list = parse_list(conditions, "--conditions")
+    try:  # everything is validated before anything is written
+        skeleton = load_pack(resolve_pack_dir(pack))
+    except PackError as exc:
+        raise UsageError(str(exc)) from None
     for condition in condition_list:
         if condition not in MEMORY_SYSTEMS:
+            if condition in skeleton.conditions:  # a source benchmark's name, e.g. an imported A/B pack's remem
+                raise UsageError(f"--conditions: '{condition}' is a condition of pack '{skeleton.name}' (its source "
+                                 "benchmark's name), not a memory system membench can run; score predictions made "
+                                 "under it with `membench score`, or run a memory system "
+                                 f"(known: {', '.join(sorted(MEMORY_SYSTEMS))})")
             raise UsageError(f"--conditions: unknown condition '{condition}' (known: {', '.join(sorted(MEMORY_SYSTEMS))})")
     loop = LoopLimits(model.max_steps, model.max_tokens)
     try:
@@ -84,10 +93,8 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
         raise UsageError(f"--agent: {exc}") from None
     check_model_options(model, made)
     seed_list = parse_seeds(seeds)
-    try:  # everything is validated before anything is written
-        load_pack(resolve_pack_dir(pack))
-    except PackError as exc:
-        raise UsageError(str(exc)) from None
+    if agent == "scripted:refsol":
+        refuse_refsol_without_solutions(skeleton)
     signer = load_signer(sign_key)
     if settings.bus.startswith("kafka://"):
         if model.used:
@@ -112,6 +119,19 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
     config = RunConfig(run_set, agent, read_budget=read_budget, code_digest=code_digest(), gateway=gateway, loop=loop)
     run_embedded(loaded, plan_grid(loaded, condition_list, seed_list), config, sandbox_name, settings, workers,
                  signer=signer)
+
+
+def refuse_refsol_without_solutions(pack) -> None:
+    """`scripted:refsol` applies the scored session's reference solution; on a pack that carries none
+    (an imported coding-agent A/B pack: that benchmark publishes no solutions) it would change
+    nothing and score 0 silently, so it is a usage error before anything runs."""
+    missing = [seq.seq_id for seq in pack.sequences if not pack.solution(seq, seq.scored_session).files]
+    if missing:
+        shown = ", ".join(f"'{m}'" for m in missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        raise UsageError(f"--agent scripted:refsol: pack '{pack.name}' has no reference solution for the scored "
+                         f"session of {len(missing)} of its {len(pack.sequences)} sequences ({shown}; "
+                         f"hidden/<seq>/s<index>.solution.json has no files), so the agent would change nothing "
+                         "and score 0; imported packs carry none because their source publishes none")
 
 
 def load_signer(sign_key: Path | None):

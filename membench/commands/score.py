@@ -4,7 +4,12 @@ agent's output is scored (same runner, events, processors, warehouse), and write
 The file is membench's own predictions format or SWE-bench's (`instance_id`, `model_name_or_path`,
 `model_patch`; producers/predictions.py, docs/exports/swebench.md): a SWE-bench record is scored
 under its `condition` field, else `--condition`, else the pack's baseline, with seed 1 unless it
-names one, and its `model_name_or_path` labels the agent unless `--agent-name` is given."""
+names one, and its `model_name_or_path` labels the agent unless `--agent-name` is given.
+
+A condition is a memory system membench can run or a condition the pack declares (an imported
+pack's source conditions, e.g. the A/B bench's `no_memory`, `remem`, `curated_file`): the memory of
+scored predictions ran elsewhere, so a declared name that is no memory system here is a label, and
+membench reads no memory under it (`score_conditions`)."""
 
 from __future__ import annotations
 
@@ -41,25 +46,25 @@ from sandbox.registry import BACKENDS
 def score(pack: str, predictions_path: Path, agent_name: str | None, condition: str | None, run_set: str | None,
           workers: int, sandbox_name: str, read_budget: int, sign_key: Path | None, settings: Settings) -> None:
     """Score the given patches of PACK's tasks (a pack name or directory) under their conditions."""
-    from producers.memory_systems.registry import MEMORY_SYSTEMS
     from producers.pack_resolver import open_pack, resolve_pack_dir
     from producers.predictions import PredictionError, load_predictions
     from schemas.pack_format import PackError, load_pack
 
     validate_run_set_id(run_set)
-    if condition is not None and condition not in MEMORY_SYSTEMS:
-        raise UsageError(f"--condition: unknown condition '{condition}' (known: {', '.join(sorted(MEMORY_SYSTEMS))})")
     signer = load_signer(sign_key)  # a bad key is a usage error before anything is written
     if settings.bus.startswith("kafka://"):
         raise UsageError("--bus: scoring predictions runs on the embedded bus only (file://)")
     try:  # everything is validated before anything is written (the finalized-pack cache included)
         skeleton = load_pack(resolve_pack_dir(pack))
-        checked = load_predictions(predictions_path, skeleton, list(MEMORY_SYSTEMS), condition)  # same units
+        known = score_conditions(skeleton)
+        if condition is not None and condition not in known:
+            raise UsageError(f"--condition: unknown condition '{condition}' (known: {', '.join(known)})")
+        checked = load_predictions(predictions_path, skeleton, known, condition)  # same units
         if condition is not None and not any(p.model for p in checked):
             raise UsageError("--condition: applies to SWE-bench records only, and "
                              f"{predictions_path} holds native records (each names its condition)")
         loaded = open_pack(pack, settings.home)
-        predictions = load_predictions(predictions_path, loaded, list(MEMORY_SYSTEMS), condition)
+        predictions = load_predictions(predictions_path, loaded, known, condition)
     except (PackError, PredictionError) as exc:
         raise UsageError(str(exc)) from None
     digest = hashlib.sha256(predictions_path.read_bytes()).hexdigest()
@@ -79,6 +84,17 @@ def score(pack: str, predictions_path: Path, agent_name: str | None, condition: 
                     signer)
 
 
+def score_conditions(pack) -> list[str]:
+    """The conditions a prediction may name: membench's memory systems (external adapters included),
+    and the conditions the pack declares — for an imported pack its source benchmark's names, such as
+    the A/B bench's `remem`. The memory of scored predictions ran elsewhere, so a declared name that
+    is no memory system here is a label: membench reads no memory for it (`RunConfig.label_conditions`),
+    and its memory contract is not applicable."""
+    from producers.memory_systems.registry import MEMORY_SYSTEMS
+
+    return sorted(set(MEMORY_SYSTEMS) | set(pack.conditions))
+
+
 def _score_embedded(pack, predictions, agent_name, run_set, workers, sandbox_name, read_budget, settings,
                     signer=None) -> None:
     from producers.predictions import PredictionAgent, group_units
@@ -86,6 +102,9 @@ def _score_embedded(pack, predictions, agent_name, run_set, workers, sandbox_nam
 
     units = {RunUnit(pack.name, unit, condition, seed): by_session
              for (unit, condition, seed), by_session in sorted(group_units(predictions).items())}
-    config = RunConfig(run_set, agent_name, read_budget=read_budget, code_digest=code_digest())
+    from producers.memory_systems.registry import MEMORY_SYSTEMS
+
+    labels = frozenset(pack.conditions) - set(MEMORY_SYSTEMS)
+    config = RunConfig(run_set, agent_name, read_budget=read_budget, code_digest=code_digest(), label_conditions=labels)
     run_embedded(pack, list(units), config, sandbox_name, settings, workers,
                  agent_for=lambda unit: PredictionAgent(agent_name, units[unit]), verb="score", signer=signer)

@@ -18,13 +18,18 @@ The mapping, one sequence per task:
   expected facts include a required fact plus the supporting raw events, and a `forbidden`
   label on the memories of episodes whose expected facts include a forbidden fact. An early-shape
   task has no gold memory, hence no labels (as in that benchmark: nothing is relevant by gold);
-- `curated_context` becomes the pack's curated context (what `curated_file` shows), and the
-  pack's conditions are `no_memory`, `curated_file` and `B5` (a memory system whose rendered
-  context stands in for REMEM_CONTEXT.md);
+- `curated_context` becomes the pack's curated context (what `curated_file` shows); the pack's
+  `conditions` are the source's own names, `no_memory`, `remem`, `curated_file`: `membench score`
+  accepts all three as labels of predictions made elsewhere, `membench run` runs `no_memory` and
+  `curated_file` (and `B5`, a memory system whose rendered context stands in for REMEM_CONTEXT.md)
+  and refuses `remem`, which names no memory system membench can run;
+- the pack's `resolution_policy` is `agent_must_finish`: as that benchmark's published code does,
+  a run that timed out or overflowed its context is not resolved even when its tests pass;
 - `category` becomes the family, and picks the construct (DreamBench-SWE's C1–C10) closest to it;
   the early shape has no category: C1 (verbatim retention), family `remem-v1`.
-The benchmark publishes no reference solutions: each task session gets an empty solution
-template, so `scripted:refsol` changes nothing there. The agent's `timeout_ms` is not enforced
+The benchmark publishes no reference solutions (the version-1 packs have no solution or patch
+field): each task session gets an empty solution template, and `membench run --agent
+scripted:refsol` refuses such a pack (exit 2) rather than score it 0. The agent's `timeout_ms` is not enforced
 by scripted agents and is kept in the manifest's description of the source only.
 
 The source is untrusted: it is read within `MAX_INPUT_BYTES` as strict UTF-8, every path in it
@@ -54,7 +59,12 @@ from schemas.fields import (
 )
 from schemas.pack_format import FORMAT, PackError, load_pack
 
-CONDITIONS = ("no_memory", "curated_file", "B5")
+# the source benchmark's condition names: `membench score` takes them as labels of predictions made
+# elsewhere; `membench run` runs no_memory and curated_file, and B5 stands in for remem
+CONDITIONS = ("no_memory", "remem", "curated_file")
+# that benchmark's published code fails a run that timed out or overflowed its context even when
+# its tests pass (schemas/pack_format.py RESOLUTION_POLICIES)
+RESOLUTION_POLICY = "agent_must_finish"
 CATEGORY_CONSTRUCT = {
     "prior_decision_dependency": "C1",
     "prior_bug_root_cause": "C8",
@@ -295,6 +305,7 @@ def _write_pack(work: Path, source: Path, raw_bytes: bytes, version: int, repo: 
         "repos": {REPO_NAME: f"repos/{REPO_NAME}"},
         "curated_context": curated,
         "conditions": list(CONDITIONS),
+        "resolution_policy": RESOLUTION_POLICY,
         "sequences": sequences,
     }
     _write(work / "manifest.json", json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", where, "tasks")

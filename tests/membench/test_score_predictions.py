@@ -79,3 +79,41 @@ def test_score_refuses_bad_predictions_before_running(cli, tmp_path):
     proc = cli("score", str(tmp_path / "pack"), "--predictions", str(lines(tmp_path, {**GOOD, "unit": "nope"})))
     assert proc.returncode == 2 and "field 'unit' names unknown task 'nope'" in proc.stderr
     assert not (tmp_path / "membench-home" / "warehouse").exists()
+
+
+def imported(cli, tmp_path):
+    source = tmp_path / "tasks.json"
+    source.write_text(json.dumps(LATER))
+    cli("import", "remem", str(source), str(tmp_path / "pack"), "--name", "ab-pack", check=True)
+    return tmp_path / "pack"
+
+
+def test_run_refuses_refsol_on_a_pack_without_reference_solutions(cli, tmp_path):
+    # the A/B benchmark publishes no solutions: refsol would change nothing and score 0 silently
+    proc = cli("run", str(imported(cli, tmp_path)), "--agent", "scripted:refsol", "--conditions", "no_memory",
+               "--seeds", "1")
+    assert proc.returncode == 2, proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert "scripted:refsol" in line and "pack 'ab-pack'" in line and "no reference solution" in line
+    assert "'stale-api'" in line
+    assert not (tmp_path / "membench-home" / "warehouse").exists()
+
+
+def test_run_refuses_a_source_condition_that_names_no_memory_system(cli, tmp_path):
+    proc = cli("run", str(imported(cli, tmp_path)), "--conditions", "no_memory,remem", "--seeds", "1")
+    assert proc.returncode == 2, proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert "--conditions: 'remem'" in line and "pack 'ab-pack'" in line and "membench score" in line
+    assert not (tmp_path / "membench-home" / "warehouse").exists()
+
+
+def test_score_takes_the_source_benchmarks_conditions_as_labels(pack):
+    from membench.commands.score import score_conditions
+
+    known = score_conditions(pack)
+    assert {"no_memory", "remem", "curated_file", "B0", "B5"} <= set(known)
+    preds = [{**GOOD, "condition": c} for c in ("no_memory", "remem", "curated_file")]
+    loaded = load_predictions(lines(pack.root.parent, *preds), pack, known)
+    assert [p.condition for p in loaded] == ["no_memory", "remem", "curated_file"]
+    with pytest.raises(PredictionError, match="unknown condition 'B9'"):
+        load_predictions(lines(pack.root.parent, {**GOOD, "condition": "B9"}), pack, known)

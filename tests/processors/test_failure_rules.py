@@ -14,14 +14,16 @@ from schemas.events import Event, bounded_text
 class RunBuilder:
     """Builds one run's raw events the way the runner emits them (no I/O, no sandbox)."""
 
-    def __init__(self, condition: str = "B5", budgets: dict[str, int] | None = None, construct: str = "C1"):
+    def __init__(self, condition: str = "B5", budgets: dict[str, int] | None = None, construct: str = "C1",
+                 resolution_policy: str | None = None):
         self.events: list[Event] = []
         self.session = -1
-        self.emit("RunStarted", {"suite": "t", "task": "task-1", "condition": condition, "seed": 1,
-                                 "agent": "scripted:test", "agent_kind": "scripted", "model": None,
-                                 "budgets": budgets or {"memory_read_tokens": 100}, "code_digest": "",
-                                 "pack_digest": "", "fixture_digest": "", "construct": construct, "family": "f"},
-                  "harness")
+        started = {"suite": "t", "task": "task-1", "condition": condition, "seed": 1, "agent": "scripted:test",
+                   "agent_kind": "scripted", "model": None, "budgets": budgets or {"memory_read_tokens": 100},
+                   "code_digest": "", "pack_digest": "", "fixture_digest": "", "construct": construct, "family": "f"}
+        if resolution_policy is not None:  # absent: a log written before event v5
+            started["resolution_policy"] = resolution_policy
+        self.emit("RunStarted", started, "harness")
 
     def emit(self, kind: str, payload: dict[str, Any], visibility: str = "agent") -> Event:
         seq = len(self.events)
@@ -90,10 +92,11 @@ class RunBuilder:
         return row
 
 
-def memory_run(condition: str = "B5", budgets: dict[str, int] | None = None, stored: bool = True) -> RunBuilder:
+def memory_run(condition: str = "B5", budgets: dict[str, int] | None = None, stored: bool = True,
+               resolution_policy: str | None = None) -> RunBuilder:
     """S1 delivers relevant, stale and other evidence, stored by the memory system as m_rel,
     m_stale, m_other; S2 is the task. Labels: e_rel required, e_stale forbidden."""
-    run = RunBuilder(condition, budgets)
+    run = RunBuilder(condition, budgets, resolution_policy=resolution_policy)
     run.label("required", ["e_rel"])
     run.label("forbidden", ["e_stale"])
     run.history(deliver={"e_rel": "m_rel" if stored else None, "e_stale": "m_stale", "e_other": "m_other"})
@@ -177,10 +180,22 @@ def test_memory_rules_need_an_applicable_contract():
     assert (row["failure_reason"], row["rule"]) == ("test_failure", "patch_pattern_violated")
 
 
-def test_hallucination_needs_no_memory_condition():
-    run = RunBuilder("no_memory")
+@pytest.mark.parametrize("condition", ["no_memory", "B0"])
+def test_a_no_memory_run_citing_a_memory_fails_as_a_task_failure(condition):
+    # the A/B bench: a run without memory has a not_applicable contract and fails only as a task
+    run = RunBuilder(condition)
     run.task(read=False, cited=["memory:#7"], outcome="fail")
-    assert run.classification()["failure_reason"] == "agent_hallucinated_memory"
+    row = run.classification()
+    assert (row["failure_reason"], row["rule"], row["memory_failure"]) == ("test_failure", "oracle_not_passed", False)
+    (contract,) = [c for c in run.derived("MemoryContract") if c["scored"]]
+    assert contract["memory_contract_status"] == "not_applicable"
+
+
+def test_a_hallucinated_citation_under_an_applicable_contract_is_a_memory_failure():
+    run = memory_run()
+    run.task(injected=ALL, cited=["ghost"], outcome="fail")
+    row = run.classification()
+    assert (row["failure_reason"], row["memory_failure"]) == ("agent_hallucinated_memory", True)
 
 
 def test_isolation_unavailable_is_excluded_not_failed():

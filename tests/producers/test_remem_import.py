@@ -60,7 +60,7 @@ def write(tmp_path: Path, data: dict) -> Path:
 def test_sample_pack_imports_as_history_then_task(tmp_path):
     require_shared(SAMPLE)
     pack = load_pack(import_remem(SAMPLE, tmp_path / "pack"))
-    assert len(pack.sequences) == 5 and pack.conditions == ("no_memory", "curated_file", "B5")
+    assert len(pack.sequences) == 5 and pack.conditions == ("no_memory", "remem", "curated_file") and pack.resolution_policy == "agent_must_finish"
     assert pack.curated_context.startswith("# Curated Project Memory")
     seq = pack.sequence("ticket-key-memory-convention")
     history, task = seq.sessions

@@ -37,7 +37,7 @@ def _full_report() -> dict:
             "denominator": 4}
     for entry in report["conditions"]:
         entry["memory_contract"] = {"status_counts": {"passed": 1}, "runtime_failure_counts": {},
-                                    "memory_helped": 1, "memory_hurt": 0}
+                                    "memory_helped": 1, "memory_hurt": 0, "citations_without_memory": 0}
     report["hygiene_by_construct"] = {"B5": {"C1": {"stale_use": {"numerator": 0, "denominator": 1, "rate": 0.0}}}}
     report["validity_gates"] = {
         "baseline": "B0", "traps": 4, "seeds": 2,
