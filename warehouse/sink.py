@@ -2,20 +2,33 @@
 
 Every batch carries an `insert_deduplication_token` derived from what it holds (a run's seq
 range for raw events, the derived ids for derived rows), so a retried batch lands exactly once.
+
+Raw rows travel two ways, with the same values in every column: as Python rows
+(`trajectory_row`, converted by clickhouse-connect; the embedded path, which holds decoded events
+anyway) and as ClickHouse RowBinary bytes built from the message itself (`RawRowEncoder`; the
+Kafka sink): the envelope's strings and integers are moved from the Avro datum without decoding
+them to Python objects, and only the payload is decoded, because its JSON column is text that
+ClickHouse cannot make from an Avro union of records.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import io
 import json
+import struct
 import time
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from fastavro import parse_schema, schemaless_reader
+
+from schemas.codec import HEADER_SIZE, MAGIC, DecodeError
 from schemas.derived import DerivedEvent
 from schemas.events import Event
+from schemas.registry import Registry, SchemaVersion, default_registry
 from warehouse.protocol import WarehouseStore
 from warehouse.tables import TRAJECTORY_COLUMNS, derived_columns, table_for_kind
 
@@ -38,6 +51,166 @@ def trajectory_row(event: Event, datum: bytes, fingerprint_hex: str, topic: str 
 
 def insert_raw(warehouse: WarehouseStore, rows: list[list[Any]], token: str) -> None:
     warehouse.insert("trajectory_events", rows, _COLUMN_NAMES, token)
+
+
+_ULEB = [bytes([n]) for n in range(128)]
+_INT32, _INT64, _UINT64 = struct.Struct("<i").pack, struct.Struct("<q").pack, struct.Struct("<Q").pack
+_ENVELOPE_STRINGS = 4  # event_id, run_set, run_id, unit_id: then session_index, seq, ts
+
+
+def _uleb(n: int) -> bytes:
+    """RowBinary's string length: unsigned LEB128."""
+    if n < 128:
+        return _ULEB[n]
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def rowbinary_string(value: bytes) -> bytes:
+    return _uleb(len(value)) + value
+
+
+def _long(buf: bytes, pos: int) -> tuple[int, int]:
+    """An Avro int or long (zigzag varint) at `pos`; returns (value, next position)."""
+    b = buf[pos]
+    pos += 1
+    n, shift = b & 0x7F, 7
+    while b & 0x80:
+        b = buf[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        shift += 7
+    return (n >> 1) ^ -(n & 1), pos
+
+
+class _Writer:
+    """What the encoder needs of one writer schema of the `event` family."""
+
+    def __init__(self, writer: SchemaVersion, reader: SchemaVersion):
+        self.fingerprint = rowbinary_string(writer.fingerprint_hex.encode())
+        envelope = [f["name"] for f in writer.schema_json["fields"]]
+        expected = ["event_id", "run_set", "run_id", "unit_id", "session_index", "seq", "ts", "producer", "kind",
+                    "visibility", "prev_hash", "payload", "hash"]
+        if envelope != expected:  # the byte walk below is written for this envelope
+            raise DecodeError(f"event.v{writer.version}: envelope {envelope} is not the one the sink moves as bytes")
+        visibility = next(f for f in writer.schema_json["fields"] if f["name"] == "visibility")["type"]["symbols"]
+        self.visibility = [rowbinary_string(symbol.encode()) for symbol in visibility]
+        # the payload alone, as a one-field record in the event's namespace (so its named types keep their
+        # full names), read with the writer's union and resolved to the newest one, as a full decode is
+        self.payload_writer = self._payload_schema(writer)
+        self.payload_reader = None if reader.fingerprint == writer.fingerprint else self._payload_schema(reader)
+
+    @staticmethod
+    def _payload_schema(version: SchemaVersion):
+        union = next(f for f in version.schema_json["fields"] if f["name"] == "payload")["type"]
+        return parse_schema({"type": "record", "name": "PayloadOnly", "namespace": version.schema_json["namespace"],
+                             "fields": [{"name": "payload", "type": union}]}, named_schemas={})
+
+
+class RawRowEncoder:
+    """trajectory_events rows as ClickHouse RowBinary, built from single-object encoded messages.
+
+    Per message: the envelope is walked in the Avro bytes (strings copied with a new length
+    prefix, varints re-packed as fixed-width integers, the visibility enum mapped to its symbol),
+    the payload is decoded (resolved to the newest event schema, as `decode` does) and written as
+    the same JSON text `payload_json` writes, and the datum itself is copied. The values equal
+    `trajectory_row`'s column for column (tests/warehouse/test_rowbinary_sink.py)."""
+
+    def __init__(self, registry: Registry | None = None):
+        self._registry = registry or default_registry()
+        self._writers: dict[bytes, _Writer] = {}
+        self._reader = self._registry.latest("event")
+
+    def _writer(self, fingerprint: bytes) -> tuple[SchemaVersion, _Writer]:
+        writer = self._registry.by_fingerprint(fingerprint)
+        if writer is None:
+            raise DecodeError(f"unknown schema fingerprint {fingerprint.hex()}")
+        if writer.family != "event":
+            raise DecodeError(f"a {writer.family} datum on the trajectory topic")
+        cached = self._writers.get(fingerprint)
+        if cached is None:
+            cached = self._writers[fingerprint] = _Writer(writer, self._reader)
+        return writer, cached
+
+    def row(self, message: bytes, where: bytes) -> bytes:
+        """One row; `where` is the RowBinary of (kafka_topic, kafka_partition, kafka_offset)
+        (`location`). Raises DecodeError for a message the full decode would also refuse."""
+        if len(message) < HEADER_SIZE or message[:2] != MAGIC:
+            raise DecodeError("not Avro single-object encoding (missing C3 01 marker)")
+        _, w = self._writer(bytes(message[2:HEADER_SIZE]))
+        datum = bytes(message[HEADER_SIZE:])
+        try:
+            return self._row(datum, w, where)
+        except DecodeError:
+            raise
+        except Exception as exc:  # truncated varints and strings, bad UTF-8, fastavro's many error types
+            raise DecodeError(f"datum does not match its schema: {type(exc).__name__}: {exc}") from exc
+
+    @staticmethod
+    def _row(datum: bytes, w: _Writer, where: bytes) -> bytes:
+        parts = []
+        pos = 0
+        for _ in range(_ENVELOPE_STRINGS):
+            n, pos = _long(datum, pos)
+            end = pos + n
+            if n < 0 or end > len(datum):
+                raise DecodeError(f"string past the end of the datum at byte {pos}")
+            parts.append(_uleb(n))
+            parts.append(datum[pos:end])
+            datum[pos:end].decode()  # as the full decode, refuse what is not UTF-8
+            pos = end
+        session_index, pos = _long(datum, pos)
+        seq, pos = _long(datum, pos)
+        ts, pos = _long(datum, pos)
+        parts += (_INT32(session_index), _UINT64(seq), _INT64(ts))
+        for _ in range(2):  # producer, kind
+            n, pos = _long(datum, pos)
+            end = pos + n
+            if n < 0 or end > len(datum):
+                raise DecodeError(f"string past the end of the datum at byte {pos}")
+            parts.append(_uleb(n))
+            parts.append(datum[pos:end])
+            datum[pos:end].decode()
+            pos = end
+        symbol, pos = _long(datum, pos)
+        parts.append(w.visibility[symbol])
+        n, pos = _long(datum, pos)  # prev_hash
+        end = pos + n
+        if n < 0 or end > len(datum):
+            raise DecodeError(f"string past the end of the datum at byte {pos}")
+        prev_hash = datum[pos:end]
+        prev_hash.decode()
+        pos = end
+        buf = io.BytesIO(datum)
+        buf.seek(pos)
+        payload = schemaless_reader(buf, w.payload_writer, w.payload_reader)["payload"]
+        pos = buf.tell()
+        n, pos = _long(datum, pos)  # hash, the last field
+        end = pos + n
+        if n < 0 or end != len(datum):
+            raise DecodeError(f"{len(datum) - end} trailing bytes after the datum" if n >= 0 and end < len(datum)
+                              else f"string past the end of the datum at byte {pos}")
+        digest = datum[pos:end]
+        digest.decode()
+        text = payload_json(payload).encode()
+        # the table's order: prev_hash, hash, payload (JSON), schema_fingerprint, datum, location
+        parts += (_uleb(len(prev_hash)), prev_hash, _uleb(len(digest)), digest, _uleb(len(text)), text,
+                  w.fingerprint, _uleb(len(datum)), datum, where)
+        return b"".join(parts)
+
+
+def location(topic: str, partition: int, offset: int) -> bytes:
+    """RowBinary of (kafka_topic, kafka_partition, kafka_offset)."""
+    return rowbinary_string(topic.encode()) + _INT32(partition) + _INT64(offset)
+
+
+def insert_raw_rowbinary(warehouse: WarehouseStore, data: bytes, token: str) -> None:
+    """Rows of `RawRowEncoder` (every column of trajectory_events, in table order), as one insert."""
+    warehouse.insert_bytes("trajectory_events", _COLUMN_NAMES, data, "RowBinary", token)
 
 
 def insert_derived(warehouse: WarehouseStore, derived: Iterable[DerivedEvent], token_prefix: str = "derived") -> int:
