@@ -36,8 +36,11 @@ _COLUMN_NAMES = [name for name, _ in TRAJECTORY_COLUMNS]
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
+_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode  # built once
+
+
 def payload_json(payload: dict[str, Any]) -> str:
-    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _JSON(payload)
 
 
 def trajectory_row(event: Event, datum: bytes, fingerprint_hex: str, topic: str = "", partition: int = -1,
@@ -55,7 +58,10 @@ def insert_raw(warehouse: WarehouseStore, rows: list[list[Any]], token: str) -> 
 
 _ULEB = [bytes([n]) for n in range(128)]
 _INT32, _INT64, _UINT64 = struct.Struct("<i").pack, struct.Struct("<q").pack, struct.Struct("<Q").pack
-_ENVELOPE_STRINGS = 4  # event_id, run_set, run_id, unit_id: then session_index, seq, ts
+# the envelope before the payload, in datum order (= the table's order): 0 string, 1 Int32, 2 UInt64,
+# 3 Int64 (ts, timestamp-micros), 4 the visibility enum
+_FIELD_KINDS = (0, 0, 0, 0, 1, 2, 3, 0, 0, 4, 0)
+_ENVELOPE_FIELDS = len(_FIELD_KINDS)
 
 
 def _uleb(n: int) -> bytes:
@@ -152,54 +158,50 @@ class RawRowEncoder:
 
     @staticmethod
     def _row(datum: bytes, w: _Writer, where: bytes) -> bytes:
+        # straight-line on purpose: a helper call per field costs more than the field itself
         parts = []
-        pos = 0
-        for _ in range(_ENVELOPE_STRINGS):
-            n, pos = _long(datum, pos)
-            end = pos + n
-            if n < 0 or end > len(datum):
-                raise DecodeError(f"string past the end of the datum at byte {pos}")
-            parts.append(_uleb(n))
-            parts.append(datum[pos:end])
-            datum[pos:end].decode()  # as the full decode, refuse what is not UTF-8
-            pos = end
-        session_index, pos = _long(datum, pos)
-        seq, pos = _long(datum, pos)
-        ts, pos = _long(datum, pos)
-        parts += (_INT32(session_index), _UINT64(seq), _INT64(ts))
-        for _ in range(2):  # producer, kind
-            n, pos = _long(datum, pos)
-            end = pos + n
-            if n < 0 or end > len(datum):
-                raise DecodeError(f"string past the end of the datum at byte {pos}")
-            parts.append(_uleb(n))
-            parts.append(datum[pos:end])
-            datum[pos:end].decode()
-            pos = end
-        symbol, pos = _long(datum, pos)
-        parts.append(w.visibility[symbol])
-        n, pos = _long(datum, pos)  # prev_hash
-        end = pos + n
-        if n < 0 or end > len(datum):
-            raise DecodeError(f"string past the end of the datum at byte {pos}")
-        prev_hash = datum[pos:end]
-        prev_hash.decode()
-        pos = end
+        append = parts.append
+        pos, size = 0, len(datum)
+        for field in range(_ENVELOPE_FIELDS):
+            b = datum[pos]
+            if b < 0x80:  # one-byte varint: every length below 64 and small integers
+                n, pos = (b >> 1) ^ -(b & 1), pos + 1
+            else:
+                n, pos = _long(datum, pos)
+            kind = _FIELD_KINDS[field]
+            if kind == 0:  # string
+                end = pos + n
+                if n < 0 or end > size:
+                    raise DecodeError(f"string past the end of the datum at byte {pos}")
+                value = datum[pos:end]
+                value.decode()  # as the full decode, refuse what is not UTF-8
+                append(_ULEB[n] if n < 128 else _uleb(n))
+                append(value)
+                pos = end
+            elif kind == 1:
+                append(_INT32(n))
+            elif kind == 2:
+                append(_UINT64(n))
+            elif kind == 3:
+                append(_INT64(n))
+            else:  # the visibility enum
+                append(w.visibility[n])
         buf = io.BytesIO(datum)
         buf.seek(pos)
         payload = schemaless_reader(buf, w.payload_writer, w.payload_reader)["payload"]
         pos = buf.tell()
         n, pos = _long(datum, pos)  # hash, the last field
         end = pos + n
-        if n < 0 or end != len(datum):
-            raise DecodeError(f"{len(datum) - end} trailing bytes after the datum" if n >= 0 and end < len(datum)
-                              else f"string past the end of the datum at byte {pos}")
+        if n < 0 or end > size:
+            raise DecodeError(f"string past the end of the datum at byte {pos}")
+        if end != size:
+            raise DecodeError(f"{size - end} trailing bytes after the datum")
         digest = datum[pos:end]
         digest.decode()
-        text = payload_json(payload).encode()
-        # the table's order: prev_hash, hash, payload (JSON), schema_fingerprint, datum, location
-        parts += (_uleb(len(prev_hash)), prev_hash, _uleb(len(digest)), digest, _uleb(len(text)), text,
-                  w.fingerprint, _uleb(len(datum)), datum, where)
+        text = _JSON(payload).encode()
+        # the table's order: ..., prev_hash (appended above), hash, payload (JSON), schema_fingerprint, datum,
+        # then where the sink read it
+        parts += (_uleb(n), digest, _uleb(len(text)), text, w.fingerprint, _uleb(size), datum, where)
         return b"".join(parts)
 
 
