@@ -27,6 +27,8 @@ def runner(workers: int, until_idle: bool, idle_seconds: float, progress: bool, 
     and a runner that dies hands its units to the others."""
     if not settings.bus.startswith("kafka://"):
         raise UsageError("--bus: `membench runner` needs a Kafka bus (--bus kafka://HOST:PORT)")
+    if not progress and (run_set is not None or as_json):
+        raise UsageError("--run-set and --json go with --progress")
     from membench.distributed import UnitRunner, grid_progress
     from producers.bus.kafka import ensure_topics
     from schemas.topics import topics_from_dsn
@@ -42,7 +44,5 @@ def runner(workers: int, until_idle: bool, idle_seconds: float, progress: bool, 
                        f"{entry['started']} running, {entry['queued']} queued, "
                        f"{entry['attempts_abandoned']} abandoned attempt(s)")
         return
-    if run_set is not None or as_json:
-        raise UsageError("--run-set and --json go with --progress")
     stats = UnitRunner(settings, workers).run(until_idle, idle_seconds)
     click.echo(json.dumps(stats.__dict__))
