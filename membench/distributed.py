@@ -248,6 +248,10 @@ class StatusView:
         self._consumer.close()
 
 
+class RunnerError(RuntimeError):
+    """A runner cannot run what it claimed (another pack digest here); the unit stays unclaimed."""
+
+
 @dataclass
 class RunnerStats:
     claimed: int = 0
@@ -425,13 +429,17 @@ class UnitRunner:
 
     def _pack(self, order):
         from producers.pack_resolver import open_pack
+        from schemas.pack_format import PackError
 
         with self._lock:
             key = (order.pack, order.pack_digest)
             if key not in self._packs:
-                pack = open_pack(order.pack, self.settings.home)
+                try:
+                    pack = open_pack(order.pack, self.settings.home)
+                except PackError as exc:
+                    raise RunnerError(f"unit {order.key}: {exc}") from None
                 if pack.digest != order.pack_digest:
-                    raise RuntimeError(f"unit {order.key}: pack {order.pack!r} here has digest {pack.digest[:12]}, the "
+                    raise RunnerError(f"unit {order.key}: pack {order.pack!r} here has digest {pack.digest[:12]}, the "
                                        f"order needs {order.pack_digest[:12]}; copy the finalized pack into "
                                        f"{self.settings.home / 'packs'}")
                 self._packs[key] = pack

@@ -29,7 +29,7 @@ def runner(workers: int, until_idle: bool, idle_seconds: float, progress: bool, 
         raise UsageError("--bus: `membench runner` needs a Kafka bus (--bus kafka://HOST:PORT)")
     if not progress and (run_set is not None or as_json):
         raise UsageError("--run-set and --json go with --progress")
-    from membench.distributed import UnitRunner, grid_progress
+    from membench.distributed import RunnerError, UnitRunner, grid_progress
     from producers.bus.kafka import ensure_topics
     from schemas.topics import topics_from_dsn
 
@@ -44,5 +44,9 @@ def runner(workers: int, until_idle: bool, idle_seconds: float, progress: bool, 
                        f"{entry['started']} running, {entry['queued']} queued, "
                        f"{entry['attempts_abandoned']} abandoned attempt(s)")
         return
-    stats = UnitRunner(settings, workers).run(until_idle, idle_seconds)
+    try:
+        stats = UnitRunner(settings, workers).run(until_idle, idle_seconds)
+    except RunnerError as exc:  # the unit is left to a runner that has its pack
+        click.echo(f"runner: {exc}", err=True)
+        raise SystemExit(1) from None
     click.echo(json.dumps(stats.__dict__))

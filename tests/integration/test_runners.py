@@ -134,3 +134,38 @@ def test_three_runners_split_a_grid_and_survive_a_kill9_mid_unit(tmp_path):
     assert replay.returncode == 0, replay.stdout + replay.stderr
     progress = json.loads(run_cli("runner", "--bus", dsn, "--progress", "--json", home=home, check=True).stdout)
     assert progress[run_set]["completed"] == 24 and progress[run_set]["attempts_abandoned"] == 1
+
+
+def test_a_runner_without_the_queued_pack_leaves_the_unit_to_others(tmp_path):
+    """An order naming a pack digest this machine does not have: the runner says so in one line,
+    exits 1, and the order stays uncommitted (another runner can take it); a malformed order is
+    named by partition and offset and skipped."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    from producers.bus.kafka import ensure_topics
+    from producers.unit_queue import UnitOrder
+
+    require_broker()
+    home = tmp_path / "home"
+    home.mkdir()
+    ns = namespace()
+    dsn = f"kafka://{SINGLE}/{ns}"
+    topics = topics_from_dsn(dsn)
+    ensure_topics(topics)
+    order = UnitOrder("rs-elsewhere", "smoke", "0" * 64, "scripted:null", "bwrap", 2000, "smoke", "smoke-currency",
+                      "B0", 1)
+    producer = Producer({"bootstrap.servers": SINGLE})
+    producer.produce(topics.units, b'{"version": 1, "seed": "x"}', b"rs-elsewhere/bad", partition=0)
+    producer.produce(topics.units, order.to_json(), order.key.encode(), partition=0)
+    assert producer.flush(30) == 0
+    proc = run_cli("runner", "--bus", dsn, "--until-idle", "--idle-seconds", "1", home=home, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    assert "partition 0 offset 0: unit order field 'run_set'" in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"runner: unit {order.key}: pack 'smoke' here has digest") and "000000000000" in last
+    consumer = Consumer({"bootstrap.servers": SINGLE, "group.id": topics.group("runner")})
+    try:
+        committed = consumer.committed([TopicPartition(topics.units, 0)], timeout=30)[0].offset
+    finally:
+        consumer.close()
+    assert committed == 1  # the malformed order is done with; the unit's order is not
