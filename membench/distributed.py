@@ -248,6 +248,18 @@ class StatusView:
         self._consumer.close()
 
 
+def committable(offsets: dict[int, bool]) -> int:
+    """The offset a partition may commit (the next one to read): one past the last of the
+    claimed offsets that are done without a gap before it, 0 when the first is not done. A unit that
+    finished before an earlier one still running is not committed past it."""
+    done = 0
+    for offset in sorted(offsets):
+        if not offsets[offset]:
+            break
+        done = offset + 1
+    return done
+
+
 class RunnerError(RuntimeError):
     """A runner cannot run what it claimed (another pack digest here); the unit stays unclaimed."""
 
@@ -332,11 +344,7 @@ class UnitRunner:
 
         commits = []
         for partition, offsets in self._offsets.items():
-            done = 0
-            for offset in sorted(offsets):
-                if not offsets[offset]:
-                    break
-                done = offset + 1
+            done = committable(offsets)
             if done:
                 commits.append(TopicPartition(self.topics.units, partition, done))
                 for offset in [o for o in offsets if o < done]:

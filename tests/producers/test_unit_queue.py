@@ -74,3 +74,4 @@ def test_the_units_topic_is_namespaced_and_not_compacted():
     assert topics.units == "study1.membench.units"
     specs = topics.layout.specs(topics)
     assert topics.units in specs and "cleanup.policy" not in specs[topics.units]
+
