@@ -16,6 +16,7 @@ from membench.commands.pack import pack, validate
 from membench.commands.replay import replay
 from membench.commands.report import report
 from membench.commands.run import run
+from membench.commands.runner import runner
 from membench.commands.score import score
 from membench.commands.sql import sql
 from membench.commands.stats import stats
@@ -23,7 +24,7 @@ from membench.commands.view import view
 from membench.errors import UsageError
 
 COMMANDS = (run, report, sql, replay, stats, doctor, bench, process, sink, pack, validate, import_, score, export,
-            view)
+            view, runner)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

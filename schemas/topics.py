@@ -6,7 +6,10 @@
 - deadletter: messages a worker could not decode or process, header `reason`;
 - schemas: compacted, key = fingerprint hex, value = schema JSON (travels with the data);
 - unit-status: compacted, key = "<run_set>/<unit_id>", value = JSON {status, run_id, attempt},
-  so `membench run` can skip complete units without the warehouse.
+  so `membench run` can skip complete units without the warehouse;
+- units: the work queue of `membench runner` processes (a consumer group), key =
+  "<run_set>/<unit_id>", value = JSON unit order (`producers/unit_queue.py`); a runner commits a
+  unit's offset only once the unit is complete, so a dead runner's units go to another one.
 
 A DSN `kafka://HOST:PORT[,HOST:PORT…][/NAMESPACE][?partitions=N&replication=R&min_insync=M]`
 names the brokers; the optional namespace prefixes every topic and consumer group
@@ -35,7 +38,7 @@ class TopicLayout:
         common = {} if self.min_insync_replicas is None else {"min.insync.replicas": str(self.min_insync_replicas)}
         compacted = {**common, "cleanup.policy": "compact"}
         return {topics.trajectory: dict(common), topics.derived: dict(common), topics.deadletter: dict(common),
-                topics.schemas: compacted, topics.unit_status: compacted}
+                topics.schemas: compacted, topics.unit_status: compacted, topics.units: dict(common)}
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,10 @@ class Topics:
     @property
     def unit_status(self) -> str:
         return self.prefix + "unit-status"
+
+    @property
+    def units(self) -> str:
+        return self.prefix + "units"
 
     def group(self, role: str) -> str:
         return self.prefix + role

@@ -80,6 +80,14 @@ class Warehouse:
             self._client.insert(table, rows, column_names=columns,
                                 settings={"insert_deduplication_token": dedup_token, **(self._per_call or {})})
 
+    def insert_bytes(self, table: str, columns: list[str], data: bytes, fmt: str, dedup_token: str) -> None:
+        """Rows already in ClickHouse input format `fmt` (e.g. RowBinary), passed through as bytes."""
+        if not data:
+            return
+        with self._lock:
+            self._client.raw_insert(table, columns, data, fmt=fmt,
+                                    settings={"insert_deduplication_token": dedup_token, **(self._per_call or {})})
+
     def close(self) -> None:
         with self._lock:
             try:

@@ -6,6 +6,11 @@ insert and the commit, the batch is read again; its raw rows are skipped by the 
 watermark (the highest `kafka_offset` already stored for that partition, read when the
 partition is assigned), so every raw event lands exactly once even when the new batch has other
 boundaries. Derived rows carry deterministic `derived_id`s; readers take `LIMIT 1 BY` them.
+
+Raw events are moved as bytes: each message becomes a ClickHouse RowBinary row built from the
+datum itself (`warehouse.sink.RawRowEncoder`: envelope copied, only the payload decoded for its
+JSON column), so no Event object or Python row is built and clickhouse-connect converts nothing.
+The rows are those the Python path writes (tests/warehouse/test_rowbinary_sink.py).
 """
 
 from __future__ import annotations
@@ -21,11 +26,10 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from schemas.codec import DecodeError, unframe, decode_datum
 from schemas.derived import DerivedEvent
-from schemas.events import Event
 from schemas.registry import default_registry
 from schemas.topics import topics_from_dsn
 from warehouse.protocol import WarehouseReader, WarehouseStore
-from warehouse.sink import insert_derived, insert_raw, trajectory_row
+from warehouse.sink import RawRowEncoder, insert_derived, insert_raw_rowbinary, location
 
 
 @dataclass
@@ -53,6 +57,7 @@ class KafkaSink:
         self.stats = SinkStats()
         self._log = log or (lambda msg: print(msg, file=sys.stderr))
         self._registry = default_registry()
+        self._encoder = RawRowEncoder(self._registry)
         self.topics = topics_from_dsn(dsn)
         self._watermarks: dict[int, int] = {}
         self._consumer = Consumer({
@@ -75,30 +80,36 @@ class KafkaSink:
         return writer, decode_datum(writer, datum, self._registry.latest(writer.family)), datum
 
     def _write(self, messages: list) -> None:
-        raw: dict[int, list] = defaultdict(list)
+        raw: dict[int, list[bytes]] = defaultdict(list)
+        last_raw: dict[int, int] = {}
         derived: dict[int, list[DerivedEvent]] = defaultdict(list)
         spans: dict[tuple[str, int], list[int]] = {}
+        trajectory = self.topics.trajectory
         for msg in messages:
             topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
             span = spans.setdefault((topic, partition), [offset, offset])
             span[1] = offset
-            try:
-                writer, record, datum = self._decode(msg.value() or b"")
-            except (DecodeError, Exception):  # dead letters are the worker's job; count and skip
-                self.stats.undecodable += 1
-                continue
-            if topic == self.topics.trajectory:
+            if topic == trajectory:
                 if offset <= self._watermarks.get(partition, -1):
                     self.stats.skipped += 1
                     continue
-                event = Event.from_record(record)
-                raw[partition].append(trajectory_row(event, datum, writer.fingerprint_hex, topic, partition, offset))
-            else:
-                derived[partition].append(DerivedEvent.from_record(record))
+                try:
+                    raw[partition].append(self._encoder.row(msg.value() or b"", location(topic, partition, offset)))
+                except DecodeError:  # dead letters are the worker's job; count and skip
+                    self.stats.undecodable += 1
+                    continue
+                last_raw[partition] = offset
+                continue
+            try:
+                writer, record, _ = self._decode(msg.value() or b"")
+            except (DecodeError, Exception):  # dead letters are the worker's job; count and skip
+                self.stats.undecodable += 1
+                continue
+            derived[partition].append(DerivedEvent.from_record(record))
         for partition, rows in sorted(raw.items()):
-            first, last = spans[(self.topics.trajectory, partition)]
-            insert_raw(self.warehouse, rows, f"raw:{self.topics.trajectory}:{partition}:{first}-{last}")
-            self._watermarks[partition] = max(self._watermarks.get(partition, -1), rows[-1][-1])
+            first, last = spans[(trajectory, partition)]
+            insert_raw_rowbinary(self.warehouse, b"".join(rows), f"raw:{trajectory}:{partition}:{first}-{last}")
+            self._watermarks[partition] = max(self._watermarks.get(partition, -1), last_raw[partition])
             self.stats.raw += len(rows)
         for partition, items in sorted(derived.items()):
             first, last = spans[(self.topics.derived, partition)]

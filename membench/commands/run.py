@@ -61,10 +61,13 @@ def write_report(settings: Settings, report: Report) -> Path:
 @click.option("--read-budget", default=2000, show_default=True, type=click.IntRange(0), help="memory read budget (tokens)")
 @click.option("--sign-key", "sign_key", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Ed25519 private key (PEM, e.g. `openssl genpkey -algorithm ed25519`): sign the run set's log root")
+@click.option("--enqueue", is_flag=True,
+              help="with --bus kafka://…: put the units on the units topic for `membench runner` processes and exit")
 @model_options
 @dsn_options
 def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_set: str | None,
-        sandbox_name: str, read_budget: int, sign_key: Path | None, model: ModelOptions, settings: Settings) -> None:
+        sandbox_name: str, read_budget: int, sign_key: Path | None, enqueue: bool, model: ModelOptions,
+        settings: Settings) -> None:
     """Run PACK (a built-in pack name or a pack directory) under memory conditions and seeds."""
     from producers.agents.model_agents import LoopLimits
     from producers.agents.registry import make_agent
@@ -96,6 +99,8 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
     if agent == "scripted:refsol":
         refuse_refsol_without_solutions(skeleton)
     signer = load_signer(sign_key)
+    if enqueue and not settings.bus.startswith("kafka://"):
+        raise UsageError("--enqueue: units are queued on a Kafka bus only (--bus kafka://HOST:PORT)")
     if settings.bus.startswith("kafka://"):
         if model.used:
             raise UsageError("--model-*: model agents run on the embedded bus (file://) for now; the gateway "
@@ -103,8 +108,11 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
         if signer is not None:
             raise UsageError("--sign-key: the log root is written and signed on the embedded bus only (file://); "
                              "on Kafka the runner does not see the whole run set")
-        from membench.distributed import run_distributed
+        from membench.distributed import enqueue_grid, run_distributed
 
+        if enqueue:
+            enqueue_grid(pack, condition_list, seed_list, agent, run_set, sandbox_name, read_budget, settings)
+            return
         run_distributed(pack, condition_list, seed_list, agent, workers, run_set, sandbox_name, read_budget, settings)
         return
     loaded = open_pack(pack, settings.home)

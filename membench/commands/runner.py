@@ -1,0 +1,52 @@
+"""`membench runner`: claim units of any grid from the units topic and run them (issue 17 item 5);
+`membench runner --progress` shows every grid's progress from any machine."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from membench.commands.common import dsn_options
+from membench.errors import UsageError
+from membench.settings import Settings
+
+
+@click.command()
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="units run concurrently")
+@click.option("--until-idle", is_flag=True, help="exit once every queued unit of every runner is complete")
+@click.option("--idle-seconds", default=5.0, show_default=True, help="quiet time that counts as idle")
+@click.option("--progress", "progress", is_flag=True, help="print each run set's unit counts and exit")
+@click.option("--run-set", "run_set", default=None, help="with --progress: only this run set")
+@click.option("--json", "as_json", is_flag=True, help="with --progress: JSON")
+@dsn_options
+def runner(workers: int, until_idle: bool, idle_seconds: float, progress: bool, run_set: str | None, as_json: bool,
+           settings: Settings) -> None:
+    """Run units queued by `membench run PACK --bus kafka://… --enqueue`, on this machine, in the
+    `runner` consumer group: start one or more on every machine; each unit runs to completion once,
+    and a runner that dies hands its units to the others."""
+    if not settings.bus.startswith("kafka://"):
+        raise UsageError("--bus: `membench runner` needs a Kafka bus (--bus kafka://HOST:PORT)")
+    if not progress and (run_set is not None or as_json):
+        raise UsageError("--run-set and --json go with --progress")
+    from membench.distributed import RunnerError, UnitRunner, grid_progress
+    from producers.bus.kafka import ensure_topics
+    from schemas.topics import topics_from_dsn
+
+    ensure_topics(topics_from_dsn(settings.bus))
+    if progress:
+        counts = grid_progress(settings, run_set)
+        if as_json:
+            click.echo(json.dumps(counts, sort_keys=True))
+            return
+        for rs, entry in counts.items():
+            click.echo(f"{rs}: {entry['completed'] + entry['excluded']}/{entry['units']} complete, "
+                       f"{entry['started']} running, {entry['queued']} queued, "
+                       f"{entry['attempts_abandoned']} abandoned attempt(s)")
+        return
+    try:
+        stats = UnitRunner(settings, workers).run(until_idle, idle_seconds)
+    except RunnerError as exc:  # the unit is left to a runner that has its pack
+        click.echo(f"runner: {exc}", err=True)
+        raise SystemExit(1) from None
+    click.echo(json.dumps(stats.__dict__))

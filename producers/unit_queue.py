@@ -1,0 +1,118 @@
+"""Units on a queue (issue 17 item 5): the shape of a unit order and what a runner does with one.
+
+`membench run PACK --bus kafka://… --enqueue` puts one order per unit of the grid on the `units`
+topic (key `<run_set>/<unit_id>`); `membench runner` processes on any machine claim them through
+a consumer group (`membench/distributed.py`). An order carries everything a runner needs besides
+the pack itself, which it opens by its spec and must find with the same digest (a finalized pack
+is copied to the runner's `MEMBENCH_HOME/packs/`, or the same directory is mounted).
+
+What a runner does with a claimed order depends on the unit's newest status on the compacted
+unit-status topic and, when an earlier attempt started, on that attempt's run in the log (the
+trajectory topic is the source of truth): `decide` is that rule, pure, so it is tested without a
+broker.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from producers.runner import RunUnit
+
+ORDER_VERSION = 1
+DONE_STATUSES = ("completed", "excluded")  # a unit with this status is never run again
+
+
+class OrderError(ValueError):
+    """A unit order that cannot be read; the message names the field."""
+
+
+@dataclass(frozen=True)
+class UnitOrder:
+    """One unit to run, as JSON on the units topic (documented in docs/design.md §2)."""
+
+    run_set: str
+    pack: str  # the PACK argument as given (a built-in name or a directory)
+    pack_digest: str  # the finalized pack's digest: a runner refuses a pack with another one
+    agent: str
+    sandbox: str
+    read_budget: int
+    suite: str
+    task: str
+    condition: str
+    seed: int
+    version: int = ORDER_VERSION
+
+    @property
+    def unit(self) -> RunUnit:
+        return RunUnit(self.suite, self.task, self.condition, self.seed)
+
+    @property
+    def key(self) -> str:
+        return f"{self.run_set}/{self.unit.unit_id}"
+
+    def to_json(self) -> bytes:
+        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> "UnitOrder":
+        try:
+            raw = json.loads(data)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise OrderError(f"unit order is not JSON: {exc}") from None
+        if not isinstance(raw, dict):
+            raise OrderError("unit order is not a JSON object")
+        if raw.get("version") != ORDER_VERSION:
+            raise OrderError(f"unit order field 'version': {raw.get('version')!r}, expected {ORDER_VERSION}")
+        fields: dict[str, Any] = {}
+        for name, kind in (("run_set", str), ("pack", str), ("pack_digest", str), ("agent", str), ("sandbox", str),
+                           ("read_budget", int), ("suite", str), ("task", str), ("condition", str), ("seed", int)):
+            value = raw.get(name)
+            if not isinstance(value, kind) or isinstance(value, bool):
+                raise OrderError(f"unit order field '{name}': expected {kind.__name__}, got {value!r}")
+            fields[name] = value
+        return cls(**fields)
+
+
+@dataclass(frozen=True)
+class Head:
+    """Where an earlier attempt's run stands in the log: its last event."""
+
+    run_id: str
+    last_seq: int
+    ended_status: str | None  # RunEnded's status, None while the run has no RunEnded
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str  # "skip": the unit is done; "run": run `attempt` (after closing `close`, when set)
+    attempt: int
+    close: str | None = None  # the run id of an abandoned attempt to close first
+    reason: str = ""
+    finished_run: str | None = None  # "skip" of a unit whose run ended but was not marked: mark it
+
+
+def decide(status: dict | None, head: Head | None) -> Decision:
+    """What to do with a claimed unit, from its newest unit-status record and the log's head of the
+    run that record names.
+
+    - completed or excluded: skip.
+    - started (or abandoned) attempt n with run R: a runner took it and did not finish marking it. If
+      R ended in the log with any status but `abandoned`, the unit is done (the runner died between its
+      RunEnded and the status record): skip and mark it. If R has events but no RunEnded, it was
+      abandoned: close R, then run attempt n + 1. If R has no events (or was closed already), run n + 1.
+    - queued (attempt 0) or no record: run attempt 1 (or the recorded attempt + 1).
+    """
+    state = (status or {}).get("status")
+    attempt = int((status or {}).get("attempt", 0) or 0)
+    if state in DONE_STATUSES:
+        return Decision("skip", attempt, reason=f"already {state}")
+    if state in ("started", "abandoned") and head is not None:
+        if head.ended_status is not None and head.ended_status != "abandoned":
+            return Decision("skip", attempt, reason=f"run {head.run_id} ended {head.ended_status}",
+                            finished_run=head.run_id)
+        if head.ended_status is None:
+            return Decision("run", attempt + 1, close=head.run_id,
+                            reason=f"attempt {attempt} (run {head.run_id}) was abandoned at seq {head.last_seq}")
+    return Decision("run", attempt + 1)

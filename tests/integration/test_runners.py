@@ -1,0 +1,171 @@
+"""Issue 17 item 5 acceptance against the real Kafka broker, real bubblewrap and real chDB: three
+`membench runner` processes split a queued grid; one is killed with `kill -9` mid-unit; no unit is
+completed twice, none is lost, the dead attempt is closed in the log, and the derived tables equal
+the embedded path's."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import time
+
+import pytest
+
+from membench.distributed import read_run_head
+from schemas.topics import topics_from_dsn
+from tests.conftest import run_cli
+from tests.integration.kafka_helpers import (SINGLE, Worker, consumer_group_caught_up, membench, namespace,
+                                             require_broker, topic_size, wait_for)
+
+pytestmark = [pytest.mark.integration, pytest.mark.kafka]
+
+SEEDS = "1,2,3,4"  # 24 units of the smoke pack (3 sequences × B0, B5 × 4 seeds)
+CLAIMED = re.compile(r"claimed (\S+) attempt (\d+) run (\S+)")
+COMPLETED = re.compile(r"completed (\S+) attempt (\d+) run (\S+)")
+# one row per unit: its completed run, without what identifies one execution (run and derived ids,
+# event hashes, durations); an abandoned attempt is a run of its own, never a cell
+RUN_SQL = ("SELECT * EXCEPT (derived_id, run_id, duration_ms, last_hash) FROM run_results WHERE run_set = '{rs}' "
+           "AND status = 'completed' ORDER BY unit_id LIMIT 1 BY derived_id")
+SESSION_SQL = ("SELECT * EXCEPT (derived_id, run_id, duration_ms) FROM session_results WHERE run_set = '{rs}' "
+               "AND run_id IN (SELECT run_id FROM run_results WHERE status = 'completed') "
+               "ORDER BY unit_id, session_index LIMIT 1 BY derived_id")
+
+
+def _lines(path, pattern):
+    return pattern.findall(path.read_text()) if path.exists() else []
+
+
+def test_three_runners_split_a_grid_and_survive_a_kill9_mid_unit(tmp_path):
+    require_broker()
+    home = tmp_path / "home"
+    ns = namespace()
+    dsn = f"kafka://{SINGLE}/{ns}"
+    kafka_warehouse = f"chdb://{tmp_path / 'kafka-warehouse'}"
+    run_cli("run", "smoke", "--seeds", SEEDS, home=home, check=True)  # the embedded path, the reference
+    queued = run_cli("run", "smoke", "--seeds", SEEDS, "--bus", dsn, "--enqueue", home=home, check=True)
+    run_set = queued.stdout.strip().splitlines()[-1]
+    assert "24 queued" in queued.stderr
+    # enqueueing again adds nothing: every unit is queued already
+    again = run_cli("run", "smoke", "--seeds", SEEDS, "--bus", dsn, "--enqueue", home=home, check=True)
+    assert "0 queued" in again.stderr
+
+    topics = topics_from_dsn(dsn)
+    worker = Worker(dsn, home, tmp_path / "worker.log")
+    logs = [tmp_path / f"runner{i}.log" for i in range(3)]
+    handles = [open(log, "w") for log in logs]
+    runners = [membench("runner", "--bus", dsn, "--until-idle", home=home, stdout=handle, stderr=handle)
+               for handle in handles]
+    try:
+        # kill a runner whose unit (not its first: by then all three are in the group) has events on
+        # the topic and no completion yet: mid-unit
+        def mid_unit():
+            for i, log in enumerate(logs):
+                claimed, completed = _lines(log, CLAIMED), _lines(log, COMPLETED)
+                if len(claimed) >= 2 and claimed[-1] not in completed:
+                    head = read_run_head(topics, claimed[-1][2])
+                    if head is not None and not head.ended:
+                        return i, claimed[-1]
+            return None
+
+        victim = None
+        deadline = time.monotonic() + 300
+        while victim is None and time.monotonic() < deadline:
+            victim = mid_unit()
+            if victim is None:
+                time.sleep(0.05)
+        assert victim is not None, "no runner claimed a second unit"
+        index, (unit_key, attempt, run_id) = victim
+        os.killpg(runners[index].pid, signal.SIGKILL)
+        runners[index].wait(30)
+        killed_completed = _lines(logs[index], COMPLETED)
+        assert (unit_key, attempt, run_id) not in killed_completed, "the unit completed before the kill"
+        survivors = [r for i, r in enumerate(runners) if i != index]
+        for survivor in survivors:
+            assert survivor.wait(900) == 0, [log.read_text()[-3000:] for log in logs]
+        wait_for(lambda: consumer_group_caught_up(SINGLE, f"{ns}.membench.processor", f"{ns}.membench.trajectory"),
+                 180, "the processor worker to commit the whole trajectory topic")
+    finally:
+        worker.stop()
+        for r in runners:
+            if r.poll() is None:
+                os.killpg(r.pid, signal.SIGKILL)
+                r.wait(30)
+        for handle in handles:
+            handle.close()
+
+    # the three runners split the grid: each claimed units
+    claims = [_lines(log, CLAIMED) for log in logs]
+    assert all(claims), [log.read_text()[-2000:] for log in logs]
+    # the survivor that took the dead runner's partition closed its attempt and ran the next one
+    texts = "".join(log.read_text() for log in logs)
+    assert f"run {run_id} ({unit_key.split('/', 1)[1]}) closed at seq" in texts
+    completions = [c for log in logs for c in _lines(log, COMPLETED)]
+    assert sorted(unit for unit, _, _ in completions) == sorted({unit for unit, _, _ in completions})
+    assert len(completions) == 24
+    assert (unit_key, str(int(attempt) + 1)) in {(u, a) for u, a, _ in completions}
+
+    sink = run_cli("sink", "--bus", dsn, "--warehouse", kafka_warehouse, "--until-idle", home=home, check=True)
+    assert json.loads(sink.stdout.strip().splitlines()[-1])["raw"] == topic_size(SINGLE, f"{ns}.membench.trajectory")
+
+    def sql(query, warehouse=None):
+        args = ["sql", query] + (["--warehouse", warehouse] if warehouse else [])
+        return run_cli(*args, home=home, check=True).stdout
+
+    # no unit completed twice, none lost
+    per_unit = sql(f"SELECT unit_id, countIf(status = 'completed'), countIf(status = 'abandoned') FROM "
+                   f"(SELECT * FROM run_results WHERE run_set = '{run_set}' LIMIT 1 BY derived_id) GROUP BY unit_id "
+                   f"ORDER BY unit_id", kafka_warehouse)
+    rows = [line.split("\t") for line in per_unit.strip().splitlines()]
+    assert len(rows) == 24 and all(done == "1" for _, done, _ in rows), per_unit
+    assert [unit for unit, _, abandoned in rows if abandoned != "0"] == [unit_key.split("/", 1)[1]]
+    # the abandoned attempt is visible in the log: its own chain ends with RunEnded{abandoned}
+    ended = sql(f"SELECT JSONExtractString(payload, 'status'), JSONExtractString(payload, 'error_type'), producer "
+                f"FROM trajectory_events WHERE run_id = '{run_id}' AND kind = 'RunEnded' LIMIT 1 BY event_id",
+                kafka_warehouse)
+    assert ended.strip().split("\t") == ["abandoned", "abandoned_attempt", "membench-attempts/0.1"]
+    # the derived tables equal the embedded path's
+    for template in (SESSION_SQL, RUN_SQL):
+        embedded = sql(template.format(rs=run_set))
+        assert embedded.strip() and embedded == sql(template.format(rs=run_set), kafka_warehouse)
+    # every chain verifies from the topic, the closed attempt included
+    replay = run_cli("replay", dsn, "--verify", "--warehouse", kafka_warehouse, home=home)
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    progress = json.loads(run_cli("runner", "--bus", dsn, "--progress", "--json", home=home, check=True).stdout)
+    assert progress[run_set]["completed"] == 24 and progress[run_set]["attempts_abandoned"] == 1
+
+
+def test_a_runner_without_the_queued_pack_leaves_the_unit_to_others(tmp_path):
+    """An order naming a pack digest this machine does not have: the runner says so in one line,
+    exits 1, and the order stays uncommitted (another runner can take it); a malformed order is
+    named by partition and offset and skipped."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    from producers.bus.kafka import ensure_topics
+    from producers.unit_queue import UnitOrder
+
+    require_broker()
+    home = tmp_path / "home"
+    home.mkdir()
+    ns = namespace()
+    dsn = f"kafka://{SINGLE}/{ns}"
+    topics = topics_from_dsn(dsn)
+    ensure_topics(topics)
+    order = UnitOrder("rs-elsewhere", "smoke", "0" * 64, "scripted:null", "bwrap", 2000, "smoke", "smoke-currency",
+                      "B0", 1)
+    producer = Producer({"bootstrap.servers": SINGLE})
+    producer.produce(topics.units, b'{"version": 1, "seed": "x"}', b"rs-elsewhere/bad", partition=0)
+    producer.produce(topics.units, order.to_json(), order.key.encode(), partition=0)
+    assert producer.flush(30) == 0
+    proc = run_cli("runner", "--bus", dsn, "--until-idle", "--idle-seconds", "1", home=home, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    assert "partition 0 offset 0: unit order field 'run_set'" in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"runner: unit {order.key}: pack 'smoke' here has digest") and "000000000000" in last
+    consumer = Consumer({"bootstrap.servers": SINGLE, "group.id": topics.group("runner")})
+    try:
+        committed = consumer.committed([TopicPartition(topics.units, 0)], timeout=30)[0].offset
+    finally:
+        consumer.close()
+    assert committed == 1  # the malformed order is done with; the unit's order is not

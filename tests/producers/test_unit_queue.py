@@ -1,0 +1,77 @@
+"""Unit orders (the units topic's JSON) and the rule a runner applies to a claimed unit."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from producers.unit_queue import Decision, Head, OrderError, UnitOrder, decide
+from schemas.topics import topics_from_dsn
+
+ORDER = UnitOrder("rs1", "smoke", "d" * 64, "scripted:memory-literal", "bwrap", 2000, "smoke", "smoke-currency", "B5", 3)
+
+
+def test_an_order_round_trips_through_its_json_form():
+    assert UnitOrder.from_json(ORDER.to_json()) == ORDER
+    assert ORDER.key == "rs1/smoke/smoke-currency/B5/3"
+    assert json.loads(ORDER.to_json())["version"] == 1
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("seed", "3", "field 'seed': expected int"),
+    ("read_budget", True, "field 'read_budget': expected int"),
+    ("agent", None, "field 'agent': expected str"),
+    ("version", 2, "field 'version': 2, expected 1"),
+])
+def test_a_malformed_order_names_its_field(field, value, message):
+    raw = json.loads(ORDER.to_json())
+    raw[field] = value
+    with pytest.raises(OrderError, match=message):
+        UnitOrder.from_json(json.dumps(raw).encode())
+
+
+def test_an_order_that_is_not_json_is_refused():
+    with pytest.raises(OrderError, match="not JSON"):
+        UnitOrder.from_json(b"\xff not json")
+    with pytest.raises(OrderError, match="not a JSON object"):
+        UnitOrder.from_json(b"[1, 2]")
+
+
+def test_a_new_or_queued_unit_runs_its_first_attempt():
+    assert decide(None, None) == Decision("run", 1)
+    assert decide({"status": "queued", "run_id": "", "attempt": 0}, None) == Decision("run", 1)
+
+
+@pytest.mark.parametrize("status", ["completed", "excluded"])
+def test_a_complete_unit_is_skipped(status):
+    decision = decide({"status": status, "run_id": "r1", "attempt": 1}, None)
+    assert decision.action == "skip" and decision.finished_run is None
+
+
+def test_a_started_attempt_left_open_in_the_log_is_closed_and_the_next_attempt_runs():
+    decision = decide({"status": "started", "run_id": "r1", "attempt": 1}, Head("r1", 17, None))
+    assert (decision.action, decision.attempt, decision.close) == ("run", 2, "r1")
+    assert "seq 17" in decision.reason
+
+
+def test_a_started_attempt_that_ended_in_the_log_is_marked_complete_not_run_again():
+    decision = decide({"status": "started", "run_id": "r1", "attempt": 1}, Head("r1", 40, "completed"))
+    assert (decision.action, decision.finished_run) == ("skip", "r1")
+    # an error is an ended run too: the unit is not run a second time
+    assert decide({"status": "started", "run_id": "r1", "attempt": 1}, Head("r1", 5, "error")).action == "skip"
+
+
+def test_an_attempt_closed_already_or_without_events_is_not_closed_again():
+    assert decide({"status": "started", "run_id": "r1", "attempt": 2}, Head("r1", 9, "abandoned")) == Decision("run", 3)
+    assert decide({"status": "started", "run_id": "r1", "attempt": 2}, None) == Decision("run", 3)
+    assert decide({"status": "abandoned", "run_id": "r1", "attempt": 2}, Head("r1", 9, "abandoned")) \
+        == Decision("run", 3)
+
+
+def test_the_units_topic_is_namespaced_and_not_compacted():
+    topics = topics_from_dsn("kafka://127.0.0.1:9092/study1")
+    assert topics.units == "study1.membench.units"
+    specs = topics.layout.specs(topics)
+    assert topics.units in specs and "cleanup.policy" not in specs[topics.units]
+
