@@ -146,7 +146,7 @@ class TypedConsolidationMemory:
             text = "\n".join(f"[{p.label}] {p.text}" for p in parts)
             written.append(self._add(f"{self.condition}:s{session}:episode", "episodic", f"Episode (session {session}):\n{text}",
                                      tuple(p.event_id for p in parts),
-                                     union(piece_scope(p, self._scopes) for p in delivered), session))
+                                     union(piece_scope(p, self._scopes) for p in parts), session))
         if pol.capsules and delivered:
             text = "\n".join(f"[{p.label}] {p.text}" for p in delivered)
             written.append(self._add(f"{self.condition}:s{session}:capsule", "episodic",
