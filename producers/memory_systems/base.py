@@ -11,8 +11,8 @@ under BPE tokenizers; the estimate is recorded in every MemoryRead, so budgets s
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -64,18 +64,24 @@ class Namespace:
 @dataclass(frozen=True)
 class MemorySetup:
     """What a memory system may know besides the events it is fed: the curated context of the pack
-    and of the sequence (for `curated_file`) and the pack's frozen skill bank (for `skill_bank`).
-    Systems that need it set `accepts_setup = True` and take it as the second argument."""
+    and of the sequence (for `curated_file`), the pack's frozen skill bank (for `skill_bank`), and
+    the declared scope of each pack event (`event_scopes`: pack event id -> files then symbols), the
+    metadata an injected event carries in DreamBench-SWE; a system may use an event's scope only
+    once that event has been delivered to it. Systems that need it set `accepts_setup = True` and
+    take it as the second argument."""
 
     curated_context: str = ""
     pack_curated_context: str = ""
     skill_bank: Path | None = None
+    event_scopes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def for_sequence(cls, pack: Any, seq: Any) -> "MemorySetup":
         return cls(curated_context=getattr(seq, "curated_context", "") or "",
                    pack_curated_context=getattr(pack, "curated_context", "") or "",
-                   skill_bank=getattr(pack, "skill_bank", None))
+                   skill_bank=getattr(pack, "skill_bank", None),
+                   event_scopes={e.event_id: tuple(getattr(e, "scope_files", ())) + tuple(getattr(e, "scope_symbols", ()))
+                                 for e in getattr(seq, "events", ())})
 
 
 class MemorySystem(Protocol):

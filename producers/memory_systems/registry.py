@@ -14,8 +14,12 @@ from producers.memory_systems.base import MemorySetup, MemorySystem, Namespace
 from producers.memory_systems.curated import CuratedFileMemory
 from producers.memory_systems.episodic import RawEpisodicMemory
 from producers.memory_systems.external import adapters_from_env, external_factory
+from producers.memory_systems.reflection import ReflectionMemory
 from producers.memory_systems.skill_bank import SkillBankMemory
+from producers.memory_systems.subtask import SubtaskMemory
 from producers.memory_systems.summaries import SessionSummaryMemory
+from producers.memory_systems.tracker import TaskTrackerMemory
+from producers.memory_systems.typed import VARIANTS as TYPED_VARIANTS
 from producers.memory_systems.vector import TokenVectorMemory
 from producers.memory_systems.verbatim import NoMemory, VerbatimEventMemory
 
@@ -24,7 +28,13 @@ MEMORY_SYSTEMS: dict[str, type] = {
     "B1": RawEpisodicMemory,
     "B2": TokenVectorMemory,
     "B4": SessionSummaryMemory,
+    "B3": ReflectionMemory,  # model-free: extractive lessons, no model writes them
     "B5": VerbatimEventMemory,
+    "B6": SubtaskMemory,
+    "B7": TaskTrackerMemory,
+    # the reference-probe family (DF, DF-raw-only, DF-hybrid, DF-strict, DF-strict-hybrid) and
+    # its model-free ablations A0, A2, A5, A6 (producers/memory_systems/typed.py)
+    **TYPED_VARIANTS,
     "curated_file": CuratedFileMemory,
     "skill_bank": SkillBankMemory,
     # the coding-agent A/B benchmark's name for B0 (imported packs run no_memory / curated_file / B5)

@@ -1,0 +1,87 @@
+"""The external adapter maps a Namespace onto mem0-style user_id / agent_id / run_id. A real HTTP
+server written for this test plays a mem0-style store: it keys memories by user_id ONLY (as Mem0's
+add/search do), so the namespaces stay apart only if the ids membench sends do."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from producers.memory_systems.base import MemorySetup, Namespace
+from producers.memory_systems.external import mem0_ids
+from producers.memory_systems.registry import MEMORY_SYSTEMS, make_memory, register_external
+from tests.producers.memory_systems.test_dreambench_conditions import S1
+
+NAME = "mem0-ids-test"
+
+
+@pytest.fixture
+def mem0_server():
+    by_user: dict[str, list[dict]] = {}
+    received: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            received.append(req)
+            store = by_user.setdefault(req["user_id"], [])  # mem0: memories belong to a user_id
+            if req["op"] == "write":
+                new = [{"id": f"m{len(store) + k}", "text": e["text"], "type": "literal",
+                        "provenance": [e["event_id"]], "scope": e["scope"]}
+                       for k, e in enumerate(req["events"]) if e["source_event_id"]]
+                store += new
+                body = {"items": new}
+            else:
+                body = {"items": store[-6:]}  # memory_context=6, as the paper's hosted configuration
+            data = json.dumps(body).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    register_external(NAME, url=f"http://127.0.0.1:{server.server_port}/v1/memories")
+    try:
+        yield received
+    finally:
+        MEMORY_SYSTEMS.pop(NAME, None)
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_server_receives_the_documented_ids(mem0_server) -> None:
+    ns = Namespace("rs-1", NAME, 3, "c1-tab-regulator-trailer")
+    mem = make_memory(NAME, ns, MemorySetup(event_scopes={"e1": ("tabular/csvout.py", "to_csv")}))
+    stored = mem.write(S1)
+    mem.read("regulator trailer", 2000)
+    assert [r["op"] for r in mem0_server] == ["write", "read"]
+    for req in mem0_server:
+        assert req["agent_id"] == f"mb-{NAME}" and req["run_id"] == "mb-rs-1"
+        assert req["metadata"] == {"run_set": "rs-1", "condition": NAME, "seed": 3, "sequence": "c1-tab-regulator-trailer"}
+        assert req["user_id"].startswith(f"mb-rs-1-{NAME}-s3-c1-tab-regulator-trailer-")
+        assert re.fullmatch(r"[A-Za-z0-9._-]+", req["user_id"])  # colon- and slash-free
+        assert req["user_id"] == mem0_ids(ns)["user_id"]
+    sent = {e["source_event_id"]: e["scope"] for e in mem0_server[0]["events"] if e["source_event_id"]}
+    assert sent == {"e1": ["tabular/csvout.py", "to_csv"], "e2": []}  # declared scope of delivered events
+    assert stored[0].scope == ("tabular/csvout.py", "to_csv") and stored[0].provenance_event_ids
+
+
+def test_every_namespace_component_changes_the_user_id_and_isolates(mem0_server) -> None:
+    base = Namespace("rs", NAME, 1, "seq")
+    make_memory(NAME, base).write(S1)
+    assert make_memory(NAME, base).read("q", 2000).items  # the same namespace reads it back
+    others = [Namespace("rs2", NAME, 1, "seq"), Namespace("rs", NAME, 2, "seq"), Namespace("rs", NAME, 1, "seq2"),
+              Namespace("rs:x", NAME, 1, "seq"), Namespace("rs/x", NAME, 1, "seq")]
+    users = {mem0_ids(ns)["user_id"] for ns in [base, *others]}
+    assert len(users) == len(others) + 1  # "rs:x" and "rs/x" sanitize alike but the digest differs
+    for ns in others:
+        assert make_memory(NAME, ns).read("q", 2000).items == ()
+    assert mem0_ids(Namespace("rs", "B5", 1, "seq"))["user_id"] != mem0_ids(base)["user_id"]
