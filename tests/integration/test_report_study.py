@@ -88,6 +88,16 @@ def test_report_parts_outcome_matrix_provenance_cost_admission(b1_b5):
     assert "## Outcome matrix" in md and "## Canary proof" in md and "not validated" in md
 
 
+def test_validate_records_the_funnel_and_the_report_shows_it(b1_b5):
+    run_cli("validate", "smoke", home=b1_b5, check=True)
+    digest = _report(b1_b5)["inputs"]["pack_digest"]
+    assert (b1_b5 / "validations" / f"{digest}.json").exists()  # the finalized pack the run used
+    report = json.loads(run_cli("report", "b1b5", "--baseline", "B1", "--json", home=b1_b5, check=True).stdout)
+    assert report["admission"] == {"status": "validated", "source": f"validations/{digest}.json", "authored": 3,
+                                   "valid": 3, "admitted": 3}
+    assert "3 authored → 3 valid → 3 admitted" in (b1_b5 / "runs" / "b1b5" / "report.md").read_text()
+
+
 def test_canary_proof_passes_and_a_planted_leak_fails(b1_b5):
     proof = _report(b1_b5)["canary"]
     assert proof["status"] == "pass" and proof["secrets"] == 3 and proof["leaks"] == 0

@@ -91,3 +91,26 @@ def test_a_secret_in_a_rendered_report_fails_the_proof():
     assert leaked.status == "fail" and leaked.leaks == 1
     assert [(h.secret, h.trap, h.where) for h in leaked.hits] == [("currency", "trap-b", "report report.md")]
     assert leaked.own_trap_hits == 4
+
+
+def test_markdown_and_html_render_the_new_parts():
+    from reports.html import render_html
+    from reports.markdown import render_markdown
+    from tests.reports.test_model import _full_report
+
+    report = _full_report()
+    report["canary"]["hits"][0]["where"] = "report <b>report.md</b>"
+    md = render_markdown(report)
+    for needle in ("## Registered families", "### primary (primary, 2 comparisons", "+37.5 pp", "[+12.5, +62.5] pp",
+                   "unavailable (p = 1)", "## Outcome matrix", "| t1 | pass | isolation_unavailable |",
+                   "## Provenance", "$0.5000 over 2/3 priced calls", "3 authored → 3 valid → 2 admitted",
+                   "## Canary proof", "**FAIL**", "leak: secret `s` of trap `t1`"):
+        assert needle in md, needle
+    html = render_html(report)
+    for needle in ('<section id="families">', '<section id="matrix">', '<section id="provenance">',
+                   '<section id="canary">', '<span class="fail">FAIL</span>', "report &lt;b&gt;report.md&lt;/b&gt;"):
+        assert needle in html, needle
+    assert "<b>report.md</b>" not in html  # strings from the report are escaped
+    older = {k: v for k, v in report.items()
+             if k not in ("families", "outcome_matrix", "provenance", "cost_usd", "canary", "admission")}
+    assert "Canary" not in render_markdown(older) and 'id="canary"' not in render_html(older)
