@@ -340,7 +340,7 @@ class RunProvenance:
 @dataclass(frozen=True)
 class ConditionCost:
     model_calls: int
-    priced_calls: int  # calls that carry cost_usd
+    priced_calls: int  # calls whose price-table entry (`price`) is known
     cost_usd: float  # sum over the priced calls
     successes: int  # passed valid cells
     cost_per_success_usd: float | None

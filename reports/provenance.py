@@ -9,8 +9,9 @@ Top level:
   "conditions", "runs"}: distinct values over every RunStarted of the run set, attempts included.
 - `cost_usd`: {"status", "model_calls", "priced_calls", "cost_usd", "conditions": condition ->
   {"model_calls", "priced_calls", "cost_usd", "successes", "cost_per_success_usd"}}: every ModelCall
-  of the run set (the gateway records one per upstream call, with `cost_usd` when its price table
-  knows the model); a call's condition is its unit's. Cost per success = the condition's USD over its
+  of the run set (the gateway records one per upstream call; a call is priced when its `price`
+  names the price-table entry used — a model without one costs 0 with a null `price`); a call's
+  condition is its unit's. Cost per success = the condition's USD over its
   passed valid cells (null without a pass or without a priced call).
 """
 
@@ -57,8 +58,9 @@ def run_provenance(warehouse: WarehouseReader, run_set: str) -> RunProvenance:
 def cost_usd(warehouse: WarehouseReader, run_set: str, runs: list[dict[str, Any]]) -> CostUsd:
     """USD of every ModelCall of the run set, per condition (the condition is the unit id's third part)."""
     rows = warehouse.query_dicts(
-        "SELECT unit_id, count() AS calls, countIf(isNotNull(cost)) AS priced, sum(ifNull(cost, 0)) AS usd FROM ("
-        "SELECT unit_id, JSONExtract(payload, 'cost_usd', 'Nullable(Float64)') AS cost FROM trajectory_events "
+        "SELECT unit_id, count() AS calls, countIf(isNotNull(cost) AND isNotNull(price)) AS priced, "
+        "sum(ifNull(cost, 0)) AS usd FROM (SELECT unit_id, JSONExtract(payload, 'cost_usd', 'Nullable(Float64)') AS "
+        "cost, JSONExtract(payload, 'price', 'Nullable(String)') AS price FROM trajectory_events "
         "WHERE run_set = {rs:String} AND kind = 'ModelCall' ORDER BY event_id LIMIT 1 BY event_id) GROUP BY unit_id",
         {"rs": run_set})
     successes: dict[str, int] = defaultdict(int)

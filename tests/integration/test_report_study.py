@@ -5,11 +5,14 @@ secrets — a planted leak makes it fail."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
+from membench.bench.upstream import ScriptedUpstream, script_from_pack
 from membench.report_inputs import find_secrets
-from tests.conftest import run_cli
+from producers.attempts import read_log
+from tests.conftest import REPO, run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -21,6 +24,21 @@ def b1_b5(tmp_path_factory):
     run_cli("run", "smoke", "--conditions", "B1,B5", "--seeds", "1", "--baseline", "B1", "--run-set", "b1b5",
             home=home, check=True)
     return home
+
+
+@pytest.fixture(scope="module")
+def currency_pack(tmp_path_factory):
+    """The smoke pack cut to its smoke-currency sequence, as a directory (not a built-in pack)."""
+    pack = tmp_path_factory.mktemp("pack") / "smoke-currency"
+    shutil.copytree(REPO / "fixtures" / "smoke", pack)
+    manifest = json.loads((pack / "manifest.json").read_text())
+    manifest["pack"] = "smoke-currency"
+    manifest["sequences"] = [s for s in manifest["sequences"] if s["seq_id"] == "smoke-currency"]
+    (pack / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    for hidden in (pack / "hidden").iterdir():
+        if hidden.name != "smoke-currency":
+            shutil.rmtree(hidden)
+    return pack
 
 
 def _report(home, run_set="b1b5"):
@@ -136,3 +154,34 @@ def test_canary_not_run_without_the_pack(b1_b5, tmp_path):
     (elsewhere / "packs").mkdir(parents=True)
     secrets, _, reason = find_secrets(elsewhere, [_report(b1_b5)["inputs"]["pack_digest"]], None)
     assert secrets is None and "no finalized pack with digest" in reason
+
+
+def test_usd_cost_from_model_calls_and_the_canary_of_a_pack_given_by_path(tmp_path, bwrap_sandbox, currency_pack):
+    """The built-in loop against the local scripted upstream, priced by a --model-prices table: the
+    report's USD is the sum of the log's ModelCall cost_usd; the pack is a directory, so `run` knows
+    its skeleton and `report` needs --pack for the canary proof."""
+    home = tmp_path / "home"
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"models": {"local-model": {"input": 1.0, "cached_input": 0.5, "output": 2.0}}}))
+    with ScriptedUpstream(script_from_pack(currency_pack)) as upstream:
+        run_cli("run", str(currency_pack), "--agent", "openai:local-model", "--conditions", "B5", "--seeds", "1",
+                "--run-set", "priced", "--workers", "1", "--model-base-url", upstream.base_url, "--model-prices",
+                str(prices), home=home, check=True)
+    calls = [e.payload for e, _ in read_log(home / "runs" / "priced" / "events.avro") if e.kind == "ModelCall"]
+    expected = sum(c["cost_usd"] for c in calls)
+    report = _report(home, "priced")
+    cost = report["cost_usd"]
+    assert calls and expected > 0 and all(c["price"] == "local-model" for c in calls)
+    assert (cost["status"], cost["model_calls"], cost["priced_calls"]) == ("recorded", len(calls), len(calls))
+    assert cost["cost_usd"] == pytest.approx(expected)
+    b5 = cost["conditions"]["B5"]
+    (condition,) = report["conditions"]
+    assert b5["successes"] == condition["passed"] == 1
+    assert b5["cost_per_success_usd"] == pytest.approx(expected / condition["passed"])
+    assert report["provenance"]["agents"] == ["openai:local-model"] and report["provenance"]["agent_kinds"] != ["scripted"]
+    assert report["canary"]["status"] == "pass" and report["canary"]["secrets"] == 1
+    without = json.loads(run_cli("report", "priced", "--json", home=home, check=True).stdout)["canary"]
+    assert without["status"] == "not_run" and "give it with --pack" in without["reason"]
+    given = json.loads(run_cli("report", "priced", "--pack", str(currency_pack), "--json", home=home,
+                               check=True).stdout)["canary"]
+    assert given["status"] == "pass" and given["leaks"] == 0 and given["own_trap_hits"] > 0
