@@ -231,15 +231,18 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
         finally:
             pipeline.close()
         options = report_options or ReportOptions()
+        refused = None
         try:
             report, secrets = build_full_report(warehouse, run_set, settings.home, baseline=options.baseline,
                                                 study=options.study, pack_spec=options.pack_spec)
         except ReportError as exc:  # checked before the run; a resumed run set may hold other conditions
-            raise UsageError(str(exc)) from None
+            refused = exc
         state = warehouse_state(warehouse, run_set)
     finally:
         warehouse.close()
     write_log_root(console, root_file, state, signer, settings.warehouse)
+    if refused is not None:  # what ran is recorded (log, warehouse, log root); only the report is not written
+        raise UsageError(f"{refused}; the run set is recorded, rebuild its report with `membench report {run_set}`")
     out = write_report(settings, report, secrets)
     print_table(Console(), report)
     console.print(f"report: {out / 'report.json'}  ·  log: {out / 'events.avro'}  ·  log root: {state.root}",

@@ -69,6 +69,18 @@ def test_report_refuses_an_ambiguous_or_unknown_baseline(b1_b5):
     assert report["families"]["baseline_source"] == "--baseline"
 
 
+def test_a_resumed_run_whose_run_set_leaves_the_baseline_open_records_the_run_but_not_the_report(b1_b5):
+    root = b1_b5 / "runs" / "b1b5" / "log_root.json"
+    report_file = b1_b5 / "runs" / "b1b5" / "report.json"
+    before, report_before = root.stat().st_mtime_ns, report_file.read_bytes()
+    proc = run_cli("run", "smoke", "--conditions", "B5", "--seeds", "1", "--run-set", "b1b5", home=b1_b5)
+    assert proc.returncode == 2
+    assert "conditions (B1, B5) include neither B0 nor no_memory" in proc.stderr
+    assert "the run set is recorded, rebuild its report with `membench report b1b5`" in proc.stderr
+    assert root.stat().st_mtime_ns > before  # the log root was written all the same
+    assert report_file.read_bytes() == report_before  # the earlier report is left as it was
+
+
 def test_study_file_registers_families_and_a_bad_one_names_file_and_field(b1_b5, tmp_path):
     study = tmp_path / "study.json"
     study.write_text(json.dumps({"baseline": "B1", "families": [
