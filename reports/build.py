@@ -7,8 +7,10 @@ passed / (cells - excluded), and `ci95` its trap-cluster percentile bootstrap in
 
 Sections, each a function of (warehouse, run set, run rows) called here in this order: failure
 counts, memory contract and hygiene panel (`reports.failures`); ladder, strata and validity gates
-(`reports.hygiene`); comparisons and resources (`reports.comparisons`). docs/reports.md lists
-every key.
+(`reports.hygiene`); comparisons, resources and registered families (`reports.comparisons`); outcome
+matrix, provenance and USD cost (`reports.provenance`). The canary proof (`reports.canary`) and the
+admission funnel come from outside the warehouse (the pack's secrets, `membench validate`'s record)
+and are passed in by the CLI. docs/reports.md lists every key.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from reports.comparisons import comparisons_section
 from reports.conventions import condition_order, pass_summary, valid_run
 from reports.failures import failures_section
 from reports.hygiene import hygiene_section
-from reports.model import ConditionSummary, Inputs, Report, SuiteIsolation, shallow_fields
+from reports.model import AdmissionFunnel, CanaryProof, ConditionSummary, Inputs, Report, SuiteIsolation, shallow_fields
+from reports.provenance import cost_usd, outcome_matrix, run_provenance
+from reports.study import DEFAULT_STUDY, BaselineError, Study
 from warehouse import queries
 from warehouse.protocol import WarehouseReader
 
@@ -30,13 +34,23 @@ class ReportError(LookupError):
     pass
 
 
-def build_report(warehouse: WarehouseReader, run_set: str) -> Report:
+NOT_VALIDATED = AdmissionFunnel(status="not_validated", source=None, authored=None, valid=None, admitted=None)
+
+
+def build_report(warehouse: WarehouseReader, run_set: str, *, baseline: str | None = None,
+                 study: Study = DEFAULT_STUDY, canary: CanaryProof | None = None,
+                 admission: AdmissionFunnel | None = None) -> Report:
+    """Raises ReportError (no runs, or no baseline can be chosen: `baseline`, the study's, B0,
+    no_memory — reports.study.resolve_baseline)."""
     runs = queries.run_results(warehouse, run_set)
     if not runs:
         raise ReportError(f"run set '{run_set}' has no completed runs in the warehouse")
+    try:
+        comparisons = comparisons_section(warehouse, run_set, runs, baseline, study)
+    except BaselineError as exc:
+        raise ReportError(str(exc)) from None
     failures = failures_section(warehouse, run_set, runs)
     hygiene = hygiene_section(warehouse, run_set, runs)
-    comparisons = comparisons_section(warehouse, run_set, runs)
     by_condition: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in runs:
         by_condition[row["condition"]].append(row)
@@ -68,6 +82,12 @@ def build_report(warehouse: WarehouseReader, run_set: str) -> Report:
         comparisons=comparisons.comparisons,
         resources=comparisons.resources,
         suites=suite_isolation(warehouse, run_set),
+        families=comparisons.families,
+        outcome_matrix=outcome_matrix(runs),
+        provenance=run_provenance(warehouse, run_set),
+        cost_usd=cost_usd(warehouse, run_set, runs),
+        canary=canary,
+        admission=admission or NOT_VALIDATED,
     )
 
 

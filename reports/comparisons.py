@@ -5,7 +5,9 @@ complete run): unit = task, seed, condition, passed = `scored_passed`, valid = c
 excluded, construct from the row when it carries one, else from the unit's RunStarted event. Cells are deduplicated (`dedup_cells`, newest `source_seq` wins) before
 pairing.
 
-The baseline is `B0`, else `no_memory` (imported packs), else the first condition in report order.
+The baseline is `--baseline`, else the study file's, else `B0`, else `no_memory` (imported packs);
+with two or more conditions and none of these the section refuses (`reports.study.BaselineError`)
+instead of guessing.
 
 Top level:
 - `comparisons`: {"baseline", "family_size", "alpha", "test", "comparisons": [...]}; the family
@@ -21,6 +23,12 @@ Top level:
   compactions and wall time of the run in seconds (`wall_time_s`; the run rows carry no
   simulated-user or evaluation time, so pure agent time is not available here). Cost is total
   tokens, and cost per success = total tokens of all valid runs / passed runs (null without a pass).
+- `families`: {"baseline", "baseline_source", "study", "families": [...]}: every registered family
+  (the study's, or the default primary family: every other condition vs the baseline) with, per
+  comparison, the effect size (paired pass-rate difference with its trap-cluster bootstrap CI),
+  the design's power (exact sign test over its paired traps) and, for each registered test
+  (clustered, mcnemar, majority, per_seed), raw p, Holm-adjusted p within the family and
+  rejection. The `comparisons` key stays the default family's clustered view, unchanged.
 """
 
 from __future__ import annotations
@@ -28,40 +36,56 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from analytics.cells import Cell, dedup_cells
-from analytics.compare import compare_family
+from analytics.cells import Cell, dedup_cells, pair_cells
+from analytics.compare import FamilyResult, compare_family
+from analytics.effects import design_power, paired_difference_ci
 from analytics.export import family_json
 from analytics.resources import ResourceUsage, cost_per_success, resource_reductions, resource_totals
-from reports.conventions import condition_order, exclusion_of, valid_run
+from reports.conventions import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, condition_order, exclusion_of, valid_run
 from reports.model import (
+    BootstrapSettings,
     ComparisonEntry,
+    ComparisonFamilies,
     ComparisonFamily,
+    DesignPower,
+    EffectSize,
+    FamilyComparison,
+    HolmTest,
+    RegisteredFamily,
     ConditionResources,
     CostPerSuccess,
     Resources,
     from_json,
 )
+from reports.study import BASELINES, DEFAULT_STUDY, Study, families_for, resolve_baseline
 from warehouse import queries
 from warehouse.protocol import WarehouseReader
 
-BASELINES = ("B0", "no_memory")
 ALPHA = 0.05
 RESOURCE_FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens", "total_tokens",
                    "tool_invocations", "patch_invocations", "compactions", "wall_time_s")
 
 
-def baseline_of(conditions: list[str]) -> str | None:
-    """B0, else no_memory, else the first condition (in report order)."""
-    for name in BASELINES:
-        if name in conditions:
-            return name
-    return conditions[0] if conditions else None
+def baseline_of(conditions: list[str], requested: str | None = None, study: Study = DEFAULT_STUDY) -> str | None:
+    """`requested`, else the study's baseline, else B0, else no_memory; BaselineError when two or more
+    conditions leave the choice open (reports.study.resolve_baseline)."""
+    return resolve_baseline(conditions, requested, study)
+
+
+def baseline_source(conditions: list[str], requested: str | None, study: Study) -> str:
+    if requested is not None:
+        return "--baseline"
+    if study.baseline is not None:
+        return f"study file {study.source}"
+    present = [name for name in BASELINES if name in conditions]
+    return f"{present[0]} in the run set" if present else "single condition"
 
 
 @dataclass(frozen=True)
 class ComparisonsSection:
     comparisons: ComparisonFamily
     resources: Resources
+    families: ComparisonFamilies
 
 
 def _constructs(warehouse: WarehouseReader, run_set: str, runs: list[dict[str, Any]]) -> dict[str, str | None]:
@@ -84,10 +108,11 @@ def cells_from_rows(runs: list[dict[str, Any]], constructs: dict[str, str | None
     return dedup_cells(cells)
 
 
-def comparisons_from_cells(cells: list[Cell], conditions: list[str] | None = None) -> ComparisonFamily:
+def comparisons_from_cells(cells: list[Cell], conditions: list[str] | None = None,
+                           baseline: str | None = None) -> ComparisonFamily:
     """The `comparisons` key: every non-baseline condition vs the baseline, one Holm family."""
     conditions = conditions or sorted({c.condition for c in cells}, key=condition_order)
-    baseline = baseline_of(conditions)
+    baseline = baseline or baseline_of(conditions)
     pairs = [(c, baseline) for c in conditions if c != baseline]
     family = compare_family(cells, pairs, alpha=ALPHA)
     family_out = family_json(family)
@@ -106,10 +131,11 @@ def usage_from_row(row: dict[str, Any]) -> ResourceUsage:
         success=bool(row["scored_passed"]))
 
 
-def resources_from_rows(runs: list[dict[str, Any]], conditions: list[str] | None = None) -> Resources:
+def resources_from_rows(runs: list[dict[str, Any]], conditions: list[str] | None = None,
+                        baseline: str | None = None) -> Resources:
     """The `resources` key: per-condition means over valid runs, cost per success, reductions."""
     conditions = conditions or sorted({r["condition"] for r in runs}, key=condition_order)
-    baseline = baseline_of(conditions)
+    baseline = baseline or baseline_of(conditions)
     usage = {c: [usage_from_row(r) for r in runs if r["condition"] == c and valid_run(r)] for c in conditions}
     out: dict[str, ConditionResources] = {}
     for condition in conditions:
@@ -132,8 +158,64 @@ def resources_from_rows(runs: list[dict[str, Any]], conditions: list[str] | None
                      conditions=out)
 
 
-def comparisons_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[str, Any]]) -> ComparisonsSection:
+def families_from_cells(cells: list[Cell], conditions: list[str], baseline: str | None, study: Study = DEFAULT_STUDY,
+                        source: str = "") -> ComparisonFamilies:
+    """The `families` key: each registered family, Holm within it for each of its tests."""
+    out = []
+    present = set(conditions)
+    for spec in families_for(study, conditions, baseline):
+        available = [p for p in spec.comparisons if p[0] in present and p[1] in present]
+        unavailable = [p for p in spec.comparisons if p not in available]
+        result = compare_family(cells, available, unavailable=unavailable, alpha=study.alpha)
+        out.append(RegisteredFamily(name=spec.name, role=spec.role, alpha=study.alpha, tests=list(spec.tests),
+                                    family_size=result.family_size,
+                                    comparisons=[_family_entry(cells, result, i, spec.tests)
+                                                 for i in range(result.family_size)]))
+    return ComparisonFamilies(baseline=baseline, baseline_source=source or baseline_source(conditions, None, study),
+                              study=study.source, families=out)
+
+
+def _family_entry(cells: list[Cell], result: FamilyResult, i: int, tests: tuple[str, ...]) -> FamilyComparison:
+    a, b = result.slots[i]
+    comp = result.comparisons[i]
+    holms = {"clustered": result.holm_clustered, "mcnemar": result.holm_mcnemar, "majority": result.holm_majority}
+
+    def held(h, p) -> HolmTest:
+        return HolmTest(p=p, p_holm=h.adjusted[i], rejected=h.rejected[i])
+
+    chosen = {t: holms[t] for t in tests if t in holms}
+    if comp is None:
+        per_seed = ({str(s): HolmTest(p=None, p_holm=h.adjusted[i], rejected=h.rejected[i])
+                     for s, h in result.holm_per_seed.items()} if "per_seed" in tests else None)
+        return FamilyComparison(a=a, b=b, available=False, D=None, units=None, paired_cells=None, effect=None,
+                                power=None, tests={t: held(h, None) for t, h in chosen.items()}, per_seed=per_seed)
+    raw = {"clustered": comp.clustered.p_value, "mcnemar": comp.mcnemar.p_value,
+           "majority": comp.majority.mcnemar.p_value}
+    per_seed = None
+    if "per_seed" in tests:
+        per_seed = {str(s): held(h, comp.per_seed[s].p_value if s in comp.per_seed else None)
+                    for s, h in result.holm_per_seed.items()}
+    paired = pair_cells(cells, a, b)
+    effect = paired_difference_ci({u: list(seeds.values()) for u, seeds in paired.pairs.items()},
+                                  resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
+    power = design_power(comp.units, alpha=result.holm_clustered.alpha)
+    return FamilyComparison(
+        a=a, b=b, available=True, D=comp.statistic, units=comp.units, paired_cells=comp.paired_cells,
+        effect=EffectSize(difference=effect.difference, ci95=[effect.low, effect.high], paired_cells=effect.paired_cells,
+                          discordant_a=comp.discordant_a, discordant_b=comp.discordant_b,
+                          bootstrap=BootstrapSettings(resamples=effect.resamples, seed=effect.seed, level=effect.level)),
+        power=DesignPower(units=power.units, alpha=power.alpha, threshold=power.threshold,
+                          p_at_threshold=power.p_at_threshold, by_q=power.by_q),
+        tests={t: held(h, raw[t]) for t, h in chosen.items()}, per_seed=per_seed)
+
+
+def comparisons_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[str, Any]],
+                        baseline: str | None = None, study: Study = DEFAULT_STUDY) -> ComparisonsSection:
+    """Raises reports.study.BaselineError when the baseline is ambiguous or not in the run set."""
     conditions = sorted({r["condition"] for r in runs}, key=condition_order)
+    chosen = baseline_of(conditions, baseline, study)
     cells = cells_from_rows(runs, _constructs(warehouse, run_set, runs))
-    return ComparisonsSection(comparisons=comparisons_from_cells(cells, conditions),
-                              resources=resources_from_rows(runs, conditions))
+    return ComparisonsSection(comparisons=comparisons_from_cells(cells, conditions, chosen),
+                              resources=resources_from_rows(runs, conditions, chosen),
+                              families=families_from_cells(cells, conditions, chosen, study,
+                                                           baseline_source(conditions, baseline, study)))

@@ -1,8 +1,10 @@
 """`report.md`: the report for people reading a terminal or a pull request, rendered from the JSON
 form of the report (`report.json`), so a report read back from disk renders the same.
 
-Parts, in this order: the header and conditions table, the comparisons, the ladder, construct strata
-and validity gates.
+Parts, in this order: the header and conditions table, the comparisons, the registered families
+(effect sizes, power, Holm per test), the ladder, construct strata and validity gates, the outcome
+matrix, provenance (versions, seeds, USD cost, admission funnel) and the canary proof. A part whose
+key an older report.json lacks is left out.
 """
 
 from __future__ import annotations
@@ -58,10 +60,97 @@ def render_markdown(report: dict[str, Any]) -> str:
                          f"| {p4(c['p_majority'])} | {per_seed} | {p4(c['p_holm'])} |")
         lines += ["", f"Exact trap-clustered sign-flip test (D = Σ d_t); p Holm: Holm over the registered family of "
                       f"{family['family_size']} (α = {family.get('alpha', 0.05)})."]
+    families = _families_markdown(report)
+    if families:
+        lines += ["", families.rstrip()]
     hygiene = _hygiene_markdown(report)
     if hygiene:
         lines += ["", hygiene.rstrip()]
+    rest = _study_parts_markdown(report)
+    if rest:
+        lines += ["", rest.rstrip()]
     return "\n".join(lines) + "\n"
+
+
+def _p(value: float | None) -> str:
+    return "—" if value is None else f"{value:.4g}"
+
+
+def _families_markdown(report: dict[str, Any]) -> str:
+    fams = report.get("families")
+    if not fams or not fams.get("families"):
+        return ""
+    lines = ["## Registered families", "",
+             f"Baseline {fams['baseline']} ({fams['baseline_source']}); study {fams['study']}. Holm within each "
+             "family, separately for each test (per seed: within each seed). Δ: paired pass-rate difference A − B, "
+             "trap-cluster bootstrap 95% CI. Power: exact sign test over the paired traps (rejecting split; power "
+             "when each trap favours one side with probability q = 0.8)."]
+    for fam in fams["families"]:
+        lines += ["", f"### {fam['name']} ({fam['role']}, {fam['family_size']} comparisons, α = {fam['alpha']})", "",
+                  "| A | B | Δ | 95% CI | A-only / B-only | p → p Holm | power |", "|---|---|---:|---|---:|---|---|"]
+        for c in fam["comparisons"]:
+            tests = [f"{name} {_p(t['p'])} → {_p(t['p_holm'])}{' **rejected**' if t['rejected'] else ''}"
+                     for name, t in c["tests"].items()]
+            if c.get("per_seed"):
+                tests.append("per seed " + ", ".join(f"{s}: {_p(t['p_holm'])}" for s, t in c["per_seed"].items()))
+            if not c["available"]:
+                lines.append(f"| {c['a']} | {c['b']} | unavailable (p = 1) | — | — | {'; '.join(tests)} | — |")
+                continue
+            e, pw = c["effect"], c["power"]
+            low, high = e["ci95"]
+            ci = "—" if low is None else f"[{100 * low:+.1f}, {100 * high:+.1f}] pp"
+            diff = "—" if e["difference"] is None else f"{100 * e['difference']:+.1f} pp"
+            power = ("no split rejects" if pw["threshold"] is None else
+                     f"{pw['threshold']}/{pw['units']} traps; {_p(pw['by_q'].get('0.8'))} at q = 0.8")
+            lines.append(f"| {c['a']} | {c['b']} | {diff} | {ci} | {e['discordant_a']} / {e['discordant_b']} "
+                         f"| {'; '.join(tests)} | {power} |")
+    return "\n".join(lines) + "\n"
+
+
+def _study_parts_markdown(report: dict[str, Any]) -> str:
+    """Outcome matrix, provenance, USD cost, admission funnel and canary proof (issue 14's keys)."""
+    lines: list[str] = []
+    matrix = report.get("outcome_matrix")
+    if matrix and matrix.get("conditions"):
+        lines += ["## Outcome matrix", "", "Each trap × seed cell: pass, fail, or why it is not a valid cell."]
+        for condition, traps in matrix["conditions"].items():
+            lines += ["", f"### {condition}", "", "| trap | " + " | ".join(f"seed {s}" for s in matrix["seeds"]) + " |",
+                      "|---|" + "---|" * len(matrix["seeds"])]
+            for t in matrix["traps"]:
+                lines.append(f"| {t} | " + " | ".join(traps.get(t, {}).get(s, "—") for s in matrix["seeds"]) + " |")
+        lines.append("")
+    prov = report.get("provenance")
+    if prov:
+        lines += ["## Provenance", "",
+                  f"- agents: {', '.join(f'`{a}`' for a in prov['agents'])} ({', '.join(prov['agent_kinds'])})",
+                  f"- models: {', '.join(f'`{m}`' for m in prov['models']) or 'none named'}",
+                  f"- code: {', '.join(f'`{d}`' for d in prov['code_digests'])}",
+                  f"- seeds: {', '.join(str(s) for s in prov['seeds'])}; runs started: {prov['runs']}"]
+        cost = report.get("cost_usd")
+        if cost:
+            from reports.html.study import cost_text
+
+            lines.append(f"- USD cost: {cost_text(cost)}")
+        admission = report.get("admission")
+        if admission:
+            from reports.html.study import admission_text
+
+            lines.append(f"- admission funnel: {admission_text(admission)}")
+        lines.append("")
+    proof = report.get("canary")
+    if proof:
+        lines += ["## Canary proof", "", f"**{proof['status'].upper()}**" + (f" — {proof['reason']}" if proof.get("reason") else "")]
+        searched = proof.get("searched")
+        if searched:
+            lines += ["", f"{proof['secrets']} secrets of pack `{proof['pack']}` searched in "
+                          f"{searched['agent_visible_events']} agent-visible events ({searched['agent_visible_bytes']} "
+                          f"bytes) and in {', '.join(searched['reports'])} ({searched['report_bytes']} bytes): "
+                          f"{proof['leaks']} leaks; {proof['own_trap_hits']} hits inside their own trap (expected)."]
+        for h in proof.get("hits") or []:
+            lines.append(f"- leak: secret `{h['secret']}` of trap `{h['trap']}` in {h['where']}"
+                         + (f" (a run of trap `{h['run_trap']}`)" if h.get("run_trap") else ""))
+        lines.append("")
+    return "\n".join(lines)
 
 
 def _hygiene_markdown(report: dict[str, Any]) -> str:

@@ -209,6 +209,74 @@ class ComparisonFamily:
 
 
 @dataclass(frozen=True)
+class HolmTest:
+    """One test of one registered comparison: raw p, Holm-adjusted within its family (unavailable
+    slots at p = 1), and whether the adjusted p is below the family's alpha."""
+
+    p: float | None
+    p_holm: float
+    rejected: bool
+
+
+@dataclass(frozen=True)
+class EffectSize:
+    """Paired pass-rate difference Δ = (discordant_a − discordant_b) / paired_cells (A − B), with a
+    trap-cluster percentile bootstrap interval (analytics/effects.py)."""
+
+    difference: float | None
+    ci95: Interval
+    paired_cells: int
+    discordant_a: int
+    discordant_b: int
+    bootstrap: BootstrapSettings
+
+
+@dataclass(frozen=True)
+class DesignPower:
+    """The exact sign test's power with `units` equal-weight trap clusters (DreamBench-SWE Appendix
+    E.6): `threshold` winning traps reject at `alpha`; `by_q` q -> chance of reaching it when each
+    trap favours one side with probability q."""
+
+    units: int
+    alpha: float
+    threshold: int | None
+    p_at_threshold: float | None
+    by_q: dict[str, float | None]
+
+
+@dataclass(frozen=True)
+class FamilyComparison:
+    a: str
+    b: str
+    available: bool  # false: a condition has no cells in the run set (kept in the family at p = 1)
+    D: int | None
+    units: int | None
+    paired_cells: int | None
+    effect: EffectSize | None
+    power: DesignPower | None
+    tests: dict[str, HolmTest]  # clustered, mcnemar, majority (those the family registers)
+    per_seed: dict[str, HolmTest] | None  # seed -> per-seed McNemar, Holm within that seed's family
+
+
+@dataclass(frozen=True)
+class RegisteredFamily:
+    name: str
+    role: str  # primary or sensitivity
+    alpha: float
+    tests: list[str]
+    family_size: int
+    comparisons: list[FamilyComparison]
+
+
+@dataclass(frozen=True)
+class ComparisonFamilies:
+    baseline: str | None
+    baseline_source: str  # how the baseline was chosen: --baseline, the study file, B0 / no_memory present
+    study: str  # the study file's name, or "default"
+    families: list[RegisteredFamily]
+
+
+@dataclass(frozen=True)
 class CostPerSuccess:
     total_cost: float
     successes: int
@@ -246,6 +314,99 @@ class SuiteIsolation:
 
 
 @dataclass(frozen=True)
+class OutcomeMatrix:
+    """Every cell of the grid: condition -> trap -> seed -> `pass`, `fail`, or the reason the cell is
+    not valid (isolation_unavailable, harness_error, abandoned, ...); a (trap, seed) a condition
+    never ran is absent."""
+
+    traps: list[str]
+    seeds: list[str]
+    conditions: dict[str, dict[str, dict[str, str]]]
+
+
+@dataclass(frozen=True)
+class RunProvenance:
+    """What produced the run set, from its RunStarted events (each list sorted, distinct)."""
+
+    agents: list[str]
+    agent_kinds: list[str]
+    models: list[str]  # models named at run start (real agents); empty for scripted agents
+    code_digests: list[str]  # SHA-256 of membench's code that ran the units
+    pack_digests: list[str]
+    seeds: list[int]
+    conditions: list[str]
+    runs: int  # RunStarted events (attempts included)
+
+
+@dataclass(frozen=True)
+class ConditionCost:
+    model_calls: int
+    priced_calls: int  # calls whose price-table entry (`price`) is known
+    cost_usd: float  # sum over the priced calls
+    successes: int  # passed valid cells
+    cost_per_success_usd: float | None
+
+
+@dataclass(frozen=True)
+class CostUsd:
+    """USD cost from the run set's ModelCall events (event v4, the gateway's price table). `status`:
+    `recorded` when at least one call carries cost_usd, `unpriced` when calls carry none, `no_model_calls`
+    when the run set made none (scripted agents)."""
+
+    status: str
+    model_calls: int
+    priced_calls: int
+    cost_usd: float
+    conditions: dict[str, ConditionCost]
+
+
+@dataclass(frozen=True)
+class CanaryHit:
+    """A leak: a secret in a report, or in an agent-visible event of another trap's run."""
+
+    secret: str  # the secret's name (never its value) and its trap
+    trap: str
+    where: str  # "event <run_id> seq <n> (<kind>)" or "report <file>"
+    run_trap: str | None  # the trap of the run the event belongs to (None for a report)
+
+
+@dataclass(frozen=True)
+class CanarySearch:
+    agent_visible_events: int
+    agent_visible_bytes: int
+    reports: list[str]  # files searched (report.json, report.md, report.html)
+    report_bytes: int
+
+
+@dataclass(frozen=True)
+class CanaryProof:
+    """Every secret of the run set's pack searched for in every agent-visible event (warehouse) and in
+    the rendered reports. `status`: `pass` (no leak), `fail` (a leak), `no_secrets` (the pack has
+    none), `not_run` (the pack's secrets are not available here: `reason`)."""
+
+    status: str
+    reason: str | None
+    pack: str | None  # the finalized pack searched for (its directory name)
+    secrets: int
+    searched: CanarySearch | None
+    own_trap_hits: int  # expected, not leaks: the trap's own evidence, memory reads and patches
+    leaks: int
+    hits: list[CanaryHit]  # every leak
+
+
+@dataclass(frozen=True)
+class AdmissionFunnel:
+    """`membench validate`'s funnel for the run set's pack: `status` `validated` (with the counts and
+    where they were read) or `not_validated` (no validation recorded for this finalized pack)."""
+
+    status: str
+    source: str | None
+    authored: int | None
+    valid: int | None
+    admitted: int | None
+
+
+@dataclass(frozen=True)
 class Report:
     run_set: str
     suite: str
@@ -260,6 +421,14 @@ class Report:
     resources: Resources
     # every report built since issue 12 states it; a report.json written before has no key
     suites: list[SuiteIsolation] | None = field(default=None, metadata=OMIT_IF_NONE)
+    # issue 14: registered families, the outcome matrix, provenance, USD cost, canary proof, admission
+    # funnel; a report.json written before has none of these keys
+    families: ComparisonFamilies | None = field(default=None, metadata=OMIT_IF_NONE)
+    outcome_matrix: OutcomeMatrix | None = field(default=None, metadata=OMIT_IF_NONE)
+    provenance: RunProvenance | None = field(default=None, metadata=OMIT_IF_NONE)
+    cost_usd: CostUsd | None = field(default=None, metadata=OMIT_IF_NONE)
+    canary: CanaryProof | None = field(default=None, metadata=OMIT_IF_NONE)
+    admission: AdmissionFunnel | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 # ------------------------------------------------------------------------------------- JSON form

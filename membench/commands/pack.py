@@ -81,6 +81,7 @@ def validate(pack_spec: str, as_json: bool, workers: int, sandbox_name: str, out
     except PackError as exc:
         raise UsageError(str(exc)) from None
     data = report.to_json()
+    record_validation(settings.home, data)
     if out is not None:
         out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     if as_json:
@@ -89,3 +90,16 @@ def validate(pack_spec: str, as_json: bool, workers: int, sandbox_name: str, out
         click.echo(report.to_markdown())
     if data["admitted"] < data["authored"]:
         raise SystemExit(1)
+
+
+def record_validation(home: Path, data: dict) -> None:
+    """The funnel, kept as MEMBENCH_HOME/validations/<pack digest>.json so that the reports of run sets
+    of the same (finalized) pack show it (membench/report_inputs.py); written to a temporary name and
+    renamed."""
+    from membench.report_inputs import validation_path
+
+    path = validation_path(home, data["pack_digest"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)

@@ -16,7 +16,7 @@ from rich.text import Text
 from pathlib import Path
 
 from membench.commands.common import dsn_options, open_warehouse, validate_run_set_id
-from membench.commands.run import print_table, refuse, write_report
+from membench.commands.run import baseline_options, print_table, refuse, write_report
 from membench.errors import UsageError
 from membench.settings import Settings
 
@@ -33,18 +33,24 @@ from membench.settings import Settings
               help="with --format swebench: write the JSON to this file instead of stdout")
 @click.option("--condition", default=None, help="with --format swebench: only this condition")
 @click.option("--seed", default=None, type=int, help="with --format swebench: only this seed")
+@click.option("--pack", "pack_spec", default=None, metavar="PACK",
+              help="the run set's pack skeleton (a built-in name or directory), for the canary proof's secrets "
+              "(default: the finalized pack found by digest in MEMBENCH_HOME/packs, when its skeleton is built in)")
+@baseline_options
 @dsn_options
 def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: Path | None, condition: str | None,
-           seed: int | None, settings: Settings) -> None:
+           seed: int | None, pack_spec: str | None, baseline: str | None, study_path: Path | None,
+           settings: Settings) -> None:
     """Rebuild RUN_SET's report.json, report.md and report.html from the warehouse. First checks the
     derived tables against the raw log and against runs/RUN_SET/log_root.json (written at the end of
     the run set): a disagreement (rows edited, added or deleted) exits 1 naming the run and table.
     With --format swebench, print the SWE-bench harness's run summary instead (no report files)."""
     from membench.log_root import LogRootError, check_warehouse, describes, read_record, record_path, warehouse_state
-    from reports.build import ReportError, build_report
-    from reports.model import to_json
+    from membench.report_inputs import build_full_report, load_study
+    from reports.build import ReportError
 
     validate_run_set_id(run_set, "RUN_SET")
+    study = load_study(study_path)
     if fmt == "swebench" and as_json:
         raise UsageError("--json: prints report.json; --format swebench prints the SWE-bench summary: give one")
     if fmt != "swebench":
@@ -83,7 +89,8 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
             except SwebenchExportError as exc:
                 raise UsageError(str(exc)) from None
         else:
-            built = build_report(warehouse, run_set)
+            built, secrets = build_full_report(warehouse, run_set, settings.home, baseline=baseline, study=study,
+                                               pack_spec=pack_spec)
     except ReportError as exc:
         raise UsageError(str(exc)) from None
     finally:
@@ -91,9 +98,9 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
     if fmt == "swebench":
         write_json(summary, output)
         return
-    out = write_report(settings, built)
-    if as_json:
-        click.echo(json.dumps(to_json(built), indent=2))
+    out = write_report(settings, built, secrets)
+    if as_json:  # the file as written: its canary proof includes the search of the rendered reports
+        click.echo((out / "report.json").read_text(encoding="utf-8"), nl=False)
     else:
         print_table(Console(), built)
         Console(stderr=True).print(f"report: {out / 'report.json'}")

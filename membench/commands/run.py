@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -23,6 +23,24 @@ if TYPE_CHECKING:
     from reports.model import Report
 
 
+@dataclass(frozen=True)
+class ReportOptions:
+    """How `run` and `score` build the report at the end: the baseline, the study, the pack (canary)."""
+
+    baseline: str | None = None
+    study: Any = None  # reports.study.Study; None: the default study
+    pack_spec: str | None = None
+
+
+def baseline_options(f):
+    """--baseline COND and --study FILE (docs/study.md), shared by run, score and report."""
+    f = click.option("--study", "study_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                     help="study file (JSON, docs/study.md): baseline and registered comparison families")(f)
+    return click.option("--baseline", default=None, metavar="COND",
+                        help="the condition comparisons are made against (default: the study's, else B0, else "
+                        "no_memory; with neither and no study baseline the report is refused)")(f)
+
+
 def print_table(console: Console, report: Report) -> None:
     table = Table(title=f"{report.suite} · {report.agent} · run set {report.run_set}")
     for column in ("condition", "cells", "passed", "pass rate", "95% CI", "excluded"):
@@ -35,18 +53,27 @@ def print_table(console: Console, report: Report) -> None:
     console.print(table)
 
 
-def write_report(settings: Settings, report: Report) -> Path:
-    """report.json (the JSON form of the typed report), and report.md and report.html rendered from it."""
+def write_report(settings: Settings, report: Report, secrets=()) -> Path:
+    """report.json (the JSON form of the typed report), and report.md and report.html rendered from it.
+    With a canary proof that searched the events, the rendered texts are searched for `secrets` too
+    and the proof records it (it names secrets, never their values, so rendering it again adds none)."""
+    from reports.canary import search_reports
     from reports.html import render_html
     from reports.markdown import render_markdown
     from reports.model import to_json
 
-    document = to_json(report)
+    def render(document) -> dict[str, str]:
+        return {"report.json": json.dumps(document, indent=2) + "\n", "report.md": render_markdown(document),
+                "report.html": render_html(document)}
+
+    texts = render(to_json(report))
+    if report.canary is not None and report.canary.searched is not None:
+        report = replace(report, canary=search_reports(report.canary, list(secrets), texts))
+        texts = render(to_json(report))
     out = settings.runs_dir / report.run_set
     out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    (out / "report.md").write_text(render_markdown(document), encoding="utf-8")
-    (out / "report.html").write_text(render_html(document), encoding="utf-8")
+    for name, text in texts.items():
+        (out / name).write_text(text, encoding="utf-8")
     return out
 
 
@@ -63,11 +90,12 @@ def write_report(settings: Settings, report: Report) -> Path:
               help="Ed25519 private key (PEM, e.g. `openssl genpkey -algorithm ed25519`): sign the run set's log root")
 @click.option("--enqueue", is_flag=True,
               help="with --bus kafka://…: put the units on the units topic for `membench runner` processes and exit")
+@baseline_options
 @model_options
 @dsn_options
 def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_set: str | None,
-        sandbox_name: str, read_budget: int, sign_key: Path | None, enqueue: bool, model: ModelOptions,
-        settings: Settings) -> None:
+        sandbox_name: str, read_budget: int, sign_key: Path | None, enqueue: bool, baseline: str | None,
+        study_path: Path | None, model: ModelOptions, settings: Settings) -> None:
     """Run PACK (a built-in pack name or a pack directory) under memory conditions and seeds."""
     from producers.agents.model_agents import LoopLimits
     from producers.agents.registry import make_agent
@@ -89,6 +117,10 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
                                  "under it with `membench score`, or run a memory system "
                                  f"(known: {', '.join(sorted(MEMORY_SYSTEMS))})")
             raise UsageError(f"--conditions: unknown condition '{condition}' (known: {', '.join(sorted(MEMORY_SYSTEMS))})")
+    from membench.report_inputs import check_baseline, load_study
+
+    study = load_study(study_path)
+    check_baseline(condition_list, baseline, study)  # refused before anything runs
     loop = LoopLimits(model.max_steps, model.max_tokens)
     try:
         made = make_agent(agent, loop, with_gateway=model.used)  # scripted:*, command:<program>, or a model agent
@@ -126,7 +158,7 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
     gateway = start_gateway(model, settings.runs_dir, run_set)
     config = RunConfig(run_set, agent, read_budget=read_budget, code_digest=code_digest(), gateway=gateway, loop=loop)
     run_embedded(loaded, plan_grid(loaded, condition_list, seed_list), config, sandbox_name, settings, workers,
-                 signer=signer)
+                 signer=signer, report_options=ReportOptions(baseline, study, pack))
 
 
 def refuse_refsol_without_solutions(pack) -> None:
@@ -165,7 +197,7 @@ def refuse(console: Console, lines: list[str], what: str, hint: str = "") -> Non
 
 
 def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, workers: int, agent_for=None,
-                 verb: str = "run", signer=None) -> None:
+                 verb: str = "run", signer=None, report_options: ReportOptions | None = None) -> None:
     """Run `units` on the embedded pipeline, skipping those already complete in the warehouse, with a
     progress bar; then rebuild, write and print the report, and write (and with `signer`, an Ed25519
     private key, sign) the run set's log root. `agent_for(unit)`, when given, supplies each unit's
@@ -182,7 +214,8 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
     from producers.runner import run_grid
     from sandbox.registry import get_sandbox
     from warehouse import queries
-    from reports.build import build_report
+    from membench.report_inputs import build_full_report
+    from reports.build import ReportError
 
     console = Console(stderr=True)
     run_set = config.run_set
@@ -224,12 +257,20 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
                          lambda unit, run_id: progress.update(bar, advance=1, description=unit.unit_id), agent_for)
         finally:
             pipeline.close()
-        report = build_report(warehouse, run_set)
+        options = report_options or ReportOptions()
+        refused = None
+        try:
+            report, secrets = build_full_report(warehouse, run_set, settings.home, baseline=options.baseline,
+                                                study=options.study, pack_spec=options.pack_spec)
+        except ReportError as exc:  # checked before the run; a resumed run set may hold other conditions
+            refused = exc
         state = warehouse_state(warehouse, run_set)
     finally:
         warehouse.close()
     write_log_root(console, root_file, state, signer, settings.warehouse)
-    out = write_report(settings, report)
+    if refused is not None:  # what ran is recorded (log, warehouse, log root); only the report is not written
+        raise UsageError(f"{refused}; the run set is recorded, rebuild its report with `membench report {run_set}`")
+    out = write_report(settings, report, secrets)
     print_table(Console(), report)
     console.print(f"report: {out / 'report.json'}  ·  log: {out / 'events.avro'}  ·  log root: {state.root}",
                   highlight=False, markup=False, soft_wrap=True)

@@ -20,7 +20,7 @@ from pathlib import Path
 import click
 
 from membench.commands.common import dsn_options, validate_run_set_id
-from membench.commands.run import load_signer, run_embedded
+from membench.commands.run import ReportOptions, baseline_options, load_signer, run_embedded
 from membench.errors import UsageError
 from membench.settings import Settings
 from sandbox.registry import BACKENDS
@@ -42,15 +42,20 @@ from sandbox.registry import BACKENDS
 @click.option("--read-budget", default=2000, show_default=True, type=click.IntRange(0), help="memory read budget (tokens)")
 @click.option("--sign-key", "sign_key", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Ed25519 private key (PEM): sign the run set's log root, as `membench run --sign-key` does")
+@baseline_options
 @dsn_options
 def score(pack: str, predictions_path: Path, agent_name: str | None, condition: str | None, run_set: str | None,
-          workers: int, sandbox_name: str, read_budget: int, sign_key: Path | None, settings: Settings) -> None:
+          workers: int, sandbox_name: str, read_budget: int, sign_key: Path | None, baseline: str | None,
+          study_path: Path | None, settings: Settings) -> None:
     """Score the given patches of PACK's tasks (a pack name or directory) under their conditions."""
     from producers.pack_resolver import open_pack, resolve_pack_dir
     from producers.predictions import PredictionError, load_predictions
     from schemas.pack_format import PackError, load_pack
 
     validate_run_set_id(run_set)
+    from membench.report_inputs import check_baseline, load_study
+
+    study = load_study(study_path)
     signer = load_signer(sign_key)  # a bad key is a usage error before anything is written
     if settings.bus.startswith("kafka://"):
         raise UsageError("--bus: scoring predictions runs on the embedded bus only (file://)")
@@ -67,6 +72,7 @@ def score(pack: str, predictions_path: Path, agent_name: str | None, condition: 
         predictions = load_predictions(predictions_path, loaded, known, condition)
     except (PackError, PredictionError) as exc:
         raise UsageError(str(exc)) from None
+    check_baseline(sorted({p.condition for p in predictions}), baseline, study)  # before anything is scored
     digest = hashlib.sha256(predictions_path.read_bytes()).hexdigest()
     if condition is not None:  # the option changes which units the same file scores
         digest = hashlib.sha256(f"{digest}:condition={condition}".encode()).hexdigest()
@@ -81,7 +87,7 @@ def score(pack: str, predictions_path: Path, agent_name: str | None, condition: 
     run_set = run_set or validate_run_set_id(f"{loaded.name[:64]}-predictions-{label.lower()[:40]}-{key}",
                                              "the derived run-set id")
     _score_embedded(loaded, predictions, f"predictions:{label}", run_set, workers, sandbox_name, read_budget, settings,
-                    signer)
+                    signer, ReportOptions(baseline, study, pack))
 
 
 def score_conditions(pack) -> list[str]:
@@ -96,7 +102,7 @@ def score_conditions(pack) -> list[str]:
 
 
 def _score_embedded(pack, predictions, agent_name, run_set, workers, sandbox_name, read_budget, settings,
-                    signer=None) -> None:
+                    signer=None, report_options=None) -> None:
     from producers.predictions import PredictionAgent, group_units
     from producers.runner import RunConfig, RunUnit, code_digest
 
@@ -107,4 +113,5 @@ def _score_embedded(pack, predictions, agent_name, run_set, workers, sandbox_nam
     labels = frozenset(pack.conditions) - set(MEMORY_SYSTEMS)
     config = RunConfig(run_set, agent_name, read_budget=read_budget, code_digest=code_digest(), label_conditions=labels)
     run_embedded(pack, list(units), config, sandbox_name, settings, workers,
-                 agent_for=lambda unit: PredictionAgent(agent_name, units[unit]), verb="score", signer=signer)
+                 agent_for=lambda unit: PredictionAgent(agent_name, units[unit]), verb="score", signer=signer,
+                 report_options=report_options)

@@ -6,6 +6,7 @@ from typing import Any
 
 from reports.html.format import CSS, condition_colors, esc
 from reports.html.plots import frontier_svg, ladder_svg, strata_svg
+from reports.html.study import canary_html, families_html, matrix_html, provenance_html
 from reports.html.tables import (
     comparisons_table,
     conditions_table,
@@ -90,6 +91,10 @@ def render_html(report: dict[str, Any]) -> str:
     out.append(comps or '<p class="note">No comparisons (a single condition, or none computed).</p>')
     out.append("</section>")
 
+    families = families_html(report)
+    if families:
+        out.append(f'<section id="families"><h2>Registered families</h2>{families}</section>')
+
     resources = resources_table(report)
     if resources:
         out.append(f'<section id="resources"><h2>Resources</h2>{resources}</section>')
@@ -114,6 +119,17 @@ def render_html(report: dict[str, Any]) -> str:
     gates = gates_table(report)
     if gates:
         out.append(f'<section id="gates"><h2>Validity gates</h2>{gates}</section>')
+
+    matrix = matrix_html(report)
+    if matrix:
+        out.append(f'<section id="matrix"><h2>Outcome matrix</h2><p class="caption">Each trap × seed cell per '
+                   f'condition: pass, fail, or why it is not a valid cell.</p>{matrix}</section>')
+    provenance = provenance_html(report)
+    if provenance:
+        out.append(f'<section id="provenance"><h2>Provenance, cost and admission</h2>{provenance}</section>')
+    canary = canary_html(report)
+    if canary:
+        out.append(f'<section id="canary"><h2>Canary proof</h2>{canary}</section>')
 
     out.append('<section id="inputs"><h2>Inputs</h2>')
     bootstrap = (f"{esc(boot.get('resamples', '—'))} resamples, seed {esc(boot.get('seed', '—'))}, "

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from membench.commands.stats import stats
 from reports.comparisons import baseline_of, comparisons_section, resources_from_rows
 from reports.model import to_json
+from reports.study import BaselineError, FamilySpec, Study
 from analytics.cells import Cell
 from analytics.compare import compare_family
 from analytics.holm import holm
@@ -108,7 +109,8 @@ def test_same_json_as_stats_compare(tmp_path):
 def test_baseline_choice_and_single_condition():
     assert baseline_of(["B0", "B5"]) == "B0"
     assert baseline_of(["B5", "curated_file", "no_memory"]) == "no_memory"
-    assert baseline_of(["B3", "B5"]) == "B3"
+    assert baseline_of(["B3", "B5"], "B5") == "B5"
+    assert baseline_of(["B0", "B5"], "B5") == "B5"  # --baseline wins over B0
     rows = [dict(r, condition={"B0": "no_memory", "B3": "curated_file", "B5": "B5"}[r["condition"]])
             for r in make_rows()]
     got = to_json(comparisons_section(NoWarehouse(), "rs", rows).comparisons)
@@ -146,3 +148,65 @@ def test_resources_means_cost_per_success_and_reductions():
     assert b5["reduction_vs_baseline"]["total_tokens"] == pytest.approx((120 - 320) / 120)
     assert b5["reduction_vs_baseline"]["tool_invocations"] == 0.0
     assert b5["reduction_vs_baseline"]["compactions"] is None  # baseline mean 0
+
+
+def test_without_b0_or_no_memory_the_baseline_is_refused_not_guessed():
+    """Issue 14 defect 3: B3/B5 without --baseline used to be compared against B3 (sorted first)."""
+    rows = [r for r in make_rows() if r["condition"] != "B0"]
+    with pytest.raises(BaselineError, match=r"conditions \(B3, B5\) include neither B0 nor no_memory"):
+        comparisons_section(NoWarehouse(), "rs", rows)
+    with pytest.raises(BaselineError, match="--baseline: condition 'B9' is not in the run set"):
+        comparisons_section(NoWarehouse(), "rs", rows, baseline="B9")
+    chosen = comparisons_section(NoWarehouse(), "rs", rows, baseline="B5")
+    assert chosen.comparisons.baseline == "B5" and chosen.families.baseline_source == "--baseline"
+    assert [(c.a, c.b) for c in chosen.comparisons.comparisons] == [("B3", "B5")]
+    study = Study(source="s.json", baseline="B3", alpha=0.05, families=())
+    assert comparisons_section(NoWarehouse(), "rs", rows, study=study).families.baseline_source == "study file s.json"
+
+
+def test_default_family_holm_per_test_effects_and_power():
+    rows = make_rows()
+    section = comparisons_section(NoWarehouse(), "rs", rows)
+    (family,) = to_json(section.families)["families"]
+    assert (family["name"], family["role"], family["family_size"]) == ("primary", "primary", 2)
+    family_result = compare_family(direct_cells(rows), [("B3", "B0"), ("B5", "B0")])
+    for i, entry in enumerate(family["comparisons"]):
+        comp = family_result.comparisons[i]
+        assert entry["tests"]["clustered"] == {"p": comp.clustered.p_value,
+                                               "p_holm": family_result.holm_clustered.adjusted[i],
+                                               "rejected": family_result.holm_clustered.rejected[i]}
+        assert entry["tests"]["mcnemar"]["p_holm"] == family_result.holm_mcnemar.adjusted[i]
+        assert entry["tests"]["majority"]["p_holm"] == family_result.holm_majority.adjusted[i]
+        for seed, result in family_result.holm_per_seed.items():
+            assert entry["per_seed"][str(seed)]["p_holm"] == result.adjusted[i]
+        effect = entry["effect"]
+        assert effect["difference"] == (comp.discordant_a - comp.discordant_b) / comp.paired_cells
+        assert effect["ci95"][0] <= effect["difference"] <= effect["ci95"][1]
+        assert entry["power"]["units"] == comp.units == 6
+    # B5 vs B0: 15 of 18 paired cells favour B5 and none B0
+    assert family["comparisons"][1]["effect"]["difference"] == 15 / 18
+    # six equal-weight traps: the sign test rejects only at 6 of 6 (p = 1/32)
+    assert family["comparisons"][1]["power"]["threshold"] == 6
+    assert family["comparisons"][1]["power"]["by_q"]["0.9"] == pytest.approx(0.9 ** 6)
+    # the published `comparisons` key is unchanged by the families
+    assert [c.p_holm for c in section.comparisons.comparisons] == list(family_result.holm_clustered.adjusted)
+
+
+def test_study_families_holm_within_each_family_and_unavailable_slots():
+    rows = make_rows()
+    study = Study(source="study.json", baseline=None, alpha=0.05, families=(
+        FamilySpec("A", "primary", (("B5", "B0"), ("B3", "B0"), ("B7", "B0")), ("clustered", "mcnemar")),
+        FamilySpec("B", "sensitivity", (("B5", "B3"),), ("majority",)),
+    ))
+    fams = to_json(comparisons_section(NoWarehouse(), "rs", rows, study=study).families)
+    a, b = fams["families"]
+    assert fams["study"] == "study.json" and a["family_size"] == 3 and b["family_size"] == 1
+    assert set(a["comparisons"][0]["tests"]) == {"clustered", "mcnemar"} and a["comparisons"][0]["per_seed"] is None
+    unavailable = a["comparisons"][2]
+    assert unavailable["available"] is False and unavailable["tests"]["clustered"]["p"] is None
+    assert unavailable["tests"]["clustered"]["p_holm"] == 1.0
+    raw = [c["tests"]["clustered"]["p"] for c in a["comparisons"]]
+    assert [c["tests"]["clustered"]["p_holm"] for c in a["comparisons"]] == list(holm(raw).adjusted)
+    # a family of one: Holm leaves its p as it is, whatever family A holds
+    assert b["comparisons"][0]["tests"]["majority"]["p_holm"] == b["comparisons"][0]["tests"]["majority"]["p"]
+    assert set(b["comparisons"][0]["tests"]) == {"majority"}

@@ -55,6 +55,30 @@ def _full_report() -> dict:
         "cost_per_success": {"total_cost": 80.0, "successes": 2, "runs": 8, "value": 40.0},
         "reduction_vs_baseline": None}}}
     report["suites"] = [{"suite": "smoke", "oracle_isolation": "process", "verdicts": 24}]
+    held = {"p": 0.25, "p_holm": 0.5, "rejected": False}
+    report["families"] = {"baseline": "B0", "baseline_source": "B0 in the run set", "study": "default", "families": [
+        {"name": "primary", "role": "primary", "alpha": 0.05, "tests": ["clustered", "per_seed"], "family_size": 2,
+         "comparisons": [
+             {"a": "B5", "b": "B0", "available": True, "D": 3, "units": 4, "paired_cells": 8,
+              "effect": {"difference": 0.375, "ci95": [0.125, 0.625], "paired_cells": 8, "discordant_a": 3,
+                         "discordant_b": 0, "bootstrap": {"resamples": 2000, "seed": 1, "level": 0.95}},
+              "power": {"units": 4, "alpha": 0.05, "threshold": None, "p_at_threshold": None, "by_q": {"0.9": None}},
+              "tests": {"clustered": held}, "per_seed": {"1": held}},
+             {"a": "B7", "b": "B0", "available": False, "D": None, "units": None, "paired_cells": None, "effect": None,
+              "power": None, "tests": {"clustered": {"p": None, "p_holm": 1.0, "rejected": False}}, "per_seed": None}]}]}
+    report["outcome_matrix"] = {"traps": ["t1"], "seeds": ["1", "2"],
+                                "conditions": {"B0": {"t1": {"1": "pass", "2": "isolation_unavailable"}}}}
+    report["provenance"] = {"agents": ["scripted:null"], "agent_kinds": ["scripted"], "models": [],
+                            "code_digests": ["ab"], "pack_digests": ["cd"], "seeds": [1, 2], "conditions": ["B0"],
+                            "runs": 2}
+    report["cost_usd"] = {"status": "recorded", "model_calls": 3, "priced_calls": 2, "cost_usd": 0.5, "conditions": {
+        "B0": {"model_calls": 3, "priced_calls": 2, "cost_usd": 0.5, "successes": 1, "cost_per_success_usd": 0.5}}}
+    report["canary"] = {"status": "fail", "reason": None, "pack": "smoke-ab", "secrets": 3, "searched": {
+        "agent_visible_events": 10, "agent_visible_bytes": 100, "reports": ["report.md"], "report_bytes": 9},
+        "own_trap_hits": 2, "leaks": 1, "hits": [{"secret": "s", "trap": "t1", "where": "report report.md",
+                                                  "run_trap": None}]}
+    report["admission"] = {"status": "validated", "source": "validations/x.json", "authored": 3, "valid": 3,
+                           "admitted": 2}
     return {key: report[key] for key in [f for f, _ in key_reference() if "." not in f and "[" not in f]}
 
 

@@ -1,0 +1,196 @@
+"""What a report needs from outside the warehouse, found by the run set's pack digest (RunStarted's
+`pack_digest`): the pack's secret values for the canary proof, and `membench validate`'s admission
+funnel. Also the last step of writing a report: the rendered files are searched for the secrets
+before they are written.
+
+Secret values are recorded nowhere but in the finalized pack's own trap material
+(producers/finalize.py), so they are recovered by matching the skeleton (placeholders
+`{{SECRET:name:class}}`) against the finalized copy, `$MEMBENCH_HOME/packs/<skeleton>-<digest12>`.
+The skeleton is `--pack` when given, else the built-in pack the finalized copy names in its
+provenance (its digest must match the directory's). Anything missing makes the proof `not_run`
+with the reason.
+
+The admission funnel: `membench validate` records its result as
+`$MEMBENCH_HOME/validations/<pack digest>.json` (the digest of the pack it validated, the same
+finalized copy a run uses); a report whose pack has no such record says `not_validated`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from reports.canary import Secret, not_run
+from reports.model import AdmissionFunnel
+from schemas.pack_format import SECRET, has_placeholders, pack_digest
+
+CLASS_PATTERNS = {"hex8": "[0-9a-f]{8}", "hex12": "[0-9a-f]{12}", "hex16": "[0-9a-f]{16}",
+                  "token": "[A-Za-z0-9]{16}", "word": "[A-Z]{8}", "int": "[0-9]{4}"}
+
+
+class SecretsUnavailable(LookupError):
+    pass
+
+
+def validation_path(home: Path, digest: str) -> Path:
+    return home / "validations" / f"{digest}.json"
+
+
+def admission_for(home: Path, digests: list[str]) -> AdmissionFunnel:
+    """The funnel `membench validate` recorded for the run set's (one) pack, or not_validated."""
+    if len(digests) == 1:
+        path = validation_path(home, digests[0])
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return AdmissionFunnel(status="validated", source=f"validations/{path.name}", authored=int(data["authored"]),
+                                   valid=int(data["valid"]), admitted=int(data["admitted"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    return AdmissionFunnel(status="not_validated", source=None, authored=None, valid=None, admitted=None)
+
+
+def _pattern(skeleton_text: str) -> re.Pattern[str]:
+    """SKELETON_TEXT as a regex whose placeholders capture the values that filled them."""
+    out, last, seen = [], 0, set()
+    for match in SECRET.finditer(skeleton_text):
+        out.append(re.escape(skeleton_text[last:match.start()]))
+        name, cls = match.group(1), match.group(2)
+        out.append(f"(?P={name})" if name in seen else f"(?P<{name}>{CLASS_PATTERNS.get(cls, '.+?')})")
+        seen.add(name)
+        last = match.end()
+    out.append(re.escape(skeleton_text[last:]))
+    return re.compile("".join(out), re.S)
+
+
+def _fill_values(skeleton_text: str, final_text: str, where: str) -> dict[str, str]:
+    match = _pattern(skeleton_text).fullmatch(final_text)
+    if match is None:
+        raise SecretsUnavailable(f"{where}: the finalized text does not match its skeleton")
+    return match.groupdict()
+
+
+def pack_secrets(skeleton: Path, finalized: Path) -> list[Secret]:
+    """Every secret value of FINALIZED, by trap, recovered against SKELETON."""
+    skel = json.loads((skeleton / "manifest.json").read_text(encoding="utf-8"))
+    final = {s.get("seq_id"): s for s in json.loads((finalized / "manifest.json").read_text(encoding="utf-8"))
+             .get("sequences", [])}
+    values: dict[str, dict[str, str]] = {}
+    for seq in skel.get("sequences", []):
+        seq_id = seq.get("seq_id")
+        text = json.dumps(seq)
+        if SECRET.search(text):
+            if seq_id not in final:
+                raise SecretsUnavailable(f"{finalized / 'manifest.json'}: no sequence {seq_id}")
+            values.setdefault(seq_id, {}).update(_fill_values(text, json.dumps(final[seq_id]), f"sequence {seq_id}"))
+        hidden = skeleton / "hidden" / str(seq_id)
+        for path in sorted(hidden.rglob("*")) if hidden.is_dir() else []:
+            if not path.is_file():
+                continue
+            body = path.read_text(encoding="utf-8", errors="ignore")
+            if SECRET.search(body):
+                target = finalized / path.relative_to(skeleton)
+                values.setdefault(seq_id, {}).update(_fill_values(
+                    body, target.read_text(encoding="utf-8", errors="ignore"), str(path.relative_to(skeleton))))
+    return [Secret(name=name, trap=trap, value=value)
+            for trap, named in sorted(values.items()) for name, value in sorted(named.items())]
+
+
+def _builtin_dirs() -> list[Path]:
+    from producers.pack_resolver import BUILTIN_DIR, builtin_packs
+
+    return [BUILTIN_DIR / name for name in builtin_packs()]
+
+
+def find_secrets(home: Path, digests: list[str], pack_spec: str | None) -> tuple[list[Secret] | None, str | None, str]:
+    """(secrets, pack label, reason): secrets None when they cannot be had (reason says why)."""
+    from producers.pack_resolver import resolve_pack_dir
+    from schemas.pack_format import PackError
+
+    if len(digests) != 1:
+        return None, None, f"the run set mixes {len(digests)} packs"
+    digest = digests[0]
+    skeleton: Path | None = None
+    if pack_spec is not None:
+        try:
+            skeleton = resolve_pack_dir(pack_spec)
+        except PackError as exc:
+            return None, None, f"--pack: {exc}"
+    candidates = [skeleton] if skeleton is not None else _builtin_dirs()
+    for root in candidates:  # the run used the pack itself: it has no placeholders, hence no secrets
+        if not has_placeholders(root) and pack_digest(root) == digest:
+            return [], root.name, ""
+    finalized = next((d for d in sorted((home / "packs").glob("*")) if d.is_dir() and pack_digest(d) == digest), None)
+    if finalized is None:
+        return None, None, (f"no finalized pack with digest {digest[:12]}… in MEMBENCH_HOME/packs (the secrets live "
+                            "only there; give the pack with --pack where it was finalized)")
+    if skeleton is None:
+        try:
+            named = json.loads((finalized / "provenance.json").read_text(encoding="utf-8")).get("skeleton")
+        except (OSError, ValueError):
+            named = None
+        skeleton = next((d for d in _builtin_dirs() if d.name == named
+                         and finalized.name.endswith("-" + pack_digest(d)[:12])), None)
+        if skeleton is None:
+            return None, finalized.name, (f"the skeleton of {finalized.name} is not a built-in pack; give it with "
+                                          "--pack to search for its secrets")
+    elif not finalized.name.endswith("-" + pack_digest(skeleton)[:12]):
+        return None, finalized.name, f"--pack {pack_spec} is not the skeleton of {finalized.name}"
+    try:
+        return pack_secrets(skeleton, finalized), finalized.name, ""
+    except (SecretsUnavailable, OSError, ValueError) as exc:
+        return None, finalized.name, str(exc)
+
+
+def canary_for(warehouse: Any, run_set: str, home: Path, digests: list[str], pack_spec: str | None):
+    """(events proof, secrets): the proof over the warehouse's agent-visible events, or not_run."""
+    from reports.canary import search_events
+
+    secrets, label, reason = find_secrets(home, digests, pack_spec)
+    if secrets is None:
+        return not_run(reason, label), []
+    return search_events(warehouse, run_set, secrets, label or ""), secrets
+
+
+def load_study(path: Path | None):
+    """The study file of --study (docs/study.md), or the default study; a bad file is a usage error."""
+    from membench.errors import UsageError
+    from reports.study import DEFAULT_STUDY, StudyError, load_study_text
+
+    if path is None:
+        return DEFAULT_STUDY
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"--study: cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        return load_study_text(text, path.name)
+    except StudyError as exc:
+        raise UsageError(f"--study: {exc}") from None
+
+
+def check_baseline(conditions: list[str], baseline: str | None, study) -> None:
+    """Refuse (usage error) before anything runs when the run's conditions leave the baseline open."""
+    from membench.errors import UsageError
+    from reports.study import BaselineError, resolve_baseline
+
+    try:
+        resolve_baseline(conditions, baseline, study)
+    except BaselineError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def build_full_report(warehouse: Any, run_set: str, home: Path, *, baseline: str | None = None, study=None,
+                      pack_spec: str | None = None):
+    """(report, secrets): `build_report` with the canary proof over the warehouse and the admission
+    funnel; `membench.commands.run.write_report(settings, report, secrets)` adds the reports' search."""
+    from reports.build import build_report
+    from reports.study import DEFAULT_STUDY
+    from warehouse import queries
+
+    digests = sorted({json.loads(r["payload"])["pack_digest"] for r in queries.run_started(warehouse, run_set)})
+    proof, secrets = canary_for(warehouse, run_set, home, digests, pack_spec)
+    report = build_report(warehouse, run_set, baseline=baseline, study=study or DEFAULT_STUDY, canary=proof,
+                          admission=admission_for(home, digests))
+    return report, secrets

@@ -1,0 +1,92 @@
+"""Report section: the canary proof — every secret of the run set's pack searched for in everything
+the agent could see (the payload of every `agent`-visibility event in the warehouse) and in the
+rendered reports, and the search itself recorded.
+
+Secrets are per trap (docs/design.md §11), so a hit names its trap. A trap's own runs legitimately
+carry its secret in agent-visible events (the evidence event of an earlier session, memory reads,
+the agent's patch): those are counted as `own_trap_hits`, not leaks. A leak is a secret in an
+agent-visible event of another trap's run, or in a report. `status` is `pass` with zero leaks and
+`fail` otherwise; without the pack's secret values (`membench report --pack`, or the finalized pack
+found by digest in $MEMBENCH_HOME/packs) it is `not_run` with the reason — never a pass.
+
+Values never enter the proof: a hit records the secret's name and trap, and where it was found.
+Inline diffs are part of the event payload and are searched; a diff stored as a blob beside the log
+(docs/design.md §9) is not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from reports.model import CanaryHit, CanaryProof, CanarySearch
+from warehouse.protocol import WarehouseReader
+
+NEEDLES_PER_QUERY = 200  # ClickHouse's multiSearch functions take at most 255 needles
+
+
+@dataclass(frozen=True)
+class Secret:
+    name: str
+    trap: str  # the sequence (trap) the secret belongs to
+    value: str
+
+
+def not_run(reason: str, pack: str | None = None) -> CanaryProof:
+    return CanaryProof(status="not_run", reason=reason, pack=pack, secrets=0, searched=None, own_trap_hits=0, leaks=0,
+                       hits=[])
+
+
+def _trap_of(unit_id: str) -> str:
+    parts = unit_id.split("/")  # suite/task/condition/seed
+    return "/".join(parts[1:-2]) if len(parts) >= 4 else unit_id
+
+
+def search_events(warehouse: WarehouseReader, run_set: str, secrets: list[Secret], pack: str) -> CanaryProof:
+    """The proof over the run set's agent-visible events (the reports are added by `search_reports`)."""
+    if not secrets:
+        return CanaryProof(status="no_secrets", reason="the pack has no secret placeholders", pack=pack, secrets=0,
+                           searched=None, own_trap_hits=0, leaks=0, hits=[])
+    base = ("FROM (SELECT run_id, seq, kind, unit_id, payload FROM trajectory_events WHERE run_set = {rs:String} "
+            "AND visibility = 'agent' ORDER BY event_id LIMIT 1 BY event_id)")
+    (totals,) = warehouse.query_dicts(f"SELECT count() AS events, sum(length(payload)) AS bytes {base}",
+                                      {"rs": run_set})
+    hits: list[CanaryHit] = []
+    for start in range(0, len(secrets), NEEDLES_PER_QUERY):
+        chunk = secrets[start:start + NEEDLES_PER_QUERY]
+        rows = warehouse.query_dicts(
+            f"SELECT run_id, seq, kind, unit_id, multiSearchAllPositions(payload, {{needles:Array(String)}}) AS at "
+            f"{base} WHERE arrayExists(x -> x > 0, at) ORDER BY run_id, seq",
+            {"rs": run_set, "needles": [s.value for s in chunk]})
+        for row in rows:
+            run_trap = _trap_of(row["unit_id"])
+            for secret, position in zip(chunk, row["at"]):
+                if position:
+                    hits.append(CanaryHit(secret=secret.name, trap=secret.trap,
+                                          where=f"event {row['run_id']} seq {row['seq']} ({row['kind']})",
+                                          run_trap=run_trap))
+    search = CanarySearch(agent_visible_events=int(totals["events"]), agent_visible_bytes=int(totals["bytes"] or 0),
+                          reports=[], report_bytes=0)
+    own = sum(1 for h in hits if h.run_trap == h.trap)
+    return _settle(CanaryProof(status="pass", reason=None, pack=pack, secrets=len(secrets), searched=search,
+                               own_trap_hits=own, leaks=0, hits=[h for h in hits if h.run_trap != h.trap]))
+
+
+def search_reports(proof: CanaryProof, secrets: list[Secret], texts: Mapping[str, str]) -> CanaryProof:
+    """PROOF with the rendered reports (file name -> text) searched too; any hit there is a leak."""
+    if proof.searched is None:
+        return proof
+    hits = list(proof.hits)
+    for name, text in texts.items():
+        for secret in secrets:
+            if secret.value in text:
+                hits.append(CanaryHit(secret=secret.name, trap=secret.trap, where=f"report {name}", run_trap=None))
+    search = replace(proof.searched, reports=list(proof.searched.reports) + list(texts),
+                     report_bytes=proof.searched.report_bytes + sum(len(t.encode("utf-8")) for t in texts.values()))
+    return _settle(replace(proof, searched=search, hits=hits))
+
+
+def _settle(proof: CanaryProof) -> CanaryProof:
+    """`hits` lists the leaks only (own-trap hits are counted: every memory read of a trap carries its
+    secret); status from their number."""
+    return replace(proof, leaks=len(proof.hits), status="fail" if proof.hits else "pass")

@@ -1,0 +1,139 @@
+"""The HTML of the report's issue-14 parts: registered families (effect sizes, power, Holm per test),
+the trap × seed outcome matrix, provenance, USD cost, the canary proof and the admission funnel.
+Each returns None when the report (an older report.json) lacks its key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reports.html.format import esc, fmt_ci, fmt_p
+from reports.html.tables import html_table
+
+TEST_LABELS = {"clustered": "clustered", "mcnemar": "McNemar", "majority": "majority"}
+
+
+def _signed(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:+.1f} pp"
+
+
+def families_html(report: dict[str, Any]) -> str | None:
+    fams = report.get("families")
+    if not fams or not fams.get("families"):
+        return None
+    out = [f'<p class="caption">Baseline {esc(fams.get("baseline"))} ({esc(fams.get("baseline_source"))}); study '
+           f'{esc(fams.get("study"))}. Holm is applied within each family, separately for each test (per seed: '
+           'within each seed). Δ = paired pass-rate difference A − B with a trap-cluster bootstrap 95% CI; power: '
+           'the exact sign test over the paired traps.</p>']
+    for fam in fams["families"]:
+        rows = []
+        for c in fam["comparisons"]:
+            tests = []
+            for name, t in c["tests"].items():
+                holm = fmt_p(t["p_holm"])
+                tests.append(f"{esc(TEST_LABELS.get(name, name))}: {fmt_p(t['p'])} → "
+                             + (f"<strong>{holm}</strong>" if t["rejected"] else holm))
+            if c.get("per_seed"):
+                tests.append("per seed: " + ", ".join(f"{esc(s)}: {fmt_p(t['p_holm'])}" for s, t in c["per_seed"].items()))
+            effect, power = c.get("effect"), c.get("power")
+            power_text = "—"
+            if power:
+                threshold = power.get("threshold")
+                q8 = (power.get("by_q") or {}).get("0.8")
+                power_text = ("no split rejects" if threshold is None else
+                              f"{esc(threshold)}/{esc(power['units'])} traps; at q = 0.8: {fmt_p(q8)}")
+            rows.append([esc(c["a"]), esc(c["b"]), "yes" if c["available"] else "<strong>unavailable</strong>",
+                         _signed(effect["difference"]) if effect else "—",
+                         fmt_ci(effect["ci95"]) if effect else "—",
+                         f"{esc(effect['discordant_a'])} / {esc(effect['discordant_b'])}" if effect else "—",
+                         "<br>".join(tests) or "—", power_text])
+        out.append(f"<h3>{esc(fam['name'])} ({esc(fam['role'])}, {esc(fam['family_size'])} comparisons, "
+                   f"α = {esc(fam['alpha'])})</h3>")
+        out.append(html_table(["A", "B", "available", "Δ", "95% CI", "A-only / B-only", "p → p Holm", "power"],
+                              rows, left_cols=2))
+    return "".join(out)
+
+
+def matrix_html(report: dict[str, Any]) -> str | None:
+    matrix = report.get("outcome_matrix")
+    if not matrix or not matrix.get("conditions"):
+        return None
+    out = []
+    for condition, traps in matrix["conditions"].items():
+        rows = [[f"<code>{esc(t)}</code>"] + [_cell(traps.get(t, {}).get(s)) for s in matrix["seeds"]]
+                for t in matrix["traps"]]
+        out.append(f"<h3>{esc(condition)}</h3>")
+        out.append(html_table(["trap"] + [f"seed {esc(s)}" for s in matrix["seeds"]], rows))
+    return "".join(out)
+
+
+def _cell(value: str | None) -> str:
+    if value is None:
+        return "—"
+    if value == "pass":
+        return '<span class="pass">pass</span>'
+    if value == "fail":
+        return '<span class="fail">fail</span>'
+    return esc(value)
+
+
+def provenance_html(report: dict[str, Any]) -> str | None:
+    prov = report.get("provenance")
+    if not prov:
+        return None
+
+    def codes(values: list) -> str:
+        return "<br>".join(f"<code>{esc(v)}</code>" for v in values) or "—"
+
+    cost = report.get("cost_usd")
+    rows = [["agents", codes(prov["agents"])], ["agent kinds", esc(", ".join(prov["agent_kinds"])) or "—"],
+            ["models", codes(prov["models"])], ["code digests", codes(prov["code_digests"])],
+            ["seeds", esc(", ".join(str(s) for s in prov["seeds"]))], ["runs started", esc(prov["runs"])]]
+    if cost:
+        rows.append(["USD cost", esc(cost_text(cost))])
+    admission = report.get("admission")
+    if admission:
+        rows.append(["admission funnel", esc(admission_text(admission))])
+    return html_table(["what", "value"], rows, left_cols=2)
+
+
+def cost_text(cost: dict[str, Any]) -> str:
+    if cost["status"] == "no_model_calls":
+        return "no model calls (no USD cost recorded)"
+    if cost["status"] == "unpriced":
+        return f"{cost['model_calls']} model calls, none priced"
+    per = "; ".join(f"{c}: ${v['cost_usd']:.4f}" + (f" (${v['cost_per_success_usd']:.4f} per success)"
+                                                    if v["cost_per_success_usd"] is not None else "")
+                    for c, v in cost["conditions"].items())
+    return f"${cost['cost_usd']:.4f} over {cost['priced_calls']}/{cost['model_calls']} priced calls — {per}"
+
+
+def admission_text(admission: dict[str, Any]) -> str:
+    if admission["status"] != "validated":
+        return "not validated (run `membench validate PACK` to record the funnel)"
+    return (f"{admission['authored']} authored → {admission['valid']} valid → {admission['admitted']} admitted "
+            f"({admission['source']})")
+
+
+def canary_html(report: dict[str, Any]) -> str | None:
+    proof = report.get("canary")
+    if not proof:
+        return None
+    status = proof["status"]
+    badge = {"pass": '<span class="pass">PASS</span>', "fail": '<span class="fail">FAIL</span>'}.get(status, esc(status))
+    out = [f"<p>Canary proof: {badge}"]
+    if proof.get("reason"):
+        out.append(f" — {esc(proof['reason'])}")
+    out.append("</p>")
+    searched = proof.get("searched")
+    if searched:
+        out.append(f'<p class="caption">{esc(proof["secrets"])} secrets of pack <code>{esc(proof["pack"])}</code> '
+                   f'searched in {esc(searched["agent_visible_events"])} agent-visible events '
+                   f'({esc(searched["agent_visible_bytes"])} bytes) and in {esc(", ".join(searched["reports"]))} '
+                   f'({esc(searched["report_bytes"])} bytes): {esc(proof["leaks"])} leaks; '
+                   f'{esc(proof["own_trap_hits"])} hits inside their own trap (evidence, memory reads, patches: '
+                   'expected).</p>')
+    if proof.get("hits"):
+        out.append(html_table(["secret", "trap", "found in", "run's trap"],
+                              [[esc(h["secret"]), esc(h["trap"]), esc(h["where"]), esc(h["run_trap"] or "—")]
+                               for h in proof["hits"]], left_cols=4))
+    return "".join(out)

@@ -1,0 +1,88 @@
+"""Report section: what the run set is made of — the trap × seed outcome matrix per condition, the
+agent / model / code versions and seeds (from RunStarted), and USD cost (from ModelCall, event v4).
+
+Top level:
+- `outcome_matrix`: {"traps", "seeds", "conditions": condition -> trap -> seed -> `pass` | `fail` |
+  the reason the cell is not valid}; cells are the base report's (`queries.run_results`: a unit's
+  completed run when it has one).
+- `provenance`: {"agents", "agent_kinds", "models", "code_digests", "pack_digests", "seeds",
+  "conditions", "runs"}: distinct values over every RunStarted of the run set, attempts included.
+- `cost_usd`: {"status", "model_calls", "priced_calls", "cost_usd", "conditions": condition ->
+  {"model_calls", "priced_calls", "cost_usd", "successes", "cost_per_success_usd"}}: every ModelCall
+  of the run set (the gateway records one per upstream call; a call is priced when its `price`
+  names the price-table entry used — a model without one costs 0 with a null `price`); a call's
+  condition is its unit's. Cost per success = the condition's USD over its
+  passed valid cells (null without a pass or without a priced call).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from reports.conventions import condition_order, exclusion_of, valid_run
+from reports.model import ConditionCost, CostUsd, OutcomeMatrix, RunProvenance
+from warehouse import queries
+from warehouse.protocol import WarehouseReader
+
+
+def _seed_key(seed: str) -> tuple[int, int | str]:
+    return (0, int(seed)) if seed.lstrip("-").isdigit() else (1, seed)
+
+
+def outcome_matrix(runs: list[dict[str, Any]]) -> OutcomeMatrix:
+    cells: dict[str, dict[str, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
+    for r in runs:
+        outcome = ("pass" if r["scored_passed"] else "fail") if valid_run(r) else str(exclusion_of(r))
+        cells[r["condition"]][r["task"]][str(r["seed"])] = outcome
+    traps = sorted({r["task"] for r in runs})
+    seeds = sorted({str(r["seed"]) for r in runs}, key=_seed_key)
+    return OutcomeMatrix(traps=traps, seeds=seeds, conditions={
+        c: {t: {s: cells[c][t][s] for s in seeds if s in cells[c][t]} for t in traps if t in cells[c]}
+        for c in sorted(cells, key=condition_order)})
+
+
+def run_provenance(warehouse: WarehouseReader, run_set: str) -> RunProvenance:
+    starts = [json.loads(row["payload"]) for row in queries.run_started(warehouse, run_set)]
+
+    def distinct(key: str) -> list:
+        return sorted({p[key] for p in starts if p.get(key) is not None})
+
+    return RunProvenance(agents=distinct("agent"), agent_kinds=distinct("agent_kind"), models=distinct("model"),
+                         code_digests=distinct("code_digest"), pack_digests=distinct("pack_digest"),
+                         seeds=sorted({int(p["seed"]) for p in starts}),
+                         conditions=sorted({p["condition"] for p in starts}, key=condition_order), runs=len(starts))
+
+
+def cost_usd(warehouse: WarehouseReader, run_set: str, runs: list[dict[str, Any]]) -> CostUsd:
+    """USD of every ModelCall of the run set, per condition (the condition is the unit id's third part)."""
+    rows = warehouse.query_dicts(
+        "SELECT unit_id, count() AS calls, countIf(isNotNull(cost) AND isNotNull(price)) AS priced, "
+        "sum(ifNull(cost, 0)) AS usd FROM (SELECT unit_id, JSONExtract(payload, 'cost_usd', 'Nullable(Float64)') AS "
+        "cost, JSONExtract(payload, 'price', 'Nullable(String)') AS price FROM trajectory_events "
+        "WHERE run_set = {rs:String} AND kind = 'ModelCall' ORDER BY event_id LIMIT 1 BY event_id) GROUP BY unit_id",
+        {"rs": run_set})
+    successes: dict[str, int] = defaultdict(int)
+    for r in runs:
+        if valid_run(r) and r["scored_passed"]:
+            successes[r["condition"]] += 1
+    per: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0.0])
+    for row in rows:
+        parts = row["unit_id"].split("/")
+        condition = parts[-2] if len(parts) >= 2 else row["unit_id"]
+        acc = per[condition]
+        acc[0] += int(row["calls"])
+        acc[1] += int(row["priced"])
+        acc[2] += float(row["usd"])
+    conditions = {}
+    for c in sorted(set(per) | {r["condition"] for r in runs}, key=condition_order):
+        calls, priced, usd = per.get(c, [0, 0, 0.0])
+        wins = successes.get(c, 0)
+        conditions[c] = ConditionCost(model_calls=int(calls), priced_calls=int(priced), cost_usd=float(usd),
+                                      successes=wins, cost_per_success_usd=usd / wins if wins and priced else None)
+    calls = sum(int(v[0]) for v in per.values())
+    priced = sum(int(v[1]) for v in per.values())
+    status = "no_model_calls" if not calls else ("recorded" if priced else "unpriced")
+    return CostUsd(status=status, model_calls=calls, priced_calls=priced,
+                   cost_usd=float(sum(v[2] for v in per.values())), conditions=conditions)
