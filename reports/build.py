@@ -7,7 +7,8 @@ passed / (cells - excluded), and `ci95` its trap-cluster percentile bootstrap in
 
 Sections, each a function of (warehouse, run set, run rows) called here in this order: failure
 counts, memory contract and hygiene panel (`reports.failures`); ladder, strata and validity gates
-(`reports.hygiene`); comparisons and resources (`reports.comparisons`). docs/reports.md lists
+(`reports.hygiene`); comparisons and resources (`reports.comparisons`); the transfer protocol's
+results (`reports.transfer`, only for a transfer study's run set). docs/reports.md lists
 every key.
 """
 
@@ -21,6 +22,7 @@ from reports.comparisons import comparisons_section
 from reports.conventions import condition_order, pass_summary, valid_run
 from reports.failures import failures_section
 from reports.hygiene import hygiene_section
+from reports.transfer import transfer_section
 from reports.model import ConditionSummary, Inputs, Report, SuiteIsolation, shallow_fields
 from warehouse import queries
 from warehouse.protocol import WarehouseReader
@@ -37,6 +39,7 @@ def build_report(warehouse: WarehouseReader, run_set: str) -> Report:
     failures = failures_section(warehouse, run_set, runs)
     hygiene = hygiene_section(warehouse, run_set, runs)
     comparisons = comparisons_section(warehouse, run_set, runs)
+    transfer = transfer_section(warehouse, run_set, runs)
     by_condition: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in runs:
         by_condition[row["condition"]].append(row)
@@ -68,6 +71,7 @@ def build_report(warehouse: WarehouseReader, run_set: str) -> Report:
         comparisons=comparisons.comparisons,
         resources=comparisons.resources,
         suites=suite_isolation(warehouse, run_set),
+        transfer=transfer,
     )
 
 

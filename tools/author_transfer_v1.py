@@ -383,7 +383,7 @@ PROJECTS = [
         "dimensions": {"A": ("Public contract: names and back-off", 30), "B": ("Retry policy", 25),
                        "C": ("Paging", 20), "D": ("Timestamps and summaries", 15),
                        "E": ("Validation and operability", 10)},
-        "caps": [{"id": "RETRY_BOUND", "cap": 40, "cases": ["B-04"],
+        "caps": [{"id": "RETRY_BOUND", "cap": 40, "cases": ["B-03"],
                   "publicInvariant": "No job is attempted more often than the house retry rule allows."}],
         "readme": "# jobqueue\n\nBookkeeping of a job queue. Public functions (module `jobqueue`): normalize_name, "
                   "backoff_ms, should_retry, remaining_attempts, page, page_count, format_ts, parse_ts, summary. "
