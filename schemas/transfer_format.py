@@ -31,9 +31,10 @@ FORMAT = "membench-transfer/1"
 CONDITIONS = ("no_memory", "learned_bank", "native_bank", "ablated_bank")
 PHASES = ("plan_handoff", "implementing", "delivery", "delivery_review", "freezing", "testing", "test_feedback",
           "finished")
-#: prerequisites naming a checkpoint rather than a case: FINAL is the frozen submission (always there);
+#: prerequisites naming a checkpoint rather than a case: FINAL and PERF (the EngramBench manifests' final and
+#: performance checkpoints) are both the frozen submission here, always there;
 #: a V1 checkpoint does not exist in this protocol, so such a case is not applicable (analytics/ccpf.py)
-CHECKPOINTS = frozenset({"FINAL"})
+CHECKPOINTS = frozenset({"FINAL", "PERF"})
 V1_CHECKPOINTS = frozenset({"V1", "V1_CHECKPOINT", "FROZEN_V1_CHECKPOINT"})
 DIMENSION = re.compile(r"[A-Z]")
 
