@@ -147,17 +147,27 @@ def _phases(study, conditions, seeds, phase, agent_spec, workers, config, sandbo
 
 
 def _run_embedded(study, conditions, seeds, phase, agent_spec, workers, config, sandbox_name, settings) -> None:
-    from membench.commands.run import print_table, write_log_root, write_report
+    from membench.commands.run import print_table, refuse, write_log_root, write_report
     from membench.embedded import EmbeddedPipeline
-    from membench.log_root import record_path, warehouse_state
+    from membench.log_root import LogRootError, check_warehouse, describes, read_record, record_path, warehouse_state
     from producers.bus.base import run_set_log_path
     from reports.build import build_report
     from warehouse import queries
 
     console = Console(stderr=True)
     run_set = config.run_set
+    root_file = record_path(settings.runs_dir, run_set)
     warehouse = open_warehouse(settings)
     try:
+        if root_file.exists():  # as `membench run`: an edited warehouse is refused, not laundered into a new root
+            try:
+                recorded = read_record(root_file)
+            except LogRootError as exc:
+                refuse(console, [str(exc)], "transfer")
+            if describes(recorded, settings.warehouse):
+                problems = check_warehouse(warehouse_state(warehouse, run_set), recorded, new_runs_allowed=True)
+                if problems:
+                    refuse(console, problems, "transfer")
         pipeline = EmbeddedPipeline(run_set_log_path(settings.runs_dir, run_set), warehouse)
         try:
             pipeline.recover(run_set)
@@ -180,7 +190,7 @@ def _run_embedded(study, conditions, seeds, phase, agent_spec, workers, config, 
         state = warehouse_state(warehouse, run_set)
     finally:
         warehouse.close()
-    write_log_root(console, record_path(settings.runs_dir, run_set), state, None, settings.warehouse)
+    write_log_root(console, root_file, state, None, settings.warehouse)
     out = write_report(settings, report)
     print_table(Console(), report)
     if report.transfer is not None:
