@@ -294,8 +294,18 @@ def _conversation(project: Project, unit: RunUnit, config: RunConfig, sandbox: S
                                            "status": r.status, "duration_ms": r.duration_ms,
                                            "evidence_sha256": r.evidence_sha256,
                                            "prerequisites": list(r.prerequisites)}, visibility="harness")
-        _phase(emitter, "test_feedback")
         applicable = [r for r in results if r.status != "not_applicable"]
+        # the acceptance verdict (the manifests' mode `all_cases_pass`), so verdicts, failure taxonomy and
+        # the per-condition table read a transfer run like any scored session; the evaluator runs the
+        # submission in its own process: isolation in_process
+        emitter.emit("OracleVerdict", {
+            "oracle_id": project.evaluator.task_id,
+            "outcome": "pass" if applicable and all(r.status == "passed" for r in applicable) else "fail",
+            "cases": [{"case_id": r.case_id, "outcome": {"passed": "pass", "failed": "fail"}.get(r.status, r.status),
+                       "duration_ms": r.duration_ms} for r in applicable],
+            "exit_status": 0, "inconclusive": False, "duration_ms": sum(r.duration_ms for r in results),
+            "isolation": "in_process"}, visibility="harness")
+        _phase(emitter, "test_feedback")
         _user_says(emitter, lambda: user.feedback(sum(r.status == "passed" for r in applicable), len(applicable)))
         _phase(emitter, "finished")
         emitter.emit("SessionEnded", {"session_index": 0, "status": status})
