@@ -22,8 +22,8 @@ from reports.comparisons import comparisons_section
 from reports.conventions import condition_order, pass_summary, valid_run
 from reports.failures import failures_section
 from reports.hygiene import hygiene_section
-from reports.transfer import transfer_section
 from reports.model import ConditionSummary, Inputs, Report, SuiteIsolation, shallow_fields
+from reports.transfer import transfer_section
 from warehouse import queries
 from warehouse.protocol import WarehouseReader
 
