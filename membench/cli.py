@@ -20,11 +20,12 @@ from membench.commands.runner import runner
 from membench.commands.score import score
 from membench.commands.sql import sql
 from membench.commands.stats import stats
+from membench.commands.transfer import transfer
 from membench.commands.view import view
 from membench.errors import UsageError
 
 COMMANDS = (run, report, sql, replay, stats, doctor, bench, process, sink, pack, validate, import_, score, export,
-            view, runner)
+            view, runner, transfer)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -12,12 +12,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from processors.diagnosis import DiagnosisFold
+from processors.transfer import TransferFold
 from processors.verdicts import VerdictFold
 from schemas.derived import DerivedEvent
 from schemas.events import Event
 
-# Every fold a run gets: verdicts and run summaries; the diagnosis (failure taxonomy, memory contract, hygiene).
-FOLDS: list[Callable[[], object]] = [VerdictFold, DiagnosisFold]
+# Every fold a run gets: verdicts and run summaries; the diagnosis (failure taxonomy, memory contract, hygiene);
+# transfer results (EngramBench's protocol: CCPF, dimensions, hard caps, resources; only runs with an EvaluatorPlan).
+FOLDS: list[Callable[[], object]] = [VerdictFold, DiagnosisFold, TransferFold]
 
 
 @dataclass(frozen=True)

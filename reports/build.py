@@ -10,7 +10,8 @@ counts, memory contract and hygiene panel (`reports.failures`); ladder, strata a
 (`reports.hygiene`); comparisons, resources and registered families (`reports.comparisons`); outcome
 matrix, provenance and USD cost (`reports.provenance`). The canary proof (`reports.canary`) and the
 admission funnel come from outside the warehouse (the pack's secrets, `membench validate`'s record)
-and are passed in by the CLI. docs/reports.md lists every key.
+and are passed in by the CLI; the transfer protocol's results (`reports.transfer`) exist only for a
+transfer study's run set. docs/reports.md lists every key.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from reports.hygiene import hygiene_section
 from reports.model import AdmissionFunnel, CanaryProof, ConditionSummary, Inputs, Report, SuiteIsolation, shallow_fields
 from reports.provenance import cost_usd, outcome_matrix, run_provenance
 from reports.study import DEFAULT_STUDY, BaselineError, Study
+from reports.transfer import transfer_section
 from warehouse import queries
 from warehouse.protocol import WarehouseReader
 
@@ -51,6 +53,7 @@ def build_report(warehouse: WarehouseReader, run_set: str, *, baseline: str | No
         raise ReportError(str(exc)) from None
     failures = failures_section(warehouse, run_set, runs)
     hygiene = hygiene_section(warehouse, run_set, runs)
+    transfer = transfer_section(warehouse, run_set, runs)
     by_condition: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in runs:
         by_condition[row["condition"]].append(row)
@@ -88,6 +91,7 @@ def build_report(warehouse: WarehouseReader, run_set: str, *, baseline: str | No
         cost_usd=cost_usd(warehouse, run_set, runs),
         canary=canary,
         admission=admission or NOT_VALIDATED,
+        transfer=transfer,
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from reports.conventions import condition_order
+from reports.transfer import transfer_markdown
 
 
 def _pct(value: float | None) -> str:
@@ -69,6 +70,9 @@ def render_markdown(report: dict[str, Any]) -> str:
     rest = _study_parts_markdown(report)
     if rest:
         lines += ["", rest.rstrip()]
+    transfer = transfer_markdown(report)  # only a transfer study's report has the section
+    if transfer:
+        lines += [transfer.rstrip()]
     return "\n".join(lines) + "\n"
 
 

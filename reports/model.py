@@ -407,6 +407,68 @@ class AdmissionFunnel:
 
 
 @dataclass(frozen=True)
+class TransferDimensionScore:
+    """One evaluator dimension (A–E) of a project under a condition, over its non-excluded runs."""
+
+    dimension: str
+    title: str
+    weight: float
+    cases: int  # applicable case-runs
+    passed: int
+    score_mean: float | None  # mean over runs of passed case weight / applicable case weight
+
+
+@dataclass(frozen=True)
+class TransferProjectRow:
+    project: str
+    condition: str
+    runs: int
+    excluded: int
+    exclusion_reasons: dict[str, int]
+    passed: int  # case-runs
+    applicable: int
+    ccpf_micro: float | None  # Σ passed / Σ applicable over the runs (analytics/ccpf.py)
+    ccpf_macro: float | None  # mean of per-run CCPFs
+    weighted_score_mean: float | None  # after hard caps
+    raw_score_mean: float | None
+    all_cases_pass_runs: int
+    caps_fired: list[str]  # every cap that fired in any run
+    cap_reasons: list[str]
+    dimensions: list[TransferDimensionScore]
+
+
+@dataclass(frozen=True)
+class TransferConditionRow:
+    condition: str
+    runs: int
+    excluded: int
+    ccpf_micro: float | None  # pooled over every project's case-runs
+    ccpf_macro_over_projects: float | None  # mean of the per-project micro CCPFs
+    weighted_score_mean: float | None
+    resources: dict[str, float | None]  # metric -> per-run mean over non-excluded runs
+    reduction_vs_baseline: dict[str, float | None] | None  # (baseline - this) / baseline; null for the baseline
+
+
+@dataclass(frozen=True)
+class TransferBank:
+    seed: int
+    bank: str  # learned / ablated / native
+    digest: str
+    files: int
+    ablated_skill: str | None
+
+
+@dataclass(frozen=True)
+class TransferSection:
+    """EngramBench's transfer protocol (docs/transfer.md): hidden-evaluator results per project and condition."""
+
+    baseline: str | None
+    projects: list[TransferProjectRow]
+    conditions: list[TransferConditionRow]
+    banks: list[TransferBank]
+
+
+@dataclass(frozen=True)
 class Report:
     run_set: str
     suite: str
@@ -429,6 +491,8 @@ class Report:
     cost_usd: CostUsd | None = field(default=None, metadata=OMIT_IF_NONE)
     canary: CanaryProof | None = field(default=None, metadata=OMIT_IF_NONE)
     admission: AdmissionFunnel | None = field(default=None, metadata=OMIT_IF_NONE)
+    # only run sets of a transfer study (membench transfer) have one
+    transfer: TransferSection | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 # ------------------------------------------------------------------------------------- JSON form

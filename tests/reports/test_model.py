@@ -79,6 +79,15 @@ def _full_report() -> dict:
                                                   "run_trap": None}]}
     report["admission"] = {"status": "validated", "source": "validations/x.json", "authored": 3, "valid": 3,
                            "admitted": 2}
+    report["transfer"] = {"baseline": "no_memory", "projects": [{
+        "project": "settle", "condition": "learned_bank", "runs": 1, "excluded": 0, "exclusion_reasons": {},
+        "passed": 41, "applicable": 41, "ccpf_micro": 1.0, "ccpf_macro": 1.0, "weighted_score_mean": 100.0,
+        "raw_score_mean": 100.0, "all_cases_pass_runs": 1, "caps_fired": [], "cap_reasons": [],
+        "dimensions": [{"dimension": "A", "title": "t", "weight": 30.0, "cases": 11, "passed": 11, "score_mean": 1.0}]}],
+        "conditions": [{"condition": "learned_bank", "runs": 2, "excluded": 0, "ccpf_micro": 1.0,
+                        "ccpf_macro_over_projects": 1.0, "weighted_score_mean": 100.0,
+                        "resources": {"agent_turns": 1.0}, "reduction_vs_baseline": {"agent_turns": 0.0}}],
+        "banks": [{"seed": 1, "bank": "learned", "digest": "0" * 64, "files": 6, "ablated_skill": None}]}
     return {key: report[key] for key in [f for f, _ in key_reference() if "." not in f and "[" not in f]}
 
 

@@ -1,0 +1,258 @@
+"""`membench transfer STUDY`: run EngramBench's transfer protocol (docs/transfer.md).
+
+The learning phase runs first (one learning unit per seed: learning tasks in order, the scripted
+distiller, banks frozen), then the transfer units (project × condition × seed) against the frozen
+banks; `--phase` runs one of the two. Embedded (default) it ends with the report (report.json with
+a `transfer` section, report.md, report.html) and the log root, as `membench run` does; on Kafka it
+publishes and `membench sink` / `membench report` follow.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from membench.commands.common import dsn_options, open_warehouse, parse_list, parse_seeds, validate_run_set_id
+from membench.errors import UsageError
+from membench.settings import Settings
+from sandbox.registry import BACKENDS
+
+BUILT_IN = Path(__file__).resolve().parent.parent.parent / "fixtures"
+
+
+def resolve_study(spec: str) -> Path:
+    """A built-in study name (a directory of fixtures/ with a study.json) or a study directory."""
+    built_in = BUILT_IN / spec
+    if "/" not in spec and (built_in / "study.json").is_file():
+        return built_in
+    return Path(spec)
+
+
+def default_transfer_run_set(study, agent: str, conditions: list[str], seeds: list[int]) -> str:
+    from producers.runner import default_run_set
+
+    return default_run_set(study.name, study.digest, agent, conditions, seeds)
+
+
+@click.command()
+@click.argument("study")
+@click.option("--agent", default="scripted:memory-literal", show_default=True)
+@click.option("--conditions", default="no_memory,learned_bank,native_bank,ablated_bank", show_default=True,
+              help="comma-separated transfer conditions")
+@click.option("--seeds", default="1", show_default=True, help="comma-separated integer seeds")
+@click.option("--phase", type=click.Choice(["all", "learning", "transfer"]), default="all", show_default=True,
+              help="run both phases, or only one (transfer needs a completed learning phase)")
+@click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64), help="transfer units run concurrently")
+@click.option("--run-set", "run_set", default=None, help="run set id (default: derived from study, agent, grid)")
+@click.option("--sandbox", "sandbox_name", default="bwrap", show_default=True, type=click.Choice(list(BACKENDS)))
+@click.option("--read-budget", default=2000, show_default=True, type=click.IntRange(0), help="memory read budget (tokens)")
+@dsn_options
+def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, workers: int, run_set: str | None,
+             sandbox_name: str, read_budget: int, settings: Settings) -> None:
+    """Run the transfer study STUDY (a built-in name such as transfer-v1, or a study directory)."""
+    from producers.agents.registry import make_agent
+    from producers.runner import RunConfig, code_digest
+    from schemas.transfer_format import CONDITIONS, TransferFormatError, load_study
+
+    validate_run_set_id(run_set)
+    condition_list = parse_list(conditions, "--conditions")
+    for c in condition_list:
+        if c not in CONDITIONS:
+            raise UsageError(f"--conditions: unknown transfer condition '{c}' (known: {', '.join(CONDITIONS)})")
+    seed_list = parse_seeds(seeds)
+    try:
+        made = make_agent(agent)
+    except ValueError as exc:
+        raise UsageError(f"--agent: {exc}") from None
+    try:  # everything is validated before anything is written
+        loaded = load_study(resolve_study(study))
+    except TransferFormatError as exc:
+        raise UsageError(str(exc)) from None
+    run_set = run_set or default_transfer_run_set(loaded, agent, condition_list, seed_list)
+    config = RunConfig(run_set, made.name, read_budget=read_budget, code_digest=code_digest(),
+                       blob_dir=settings.runs_dir / run_set / "blobs")
+    if settings.bus.startswith("kafka://"):
+        _run_kafka(loaded, condition_list, seed_list, phase, agent, workers, config, sandbox_name, settings)
+        return
+    _run_embedded(loaded, condition_list, seed_list, phase, agent, workers, config, sandbox_name, settings)
+
+
+def _frozen_from_events(events) -> dict[tuple[int, str], str]:
+    """(seed, bank) -> digest, from SkillBankFrozen events (the newest learning run of a seed wins)."""
+    out: dict[tuple[int, str], str] = {}
+    for seed, payload in events:
+        out[(seed, payload["bank"])] = payload["digest"]
+    return out
+
+
+def _frozen_from_warehouse(warehouse, run_set: str) -> dict[tuple[int, str], str]:
+    rows = warehouse.query_dicts(
+        "SELECT r.seed AS seed, e.payload AS payload FROM "
+        "(SELECT run_id, payload, seq FROM trajectory_events WHERE run_set = {rs:String} AND kind = 'SkillBankFrozen' "
+        " LIMIT 1 BY event_id) AS e "
+        "JOIN (SELECT run_id, seed FROM run_results WHERE run_set = {rs:String} AND status = 'completed' "
+        " LIMIT 1 BY run_id) AS r ON e.run_id = r.run_id ORDER BY e.run_id, e.seq", {"rs": run_set})
+    return _frozen_from_events((int(r["seed"]), json.loads(r["payload"])) for r in rows)
+
+
+def _phases(study, conditions, seeds, phase, agent_spec, workers, config, sandbox_name, settings, publish,
+            done_units: set[str], attempts: dict[str, int], frozen: dict[tuple[int, str], str], on_done) -> None:
+    """Run the learning units, then the transfer units, skipping completed ones."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    from producers.agents.registry import make_agent
+    from producers.transfer.bank import CONDITION_BANKS
+    from producers.transfer.runner import FrozenBank, bank_dir, learning_unit, plan_transfer, run_learning, run_transfer
+    from sandbox.registry import get_sandbox
+
+    sandbox = get_sandbox(sandbox_name)
+    banks_root = settings.runs_dir / config.run_set / "banks"
+    lock = threading.Lock()
+
+    def capture(event, datum):  # the frozen digests of this invocation's learning runs
+        if event.kind == "SkillBankFrozen":
+            with lock:
+                frozen[(int(event.unit_id.rsplit("/", 1)[1]), event.payload["bank"])] = event.payload["digest"]
+        publish(event, datum)
+
+    if phase in ("all", "learning"):
+        for seed in seeds:
+            unit = learning_unit(study, seed)
+            if unit.unit_id in done_units:
+                continue
+            run_id = run_learning(study, seed, config, sandbox, capture, make_agent(agent_spec), banks_root,
+                                  attempts.get(unit.unit_id, 1))
+            on_done(unit, run_id)
+    if phase == "learning":
+        return
+    units = [u for u in plan_transfer(study, conditions, seeds) if u.unit_id not in done_units]
+
+    def one(unit):
+        bank = CONDITION_BANKS.get(unit.condition)
+        frozen_bank = None
+        if bank is not None and (unit.seed, bank) in frozen:
+            frozen_bank = FrozenBank(bank_dir(banks_root, unit.seed, bank), frozen[(unit.seed, bank)])
+        return run_transfer(study, unit, config, sandbox, publish, make_agent(agent_spec), frozen_bank,
+                            attempts.get(unit.unit_id, 1))
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="membench-transfer") as pool:
+        futures = {pool.submit(one, u): u for u in units}
+        for future in as_completed(futures):
+            on_done(futures[future], future.result())
+
+
+def _run_embedded(study, conditions, seeds, phase, agent_spec, workers, config, sandbox_name, settings) -> None:
+    from membench.commands.run import print_table, refuse, write_log_root, write_report
+    from membench.embedded import EmbeddedPipeline
+    from membench.log_root import LogRootError, check_warehouse, describes, read_record, record_path, warehouse_state
+    from producers.bus.base import run_set_log_path
+    from reports.build import build_report
+    from warehouse import queries
+
+    console = Console(stderr=True)
+    run_set = config.run_set
+    root_file = record_path(settings.runs_dir, run_set)
+    warehouse = open_warehouse(settings)
+    try:
+        if root_file.exists():  # as `membench run`: an edited warehouse is refused, not laundered into a new root
+            try:
+                recorded = read_record(root_file)
+            except LogRootError as exc:
+                refuse(console, [str(exc)], "transfer")
+            if describes(recorded, settings.warehouse):
+                problems = check_warehouse(warehouse_state(warehouse, run_set), recorded, new_runs_allowed=True)
+                if problems:
+                    refuse(console, problems, "transfer")
+        pipeline = EmbeddedPipeline(run_set_log_path(settings.runs_dir, run_set), warehouse)
+        try:
+            pipeline.recover(run_set)
+            done = queries.completed_units(warehouse, run_set)
+            attempts = {u: n + 1 for u, n in queries.attempts_started(warehouse, run_set).items()}
+            frozen = _frozen_from_warehouse(warehouse, run_set)
+            total = len(seeds) * (phase != "transfer") + len(study.projects) * len(conditions) * len(seeds) * (
+                phase != "learning")
+            console.print(f"run set [bold]{run_set}[/]: study {study.name}, phase {phase}, {total} units "
+                          f"(some may be complete already)")
+            with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn(), console=console) as progress:
+                bar = progress.add_task("units", total=total)
+                _phases(study, conditions, seeds, phase, agent_spec, workers, config, sandbox_name, settings,
+                        pipeline.publish, done, attempts, frozen,
+                        lambda unit, run_id: progress.update(bar, advance=1, description=unit.unit_id))
+        finally:
+            pipeline.close()
+        report = build_report(warehouse, run_set)
+        state = warehouse_state(warehouse, run_set)
+    finally:
+        warehouse.close()
+    write_log_root(console, root_file, state, None, settings.warehouse)
+    out = write_report(settings, report)
+    print_table(Console(), report)
+    if report.transfer is not None:
+        print_transfer(Console(), report.transfer)
+    console.print(f"report: {out / 'report.json'}  ·  log: {out / 'events.avro'}", highlight=False, markup=False,
+                  soft_wrap=True)
+
+
+def print_transfer(console: Console, section) -> None:
+    from rich.table import Table
+
+    table = Table(title="transfer: CCPF and weighted score per project and condition")
+    for column in ("project", "condition", "runs", "CCPF", "weighted score", "caps fired", "excluded"):
+        table.add_column(column, justify="left" if column in ("project", "condition", "caps fired") else "right")
+    for row in section.projects:
+        ccpf = "—" if row.ccpf_micro is None else f"{row.ccpf_micro:.3f}"
+        score = "—" if row.weighted_score_mean is None else f"{row.weighted_score_mean:.1f}"
+        table.add_row(row.project, row.condition, str(row.runs), ccpf, score, ", ".join(row.caps_fired) or "—",
+                      str(row.excluded))
+    console.print(table)
+
+
+def _run_kafka(study, conditions, seeds, phase, agent_spec, workers, config, sandbox_name, settings) -> None:
+    """Publish to Kafka; unit status on the compacted topic makes the run resumable. The frozen bank
+    digests come from this invocation's learning runs, so `--phase transfer` alone needs the embedded bus."""
+    from producers.bus.kafka import KafkaBus, read_unit_status
+    from producers.runner import run_id_for
+    from producers.transfer.runner import learning_unit, plan_transfer
+
+    if phase == "transfer":
+        raise UsageError("--phase transfer: on Kafka the frozen bank digests are known only to the runner that "
+                         "froze them; run --phase all")
+    console = Console(stderr=True)
+    run_set = config.run_set
+    bus = KafkaBus(settings.bus, run_set, settings.runs_dir / run_set / "spool")
+    status = read_unit_status(bus.topics, run_set)
+    units = [learning_unit(study, s) for s in seeds] + (plan_transfer(study, conditions, seeds)
+                                                       if phase == "all" else [])
+    done = {u.unit_id for u in units if status.get(u.unit_id, {}).get("status") in ("completed", "excluded")}
+    if any(learning_unit(study, s).unit_id in done for s in seeds) and phase == "all":
+        done -= {learning_unit(study, s).unit_id for s in seeds}  # its digests are needed: learn again
+    attempts = {u.unit_id: status.get(u.unit_id, {}).get("attempt", 0) + 1 for u in units}
+    for unit in units:
+        if unit.unit_id not in done:
+            bus.mark_unit(unit.unit_id, "started", run_id_for(run_set, unit, attempts[unit.unit_id]),
+                          attempts[unit.unit_id])
+    bus.flush()
+    lock = threading.Lock()
+
+    def publish(event, datum):
+        with lock:
+            bus.publish(event, datum)
+
+    def on_done(unit, run_id):
+        with lock:
+            bus.flush()  # a unit is complete only once Kafka acknowledged all of its events
+            bus.mark_unit(unit.unit_id, "completed", run_id, attempts[unit.unit_id])
+            bus.flush()
+
+    _phases(study, conditions, seeds, phase, agent_spec, workers, config, sandbox_name, settings, publish, done,
+            attempts, {}, on_done)
+    bus.close()
+    console.print(f"published run set {run_set}; when `membench sink --until-idle` has drained the topics, "
+                  f"`membench report {run_set}` builds the report", highlight=False, markup=False)
+    print(run_set)

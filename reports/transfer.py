@@ -1,0 +1,219 @@
+"""The report's `transfer` section (docs/transfer.md), from the warehouse alone, and its renderings.
+
+CCPF is computed by `analytics.ccpf` from the runs' `EvaluatorCase` events, with the manifest each
+run carried in its `EvaluatorPlan` (so a V1-prerequisite case is not applicable, a `blocked` case
+counts as unreached — in the denominator), exactly as `membench stats ccpf` computes it from a case
+list. Weighted scores, fired caps and dimension scores come from the `TransferResult` and
+`TransferDimension` rows the fold derived. Resources are per-run means over non-excluded runs, and
+reductions are against the `no_memory` baseline: (baseline − condition) / baseline.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections import defaultdict
+from typing import Any
+
+from analytics.ccpf import CaseOutcome, EvaluatorManifest, ManifestCase, ccpf
+from reports.model import (TransferBank, TransferConditionRow, TransferDimensionScore, TransferProjectRow,
+                           TransferSection)
+from warehouse.protocol import WarehouseReader
+
+BASELINE = "no_memory"
+CONDITION_ORDER = ("no_memory", "learned_bank", "native_bank", "ablated_bank")
+RESOURCE_METRICS = ("agent_turns", "user_turns", "patch_invocations", "compactions", "lines_added", "agent_time_ms",
+                    "user_time_ms", "total_tokens")
+# evaluator statuses -> analytics.ccpf statuses: blocked and unreached cases stay in the denominator
+CCPF_STATUS = {"passed": "passed", "failed": "failed", "error": "error", "unreached": "unreached",
+               "blocked": "unreached"}
+
+
+def _order(condition: str) -> tuple[int, str]:
+    return (CONDITION_ORDER.index(condition) if condition in CONDITION_ORDER else len(CONDITION_ORDER), condition)
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def transfer_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[str, Any]]) -> TransferSection | None:
+    """None when the run set holds no transfer run. `runs` is the unit cells (queries.run_results)."""
+    cells = {r["run_id"] for r in runs}
+    results = [r for r in warehouse.query_dicts(
+        "SELECT * FROM transfer_results WHERE run_set = {rs:String} LIMIT 1 BY derived_id", {"rs": run_set})
+        if r["run_id"] in cells]
+    if not results:
+        return None
+    dims = defaultdict(list)
+    for d in warehouse.query_dicts(
+            "SELECT * FROM transfer_dimensions WHERE run_set = {rs:String} LIMIT 1 BY derived_id", {"rs": run_set}):
+        dims[d["run_id"]].append(d)
+    manifests: dict[str, EvaluatorManifest] = {}
+    outcomes: dict[str, list[CaseOutcome]] = defaultdict(list)
+    for row in warehouse.query_dicts(
+            "SELECT run_id, kind, payload FROM trajectory_events WHERE run_set = {rs:String} "
+            "AND kind IN ('EvaluatorPlan', 'EvaluatorCase') ORDER BY run_id, seq LIMIT 1 BY event_id", {"rs": run_set}):
+        if row["run_id"] not in cells:
+            continue
+        p = json.loads(row["payload"])
+        if row["kind"] == "EvaluatorPlan":
+            manifests[p["task_id"]] = EvaluatorManifest(p["task_id"], tuple(
+                ManifestCase(c["case_id"], c["dimension"], c["weight"], tuple(c["prerequisites"])) for c in p["cases"]))
+        elif p["status"] in CCPF_STATUS:
+            outcomes[row["run_id"]].append(CaseOutcome(row["run_id"], "", p["case_id"], CCPF_STATUS[p["status"]]))
+    by_cell: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in results:
+        by_cell[(r["task"], r["condition"])].append(r)
+
+    def case_outcomes(rows: list[dict[str, Any]]) -> list[CaseOutcome]:
+        return [CaseOutcome(o.run, r["task"], o.case, o.status) for r in rows if not r["excluded"]
+                for o in outcomes[r["run_id"]]]
+
+    projects: list[TransferProjectRow] = []
+    project_micro: dict[str, list[float]] = defaultdict(list)
+    for (project, condition) in sorted(by_cell, key=lambda k: (k[0], _order(k[1]))):
+        rows = by_cell[(project, condition)]
+        valid = [r for r in rows if not r["excluded"]]
+        reasons: dict[str, int] = defaultdict(int)
+        for r in rows:
+            if r["excluded"]:
+                reasons[r["exclusion_reason"] or "unknown"] += 1
+        figures = ccpf(case_outcomes(rows), manifests.values()) if valid else None
+        if figures is not None and figures.micro.value is not None:
+            project_micro[condition].append(figures.micro.value)
+        dim_rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for r in valid:
+            for d in dims[r["run_id"]]:
+                dim_rows[d["dimension"]].append(d)
+        dimensions = [TransferDimensionScore(
+            dimension=k, title=v[0]["title"], weight=v[0]["weight"], cases=sum(d["cases"] for d in v),
+            passed=sum(d["passed"] for d in v), score_mean=_mean([d["score"] for d in v if d["score"] is not None]))
+            for k, v in sorted(dim_rows.items())]
+        fired = sorted({c for r in valid for c in r["caps_fired"]})
+        projects.append(TransferProjectRow(
+            project=project, condition=condition, runs=len(rows), excluded=len(rows) - len(valid),
+            exclusion_reasons=dict(sorted(reasons.items())),
+            passed=figures.micro.numerator if figures else 0, applicable=figures.micro.denominator if figures else 0,
+            ccpf_micro=figures.micro.value if figures else None, ccpf_macro=figures.macro if figures else None,
+            weighted_score_mean=_mean([r["weighted_score"] for r in valid]),
+            raw_score_mean=_mean([r["raw_score"] for r in valid]),
+            all_cases_pass_runs=sum(1 for r in valid if r["all_cases_pass"]), caps_fired=fired,
+            cap_reasons=sorted({reason for r in valid for reason in r["cap_reasons"]}), dimensions=dimensions))
+
+    by_condition: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in results:
+        by_condition[r["condition"]].append(r)
+    means: dict[str, dict[str, float | None]] = {}
+    for condition, rows in by_condition.items():
+        valid = [r for r in rows if not r["excluded"]]
+        means[condition] = {m: _mean([float(r["input_tokens"] + r["output_tokens"]) if m == "total_tokens"
+                                      else float(r[m]) for r in valid]) for m in RESOURCE_METRICS}
+    baseline = BASELINE if BASELINE in by_condition else None
+    conditions: list[TransferConditionRow] = []
+    for condition in sorted(by_condition, key=_order):
+        rows = by_condition[condition]
+        valid = [r for r in rows if not r["excluded"]]
+        pooled = ccpf(case_outcomes(rows), manifests.values()) if valid else None
+        reduction = None
+        if baseline is not None and condition != baseline:
+            reduction = {}
+            for m in RESOURCE_METRICS:
+                base, mine = means[baseline][m], means[condition][m]
+                reduction[m] = (base - mine) / base if base and mine is not None else None
+        conditions.append(TransferConditionRow(
+            condition=condition, runs=len(rows), excluded=len(rows) - len(valid),
+            ccpf_micro=pooled.micro.value if pooled else None,
+            ccpf_macro_over_projects=_mean(project_micro[condition]),
+            weighted_score_mean=_mean([r["weighted_score"] for r in valid]),
+            resources=means[condition], reduction_vs_baseline=reduction))
+
+    banks = []
+    for row in warehouse.query_dicts(
+            "SELECT unit_id, payload FROM trajectory_events WHERE run_set = {rs:String} AND kind = 'SkillBankFrozen' "
+            "ORDER BY run_id, seq LIMIT 1 BY event_id", {"rs": run_set}):
+        p = json.loads(row["payload"])
+        banks.append(TransferBank(seed=int(row["unit_id"].rsplit("/", 1)[1]), bank=p["bank"], digest=p["digest"],
+                                  files=len(p["files"]), ablated_skill=p.get("ablated_skill")))
+    banks.sort(key=lambda b: (b.seed, b.bank))
+    return TransferSection(baseline=baseline, projects=projects, conditions=conditions, banks=banks)
+
+
+# ------------------------------------------------------------------------------------------ renderings
+def _num(value: Any, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def transfer_markdown(report: dict[str, Any]) -> str:
+    section = report.get("transfer")
+    if not section:
+        return ""
+    out = ["", "## Transfer (EngramBench protocol)", "",
+           "CCPF = passed / applicable hidden cases (blocked and unreached count); weighted score after hard caps.",
+           "", "| project | condition | runs | excluded | CCPF | weighted score | all cases pass | caps fired |",
+           "|---|---|---:|---:|---:|---:|---:|---|"]
+    for p in section["projects"]:
+        out.append(f"| {p['project']} | {p['condition']} | {p['runs']} | {p['excluded']} | {_num(p['ccpf_micro'])} | "
+                   f"{_num(p['weighted_score_mean'], 1)} | {p['all_cases_pass_runs']} | "
+                   f"{', '.join(p['caps_fired']) or '—'} |")
+    out += ["", "| condition | CCPF micro | CCPF macro over projects | weighted score | "
+            + " | ".join(RESOURCE_METRICS) + " |", "|---|---:|---:|---:|" + "---:|" * len(RESOURCE_METRICS)]
+    for c in section["conditions"]:
+        red = c.get("reduction_vs_baseline") or {}
+        cells = []
+        for m in RESOURCE_METRICS:
+            cell = _num(c["resources"].get(m), 1)
+            if red.get(m) is not None:
+                cell += f" ({100 * red[m]:+.0f}%)"
+            cells.append(cell)
+        out.append(f"| {c['condition']} | {_num(c['ccpf_micro'])} | {_num(c['ccpf_macro_over_projects'])} | "
+                   f"{_num(c['weighted_score_mean'], 1)} | " + " | ".join(cells) + " |")
+    out += ["", "Reductions in parentheses are against the baseline "
+            f"`{section.get('baseline') or '—'}`: (baseline − condition) / baseline.", "",
+            "Dimension scores (mean passed weight / case weight):", ""]
+    for p in section["projects"]:
+        dims = ", ".join(f"{d['dimension']} {_num(d['score_mean'], 2)}" for d in p["dimensions"])
+        out.append(f"- {p['project']} / {p['condition']}: {dims or '—'}")
+        for reason in p["cap_reasons"]:
+            out.append(f"  - cap fired: {reason}")
+        for reason, n in p["exclusion_reasons"].items():
+            out.append(f"  - excluded ({n}): {reason}")
+    if section["banks"]:
+        out += ["", "Frozen skill banks: " + "; ".join(
+            f"seed {b['seed']} {b['bank']} ({b['files']} files) `{b['digest'][:16]}`" for b in section["banks"])]
+    return "\n".join(out) + "\n"
+
+
+def transfer_html(report: dict[str, Any]) -> str:
+    section = report.get("transfer")
+    if not section:
+        return ""
+    esc = lambda v: html.escape(str(v))  # noqa: E731
+    out = ['<section id="transfer"><h2>Transfer (EngramBench protocol)</h2>',
+           "<p>CCPF = passed / applicable hidden cases (blocked and unreached count); weighted score after hard "
+           "caps. Bars: per-dimension score (passed case weight / case weight), mean over runs.</p>",
+           "<table><thead><tr><th>project</th><th>condition</th><th>runs</th><th>excluded</th><th>CCPF</th>"
+           "<th>weighted score</th><th>caps fired</th><th>dimensions</th></tr></thead><tbody>"]
+    for p in section["projects"]:
+        bars = []
+        for i, d in enumerate(p["dimensions"]):
+            width = 0 if d["score_mean"] is None else round(60 * d["score_mean"])
+            bars.append(f'<text x="{i * 70}" y="12" font-size="10">{esc(d["dimension"])} {_num(d["score_mean"], 2)}</text>'
+                        f'<rect x="{i * 70}" y="16" width="60" height="8" fill="#eee"/>'
+                        f'<rect x="{i * 70}" y="16" width="{width}" height="8" fill="#4878a8"/>')
+        svg = f'<svg width="{70 * max(1, len(bars))}" height="26" role="img">{"".join(bars)}</svg>'
+        out.append(f"<tr><td>{esc(p['project'])}</td><td>{esc(p['condition'])}</td><td>{p['runs']}</td>"
+                   f"<td>{p['excluded']}</td><td>{_num(p['ccpf_micro'])}</td><td>{_num(p['weighted_score_mean'], 1)}</td>"
+                   f"<td>{esc('; '.join(p['cap_reasons']) or '—')}</td><td>{svg}</td></tr>")
+    out.append("</tbody></table>")
+    out.append("<table><thead><tr><th>condition</th><th>CCPF micro</th><th>CCPF macro over projects</th>"
+               "<th>weighted score</th>" + "".join(f"<th>{m}</th>" for m in RESOURCE_METRICS) + "</tr></thead><tbody>")
+    for c in section["conditions"]:
+        red = c.get("reduction_vs_baseline") or {}
+        cells = "".join(f"<td>{_num(c['resources'].get(m), 1)}"
+                        + (f" ({100 * red[m]:+.0f}%)" if red.get(m) is not None else "") + "</td>"
+                        for m in RESOURCE_METRICS)
+        out.append(f"<tr><td>{esc(c['condition'])}</td><td>{_num(c['ccpf_micro'])}</td>"
+                   f"<td>{_num(c['ccpf_macro_over_projects'])}</td><td>{_num(c['weighted_score_mean'], 1)}</td>{cells}</tr>")
+    out.append("</tbody></table></section>")
+    return "".join(out)

@@ -1,0 +1,197 @@
+"""Issue 15 acceptance, embedded path: the built-in study `transfer-v1` end to end through the real CLI
+(bubblewrap sandboxes for oracles, public checks and the hidden evaluator; the chDB warehouse; the
+Avro log), figures read back from the warehouse with `membench sql`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+
+pytestmark = pytest.mark.integration
+
+STUDY = Path(__file__).parents[2] / "fixtures" / "transfer-v1"
+
+
+def sql(home: Path, query: str) -> list[dict]:
+    proc = run_cli("sql", query, "--format", "JSONEachRow", home=home, check=True)
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+
+
+def run_set_of(home: Path, agent: str) -> str:
+    short = agent.split(":")[1]
+    return next(p.name for p in (home / "runs").iterdir() if p.name.startswith(f"transfer-v1-{short}-"))
+
+
+def results(home: Path, run_set: str) -> dict[tuple[str, str], dict]:
+    rows = sql(home, "SELECT * FROM transfer_results WHERE run_set = '" + run_set + "' LIMIT 1 BY derived_id")
+    return {(r["task"], r["condition"]): r for r in rows}
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory, bwrap_sandbox):
+    """The three scripted agents over the whole study (2 projects × 4 conditions, seed 1)."""
+    home = tmp_path_factory.mktemp("transfer") / "home"
+    out = {}
+    for agent in ("scripted:refsol", "scripted:null", "scripted:memory-literal"):
+        proc = run_cli("transfer", "transfer-v1", "--agent", agent, home=home, check=True)
+        out[agent] = (proc, run_set_of(home, agent))
+    return home, out
+
+
+def test_refsol_reaches_ccpf_1_on_both_projects(study):
+    home, runs = study
+    got = results(home, runs["scripted:refsol"][1])
+    assert {k[0] for k in got} == {"settle", "jobqueue"} and len(got) == 8
+    for key, row in got.items():
+        assert row["ccpf"] == 1.0 and row["all_cases_pass"] and row["weighted_score"] == 100.0, key
+        assert row["caps_fired"] == [] and row["public_check_passed"] and not row["excluded"]
+        assert row["applicable"] >= 40 and row["blocked"] == 0
+
+
+def test_null_gets_only_what_the_starting_point_passes(study, bwrap_sandbox, tmp_path):
+    """The evaluator run directly on each project's untouched workspace gives the passing set null must match."""
+    from producers.transfer.evaluator import freeze_submission, run_evaluator
+    from schemas.transfer_format import load_study
+
+    home, runs = study
+    run_set = runs["scripted:null"][1]
+    passed = sql(home, "SELECT unit_id, JSONExtractString(payload, 'case_id') AS case_id FROM trajectory_events "
+                       f"WHERE run_set = '{run_set}' AND kind = 'EvaluatorCase' "
+                       "AND JSONExtractString(payload, 'status') = 'passed' LIMIT 1 BY event_id")
+    loaded = load_study(STUDY)
+    for project in loaded.projects:
+        frozen = tmp_path / project.project_id
+        freeze_submission(project.workspace, frozen)
+        baseline = {r.case_id for r in run_evaluator(bwrap_sandbox, frozen, project.evaluator, 60)
+                    if r.status == "passed"}
+        assert baseline and len(baseline) < len(project.evaluator.cases)
+        for condition in ("no_memory", "learned_bank", "native_bank", "ablated_bank"):
+            unit = f"transfer-v1/{project.project_id}/{condition}/1"
+            assert {r["case_id"] for r in passed if r["unit_id"] == unit} == baseline, unit
+    got = results(home, run_set)
+    assert all(not r["public_check_passed"] and r["ccpf"] < 0.3 for r in got.values())
+    # the failing public check went back to the agent as delivery-review turns of the simulated user
+    reviews = sql(home, "SELECT count() AS n FROM trajectory_events WHERE run_set = '" + run_set + "' "
+                        "AND kind = 'Turn' AND JSONExtractString(payload, 'role') = 'simulated_user' "
+                        "AND JSONExtractString(payload, 'text', 'text') LIKE 'The public check fails%'")
+    assert reviews[0]["n"] == 8 * 2  # two review rounds per unit (scenario max_review_rounds)
+
+
+def test_memory_literal_scores_higher_with_the_learned_bank(study):
+    home, runs = study
+    got = results(home, runs["scripted:memory-literal"][1])
+    for project in ("settle", "jobqueue"):
+        learned, none = got[(project, "learned_bank")], got[(project, "no_memory")]
+        assert learned["ccpf"] > none["ccpf"] and learned["weighted_score"] > none["weighted_score"]
+        assert learned["ccpf"] == 1.0
+    # the ablated skill (L1-fees) is what settle's fee cases need: ablation costs exactly those
+    assert got[("settle", "ablated_bank")]["ccpf"] < got[("settle", "learned_bank")]["ccpf"]
+    assert "FEE_CONSERVATION" in got[("settle", "ablated_bank")]["caps_fired"]
+    assert got[("jobqueue", "ablated_bank")]["ccpf"] == got[("jobqueue", "learned_bank")]["ccpf"]
+    assert got[("settle", "no_memory")]["cap_reasons"] and got[("settle", "no_memory")]["weighted_score"] <= 35
+
+
+def test_protocol_events_and_resources(study):
+    home, runs = study
+    run_set = runs["scripted:memory-literal"][1]
+    phases = sql(home, "SELECT unit_id, groupArray(JSONExtractString(payload, 'phase')) AS phases FROM "
+                       f"(SELECT unit_id, payload FROM trajectory_events WHERE run_set = '{run_set}' "
+                       "AND kind = 'TransferPhase' ORDER BY unit_id, seq LIMIT 1 BY event_id) GROUP BY unit_id")
+    assert len(phases) == 8
+    for row in phases:
+        assert row["phases"] == ["plan_handoff", "implementing", "delivery", "delivery_review", "freezing", "testing",
+                                 "test_feedback", "finished"], row
+    frozen = sql(home, "SELECT JSONExtractString(payload, 'bank') AS bank, JSONExtractString(payload, 'digest') AS d, "
+                       "JSONLength(payload, 'files') AS n FROM trajectory_events WHERE run_set = '" + run_set + "' "
+                       "AND kind = 'SkillBankFrozen' LIMIT 1 BY event_id")
+    banks = {r["bank"]: r for r in frozen}
+    assert set(banks) == {"learned", "ablated", "native"}
+    assert (banks["learned"]["n"], banks["ablated"]["n"], banks["native"]["n"]) == (6, 5, 3)
+    started = sql(home, "SELECT JSONExtractString(payload, 'condition') AS c, "
+                        "JSONExtractString(payload, 'skill_bank_digest') AS d FROM trajectory_events "
+                        f"WHERE run_set = '{run_set}' AND kind = 'RunStarted' LIMIT 1 BY event_id")
+    for row in started:
+        if row["c"] in ("learned_bank", "ablated_bank", "native_bank"):
+            assert row["d"] == banks[row["c"].split("_")[0]]["d"]
+    got = results(home, run_set)
+    for row in got.values():
+        assert row["agent_turns"] == 1 and row["user_turns"] == 3  # plan, acceptance, test feedback
+        assert row["lines_added"] > 0 and row["patch_invocations"] == 1 and row["submission_digest"]
+    report = json.loads((home / "runs" / run_set / "report.json").read_text())
+    section = report["transfer"]
+    by = {(p["project"], p["condition"]): p for p in section["projects"]}
+    for key, row in got.items():
+        assert by[key]["ccpf_micro"] == pytest.approx(row["ccpf"])
+        assert by[key]["weighted_score_mean"] == pytest.approx(row["weighted_score"])
+        assert [d["dimension"] for d in by[key]["dimensions"]] == list("ABCDE")
+    cond = {c["condition"]: c for c in section["conditions"]}
+    assert cond["no_memory"]["reduction_vs_baseline"] is None
+    assert set(cond["learned_bank"]["reduction_vs_baseline"]) >= {"agent_turns", "agent_time_ms", "total_tokens"}
+    md = (home / "runs" / run_set / "report.md").read_text()
+    html = (home / "runs" / run_set / "report.html").read_text()
+    assert "## Transfer (EngramBench protocol)" in md and "FEE_CONSERVATION" in md
+    assert 'id="transfer"' in html and "<svg" in html
+
+
+def test_tampered_bank_excludes_the_condition(tmp_path, bwrap_sandbox):
+    home = tmp_path / "home"
+    run_cli("transfer", "transfer-v1", "--agent", "scripted:memory-literal", "--phase", "learning", home=home,
+            check=True)
+    run_set = run_set_of(home, "scripted:memory-literal")
+    skill = home / "runs" / run_set / "banks" / "s1" / "learned" / "L3-retries" / "SKILL.md"
+    skill.chmod(0o644)
+    skill.write_text(skill.read_text() + "\nMAX_RETRIES = 9\n")
+    run_cli("transfer", "transfer-v1", "--agent", "scripted:memory-literal", "--phase", "transfer", home=home,
+            check=True)
+    got = results(home, run_set)
+    for project in ("settle", "jobqueue"):
+        row = got[(project, "learned_bank")]
+        assert row["excluded"] and row["exclusion_reason"] == "skill_bank_modified" and row["ccpf"] is None
+        for other in ("no_memory", "native_bank", "ablated_bank"):
+            assert not got[(project, other)]["excluded"]
+    reasons = sql(home, "SELECT JSONExtractString(payload, 'text', 'text') AS t FROM trajectory_events "
+                        f"WHERE run_set = '{run_set}' AND kind = 'Turn' AND JSONExtractString(payload, 'role') = 'system'"
+                        " LIMIT 1 BY event_id")
+    assert len(reasons) == 2 and all("skill_bank_modified" in r["t"] and "L3-retries/SKILL.md" in r["t"] for r in reasons)
+    report = json.loads((home / "runs" / run_set / "report.json").read_text())
+    rows = {(p["project"], p["condition"]): p for p in report["transfer"]["projects"]}
+    assert rows[("settle", "learned_bank")]["exclusion_reasons"] == {"skill_bank_modified": 1}
+
+
+@pytest.mark.parametrize("breakage, field", [
+    (lambda m: m["cases"][3].update(dimension="Z"), "cases[3].dimension"),
+    (lambda m: m["cases"][0].pop("weight"), "cases[0].weight"),
+    (lambda m: m["cases"][1].update(prerequisites=["NOPE"]), "cases[1].prerequisites[0]"),
+])
+def test_malformed_manifest_is_a_usage_error_and_writes_nothing(tmp_path, breakage, field):
+    study = tmp_path / "study"
+    shutil.copytree(STUDY, study)
+    path = study / "hidden" / "projects" / "settle" / "manifest.v2.json"
+    manifest = json.loads(path.read_text())
+    breakage(manifest)
+    path.write_text(json.dumps(manifest))
+    home = tmp_path / "home"
+    proc = run_cli("transfer", str(study), "--agent", "scripted:null", home=home)
+    assert proc.returncode == 2, proc.stderr
+    assert "manifest.v2.json" in proc.stderr and f"'{field}'" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not home.exists() or not any(home.rglob("*"))
+
+
+def test_malformed_scenario_is_a_usage_error_and_writes_nothing(tmp_path):
+    study = tmp_path / "study"
+    shutil.copytree(STUDY, study)
+    path = study / "projects" / "jobqueue" / "scenario.json"
+    scenario = json.loads(path.read_text())
+    scenario["max_review_rounds"] = "two"
+    path.write_text(json.dumps(scenario))
+    home = tmp_path / "home"
+    proc = run_cli("transfer", str(study), home=home)
+    assert proc.returncode == 2
+    assert "scenario.json" in proc.stderr and "'max_review_rounds'" in proc.stderr
+    assert not home.exists() or not any(home.rglob("*"))
