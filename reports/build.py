@@ -68,6 +68,7 @@ def build_report(warehouse: WarehouseReader, run_set: str) -> Report:
         comparisons=comparisons.comparisons,
         resources=comparisons.resources,
         suites=suite_isolation(warehouse, run_set),
+        hygiene_panel=hygiene.hygiene_panel,
     )
 
 
