@@ -147,5 +147,7 @@ def _issue14_gates_markdown(report: dict[str, Any]) -> list[str]:
     if panel:
         lines += ["", "## Hygiene rates", "", "| metric | better | numerator/denominator | rate |", "|---|---|---:|---:|"]
         for metric, r in panel.items():
-            lines.append(f"| {metric} | {r['direction']} | {r['numerator']}/{r['denominator']} | {_pct(r['rate'])} |")
+            # memory_bloat is a ratio ≥ 1 (memories held per useful memory), not a fraction
+            shown = _pct(r["rate"]) if metric != "memory_bloat" or r["rate"] is None else f"{r['rate']:.2f}×"
+            lines.append(f"| {metric} | {r['direction']} | {r['numerator']}/{r['denominator']} | {shown} |")
     return lines

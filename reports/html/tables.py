@@ -115,12 +115,14 @@ def hygiene_table(report: dict[str, Any]) -> str | None:
         rows = []
         for m in metrics:
             p = panel[m]
+            # memory_bloat is a ratio ≥ 1 (memories held per useful memory), not a fraction
+            fmt = (lambda r: "—" if r is None else f"{r:.2f}×") if m == "memory_bloat" else fmt_pct
             row = [f'{esc(m)} <span class="note">({esc(p.get("direction"))} is better)</span>',
-                   f'{fmt_pct(p.get("rate"))} <span class="note">({esc(p.get("numerator"))}/'
+                   f'{fmt(p.get("rate"))} <span class="note">({esc(p.get("numerator"))}/'
                    f'{esc(p.get("denominator"))})</span>']
             for c in conditions:
                 v = c["hygiene"].get(m)
-                row.append("—" if not v else f'{fmt_pct(v.get("rate"))} <span class="note">({esc(v.get("numerator"))}/'
+                row.append("—" if not v else f'{fmt(v.get("rate"))} <span class="note">({esc(v.get("numerator"))}/'
                                              f'{esc(v.get("denominator"))})</span>')
             rows.append(row)
         return html_table(["metric", "all"] + [esc(c["condition"]) for c in conditions], rows)
