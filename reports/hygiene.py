@@ -33,8 +33,8 @@ of their cells: there is room for memory to hurt), and in `stratum_validity` wit
 
 Continuation audit (DreamBench-SWE §5, App. C.3: "S2 starts from S1's scored production tree, and S3
 starts from S2's … clean-start S3 traps instead start S3 from the frozen clean base"). A valid cell
-passes when its run has every session from 1 to the scored one (the last), S1 starts clean, every
-later unscored session starts as a continuation, and its scored session starts the way every other
+passes when its run has every session from 1 to the scored one (the last), every unscored session
+after S1 starts as a continuation (S1 starts from the sequence's initial state, whatever its label), and its scored session starts the way every other
 valid cell of the same trap does (a trap is clean-start or continuation for all conditions and
 seeds). Required: every valid cell. `inherited_failed` discloses the paper's "continuation is
 lenient by design": continuation cells whose previous session had not passed its oracle.
@@ -181,8 +181,6 @@ def _continuation_audit(warehouse: WarehouseReader, run_set: str, cell_runs: dic
             problem = f"sessions {indices} are not 1..{len(mine)}"
         elif not mine[-1]["scored"] or any(s["scored"] for s in mine[:-1]):
             problem = "the scored session is not the last"
-        elif mine[0]["start_state"] != "clean":
-            problem = f"S1 started as {mine[0]['start_state']}"
         elif any(s["start_state"] != "continuation" for s in mine[1:-1]):
             problem = "an unscored session after S1 did not inherit the previous tree"
         else:

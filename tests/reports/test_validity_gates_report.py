@@ -25,7 +25,7 @@ TRAPS = {"c1-a": "C1", "c1-b": "C1", "c9-a": "C9"}
 
 
 def _run(task: str, condition: str, seed: int, s3_passes: bool, *, warmup: tuple[bool, bool] = (True, True),
-         starts: tuple[str, str, str] = ("clean", "continuation", "continuation")) -> list:
+         starts: tuple[str, str, str] = ("continuation", "continuation", "continuation")) -> list:
     emitted: list = []
     em = RunEmitter("rs", f"{task}-{condition}-{seed}", f"hyg/{task}/{condition}/{seed}",
                     lambda e, d: emitted.append(e))
@@ -90,7 +90,7 @@ def test_a_valid_pack_with_reversed_traps_passes_every_gate(tmp_path):
 def test_warmup_and_continuation_audit_fail_on_broken_runs(tmp_path):
     broken = {("c1-a", "B0", 1): {"warmup": (False, False)}, ("c1-a", "B0", 2): {"warmup": (True, False)},
               ("c9-a", "B0", 1): {"warmup": (False, True)},
-              ("c1-b", "B5", 2): {"starts": ("clean", "continuation", "clean")}}
+              ("c1-b", "B5", 2): {"starts": ("continuation", "continuation", "clean")}}
     gates = _report(tmp_path, _grid(broken)).validity_gates
     assert (gates.warmup.numerator, gates.warmup.denominator, gates.warmup.passed) == (14, 18, False)  # 0.78 < 0.80
     audit = gates.continuation_audit
