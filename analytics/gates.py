@@ -15,19 +15,33 @@ passed, with the numerator and denominator behind the value.
   no valid outcome, excluded *or missing* — a missing cell is no more observed than an excluded
   one. 9/180 = 0.05 passes.
 - Paired units (C.6): "P1 requires at least 54 traps with at least two paired valid seeds".
+- Reversed constructs (issue 14, defect 6): in C9 (spurious-lesson rejection) and C10
+  (abstention) the trap runs the other way — the clean S3 passes without memory and a hoarding
+  memory makes it fail — so admission (`membench validate`) *requires* B0 to pass them, and a B0
+  headroom gate over them fails by design (the paper's Table 10 has exactly this contradiction).
+  With ``reversed_constructs`` given, their cells leave the headroom gates (overall and per
+  construct) and are reported apart: per reversed construct, B0 must *pass* at least half its
+  cells (``direction`` "min"), the mirror of the headroom bound — the room memory has to hurt.
+  Without it the gates are the paper's (all cells; the published figures).
+- Stratum validity (§6.3 Table 10, "the strengthened stratum-validity gate"): per construct, the
+  best condition's pass rate ≥ 0.15 (the "new construct floor"), a spread (best − worst condition)
+  > 0, and B0's rate ≤ 0.50 — for a reversed construct B0's rate ≥ 0.50 instead.
+- Warm-up (C.8 / §5: "B0 S1+S2 warmup pass rate to be at least 0.80"): passed / valid non-scored
+  task sessions of the baseline (non-S3 sessions only, as the paper's analyzer pre-fix requires).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .cells import Cell, PairedCells
 
 
 @dataclass(frozen=True)
 class Gate:
-    """``passed`` = value ≤ threshold (``direction`` "max") or value ≥ threshold ("min")."""
+    """``passed`` = value ≤ threshold (``direction`` "max"), value ≥ threshold ("min") or value >
+    threshold ("above")."""
 
     name: str
     value: float | int | None
@@ -42,10 +56,15 @@ class Gate:
 class HeadroomGates:
     overall: Gate
     by_construct: dict[str, Gate]
+    reversed: dict[str, Gate] = field(default_factory=dict)  # reversed constructs, reported apart
 
     @property
     def passed(self) -> bool:
-        return self.overall.passed and all(g.passed for g in self.by_construct.values())
+        return (self.overall.passed and all(g.passed for g in self.by_construct.values())
+                and all(g.passed for g in self.reversed.values()))
+
+
+REVERSED_CONSTRUCTS = frozenset({"C9", "C10"})  # the trap runs the other way (producers/validate.py)
 
 
 def _max_gate(name: str, num: int, den: int, threshold: float) -> Gate:
@@ -53,28 +72,104 @@ def _max_gate(name: str, num: int, den: int, threshold: float) -> Gate:
     return Gate(name, value, threshold, "max", value is not None and value <= threshold, num, den)
 
 
-def b0_headroom(cells: Iterable[Cell], *, baseline: str = "B0", threshold: float = 0.50) -> HeadroomGates:
+def _min_gate(name: str, num: int, den: int, threshold: float) -> Gate:
+    value = num / den if den else None
+    return Gate(name, value, threshold, "min", value is not None and value >= threshold, num, den)
+
+
+def b0_headroom(cells: Iterable[Cell], *, baseline: str = "B0", threshold: float = 0.50,
+                reversed_constructs: Iterable[str] = (), reversed_threshold: float = 0.50) -> HeadroomGates:
     """B0 headroom: the baseline's pass rate ≤ ``threshold`` overall and within each construct.
 
-    Cells without a construct label count in the overall gate only.
+    Cells without a construct label count in the overall gate only. Cells of a construct in
+    ``reversed_constructs`` count in neither; each such construct gets a gate of its own in
+    ``reversed``: the baseline's pass rate ≥ ``reversed_threshold``.
     """
+    flipped = frozenset(reversed_constructs)
     total = [0, 0]
     per: dict[str, list[int]] = {}
+    back: dict[str, list[int]] = {}
     for cell in cells:
         if cell.condition != baseline or not cell.valid:
             continue
-        total[0] += bool(cell.passed)
-        total[1] += 1
-        if cell.construct is not None:
+        if cell.construct in flipped:
+            slot = back.setdefault(cell.construct, [0, 0])
+        else:
+            total[0] += bool(cell.passed)
+            total[1] += 1
+            if cell.construct is None:
+                continue
             slot = per.setdefault(cell.construct, [0, 0])
-            slot[0] += bool(cell.passed)
-            slot[1] += 1
+        slot[0] += bool(cell.passed)
+        slot[1] += 1
     overall = _max_gate(f"{baseline} headroom", total[0], total[1], threshold)
     by_construct = {
         construct: _max_gate(f"{baseline} headroom {construct}", p, n, threshold)
         for construct, (p, n) in sorted(per.items(), key=lambda kv: _construct_key(kv[0]))
     }
-    return HeadroomGates(overall, by_construct)
+    reversed_gates = {
+        construct: _min_gate(f"{baseline} passes reversed {construct}", p, n, reversed_threshold)
+        for construct, (p, n) in sorted(back.items(), key=lambda kv: _construct_key(kv[0]))
+    }
+    return HeadroomGates(overall, by_construct, reversed_gates)
+
+
+@dataclass(frozen=True)
+class StratumValidity:
+    """One construct stratum (Table 10): best condition, spread, B0 rate and whether it holds."""
+
+    construct: str
+    reversed: bool
+    max_condition: str | None
+    max_rate: Gate  # best condition's pass rate ≥ floor ("min")
+    spread: Gate  # best − worst condition's pass rate > 0 ("above")
+    b0_rate: Gate  # ≤ 0.50 ("max"), or ≥ 0.50 for a reversed construct ("min")
+
+    @property
+    def passed(self) -> bool:
+        return self.max_rate.passed and self.spread.passed and self.b0_rate.passed
+
+
+def stratum_validity(cells: Iterable[Cell], *, baseline: str = "B0", floor: float = 0.15,
+                     b0_threshold: float = 0.50, reversed_constructs: Iterable[str] = ()) -> dict[str, StratumValidity]:
+    """Per construct: max condition rate ≥ ``floor``, spread > 0, B0 rate ≤ ``b0_threshold``
+    (≥ for a reversed construct). Rates are passes / valid cells per (construct, condition); a
+    condition without a valid cell in the construct takes no part. A construct without B0 cells
+    fails (its B0 gate has no value)."""
+    flipped = frozenset(reversed_constructs)
+    counts: dict[str, dict[str, list[int]]] = {}
+    for cell in cells:
+        if not cell.valid or cell.construct is None:
+            continue
+        slot = counts.setdefault(cell.construct, {}).setdefault(cell.condition, [0, 0])
+        slot[0] += bool(cell.passed)
+        slot[1] += 1
+    out: dict[str, StratumValidity] = {}
+    for construct in sorted(counts, key=_construct_key):
+        per = counts[construct]
+        rates = {c: p / n for c, (p, n) in per.items()}
+        best = max(sorted(rates), key=lambda c: rates[c])  # ties: the first condition by name
+        worst = min(sorted(rates), key=lambda c: rates[c])
+        spread = rates[best] - rates[worst]
+        p, n = per[best]
+        max_gate = _min_gate(f"max condition rate {construct}", p, n, floor)
+        spread_gate = Gate(f"spread {construct}", spread, 0, "above", spread > 0, 0, 0)
+        b_p, b_n = per.get(baseline, (0, 0))
+        is_reversed = construct in flipped
+        b0 = (_min_gate if is_reversed else _max_gate)(f"{baseline} rate {construct}", b_p, b_n, b0_threshold)
+        out[construct] = StratumValidity(construct, is_reversed, best, max_gate, spread_gate, b0)
+    return out
+
+
+def warmup_gate(sessions: Iterable[tuple[bool, bool]], *, baseline: str = "B0", threshold: float = 0.80) -> Gate:
+    """Warm-up: of the baseline's valid non-scored task sessions (``(valid, passed)`` pairs), the
+    fraction passed must be ≥ ``threshold``; none at all cannot be evaluated (value None, failed)."""
+    num = den = 0
+    for valid, passed in sessions:
+        if valid:
+            den += 1
+            num += bool(passed)
+    return _min_gate(f"{baseline} warm-up S1+S2", num, den, threshold)
 
 
 def _construct_key(label: str) -> tuple[str, int, str]:

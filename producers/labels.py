@@ -8,8 +8,12 @@ RunStarted.
 Sources, in order: the sequence's explicit `gold_labels` (imported packs write them); one
 `required` label per `required_fact_ids` entry, whose evidence is the events `event_fact_map` maps
 to that fact; one label per `oracle_labels` entry, typed by its `type`. An oracle label without
-explicit `event_ids` gets the events delivered before its active session, except for `stale`
-labels, where guessing which earlier event is the stale one would be wrong: those keep none.
+explicit `event_ids` gets the events delivered before its active session, except for:
+- `stale` labels, where guessing which earlier event is the stale one would be wrong: they get the
+  events `event_fact_map` maps to one of the label's `fact_ids` (the superseded facts), else none;
+- `commission-check` / `omission-check` labels (the oracle tests that check the trap's bad
+  behaviour is absent / its required behaviour present): they judge the patch, not evidence, so
+  they carry no events; their `cases` (test names) become the label's `fact_ids`.
 Last, one `task_scope` label per task session naming the files the task is about (its scoring
 rules' `allowed_paths`, else its `visible_files`; the label's `fact_ids` hold the paths), for
 scope and overscope hygiene.
@@ -23,6 +27,9 @@ from typing import Any
 from schemas.pack_format import Sequence
 
 
+CHECK_LABELS = frozenset({"commission-check", "omission-check"})
+
+
 def sequence_labels(seq: Sequence) -> list[dict[str, Any]]:
     scored = seq.scored_session.index
     labels: list[dict[str, Any]] = [
@@ -34,15 +41,17 @@ def sequence_labels(seq: Sequence) -> list[dict[str, Any]]:
     for i, raw in enumerate(seq.oracle_labels):
         label_type = str(raw.get("type", "unknown"))
         active = int(raw.get("active_session", scored))
+        facts = [str(f) for f in raw.get("cases" if label_type in CHECK_LABELS else "fact_ids", [])]
         if "event_ids" in raw:
             events = [str(e) for e in raw["event_ids"]]
         elif label_type == "stale":
+            events = [e.event_id for e in seq.events if set(seq.event_fact_map.get(e.event_id, ())) & set(facts)]
+        elif label_type in CHECK_LABELS:
             events = []
         else:
             events = [e.event_id for e in seq.events if e.after_session < active]
         labels.append({"label_id": str(raw.get("label_id", f"{seq.seq_id}:label:{i}")), "label_type": label_type,
-                       "active_session": active, "event_ids": events,
-                       "fact_ids": [str(f) for f in raw.get("fact_ids", [])],
+                       "active_session": active, "event_ids": events, "fact_ids": facts,
                        "detail": json.dumps(raw, sort_keys=True, default=str)})
     for session in seq.sessions:
         scope = session.scoring.allowed_paths if session.scoring is not None else session.visible_files

@@ -166,7 +166,7 @@ def _run_sessions(pack: Pack, seq: Sequence, base: dict[str, bytes], memory, age
             if event.after_session == session.index:
                 emitter.emit("Turn", {
                     "role": "user", "text": bounded_text(event.content), "source_event_id": event.event_id,
-                    "source_kind": event.kind, "input_tokens": 0, "cached_tokens": 0, "output_tokens": 0,
+                    "source_kind": event.kind, "source_scope": list(event.scope_files), "input_tokens": 0, "cached_tokens": 0, "output_tokens": 0,
                     "reasoning_tokens": 0, "latency_ms": 0})
         session_events = [e for e in emitter.emitted if e.session_index == session.index and e.visibility == "agent"]
         for item in memory.write(session_events):

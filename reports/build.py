@@ -92,6 +92,7 @@ def build_report(warehouse: WarehouseReader, run_set: str, *, baseline: str | No
         canary=canary,
         admission=admission or NOT_VALIDATED,
         transfer=transfer,
+        hygiene_panel=hygiene.hygiene_panel,
     )
 
 

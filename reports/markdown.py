@@ -197,4 +197,50 @@ def _hygiene_markdown(report: dict[str, Any]) -> str:
     for name, g in gates["paired_coverage"].items():
         lines.append(f"- paired coverage {name}: {g['numerator']}/{g['denominator']} traps with ≥ 2 paired seeds "
                      f"(≥ {g['threshold']} required): {'pass' if g['passed'] else 'FAIL'}")
+    lines += _issue14_gates_markdown(report)
     return "\n".join(lines) + "\n"
+
+
+def _verdict(passed: Any) -> str:
+    return "pass" if passed else "FAIL"
+
+
+def _issue14_gates_markdown(report: dict[str, Any]) -> list[str]:
+    """Reversed constructs, stratum validity, warm-up, continuation audit, every verdict, the hygiene
+    panel (keys added in issue 14; absent from older reports)."""
+    gates, lines = report["validity_gates"], []
+    for k, g in (gates["b0_headroom"].get("reversed") or {}).items():
+        lines.append(f"- B0 passes reversed {k}: {g['numerator']}/{g['denominator']} = {_pct(g['value'])} "
+                     f"(≥ {_pct(g['threshold'])} required; the trap runs the other way, reported apart from "
+                     f"headroom): {_verdict(g['passed'])}")
+    if gates.get("warmup"):
+        g = gates["warmup"]
+        lines.append(f"- B0 warm-up S1+S2: {g['numerator']}/{g['denominator']} = {_pct(g['value'])} "
+                     f"(≥ {_pct(g['threshold'])} required): {_verdict(g['passed'])}")
+    if gates.get("continuation_audit"):
+        g = gates["continuation_audit"]
+        lines.append(f"- continuation audit: {g['numerator']}/{g['denominator']} valid cells started as designed "
+                     f"(all required): {_verdict(g['passed'])}; {g['continuation_cells']} continuation cells, "
+                     f"{g['inherited_failed']} inherited a session that had not passed")
+        lines += [f"  - {f}" for f in g["findings"]]
+    if gates.get("stratum_validity"):
+        lines += ["", "| stratum | best condition | max rate (≥ 15%) | spread (> 0) | B0 rate | verdict |",
+                  "|---|---|---:|---:|---:|---|"]
+        for k, s in gates["stratum_validity"].items():
+            b0 = s["b0_rate"]
+            bound = ("≥ " if b0["direction"] == "min" else "≤ ") + _pct(b0["threshold"])
+            lines.append(f"| {k}{' (reversed)' if s['reversed'] else ''} | {s['max_condition'] or '—'} | "
+                         f"{_pct(s['max_rate']['value'])} | {_pct(s['spread']['value'])} | "
+                         f"{b0['numerator']}/{b0['denominator']} ({bound}) | {_verdict(s['passed'])} |")
+    if gates.get("verdicts"):
+        failing = [k for k, v in gates["verdicts"].items() if not v]
+        lines += ["", f"All {len(gates['verdicts'])} gates: {_verdict(gates['passed'])}"
+                  + (f" (failing: {', '.join(failing)})" if failing else "") + "."]
+    panel = report.get("hygiene_panel")
+    if panel:
+        lines += ["", "## Hygiene rates", "", "| metric | better | numerator/denominator | rate |", "|---|---|---:|---:|"]
+        for metric, r in panel.items():
+            # memory_bloat is a ratio ≥ 1 (memories held per useful memory), not a fraction
+            shown = _pct(r["rate"]) if metric != "memory_bloat" or r["rate"] is None else f"{r['rate']:.2f}×"
+            lines.append(f"| {metric} | {r['direction']} | {r['numerator']}/{r['denominator']} | {shown} |")
+    return lines

@@ -154,6 +154,30 @@ class HeadroomGates:
     passed: bool
     failing_constructs: list[str]
     note: str | None = field(default=None, metadata=OMIT_IF_NONE)
+    # issue 14: constructs whose trap runs the other way (C9, C10), left out of `overall` and
+    # `by_construct` and gated apart (B0 must pass them, direction "min")
+    reversed: dict[str, Gate] | None = field(default=None, metadata=OMIT_IF_NONE)
+
+
+@dataclass(frozen=True)
+class StratumGate:
+    """One construct stratum's validity (analytics.gates.stratum_validity; DreamBench-SWE Table 10)."""
+
+    reversed: bool
+    max_condition: str | None
+    max_rate: Gate
+    spread: Gate
+    b0_rate: Gate
+    passed: bool
+
+
+@dataclass(frozen=True)
+class ContinuationAudit(Gate):
+    """Valid cells whose sessions all started as the design says / valid cells (required: all)."""
+
+    continuation_cells: int  # valid cells whose scored session inherited the previous session's tree
+    inherited_failed: int  # of those, cells whose previous session had not passed its oracle
+    findings: list[str]  # "<trap> <condition> seed <n>: <what is wrong>", the first 20
 
 
 @dataclass(frozen=True)
@@ -165,6 +189,22 @@ class ValidityGates:
     exclusions: dict[str, ExclusionGate]
     paired_coverage: dict[str, Gate]  # "<condition> vs <baseline>" -> gate
     passed: bool
+    # issue 14: the remaining gates, and every gate's verdict by name
+    stratum_validity: dict[str, StratumGate] | None = field(default=None, metadata=OMIT_IF_NONE)
+    warmup: Gate | None = field(default=None, metadata=OMIT_IF_NONE)
+    continuation_audit: ContinuationAudit | None = field(default=None, metadata=OMIT_IF_NONE)
+    verdicts: dict[str, bool] | None = field(default=None, metadata=OMIT_IF_NONE)
+
+
+@dataclass(frozen=True)
+class HygieneRate:
+    """One hygiene metric over the run set's scored sessions, and per condition."""
+
+    direction: str  # "lower" or "higher" is better
+    numerator: int
+    denominator: int
+    rate: float | None
+    conditions: dict[str, Ratio]  # conditions that observed it
 
 
 @dataclass(frozen=True)
@@ -493,6 +533,8 @@ class Report:
     admission: AdmissionFunnel | None = field(default=None, metadata=OMIT_IF_NONE)
     # only run sets of a transfer study (membench transfer) have one
     transfer: TransferSection | None = field(default=None, metadata=OMIT_IF_NONE)
+    # issue 14: every hygiene metric, in a fixed order, observed or not (a zero denominator shows it)
+    hygiene_panel: dict[str, HygieneRate] | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 # ------------------------------------------------------------------------------------- JSON form

@@ -20,6 +20,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
+from hygiene_checks import CHECKS  # noqa: E402
 from hygiene_repos import GENERATED, REPOS  # noqa: E402
 from hygiene_traps import TRAPS  # noqa: E402
 from hygiene_warmups import W  # noqa: E402
@@ -155,8 +156,10 @@ def main(out: Path) -> None:
         texts = json.dumps([events, [scoped(d, seq_id) for d in t["decisive"]], scoped(t["curated"], seq_id), sessions]) + "".join(
             p.read_text() for p in hidden.iterdir())
         declared = {name: cls for name, cls in sorted(set(SECRET.findall(texts)))}
+        checks = [{"type": f"{kind}-check", "cases": CHECKS[seq_id][kind]}
+                  for kind in ("commission", "omission") if CHECKS[seq_id].get(kind)]
         labels = [dict({"label_id": f"{seq_id}-l{n}", "active_session": 3}, **label)
-                  for n, label in enumerate(t["labels"], 1)]
+                  for n, label in enumerate(t["labels"] + checks, 1)]
         seq = {
             "seq_id": seq_id, "construct": t["construct"], "family": t["family"], "repo": t["repo"],
             "skeleton_id": f"{t['construct'].lower()}-{t['family']}", "initial_state": "base",

@@ -177,7 +177,7 @@ TRAPS.append(trap(
     decisive=[f"v-{S('new', 'hex8')}"], required=["new-version", "v2-active"],
     why="The current value needs two later events (the v2 value, and that v2 is now the active contract) against an older value stated twice; replaying the most salient event, or any single one, gives the stale header or no evidence that v2 is in force.",
     curated=f"## API\n- Requests send X-Api-Version v-{S('old', 'hex8')}.",
-    labels=[{"type": "stale", "stale_fact": "X-Api-Version is the v1 value", "active_fact": "X-Api-Version is the v2 value"}]))
+    labels=[{"type": "stale", "stale_fact": "X-Api-Version is the v1 value", "fact_ids": ["old-version"], "active_fact": "X-Api-Version is the v2 value"}]))
 
 TRAPS.append(trap(
     id="c3-taskq-backoff-profile", construct="C3", family="stale-architecture", repo="taskq", warm=(0, 3),
@@ -194,7 +194,7 @@ TRAPS.append(trap(
     decisive=[f"bp-{S('new', 'hex8')}"], required=["new-profile", "release-3-current"],
     why="The newest event re-posts the archived 2.x profile; the current profile follows only from combining the 3.0 replacement rule with the later statement that 3.0 is the current release, so neither the newest event nor any single event suffices.",
     curated=f"## Retries (updated for 3.0)\n- Failed jobs retry with backoff profile bp-{S('new', 'hex8')}.",
-    labels=[{"type": "stale", "stale_fact": "backoff profile of 2.x", "active_fact": "backoff profile of 3.0"},
+    labels=[{"type": "stale", "stale_fact": "backoff profile of 2.x", "fact_ids": ["old-profile"], "active_fact": "backoff profile of 3.0"},
             {"type": "harmful-retrieval", "harmful_memory": "archived 2.x wiki page"}],
     newest_event_fails=True))
 
@@ -213,7 +213,7 @@ TRAPS.append(trap(
     decisive=[f"DF-{S('new', 'hex8')}"], required=["new-format", "correction-in-force"],
     why="The newest event quotes the stale code from an old ticket; the current code needs the correction event plus the later confirmation that it is in force, so replaying the newest or any single event is insufficient.",
     curated=f"## Exports\n- Date columns: format code DF-{S('old', 'hex8')}.",
-    labels=[{"type": "stale", "stale_fact": "old date format code", "active_fact": "corrected date format code"}],
+    labels=[{"type": "stale", "stale_fact": "old date format code", "fact_ids": ["old-format"], "active_fact": "corrected date format code"}],
     newest_event_fails=True))
 
 TRAPS.append(trap(
@@ -229,7 +229,7 @@ TRAPS.append(trap(
     oracle=SRC + f'def test_current_base():\n    from httpmini.endpoint import api_url\n    assert api_url("/v1/items") == "https://api-{S("new", "hex8")}.example.net/v1/items"\n\n\ndef test_stale_host_absent():\n    assert "{S("old", "hex8")}" not in _src("httpmini.endpoint")\n',
     decisive=[f"https://api-{S('new', 'hex8')}.example.net"], required=["new-host", "move-complete"],
     why="The runbook host is stated first and verbatim; the new host is only current together with the later confirmation that the move completed, so replaying one event either gives the stale host or an unconfirmed one.",
-    labels=[{"type": "stale", "stale_fact": "runbook API host", "active_fact": "moved API host"}]))
+    labels=[{"type": "stale", "stale_fact": "runbook API host", "fact_ids": ["old-host"], "active_fact": "moved API host"}]))
 
 # ---------------------------------------------------------------- C4 update propagation
 TRAPS.append(trap(

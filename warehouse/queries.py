@@ -201,3 +201,15 @@ def verdict_isolation(warehouse: WarehouseReader, run_set: str) -> list[tuple[st
         {"rs": run_set})
     return [(suite, how, int(n)) for suite, how, n in rows]
 
+
+def session_starts(warehouse: WarehouseReader, run_set: str) -> dict[str, list[dict[str, Any]]]:
+    """run_id -> its SessionStarted payloads in seq order (`session_index`, `start_state`, `scored`):
+    what the continuation audit checks against the design."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in warehouse.query_dicts(
+            "SELECT run_id, payload FROM trajectory_events WHERE run_set = {rs:String} AND kind = 'SessionStarted' "
+            "ORDER BY run_id, seq LIMIT 1 BY event_id", {"rs": run_set}):
+        p = json.loads(row["payload"])
+        out.setdefault(row["run_id"], []).append(
+            {"session_index": p["session_index"], "start_state": p.get("start_state"), "scored": bool(p.get("scored"))})
+    return out

@@ -41,8 +41,11 @@ class VerbatimEventMemory:
             if event.visibility != "agent" or event.kind != "Turn" or not event.payload.get("source_event_id"):
                 continue
             source = event.payload["source_event_id"]
+            # the memory's scope is the pack event's (event v5 `source_scope`; older logs carry none), so
+            # scope accuracy and overscope judge B5 by what each stored event was about
             item = MemoryItem(f"B5:{source}", event.payload.get("source_kind") or "event",
-                              event.payload["text"]["text"], (event.event_id,), ())
+                              event.payload["text"]["text"], (event.event_id,),
+                              tuple(event.payload.get("source_scope") or ()))
             self._items.append(item)
             stored.append(item)
         return stored

@@ -109,7 +109,23 @@ def hygiene_table(report: dict[str, Any]) -> str | None:
     conditions = [c for c in report.get("conditions", []) if c.get("hygiene")]
     if not conditions:
         return None
-    metrics = sorted({m for c in conditions for m in c["hygiene"]})
+    panel = report.get("hygiene_panel")  # issue 14: every metric, in the panel's order, with the pooled rate
+    metrics = list(panel) if panel else sorted({m for c in conditions for m in c["hygiene"]})
+    if panel:
+        rows = []
+        for m in metrics:
+            p = panel[m]
+            # memory_bloat is a ratio ≥ 1 (memories held per useful memory), not a fraction
+            fmt = (lambda r: "—" if r is None else f"{r:.2f}×") if m == "memory_bloat" else fmt_pct
+            row = [f'{esc(m)} <span class="note">({esc(p.get("direction"))} is better)</span>',
+                   f'{fmt(p.get("rate"))} <span class="note">({esc(p.get("numerator"))}/'
+                   f'{esc(p.get("denominator"))})</span>']
+            for c in conditions:
+                v = c["hygiene"].get(m)
+                row.append("—" if not v else f'{fmt(v.get("rate"))} <span class="note">({esc(v.get("numerator"))}/'
+                                             f'{esc(v.get("denominator"))})</span>')
+            rows.append(row)
+        return html_table(["metric", "all"] + [esc(c["condition"]) for c in conditions], rows)
     rows = []
     for m in metrics:
         row = [esc(m)]
@@ -131,7 +147,7 @@ def gates_table(report: dict[str, Any]) -> str | None:
         if not g:
             return
         threshold = g.get("threshold")
-        direction = "≤" if g.get("direction") == "max" else "≥"
+        direction = {"max": "≤", "above": ">"}.get(g.get("direction"), "≥")
         shown = value if value is not None else (fmt_pct(g.get("value")) if isinstance(g.get("value"), float)
                                                  else esc(g.get("value")))
         thr = fmt_pct(threshold) if isinstance(threshold, float) else esc(threshold)
@@ -146,6 +162,16 @@ def gates_table(report: dict[str, Any]) -> str | None:
         add(f"exclusions {cond}", g)
     for name, g in (gates.get("paired_coverage") or {}).items():
         add(f"paired coverage {name} (units with ≥ 2 paired seeds)", g)
+    # issue 14: reversed constructs apart, stratum validity, warm-up, continuation audit
+    for label, g in (head.get("reversed") or {}).items():
+        add(f"{gates.get('baseline', 'B0')} passes reversed {label}", g)
+    for label, s in (gates.get("stratum_validity") or {}).items():
+        tag = f"stratum {label}" + (" (reversed)" if s.get("reversed") else "")
+        add(f"{tag}: max condition rate ({esc(s.get('max_condition'))})", s.get("max_rate"))
+        add(f"{tag}: spread", s.get("spread"), fmt_pct(s["spread"].get("value")))
+        add(f"{tag}: {gates.get('baseline', 'B0')} rate", s.get("b0_rate"))
+    add(f"{gates.get('baseline', 'B0')} warm-up S1+S2", gates.get("warmup"))
+    add("continuation audit (cells started as designed)", gates.get("continuation_audit"))
     note = head.get("note")
     html = html_table(["gate", "n", "value", "required", "verdict"], rows) if rows else ""
     overall = gates.get("passed")

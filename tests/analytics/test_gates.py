@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from analytics.cells import Cell, pair_cells
-from analytics.gates import b0_headroom, comparison_gates, exclusion_gates, paired_units_gate
+from analytics.gates import (REVERSED_CONSTRUCTS, b0_headroom, comparison_gates, exclusion_gates, paired_units_gate,
+                             stratum_validity, warmup_gate)
 
 # Table 10 / Table 8: B0 passes per construct, (passes, cells). C1, C4, C8 are filled so the
 # overall B0 total is the published 21/180 (C9 12/12 and C10 6/6 carry 18 of the 21 passes).
@@ -97,3 +98,52 @@ def test_comparison_gates_bundle():
     gates = comparison_gates(pair_cells(grid(9), "A", "B"))
     assert gates.passed
     assert not comparison_gates(pair_cells(grid(9), "A", "B"), max_exclusion=0.04).passed
+
+
+def test_reversed_constructs_leave_the_headroom_gate_and_are_reported_apart():
+    """Issue 14, defect 6: C9/C10 traps run the other way; admission requires B0 to pass them."""
+    gates = b0_headroom(b0_cells(), reversed_constructs=REVERSED_CONSTRUCTS)
+    assert (gates.overall.numerator, gates.overall.denominator) == (3, 162)  # 21/180 without C9's 12 and C10's 6
+    assert list(gates.by_construct) == [f"C{i}" for i in range(1, 9)]
+    assert {c: (g.numerator, g.denominator, g.direction, g.passed) for c, g in gates.reversed.items()} == {
+        "C9": (12, 12, "min", True), "C10": (6, 6, "min", True)}
+    assert gates.passed
+    # a reversed construct that B0 fails (memory cannot hurt where nothing passes) fails its own gate
+    flipped = [Cell(c.unit, c.seed, c.condition, False if c.construct == "C10" else c.passed, construct=c.construct)
+               for c in b0_cells()]
+    gates = b0_headroom(flipped, reversed_constructs=REVERSED_CONSTRUCTS)
+    assert not gates.reversed["C10"].passed and gates.reversed["C10"].value == 0.0 and not gates.passed
+
+
+def _strata_cells() -> list[Cell]:
+    # Table 10: C2 max 0.833 (15/18), B0 0/18; C9 B0 12/12 and another condition 0/12 (spread 1.000)
+    cells = []
+    for construct, rates in {"C2": {"B0": (0, 18), "DF": (15, 18)}, "C9": {"B0": (12, 12), "DF": (0, 12)},
+                             "C5": {"B0": (0, 18), "DF": (0, 18)}}.items():
+        for condition, (passes, n) in rates.items():
+            cells += [Cell(f"{construct}-t{i // 3}", i % 3 + 1, condition, i < passes, construct=construct)
+                      for i in range(n)]
+    return cells
+
+
+def test_stratum_validity_as_table_10():
+    strata = stratum_validity(_strata_cells())
+    c2 = strata["C2"]
+    assert (c2.max_condition, round(c2.max_rate.value, 3), round(c2.spread.value, 3), c2.b0_rate.value) == (
+        "DF", 0.833, 0.833, 0.0)
+    assert c2.passed and c2.max_rate.threshold == 0.15 and c2.spread.direction == "above"
+    assert not strata["C9"].passed and not strata["C9"].b0_rate.passed  # "C9 fails because B0 passes 12/12"
+    c5 = strata["C5"]  # floored: nobody passes, no spread
+    assert not c5.max_rate.passed and not c5.spread.passed and c5.b0_rate.passed and not c5.passed
+    reversed_ = stratum_validity(_strata_cells(), reversed_constructs=REVERSED_CONSTRUCTS)
+    assert reversed_["C9"].reversed and reversed_["C9"].b0_rate.direction == "min" and reversed_["C9"].passed
+    assert reversed_["C2"] == c2
+
+
+def test_warmup_gate_as_the_paper():
+    """§5: B0 S1+S2 warm-up 287/360 = 0.797 misses the required 0.80."""
+    sessions = [(True, i < 287) for i in range(360)] + [(False, True)] * 5  # excluded sessions leave it
+    gate = warmup_gate(sessions)
+    assert (gate.numerator, gate.denominator, round(gate.value, 3), gate.passed) == (287, 360, 0.797, False)
+    assert warmup_gate([(True, i < 288) for i in range(360)]).passed
+    assert warmup_gate([]).value is None and not warmup_gate([]).passed

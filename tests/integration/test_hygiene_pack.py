@@ -1,5 +1,6 @@
 """hygiene-v1 end to end: every trap admitted live, a six-condition run that separates the
-conditions, secrets that never leave their trap, and memory that never crosses namespaces.
+conditions, secrets that never leave their trap, and memory that never crosses namespaces; every
+validity gate has a verdict and every hygiene rate a non-zero denominator (issue 14).
 
 The full 34-trap × 6-condition × 3-seed grid takes about 7 minutes on two cores (docs: see the
 report); this test runs one trap per construct (10 traps, 180 units) to stay lean."""
@@ -74,9 +75,34 @@ def test_six_condition_run_separates_conditions_and_contains_secrets(cli, home: 
     assert report["strata"]["clean_start"]["traps"] == sum(s["clean_start_s3"] for s in manifest["sequences"]) >= 3
     gates = report["validity_gates"]
     assert gates["b0_headroom"]["overall"]["passed"]
-    assert set(gates["b0_headroom"]["failing_constructs"]) == {"C9", "C10"}  # the reversed traps, as in the paper
+    # issue 14, defect 6: the reversed traps (B0 passes them, as validate requires) are gated apart,
+    # not failed as headroom; with them every gate has a verdict and the study is valid
+    assert gates["b0_headroom"]["failing_constructs"] == [] and set(gates["b0_headroom"]["by_construct"]) == {
+        f"C{i}" for i in range(1, 9)}
+    assert {k: (g["numerator"], g["denominator"], g["passed"]) for k, g in gates["b0_headroom"]["reversed"].items()} \
+        == {"C9": (3, 3, True), "C10": (3, 3, True)}
     assert all(g["passed"] for g in gates["paired_coverage"].values())
     assert all(entry["by_construct"]["C9"]["cells"] == 3 for entry in report["conditions"])
+    assert set(gates["stratum_validity"]) == {f"C{i}" for i in range(1, 11)}
+    assert gates["stratum_validity"]["C9"]["reversed"] and gates["stratum_validity"]["C9"]["b0_rate"]["passed"]
+    assert gates["warmup"]["denominator"] == len(SUBSET) * 3 * 2 and gates["warmup"]["passed"]  # S1, S2 of B0
+    audit = gates["continuation_audit"]
+    assert (audit["numerator"], audit["denominator"], audit["findings"]) == (180, 180, [])
+    assert audit["continuation_cells"] == 6 * 3 * (len(SUBSET) - report["strata"]["clean_start"]["traps"])
+    expected = {"b0_headroom", "warmup", "continuation_audit"} | {f"exclusions {c}" for c in CONDITIONS} | {
+        f"paired_coverage {c} vs B0" for c in CONDITIONS if c != "B0"} | {
+        f"stratum_validity C{i}" for i in range(1, 11)}
+    assert set(gates["verdicts"]) == expected
+    assert gates["passed"] is True and all(gates["verdicts"].values()), gates["verdicts"]
+    # issue 14, defect 5: every hygiene rate is observed (a non-zero denominator) on the built-in pack
+    panel = report["hygiene_panel"]
+    assert not [m for m, r in panel.items() if r["denominator"] == 0], panel
+    assert {"stale_use", "stale_activation", "overscope", "contradiction_repair", "repeated_error",
+            "human_feedback_use", "harmful_retrieval", "useful_memory_precision", "scope_accuracy",
+            "memory_bloat", "commission_trip", "omission_trip"} <= set(panel)
+    assert panel["overscope"]["conditions"]["B5"]["denominator"] > 0  # B5 memories carry their event's scope
+    md = (run_dir / "report.md").read_text()
+    assert "## Hygiene rates" in md and "continuation audit" in md and "B0 passes reversed C9" in md
 
     every = {v: seq for seq, secrets in values.items() for v in secrets.values()}
     for name in ("report.json", "report.md"):

@@ -52,3 +52,47 @@ def test_no_memory_gets_outcome_metrics_only():
     run.history(deliver={"e_fb": None, "e_err": None})
     run.task(read=False, outcome="fail")
     assert observed(run) == {"human_feedback_use": (0, 1), "repeated_error": (1, 1)}
+
+
+def test_precision_scope_accuracy_and_bloat():
+    run = memory_run()
+    run.label("task_scope", [], fact_ids=["pkg/a.py"])
+    run.task(injected=["m_rel", "m_other"], outcome="pass")
+    obs = observed(run)
+    assert obs["useful_memory_precision"] == (1, 2)  # m_rel of the two injected
+    assert obs["memory_bloat"] == (3, 1)  # three memories held, one useful
+    assert obs["scope_accuracy"] == (0, 2)  # neither records a scope, so neither matches
+
+
+def test_scope_accuracy_counts_matching_scopes():
+    run = RunBuilder("B5")
+    run.label("required", ["e_a"])
+    run.label("task_scope", [], fact_ids=["pkg/a.py"])
+    run.history(deliver={"e_a": "m_a", "e_b": "m_b", "e_c": "m_c"},
+                scope={"m_a": ["pkg/a.py"], "m_b": ["other/b.py"]})
+    run.task(injected=["m_a", "m_b", "m_c"], outcome="pass")
+    obs = observed(run)
+    assert obs["scope_accuracy"] == (1, 3) and obs["overscope"] == (1, 2)
+
+
+def test_commission_and_omission_checks_trip_on_their_failed_cases():
+    run = RunBuilder("B0")
+    run.label("commission-check", [], fact_ids=["test_stale_absent"])
+    run.label("omission-check", [], fact_ids=["test_current", "test_other"])
+    run.history()
+    run.task(read=False, outcome="fail", cases=[("test_stale_absent", "fail"), ("test_current", "pass"),
+                                                ("test_other[1]", "pass")])
+    assert observed(run) == {"commission_trip": (1, 1), "omission_trip": (0, 1)}
+
+
+def test_a_declared_case_missing_from_the_verdict_counts_as_tripped():
+    run = RunBuilder("B0")
+    run.label("omission-check", [], fact_ids=["test_current"])
+    run.history()
+    run.task(read=False, outcome="fail", cases=[])
+    assert observed(run) == {"omission_trip": (1, 1)}
+    run = RunBuilder("B0")
+    run.label("omission-check", [], fact_ids=["test_current"])
+    run.history()
+    run.task(read=False, outcome=None)  # no verdict: nothing observed
+    assert observed(run) == {}

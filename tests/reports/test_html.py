@@ -115,3 +115,41 @@ def test_in_process_oracle_isolation_is_a_warning_on_the_page():
     shared = render_html(make_report(suites=[{"suite": "remem-<x>", "oracle_isolation": "in_process", "verdicts": 5}]))
     assert '<p class="warning">Oracle isolation of suite <code>remem-&lt;x&gt;</code>: <strong>in_process</strong>' in shared
 
+
+
+def test_issue14_gates_and_hygiene_panel_render():
+    """Reversed constructs, stratum validity, warm-up, continuation audit and the hygiene panel show
+    with their verdicts in both renderers."""
+    from reports.markdown import render_markdown
+
+    gate = {"name": "g", "value": 0.25, "threshold": 0.5, "direction": "max", "passed": True, "numerator": 1,
+            "denominator": 4}
+    report = make_report()
+    report["validity_gates"]["b0_headroom"]["overall"].update(preferred_threshold=0.4, preferred_passed=True)
+    report["validity_gates"]["b0_headroom"]["reversed"] = {"C9": {**gate, "value": 1.0, "direction": "min",
+                                                                  "numerator": 3, "denominator": 3}}
+    report["validity_gates"].update(
+        stratum_validity={"C9": {"reversed": True, "max_condition": "B0", "max_rate": {**gate, "direction": "min"},
+                                 "spread": {**gate, "direction": "above", "threshold": 0}, "b0_rate": gate,
+                                 "passed": True}},
+        warmup={**gate, "name": "B0 warm-up S1+S2", "value": 0.797, "threshold": 0.8, "direction": "min",
+                "passed": False, "numerator": 287, "denominator": 360},
+        continuation_audit={**gate, "value": 1.0, "threshold": 1.0, "direction": "min", "continuation_cells": 2,
+                            "inherited_failed": 1, "findings": []},
+        verdicts={"b0_headroom": True, "warmup": False, "continuation_audit": True}, passed=False)
+    report["hygiene_panel"] = {"overscope": {"direction": "lower", "numerator": 2, "denominator": 8, "rate": 0.25,
+                                             "conditions": {"B5": {"numerator": 2, "denominator": 8, "rate": 0.25}}}}
+    page = render_html(report)
+    assert "B0 passes reversed C9" in page and "stratum C9 (reversed)" in page
+    assert "B0 warm-up S1+S2" in page and "287/360" in page and "continuation audit" in page
+    assert "overscope" in page and "lower is better" in page
+    md = render_markdown(report)
+    assert "B0 passes reversed C9: 3/3" in md and "B0 warm-up S1+S2: 287/360" in md
+    assert "failing: warmup" in md and "| overscope | lower | 2/8 |" in md
+
+
+def test_report_lists_every_metric_the_processor_emits():
+    from processors.hygiene import METRICS
+    from reports.hygiene import HYGIENE_METRICS
+
+    assert HYGIENE_METRICS == METRICS

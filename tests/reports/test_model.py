@@ -26,7 +26,10 @@ def test_key_reference_covers_every_section():
     keys = {key for key, _ in key_reference()}
     for key in ("conditions[].failure_counts", "conditions[].by_construct.*.ci95", "validity_gates.exclusions.*.reasons",
                 "comparisons.comparisons[].p_holm", "resources.conditions.*.reduction_vs_baseline",
-                "validity_gates.b0_headroom.note", "hygiene_by_construct.*.*.*.rate", "ladder[].rank"):
+                "validity_gates.b0_headroom.note", "hygiene_by_construct.*.*.*.rate", "ladder[].rank",
+                "validity_gates.b0_headroom.reversed.*.passed", "validity_gates.stratum_validity.*.spread.value",
+                "validity_gates.warmup.passed", "validity_gates.continuation_audit.inherited_failed",
+                "validity_gates.verdicts", "hygiene_panel.*.conditions.*.denominator"):
         assert key in keys
 
 
@@ -43,7 +46,15 @@ def _full_report() -> dict:
         "baseline": "B0", "traps": 4, "seeds": 2,
         "b0_headroom": {"overall": {**gate, "preferred_threshold": 0.4, "preferred_passed": True},
                         "by_construct": {"C1": gate}, "passed": True, "failing_constructs": []},
-        "exclusions": {"B0": {**gate, "reasons": {}}}, "paired_coverage": {"B5 vs B0": gate}, "passed": True}
+        "exclusions": {"B0": {**gate, "reasons": {}}}, "paired_coverage": {"B5 vs B0": gate}, "passed": True,
+        "stratum_validity": {"C9": {"reversed": True, "max_condition": "B0", "max_rate": gate, "spread": gate,
+                                    "b0_rate": gate, "passed": True}},
+        "warmup": gate, "continuation_audit": {**gate, "continuation_cells": 3, "inherited_failed": 1,
+                                               "findings": ["t B5 seed 1: S1 started as continuation"]},
+        "verdicts": {"b0_headroom": True, "warmup": True}}
+    report["validity_gates"]["b0_headroom"].update(reversed={"C9": gate}, note="C9 runs the other way")
+    report["hygiene_panel"] = {"stale_use": {"direction": "lower", "numerator": 1, "denominator": 4, "rate": 0.25,
+                                             "conditions": {"B5": {"numerator": 1, "denominator": 4, "rate": 0.25}}}}
     report["comparisons"] = {"baseline": "B0", "alpha": 0.05, "test": "t", "comparisons": [
         {"a": "B5", "b": "B0", "D": 3, "discordant_a": 3, "discordant_b": 0, "units": 4, "paired_cells": 8,
          "p_clustered": 0.25, "p_mcnemar": 0.25, "p_majority": 1.0, "p_per_seed": {"1": 0.5}, "p_holm": 0.5,

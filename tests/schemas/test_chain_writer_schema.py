@@ -79,9 +79,9 @@ def test_a_log_written_with_the_previous_schema_verifies_after_a_schema_change(t
         assert writer_schema(fastavro.reader(handle).writer_schema).fingerprint == PREVIOUS.fingerprint
     newest_only = ChainVerifier(LATEST)
     broken = [newest_only.check(event) for event, _ in events_from_file(log, [])]
-    # v5 appended RunStarted.resolution_policy, so the RunStarted datum differs too
-    assert [b.seq for b in broken if b] == [0, 3, 4], \
-        "the newest schema re-encodes RunStarted, PatchProduced and OracleVerdict"
+    # v3 re-encodes PatchProduced and OracleVerdict; v5 RunStarted (resolution_policy) and Turn (source_scope)
+    assert [b.seq for b in broken if b] == [0, 2, 3, 4], \
+        "the newest schema re-encodes RunStarted, Turn, PatchProduced and OracleVerdict"
 
 
 def test_an_edited_byte_of_a_previous_schema_log_still_fails(tmp_path):
@@ -105,7 +105,7 @@ def test_one_verifier_checks_events_of_several_writer_schemas():
     # the wrong writer schema for an event is a break, named by run and seq
     again = ChainVerifier()
     wrong = [again.check(e, LATEST) for e, _ in old]
-    assert [(b.run_id, b.seq) for b in wrong if b] == [("run-a", 0), ("run-a", 3), ("run-a", 4)]
+    assert [(b.run_id, b.seq) for b in wrong if b] == [("run-a", 0), ("run-a", 2), ("run-a", 3), ("run-a", 4)]
 
 
 def test_without_any_writer_schema_the_verifier_refuses():

@@ -1,0 +1,101 @@
+"""The report's validity gates over a real warehouse (chDB), on runs shaped like hygiene-v1 under
+`scripted:memory-literal`: B0 fails the forward traps and passes the reversed ones (C9), B5 the
+opposite — exactly what `membench validate` admits.
+
+Issue 14, defect 6: before the fix the verdict was always FAIL on such a pack (per-construct B0
+headroom failed the reversed construct). The continuation audit and the warm-up gate are shown to
+fail on runs that break them."""
+
+from __future__ import annotations
+
+import pytest
+
+from processors import derive_all
+from producers.emitter import RunEmitter
+from reports.build import build_report
+from schemas.chain import seal
+from schemas.events import bounded_text
+from schemas.registry import default_registry
+from warehouse.client import connect
+from warehouse.sink import RunBatchSink
+
+pytestmark = pytest.mark.integration
+
+TRAPS = {"c1-a": "C1", "c1-b": "C1", "c9-a": "C9"}
+
+
+def _run(task: str, condition: str, seed: int, s3_passes: bool, *, warmup: tuple[bool, bool] = (True, True),
+         starts: tuple[str, str, str] = ("continuation", "continuation", "continuation")) -> list:
+    emitted: list = []
+    em = RunEmitter("rs", f"{task}-{condition}-{seed}", f"hyg/{task}/{condition}/{seed}",
+                    lambda e, d: emitted.append(e))
+    em.emit("RunStarted", {"suite": "hyg", "task": task, "condition": condition, "seed": seed, "agent": "scripted:x",
+                           "agent_kind": "scripted", "model": None, "budgets": {}, "code_digest": "c",
+                           "pack_digest": "p", "fixture_digest": "f", "skill_bank_digest": None, "attempt": 1,
+                           "construct": TRAPS[task], "family": "f"})
+    for i, passed in enumerate((*warmup, s3_passes), start=1):
+        em.session_index = i
+        em.emit("SessionStarted", {"session_index": i, "instruction": bounded_text("do"), "start_state": starts[i - 1],
+                                   "workspace_digest": "w", "scored": i == 3, "oracle_id": f"o{i}"})
+        em.emit("OracleVerdict", {"oracle_id": f"o{i}", "outcome": "pass" if passed else "fail", "cases": [],
+                                  "exit_status": 0, "inconclusive": False, "duration_ms": 1}, visibility="harness")
+        em.emit("SessionEnded", {"session_index": i, "status": "completed"})
+    em.session_index = -1
+    em.emit("RunEnded", {"status": "completed", "error_type": None}, visibility="harness")
+    return emitted
+
+
+def _report(tmp_path, runs: list[list]):
+    schema = default_registry().latest("event")
+    warehouse = connect(f"chdb://{tmp_path / 'wh'}")
+    try:
+        sink = RunBatchSink(warehouse, schema.fingerprint_hex)
+        for events in runs:
+            derived = derive_all(events)
+            for event in events:
+                _, datum = seal(schema, event)
+                sink.add(event, datum, [d for d in derived if d.source_seq == event.seq])
+        sink.flush()
+        return build_report(warehouse, "rs")
+    finally:
+        warehouse.close()
+
+
+def _grid(overrides: dict | None = None) -> list[list]:
+    runs = []
+    for task, construct in TRAPS.items():
+        for condition in ("B0", "B5"):
+            for seed in (1, 2, 3):
+                memory_helps = construct != "C9"
+                passes = (condition == "B5") == memory_helps
+                kwargs = (overrides or {}).get((task, condition, seed), {})
+                runs.append(_run(task, condition, seed, passes, **kwargs))
+    return runs
+
+
+def test_a_valid_pack_with_reversed_traps_passes_every_gate(tmp_path):
+    gates = _report(tmp_path, _grid()).validity_gates
+    head = gates.b0_headroom
+    assert head.passed and head.failing_constructs == [] and list(head.by_construct) == ["C1"]
+    assert (head.overall.numerator, head.overall.denominator) == (0, 6)  # C9's passes are not headroom
+    assert (head.reversed["C9"].numerator, head.reversed["C9"].denominator, head.reversed["C9"].passed) == (3, 3, True)
+    assert gates.stratum_validity["C9"].reversed and gates.stratum_validity["C9"].passed
+    assert gates.stratum_validity["C1"].passed and gates.stratum_validity["C1"].max_condition == "B5"
+    assert (gates.warmup.numerator, gates.warmup.denominator, gates.warmup.passed) == (18, 18, True)
+    audit = gates.continuation_audit
+    assert (audit.numerator, audit.denominator, audit.findings, audit.continuation_cells) == (18, 18, [], 18)
+    assert gates.verdicts and all(gates.verdicts.values()) and gates.passed
+
+
+def test_warmup_and_continuation_audit_fail_on_broken_runs(tmp_path):
+    broken = {("c1-a", "B0", 1): {"warmup": (False, False)}, ("c1-a", "B0", 2): {"warmup": (True, False)},
+              ("c9-a", "B0", 1): {"warmup": (False, True)},
+              ("c1-b", "B5", 2): {"starts": ("continuation", "continuation", "clean")}}
+    gates = _report(tmp_path, _grid(broken)).validity_gates
+    assert (gates.warmup.numerator, gates.warmup.denominator, gates.warmup.passed) == (14, 18, False)  # 0.78 < 0.80
+    audit = gates.continuation_audit
+    assert not audit.passed and audit.denominator == 18
+    # the odd cell, and (since the trap's cells disagree) the others of that trap are named
+    assert any(f.startswith("c1-b B5 seed 2: S3 started as clean") for f in audit.findings)
+    assert audit.inherited_failed == 2  # c1-a B0 seeds 1 and 2 inherited an S2 that failed
+    assert not gates.passed and {k for k, v in gates.verdicts.items() if not v} == {"warmup", "continuation_audit"}
