@@ -8,6 +8,7 @@ a producer retry derives nothing twice.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -34,12 +35,21 @@ class _RunState:
     pending: dict[int, Event] = field(default_factory=dict)
 
 
-class RunSetProcessor:
-    """Holds the open folds of every run in flight. A run's state is dropped at RunEnded."""
+# Ended run ids remembered (≈ 100 bytes each: ≈ 7 MB at the default).
+ENDED_WINDOW = 65_536
 
-    def __init__(self) -> None:
+
+class RunSetProcessor:
+    """Holds the open folds of every run in flight. A run's state is dropped at RunEnded; its id is
+    remembered among the last `ended_window` ended runs (None: all, for a bounded batch)."""
+
+    def __init__(self, ended_window: int | None = ENDED_WINDOW) -> None:
+        if ended_window is not None and ended_window < 1:
+            raise ValueError("ended_window must be at least 1")
         self._runs: dict[str, _RunState] = {}
         self._ended: set[str] = set()
+        self._ended_order: deque[str] = deque()
+        self.ended_window = ended_window
         self.dead_letters: list[DeadLetter] = []
         self.duplicates = 0
 
@@ -61,9 +71,25 @@ class RunSetProcessor:
             out.extend(self._apply_in_order(state, ready))
             if ready.kind == "RunEnded":
                 del self._runs[ready.run_id]
-                self._ended.add(ready.run_id)
+                self._remember_ended(ready.run_id)
                 break
         return out
+
+    def _remember_ended(self, run_id: str) -> None:
+        self._ended.add(run_id)
+        if self.ended_window is None:
+            return
+        self._ended_order.append(run_id)
+        if len(self._ended_order) > self.ended_window:
+            self._ended.discard(self._ended_order.popleft())
+
+    def take_dead_letters(self) -> list[DeadLetter]:
+        """The dead letters since the last call, cleared (a long-running worker keeps none)."""
+        letters, self.dead_letters = self.dead_letters, []
+        return letters
+
+    def ended_remembered(self) -> int:
+        return len(self._ended)
 
     def _apply_in_order(self, state: _RunState, event: Event) -> list[DerivedEvent]:
         out: list[DerivedEvent] = []
