@@ -8,7 +8,6 @@ a producer retry derives nothing twice.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -35,26 +34,27 @@ class _RunState:
     pending: dict[int, Event] = field(default_factory=dict)
 
 
-# Ended run ids remembered (≈ 100 bytes each: ≈ 7 MB at the default).
-ENDED_WINDOW = 65_536
+# Ended run ids remembered: at least this many, at most twice (≈ 100 bytes each: ≤ 7 MB).
+ENDED_WINDOW = 32_768
 
 
 class RunSetProcessor:
     """Holds the open folds of every run in flight. A run's state is dropped at RunEnded; its id is
-    remembered among the last `ended_window` ended runs (None: all, for a bounded batch)."""
+    remembered among the last `ended_window` (up to twice as many) ended runs (None: all, for a
+    bounded batch or an audit)."""
 
     def __init__(self, ended_window: int | None = ENDED_WINDOW) -> None:
         if ended_window is not None and ended_window < 1:
             raise ValueError("ended_window must be at least 1")
         self._runs: dict[str, _RunState] = {}
-        self._ended: set[str] = set()
-        self._ended_order: deque[str] = deque()
+        self._ended: set[str] = set()  # the newer generation (all ended runs when unbounded)
+        self._ended_before: set[str] = set()  # the older generation
         self.ended_window = ended_window
         self.dead_letters: list[DeadLetter] = []
         self.duplicates = 0
 
     def apply(self, event: Event) -> list[DerivedEvent]:
-        if event.run_id in self._ended:
+        if event.run_id in self._ended or event.run_id in self._ended_before:
             self.duplicates += 1
             return []
         state = self._runs.get(event.run_id)
@@ -77,11 +77,8 @@ class RunSetProcessor:
 
     def _remember_ended(self, run_id: str) -> None:
         self._ended.add(run_id)
-        if self.ended_window is None:
-            return
-        self._ended_order.append(run_id)
-        if len(self._ended_order) > self.ended_window:
-            self._ended.discard(self._ended_order.popleft())
+        if self.ended_window is not None and len(self._ended) >= self.ended_window:
+            self._ended_before, self._ended = self._ended, set()
 
     def take_dead_letters(self) -> list[DeadLetter]:
         """The dead letters since the last call, cleared (a long-running worker keeps none)."""
@@ -89,7 +86,7 @@ class RunSetProcessor:
         return letters
 
     def ended_remembered(self) -> int:
-        return len(self._ended)
+        return len(self._ended) + len(self._ended_before)
 
     def _apply_in_order(self, state: _RunState, event: Event) -> list[DerivedEvent]:
         out: list[DerivedEvent] = []
@@ -102,7 +99,7 @@ class RunSetProcessor:
 
     def is_new(self, run_id: str) -> bool:
         """No event of this run has been seen (or it was forgotten)."""
-        return run_id not in self._runs and run_id not in self._ended
+        return run_id not in self._runs and run_id not in self._ended and run_id not in self._ended_before
 
     def open_runs(self) -> list[str]:
         return list(self._runs)

@@ -1,5 +1,5 @@
-"""RunSetProcessor's memory is bounded (issue 17 item 4): ended run ids live in a window of the
-last `ended_window` runs to end; inside it a redelivered event is a duplicate, beyond it the run
+"""RunSetProcessor's memory is bounded (issue 17 item 4): ended run ids live in a window of at
+least the last `ended_window` runs to end (at most twice as many); inside it a redelivered event is a duplicate, beyond it the run
 is derived again with the same deterministic ids."""
 
 import pytest
@@ -17,9 +17,10 @@ def test_the_ended_window_holds_only_the_last_runs():
     processor = RunSetProcessor(ended_window=5)
     for i in range(40):
         _fold(processor, build_run(("pass",), run_id=f"r{i}"))
-    assert processor.ended_remembered() == 5
+    assert 5 <= processor.ended_remembered() <= 10
     assert processor.open_runs() == []
-    assert [processor.is_new(f"r{i}") for i in (34, 35, 39)] == [True, False, False]
+    assert not any(processor.is_new(f"r{i}") for i in range(35, 40))  # the last five: always
+    assert all(processor.is_new(f"r{i}") for i in range(30))  # beyond twice the window: never
 
 
 def test_redelivery_inside_the_window_derives_nothing():
