@@ -2,8 +2,8 @@
 
 Figures: the producer-side cost of emitting one event (seal + hash chain + hand-off to the
 Kafka producer; median and p95 over every emit, as the emitting thread's CPU time and as elapsed
-time), the producer rate, the end-to-end rate through runner → Kafka → one `membench process`
-worker → `membench sink` → warehouse (events whose raw row and derived rows are in the warehouse,
+time), the producer rate, the end-to-end rate through runner → Kafka → `membench process`
+workers (of either engine, one or more) → `membench sink` → warehouse (events whose raw row and derived rows are in the warehouse,
 per second of wall time), the consumer floors of `membench.bench.floor` on the same topic, and the
 embedded path's rate (file log + in-process processors + chDB) on the same runs.
 
