@@ -234,15 +234,75 @@ def recorded_derived(warehouse: Any, run_ids: set[str]) -> dict[str, dict[str, A
     return out
 
 
+# Runs whose derived events are compared with the warehouse in one query: memory stays bounded by
+# this many runs' derived events (and the open runs'), whatever the size of the log.
+VERIFY_BATCH_RUNS = 500
+
+
+class _Comparer:
+    """Compares re-derived events with the warehouse a batch of ended runs at a time."""
+
+    def __init__(self, warehouse: Any, result: ReplayResult, findings: list[Finding]):
+        self.warehouse, self.result, self.findings = warehouse, result, findings
+        self.by_run: dict[str, list[DerivedEvent]] = {}
+        self.ended: list[str] = []
+        self.done: set[str] = set()  # runs compared or waiting in `ended` (one id per run, like the heads)
+
+    def add(self, event: Event, derived: list[DerivedEvent]) -> None:
+        if derived:
+            self.by_run.setdefault(event.run_id, []).extend(derived)
+        if event.kind == "RunEnded" and event.run_id not in self.done:
+            self.done.add(event.run_id)
+            self.ended.append(event.run_id)
+            if len(self.ended) >= VERIFY_BATCH_RUNS:
+                self.flush(self.ended)
+                self.ended = []
+
+    def finish(self, all_runs: set[str]) -> None:
+        """Every run not compared yet: the last batch, and the runs that never ended."""
+        self.flush(set(self.ended) | (all_runs - self.done))
+        self.ended = []
+
+    def flush(self, run_ids) -> None:
+        run_ids = set(run_ids)
+        if not run_ids:
+            return
+        recorded = recorded_derived(self.warehouse, run_ids)
+        for run_id in run_ids:
+            for item in self.by_run.pop(run_id, ()):
+                self._compare(item, recorded.pop(item.derived_id, None))
+        for derived_id, want in recorded.items():
+            self.findings.append(Finding(want["run_id"], want["source_seq"],
+                                         f"{want['kind']} in the warehouse was not re-derived from the log "
+                                         "(events missing from the log)"))
+
+    def _compare(self, item: DerivedEvent, want: dict[str, Any] | None) -> None:
+        self.result.compared += 1
+        if want is None:
+            self.findings.append(Finding(item.run_id, item.source_seq, f"{item.kind} derived on replay is missing "
+                                                                       "from the warehouse"))
+            return
+        got = {k: v for k, v in _normalize(item.payload).items() if k not in WALL_CLOCK_FIELDS}
+        have = {k: v for k, v in want["payload"].items() if k not in WALL_CLOCK_FIELDS}
+        if got != have:
+            diff = sorted(k for k in set(got) | set(have) if got.get(k) != have.get(k))
+            self.findings.append(Finding(item.run_id, item.source_seq,
+                                         f"{item.kind} differs from the warehouse in {', '.join(diff)}"))
+
+
 def replay(events: Iterator[Logged], findings: list[Finding], warehouse: Any | None = None,
            blobs_for: Callable[[str], Path | None] | None = None) -> ReplayResult:
     """Checks and re-derives `events` ((event, writer schema) pairs); `blobs_for(run_set)` names the
-    run set's blob directory (None: unknown, so a digest-only diff is a finding)."""
+    run set's blob directory (None: unknown, so a digest-only diff is a finding).
+
+    Streams: re-derived events are kept only until their run has ended and its batch of
+    `VERIFY_BATCH_RUNS` runs was compared with the warehouse (without a warehouse, not at all);
+    what grows with the log is one head per run (the log root needs them)."""
     result = ReplayResult(findings=findings)
     verifier = ChainVerifier()
-    processor = RunSetProcessor()
+    processor = RunSetProcessor(ended_window=None)  # an audit remembers every run (as the heads do)
     stores: dict[str, BlobStore] = {}
-    derived: list[DerivedEvent] = []
+    comparer = _Comparer(warehouse, result, findings) if warehouse is not None else None
     for event, schema in events:
         result.events += 1
         broken = verifier.check(event, schema)
@@ -264,7 +324,10 @@ def replay(events: Iterator[Logged], findings: list[Finding], warehouse: Any | N
                 findings.extend(diff_findings(event, store))
             else:
                 findings.extend(model_call_findings(event, store))
-        derived.extend(processor.apply(event))
+        derived = processor.apply(event)
+        result.derived += len(derived)
+        if comparer is not None:
+            comparer.add(event, derived)
     for dead in processor.dead_letters:
         findings.append(Finding(dead.run_id, dead.seq, f"processor rejected the event: {dead.reason}"))
     heads = verifier.heads()
@@ -272,30 +335,11 @@ def replay(events: Iterator[Logged], findings: list[Finding], warehouse: Any | N
     for summary in result.run_sets.values():
         summary.heads = {run_id: computed[run_id] for run_id in summary.heads}
     result.runs = len(heads)
-    result.derived = len(derived)
     for run_id in processor.open_runs():
         seen, _ = heads[run_id]
         findings.append(Finding(run_id, seen - 1, "run has no RunEnded event (incomplete or truncated run)"))
-    if warehouse is None:
-        return result
-    recorded = recorded_derived(warehouse, set(heads))
-    for item in derived:
-        want = recorded.pop(item.derived_id, None)
-        result.compared += 1
-        if want is None:
-            findings.append(Finding(item.run_id, item.source_seq, f"{item.kind} derived on replay is missing "
-                                                                  "from the warehouse"))
-            continue
-        got = {k: v for k, v in _normalize(item.payload).items() if k not in WALL_CLOCK_FIELDS}
-        have = {k: v for k, v in want["payload"].items() if k not in WALL_CLOCK_FIELDS}
-        if got != have:
-            diff = sorted(k for k in set(got) | set(have) if got.get(k) != have.get(k))
-            findings.append(Finding(item.run_id, item.source_seq,
-                                    f"{item.kind} differs from the warehouse in {', '.join(diff)}"))
-    for derived_id, want in recorded.items():
-        findings.append(Finding(want["run_id"], want["source_seq"],
-                                f"{want['kind']} in the warehouse was not re-derived from the log "
-                                "(events missing from the log)"))
+    if comparer is not None:
+        comparer.finish(set(heads))
     return result
 
 

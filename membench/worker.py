@@ -1,4 +1,4 @@
-"""`membench process`: the processors inside a faust-streaming worker (docs/design.md §2, §7).
+"""`membench process --engine faust`: the processors inside a faust-streaming worker (docs/design.md §2, §7).
 
 The worker consumes the trajectory topic (raw bytes), decodes each message, runs the same pure
 `RunSetProcessor` as the embedded path, and publishes derived events (Avro single-object
@@ -16,11 +16,10 @@ same deterministic ids; the sink and every reader deduplicate by them.
 from __future__ import annotations
 
 import logging
-import os
 
 import faust
-from confluent_kafka import Consumer, TopicPartition
 
+from membench.kafka_engine import earlier_events
 from processors import RunSetProcessor
 from schemas.codec import DecodeError, decode, encode
 from schemas.events import Event
@@ -31,36 +30,6 @@ log = logging.getLogger("membench.worker")
 
 BATCH = 500  # messages per batch
 BATCH_WAIT_S = 0.05  # or whatever arrived within this time
-
-
-def earlier_events(topics: Topics, partition: int, before_offset: int, run_id: str, before_seq: int) -> list[Event]:
-    """The run's events with seq < before_seq, read back from its partition (offsets < before_offset)."""
-    consumer = Consumer({"bootstrap.servers": topics.bootstrap, "group.id": topics.group(f"backfill-{os.getpid()}"),
-                         "enable.auto.commit": False})
-    found: list[Event] = []
-    try:
-        low, _ = consumer.get_watermark_offsets(TopicPartition(topics.trajectory, partition), timeout=30)
-        consumer.assign([TopicPartition(topics.trajectory, partition, low)])
-        position = low
-        while position < before_offset:
-            batch = consumer.consume(5000, 5.0)
-            if not batch:
-                break
-            for msg in batch:
-                if msg.error():
-                    continue
-                position = msg.offset() + 1
-                if msg.offset() >= before_offset or msg.key() != run_id.encode():
-                    continue
-                try:
-                    event = Event.from_record(decode(msg.value() or b"")[1])
-                except DecodeError:
-                    continue
-                if event.seq < before_seq:
-                    found.append(event)
-    finally:
-        consumer.close()
-    return sorted(found, key=lambda e: e.seq)
 
 
 def app_settings(topics: Topics) -> dict:
@@ -80,14 +49,14 @@ def app_settings(topics: Topics) -> dict:
     )
 
 
-def build_app(dsn: str) -> faust.App:
+def build_app(dsn: str, ended_window: int | None = None) -> faust.App:
     topics = topics_from_dsn(dsn)
     app = faust.App(topics.group("processor"), **app_settings(topics))
     raw = app.topic(topics.trajectory, key_type=bytes, value_type=bytes, allow_empty=True)
     derived_topic = app.topic(topics.derived, key_type=bytes, value_type=bytes)
     dead_topic = app.topic(topics.deadletter, key_type=bytes, value_type=bytes)
     derived_schema = default_registry().latest("derived")
-    processor = RunSetProcessor()
+    processor = RunSetProcessor(ended_window) if ended_window else RunSetProcessor()
 
     async def dead_letter(event, reason: str) -> None:
         sent = await dead_topic.send(key=event.key, value=event.value or b"",
@@ -108,9 +77,8 @@ def build_app(dsn: str) -> faust.App:
             for earlier in earlier_events(topics, event.message.partition, event.message.offset,
                                           raw_event.run_id, raw_event.seq):
                 derived += processor.apply(earlier)
-        letters_before = len(processor.dead_letters)
         derived += processor.apply(raw_event)
-        for letter in processor.dead_letters[letters_before:]:
+        for letter in processor.take_dead_letters():
             await dead_letter(event, f"rejected by processor at run {letter.run_id} seq {letter.seq}: "
                                      f"{letter.reason}")
         return derived
@@ -136,7 +104,7 @@ def build_app(dsn: str) -> faust.App:
     return app
 
 
-def run_worker(dsn: str, loglevel: str = "WARNING") -> None:
-    app = build_app(dsn)
+def run_worker(dsn: str, loglevel: str = "WARNING", ended_window: int | None = None) -> None:
+    app = build_app(dsn, ended_window)
     worker = faust.Worker(app, loglevel=loglevel, quiet=True)
     worker.execute_from_commandline()

@@ -2,8 +2,8 @@
 
 Figures: the producer-side cost of emitting one event (seal + hash chain + hand-off to the
 Kafka producer; median and p95 over every emit, as the emitting thread's CPU time and as elapsed
-time), the producer rate, the end-to-end rate through runner → Kafka → one `membench process`
-worker → `membench sink` → warehouse (events whose raw row and derived rows are in the warehouse,
+time), the producer rate, the end-to-end rate through runner → Kafka → `membench process`
+workers (of either engine, one or more) → `membench sink` → warehouse (events whose raw row and derived rows are in the warehouse,
 per second of wall time), the consumer floors of `membench.bench.floor` on the same topic, and the
 embedded path's rate (file log + in-process processors + chDB) on the same runs.
 
@@ -131,7 +131,8 @@ def bench_embedded(runs: int, threads: int, sessions: int, turns: int) -> dict:
     return {"events": rows, "seconds": seconds, "events_per_s": rows / seconds}
 
 
-def bench_kafka(bootstrap: str, runs: int, threads: int, sessions: int, turns: int, log) -> dict:
+def bench_kafka(bootstrap: str, runs: int, threads: int, sessions: int, turns: int, log, engine: str = "kafka",
+                workers: int = 1, floors: bool = True) -> dict:
     from membench.bench.floor import faust_noop_rate, kafka_consume_rate
     from producers.bus.kafka import KafkaBus
     from schemas.topics import topics_from_dsn
@@ -142,13 +143,15 @@ def bench_kafka(bootstrap: str, runs: int, threads: int, sessions: int, turns: i
     with tempfile.TemporaryDirectory(prefix="membench-bench-") as tmp:
         env["MEMBENCH_HOME"] = str(Path(tmp) / "home")
         bus = KafkaBus(dsn, "bench", Path(tmp) / "spool")
-        worker = subprocess.Popen([sys.executable, "-m", "membench", "process", "--bus", dsn], env=env,
-                                  stdout=subprocess.DEVNULL, stderr=open(Path(tmp) / "worker.log", "w"))
+        procs = [subprocess.Popen([sys.executable, "-m", "membench", "process", "--engine", engine, "--bus", dsn],
+                                  env=env, stdout=subprocess.DEVNULL,
+                                  stderr=open(Path(tmp) / f"worker{i}.log", "w")) for i in range(workers)]
         try:
-            time.sleep(8)  # let the worker join its group before the clock starts
+            time.sleep(8 + 4 * (workers - 1))  # let the workers join their group before the clock starts
             log("producing ...")
             timings = EmitTimings()
-            machine_before, worker_cpu_before = (time.perf_counter(), _machine_cpu()), _process_cpu_seconds(worker.pid)
+            machine_before = (time.perf_counter(), _machine_cpu())
+            worker_cpu_before = sum(_process_cpu_seconds(p.pid) for p in procs)
             runner_cpu_before = _own_cpu_seconds()
             started = time.perf_counter()
             sink = subprocess.Popen([sys.executable, "-m", "membench", "sink", "--bus", dsn, "--warehouse",
@@ -161,17 +164,23 @@ def bench_kafka(bootstrap: str, runs: int, threads: int, sessions: int, turns: i
             log("draining through the worker and the sink ...")
             out, _ = sink.communicate(timeout=3600)
             end_to_end_s = time.perf_counter() - started - 3.0  # the sink waits 3 s of quiet before exiting
-            worker_cpu = _process_cpu_seconds(worker.pid) - worker_cpu_before
+            worker_cpu = sum(_process_cpu_seconds(p.pid) for p in procs) - worker_cpu_before
             machine_busy = _busy_fraction(machine_before, (time.perf_counter(), _machine_cpu()), end_to_end_s)
             stats = json.loads(out.strip().splitlines()[-1])
         finally:
-            worker.terminate()
-            worker.wait(60)
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                proc.wait(60)
         events = len(timings.wall)
-        log("consumer floors: a no-op faust agent, the confluent-kafka consumer ...")
-        faust_floor = faust_noop_rate(dsn, events)
-        kafka_floor = kafka_consume_rate(bootstrap, topics_from_dsn(dsn).trajectory, events)
+        if floors:
+            log("consumer floors: a no-op faust agent, the confluent-kafka consumer ...")
+            faust_floor = faust_noop_rate(dsn, events)
+            kafka_floor = kafka_consume_rate(bootstrap, topics_from_dsn(dsn).trajectory, events)
+        else:
+            faust_floor = kafka_floor = {"messages_per_s": None}
     return {
+        "engine": engine, "workers": workers,
         "events": events, "sink_raw": stats["raw"], "sink_derived": stats["derived"],
         "emit_cpu_median_us": statistics.median(timings.cpu) / 1000,
         "emit_cpu_p95_us": _p95(timings.cpu) / 1000,
@@ -181,8 +190,8 @@ def bench_kafka(bootstrap: str, runs: int, threads: int, sessions: int, turns: i
         "end_to_end_seconds": end_to_end_s, "end_to_end_events_per_s": events / end_to_end_s,
         "faust_noop_messages_per_s": faust_floor["messages_per_s"],
         "kafka_consumer_messages_per_s": kafka_floor["messages_per_s"],
-        # CPU time per event of each stage: the runner process (emit + librdkafka), the worker
-        # (from the clock start, so its start-up is not counted), the sink (its own process_time
+        # CPU time per event of each stage: the runner process (emit + librdkafka), the workers
+        # (all of them, from the clock start, so their start-up is not counted), the sink (its own process_time
         # while consuming); and how busy the machine's cores were over the end-to-end time
         "cpu_us_per_event": {"runner": runner_cpu / events * 1e6, "worker": worker_cpu / events * 1e6,
                              "sink": stats["cpu_seconds"] / events * 1e6},

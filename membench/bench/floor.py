@@ -33,6 +33,7 @@ def kafka_consume_rate(bootstrap: str, topic: str, messages: int, timeout_s: flo
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})
     consumer.subscribe([topic])
     seen, timed, first, last = 0, 0, None, None
+    cpu_first = cpu_last = 0.0
     deadline = time.monotonic() + timeout_s
     try:
         while seen < messages and time.monotonic() < deadline:
@@ -41,13 +42,13 @@ def kafka_consume_rate(bootstrap: str, topic: str, messages: int, timeout_s: flo
             seen += count
             if first is None:
                 if count:  # the clock starts when the first batch is in hand
-                    first = time.perf_counter()
+                    first, cpu_first = time.perf_counter(), time.process_time()
                 continue
             timed += count
-            last = time.perf_counter()
+            last, cpu_last = time.perf_counter(), time.process_time()
     finally:
         consumer.close()
-    return _rate(timed, messages, first, last)
+    return _rate(timed, messages, first, last, cpu_last - cpu_first)
 
 
 def faust_noop_rate(dsn: str, messages: int, timeout_s: float = 600.0) -> dict:
@@ -73,10 +74,13 @@ def faust_noop_rate(dsn: str, messages: int, timeout_s: float = 600.0) -> dict:
         return json.loads(out.read_text())
 
 
-def _rate(seen: int, messages: int, first: float | None, last: float | None) -> dict:
+def _rate(seen: int, messages: int, first: float | None, last: float | None, cpu_s: float = 0.0) -> dict:
+    """`cpu_us_per_message`: the consuming process's CPU time (every thread, librdkafka's too) over
+    the same window, per message."""
     seconds = (last - first) if first is not None and last is not None else 0.0
     return {"messages": seen, "expected": messages, "seconds": seconds,
-            "messages_per_s": seen / seconds if seconds > 0 else 0.0}
+            "messages_per_s": seen / seconds if seconds > 0 else 0.0,
+            "cpu_us_per_message": cpu_s / seen * 1e6 if seen else 0.0}
 
 
 def _noop_worker(dsn: str, messages: int, out: Path) -> None:
@@ -88,18 +92,19 @@ def _noop_worker(dsn: str, messages: int, out: Path) -> None:
     topics = topics_from_dsn(dsn)
     app = faust.App(topics.group(f"floor-{uuid.uuid4().hex[:8]}"), **app_settings(topics))
     raw = app.topic(topics.trajectory, key_type=bytes, value_type=bytes, allow_empty=True)
-    state = {"seen": 0, "timed": 0, "first": None}
+    state = {"seen": 0, "timed": 0, "first": None, "cpu_first": 0.0}
 
     @app.agent(raw)
     async def count(stream):
         async for batch in stream.take_events(BATCH, within=0.05):
             state["seen"] += len(batch)
             if state["first"] is None:
-                state["first"] = time.perf_counter()
+                state["first"], state["cpu_first"] = time.perf_counter(), time.process_time()
             else:
                 state["timed"] += len(batch)
             if state["seen"] >= messages:
-                result = _rate(state["timed"], messages, state["first"], time.perf_counter())
+                result = _rate(state["timed"], messages, state["first"], time.perf_counter(),
+                               time.process_time() - state["cpu_first"])
                 tmp = out.with_suffix(".tmp")
                 tmp.write_text(json.dumps(result))
                 os.replace(tmp, out)

@@ -83,22 +83,39 @@ def stats_bench(units: int, seeds: int, n_cells: int, resamples: int, repeats: i
 @click.option("--threads", default=4, show_default=True, help="concurrent runner threads")
 @click.option("--sessions", default=3, show_default=True)
 @click.option("--turns", default=8, show_default=True, help="agent turns (each with a tool call) per session")
+@click.option("--engine-runs", default=1000, show_default=True,
+              help="synthetic runs each processor engine drains for its CPU per event (and the floors)")
+@click.option("--memory-runs", default=1_000_000, show_default=True,
+              help="completed runs folded for the worker-memory figure (RSS sampled at 100,000 and at the end)")
 @click.option("--json", "as_json", is_flag=True, help="print the figures as JSON")
-def bus_bench(bus_dsn: str, runs: int, threads: int, sessions: int, turns: int, as_json: bool) -> None:
-    """Events/s end to end (runner -> Kafka -> one worker -> sink -> warehouse), the producer-side
-    emit cost, and the embedded path's figure on the same synthetic runs."""
+def bus_bench(bus_dsn: str, runs: int, threads: int, sessions: int, turns: int, engine_runs: int, memory_runs: int,
+              as_json: bool) -> None:
+    """Events/s end to end (runner -> Kafka -> workers -> sink -> warehouse) with 1 and 2 kafka-engine
+    workers and 1 faust worker, each engine's CPU per event beside its floors, the producer-side emit
+    cost, worker memory after many runs, and the embedded path's figure on the same synthetic runs."""
     from membench.bench.bus import bench_embedded, bench_emit, bench_kafka
+    from membench.bench.engines import bench_engines
+    from membench.bench.memory import worker_memory
     from schemas.topics import topics_from_dsn
 
     log = lambda msg: click.echo(msg, err=True)  # noqa: E731
+    bootstrap = topics_from_dsn(bus_dsn).bootstrap
     log("emit alone (one thread, no bus) ...")
     emit_alone = bench_emit()
     log(f"embedded path: {runs} runs x {threads} threads ...")
     embedded = bench_embedded(runs, threads, sessions, turns)
-    log(f"kafka path via {bus_dsn} ...")
-    kafka = bench_kafka(topics_from_dsn(bus_dsn).bootstrap, runs, threads, sessions, turns, log)
+    log(f"kafka path via {bus_dsn}, 1 kafka-engine worker ...")
+    kafka = bench_kafka(bootstrap, runs, threads, sessions, turns, log)
+    end_to_end = [kafka]
+    for engine, workers in (("kafka", 2), ("faust", 1)):
+        log(f"kafka path, {workers} {engine}-engine worker(s) ...")
+        end_to_end.append(bench_kafka(bootstrap, runs, threads, sessions, turns, log, engine, workers, floors=False))
+    engines = bench_engines(bootstrap, engine_runs, sessions, turns, log)
+    log(f"worker memory: {memory_runs} completed runs through RunSetProcessor ...")
+    memory = worker_memory(memory_runs, checkpoints=(100_000,))
     result = {"machine": machine(), "runs": runs, "threads": threads, "emit_alone": emit_alone,
-              "embedded": embedded, "kafka": kafka}
+              "embedded": embedded, "kafka": kafka, "end_to_end": end_to_end, "engines": engines,
+              "worker_memory": memory}
     if as_json:
         click.echo(json.dumps(result, indent=2))
         return
@@ -112,14 +129,32 @@ def bus_bench(bus_dsn: str, runs: int, threads: int, sessions: int, turns: int, 
     click.echo(f"emit alone (one thread, no bus): CPU median {emit_alone['emit_cpu_median_us']:.1f} us, "
                f"elapsed median {emit_alone['emit_wall_median_us']:.1f} us")
     click.echo(f"producer rate: {kafka['produce_events_per_s']:,.0f} events/s")
-    click.echo(f"end to end (runner -> Kafka -> 1 worker -> sink -> warehouse): "
-               f"{kafka['end_to_end_events_per_s']:,.0f} events/s ({kafka['end_to_end_seconds']:.1f} s; "
-               f"sink wrote {kafka['sink_raw']} raw, {kafka['sink_derived']} derived)")
-    cpu = kafka["cpu_us_per_event"]
-    click.echo(f"CPU per event: runner {cpu['runner']:.0f} us, worker {cpu['worker']:.0f} us, sink {cpu['sink']:.0f} us; "
-               f"cores busy {kafka['machine_busy_fraction']:.0%} of the end-to-end time")
-    click.echo(f"floor: a no-op faust agent reads {kafka['faust_noop_messages_per_s']:,.0f} messages/s; "
-               f"the confluent-kafka consumer {kafka['kafka_consumer_messages_per_s']:,.0f} messages/s")
+    for e2e in end_to_end:
+        cpu = e2e["cpu_us_per_event"]
+        click.echo(f"end to end (runner -> Kafka -> {e2e['workers']} {e2e['engine']} worker(s) -> sink -> warehouse): "
+                   f"{e2e['end_to_end_events_per_s']:,.0f} events/s ({e2e['end_to_end_seconds']:.1f} s; "
+                   f"sink wrote {e2e['sink_raw']} raw, {e2e['sink_derived']} derived); CPU per event: runner "
+                   f"{cpu['runner']:.0f} us, workers {cpu['worker']:.0f} us, sink {cpu['sink']:.0f} us; "
+                   f"cores busy {e2e['machine_busy_fraction']:.0%}")
+    floors, drain, ratios = engines["in_process"], engines["drain"], engines["ratios"]
+    click.echo(f"floors, CPU per event ({engines['events']} events): decode {floors['decode_us']:.1f} us, "
+               f"SHA-256 {floors['sha256_us']:.2f} us, fold {floors['fold_us']:.1f} us, derived encode "
+               f"{floors['derived_encode_us']:.1f} us; confluent consumer "
+               f"{engines['kafka_consumer']['cpu_us_per_message']:.1f} us "
+               f"({engines['kafka_consumer']['messages_per_s']:,.0f} messages/s); no-op faust agent "
+               f"{engines['faust_noop']['cpu_us_per_message']:.1f} us "
+               f"({engines['faust_noop']['messages_per_s']:,.0f} messages/s)")
+    for name in ("kafka", "faust"):
+        click.echo(f"engine {name}, one worker draining the same messages: {drain[name]['cpu_us_per_event']:.1f} us "
+                   f"CPU per event ({drain[name]['events_per_s']:,.0f} events/s wall)")
+    click.echo(f"kafka engine / its floor (consumer + decode + fold + encode = {ratios['kafka_engine_floor_us']:.1f} us): "
+               f"{ratios['kafka_engine_over_floor']:.2f}; faust engine's rate / no-op faust agent's: "
+               f"{ratios['faust_engine_rate_over_noop']:.0%}")
+    rss = memory["rss_bytes"]
+    click.echo(f"worker memory (RunSetProcessor, window {memory['ended_window']:,} ended runs): RSS "
+               f"{rss['100000'] / 2**20:.1f} MiB after 100,000 runs, {rss[str(memory['runs'])] / 2**20:.1f} MiB after "
+               f"{memory['runs']:,}" if "100000" in rss else
+               f"worker memory: RSS {rss[str(memory['runs'])] / 2**20:.1f} MiB after {memory['runs']:,} runs")
     click.echo(f"embedded (file log + in-process processors + chDB): {embedded['events_per_s']:,.0f} events/s")
 
 

@@ -1,4 +1,5 @@
-"""`membench process` (faust-streaming processor worker) and `membench sink` (topics → warehouse)."""
+"""`membench process` (processor worker: the confluent-kafka engine or faust-streaming) and
+`membench sink` (topics → warehouse)."""
 
 from __future__ import annotations
 
@@ -18,19 +19,35 @@ def _require_kafka(settings: Settings) -> None:
 
 
 @click.command()
+@click.option("--engine", type=click.Choice(["kafka", "faust"]), default="kafka", show_default=True,
+              help="kafka: the confluent-kafka consumer (faster, docs/benchmarks.md); faust: faust-streaming")
+@click.option("--ended-window", default=None, type=click.IntRange(min=1),
+              help="ended run ids remembered to drop redelivered events (default: processors.pipeline.ENDED_WINDOW)")
+@click.option("--until-idle", default=None, type=click.FloatRange(min=0.1),
+              help="kafka engine: exit after this many seconds without a message")
 @click.option("--loglevel", default="WARNING", show_default=True)
 @dsn_options
-def process(loglevel: str, settings: Settings) -> None:
+def process(engine: str, ended_window: int | None, until_idle: float | None, loglevel: str,
+            settings: Settings) -> None:
     """Run a processor worker: trajectory topic → derived and dead-letter topics. Start several
     to scale out (one consumer group)."""
     _require_kafka(settings)
-    from membench.worker import run_worker
+    if until_idle is not None and engine != "kafka":
+        raise UsageError("--until-idle: only the kafka engine stops when idle")
     from producers.bus.kafka import ensure_topics
     from schemas.topics import topics_from_dsn
 
     ensure_topics(topics_from_dsn(settings.bus))
+    if engine == "kafka":
+        from membench.kafka_engine import run_engine
+
+        done = run_engine(settings.bus, loglevel, until_idle, ended_window)
+        click.echo(json.dumps({"messages": done.messages, "dead_letters": done.dead_letters}))
+        return
+    from membench.worker import run_worker
+
     sys.argv = [sys.argv[0]]  # faust's Worker parses the command line itself
-    run_worker(settings.bus, loglevel)
+    run_worker(settings.bus, loglevel, ended_window)
 
 
 @click.command()

@@ -44,12 +44,16 @@ def membench(*args: str, home: Path, **kwargs) -> subprocess.Popen:
                             text=True, start_new_session=True, **kwargs)
 
 
+ENGINES = ("kafka", "faust")  # `membench process --engine`: the acceptance tests run on both
+
+
 class Worker:
     """A `membench process` worker in its own process group."""
 
-    def __init__(self, dsn: str, home: Path, log: Path):
+    def __init__(self, dsn: str, home: Path, log: Path, engine: str = "kafka"):
         self.log = open(log, "a")
-        self.proc = membench("process", "--bus", dsn, home=home, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = membench("process", "--engine", engine, "--bus", dsn, home=home, stdout=self.log,
+                             stderr=subprocess.STDOUT)
 
     def kill9(self) -> None:
         if self.proc.poll() is None:

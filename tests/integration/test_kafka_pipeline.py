@@ -1,5 +1,6 @@
 """Issue 3 acceptance against the real Apache Kafka broker started by deploy/kafka/start.sh:
-equality with the embedded path, crash recovery, poison messages, interoperability."""
+equality with the embedded path, crash recovery, poison messages, interoperability — for each
+processor engine (`membench process --engine kafka|faust`, issue 17)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import json
 import pytest
 
 from tests.conftest import run_cli
-from tests.integration.kafka_helpers import (CONSOLE_CONSUMER, SINGLE, Worker, consumer_group_caught_up,
+from tests.integration.kafka_helpers import (CONSOLE_CONSUMER, ENGINES, SINGLE, Worker, consumer_group_caught_up,
                                              membench, namespace, require_broker, topic_size, wait_for)
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka]
@@ -30,18 +31,20 @@ def _wait_worker(ns: str, timeout: float = 180) -> None:
              timeout, "the processor worker to commit the whole trajectory topic")
 
 
-@pytest.fixture(scope="module")
-def kafka_run(tmp_path_factory):
-    """The smoke pack on both paths: embedded into the default warehouse, Kafka → worker → sink
-    into a second warehouse. Same finalized pack and grid, so the same run set and run ids."""
+@pytest.fixture(scope="module", params=ENGINES)
+def kafka_run(request, tmp_path_factory):
+    """The smoke pack on both paths: embedded into the default warehouse, Kafka → worker (of the
+    engine under test) → sink into a second warehouse. Same finalized pack and grid, so the same
+    run set and run ids."""
     require_broker()
-    root = tmp_path_factory.mktemp("kafka")
+    engine = request.param
+    root = tmp_path_factory.mktemp(f"kafka-{engine}")
     home = root / "home"
     ns = namespace()
     dsn = f"kafka://{SINGLE}/{ns}"
     other = f"chdb://{root / 'kafka-warehouse'}"
     run_cli("run", "smoke", "--seeds", "1,2", home=home, check=True)
-    worker = Worker(dsn, home, root / "worker.log")
+    worker = Worker(dsn, home, root / "worker.log", engine)
     try:
         published = run_cli("run", "smoke", "--seeds", "1,2", "--bus", dsn, home=home, check=True)
         run_set = published.stdout.strip().splitlines()[-1]
@@ -50,7 +53,7 @@ def kafka_run(tmp_path_factory):
         worker.stop()
     sink = run_cli("sink", "--bus", dsn, "--warehouse", other, "--until-idle", home=home, check=True)
     return {"home": home, "ns": ns, "dsn": dsn, "warehouse": other, "run_set": run_set,
-            "sink": json.loads(sink.stdout.strip().splitlines()[-1]), "root": root}
+            "sink": json.loads(sink.stdout.strip().splitlines()[-1]), "root": root, "engine": engine}
 
 
 def _sql(run, query, warehouse=None):
@@ -135,7 +138,7 @@ def test_garbage_and_schema_violations_go_to_the_dead_letter_topic(kafka_run, tm
     producer.produce(f"{ns}.membench.trajectory", b"\xc3\x01" + fingerprint + b"\x02\x04\xff\xff", b"poison-2")
     producer.flush(30)
     run_cli("run", "smoke", "--seeds", "8", "--conditions", "B5", "--bus", dsn, home=home, check=True)
-    worker = Worker(dsn, home, tmp_path / "worker.log")
+    worker = Worker(dsn, home, tmp_path / "worker.log", kafka_run["engine"])
     try:
         _wait_worker(ns)
     finally:
@@ -161,7 +164,7 @@ def test_kill9_of_worker_and_sink_mid_run_loses_and_duplicates_nothing(kafka_run
     dsn = f"kafka://{SINGLE}/{ns}"
     home = kafka_run["home"]
     warehouse = f"chdb://{tmp_path / 'wh'}"
-    worker = Worker(dsn, home, tmp_path / "worker1.log")
+    worker = Worker(dsn, home, tmp_path / "worker1.log", kafka_run["engine"])
     sink_log = open(tmp_path / "sink1.log", "w")
     runner = membench("run", "smoke", "--seeds", "11,12,13,14", "--bus", dsn, home=home)
     sink = None
@@ -178,7 +181,7 @@ def test_kill9_of_worker_and_sink_mid_run_loses_and_duplicates_nothing(kafka_run
         os.killpg(sink.pid, signal.SIGKILL)
         sink.wait(30)
         assert runner.poll() is None, "the runner finished before the crash; the test needs a longer grid"
-        worker = Worker(dsn, home, tmp_path / "worker2.log")
+        worker = Worker(dsn, home, tmp_path / "worker2.log", kafka_run["engine"])
         out, err = runner.communicate(timeout=600)
         assert runner.returncode == 0, err
         _wait_worker(ns)
@@ -211,7 +214,7 @@ def test_several_runner_processes_share_one_bus(kafka_run, tmp_path):
     assert [r.returncode for r in runners] == [0, 0], [err for _, err in outputs]
     run_sets = [out.strip().splitlines()[-1] for out, _ in outputs]
     assert len(set(run_sets)) == 2
-    worker = Worker(dsn, home, tmp_path / "worker.log")
+    worker = Worker(dsn, home, tmp_path / "worker.log", kafka_run["engine"])
     try:
         _wait_worker(ns)
     finally:
@@ -249,12 +252,12 @@ def test_two_workers_share_the_partitions_and_derive_the_embedded_tables(kafka_r
     ns = namespace()
     dsn = f"kafka://{SINGLE}/{ns}"
     home, group = kafka_run["home"], f"{ns}.membench.processor"
-    workers = [Worker(dsn, home, tmp_path / "worker1.log")]
+    workers = [Worker(dsn, home, tmp_path / "worker1.log", kafka_run["engine"])]
     try:
         # the same pack, agent and grid as the embedded run: the same run set and run ids
         runner = membench("run", "smoke", "--seeds", "1,2", "--bus", dsn, home=home)
         wait_for(lambda: topic_size(SINGLE, f"{ns}.membench.trajectory") > 50, 120, "events to flow")
-        workers.append(Worker(dsn, home, tmp_path / "worker2.log"))
+        workers.append(Worker(dsn, home, tmp_path / "worker2.log", kafka_run["engine"]))
         out, err = runner.communicate(timeout=600)
         assert runner.returncode == 0, err
         assert out.strip().splitlines()[-1] == kafka_run["run_set"]
