@@ -220,5 +220,4 @@ class ViewServer:
         self.httpd.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        if hasattr(self.app.catalog, "close"):
-            self.app.catalog.close()
+        self.app.catalog.close()

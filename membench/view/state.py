@@ -413,31 +413,43 @@ def _iso(micros: int) -> str | None:
 
 
 class Catalog:
-    """The run sets under a runs directory (`MEMBENCH_HOME/runs`), each folded on demand."""
+    """The run sets under a runs directory (`MEMBENCH_HOME/runs`), each folded on demand. Subclasses
+    say where run sets come from (`_source_names`, `_has`, `_open`); folding and lookup are shared."""
 
     def __init__(self, runs_dir: Path):
         self.runs_dir = Path(runs_dir)
         self._lock = threading.Lock()
         self._sets: dict[str, LiveRunSet] = {}
 
+    def close(self) -> None:
+        """Nothing to release for file logs."""
+
+    def _source_names(self) -> list[str]:
+        try:
+            return sorted(p.name for p in self.runs_dir.iterdir() if (p / LOG_NAME).is_file())
+        except OSError:
+            return []
+
+    def _has(self, run_set: str) -> bool:
+        return (self.runs_dir / run_set / LOG_NAME).is_file()
+
+    def _open(self, run_set: str) -> LiveRunSet:
+        return LiveRunSet(run_set, self.runs_dir / run_set / LOG_NAME)
+
     def names(self) -> list[str]:
         from schemas.fields import is_plain_name
 
-        try:
-            entries = sorted(p.name for p in self.runs_dir.iterdir() if (p / LOG_NAME).is_file())
-        except OSError:
-            return []
-        return [name for name in entries if is_plain_name(name)]
+        return [name for name in self._source_names() if is_plain_name(name)]
 
     def get(self, run_set: str, refresh: bool = True) -> LiveRunSet | None:
         from schemas.fields import is_plain_name
 
-        if not is_plain_name(run_set) or not (self.runs_dir / run_set / LOG_NAME).is_file():
+        if not is_plain_name(run_set) or not self._has(run_set):
             return None
         with self._lock:
             live = self._sets.get(run_set)
             if live is None:
-                live = self._sets[run_set] = LiveRunSet(run_set, self.runs_dir / run_set / LOG_NAME)
+                live = self._sets[run_set] = self._open(run_set)
         if refresh:
             live.refresh()
         return live
@@ -459,44 +471,25 @@ class Catalog:
         return None
 
 
-class KafkaCatalog:
+class KafkaCatalog(Catalog):
     """The run sets on a Kafka namespace's trajectory topic (`membench.view.kafka_feed`), each folded
-    on demand like a file log. Blobs (scored diffs, model recordings) are read from `runs_dir`, the
-    runs directory of the machine that ran the units, when it is this one."""
+    like a file log. Blobs (scored diffs, model recordings) are read from `runs_dir`, the runs
+    directory of the machine that ran the units, when it is this one."""
 
     def __init__(self, dsn: str, runs_dir: Path):
         from membench.view.kafka_feed import TopicFeed
 
-        self.runs_dir = Path(runs_dir)
+        super().__init__(runs_dir)
         self.feed = TopicFeed(dsn).start()
-        self._lock = threading.Lock()
-        self._sets: dict[str, LiveRunSet] = {}
 
     def close(self) -> None:
         self.feed.close()
 
-    def names(self) -> list[str]:
-        from schemas.fields import is_plain_name
+    def _source_names(self) -> list[str]:
+        return self.feed.names()
 
-        return [name for name in self.feed.names() if is_plain_name(name)]
+    def _has(self, run_set: str) -> bool:
+        return self.feed.log(run_set) is not None
 
-    def get(self, run_set: str, refresh: bool = True) -> LiveRunSet | None:
-        log = self.feed.log(run_set)
-        if log is None:
-            return None
-        with self._lock:
-            live = self._sets.get(run_set)
-            if live is None:
-                live = self._sets[run_set] = LiveRunSet(run_set, source=log)
-        if refresh:
-            live.refresh()
-        return live
-
-    def all(self) -> list[LiveRunSet]:
-        return [live for name in self.names() if (live := self.get(name)) is not None]
-
-    def find_run(self, run_id: str) -> LiveRunSet | None:
-        for live in self.all():
-            if live.has_run(run_id):
-                return live
-        return None
+    def _open(self, run_set: str) -> LiveRunSet:
+        return LiveRunSet(run_set, source=self.feed.log(run_set))
