@@ -20,8 +20,13 @@ import pytest
 from tests.conftest import run_cli
 from tests.membench.test_score_swebench import PREDICTIONS, write_pack_source
 
-TABLES = ("trajectory_events", "failures", "hygiene_observations", "memory_contracts", "run_results",
-          "session_results")
+from warehouse.tables import derived_columns, table_for_kind
+
+# every table the warehouse defines: the raw log and one per derived kind (a new kind adds a table;
+# the transfer tables exist, empty, for a run set that is no transfer study)
+TABLES = ("trajectory_events", *(table_for_kind(kind) for kind in derived_columns()))
+CORE_TABLES = ("trajectory_events", "failures", "hygiene_observations", "memory_contracts", "run_results",
+               "session_results")
 IDENT = {t: "event_id" if t == "trajectory_events" else "derived_id" for t in TABLES}
 
 
@@ -125,6 +130,7 @@ def test_export_parquet_writes_every_table_of_the_run_set(warehouse_home, tmp_pa
     run_cli("export", "parquet", "tbl", str(out), home=warehouse_home, check=True)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["run_set"] == "tbl" and sorted(manifest["tables"]) == sorted(TABLES)
+    assert set(CORE_TABLES) <= set(TABLES)
     assert sorted(p.name for p in out.iterdir()) == sorted([f"{t}.parquet" for t in TABLES] + ["manifest.json"])
     for table in TABLES:
         path = out / f"{table}.parquet"
