@@ -93,11 +93,13 @@ class KafkaSink:
                 if offset <= self._watermarks.get(partition, -1):
                     self.stats.skipped += 1
                     continue
-                try:
-                    raw[partition].append(self._encoder.row(msg.value() or b"", location(topic, partition, offset)))
+                try:  # the row is built before raw[partition] is touched: a partition whose messages
+                    # all fail to decode must not appear with no rows (and no last offset)
+                    row = self._encoder.row(msg.value() or b"", location(topic, partition, offset))
                 except DecodeError:  # dead letters are the worker's job; count and skip
                     self.stats.undecodable += 1
                     continue
+                raw[partition].append(row)
                 last_raw[partition] = offset
                 continue
             try:
