@@ -24,7 +24,7 @@ from schemas.registry import SchemaVersion
 
 def run_distributed(pack_spec, conditions, seeds, agent, workers, run_set, sandbox_name, read_budget,
                     settings: Settings) -> str:
-    from producers.bus.kafka import KafkaBus, read_unit_status
+    from producers.bus.kafka import KafkaBus, SharedUnitBus, read_unit_status
     from producers.pack_resolver import open_pack
     from producers.runner import RunConfig, code_digest, default_run_set, plan_grid, run_grid, run_id_for
     from sandbox.registry import get_sandbox
@@ -41,26 +41,17 @@ def run_distributed(pack_spec, conditions, seeds, agent, workers, run_set, sandb
                   f"{len(units) - len(todo)} already complete, {len(todo)} to run with {workers} workers")
     config = RunConfig(run_set, agent, read_budget=read_budget, code_digest=code_digest(),
                        blob_dir=settings.runs_dir / run_set / "blobs")  # this runner's MEMBENCH_HOME
-    for unit in todo:  # recorded before the run, so a crashed runner's retry gets a new attempt number
-        bus.mark_unit(unit.unit_id, "started", run_id_for(run_set, unit, attempts[unit.unit_id]), attempts[unit.unit_id])
-    bus.flush()
-    lock = threading.Lock()
-
-    def publish(event, datum):
-        with lock:
-            bus.publish(event, datum)
+    shared = SharedUnitBus(bus, attempts)
+    shared.mark_started({u.unit_id: run_id_for(run_set, u, attempts[u.unit_id]) for u in todo})
 
     def done(unit, run_id):
-        with lock:
-            bus.flush()  # a unit is complete only once Kafka acknowledged all of its events
-            bus.mark_unit(unit.unit_id, "completed", run_id, attempts[unit.unit_id])
-            bus.flush()
+        shared.completed(unit.unit_id, run_id)
         progress.update(bar, advance=1, description=unit.unit_id)
 
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console) as progress:
         bar = progress.add_task("units", total=len(todo))
-        run_grid(pack, todo, config, get_sandbox(sandbox_name), publish, workers, attempts, done)
+        run_grid(pack, todo, config, get_sandbox(sandbox_name), shared.publish, workers, attempts, done)
     bus.close()
     console.print(f"published run set {run_set}; when `membench sink --until-idle` has drained the topics, "
                   f"`membench report {run_set}` builds the report")

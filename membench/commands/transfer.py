@@ -216,7 +216,7 @@ def print_transfer(console: Console, section) -> None:
 def _run_kafka(study, conditions, seeds, phase, agent_spec, workers, config, sandbox_name, settings) -> None:
     """Publish to Kafka; unit status on the compacted topic makes the run resumable. The frozen bank
     digests come from this invocation's learning runs, so `--phase transfer` alone needs the embedded bus."""
-    from producers.bus.kafka import KafkaBus, read_unit_status
+    from producers.bus.kafka import KafkaBus, SharedUnitBus, read_unit_status
     from producers.runner import run_id_for
     from producers.transfer.runner import learning_unit, plan_transfer
 
@@ -233,25 +233,11 @@ def _run_kafka(study, conditions, seeds, phase, agent_spec, workers, config, san
     if any(learning_unit(study, s).unit_id in done for s in seeds) and phase == "all":
         done -= {learning_unit(study, s).unit_id for s in seeds}  # its digests are needed: learn again
     attempts = {u.unit_id: status.get(u.unit_id, {}).get("attempt", 0) + 1 for u in units}
-    for unit in units:
-        if unit.unit_id not in done:
-            bus.mark_unit(unit.unit_id, "started", run_id_for(run_set, unit, attempts[unit.unit_id]),
-                          attempts[unit.unit_id])
-    bus.flush()
-    lock = threading.Lock()
-
-    def publish(event, datum):
-        with lock:
-            bus.publish(event, datum)
-
-    def on_done(unit, run_id):
-        with lock:
-            bus.flush()  # a unit is complete only once Kafka acknowledged all of its events
-            bus.mark_unit(unit.unit_id, "completed", run_id, attempts[unit.unit_id])
-            bus.flush()
-
-    _phases(study, conditions, seeds, phase, agent_spec, workers, config, sandbox_name, settings, publish, done,
-            attempts, {}, on_done)
+    shared = SharedUnitBus(bus, attempts)
+    shared.mark_started({u.unit_id: run_id_for(run_set, u, attempts[u.unit_id]) for u in units
+                         if u.unit_id not in done})
+    _phases(study, conditions, seeds, phase, agent_spec, workers, config, sandbox_name, settings, shared.publish,
+            done, attempts, {}, lambda unit, run_id: shared.completed(unit.unit_id, run_id))
     bus.close()
     console.print(f"published run set {run_set}; when `membench sink --until-idle` has drained the topics, "
                   f"`membench report {run_set}` builds the report", highlight=False, markup=False)

@@ -215,6 +215,33 @@ class KafkaBus:
         self.flush()
 
 
+class SharedUnitBus:
+    """One KafkaBus shared by a runner's worker threads. Publishes are serialized; each unit is marked
+    `started` before anything runs (so a crashed runner's retry gets the next attempt number) and
+    `completed` only once Kafka acknowledged every event of it. `attempts`: unit id -> attempt."""
+
+    def __init__(self, bus: KafkaBus, attempts: dict[str, int]):
+        self.bus = bus
+        self.attempts = attempts
+        self._lock = threading.Lock()
+
+    def mark_started(self, run_ids: dict[str, str]) -> None:
+        """`run_ids`: unit id -> the run id of its coming attempt."""
+        for unit_id, run_id in run_ids.items():
+            self.bus.mark_unit(unit_id, "started", run_id, self.attempts[unit_id])
+        self.bus.flush()
+
+    def publish(self, event: Event, datum: bytes) -> None:
+        with self._lock:
+            self.bus.publish(event, datum)
+
+    def completed(self, unit_id: str, run_id: str) -> None:
+        with self._lock:
+            self.bus.flush()  # a unit is complete only once Kafka acknowledged all of its events
+            self.bus.mark_unit(unit_id, "completed", run_id, self.attempts[unit_id])
+            self.bus.flush()
+
+
 def _watermarks(consumer, partition, timeout: float) -> tuple[int, int]:
     """Watermarks, retried while a just-created partition elects its leader."""
     deadline = time.monotonic() + timeout
