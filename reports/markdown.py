@@ -198,6 +198,8 @@ def _hygiene_markdown(report: dict[str, Any]) -> str:
         lines.append(f"- paired coverage {name}: {g['numerator']}/{g['denominator']} traps with ≥ 2 paired seeds "
                      f"(≥ {g['threshold']} required): {'pass' if g['passed'] else 'FAIL'}")
     lines += _issue14_gates_markdown(report)
+    if gates.get("reference"):
+        lines += ["", "Reference conditions: " + "; ".join(f"{k} on {v}" for k, v in gates["reference"].items()) + "."]
     return "\n".join(lines) + "\n"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports.html.format import CSS, condition_colors, esc
+from reports.html.format import CSS, condition_colors, esc, report_baseline
 from reports.html.plots import frontier_svg, ladder_svg, strata_svg
 from reports.html.study import canary_html, families_html, matrix_html, provenance_html
 from reports.html.tables import (
@@ -23,7 +23,7 @@ def render_html(report: dict[str, Any]) -> str:
     agent = str(report.get("agent", ""))
     scripted = agent.startswith("scripted:")
     conditions = [c["condition"] for c in report.get("conditions", [])]
-    colors = condition_colors(conditions)
+    colors = condition_colors(conditions, report_baseline(report))
     inputs = report.get("inputs") or {}
     digest = inputs.get("pack_digest")
     digests = digest if isinstance(digest, list) else [digest]
