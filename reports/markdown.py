@@ -146,9 +146,12 @@ def _study_parts_markdown(report: dict[str, Any]) -> str:
         lines += ["## Canary proof", "", f"**{proof['status'].upper()}**" + (f" — {proof['reason']}" if proof.get("reason") else "")]
         searched = proof.get("searched")
         if searched:
+            from reports.html.study import blobs_text
+
             lines += ["", f"{proof['secrets']} secrets of pack `{proof['pack']}` searched in "
                           f"{searched['agent_visible_events']} agent-visible events ({searched['agent_visible_bytes']} "
-                          f"bytes) and in {', '.join(searched['reports'])} ({searched['report_bytes']} bytes): "
+                          f"bytes){blobs_text(searched)} and in {', '.join(searched['reports'])} "
+                          f"({searched['report_bytes']} bytes): "
                           f"{proof['leaks']} leaks; {proof['own_trap_hits']} hits inside their own trap (expected)."]
         for h in proof.get("hits") or []:
             lines.append(f"- leak: secret `{h['secret']}` of trap `{h['trap']}` in {h['where']}"

@@ -419,6 +419,10 @@ class CanarySearch:
     agent_visible_bytes: int
     reports: list[str]  # files searched (report.json, report.md, report.html)
     report_bytes: int
+    # scored diffs stored as blobs beside the log (over 64 KiB): searched, their bytes, unreadable ones
+    blobs: int | None = field(default=None, metadata=OMIT_IF_NONE)
+    blob_bytes: int | None = field(default=None, metadata=OMIT_IF_NONE)
+    blobs_missing: int | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 @dataclass(frozen=True)
