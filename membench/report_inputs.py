@@ -11,8 +11,9 @@ provenance (its digest must match the directory's). Anything missing makes the p
 with the reason.
 
 The admission funnel: `membench validate` records its result as
-`$MEMBENCH_HOME/validations/<pack digest>.json` (the digest of the pack it validated, the same
-finalized copy a run uses); a report whose pack has no such record says `not_validated`.
+`$MEMBENCH_HOME/validations/<pack digest>.json` under the digest a run of the pack carries (the
+validated finalized copy, or with `--admitted DIR` the admitted pack's); a report whose pack has no
+such record says `not_validated`.
 """
 
 from __future__ import annotations
