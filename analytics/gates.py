@@ -28,6 +28,11 @@ passed, with the numerator and denominator behind the value.
   > 0, and B0's rate ≤ 0.50 — for a reversed construct B0's rate ≥ 0.50 instead.
 - Warm-up (C.8 / §5: "B0 S1+S2 warmup pass rate to be at least 0.80"): passed / valid non-scored
   task sessions of the baseline (non-S3 sessions only, as the paper's analyzer pre-fix requires).
+
+Reference conditions: headroom, stratum validity's B0 clause and warm-up are B0 gates by the paper's
+definition — their ``baseline`` argument names the no-memory condition and a report passes "B0"
+whatever the study's baseline; exclusions and paired units take the comparison's own pair, which a
+report forms against the study's baseline (reports/hygiene.py ``gate_references``).
 """
 
 from __future__ import annotations

@@ -11,8 +11,9 @@ provenance (its digest must match the directory's). Anything missing makes the p
 with the reason.
 
 The admission funnel: `membench validate` records its result as
-`$MEMBENCH_HOME/validations/<pack digest>.json` (the digest of the pack it validated, the same
-finalized copy a run uses); a report whose pack has no such record says `not_validated`.
+`$MEMBENCH_HOME/validations/<pack digest>.json` under the digest a run of the pack carries (the
+validated finalized copy, or with `--admitted DIR` the admitted pack's); a report whose pack has no
+such record says `not_validated`.
 """
 
 from __future__ import annotations
@@ -103,8 +104,10 @@ def _builtin_dirs() -> list[Path]:
     return [BUILTIN_DIR / name for name in builtin_packs()]
 
 
-def find_secrets(home: Path, digests: list[str], pack_spec: str | None) -> tuple[list[Secret] | None, str | None, str]:
-    """(secrets, pack label, reason): secrets None when they cannot be had (reason says why)."""
+def find_secrets(home: Path, digests: list[str], pack_spec: str | None,
+                 kafka: bool = False) -> tuple[list[Secret] | None, str | None, str]:
+    """(secrets, pack label, reason): secrets None when they cannot be had (reason says why; KAFKA:
+    the run set came through a Kafka bus, whose runners hold the finalized pack on their machines)."""
     from producers.pack_resolver import resolve_pack_dir
     from schemas.pack_format import PackError
 
@@ -123,6 +126,11 @@ def find_secrets(home: Path, digests: list[str], pack_spec: str | None) -> tuple
             return [], root.name, ""
     finalized = next((d for d in sorted((home / "packs").glob("*")) if d.is_dir() and pack_digest(d) == digest), None)
     if finalized is None:
+        if kafka:  # one line: the report's reader learns why and what to copy
+            return None, None, (f"no finalized pack with digest {digest[:12]}… in this machine's MEMBENCH_HOME/packs: "
+                                "on a Kafka bus the pack is finalized where the grid was enqueued and copied to "
+                                "each runner, and its secrets live only there; copy that "
+                                f"packs/<pack>-<{digest[:12]}…> directory here to search for them")
         return None, None, (f"no finalized pack with digest {digest[:12]}… in MEMBENCH_HOME/packs (the secrets live "
                             "only there; give the pack with --pack where it was finalized)")
     if skeleton is None:
@@ -143,14 +151,21 @@ def find_secrets(home: Path, digests: list[str], pack_spec: str | None) -> tuple
         return None, finalized.name, str(exc)
 
 
-def canary_for(warehouse: Any, run_set: str, home: Path, digests: list[str], pack_spec: str | None):
-    """(events proof, secrets): the proof over the warehouse's agent-visible events, or not_run."""
+def canary_for(warehouse: Any, run_set: str, home: Path, digests: list[str], pack_spec: str | None,
+               blob_dir: Path | None = None, kafka: bool = False):
+    """(events proof, secrets): the proof over the warehouse's agent-visible events and the diffs
+    stored as blobs in BLOB_DIR (runs/<run set>/blobs), or not_run."""
+    from producers.blobs import get_blob
     from reports.canary import search_events
 
-    secrets, label, reason = find_secrets(home, digests, pack_spec)
+    secrets, label, reason = find_secrets(home, digests, pack_spec, kafka)
     if secrets is None:
         return not_run(reason, label), []
-    return search_events(warehouse, run_set, secrets, label or ""), secrets
+    place = f"in runs/{run_set}/blobs of this MEMBENCH_HOME" + (
+        " (on a Kafka bus each runner keeps them in its own MEMBENCH_HOME)" if kafka else "")
+    return search_events(warehouse, run_set, secrets, label or "",
+                         read_blob=(lambda digest: get_blob(blob_dir, digest)) if blob_dir is not None else None,
+                         blob_place=place), secrets
 
 
 def load_study(path: Path | None):
@@ -182,15 +197,16 @@ def check_baseline(conditions: list[str], baseline: str | None, study) -> None:
 
 
 def build_full_report(warehouse: Any, run_set: str, home: Path, *, baseline: str | None = None, study=None,
-                      pack_spec: str | None = None):
-    """(report, secrets): `build_report` with the canary proof over the warehouse and the admission
-    funnel; `membench.commands.run.write_report(settings, report, secrets)` adds the reports' search."""
+                      pack_spec: str | None = None, blob_dir: Path | None = None, kafka: bool = False):
+    """(report, secrets): `build_report` with the canary proof over the warehouse (and the diffs stored
+    as blobs in BLOB_DIR) and the admission funnel; `membench.commands.run.write_report(settings,
+    report, secrets)` adds the reports' search. KAFKA: the run set's bus is Kafka (for the reasons)."""
     from reports.build import build_report
     from reports.study import DEFAULT_STUDY
     from warehouse import queries
 
     digests = sorted({json.loads(r["payload"])["pack_digest"] for r in queries.run_started(warehouse, run_set)})
-    proof, secrets = canary_for(warehouse, run_set, home, digests, pack_spec)
+    proof, secrets = canary_for(warehouse, run_set, home, digests, pack_spec, blob_dir, kafka)
     report = build_report(warehouse, run_set, baseline=baseline, study=study or DEFAULT_STUDY, canary=proof,
                           admission=admission_for(home, digests))
     return report, secrets

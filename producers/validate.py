@@ -21,11 +21,20 @@ Live gates, per statically valid trap (each a real run through the runner, score
   (there the trap runs the other way);
 - `verbatim_trap` (C9/C10 only): `scripted:memory-literal` under B5, a verbatim memory that
   surfaces the disproved lesson or the irrelevant memory, fails S3.
+
+Which pack the funnel belongs to. Normally the checked pack is the one `membench run PACK` sees
+(the finalized copy in MEMBENCH_HOME/packs, or the pack itself), and the funnel is recorded under
+its digest. When a trap's placeholders are broken, `run` refuses the whole pack (finalizing is
+strict) and validation checks a temporary copy (`ValidationReport.runnable` False) whose digest no
+run will ever carry: the pack a user can run then is the *admitted pack* — the skeleton without its
+refused traps (`write_admitted_pack`) — and the funnel is recorded under that pack's digest, the
+one its runs carry (membench/commands/pack.py).
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -33,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from producers.finalize import finalize_pack, scan_placeholders
+from producers.finalize import finalize_pack, scan_placeholders, staged_directory
 from producers.pack_resolver import finalized_copy, resolve_pack_dir
 from producers.runner import RunConfig, RunUnit, run_unit
 from sandbox.base import Sandbox
@@ -90,6 +99,11 @@ class ValidationReport:
     pack: str
     digest: str
     traps: list[TrapVerdict]
+    runnable: bool = True  # False: DIGEST is a temporary copy's (broken placeholders), which no run carries
+
+    @property
+    def refused(self) -> list[str]:
+        return [t.seq_id for t in self.traps if not t.admitted]
 
     def funnel(self) -> dict[str, Any]:
         by: dict[str, dict[str, int]] = {}
@@ -312,7 +326,32 @@ def validate_pack(spec: str, home: Path, sandbox: Sandbox, workers: int = 2,
 
         with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="membench-validate") as pool:
             list(pool.map(live, range(len(verdicts))))
-        return ValidationReport(pack.name, pack.digest, verdicts)
+        return ValidationReport(pack.name, pack.digest, verdicts, runnable=tmp is None)
     finally:
         if tmp is not None:
             tmp.cleanup()
+
+
+def write_admitted_pack(spec: str, report: ValidationReport, out: Path) -> Path:
+    """PACK's skeleton without the traps REPORT refused, written to OUT (whole or not at all): the pack
+    to run after a refusal. Like any skeleton it is finalized on its first use, with fresh secrets.
+    PackError when nothing was refused (PACK is its own admitted pack), nothing was admitted, or OUT
+    exists."""
+    root = resolve_pack_dir(spec)
+    refused = set(report.refused)
+    if not refused:
+        raise PackError(f"every trap of {report.pack} was admitted: the pack is its own admitted pack")
+    if len(refused) == len(report.traps):
+        raise PackError(f"no trap of {report.pack} was admitted: there is no admitted pack to write")
+    out = Path(out)
+    if out.exists():
+        raise PackError(f"{out}: already exists (the admitted pack is written to a new directory)")
+    with staged_directory(out, replace=False) as work:
+        shutil.copytree(root, work, ignore=shutil.ignore_patterns("__pycache__"))
+        manifest = json.loads((work / "manifest.json").read_text(encoding="utf-8"))
+        manifest["sequences"] = [s for s in manifest.get("sequences", []) if s.get("seq_id") not in refused]
+        (work / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+        for seq_id in refused:  # the refused traps' oracles and solutions leave with them
+            shutil.rmtree(work / "hidden" / seq_id, ignore_errors=True)
+        load_pack(work, check_hidden=True)  # what is written is a loadable pack
+    return out

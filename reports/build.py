@@ -52,7 +52,7 @@ def build_report(warehouse: WarehouseReader, run_set: str, *, baseline: str | No
     except BaselineError as exc:
         raise ReportError(str(exc)) from None
     failures = failures_section(warehouse, run_set, runs)
-    hygiene = hygiene_section(warehouse, run_set, runs)
+    hygiene = hygiene_section(warehouse, run_set, runs, comparisons.comparisons.baseline)
     transfer = transfer_section(warehouse, run_set, runs)
     by_condition: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in runs:

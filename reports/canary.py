@@ -10,19 +10,25 @@ agent-visible event of another trap's run, or in a report. `status` is `pass` wi
 found by digest in $MEMBENCH_HOME/packs) it is `not_run` with the reason — never a pass.
 
 Values never enter the proof: a hit records the secret's name and trap, and where it was found.
-Inline diffs are part of the event payload and are searched; a diff stored as a blob beside the log
-(docs/design.md §9) is not.
+Scored diffs (`PatchProduced.production_diff` / `stripped_diff`) are inline up to 64 KiB and part of
+the payload; a larger one is only its digest in the event, its text a blob beside the log
+(`runs/<run set>/blobs/<sha256>`, docs/design.md §9). Those blobs are agent-visible too (the agent
+wrote the diff) and are searched through `read_blob` (digest -> bytes, None when absent or not
+hashing to its name; the CLI reads `producers.blobs`). A blob that cannot be read leaves the proof
+`not_run` naming how many and where they were looked for — an unsearched diff is never a pass —
+unless a leak was found anyway (`fail`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from reports.model import CanaryHit, CanaryProof, CanarySearch
 from warehouse.protocol import WarehouseReader
 
 NEEDLES_PER_QUERY = 200  # ClickHouse's multiSearch functions take at most 255 needles
+DIFF_FIELDS = ("production_diff", "stripped_diff")  # PatchProduced: inline text, or null + a blob digest
 
 
 @dataclass(frozen=True)
@@ -42,8 +48,10 @@ def _trap_of(unit_id: str) -> str:
     return "/".join(parts[1:-2]) if len(parts) >= 4 else unit_id
 
 
-def search_events(warehouse: WarehouseReader, run_set: str, secrets: list[Secret], pack: str) -> CanaryProof:
-    """The proof over the run set's agent-visible events (the reports are added by `search_reports`)."""
+def search_events(warehouse: WarehouseReader, run_set: str, secrets: list[Secret], pack: str,
+                  read_blob: Callable[[str], bytes | None] | None = None, blob_place: str = "") -> CanaryProof:
+    """The proof over the run set's agent-visible events and the diffs they store as blobs (read with
+    `read_blob`; `blob_place` says where, for a reason; the reports are added by `search_reports`)."""
     if not secrets:
         return CanaryProof(status="no_secrets", reason="the pack has no secret placeholders", pack=pack, secrets=0,
                            searched=None, own_trap_hits=0, leaks=0, hits=[])
@@ -65,11 +73,48 @@ def search_events(warehouse: WarehouseReader, run_set: str, secrets: list[Secret
                     hits.append(CanaryHit(secret=secret.name, trap=secret.trap,
                                           where=f"event {row['run_id']} seq {row['seq']} ({row['kind']})",
                                           run_trap=run_trap))
+    blobs, blob_bytes, missing = _search_blobs(warehouse, base, run_set, secrets, read_blob, hits)
     search = CanarySearch(agent_visible_events=int(totals["events"]), agent_visible_bytes=int(totals["bytes"] or 0),
-                          reports=[], report_bytes=0)
+                          reports=[], report_bytes=0, blobs=blobs, blob_bytes=blob_bytes,
+                          blobs_missing=len(missing))
     own = sum(1 for h in hits if h.run_trap == h.trap)
-    return _settle(CanaryProof(status="pass", reason=None, pack=pack, secrets=len(secrets), searched=search,
+    reason = None
+    if missing:
+        reason = (f"{len(missing)} scored diff{'s' if len(missing) > 1 else ''} stored as blobs could not be read "
+                  f"{blob_place or 'here'} (first: {missing[0]}), so not everything agent-visible was searched")
+    return _settle(CanaryProof(status="pass", reason=reason, pack=pack, secrets=len(secrets), searched=search,
                                own_trap_hits=own, leaks=0, hits=[h for h in hits if h.run_trap != h.trap]))
+
+
+def _search_blobs(warehouse: WarehouseReader, base: str, run_set: str, secrets: list[Secret],
+                  read_blob: Callable[[str], bytes | None] | None, hits: list[CanaryHit]) -> tuple[int, int, list[str]]:
+    """Search every PatchProduced diff kept as a blob; appends to HITS; (blobs, bytes, missing).
+    A missing entry names the event and field, never a value."""
+    columns = ", ".join(f"JSONExtractString(payload, '{f}_sha256') AS {f}_sha, "
+                        f"JSONExtractRaw(payload, '{f}') IN ('', 'null') AS {f}_blob" for f in DIFF_FIELDS)
+    rows = warehouse.query_dicts(
+        f"SELECT run_id, seq, unit_id, {columns} {base} WHERE kind = 'PatchProduced' AND ("
+        + " OR ".join(f"({f}_blob AND {f}_sha != '')" for f in DIFF_FIELDS) + ") ORDER BY run_id, seq",
+        {"rs": run_set})
+    searched = size = 0
+    missing: list[str] = []
+    for row in rows:
+        for f in DIFF_FIELDS:
+            digest = row[f"{f}_sha"]
+            if not (row[f"{f}_blob"] and digest):
+                continue
+            where = f"event {row['run_id']} seq {row['seq']} (PatchProduced {f} blob {digest[:12]})"
+            data = read_blob(digest) if read_blob is not None else None
+            if data is None:
+                missing.append(where)
+                continue
+            searched += 1
+            size += len(data)
+            text = data.decode("utf-8", errors="replace")
+            run_trap = _trap_of(row["unit_id"])
+            hits.extend(CanaryHit(secret=secret.name, trap=secret.trap, where=where, run_trap=run_trap)
+                        for secret in secrets if secret.value in text)
+    return searched, size, missing
 
 
 def search_reports(proof: CanaryProof, secrets: list[Secret], texts: Mapping[str, str]) -> CanaryProof:
@@ -88,5 +133,7 @@ def search_reports(proof: CanaryProof, secrets: list[Secret], texts: Mapping[str
 
 def _settle(proof: CanaryProof) -> CanaryProof:
     """`hits` lists the leaks only (own-trap hits are counted: every memory read of a trap carries its
-    secret); status from their number."""
-    return replace(proof, leaks=len(proof.hits), status="fail" if proof.hits else "pass")
+    secret); status from their number — `not_run` without a leak when a stored diff went unsearched."""
+    unsearched = proof.searched is not None and proof.searched.blobs_missing
+    status = "fail" if proof.hits else ("not_run" if unsearched else "pass")
+    return replace(proof, leaks=len(proof.hits), status=status)

@@ -62,7 +62,7 @@ from reports.model import (ConditionStrata, ContinuationAudit, ExclusionGate, He
 from warehouse import queries
 from warehouse.protocol import WarehouseReader
 
-BASELINE = "B0"
+NO_MEMORY = "B0"  # the paper's no-memory condition: the reference of the gates defined on B0
 PREFERRED_HEADROOM = 0.40
 MAX_HEADROOM = 0.50
 MAX_EXCLUSION = 0.05
@@ -94,7 +94,10 @@ def construct_sort(label: str) -> tuple[int, str]:
     return (int(label[1:]) if label[1:].isdigit() else 99, label)
 
 
-def hygiene_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[str, Any]]) -> HygieneSection:
+def hygiene_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[str, Any]],
+                    baseline: str | None = None) -> HygieneSection:
+    """BASELINE: the study's (reports.study.resolve_baseline), for the gates that compare against the
+    baseline; None: B0 (the paper's)."""
     constructs = queries.run_constructs(warehouse, run_set)
     clean = queries.scored_clean_start(warehouse, run_set)
     cells: list[Cell] = []
@@ -135,7 +138,8 @@ def hygiene_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[st
         conditions=per_condition,
         ladder=[LadderEntry(**entry, rank=rank) for rank, entry in enumerate(ladder, 1)],
         strata=strata,
-        validity_gates=_validity_gates(cells, conditions, traps, seeds, warehouse, run_set, cell_runs),
+        validity_gates=_validity_gates(cells, conditions, traps, seeds, warehouse, run_set, cell_runs,
+                                       baseline or NO_MEMORY),
         hygiene_panel=_hygiene_panel(warehouse, run_set, cell_runs))
 
 
@@ -202,11 +206,22 @@ def _continuation_audit(warehouse: WarehouseReader, run_set: str, cell_runs: dic
                              continuation_cells=continuation, inherited_failed=inherited_failed, findings=findings)
 
 
+def gate_references(baseline: str) -> dict[str, str]:
+    """Each gate family -> the condition it is measured on or against (docs/reports.md). B0 headroom,
+    stratum validity's B0 clause and warm-up are defined on B0 by the paper (App. C.8 "B0 S3 pass
+    rate", Table 10's "B0 rate", §5 "B0 S1+S2 warmup"); exclusions and paired coverage belong to each
+    comparison (App. C.6, "each side"), so they follow the study's baseline."""
+    return {"b0_headroom": NO_MEMORY, "stratum_validity.b0_rate": NO_MEMORY, "warmup": NO_MEMORY,
+            "exclusions": baseline, "paired_coverage": baseline}
+
+
 def _validity_gates(cells: list[Cell], conditions: list[str], traps: list[str], seeds: list,
-                    warehouse: WarehouseReader, run_set: str, cell_runs: dict[str, dict[str, Any]]) -> ValidityGates:
-    has_baseline = any(c.condition == BASELINE for c in cells)
-    if has_baseline:
-        headroom = b0_headroom(cells, baseline=BASELINE, threshold=MAX_HEADROOM,
+                    warehouse: WarehouseReader, run_set: str, cell_runs: dict[str, dict[str, Any]],
+                    baseline: str) -> ValidityGates:
+    has_b0 = any(c.condition == NO_MEMORY for c in cells)
+    has_study_baseline = any(c.condition == baseline for c in cells)
+    if has_b0:
+        headroom = b0_headroom(cells, baseline=NO_MEMORY, threshold=MAX_HEADROOM,
                                reversed_constructs=REVERSED_CONSTRUCTS, reversed_threshold=MAX_HEADROOM)
         overall_rate = headroom.overall.value
         b0 = HeadroomGates(
@@ -217,17 +232,17 @@ def _validity_gates(cells: list[Cell], conditions: list[str], traps: list[str], 
             failing_constructs=[k for k, g in {**headroom.by_construct, **headroom.reversed}.items() if not g.passed],
             reversed=dict(headroom.reversed),
             note=(f"{', '.join(headroom.reversed)} run the other way (B0 passes, memory can hurt): reported apart in "
-                  f"`reversed`, where {BASELINE} must pass at least {MAX_HEADROOM:.2f} of their cells"
+                  f"`reversed`, where {NO_MEMORY} must pass at least {MAX_HEADROOM:.2f} of their cells"
                   if headroom.reversed else None))
     else:
         b0 = HeadroomGates(overall=None, by_construct={}, passed=False, failing_constructs=[],
-                           note=f"no {BASELINE} cells in this run set")
+                           note=f"no {NO_MEMORY} cells in this run set")
     expected = len(traps) * len(seeds)
     min_units = math.ceil(PAIRED_COVERAGE * len(traps))
     exclusions: dict[str, ExclusionGate] = {}
     paired_coverage = {}
     for condition in conditions:
-        other = BASELINE if condition != BASELINE and has_baseline else condition
+        other = baseline if condition != baseline and has_study_baseline else condition
         paired = pair_cells(cells, condition, other)
         gate = exclusion_gates(paired, max_fraction=MAX_EXCLUSION, expected_cells=max(expected, len(paired.grid)))[0]
         reasons = Counter(c.exclusion or "unknown" for c in cells if c.condition == condition and not c.valid)
@@ -237,7 +252,7 @@ def _validity_gates(cells: list[Cell], conditions: list[str], traps: list[str], 
                                                                           min_paired_seeds=2)
     strata = {construct: StratumGate(reversed=s.reversed, max_condition=s.max_condition, max_rate=s.max_rate,
                                      spread=s.spread, b0_rate=s.b0_rate, passed=s.passed)
-              for construct, s in stratum_validity(cells, baseline=BASELINE, floor=STRATUM_FLOOR,
+              for construct, s in stratum_validity(cells, baseline=NO_MEMORY, floor=STRATUM_FLOOR,
                                                    b0_threshold=MAX_HEADROOM,
                                                    reversed_constructs=REVERSED_CONSTRUCTS).items()}
     sessions: dict[str, dict[int, dict[str, Any]]] = {}
@@ -246,9 +261,9 @@ def _validity_gates(cells: list[Cell], conditions: list[str], traps: list[str], 
     warmup = warmup_gate(
         ((not row["excluded"], bool(row["passed"]))
          for run_id, rows in sessions.items()
-         if run_id in cell_runs and cell_runs[run_id]["condition"] == BASELINE and valid_run(cell_runs[run_id])
+         if run_id in cell_runs and cell_runs[run_id]["condition"] == NO_MEMORY and valid_run(cell_runs[run_id])
          for row in rows.values() if not row["scored"] and row["outcome"] != "no_verdict"),
-        baseline=BASELINE, threshold=WARMUP)
+        baseline=NO_MEMORY, threshold=WARMUP)
     audit = _continuation_audit(warehouse, run_set, cell_runs, sessions)
     verdicts = {"b0_headroom": b0.passed}
     verdicts.update({f"exclusions {c}": g.passed for c, g in exclusions.items()})
@@ -256,6 +271,7 @@ def _validity_gates(cells: list[Cell], conditions: list[str], traps: list[str], 
     verdicts.update({f"stratum_validity {c}": g.passed for c, g in strata.items()})
     verdicts["warmup"] = warmup.passed
     verdicts["continuation_audit"] = audit.passed
-    return ValidityGates(baseline=BASELINE, traps=len(traps), seeds=len(seeds), b0_headroom=b0,
+    return ValidityGates(baseline=baseline, traps=len(traps), seeds=len(seeds), b0_headroom=b0,
                          exclusions=exclusions, paired_coverage=paired_coverage, passed=all(verdicts.values()),
-                         stratum_validity=strata, warmup=warmup, continuation_audit=audit, verdicts=verdicts)
+                         stratum_validity=strata, warmup=warmup, continuation_audit=audit, verdicts=verdicts,
+                         reference=gate_references(baseline))

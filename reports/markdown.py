@@ -146,9 +146,12 @@ def _study_parts_markdown(report: dict[str, Any]) -> str:
         lines += ["## Canary proof", "", f"**{proof['status'].upper()}**" + (f" — {proof['reason']}" if proof.get("reason") else "")]
         searched = proof.get("searched")
         if searched:
+            from reports.html.study import blobs_text
+
             lines += ["", f"{proof['secrets']} secrets of pack `{proof['pack']}` searched in "
                           f"{searched['agent_visible_events']} agent-visible events ({searched['agent_visible_bytes']} "
-                          f"bytes) and in {', '.join(searched['reports'])} ({searched['report_bytes']} bytes): "
+                          f"bytes){blobs_text(searched)} and in {', '.join(searched['reports'])} "
+                          f"({searched['report_bytes']} bytes): "
                           f"{proof['leaks']} leaks; {proof['own_trap_hits']} hits inside their own trap (expected)."]
         for h in proof.get("hits") or []:
             lines.append(f"- leak: secret `{h['secret']}` of trap `{h['trap']}` in {h['where']}"
@@ -198,6 +201,8 @@ def _hygiene_markdown(report: dict[str, Any]) -> str:
         lines.append(f"- paired coverage {name}: {g['numerator']}/{g['denominator']} traps with ≥ 2 paired seeds "
                      f"(≥ {g['threshold']} required): {'pass' if g['passed'] else 'FAIL'}")
     lines += _issue14_gates_markdown(report)
+    if gates.get("reference"):
+        lines += ["", "Reference conditions: " + "; ".join(f"{k} on {v}" for k, v in gates["reference"].items()) + "."]
     return "\n".join(lines) + "\n"
 
 

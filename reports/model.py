@@ -182,7 +182,7 @@ class ContinuationAudit(Gate):
 
 @dataclass(frozen=True)
 class ValidityGates:
-    baseline: str
+    baseline: str  # the study's baseline (reports.study.resolve_baseline)
     traps: int
     seeds: int
     b0_headroom: HeadroomGates
@@ -194,6 +194,9 @@ class ValidityGates:
     warmup: Gate | None = field(default=None, metadata=OMIT_IF_NONE)
     continuation_audit: ContinuationAudit | None = field(default=None, metadata=OMIT_IF_NONE)
     verdicts: dict[str, bool] | None = field(default=None, metadata=OMIT_IF_NONE)
+    # gate family -> the condition it is measured on or against: B0 by the paper's definition, or
+    # `baseline` (the study's) for the per-comparison gates
+    reference: dict[str, str] | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 @dataclass(frozen=True)
@@ -416,6 +419,10 @@ class CanarySearch:
     agent_visible_bytes: int
     reports: list[str]  # files searched (report.json, report.md, report.html)
     report_bytes: int
+    # scored diffs stored as blobs beside the log (over 64 KiB): searched, their bytes, unreadable ones
+    blobs: int | None = field(default=None, metadata=OMIT_IF_NONE)
+    blob_bytes: int | None = field(default=None, metadata=OMIT_IF_NONE)
+    blobs_missing: int | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 @dataclass(frozen=True)

@@ -59,16 +59,23 @@ def finalize(skeleton: str, out: Path, force: bool) -> None:
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64))
 @click.option("--sandbox", "sandbox_name", default="bwrap", show_default=True, type=click.Choice(list(BACKENDS)))
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="also write the JSON report here")
-def validate(pack_spec: str, as_json: bool, workers: int, sandbox_name: str, out: Path | None) -> None:
+@click.option("--admitted", type=click.Path(path_type=Path), default=None, metavar="DIR",
+              help="when traps are refused, write PACK without them to DIR (a new pack, the one to run) and "
+              "record the funnel under the digest its runs carry")
+def validate(pack_spec: str, as_json: bool, workers: int, sandbox_name: str, out: Path | None,
+             admitted: Path | None) -> None:
     """Run PACK's admission gates live in the sandbox and print the admission funnel.
 
     Exit status 1 when a trap is refused, 2 when the pack itself is malformed."""
-    from producers.validate import validate_pack
+    from producers.pack_resolver import open_pack
+    from producers.validate import validate_pack, write_admitted_pack
     from sandbox.registry import get_sandbox
     from schemas.pack_format import PackError
 
     console = Console(stderr=True)
     settings = load_settings()
+    if admitted is not None and admitted.exists():  # refused before the (long) live gates
+        raise UsageError(f"--admitted: {admitted} already exists (the admitted pack is written to a new directory)")
     done = [0]
 
     def progress(verdict) -> None:
@@ -81,7 +88,26 @@ def validate(pack_spec: str, as_json: bool, workers: int, sandbox_name: str, out
     except PackError as exc:
         raise UsageError(str(exc)) from None
     data = report.to_json()
-    record_validation(settings.home, data)
+    if report.runnable:  # the digest `run PACK` carries
+        record_validation(settings.home, data)
+    if admitted is not None and report.refused and len(report.refused) < len(report.traps):
+        try:
+            write_admitted_pack(pack_spec, report, admitted)
+            digest = open_pack(str(admitted), settings.home).digest  # finalized as its first run would
+        except PackError as exc:
+            raise UsageError(f"--admitted: {exc}") from None
+        data["admitted_pack"] = {"directory": str(admitted), "pack_digest": digest}
+        record_validation(settings.home, data, digest)
+        console.print(f"admitted pack: {admitted} ({len(report.traps) - len(report.refused)} traps, digest "
+                      f"{digest[:12]}); run it to have this funnel in its reports", highlight=False, markup=False,
+                      soft_wrap=True)
+    elif admitted is not None:
+        why = "no trap was admitted" if report.refused else "every trap was admitted: PACK is its own admitted pack"
+        console.print(f"--admitted: nothing written ({why})", highlight=False, markup=False, soft_wrap=True)
+    elif not report.runnable:
+        console.print("note: a trap's secret placeholders are broken, so `membench run` refuses this pack and no "
+                      "run set will carry the digest checked here; --admitted DIR writes the pack of its admitted "
+                      "traps and records this funnel for it", highlight=False, markup=False, soft_wrap=True)
     if out is not None:
         out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     if as_json:
@@ -92,13 +118,13 @@ def validate(pack_spec: str, as_json: bool, workers: int, sandbox_name: str, out
         raise SystemExit(1)
 
 
-def record_validation(home: Path, data: dict) -> None:
-    """The funnel, kept as MEMBENCH_HOME/validations/<pack digest>.json so that the reports of run sets
-    of the same (finalized) pack show it (membench/report_inputs.py); written to a temporary name and
-    renamed."""
+def record_validation(home: Path, data: dict, digest: str | None = None) -> None:
+    """The funnel, kept as MEMBENCH_HOME/validations/<digest>.json (default: the validated pack's) so
+    that the reports of run sets of that (finalized) pack show it (membench/report_inputs.py); written
+    to a temporary name and renamed."""
     from membench.report_inputs import validation_path
 
-    path = validation_path(home, data["pack_digest"])
+    path = validation_path(home, digest or data["pack_digest"])
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

@@ -90,7 +90,8 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
                 raise UsageError(str(exc)) from None
         else:
             built, secrets = build_full_report(warehouse, run_set, settings.home, baseline=baseline, study=study,
-                                               pack_spec=pack_spec)
+                                               pack_spec=pack_spec, blob_dir=settings.runs_dir / run_set / "blobs",
+                                               kafka=settings.bus.startswith("kafka://"))
     except ReportError as exc:
         raise UsageError(str(exc)) from None
     finally:

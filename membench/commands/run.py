@@ -261,7 +261,8 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
         refused = None
         try:
             report, secrets = build_full_report(warehouse, run_set, settings.home, baseline=options.baseline,
-                                                study=options.study, pack_spec=options.pack_spec)
+                                                study=options.study, pack_spec=options.pack_spec,
+                                                blob_dir=config.blob_dir)
         except ReportError as exc:  # checked before the run; a resumed run set may hold other conditions
             refused = exc
         state = warehouse_state(warehouse, run_set)

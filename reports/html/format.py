@@ -10,7 +10,7 @@ from typing import Any
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#8C564B", "#332288", "#117733",
            "#AA4499")
 BASELINE_COLOR = "#6B6B6B"
-BASELINES = ("B0", "no_memory")
+BASELINES = ("B0", "no_memory")  # the default baselines (reports/study.py), for older report.json files
 
 CSS = """
 :root { --fg:#1d2125; --muted:#5b636b; --line:#d8dde2; --band:#f4f6f8; --ok:#1a7f37; --bad:#c62828; }
@@ -74,10 +74,22 @@ def fmt_signed_pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:+.1f}%"
 
 
-def condition_colors(conditions: list[str]) -> dict[str, str]:
+def report_baseline(report: dict[str, Any]) -> str | None:
+    """The condition the report compares against (the study's baseline, reports/study.py), as its
+    sections state it; a report.json without them: B0, else no_memory, when present."""
+    for key in ("comparisons", "families", "resources", "validity_gates"):
+        section = report.get(key)
+        if isinstance(section, dict) and section.get("baseline"):
+            return str(section["baseline"])
+    names = [c.get("condition") for c in report.get("conditions") or []]
+    return next((b for b in BASELINES if b in names), None)
+
+
+def condition_colors(conditions: list[str], baseline: str | None) -> dict[str, str]:
+    """The baseline in grey, every other condition a palette colour in order."""
     out, i = {}, 0
     for name in conditions:
-        if name in BASELINES:
+        if name == baseline:
             out[name] = BASELINE_COLOR
         else:
             out[name] = PALETTE[i % len(PALETTE)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports.html.format import CSS, condition_colors, esc
+from reports.html.format import CSS, condition_colors, esc, report_baseline
 from reports.html.plots import frontier_svg, ladder_svg, strata_svg
 from reports.html.study import canary_html, families_html, matrix_html, provenance_html
 from reports.html.tables import (
@@ -19,11 +19,20 @@ from reports.html.tables import (
 from reports.transfer import transfer_html
 
 
+def optional_section(ident: str, title: str, body: str | None, caption: str = "") -> list[str]:
+    """A section whose body a report may lack (an older report.json, a run set without the data):
+    one element to append, or none when BODY is empty. TITLE and CAPTION are the page's own text."""
+    if not body:
+        return []
+    note = f'<p class="caption">{caption}</p>' if caption else ""
+    return [f'<section id="{ident}"><h2>{title}</h2>{note}{body}</section>']
+
+
 def render_html(report: dict[str, Any]) -> str:
     agent = str(report.get("agent", ""))
     scripted = agent.startswith("scripted:")
     conditions = [c["condition"] for c in report.get("conditions", [])]
-    colors = condition_colors(conditions)
+    colors = condition_colors(conditions, report_baseline(report))
     inputs = report.get("inputs") or {}
     digest = inputs.get("pack_digest")
     digests = digest if isinstance(digest, list) else [digest]
@@ -92,13 +101,8 @@ def render_html(report: dict[str, Any]) -> str:
     out.append(comps or '<p class="note">No comparisons (a single condition, or none computed).</p>')
     out.append("</section>")
 
-    families = families_html(report)
-    if families:
-        out.append(f'<section id="families"><h2>Registered families</h2>{families}</section>')
-
-    resources = resources_table(report)
-    if resources:
-        out.append(f'<section id="resources"><h2>Resources</h2>{resources}</section>')
+    out += optional_section("families", "Registered families", families_html(report))
+    out += optional_section("resources", "Resources", resources_table(report))
 
     failures = counts_table(report, "failure_counts")
     memory = counts_table(report, "memory_failure_counts")
@@ -112,25 +116,13 @@ def render_html(report: dict[str, Any]) -> str:
                        f'</p>{memory}')
         out.append("</section>")
 
-    hygiene = hygiene_table(report)
-    if hygiene:
-        out.append(f'<section id="hygiene"><h2>Hygiene</h2><p class="caption">Rate = numerator / denominator over '
-                   f'scored sessions.</p>{hygiene}</section>')
-
-    gates = gates_table(report)
-    if gates:
-        out.append(f'<section id="gates"><h2>Validity gates</h2>{gates}</section>')
-
-    matrix = matrix_html(report)
-    if matrix:
-        out.append(f'<section id="matrix"><h2>Outcome matrix</h2><p class="caption">Each trap × seed cell per '
-                   f'condition: pass, fail, or why it is not a valid cell.</p>{matrix}</section>')
-    provenance = provenance_html(report)
-    if provenance:
-        out.append(f'<section id="provenance"><h2>Provenance, cost and admission</h2>{provenance}</section>')
-    canary = canary_html(report)
-    if canary:
-        out.append(f'<section id="canary"><h2>Canary proof</h2>{canary}</section>')
+    out += optional_section("hygiene", "Hygiene", hygiene_table(report),
+                            "Rate = numerator / denominator over scored sessions.")
+    out += optional_section("gates", "Validity gates", gates_table(report))
+    out += optional_section("matrix", "Outcome matrix", matrix_html(report),
+                            "Each trap × seed cell per condition: pass, fail, or why it is not a valid cell.")
+    out += optional_section("provenance", "Provenance, cost and admission", provenance_html(report))
+    out += optional_section("canary", "Canary proof", canary_html(report))
 
     out.append('<section id="inputs"><h2>Inputs</h2>')
     bootstrap = (f"{esc(boot.get('resamples', '—'))} resamples, seed {esc(boot.get('seed', '—'))}, "

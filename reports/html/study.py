@@ -114,6 +114,15 @@ def admission_text(admission: dict[str, Any]) -> str:
             f"({admission['source']})")
 
 
+def blobs_text(searched: dict[str, Any]) -> str:
+    """", N scored diffs stored as blobs (B bytes)" when the run set has any (plain text; empty for a
+    run set without, or a report.json from before they were searched)."""
+    if not searched.get("blobs") and not searched.get("blobs_missing"):
+        return ""
+    return (f", {searched['blobs']} scored diffs stored as blobs ({searched['blob_bytes']} bytes"
+            + (f"; {searched['blobs_missing']} unreadable" if searched.get("blobs_missing") else "") + ")")
+
+
 def canary_html(report: dict[str, Any]) -> str | None:
     proof = report.get("canary")
     if not proof:
@@ -128,7 +137,8 @@ def canary_html(report: dict[str, Any]) -> str | None:
     if searched:
         out.append(f'<p class="caption">{esc(proof["secrets"])} secrets of pack <code>{esc(proof["pack"])}</code> '
                    f'searched in {esc(searched["agent_visible_events"])} agent-visible events '
-                   f'({esc(searched["agent_visible_bytes"])} bytes) and in {esc(", ".join(searched["reports"]))} '
+                   f'({esc(searched["agent_visible_bytes"])} bytes){esc(blobs_text(searched))} and in '
+                   f'{esc(", ".join(searched["reports"]))} '
                    f'({esc(searched["report_bytes"])} bytes): {esc(proof["leaks"])} leaks; '
                    f'{esc(proof["own_trap_hits"])} hits inside their own trap (evidence, memory reads, patches: '
                    'expected).</p>')

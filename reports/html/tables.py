@@ -155,22 +155,24 @@ def gates_table(report: dict[str, Any]) -> str | None:
                      f"{direction} {thr}", _verdict(g.get("passed"))])
 
     head = gates.get("b0_headroom") or {}
-    add(f"{gates.get('baseline', 'B0')} headroom overall", head.get("overall"))
+    reference = gates.get("reference") or {}  # absent from a report.json written before it
+    b0 = reference.get("b0_headroom", "B0")  # headroom, the strata's B0 clause and warm-up are B0 gates
+    add(f"{b0} headroom overall", head.get("overall"))
     for label, g in (head.get("by_construct") or {}).items():
-        add(f"{gates.get('baseline', 'B0')} headroom {label}", g)
+        add(f"{b0} headroom {label}", g)
     for cond, g in (gates.get("exclusions") or {}).items():
         add(f"exclusions {cond}", g)
     for name, g in (gates.get("paired_coverage") or {}).items():
         add(f"paired coverage {name} (units with ≥ 2 paired seeds)", g)
     # issue 14: reversed constructs apart, stratum validity, warm-up, continuation audit
     for label, g in (head.get("reversed") or {}).items():
-        add(f"{gates.get('baseline', 'B0')} passes reversed {label}", g)
+        add(f"{b0} passes reversed {label}", g)
     for label, s in (gates.get("stratum_validity") or {}).items():
         tag = f"stratum {label}" + (" (reversed)" if s.get("reversed") else "")
         add(f"{tag}: max condition rate ({esc(s.get('max_condition'))})", s.get("max_rate"))
         add(f"{tag}: spread", s.get("spread"), fmt_pct(s["spread"].get("value")))
-        add(f"{tag}: {gates.get('baseline', 'B0')} rate", s.get("b0_rate"))
-    add(f"{gates.get('baseline', 'B0')} warm-up S1+S2", gates.get("warmup"))
+        add(f"{tag}: {b0} rate", s.get("b0_rate"))
+    add(f"{b0} warm-up S1+S2", gates.get("warmup"))
     add("continuation audit (cells started as designed)", gates.get("continuation_audit"))
     note = head.get("note")
     html = html_table(["gate", "n", "value", "required", "verdict"], rows) if rows else ""
@@ -178,4 +180,7 @@ def gates_table(report: dict[str, Any]) -> str | None:
     html += (f'<p class="caption">All gates: {_verdict(overall)}. '
              f'{esc(gates.get("traps", "?"))} traps × {esc(gates.get("seeds", "?"))} seeds.'
              + (f" {esc(note)}." if note else "") + "</p>")
+    if reference:
+        html += ('<p class="caption">Reference conditions: ' + "; ".join(
+            f"{esc(gate)} on <code>{esc(cond)}</code>" for gate, cond in reference.items()) + ".</p>")
     return html

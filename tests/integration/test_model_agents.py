@@ -12,7 +12,6 @@ agent runs once with `--model-record` against the scripted upstream, then again 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,8 @@ import pytest
 from membench.bench.upstream import ScriptedUpstream, script_from_pack
 from producers.agents.model_agents import agents_prefix
 from producers.attempts import read_log
-from tests.conftest import REPO, skip_or_fail
+from tests.conftest import skip_or_fail
+from tests.integration.pack_helpers import smoke_cut_to
 
 pytestmark = pytest.mark.integration
 KEY = "sk-membench-test-5a1f0c9e77d34b21"
@@ -29,16 +29,7 @@ KEY = "sk-membench-test-5a1f0c9e77d34b21"
 @pytest.fixture(scope="module")
 def currency_pack(tmp_path_factory) -> Path:
     """The smoke pack cut to its smoke-currency sequence (3 sessions; S3 needs the remembered code)."""
-    pack = tmp_path_factory.mktemp("pack") / "smoke-currency"
-    shutil.copytree(REPO / "fixtures" / "smoke", pack)
-    manifest = json.loads((pack / "manifest.json").read_text())
-    manifest["pack"] = "smoke-currency"
-    manifest["sequences"] = [s for s in manifest["sequences"] if s["seq_id"] == "smoke-currency"]
-    (pack / "manifest.json").write_text(json.dumps(manifest, indent=1))
-    for hidden in (pack / "hidden").iterdir():
-        if hidden.name != "smoke-currency":
-            shutil.rmtree(hidden)
-    return pack
+    return smoke_cut_to(tmp_path_factory.mktemp("pack") / "smoke-currency")
 
 
 def events(home: Path, run_set: str) -> list:

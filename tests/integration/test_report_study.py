@@ -5,14 +5,14 @@ secrets — a planted leak makes it fail."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
 from membench.bench.upstream import ScriptedUpstream, script_from_pack
 from membench.report_inputs import find_secrets
 from producers.attempts import read_log
-from tests.conftest import REPO, run_cli
+from tests.conftest import run_cli
+from tests.integration.pack_helpers import smoke_cut_to
 
 pytestmark = pytest.mark.integration
 
@@ -29,16 +29,7 @@ def b1_b5(tmp_path_factory):
 @pytest.fixture(scope="module")
 def currency_pack(tmp_path_factory):
     """The smoke pack cut to its smoke-currency sequence, as a directory (not a built-in pack)."""
-    pack = tmp_path_factory.mktemp("pack") / "smoke-currency"
-    shutil.copytree(REPO / "fixtures" / "smoke", pack)
-    manifest = json.loads((pack / "manifest.json").read_text())
-    manifest["pack"] = "smoke-currency"
-    manifest["sequences"] = [s for s in manifest["sequences"] if s["seq_id"] == "smoke-currency"]
-    (pack / "manifest.json").write_text(json.dumps(manifest, indent=1))
-    for hidden in (pack / "hidden").iterdir():
-        if hidden.name != "smoke-currency":
-            shutil.rmtree(hidden)
-    return pack
+    return smoke_cut_to(tmp_path_factory.mktemp("pack") / "smoke-currency")
 
 
 def _report(home, run_set="b1b5"):
@@ -166,6 +157,59 @@ def test_canary_not_run_without_the_pack(b1_b5, tmp_path):
     (elsewhere / "packs").mkdir(parents=True)
     secrets, _, reason = find_secrets(elsewhere, [_report(b1_b5)["inputs"]["pack_digest"]], None)
     assert secrets is None and "no finalized pack with digest" in reason
+
+
+def test_canary_searches_a_scored_diff_stored_as_a_blob(b1_b5):
+    """A diff over the inline limit is only a digest in its PatchProduced and a blob in
+    runs/<run set>/blobs: a secret of another trap planted there is found by `membench report`."""
+    import hashlib
+
+    from producers.blobs import put_blob
+    from warehouse.client import connect
+
+    digest = _report(b1_b5)["inputs"]["pack_digest"]
+    secrets, _, _ = find_secrets(b1_b5, [digest], None)
+    victim, other = secrets[0], next(s for s in secrets if s.trap != secrets[0].trap)
+    blob = ("+# padding\n" * 8000 + f"+LEAK = '{victim.value}'\n").encode()
+    sha = put_blob(b1_b5 / "runs" / "b1b5" / "blobs", blob)
+    assert sha == hashlib.sha256(blob).hexdigest()
+    warehouse = connect(f"chdb://{b1_b5 / 'warehouse'}")
+    try:
+        (row,) = warehouse.query_dicts(
+            "SELECT payload FROM trajectory_events WHERE run_set = 'b1b5' AND kind = 'PatchProduced' "
+            f"AND unit_id LIKE '%/{other.trap}/%' ORDER BY seq LIMIT 1")
+        payload = json.loads(row["payload"])
+        payload.update(production_diff=None, production_diff_sha256=sha)
+        literal = json.dumps(payload).replace("\\", "\\\\").replace("'", "\\'")
+        warehouse.command(
+            f"INSERT INTO trajectory_events SELECT * REPLACE (generateUUIDv4() AS event_id, '{literal}' AS payload) "
+            "FROM trajectory_events WHERE run_set = 'b1b5' AND kind = 'PatchProduced' "
+            f"AND unit_id LIKE '%/{other.trap}/%' ORDER BY seq LIMIT 1")
+    finally:
+        warehouse.close()
+    proc = run_cli("report", "b1b5", "--baseline", "B1", "--allow-mismatch", "--json", home=b1_b5, check=True)
+    proof = json.loads(proc.stdout)["canary"]
+    assert proof["status"] == "fail" and proof["searched"]["blobs"] == 1 and proof["searched"]["blobs_missing"] == 0
+    (hit,) = [h for h in proof["hits"] if "blob" in h["where"]]
+    assert (hit["secret"], hit["trap"], hit["run_trap"]) == (victim.name, victim.trap, other.trap)
+    assert f"(PatchProduced production_diff blob {sha[:12]})" in hit["where"]
+    assert victim.value not in proc.stdout
+
+
+def test_canary_not_run_on_a_kafka_report_says_why_in_one_line(b1_b5, tmp_path):
+    """A report built for a Kafka bus on a machine that has not the finalized pack: not_run, and the
+    report says why (the runners hold the pack) in one line, in report.json and report.md."""
+    elsewhere = tmp_path / "reporter" / "home"
+    elsewhere.mkdir(parents=True)
+    proc = run_cli("report", "b1b5", "--baseline", "B1", "--allow-mismatch", "--json", "--bus",
+                   "kafka://127.0.0.1:9092/canary-reason", "--warehouse", f"chdb://{b1_b5 / 'warehouse'}",
+                   home=elsewhere, check=True)
+    proof = json.loads(proc.stdout)["canary"]
+    assert proof["status"] == "not_run" and proof["searched"] is None
+    reason = proof["reason"]
+    assert "\n" not in reason and "no finalized pack with digest" in reason and "on a Kafka bus" in reason
+    md = (elsewhere / "runs" / "b1b5" / "report.md").read_text()
+    assert f"**NOT_RUN** — {reason}\n" in md
 
 
 def test_usd_cost_from_model_calls_and_the_canary_of_a_pack_given_by_path(tmp_path, bwrap_sandbox, currency_pack):

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ from producers.memory_systems.base import MemorySetup, Namespace
 from producers.memory_systems.registry import MEMORY_SYSTEMS, make_memory, register_external
 from producers.memory_systems.skill_bank import SkillBankError, verify_bank, write_manifest
 from schemas.events import Event, bounded_text
+from tests.producers.memory_server import json_memory_server
 
 BUILTINS = ["B0", "B1", "B2", "B4", "B5", "curated_file"]
 
@@ -160,37 +159,24 @@ def test_external_http_adapter(tmp_path: Path) -> None:
     stores: dict[str, list] = {}
     seen: list[dict] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802
-            req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            seen.append(req)
-            items = stores.setdefault(req["namespace"], [])
-            if req["op"] == "write":
-                items += [{"id": e["event_id"], "text": e["text"]} for e in req["events"]]
-                body = {"items": []}
-            else:
-                body = {"items": items[-2:]}
-            data = json.dumps(body).encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def respond(req: dict) -> dict:
+        seen.append(req)
+        items = stores.setdefault(req["namespace"], [])
+        if req["op"] == "write":
+            items += [{"id": e["event_id"], "text": e["text"]} for e in req["events"]]
+            return {"items": []}
+        return {"items": items[-2:]}
 
-        def log_message(self, *args):
-            pass
-
-    server = HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    register_external("ext-http-test", url=f"http://127.0.0.1:{server.server_port}/memory")
-    try:
-        mem = make_memory("ext-http-test", Namespace("rs", "ext-http-test", 1, "seq"))
-        mem.write(S1)
-        assert [i.text for i in mem.read("q", 2000).items][-1].startswith("Payments webhook")
-        assert all("harness-only" not in json.dumps(r) for r in seen)  # only agent-visible events
-        assert make_memory("ext-http-test", Namespace("rs", "B5", 1, "seq")).read("q", 2000).items == ()
-    finally:
-        MEMORY_SYSTEMS.pop("ext-http-test")
-        server.shutdown()
+    with json_memory_server(respond) as port:
+        register_external("ext-http-test", url=f"http://127.0.0.1:{port}/memory")
+        try:
+            mem = make_memory("ext-http-test", Namespace("rs", "ext-http-test", 1, "seq"))
+            mem.write(S1)
+            assert [i.text for i in mem.read("q", 2000).items][-1].startswith("Payments webhook")
+            assert all("harness-only" not in json.dumps(r) for r in seen)  # only agent-visible events
+            assert make_memory("ext-http-test", Namespace("rs", "B5", 1, "seq")).read("q", 2000).items == ()
+        finally:
+            MEMORY_SYSTEMS.pop("ext-http-test")
 
 
 def test_memory_literal_agent_fills_slots_in_presentation_order(tmp_path: Path) -> None:

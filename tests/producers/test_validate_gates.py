@@ -57,6 +57,35 @@ def test_refused_traps_are_counted_with_clear_errors(cli, broken_pack: Path) -> 
     assert "smoke-client-header" in markdown.stdout and "missing oracle" in markdown.stdout
 
 
+@pytest.mark.usefixtures("bwrap_sandbox")
+def test_the_funnel_is_found_by_the_reports_of_the_pack_the_user_runs(cli, home: Path, broken_pack: Path,
+                                                                     tmp_path: Path) -> None:
+    """A trap with broken placeholders makes `run` refuse the pack and validation check a temporary
+    copy: before the fix the funnel was recorded under that copy's digest, which no run carries, so
+    every report said not_validated. Now nothing is recorded under it, and --admitted writes the pack
+    of the admitted traps, records the funnel under the digest its runs carry, and its report shows it."""
+    refused = cli("validate", str(broken_pack), "--json")
+    assert refused.returncode == 1 and "--admitted DIR writes the pack of its admitted traps" in refused.stderr
+    assert not (home / "validations").exists() or not any((home / "validations").iterdir())
+    assert cli("run", str(broken_pack), "--conditions", "B0", "--seeds", "1").returncode == 2  # run refuses it
+
+    admitted = tmp_path / "admitted"
+    proc = cli("validate", str(broken_pack), "--admitted", str(admitted), "--json")
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads(proc.stdout)
+    digest = data["admitted_pack"]["pack_digest"]
+    assert [s["seq_id"] for s in json.loads((admitted / "manifest.json").read_text())["sequences"]] == ["smoke-currency"]
+    assert sorted(p.name for p in (admitted / "hidden").iterdir()) == ["smoke-currency"]
+    assert json.loads((home / "validations" / f"{digest}.json").read_text())["admitted"] == 1
+    cli("run", str(admitted), "--conditions", "B0,B5", "--seeds", "1", "--run-set", "adm", check=True)
+    report = json.loads((home / "runs" / "adm" / "report.json").read_text())
+    assert report["inputs"]["pack_digest"] == digest
+    assert report["admission"] == {"status": "validated", "source": f"validations/{digest}.json", "authored": 4,
+                                   "valid": 2, "admitted": 1}
+    again = cli("validate", str(broken_pack), "--admitted", str(admitted))
+    assert again.returncode == 2 and "already exists" in again.stderr
+
+
 def test_malformed_manifest_refuses_the_whole_pack(cli, tmp_path: Path) -> None:
     root = tmp_path / "bad"
     shutil.copytree(FIXTURES / "smoke", root)

@@ -153,3 +153,28 @@ def test_report_lists_every_metric_the_processor_emits():
     from reports.hygiene import HYGIENE_METRICS
 
     assert HYGIENE_METRICS == METRICS
+
+
+def _swatches(html: str) -> dict[str, str]:
+    """condition -> its swatch colour in the conditions table."""
+    return dict((name, color) for color, name in
+                re.findall(r'<span class="swatch" style="background:(#[0-9A-Fa-f]{6})"></span>([^<]+)<', html))
+
+
+def test_baseline_colour_follows_the_reports_baseline():
+    """The baseline is drawn grey: B0 by default, B5 when the report compares against B5 (--baseline
+    or a study file); before the fix B0 stayed grey and B5 took a palette colour."""
+    from reports.html.format import BASELINE_COLOR
+
+    default = _swatches(render_html(make_report()))
+    assert default["B0"] == BASELINE_COLOR and default["B5"] != BASELINE_COLOR
+    report = make_report()
+    for key in ("comparisons", "resources", "validity_gates"):
+        report[key]["baseline"] = "B5"
+    shifted = _swatches(render_html(report))
+    assert shifted["B5"] == BASELINE_COLOR and shifted["B0"] != BASELINE_COLOR
+    assert list(shifted.values()).count(BASELINE_COLOR) == 1
+    # the ladder plot draws B5's bar in the same grey
+    ladder = re.search(r'<svg id="ladder-plot".*?</svg>', render_html(report), re.S).group(0)
+    b5_row = ladder.split('font-weight="600">B5</text>')[1].split("</text>")[0]
+    assert BASELINE_COLOR in b5_row

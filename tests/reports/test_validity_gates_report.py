@@ -45,7 +45,7 @@ def _run(task: str, condition: str, seed: int, s3_passes: bool, *, warmup: tuple
     return emitted
 
 
-def _report(tmp_path, runs: list[list]):
+def _report(tmp_path, runs: list[list], baseline: str | None = None):
     schema = default_registry().latest("event")
     warehouse = connect(f"chdb://{tmp_path / 'wh'}")
     try:
@@ -56,18 +56,18 @@ def _report(tmp_path, runs: list[list]):
                 _, datum = seal(schema, event)
                 sink.add(event, datum, [d for d in derived if d.source_seq == event.seq])
         sink.flush()
-        return build_report(warehouse, "rs")
+        return build_report(warehouse, "rs", baseline=baseline)
     finally:
         warehouse.close()
 
 
-def _grid(overrides: dict | None = None) -> list[list]:
+def _grid(overrides: dict | None = None, conditions: tuple[str, ...] = ("B0", "B5")) -> list[list]:
     runs = []
     for task, construct in TRAPS.items():
-        for condition in ("B0", "B5"):
+        for condition in conditions:
             for seed in (1, 2, 3):
                 memory_helps = construct != "C9"
-                passes = (condition == "B5") == memory_helps
+                passes = (condition != "B0") == memory_helps
                 kwargs = (overrides or {}).get((task, condition, seed), {})
                 runs.append(_run(task, condition, seed, passes, **kwargs))
     return runs
@@ -99,3 +99,32 @@ def test_warmup_and_continuation_audit_fail_on_broken_runs(tmp_path):
     assert any(f.startswith("c1-b B5 seed 2: S3 started as clean") for f in audit.findings)
     assert audit.inherited_failed == 2  # c1-a B0 seeds 1 and 2 inherited an S2 that failed
     assert not gates.passed and {k for k, v in gates.verdicts.items() if not v} == {"warmup", "continuation_audit"}
+
+
+def test_gates_against_the_baseline_follow_the_study_and_b0_gates_stay_on_b0(tmp_path):
+    """--baseline B5: the per-comparison gates (paired coverage, exclusions) pair every condition with
+    B5; B0 headroom, stratum validity's B0 clause and warm-up are the paper's B0 gates and stay on B0.
+    Before the fix paired coverage was always "<condition> vs B0"."""
+    conditions = ("B0", "B1", "B5")
+    gates = _report(tmp_path, _grid(conditions=conditions), baseline="B5").validity_gates
+    assert gates.baseline == "B5"
+    assert set(gates.paired_coverage) == {"B0 vs B5", "B1 vs B5"}
+    assert all((g.numerator, g.denominator) == (3, 3) for g in gates.paired_coverage.values())
+    assert gates.reference == {"b0_headroom": "B0", "stratum_validity.b0_rate": "B0", "warmup": "B0",
+                               "exclusions": "B5", "paired_coverage": "B5"}
+    head = gates.b0_headroom
+    assert head.overall.name == "B0 headroom" and (head.overall.numerator, head.overall.denominator) == (0, 6)
+    assert head.reversed["C9"].name == "B0 passes reversed C9"
+    assert gates.stratum_validity["C1"].b0_rate.name == "B0 rate C1"
+    assert gates.warmup.name == "B0 warm-up S1+S2" and gates.warmup.denominator == 18
+    assert set(gates.exclusions) == set(conditions) and gates.passed
+
+
+def test_a_run_set_without_b0_pairs_its_gates_with_the_named_baseline(tmp_path):
+    """No B0: the B0 gates cannot be evaluated (and say so), while paired coverage is still measured
+    against the study's baseline (before the fix it was silently empty)."""
+    gates = _report(tmp_path, _grid(conditions=("B1", "B5")), baseline="B1").validity_gates
+    assert gates.baseline == "B1" and set(gates.paired_coverage) == {"B5 vs B1"}
+    assert gates.paired_coverage["B5 vs B1"].passed
+    assert gates.b0_headroom.overall is None and gates.b0_headroom.note == "no B0 cells in this run set"
+    assert gates.warmup.value is None and not gates.passed

@@ -4,16 +4,14 @@ add/search do), so the namespaces stay apart only if the ids membench sends do."
 
 from __future__ import annotations
 
-import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
 from producers.memory_systems.base import MemorySetup, Namespace
 from producers.memory_systems.external import mem0_ids
 from producers.memory_systems.registry import MEMORY_SYSTEMS, make_memory, register_external
+from tests.producers.memory_server import json_memory_server
 from tests.producers.memory_systems.test_dreambench_conditions import S1
 
 NAME = "mem0-ids-test"
@@ -24,37 +22,23 @@ def mem0_server():
     by_user: dict[str, list[dict]] = {}
     received: list[dict] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802
-            req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            received.append(req)
-            store = by_user.setdefault(req["user_id"], [])  # mem0: memories belong to a user_id
-            if req["op"] == "write":
-                new = [{"id": f"m{len(store) + k}", "text": e["text"], "type": "literal",
-                        "provenance": [e["event_id"]], "scope": e["scope"]}
-                       for k, e in enumerate(req["events"]) if e["source_event_id"]]
-                store += new
-                body = {"items": new}
-            else:
-                body = {"items": store[-6:]}  # memory_context=6, as the paper's hosted configuration
-            data = json.dumps(body).encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def respond(req: dict) -> dict:
+        received.append(req)
+        store = by_user.setdefault(req["user_id"], [])  # mem0: memories belong to a user_id
+        if req["op"] == "write":
+            new = [{"id": f"m{len(store) + k}", "text": e["text"], "type": "literal",
+                    "provenance": [e["event_id"]], "scope": e["scope"]}
+                   for k, e in enumerate(req["events"]) if e["source_event_id"]]
+            store += new
+            return {"items": new}
+        return {"items": store[-6:]}  # memory_context=6, as the paper's hosted configuration
 
-        def log_message(self, *args):
-            pass
-
-    server = HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    register_external(NAME, url=f"http://127.0.0.1:{server.server_port}/v1/memories")
-    try:
-        yield received
-    finally:
-        MEMORY_SYSTEMS.pop(NAME, None)
-        server.shutdown()
-        server.server_close()
+    with json_memory_server(respond) as port:
+        register_external(NAME, url=f"http://127.0.0.1:{port}/v1/memories")
+        try:
+            yield received
+        finally:
+            MEMORY_SYSTEMS.pop(NAME, None)
 
 
 def test_the_server_receives_the_documented_ids(mem0_server) -> None:
