@@ -8,6 +8,7 @@ write. Every step is an event.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -27,7 +28,8 @@ from producers.emitter import Listener, RunEmitter
 from producers.gateway.server import ModelGateway, ModelUnavailable
 from producers.labels import sequence_labels
 from producers.memory_systems.base import MemorySetup, Namespace
-from producers.memory_systems.registry import make_memory
+from producers.memory_systems.model_client import MemoryModel
+from producers.memory_systems.registry import is_model_driven, make_memory
 from sandbox.base import IsolationUnavailable, Sandbox
 from sandbox.scoring import score_session, score_with_rules
 from sandbox.workspace import capped_directory, render_patch, snapshot, tree_digest, write_files
@@ -64,6 +66,8 @@ class RunConfig:
     # conditions that only label predictions scored here (`membench score`): their memory ran
     # elsewhere, so membench reads none for them (as under no_memory)
     label_conditions: frozenset[str] = frozenset()
+    # the model a model-driven memory policy (B3-llm, DF-llm, …) calls through `gateway` (--memory-model)
+    memory_model: str | None = None
 
 
 def plan_grid(pack: Pack, conditions: list[str], seeds: list[int]) -> list[RunUnit]:
@@ -92,10 +96,15 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
     agent = agent or make_agent(config.agent, config.loop, with_gateway=config.gateway is not None)
     base = snapshot(pack.repos[seq.repo])
     memory, memory_error = None, None
+    system = "no_memory" if unit.condition in config.label_conditions else unit.condition
+    driven = is_model_driven(system)
+    # a model-driven policy calls the memory model from here, the harness, through the run set's gateway
+    memory_model = (MemoryModel(config.memory_model, config.gateway, unit.unit_id, emitter.emit)
+                    if driven and config.memory_model and config.gateway is not None else None)
     try:  # before RunStarted: a skill bank is verified here and its digest recorded there
-        system = "no_memory" if unit.condition in config.label_conditions else unit.condition
+        setup = MemorySetup.for_sequence(pack, seq)
         memory = make_memory(system, Namespace(config.run_set, unit.condition, unit.seed, seq.seq_id),
-                             MemorySetup.for_sequence(pack, seq))
+                             dataclasses.replace(setup, model=memory_model) if memory_model else setup)
     except Exception as exc:  # a memory system that cannot start closes the run as an error
         memory_error = exc
     emitter.emit("RunStarted", {
@@ -106,6 +115,7 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
         "skill_bank_digest": getattr(memory, "skill_bank_digest", None), "attempt": attempt,
         "construct": seq.construct, "family": seq.family,
         "resolution_policy": pack.resolution_policy,  # event v5: the suite's rule, for the processors
+        "memory_model": config.memory_model if driven else None,  # event v6: model_driven when set
     }, visibility="harness")
     for label in sequence_labels(seq):
         emitter.emit("OracleLabel", label, visibility="harness")
@@ -132,6 +142,9 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
                               "source_event_id": None, "source_kind": "harness_error", "input_tokens": 0,
                               "cached_tokens": 0, "output_tokens": 0, "reasoning_tokens": 0, "latency_ms": 0},
                      visibility="harness")
+    finally:
+        if memory_model is not None:
+            memory_model.close()
     emitter.session_index = -1
     emitter.emit("RunEnded", {"status": status, "error_type": error_type}, visibility="harness")
     return emitter.run_id

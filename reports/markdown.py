@@ -130,6 +130,10 @@ def _study_parts_markdown(report: dict[str, Any]) -> str:
                   f"- models: {', '.join(f'`{m}`' for m in prov['models']) or 'none named'}",
                   f"- code: {', '.join(f'`{d}`' for d in prov['code_digests'])}",
                   f"- seeds: {', '.join(str(s) for s in prov['seeds'])}; runs started: {prov['runs']}"]
+        if prov.get("memory_policies"):
+            from reports.html.study import memory_policy_text
+
+            lines.append(f"- memory policies: {memory_policy_text(prov['memory_policies'])}")
         cost = report.get("cost_usd")
         if cost:
             from reports.html.study import cost_text

@@ -368,6 +368,22 @@ class OutcomeMatrix:
 
 
 @dataclass(frozen=True)
+class MemoryPolicy:
+    """A condition's memory policy: `model_free` (deterministic) or `model_driven` (its sleep and judge
+    steps call `memory_model` through the model gateway: RunStarted.memory_model, event v6), and the
+    ModelCall events those steps made (`purpose` sleep / judge), whose tokens and USD are part of the
+    condition's totals (TotalTokens = wake + sleep + judge)."""
+
+    policy: str  # model_free | model_driven
+    memory_model: str | None
+    sleep_calls: int
+    judge_calls: int
+    input_tokens: int  # over the sleep and judge calls
+    output_tokens: int
+    cost_usd: float  # over the priced sleep and judge calls
+
+
+@dataclass(frozen=True)
 class RunProvenance:
     """What produced the run set, from its RunStarted events (each list sorted, distinct)."""
 
@@ -379,6 +395,8 @@ class RunProvenance:
     seeds: list[int]
     conditions: list[str]
     runs: int  # RunStarted events (attempts included)
+    # condition -> its memory policy (absent in reports written before it existed)
+    memory_policies: dict[str, MemoryPolicy] | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 @dataclass(frozen=True)

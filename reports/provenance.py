@@ -6,7 +6,11 @@ Top level:
   the reason the cell is not valid}; cells are the base report's (`queries.run_results`: a unit's
   completed run when it has one).
 - `provenance`: {"agents", "agent_kinds", "models", "code_digests", "pack_digests", "seeds",
-  "conditions", "runs"}: distinct values over every RunStarted of the run set, attempts included.
+  "conditions", "runs"}: distinct values over every RunStarted of the run set, attempts included;
+  and `memory_policies`: condition -> {"policy": `model_free` | `model_driven`, "memory_model",
+  "sleep_calls", "judge_calls", "input_tokens", "output_tokens", "cost_usd"} — a condition is
+  model_driven when its RunStarted names a memory model (event v6), and the calls are its ModelCall
+  events whose `purpose` is sleep or judge (docs/design.md §5).
 - `cost_usd`: {"status", "model_calls", "priced_calls", "cost_usd", "conditions": condition ->
   {"model_calls", "priced_calls", "cost_usd", "successes", "cost_per_success_usd"}}: every ModelCall
   of the run set (the gateway records one per upstream call; a call is priced when its `price`
@@ -22,7 +26,7 @@ from collections import defaultdict
 from typing import Any
 
 from reports.conventions import condition_order, exclusion_of, valid_run
-from reports.model import ConditionCost, CostUsd, OutcomeMatrix, RunProvenance
+from reports.model import ConditionCost, CostUsd, MemoryPolicy, OutcomeMatrix, RunProvenance
 from warehouse import queries
 from warehouse.protocol import WarehouseReader
 
@@ -49,10 +53,43 @@ def run_provenance(warehouse: WarehouseReader, run_set: str) -> RunProvenance:
     def distinct(key: str) -> list:
         return sorted({p[key] for p in starts if p.get(key) is not None})
 
+    conditions = sorted({p["condition"] for p in starts}, key=condition_order)
     return RunProvenance(agents=distinct("agent"), agent_kinds=distinct("agent_kind"), models=distinct("model"),
                          code_digests=distinct("code_digest"), pack_digests=distinct("pack_digest"),
-                         seeds=sorted({int(p["seed"]) for p in starts}),
-                         conditions=sorted({p["condition"] for p in starts}, key=condition_order), runs=len(starts))
+                         seeds=sorted({int(p["seed"]) for p in starts}), conditions=conditions, runs=len(starts),
+                         memory_policies=memory_policies(warehouse, run_set, starts, conditions))
+
+
+def memory_policies(warehouse: WarehouseReader, run_set: str, starts: list[dict[str, Any]],
+                    conditions: list[str]) -> dict[str, MemoryPolicy]:
+    """Per condition: model_free or model_driven (RunStarted.memory_model) and its sleep/judge calls."""
+    models: dict[str, set[str]] = defaultdict(set)
+    for p in starts:
+        if p.get("memory_model"):
+            models[p["condition"]].add(p["memory_model"])
+    rows = warehouse.query_dicts(
+        "SELECT unit_id, purpose, count() AS calls, sum(input) AS input, sum(output) AS output, sum(usd) AS usd "
+        "FROM (SELECT unit_id, JSONExtractString(payload, 'purpose') AS purpose, "
+        "JSONExtractInt(payload, 'input_tokens') AS input, JSONExtractInt(payload, 'output_tokens') AS output, "
+        "if(JSONExtract(payload, 'price', 'Nullable(String)') IS NULL, 0, JSONExtractFloat(payload, 'cost_usd')) AS usd "
+        "FROM trajectory_events WHERE run_set = {rs:String} AND kind = 'ModelCall' ORDER BY event_id "
+        "LIMIT 1 BY event_id) WHERE purpose IN ('sleep', 'judge') GROUP BY unit_id, purpose", {"rs": run_set})
+    calls: dict[str, list] = defaultdict(lambda: [0, 0, 0, 0, 0.0])  # sleep, judge, input, output, usd
+    for row in rows:
+        parts = row["unit_id"].split("/")
+        acc = calls[parts[-2] if len(parts) >= 2 else row["unit_id"]]
+        acc[0 if row["purpose"] == "sleep" else 1] += int(row["calls"])
+        acc[2] += int(row["input"])
+        acc[3] += int(row["output"])
+        acc[4] += float(row["usd"])
+    out = {}
+    for c in conditions:
+        sleep, judge, n_in, n_out, usd = calls.get(c, [0, 0, 0, 0, 0.0])
+        named = sorted(models.get(c, ()))
+        out[c] = MemoryPolicy(policy="model_driven" if named else "model_free",
+                              memory_model=", ".join(named) if named else None, sleep_calls=sleep, judge_calls=judge,
+                              input_tokens=n_in, output_tokens=n_out, cost_usd=float(usd))
+    return out
 
 
 def cost_usd(warehouse: WarehouseReader, run_set: str, runs: list[dict[str, Any]]) -> CostUsd:

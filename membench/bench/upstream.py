@@ -15,6 +15,14 @@ agent changes the patch. Then the answer is `say` plus the memory ids the slots 
 as `Memory citations: memory:#<id> …` (or `none`). `script_from_pack` writes such a script from a
 pack's solution templates.
 
+A request from a model-driven memory policy (its system prompt opens with "membench memory
+policy", producers/memory_systems/model_client.py) is answered instead by `memory_answer`, a
+scripted stand-in for the memory model: `reflect` -> one lesson per evidence item, quoting it;
+`consolidate` -> one typed memory per evidence item (type from its kind), quoting it; `judge` -> each
+new memory whose text signals a correction supersedes the other memories that share a scope entry
+with it. The script's `"memory"` key changes that: `"invalid"` answers text that is not JSON
+(the policies' fallback), `"echo"` (default) as above.
+
 Knobs for failure tests: `status` (answer every call with that HTTP status), `delay_s` (sleep
 before answering), `chunks` (split the final text over that many stream events).
 """
@@ -30,6 +38,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+MEMORY_MARKER = "membench memory policy"  # producers.memory_systems.model_client.MARKER
+_CORRECTION = re.compile(r"\b(supersede[sd]?|correction|no longer|instead|now|replace[sd]?|deprecated)\b", re.I)
+_KIND_TYPE = {"review": "human_feedback", "human_feedback": "human_feedback", "failure": "failure",
+              "decision": "constraint"}
 SLOT = re.compile(r"\{\{SLOT:([a-z0-9_]+)\}\}")
 MEMORY_ID = re.compile(r"memory:#([^\s()]+?)[:.,]?(?=[\s()]|$)")
 
@@ -74,12 +86,15 @@ def _steps_taken(api: str, body: dict[str, Any]) -> int:
 class ScriptedModel:
     def __init__(self, script: dict[str, Any]):
         self.sessions = script.get("sessions", [])
+        self.memory_mode = script.get("memory", "echo")
 
     def decide(self, api: str, body: dict[str, Any]) -> dict[str, Any]:
-        """{"tool": {"files": {...}}} or {"text": str}."""
+        """{"tool": {"files": {...}}} or {"text": str} ({"content": str} for a memory policy's call)."""
         texts = _texts(body.get("input") if api == "responses" else body.get("messages"))
         texts += _texts(body.get("system")) + _texts(body.get("instructions"))
         text = "\n".join(texts)
+        if MEMORY_MARKER in text and api == "chat_completions":
+            return {"content": memory_answer(body, self.memory_mode)}
         entry = next((s for s in self.sessions if s["when"] in text), None)
         if entry is None:
             return {"text": "I have no task I recognise. Memory citations: none"}
@@ -101,6 +116,30 @@ class ScriptedModel:
         citation = ("Memory citations: " + " ".join(f"memory:#{i}" for i in dict.fromkeys(cited))) if cited \
             else "Memory citations: none"
         return {"text": f"{entry.get('say', 'Done.')}\n\n{citation}"}
+
+
+def memory_answer(body: dict[str, Any], mode: str = "echo") -> str:
+    """The scripted memory model's answer to a memory policy's request (module docstring)."""
+    if mode == "invalid":
+        return "I think the lessons are: keep the marker. (not JSON)"
+    messages = body.get("messages") or []
+    try:
+        ask = json.loads(next(m["content"] for m in messages if m.get("role") == "user"))
+    except (StopIteration, ValueError, TypeError, KeyError):
+        return "{}"
+    evidence = ask.get("evidence") or []
+    if ask.get("task") == "reflect":
+        return json.dumps({"lessons": [{"text": f"Lesson ({e['kind']}): {e['text']}", "evidence": [e["id"]]}
+                                       for e in evidence if e.get("kind") not in ("instruction", "agent")]})
+    if ask.get("task") == "consolidate":
+        return json.dumps({"memories": [{"type": _KIND_TYPE.get(e["kind"], "semantic_project"), "text": e["text"],
+                                         "evidence": [e["id"]]} for e in evidence]})
+    if ask.get("task") == "judge":
+        shown = ask.get("memories") or []
+        pairs = [{"old": old["id"], "new": new["id"]} for new in shown if new.get("new") and _CORRECTION.search(new["text"])
+                 for old in shown if old["id"] != new["id"] and set(old.get("scope") or []) & set(new.get("scope") or [])]
+        return json.dumps({"supersede": pairs})
+    return "{}"
 
 
 def _write_command(files: dict[str, str]) -> str:
@@ -232,7 +271,9 @@ def _messages(decision, body, n_in, n_out, chunks):
 def _chat(decision, body, n_in, n_out, chunks):
     usage = {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out,
              "prompt_tokens_details": {"cached_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 0}}
-    if "search" in decision:
+    if "content" in decision:  # a memory policy's call: a plain message
+        message = {"role": "assistant", "content": decision["content"]}
+    elif "search" in decision:
         message = {"role": "assistant", "content": None, "tool_calls": [{
             "id": "call_search", "type": "function",
             "function": {"name": "search_memory", "arguments": json.dumps({"query": decision["search"]})}}]}
@@ -247,7 +288,8 @@ def _chat(decision, body, n_in, n_out, chunks):
             "id": "call_finish", "type": "function", "function": {"name": "finish", "arguments": json.dumps(
                 {"summary": decision["text"], "cited_memory_ids": cited})}}]}
     whole = {"id": "chatcmpl-1", "object": "chat.completion", "model": body.get("model"),
-             "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}], "usage": usage}
+             "choices": [{"index": 0, "message": message,
+                          "finish_reason": "stop" if "content" in decision else "tool_calls"}], "usage": usage}
     base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": body.get("model")}
     events = [f"data: {json.dumps({**base, 'choices': [{'index': 0, 'delta': message}]})}\n\n".encode()]
     text = decision.get("text", "")

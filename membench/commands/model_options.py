@@ -20,6 +20,7 @@ class ModelOptions:
     timeout_s: float = 600.0
     max_steps: int = 50
     max_tokens: int = 1_000_000
+    memory_model: str | None = None  # the model of the model-driven memory policies (B3-llm, DF-llm, …)
 
     @property
     def used(self) -> bool:
@@ -43,11 +44,15 @@ def model_options(command):
                   help="openai:MODEL agent: model calls per session")
     @click.option("--max-tokens", type=click.IntRange(1), default=1_000_000, show_default=True,
                   help="openai:MODEL agent: tokens per session (as the upstream counts them)")
+    @click.option("--memory-model", "memory_model", metavar="MODEL", default=None,
+                  help="the model the model-driven memory policies (B3-llm, DF-llm, DF-hybrid-llm) call for their "
+                       "sleep and judge steps, from the harness through the model gateway (same upstream, key, "
+                       "record and replay options)")
     @functools.wraps(command)
     def wrapper(*args, model_base_urls, model_record, model_replay, model_prices, model_timeout, max_steps,
-                max_tokens, **kwargs):
+                max_tokens, memory_model, **kwargs):
         options = ModelOptions(tuple(model_base_urls), model_record, model_replay, model_prices, model_timeout,
-                               max_steps, max_tokens)
+                               max_steps, max_tokens, memory_model)
         return command(*args, model=options, **kwargs)
     return wrapper
 
@@ -68,10 +73,19 @@ def parse_base_urls(values: tuple[str, ...]) -> dict[str, str]:
     return urls
 
 
-def check_model_options(options: ModelOptions, agent) -> None:
-    """Usage errors before anything runs: a model agent needs an upstream or a recording; the two
-    modes exclude each other."""
+def check_model_options(options: ModelOptions, agent, model_driven: list[str] | tuple[str, ...] = ()) -> None:
+    """Usage errors before anything runs: a model agent, and a model-driven memory policy (the
+    conditions `model_driven`), need an upstream or a recording; the two modes exclude each other;
+    a model-driven policy needs --memory-model, which nothing else uses."""
     needs = getattr(agent, "needs_gateway", False)
+    if model_driven and not options.memory_model:
+        raise UsageError(f"--conditions {','.join(model_driven)}: a model-driven memory policy needs --memory-model "
+                         "MODEL (and --model-base-url URL or --model-replay RUN_SET)")
+    if options.memory_model and not model_driven:
+        raise UsageError("--memory-model: no condition of this run is model-driven (B3-llm, DF-llm, DF-hybrid-llm)")
+    if model_driven and not (options.base_urls or options.replay):
+        raise UsageError(f"--memory-model {options.memory_model}: the memory model is reached through the model "
+                         "gateway: give --model-base-url URL (key in MEMBENCH_MODEL_API_KEY) or --model-replay RUN_SET")
     if options.replay and options.base_urls:
         raise UsageError("--model-replay and --model-base-url exclude each other: a replay reaches no upstream")
     if options.replay and options.record:
@@ -79,9 +93,9 @@ def check_model_options(options: ModelOptions, agent) -> None:
     if needs and not (options.base_urls or options.replay):
         raise UsageError(f"--agent {agent.name}: a model agent needs --model-base-url URL (with the key in "
                          "MEMBENCH_MODEL_API_KEY) or --model-replay RUN_SET")
-    if options.used and not needs:
+    if options.used and not needs and not model_driven:
         raise UsageError(f"--agent {agent.name} calls no model: --model-* options apply to openai:MODEL, codex, "
-                         "claude-code and command:PROGRAM")
+                         "claude-code and command:PROGRAM, and to model-driven memory conditions")
     parse_base_urls(options.base_urls)
     if options.prices is not None:
         from producers.gateway.prices import PriceTable, PriceTableError

@@ -99,7 +99,7 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
     """Run PACK (a built-in pack name or a pack directory) under memory conditions and seeds."""
     from producers.agents.model_agents import LoopLimits
     from producers.agents.registry import make_agent
-    from producers.memory_systems.registry import MEMORY_SYSTEMS
+    from producers.memory_systems.registry import MEMORY_SYSTEMS, is_model_driven, undefined_ablation
     from producers.pack_resolver import open_pack, resolve_pack_dir
     from schemas.pack_format import PackError, load_pack
 
@@ -111,6 +111,8 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
         raise UsageError(str(exc)) from None
     for condition in condition_list:
         if condition not in MEMORY_SYSTEMS:
+            if undefined_ablation(condition):  # a paper ablation that cannot be defined here (docs/design.md §5)
+                raise UsageError(f"--conditions: {undefined_ablation(condition)}; it is not run")
             if condition in skeleton.conditions:  # a source benchmark's name, e.g. an imported A/B pack's remem
                 raise UsageError(f"--conditions: '{condition}' is a condition of pack '{skeleton.name}' (its source "
                                  "benchmark's name), not a memory system membench can run; score predictions made "
@@ -126,7 +128,7 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
         made = make_agent(agent, loop, with_gateway=model.used)  # scripted:*, command:<program>, or a model agent
     except ValueError as exc:
         raise UsageError(f"--agent: {exc}") from None
-    check_model_options(model, made)
+    check_model_options(model, made, [c for c in condition_list if is_model_driven(c)])
     seed_list = parse_seeds(seeds)
     if agent == "scripted:refsol":
         refuse_refsol_without_solutions(skeleton)
@@ -151,12 +153,14 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
     from producers.runner import RunConfig, code_digest, default_run_set, plan_grid
 
     # a replay is a new run set of its own, not the recorded one resumed
-    run_set = run_set or default_run_set(loaded.name, loaded.digest, agent + ("+replay" if model.replay else ""),
-                                         condition_list, seed_list)
+    run_set = run_set or default_run_set(
+        loaded.name, loaded.digest, agent + (f"+memory-model={model.memory_model}" if model.memory_model else "")
+        + ("+replay" if model.replay else ""), condition_list, seed_list)
     if model.replay == run_set:
         raise UsageError(f"--model-replay {run_set}: a run set cannot replay itself; name another --run-set")
     gateway = start_gateway(model, settings.runs_dir, run_set)
-    config = RunConfig(run_set, agent, read_budget=read_budget, code_digest=code_digest(), gateway=gateway, loop=loop)
+    config = RunConfig(run_set, agent, read_budget=read_budget, code_digest=code_digest(), gateway=gateway, loop=loop,
+                       memory_model=model.memory_model)
     run_embedded(loaded, plan_grid(loaded, condition_list, seed_list), config, sandbox_name, settings, workers,
                  signer=signer, report_options=ReportOptions(baseline, study, pack))
 

@@ -95,10 +95,11 @@ def score_conditions(pack) -> list[str]:
     and the conditions the pack declares — for an imported pack its source benchmark's names, such as
     the A/B bench's `remem`. The memory of scored predictions ran elsewhere, so a declared name that
     is no memory system here is a label: membench reads no memory for it (`RunConfig.label_conditions`),
-    and its memory contract is not applicable."""
-    from producers.memory_systems.registry import MEMORY_SYSTEMS
+    and its memory contract is not applicable. The model-driven policies (B3-llm, …) are left out:
+    `score` starts no memory model for them."""
+    from producers.memory_systems.registry import MEMORY_SYSTEMS, is_model_driven
 
-    return sorted(set(MEMORY_SYSTEMS) | set(pack.conditions))
+    return sorted({c for c in MEMORY_SYSTEMS if not is_model_driven(c)} | set(pack.conditions))
 
 
 def _score_embedded(pack, predictions, agent_name, run_set, workers, sandbox_name, read_budget, settings,

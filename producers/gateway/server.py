@@ -56,6 +56,7 @@ MAX_RECORDED_RESPONSE = 256 << 20
 # identifiers — stays behind)
 FORWARDED_HEADERS = ("content-type", "accept", "anthropic-version", "anthropic-beta", "openai-beta", "user-agent")
 PROVIDERS = ("openai", "anthropic")
+MEMORY_PURPOSES = ("sleep", "judge")  # ModelCall.purpose of a memory policy's calls (event v6)
 
 
 class ModelUnavailable(RuntimeError):
@@ -96,8 +97,9 @@ class ModelGateway:
     def mode(self) -> str:
         return "replay" if self.replay is not None else "forward"
 
-    def open_channel(self, unit_id: str, emit: Callable[..., Any], memory: Any = None) -> "Channel":
-        return Channel(self, unit_id, emit, memory)
+    def open_channel(self, unit_id: str, emit: Callable[..., Any], memory: Any = None,
+                     purpose: str = "agent") -> "Channel":
+        return Channel(self, unit_id, emit, memory, purpose)
 
 
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -109,11 +111,17 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 
 class Channel:
     """One session's socket. `emit(kind, payload, visibility)` records events (serialized here);
-    `failure` is the first failure that excludes the unit."""
+    `failure` is the first failure that excludes the unit. `purpose` (event v6 `ModelCall.purpose`) says
+    whose calls it carries: `agent` (a session's agent), or `memory` — a model-driven memory policy
+    calling from the harness side (producers/memory_systems/model_client.py), which names each call
+    `sleep` or `judge` itself; its call ids are `mem1`, `mem2`, … so they never collide with the
+    agent's `m1`, `m2`, …"""
 
-    def __init__(self, gateway: ModelGateway, unit_id: str, emit: Callable[..., Any], memory: Any = None):
+    def __init__(self, gateway: ModelGateway, unit_id: str, emit: Callable[..., Any], memory: Any = None,
+                 purpose: str = "agent"):
         self.gateway = gateway
         self.memory = memory
+        self.purpose = purpose
         self._emit = emit
         self._lock = threading.Lock()
         self._calls = 0
@@ -138,7 +146,7 @@ class Channel:
     def next_call_id(self) -> str:
         with self._lock:
             self._calls += 1
-            return f"m{self._calls}"
+            return f"{'mem' if self.purpose != 'agent' else 'm'}{self._calls}"
 
     @property
     def calls(self) -> int:
@@ -272,6 +280,10 @@ class _ModelCall:
         self.response_complete = False
         self._recorded = False
         self.call_id = channel.next_call_id()  # arrival order
+        # a memory policy names its call's purpose (sleep / judge) in a header the upstream never sees
+        self.purpose = "agent" if channel.purpose == "agent" else (
+            handler.headers.get("X-Membench-Purpose") if handler.headers.get("X-Membench-Purpose") in MEMORY_PURPOSES
+            else "sleep")
 
     def run(self) -> None:
         gateway = self.channel.gateway
@@ -446,7 +458,7 @@ class _ModelCall:
             "chunks": self.chunks, "input_tokens": self.usage.input_tokens, "cached_tokens": self.usage.cached_tokens,
             "output_tokens": self.usage.output_tokens, "reasoning_tokens": self.usage.reasoning_tokens,
             "latency_ms": self._ms(), "first_byte_ms": self.first_byte_ms, "cost_usd": cost, "price": price,
-            "error": self.error})
+            "error": self.error, "purpose": self.purpose})
 
 
 def _json_usage(api: str, body: bytes) -> Usage:

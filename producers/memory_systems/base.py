@@ -68,12 +68,14 @@ class MemorySetup:
     the declared scope of each pack event (`event_scopes`: pack event id -> files then symbols), the
     metadata an injected event carries in DreamBench-SWE; a system may use an event's scope only
     once that event has been delivered to it. Systems that need it set `accepts_setup = True` and
-    take it as the second argument."""
+    take it as the second argument. `model` is the unit's memory-model client
+    (model_client.MemoryModel) for a model-driven policy, set by the runner; None otherwise."""
 
     curated_context: str = ""
     pack_curated_context: str = ""
     skill_bank: Path | None = None
     event_scopes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    model: Any = None
 
     @classmethod
     def for_sequence(cls, pack: Any, seq: Any) -> "MemorySetup":

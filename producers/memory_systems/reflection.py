@@ -5,8 +5,7 @@ one lesson per delivered project event, "Lesson from session N (<kind>): " follo
 rule-bearing sentences (a rule word or a literal; the first sentence when none), verbatim. Raw
 events are not kept: only lessons are stored. A read ranks lessons by TF-IDF cosine similarity to
 the query, ties newest first, and admits the top TOP_K with a positive score that fit the budget, in
-rank order. A model-written variant would go through the model gateway (docs/gateway.md); it is not
-built."""
+rank order. The model-written variant is `B3-llm` (model_driven.py), through the model gateway."""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from producers.memory_systems.base import MemorySetup, MemorySystem, Namespace
 from producers.memory_systems.curated import CuratedFileMemory
 from producers.memory_systems.episodic import RawEpisodicMemory
+from producers.memory_systems.model_driven import MODEL_DRIVEN, UNDEFINED_ABLATIONS
 from producers.memory_systems.external import adapters_from_env, external_factory
 from producers.memory_systems.reflection import ReflectionMemory
 from producers.memory_systems.skill_bank import SkillBankMemory
@@ -35,6 +36,9 @@ MEMORY_SYSTEMS: dict[str, type] = {
     # the reference-probe family (DF, DF-raw-only, DF-hybrid, DF-strict, DF-strict-hybrid) and
     # its model-free ablations A0, A2, A5, A6 (producers/memory_systems/typed.py)
     **TYPED_VARIANTS,
+    # model-driven policies: the memory model (--memory-model) writes and judges through the model
+    # gateway (producers/memory_systems/model_driven.py)
+    **MODEL_DRIVEN,
     "curated_file": CuratedFileMemory,
     "skill_bank": SkillBankMemory,
     # the coding-agent A/B benchmark's name for B0 (imported packs run no_memory / curated_file / B5)
@@ -60,6 +64,16 @@ def register_adapters_from_env(environ: Mapping[str, str]) -> list[str]:
             MEMORY_SYSTEMS[name] = factory  # type: ignore[assignment]
             added.append(name)
     return added
+
+
+def is_model_driven(condition: str) -> bool:
+    """Whether the condition's memory policy calls the memory model (model_driven) or not (model_free)."""
+    return bool(getattr(MEMORY_SYSTEMS.get(condition), "model_driven", False))
+
+
+def undefined_ablation(condition: str) -> str | None:
+    """Why a paper ablation that is not registered here cannot be defined (A4, A11), or None."""
+    return UNDEFINED_ABLATIONS.get(condition)
 
 
 def memory_conditions() -> list[str]:

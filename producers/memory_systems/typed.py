@@ -31,7 +31,9 @@ are the model-free variants, labelled as such in their descriptions:
 
 Counterfactual replay (dream artifacts grounded in executable evidence) and the causal failure
 extractor need a model or a re-execution and are not built; so A4 (no replay) is not a distinct
-condition here. A model-driven consolidation through the model gateway is not built either.
+condition here, and `membench run` refuses A4 (and A11) with the reason (model_driven.UNDEFINED_ABLATIONS).
+The model-driven consolidation and repair judge are `DF-llm` / `DF-hybrid-llm` (model_driven.py),
+which keep this module's store, gate and score.
 
 Conditions: DF (typed only), DF-raw-only (capsules only), DF-hybrid (both), DF-strict and
 DF-strict-hybrid (θ_admit = 1.5, read limit 3, budget at most 600 tokens), and the ablations A0

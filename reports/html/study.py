@@ -88,12 +88,27 @@ def provenance_html(report: dict[str, Any]) -> str | None:
     rows = [["agents", codes(prov["agents"])], ["agent kinds", esc(", ".join(prov["agent_kinds"])) or "—"],
             ["models", codes(prov["models"])], ["code digests", codes(prov["code_digests"])],
             ["seeds", esc(", ".join(str(s) for s in prov["seeds"]))], ["runs started", esc(prov["runs"])]]
+    if prov.get("memory_policies"):
+        rows.append(["memory policies", esc(memory_policy_text(prov["memory_policies"]))])
     if cost:
         rows.append(["USD cost", esc(cost_text(cost))])
     admission = report.get("admission")
     if admission:
         rows.append(["admission funnel", esc(admission_text(admission))])
     return html_table(["what", "value"], rows, left_cols=2)
+
+
+def memory_policy_text(policies: dict[str, Any]) -> str:
+    """Each condition's memory policy; a model-driven one with its model and its sleep/judge calls."""
+    parts = []
+    for condition, p in policies.items():
+        if p["policy"] != "model_driven":
+            parts.append(f"{condition}: model_free")
+            continue
+        parts.append(f"{condition}: model_driven ({p['memory_model']}; {p['sleep_calls']} sleep + {p['judge_calls']} "
+                     f"judge calls, {p['input_tokens']} input + {p['output_tokens']} output tokens, "
+                     f"${p['cost_usd']:.4f})")
+    return "; ".join(parts)
 
 
 def cost_text(cost: dict[str, Any]) -> str:
