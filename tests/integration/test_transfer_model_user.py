@@ -94,6 +94,13 @@ def test_a_model_user_recorded_then_replayed_holds_the_same_conversation(home, b
         assert by_unit(replayed, kind, field) == by_unit(recorded, kind, field), kind
     assert all(e.payload["status"] == "completed" for e in replayed if e.kind == "RunEnded")
 
+    # another user model asks what the recording never answered: a replay miss excludes the unit
+    args = transfer_args("missed", "--model-replay", "recorded")
+    args[args.index("model:sim-user")] = "model:another-user"
+    run_cli(*args, home=home, check=True)
+    ended = {e.unit_id: e.payload for e in events(home, "missed") if e.kind == "RunEnded"}
+    assert ended == {u: {"status": "excluded", "error_type": "model_replay_miss"} for u in UNITS}
+
 
 def test_an_unavailable_user_model_excludes_the_unit(home, bwrap_sandbox):
     from membench.bench.upstream import ScriptedUpstream
