@@ -16,14 +16,11 @@ from __future__ import annotations
 
 import json
 import tempfile
-import threading
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
-from sandbox.base import IsolationUnavailable, Sandbox, SandboxResult, SandboxSpec
-from sandbox.scoring import HARNESS, ISOLATION_PROCESS, _bootstrap, _scoring_mb, _wait_for
+from sandbox.base import IsolationUnavailable, Sandbox, SandboxSpec
+from sandbox.scoring import HARNESS, ISOLATION_PROCESS, production_server, scoring_mb
 from sandbox.workspace import capped_directory, is_git_path, snapshot, tree_digest, write_tree
 from schemas.transfer_format import CHECKPOINTS, V1_CHECKPOINTS, Evaluator
 
@@ -93,7 +90,7 @@ def run_evaluator(sandbox: Sandbox, frozen: Path, evaluator: Evaluator, timeout_
                                        if p.upper() not in CHECKPOINTS | V1_CHECKPOINTS]})
     tree = snapshot(frozen)
     with tempfile.TemporaryDirectory(prefix="membench-eval-") as tmp, \
-            capped_directory(Path(tmp) / "evaluation", _scoring_mb()) as root:  # the submission cannot fill the disk
+            capped_directory(Path(tmp) / "evaluation", scoring_mb()) as root:  # the submission cannot fill the disk
         production, scratch, results, channel = (root / n for n in ("production", "scratch", "results", "channel"))
         write_tree(tree, production)
         for directory in (scratch, results, channel):
@@ -136,36 +133,5 @@ def run_evaluator(sandbox: Sandbox, frozen: Path, evaluator: Evaluator, timeout_
     return out
 
 
-@contextmanager
-def production_server(sandbox: Sandbox, spec: SandboxSpec, sock: Path, timeout_s: float) -> Iterator[None]:
-    """The harness's production server over SPEC's workspace, serving on SOCK while the body runs
-    (as `sandbox.scoring.score_session` starts it); stopped afterwards whatever the body did."""
-    stop, done = threading.Event(), threading.Event()
-    outcome: dict[str, object] = {}
-
-    def serve() -> None:
-        try:
-            outcome["result"] = sandbox.run(_bootstrap("production_server") + ["/channel/" + sock.name], spec, stop=stop)
-        except IsolationUnavailable as exc:
-            outcome["unavailable"] = exc
-        finally:
-            done.set()
-
-    server = threading.Thread(target=serve, name="membench-evaluator-production", daemon=True)
-    server.start()
-    try:
-        ready = _wait_for(sock, done, min(60.0, timeout_s))
-        if "unavailable" in outcome:
-            raise IsolationUnavailable(str(outcome["unavailable"]))
-        if not ready:  # no submission code ran yet: the harness's failure, never the agent's
-            served = outcome.get("result")
-            why = served.stderr[-500:] if isinstance(served, SandboxResult) else "no answer"
-            raise IsolationUnavailable(f"the evaluator's production sandbox did not start serving: {why}")
-        yield
-    finally:
-        stop.set()
-        server.join(timeout=60)
-
-
 __all__ = ["CaseResult", "CheckResult", "EVALUATOR_ISOLATION", "IsolationUnavailable", "freeze_submission",
-           "production_server", "public_check", "run_evaluator", "submission_tree"]
+           "public_check", "run_evaluator", "submission_tree"]
