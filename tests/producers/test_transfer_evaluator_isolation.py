@@ -136,18 +136,19 @@ def any_sandbox(request):
     return request.getfixturevalue(f"{request.param}_sandbox")
 
 
-def _evaluator(tmp_path: Path):
+def _evaluator(tmp_path: Path, manifest: dict = MANIFEST):
     hidden = tmp_path / "hidden"
     hidden.mkdir(parents=True, exist_ok=True)
-    (hidden / "manifest.v2.json").write_text(json.dumps(MANIFEST))
+    (hidden / "manifest.v2.json").write_text(json.dumps(manifest))
     (hidden / "cases.json").write_text(json.dumps(CASES))
     return load_evaluator(hidden / "manifest.v2.json", hidden / "cases.json")
 
 
-def _evaluate(sandbox, tmp_path: Path, source: str, timeout_s: float = 60) -> dict[str, str]:
+def _evaluate(sandbox, tmp_path: Path, source: str, timeout_s: float = 60, manifest: dict = MANIFEST
+              ) -> dict[str, str]:
     write_tree({"vault/__init__.py": source.encode()}, tmp_path / "workspace")
     freeze_submission(tmp_path / "workspace", tmp_path / "frozen")
-    results = run_evaluator(sandbox, tmp_path / "frozen", _evaluator(tmp_path), timeout_s)
+    results = run_evaluator(sandbox, tmp_path / "frozen", _evaluator(tmp_path, manifest), timeout_s)
     return {r.case_id: r.status for r in results}
 
 
@@ -165,6 +166,14 @@ def test_an_attack_on_the_case_results_never_passes(any_sandbox, tmp_path, attac
         assert got == {"C-01": "failed", "C-02": "passed", "C-03": "blocked"}, got  # the attack ran, found nothing
     if attack == "exit_early":
         assert got == {"C-01": "error", "C-02": "error", "C-03": "blocked"}, got
+
+
+def test_a_hang_keeps_the_cases_before_it(bwrap_sandbox, tmp_path):
+    """The runner records each case as it ends: a submission that hangs in the second case leaves
+    the first one's result; the hanging case and what follows are unreached or blocked."""
+    manifest = {**MANIFEST, "cases": [MANIFEST["cases"][1], MANIFEST["cases"][0], MANIFEST["cases"][2]]}
+    got = _evaluate(bwrap_sandbox, tmp_path, HANG, timeout_s=15, manifest=manifest)
+    assert got == {"C-02": "passed", "C-01": "unreached", "C-03": "blocked"}, got
 
 
 def test_reading_the_cases_file_forges_a_pass_when_it_shares_the_runners_sandbox(bwrap_sandbox, tmp_path):
