@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from schemas.derived import UnitKey
-from schemas.events import Event
+from schemas.events import Event, agent_model_call
 from schemas.pack_format import RESOLUTION_POLICIES
 
 # Label types whose evidence is relevant (supports a required fact) or stale (carries a
@@ -169,7 +169,8 @@ class EvidenceCollector:
             s.cited += p["memory_ids"]
         elif kind == "Turn" and p["role"] == "agent":
             s.max_input = max(s.max_input, p.get("input_tokens", 0) + p.get("cached_tokens", 0))
-        elif kind == "ModelCall":  # one call's prompt: the context the agent had (cached tokens are part of it)
+        elif kind == "ModelCall" and agent_model_call(p):
+            # one call's prompt: the context the agent had (cached tokens are part of it); not the model user's
             s.max_input = max(s.max_input, p.get("input_tokens", 0))
         elif kind == "PatchProduced":
             s.patch_files = tuple(p["files"])

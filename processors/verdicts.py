@@ -20,7 +20,7 @@ from typing import Any
 from processors.evidence import EvidenceCollector
 from processors.failure import resolve
 from schemas.derived import DerivedEvent, ResourceTotals, UnitKey, make_derived
-from schemas.events import Event
+from schemas.events import Event, agent_model_call
 
 EXCLUDING_OUTCOMES = frozenset({"isolation_unavailable"})
 
@@ -29,7 +29,8 @@ EXCLUDING_OUTCOMES = frozenset({"isolation_unavailable"})
 class _Counts(ResourceTotals):
     def add(self, event: Event) -> None:
         p = event.payload
-        if event.kind in ("Turn", "ModelCall"):  # a gateway agent's usage is on its ModelCalls only
+        if event.kind == "Turn" or (event.kind == "ModelCall" and agent_model_call(p)):
+            # a gateway agent's usage is on its ModelCalls only; a model user's calls are not the agent's
             self.input_tokens += p.get("input_tokens", 0)
             self.cached_tokens += p.get("cached_tokens", 0)
             self.output_tokens += p.get("output_tokens", 0)

@@ -63,6 +63,7 @@ class RunConfig:
     blob_dir: Path | None = None  # the content store beside the log (runs/<run set>/blobs); see patch_fields
     gateway: ModelGateway | None = None  # the model gateway model agents reach (started per run set)
     loop: LoopLimits | None = None  # the built-in `openai:` agent's step and token limits
+    user: str = "scripted"  # the transfer protocol's simulated user: `scripted` or `model:MODEL`
     # conditions that only label predictions scored here (`membench score`): their memory ran
     # elsewhere, so membench reads none for them (as under no_memory)
     label_conditions: frozenset[str] = frozenset()

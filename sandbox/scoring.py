@@ -32,8 +32,10 @@ import tempfile
 import threading
 import time
 import xml.etree.ElementTree as ET
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Iterator
 
 from sandbox.base import IsolationUnavailable, Sandbox, SandboxResult, SandboxSpec
 from sandbox.workspace import (
@@ -129,12 +131,12 @@ def production_modules(tree: dict[str, bytes]) -> list[str]:
     return sorted(names)
 
 
-def _scoring_mb() -> int:
+def scoring_mb() -> int:
     """Room for scoring: two copies of a workspace at its cap, and the oracle's report."""
     return 2 * (workspace_limit_bytes() >> 20) + 64
 
 
-def _bootstrap(module: str) -> list[str]:
+def bootstrap(module: str) -> list[str]:
     """argv that runs `membench_harness.<module>.main(argv)` from the read-only /harness mount."""
     return ["python3", "-I", "-B", "-c",
             "import sys; sys.path.insert(0, '/harness'); "
@@ -148,6 +150,47 @@ def _wait_for(path: Path, done: threading.Event, timeout_s: float) -> bool:
             return True
         time.sleep(0.02)
     return path.exists()
+
+
+@dataclass
+class ServedProduction:
+    result: SandboxResult | None = None  # the production sandbox's own result, once it stopped
+
+
+@contextmanager
+def production_server(sandbox: Sandbox, spec: SandboxSpec, sock: Path, timeout_s: float
+                      ) -> Iterator[ServedProduction]:
+    """`harness/production_server.py` in a sandbox of SPEC (the code under test at /workspace, the
+    harness at /harness/membench_harness, SOCK's directory at /channel), serving on SOCK while the
+    body runs; stopped afterwards, whatever the body did. Raises IsolationUnavailable when the
+    sandbox cannot start or does not start serving (no production code has run then)."""
+    stop, done = threading.Event(), threading.Event()
+    served = ServedProduction()
+    unavailable: list[IsolationUnavailable] = []
+
+    def serve() -> None:
+        try:
+            served.result = sandbox.run(bootstrap("production_server") + ["/channel/" + sock.name], spec, stop=stop)
+        except IsolationUnavailable as exc:
+            unavailable.append(exc)
+        finally:
+            done.set()
+
+    server = threading.Thread(target=serve, name="membench-production-server", daemon=True)
+    server.start()
+    try:
+        ready = _wait_for(sock, done, min(60.0, timeout_s))
+        if unavailable:
+            raise unavailable[0]
+        if not ready:
+            stop.set()
+            server.join(timeout=60)
+            why = served.result.stderr[-500:] if served.result is not None else "no answer"
+            raise IsolationUnavailable(f"the production sandbox did not start serving: {why}")
+        yield served
+    finally:
+        stop.set()
+        server.join(timeout=60)
 
 
 def score_session(
@@ -170,7 +213,7 @@ def score_session(
     if require_change and not diff.production:
         return ScoreResult("empty_production_diff", diff, scored_tree, isolation=ISOLATION_PROCESS)
     with tempfile.TemporaryDirectory(prefix="membench-score-") as tmp, \
-            capped_directory(Path(tmp) / "scoring", _scoring_mb()) as root:  # production code cannot fill the disk
+            capped_directory(Path(tmp) / "scoring", scoring_mb()) as root:  # production code cannot fill the disk
         production, checkout, results, channel = (root / n for n in ("production", "checkout", "results", "channel"))
         write_tree(scored_tree, production)
         write_tree(scored_tree, checkout)
@@ -188,44 +231,14 @@ def score_session(
             wall_time_s=timeout_s,
             cpu_time_s=max(1, int(timeout_s)),
         )
-        stop, server_done = threading.Event(), threading.Event()
-        server_outcome: dict[str, object] = {}
-
-        def serve() -> None:
-            try:
-                server_outcome["result"] = sandbox.run(_bootstrap("production_server") + ["/channel/production.sock"],
-                                                       server_spec, stop=stop)
-            except IsolationUnavailable as exc:
-                server_outcome["unavailable"] = exc
-            finally:
-                server_done.set()
-
-        server = threading.Thread(target=serve, name="membench-production-server", daemon=True)
-        server.start()
+        argv = bootstrap("oracle_client") + ["/oracle/test_oracle.py", "/results/junit.xml",
+                                             "/channel/production.sock", str(timeout_s),
+                                             *production_modules(scored_tree)]
         try:
-            ready = _wait_for(channel / "production.sock", server_done, min(60.0, timeout_s))
-            if "unavailable" in server_outcome:
-                return ScoreResult("isolation_unavailable", diff, scored_tree, detail=str(server_outcome["unavailable"]),
-                                   isolation=ISOLATION_PROCESS)
-            if not ready:  # no production code ran yet: the harness's failure, never the agent's
-                stop.set()
-                server.join(timeout=60)
-                served = server_outcome.get("result")
-                why = served.stderr[-500:] if isinstance(served, SandboxResult) else "no answer"
-                return ScoreResult("isolation_unavailable", diff, scored_tree,
-                                   detail=f"the production sandbox did not start serving: {why}",
-                                   isolation=ISOLATION_PROCESS)
-            argv = _bootstrap("oracle_client") + ["/oracle/test_oracle.py", "/results/junit.xml",
-                                                  "/channel/production.sock", str(timeout_s),
-                                                  *production_modules(scored_tree)]
-            try:
+            with production_server(sandbox, server_spec, channel / "production.sock", timeout_s) as served:
                 result = sandbox.run(argv, oracle_spec)
-            except IsolationUnavailable as exc:
-                return ScoreResult("isolation_unavailable", diff, scored_tree, detail=str(exc),
-                                   isolation=ISOLATION_PROCESS)
-        finally:
-            stop.set()
-            server.join(timeout=60)
+        except IsolationUnavailable as exc:  # no production code ran yet: the harness's failure, never the agent's
+            return ScoreResult("isolation_unavailable", diff, scored_tree, detail=str(exc), isolation=ISOLATION_PROCESS)
         try:
             cases = _parse_junit(results / "junit.xml")
         except ET.ParseError:
@@ -243,8 +256,7 @@ def score_session(
     # pytest: 0 passed, 1 failed, 2 interrupted or collection error (a missing symbol counts as a
     # fail); 3-5 are internal, usage or no-test errors of the oracle itself.
     inconclusive = result.timed_out or result.exit_code in (3, 4, 5)
-    served = server_outcome.get("result")
-    server_log = (served.stderr[-1000:] if isinstance(served, SandboxResult) else "")
+    server_log = served.result.stderr[-1000:] if served.result is not None else ""
     return ScoreResult(outcome, diff, scored_tree, cases, result.exit_code, inconclusive, result.duration_ms,
                        detail=(result.stdout + result.stderr)[-2000:] + (f"\n[production] {server_log}" if server_log
                                                                          else ""),
@@ -314,7 +326,7 @@ def score_with_rules(
                 cases.append({"case_id": f"compile:{rel}", "outcome": "error"})
     timed_out, exit_status, duration, details = False, 0, 0, []
     with tempfile.TemporaryDirectory(prefix="membench-score-") as tmp, \
-            capped_directory(Path(tmp) / "scoring", _scoring_mb()) as root:
+            capped_directory(Path(tmp) / "scoring", scoring_mb()) as root:
         checkout = root / "checkout"
         tree = dict(scored_tree)
         for rel in rules.hidden_files:

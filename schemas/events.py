@@ -15,6 +15,15 @@ RAW_KINDS = (
     "MemoryCitation", "ContextCompaction", "PatchProduced", "OracleVerdict", "SessionEnded", "RunEnded", "ModelCall",
 )
 
+# A ModelCall whose call_id starts with this is the transfer protocol's simulated user's (a model
+# user, producers/transfer/model_user.py), not the agent's: its usage is kept out of the agent's.
+SIMULATED_USER_CALL_PREFIX = "user-"
+
+
+def agent_model_call(payload: dict[str, Any]) -> bool:
+    return not str(payload.get("call_id", "")).startswith(SIMULATED_USER_CALL_PREFIX)
+
+
 # Strings longer than this are stored as a preview plus the digest and length of the full value.
 TEXT_BOUND = 16_384
 

@@ -23,6 +23,9 @@ new memory whose text signals a correction supersedes the other memories that sh
 with it. The script's `"memory"` key changes that: `"invalid"` answers text that is not JSON
 (the policies' fallback), `"echo"` (default) as above.
 
+An entry with `"reply": TEXT` instead answers every request it matches with that plain text (an
+assistant message with no tool call): the simulated user's model in transfer tests.
+
 Knobs for failure tests: `status` (answer every call with that HTTP status), `delay_s` (sleep
 before answering), `chunks` (split the final text over that many stream events).
 """
@@ -98,6 +101,8 @@ class ScriptedModel:
         entry = next((s for s in self.sessions if s["when"] in text), None)
         if entry is None:
             return {"text": "I have no task I recognise. Memory citations: none"}
+        if "reply" in entry:
+            return {"text": entry["reply"], "reply": True}
         values, cited = {}, []
         for name, slot in entry.get("slots", {}).items():
             found = re.search(slot["pattern"], text)
@@ -277,6 +282,8 @@ def _chat(decision, body, n_in, n_out, chunks):
         message = {"role": "assistant", "content": None, "tool_calls": [{
             "id": "call_search", "type": "function",
             "function": {"name": "search_memory", "arguments": json.dumps({"query": decision["search"]})}}]}
+    elif decision.get("reply"):
+        message = {"role": "assistant", "content": decision["text"]}
     elif "tool" in decision:
         calls = [{"id": f"call_{i}", "type": "function",
                   "function": {"name": "write_file", "arguments": json.dumps({"path": p, "content": t})}}
@@ -289,10 +296,11 @@ def _chat(decision, body, n_in, n_out, chunks):
                 {"summary": decision["text"], "cited_memory_ids": cited})}}]}
     whole = {"id": "chatcmpl-1", "object": "chat.completion", "model": body.get("model"),
              "choices": [{"index": 0, "message": message,
-                          "finish_reason": "stop" if "content" in decision else "tool_calls"}], "usage": usage}
+                          "finish_reason": "stop" if "content" in decision or decision.get("reply") else "tool_calls"}],
+             "usage": usage}
     base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": body.get("model")}
     events = [f"data: {json.dumps({**base, 'choices': [{'index': 0, 'delta': message}]})}\n\n".encode()]
-    text = decision.get("text", "")
+    text = "" if decision.get("reply") else decision.get("text", "")
     events += [f"data: {json.dumps({**base, 'choices': [{'index': 0, 'delta': {'content': p}}]})}\n\n".encode()
                for p in (_pieces(text, chunks) if chunks > 1 else [])]
     events += [f"data: {json.dumps({**base, 'choices': [], 'usage': usage})}\n\n".encode(), b"data: [DONE]\n\n"]

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from membench.commands.common import dsn_options, open_warehouse, parse_list, parse_seeds, validate_run_set_id
+from membench.commands.model_options import ModelOptions, check_model_options, model_options, start_gateway
 from membench.errors import UsageError
 from membench.settings import Settings
 from sandbox.registry import BACKENDS
@@ -33,10 +34,28 @@ def resolve_study(spec: str) -> Path:
     return Path(spec)
 
 
-def default_transfer_run_set(study, agent: str, conditions: list[str], seeds: list[int]) -> str:
+def default_transfer_run_set(study, agent: str, conditions: list[str], seeds: list[int], user: str = "scripted",
+                             replay: bool = False) -> str:
+    """As `membench run`'s default id; a model user, or a replay, makes a run set of its own (the
+    scripted user's ids stay as they were)."""
     from producers.runner import default_run_set
 
-    return default_run_set(study.name, study.digest, agent, conditions, seeds)
+    key = agent + ("" if user == "scripted" else f"+user={user}") + ("+replay" if replay else "")
+    run_set = default_run_set(study.name, study.digest, key, conditions, seeds)
+    if key == agent:
+        return run_set
+    # default_run_set names the run set after the key's last `:` part; keep the agent's name in it
+    short = default_run_set(study.name, study.digest, agent, conditions, seeds).rsplit("-", 1)[0]
+    return f"{short}-{run_set.rsplit('-', 1)[1]}"
+
+
+class _UserNeedsGateway:
+    """The agent as check_model_options sees it when the simulated user is a model: the gateway is used."""
+
+    needs_gateway = True
+
+    def __init__(self, agent):
+        self.name = agent.name
 
 
 @click.command()
@@ -51,12 +70,18 @@ def default_transfer_run_set(study, agent: str, conditions: list[str], seeds: li
 @click.option("--run-set", "run_set", default=None, help="run set id (default: derived from study, agent, grid)")
 @click.option("--sandbox", "sandbox_name", default="bwrap", show_default=True, type=click.Choice(list(BACKENDS)))
 @click.option("--read-budget", default=2000, show_default=True, type=click.IntRange(0), help="memory read budget (tokens)")
+@click.option("--user", "user", default="scripted", show_default=True, metavar="scripted|model:MODEL",
+              help="the simulated user: the deterministic scripted one, or a model through the model gateway "
+                   "(--model-base-url with the key in MEMBENCH_MODEL_API_KEY, or --model-replay RUN_SET)")
+@model_options
 @dsn_options
 def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, workers: int, run_set: str | None,
-             sandbox_name: str, read_budget: int, settings: Settings) -> None:
+             sandbox_name: str, read_budget: int, user: str, model: ModelOptions, settings: Settings) -> None:
     """Run the transfer study STUDY (a built-in name such as transfer-v1, or a study directory)."""
+    from producers.agents.model_agents import LoopLimits
     from producers.agents.registry import make_agent
     from producers.runner import RunConfig, code_digest
+    from producers.transfer.model_user import model_of
     from schemas.transfer_format import CONDITIONS, TransferFormatError, load_study
 
     validate_run_set_id(run_set)
@@ -65,17 +90,36 @@ def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, wo
         if c not in CONDITIONS:
             raise UsageError(f"--conditions: unknown transfer condition '{c}' (known: {', '.join(CONDITIONS)})")
     seed_list = parse_seeds(seeds)
+    loop = LoopLimits(model.max_steps, model.max_tokens)
     try:
-        made = make_agent(agent)
+        made = make_agent(agent, loop, with_gateway=model.used)
     except ValueError as exc:
         raise UsageError(f"--agent: {exc}") from None
+    try:
+        user_model = model_of(user)
+    except ValueError as exc:
+        raise UsageError(f"--user: {exc}") from None
+    if user_model is not None and not (model.base_urls or model.replay):
+        raise UsageError(f"--user {user}: a model user needs --model-base-url URL (with the key in "
+                         "MEMBENCH_MODEL_API_KEY) or --model-replay RUN_SET")
+    if model.used and user_model is None and not getattr(made, "needs_gateway", False):
+        raise UsageError(f"--agent {made.name} and the scripted user call no model: --model-* options apply to "
+                         "--user model:MODEL and to model agents")
+    check_model_options(model, _UserNeedsGateway(made) if user_model is not None else made)
+    if model.used and settings.bus.startswith("kafka://"):
+        raise UsageError("--model-*: models run on the embedded bus (file://) for now; the gateway and its "
+                         "recordings live beside one runner's log")
     try:  # everything is validated before anything is written
         loaded = load_study(resolve_study(study))
     except TransferFormatError as exc:
         raise UsageError(str(exc)) from None
-    run_set = run_set or default_transfer_run_set(loaded, agent, condition_list, seed_list)
+    run_set = run_set or default_transfer_run_set(loaded, agent, condition_list, seed_list, user,
+                                                  replay=bool(model.replay))
+    if model.replay == run_set:
+        raise UsageError(f"--model-replay {run_set}: a run set cannot replay itself; name another --run-set")
+    gateway = start_gateway(model, settings.runs_dir, run_set)
     config = RunConfig(run_set, made.name, read_budget=read_budget, code_digest=code_digest(),
-                       blob_dir=settings.runs_dir / run_set / "blobs")
+                       blob_dir=settings.runs_dir / run_set / "blobs", gateway=gateway, loop=loop, user=user)
     if settings.bus.startswith("kafka://"):
         _run_kafka(loaded, condition_list, seed_list, phase, agent, workers, config, sandbox_name, settings)
         return

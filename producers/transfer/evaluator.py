@@ -4,11 +4,12 @@
   workspace (the check mounted read-only at /public/check.py).
 - `freeze_submission` copies the workspace without `.git` and interpreter caches; its tree digest
   is recorded, and evaluation sees only that copy.
-- `run_evaluator` runs every case of the hidden manifest in one sandbox against the frozen copy
-  (mounted read-only), cases in manifest order; a case whose case prerequisite did not pass is
-  `blocked`; a case needing a V1 checkpoint is `not_applicable` (this protocol keeps none). The
-  harness re-derives `blocked` from the statuses itself, so a submission that forges the runner's
-  output cannot unblock a case whose prerequisite it failed.
+- `run_evaluator` runs every case of the hidden manifest, in manifest order, isolated by process:
+  the frozen copy runs in a production sandbox, the case runner (with the cases file and the
+  results) in a second one that reaches the submission only through the harness's proxies. A case
+  whose case prerequisite did not pass is `blocked`; a case needing a V1 checkpoint is
+  `not_applicable` (this protocol keeps none). The harness re-derives `blocked` from the statuses
+  itself, as a second line behind the isolation.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.base import IsolationUnavailable, Sandbox, SandboxSpec
-from sandbox.workspace import is_git_path, snapshot, tree_digest, write_tree
+from sandbox.scoring import HARNESS, ISOLATION_PROCESS, production_server, scoring_mb
+from sandbox.workspace import capped_directory, is_git_path, snapshot, tree_digest, write_tree
 from schemas.transfer_format import CHECKPOINTS, V1_CHECKPOINTS, Evaluator
 
 RUNNER = Path(__file__).resolve().parent / "inside" / "evaluator_runner.py"
-MARKER = "MEMBENCH-EVALUATOR-RESULTS "
+EVALUATOR_ISOLATION = ISOLATION_PROCESS  # the submission and the case runner in separate sandboxes
 PYTHON = ["python3", "-I", "-B"]
 
 
@@ -76,29 +78,42 @@ def freeze_submission(workspace: Path, dest: Path) -> tuple[str, int]:
 
 
 def run_evaluator(sandbox: Sandbox, frozen: Path, evaluator: Evaluator, timeout_s: float) -> list[CaseResult]:
-    """Every manifest case, in order. Raises IsolationUnavailable rather than evaluate unjailed."""
+    """Every manifest case, in order, isolated by process (`EVALUATOR_ISOLATION`): the submission
+    runs in a production sandbox (`sandbox/harness/production_server.py` over a copy of the frozen
+    tree); the case runner runs in the evaluator's sandbox, which alone holds the cases file, the
+    plan and the results directory, and reaches the submission only through the harness's proxy
+    modules on a Unix socket. Raises IsolationUnavailable rather than evaluate unjailed."""
     plan = []
     for case in evaluator.cases:
         plan.append({"case_id": case.case_id,
                      "prerequisites": [p for p in case.prerequisites
                                        if p.upper() not in CHECKPOINTS | V1_CHECKPOINTS]})
-    with tempfile.TemporaryDirectory(prefix="membench-eval-") as tmp:
-        (Path(tmp) / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
-        scratch = Path(tmp) / "scratch"
-        scratch.mkdir()
-        spec = SandboxSpec(workspace=scratch, ro_mounts={
+    tree = snapshot(frozen)
+    with tempfile.TemporaryDirectory(prefix="membench-eval-") as tmp, \
+            capped_directory(Path(tmp) / "evaluation", scoring_mb()) as root:  # the submission cannot fill the disk
+        production, scratch, results, channel = (root / n for n in ("production", "scratch", "results", "channel"))
+        write_tree(tree, production)
+        for directory in (scratch, results, channel):
+            directory.mkdir()
+        channel.chmod(0o777)
+        plan_file = Path(tmp) / "plan.json"
+        plan_file.write_text(json.dumps(plan), encoding="utf-8")
+        server_spec = SandboxSpec(workspace=production, ro_mounts={"/harness/membench_harness": HARNESS},
+                                  rw_mounts={"/channel": channel}, wall_time_s=timeout_s + 30,
+                                  cpu_time_s=max(1, int(timeout_s)))
+        evaluator_spec = SandboxSpec(workspace=scratch, ro_mounts={
             "/evaluator/run.py": RUNNER, "/evaluator/cases.json": evaluator.checks_path,
-            "/evaluator/plan.json": Path(tmp) / "plan.json", "/submission": frozen},
+            "/evaluator/plan.json": plan_file, "/harness/membench_harness": HARNESS},
+            rw_mounts={"/results": results, "/channel": channel},
             wall_time_s=timeout_s, cpu_time_s=max(1, int(timeout_s)))
-        result = sandbox.run(PYTHON + ["/evaluator/run.py", "/evaluator/cases.json", "/evaluator/plan.json",
-                                       "/submission"], spec)
-    reported: dict = {}
-    for line in result.stdout.splitlines():
-        if line.startswith(MARKER):  # the last marker line wins: the runner prints it after every case
-            try:
-                reported = json.loads(line[len(MARKER):])
-            except ValueError:
-                reported = {}
+        with production_server(sandbox, server_spec, channel / "production.sock", timeout_s):
+            sandbox.run(PYTHON + ["/evaluator/run.py", "/evaluator/cases.json", "/evaluator/plan.json",
+                                  "/results/results.json", "/channel/production.sock", str(timeout_s)],
+                        evaluator_spec)
+        try:
+            reported = json.loads((results / "results.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # the runner was stopped before its first case ended
+            reported = {}
     out: list[CaseResult] = []
     status_of: dict[str, str] = {}
     for case in evaluator.cases:
@@ -118,5 +133,5 @@ def run_evaluator(sandbox: Sandbox, frozen: Path, evaluator: Evaluator, timeout_
     return out
 
 
-__all__ = ["CaseResult", "CheckResult", "IsolationUnavailable", "freeze_submission", "public_check", "run_evaluator",
-           "submission_tree"]
+__all__ = ["CaseResult", "CheckResult", "EVALUATOR_ISOLATION", "IsolationUnavailable", "freeze_submission",
+           "public_check", "run_evaluator", "submission_tree"]

@@ -21,13 +21,16 @@ from pathlib import Path
 
 from producers.agents.base import AgentTask
 from producers.emitter import Listener, RunEmitter
+from producers.gateway.server import ModelUnavailable
 from producers.memory_systems.base import MemoryContext, MemoryItem, MemorySetup, Namespace
 from producers.memory_systems.skill_bank import SkillBankMemory
 from producers.memory_systems.text import tfidf_scores
 from producers.runner import RunConfig, RunUnit, patch_fields, run_id_for
 from producers.transfer.bank import (ABLATED, CONDITION_BANKS, LEARNED, NATIVE, check_frozen, copy_bank, distill,
                                      freeze, remove_bank, write_skill)
-from producers.transfer.evaluator import freeze_submission, public_check, run_evaluator, submission_tree
+from producers.transfer.evaluator import (EVALUATOR_ISOLATION, freeze_submission, public_check, run_evaluator,
+                                          submission_tree)
+from producers.transfer.model_user import ModelUser, model_of
 from producers.transfer.user import ScriptedUser
 from sandbox.base import IsolationUnavailable, Sandbox
 from sandbox.scoring import score_session
@@ -239,10 +242,32 @@ def _user_says(emitter: RunEmitter, produce) -> str:
     return text
 
 
+def _simulated_user(project: Project, config: RunConfig, emitter: RunEmitter):
+    """The unit's simulated user: the scripted one, or a model through the gateway (`--user model:M`)."""
+    model = model_of(config.user)
+    if model is None:
+        return ScriptedUser(project.scenario)
+    return ModelUser(project.scenario, model, config.gateway, emitter.unit_id, emitter.emit)
+
+
 def _conversation(project: Project, unit: RunUnit, config: RunConfig, sandbox: Sandbox, agent, emitter: RunEmitter,
                   start: dict[str, bytes], memory) -> tuple[str, str | None] | None:
-    user = ScriptedUser(project.scenario)
     emitter.session_index = 0
+    try:
+        user = _simulated_user(project, config, emitter)
+        try:
+            return _talk(project, config, sandbox, agent, emitter, start, memory, user)
+        finally:
+            if isinstance(user, ModelUser):
+                user.close()
+    except ModelUnavailable as exc:  # the user's model (or the agent's) could not answer: not the agent's failure
+        emitter.session_index = -1
+        _turn(emitter, "system", str(exc), visibility="harness")
+        return "excluded", exc.reason
+
+
+def _talk(project: Project, config: RunConfig, sandbox: Sandbox, agent, emitter: RunEmitter,
+          start: dict[str, bytes], memory, user) -> tuple[str, str | None] | None:
     with tempfile.TemporaryDirectory(prefix="membench-transfer-") as tmp:
         workspace = Path(tmp) / "workspace"
         write_files(start, workspace)
@@ -296,15 +321,15 @@ def _conversation(project: Project, unit: RunUnit, config: RunConfig, sandbox: S
                                            "prerequisites": list(r.prerequisites)}, visibility="harness")
         applicable = [r for r in results if r.status != "not_applicable"]
         # the acceptance verdict (the manifests' mode `all_cases_pass`), so verdicts, failure taxonomy and
-        # the per-condition table read a transfer run like any scored session; the evaluator runs the
-        # submission in its own process: isolation in_process
+        # the per-condition table read a transfer run like any scored session; the submission ran in a
+        # sandbox of its own, apart from the case runner (isolation process)
         emitter.emit("OracleVerdict", {
             "oracle_id": project.evaluator.task_id,
             "outcome": "pass" if applicable and all(r.status == "passed" for r in applicable) else "fail",
             "cases": [{"case_id": r.case_id, "outcome": {"passed": "pass", "failed": "fail"}.get(r.status, r.status),
                        "duration_ms": r.duration_ms} for r in applicable],
             "exit_status": 0, "inconclusive": False, "duration_ms": sum(r.duration_ms for r in results),
-            "isolation": "in_process"}, visibility="harness")
+            "isolation": EVALUATOR_ISOLATION}, visibility="harness")
         _phase(emitter, "test_feedback")
         _user_says(emitter, lambda: user.feedback(sum(r.status == "passed" for r in applicable), len(applicable)))
         _phase(emitter, "finished")

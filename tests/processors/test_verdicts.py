@@ -118,3 +118,28 @@ def test_an_abandoned_attempt_is_excluded_even_when_its_trap_had_passed():
     assert run["status"] == "abandoned"
     assert run["excluded"] is True and run["exclusion_reason"] == "abandoned_attempt"
     assert run["scored_passed"] is False
+
+
+def _model_call(call_id, tokens):
+    return {"call_id": call_id, "provider": "openai", "api": "chat_completions", "model": "m", "mode": "forward",
+            "status": "ok", "http_status": 200, "request_digest": "r", "match_digest": "", "response_digest": None,
+            "recorded": False, "streamed": False, "chunks": 0, "input_tokens": tokens, "cached_tokens": 0,
+            "output_tokens": tokens, "reasoning_tokens": 0, "latency_ms": 1, "first_byte_ms": 1, "cost_usd": 0.0,
+            "price": None, "error": None}
+
+
+def test_a_simulated_users_model_calls_are_not_the_agents_usage():
+    """A transfer model user's calls (call_id `user-…`) stay out of the session's tokens and of the
+    largest agent prompt the context evidence sees; the agent's own calls count."""
+    run = build_run(("pass",))
+    at = next(i for i, e in enumerate(run) if e.kind == "OracleVerdict")
+    rebuilt = []
+    em = RunEmitter("rs", "r2", "suite/task/B5/1", lambda e, d: rebuilt.append(e))
+    for i, e in enumerate(run):
+        if i == at:
+            em.emit("ModelCall", _model_call("m1", 40), visibility="harness")
+            em.emit("ModelCall", _model_call("user-m1", 5000), visibility="harness")
+        em.session_index = e.session_index
+        em.emit(e.kind, e.payload, visibility=e.visibility)
+    (session,) = [d.payload for d in derive_all(rebuilt) if d.kind == "SessionVerdict"]
+    assert (session["input_tokens"], session["output_tokens"]) == (100 + 40, 10 + 40)

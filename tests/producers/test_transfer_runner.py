@@ -53,7 +53,7 @@ def test_the_user_answers_a_question_from_the_scenario(bwrap_sandbox):
     assert statuses.count("passed") == len(statuses) - 1  # all but the V1 case
     assert events[-1].payload == {"status": "completed", "error_type": None}
     (verdict,) = [e.payload for e in events if e.kind == "OracleVerdict"]
-    assert verdict["outcome"] == "pass" and verdict["isolation"] == "in_process" and len(verdict["cases"]) == 41
+    assert verdict["outcome"] == "pass" and verdict["isolation"] == "process" and len(verdict["cases"]) == 41
 
 
 def test_a_workspace_changed_after_the_passing_check_is_an_error(bwrap_sandbox, monkeypatch):

@@ -1,76 +1,99 @@
-"""The hidden evaluator's runner, run inside the scoring sandbox (docs/transfer.md).
+"""The hidden evaluator's case runner, run inside the evaluator's sandbox (docs/transfer.md).
 
-    python3 -I -B evaluator_runner.py CASES.json PLAN.json SUBMISSION_DIR
+    python3 -I -B evaluator_runner.py CASES.json PLAN.json RESULTS.json SOCKET TIMEOUT_S
 
 CASES.json is the study's `cases.json` ({"module", "cases": {id: {"call", "args", "expect"|"raises"}}});
 PLAN.json lists the cases in evaluation order with their case prerequisites. A case whose
 prerequisite did not pass is `blocked` and not run. Each case calls one public function of the
-frozen submission and compares the JSON form of its result (or the exception it raises). The
-submission runs in this process (isolation `in_process`): what it prints is captured, and the
-results are printed as one line after the marker, at the end.
+frozen submission and compares the JSON form of its result (or the exception it raises).
+
+The submission is not in this sandbox: it runs in a production sandbox (the pack scorer's
+`production_server`), and its module is imported here as a proxy (`membench_harness.oracle_client`,
+mounted at /harness) whose calls cross a Unix socket as plain data. So the submission cannot read
+CASES.json, patch the comparison or write RESULTS.json (isolation `process`). RESULTS.json is
+rewritten after every case, so a hang or crash in case k leaves the cases before it recorded.
 """
 
-import contextlib
 import hashlib
-import io
 import json
+import os
 import sys
 import time
 
-MARKER = "MEMBENCH-EVALUATOR-RESULTS "
+sys.path.insert(0, "/harness")
+
+from membench_harness import oracle_client  # noqa: E402  (mounted read-only at /harness)
 
 
 def main(argv):
-    cases_path, plan_path, submission = argv
+    cases_path, plan_path, results_path, sock_path, timeout_s = argv
     with open(cases_path, encoding="utf-8") as handle:
         checks = json.load(handle)
     with open(plan_path, encoding="utf-8") as handle:
         plan = json.load(handle)
-    sys.path.insert(0, submission)
-    sink = io.StringIO()
+    oracle_client.REMOTE = oracle_client.Remote(sock_path, float(timeout_s))
+    # only the module under test is answered by proxies; everything else imports locally
+    sys.meta_path.insert(0, oracle_client.ProductionFinder({checks["module"].split(".", 1)[0]}))
     results = {}
     module, import_error = None, None
-    with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-        try:
-            module = __import__(checks["module"], fromlist=["*"])
-        except BaseException as exc:  # a submission that does not import fails every case it reaches
-            import_error = f"import {checks['module']}: {type(exc).__name__}: {exc}"
-        for item in plan:
-            cid, prerequisites = item["case_id"], item["prerequisites"]
-            blockers = [p for p in prerequisites if results.get(p, {}).get("status") != "passed"]
-            started = time.monotonic()
-            if blockers:
-                status, evidence = "blocked", "blocked by " + ", ".join(blockers)
-            elif import_error is not None:
-                status, evidence = "error", import_error
-            else:
-                status, evidence = run_case(module, checks["cases"][cid])
-            results[cid] = {"status": status, "evidence_sha256": hashlib.sha256(evidence.encode()).hexdigest(),
-                            "evidence": evidence[:500],
-                            "duration_ms": int((time.monotonic() - started) * 1000)}
-    sys.stdout.write("\n" + MARKER + json.dumps(results) + "\n")
+    try:
+        module = __import__(checks["module"], fromlist=["*"])
+    except BaseException as exc:  # a submission that does not import fails every case it reaches
+        import_error = f"import {checks['module']}: {type(exc).__name__}: {exc}"
+    for item in plan:
+        cid, prerequisites = item["case_id"], item["prerequisites"]
+        blockers = [p for p in prerequisites if results.get(p, {}).get("status") != "passed"]
+        started = time.monotonic()
+        if blockers:
+            status, evidence = "blocked", "blocked by " + ", ".join(blockers)
+        elif import_error is not None:
+            status, evidence = "error", import_error
+        else:
+            status, evidence = run_case(module, checks["cases"][cid])
+        results[cid] = {"status": status, "evidence_sha256": hashlib.sha256(evidence.encode()).hexdigest(),
+                        "evidence": evidence[:500], "duration_ms": int((time.monotonic() - started) * 1000)}
+        _write(results_path, results)
+    _write(results_path, results)  # a plan without cases still leaves a results file
+    try:
+        oracle_client.REMOTE.request({"op": "shutdown"})
+    except Exception:  # the channel may be gone already; the harness stops the sandbox anyway
+        pass
     return 0
+
+
+def _write(path, results):
+    staging = path + ".partial"
+    with open(staging, "w", encoding="utf-8") as handle:
+        json.dump(results, handle)
+    os.replace(staging, path)
 
 
 def run_case(module, check):
     args = json.loads(json.dumps(check.get("args", [])))
     try:
         value = getattr(module, check["call"])(*args)
-    except BaseException as exc:  # SystemExit from the submission fails the case, not the evaluator
+    except BaseException as exc:  # SystemExit from the submission arrives as a stand-in RuntimeError
         if "raises" in check and type(exc).__name__ == check["raises"]:
             return "passed", f"raised {check['raises']}"
         if "raises" in check:
             return "failed", f"expected {check['raises']}, raised {type(exc).__name__}: {exc}"
         return "error", f"{type(exc).__name__}: {exc}"
     if "raises" in check:
-        return "failed", f"expected {check['raises']}, returned {value!r}"
+        return "failed", f"expected {check['raises']}, returned {_describe(value)}"
     try:
+        # a proxy (an object that stayed in the production process) is not JSON data
         got = json.loads(json.dumps(value))
     except (TypeError, ValueError):
-        return "failed", f"result is not JSON data: {value!r}"
+        return "failed", f"result is not JSON data: {_describe(value)}"
     if got == check["expect"]:
         return "passed", "ok"
     return "failed", f"expected {json.dumps(check['expect'])[:200]}, got {json.dumps(got)[:200]}"
+
+
+def _describe(value):
+    if isinstance(value, oracle_client.Proxy):  # its repr would be another call into the submission
+        return f"<{object.__getattribute__(value, '_type')} object>"
+    return repr(value)[:200]
 
 
 if __name__ == "__main__":

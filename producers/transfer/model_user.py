@@ -1,0 +1,136 @@
+"""The model-driven simulated user (`membench transfer --user model:MODEL`, docs/transfer.md).
+
+The same four messages as the scripted user (`user.py`) — the plan handed over, the answer to an
+agent's question, the review of a delivery, the test feedback — but each written by a model: the
+scenario file is the model's brief (system message), and each phase is one OpenAI Chat Completions
+request with what the user has to react to. Requests are stateless (brief + this phase's facts),
+so a recording replays them by content whatever order the units ran in.
+
+Calls go through the run set's model gateway (`producers/gateway/`) on a channel of the user's own,
+host-side: the gateway adds the key, records or replays the bodies and emits each call as a
+`ModelCall` event in the unit's log, its `call_id` prefixed `user-` so it is told apart from the
+agent's calls (the verdict fold keeps its tokens out of the session's, as the transfer fold keeps
+user time out of agent time; its cost counts in the run set's cost). A model that cannot answer (unreachable, timeout, 5xx/429, a replay miss, an
+answer with no text) raises `ModelUnavailable`: the unit is excluded, never scored.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+from typing import Any, Callable
+
+from producers.gateway.server import Channel, ModelGateway, ModelUnavailable
+from schemas.events import SIMULATED_USER_CALL_PREFIX
+from schemas.transfer_format import Scenario
+
+PREFIX = "model:"
+BRIEF = """You are the simulated user (the product owner) of a software project that an engineer \
+builds for you in a conversation. Stay in that role: write only the message you send to the engineer, \
+plain text, no preamble. Your scenario, as JSON: `plan` is the plan you hand over; `answers` are your \
+answers to questions matching each regular expression (`default_answer` otherwise); `accept` is what \
+you say when the delivery passes the public check; `public_check_failed` is your review when it fails \
+(`{output}` stands for the check's output); `test_feedback` relays the hidden tests' result (`{passed}` \
+of `{cases}`). Keep every fact of the scenario; never invent requirements it does not state.
+
+Scenario:
+"""
+
+
+class _UserChannel(Channel):
+    """A gateway channel whose ModelCall ids say they are the simulated user's."""
+
+    def next_call_id(self) -> str:
+        return SIMULATED_USER_CALL_PREFIX + super().next_call_id()
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: float):
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self._path)
+
+
+def model_of(spec: str) -> str | None:
+    """MODEL of a `model:MODEL` user spec; None for the scripted user (`scripted`)."""
+    if spec == "scripted":
+        return None
+    if not spec.startswith(PREFIX) or not spec[len(PREFIX):].strip():
+        raise ValueError(f"unknown simulated user {spec!r} (known: scripted, model:MODEL)")
+    return spec[len(PREFIX):].strip()
+
+
+class ModelUser:
+    def __init__(self, scenario: Scenario, model: str, gateway: ModelGateway | None, unit_id: str,
+                 emit: Callable[..., Any]):
+        if gateway is None:
+            raise ModelUnavailable(f"the simulated user model:{model} needs the model gateway: run with "
+                                   "--model-base-url or --model-replay")
+        self.name = PREFIX + model
+        self.model = model
+        self.scenario = scenario
+        self.brief = BRIEF + json.dumps({
+            "plan": scenario.plan, "answers": [{"match": m, "reply": r} for m, r in scenario.answers],
+            "default_answer": scenario.default_answer, "accept": scenario.accept,
+            "public_check_failed": scenario.public_check_failed, "test_feedback": scenario.test_feedback}, indent=1)
+        self.timeout_s = gateway.settings.timeout_s + 30  # the gateway times the upstream out first
+        self.channel = _UserChannel(gateway, unit_id, emit)
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def plan(self) -> str:
+        return self._say("Phase: plan_handoff. Hand the plan over to the engineer.")
+
+    def answer(self, question: str) -> str:
+        return self._say(f"Phase: implementing. The engineer asks you:\n{question}\nAnswer the question.")
+
+    def review(self, check_passed: bool, check_output: str) -> str:
+        if check_passed:
+            return self._say("Phase: delivery_review. The delivery passed the public check. Accept it.")
+        return self._say("Phase: delivery_review. The delivery failed the public check, whose output was:\n"
+                         f"{check_output.strip()[-2000:]}\nSend the engineer your review.")
+
+    def feedback(self, passed: int, cases: int) -> str:
+        return self._say(f"Phase: test_feedback. The hidden tests passed {passed} of {cases} cases. "
+                         "Tell the engineer.")
+
+    def _say(self, prompt: str) -> str:
+        body = json.dumps({"model": self.model, "temperature": 0, "messages": [
+            {"role": "system", "content": self.brief}, {"role": "user", "content": prompt}]}).encode()
+        connection = _UnixConnection(str(self.channel.socket_path), self.timeout_s)
+        try:
+            connection.request("POST", "/v1/chat/completions", body=body,
+                               headers={"Content-Type": "application/json"})
+            response = connection.getresponse()
+            status, data = response.status, response.read()
+        except OSError as exc:
+            raise ModelUnavailable(f"simulated user {self.name}: the gateway did not answer: {exc}") from None
+        finally:
+            connection.close()
+        if self.channel.failure is not None:
+            raise self.channel.failure
+        text = _reply_text(data) if status < 400 else None
+        if not text:
+            raise ModelUnavailable(f"simulated user {self.name}: no reply (HTTP {status}): {data[:300]!r}")
+        return text
+
+
+def _reply_text(data: bytes) -> str | None:
+    """The assistant's text of a Chat Completions answer."""
+    try:
+        message = json.loads(data)["choices"][0]["message"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, list):  # some servers answer with content parts
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content.strip() if isinstance(content, str) and content.strip() else None
+
+
+__all__ = ["ModelUser", "model_of"]
