@@ -1,8 +1,8 @@
 """`membench transfer STUDY`: run EngramBench's transfer protocol (docs/transfer.md).
 
-The learning phase runs first (one learning unit per seed: learning tasks in order, the scripted
-distiller, banks frozen), then the transfer units (project × condition × seed) against the frozen
-banks; `--phase` runs one of the two. Embedded (default) it ends with the report (report.json with
+The learning phase runs first (one learning unit per seed: learning tasks in order, each distilled
+by the scripted distiller or the sandboxed agent's own session, banks frozen), then the transfer
+units (project × condition × seed) against the frozen banks; `--phase` runs one of the two. Embedded (default) it ends with the report (report.json with
 a `transfer` section, report.md, report.html) and the log root, as `membench run` does; on Kafka it
 publishes and `membench sink` / `membench report` follow.
 """
@@ -98,6 +98,23 @@ def _frozen_from_warehouse(warehouse, run_set: str) -> dict[tuple[int, str], str
         "JOIN (SELECT run_id, seed FROM run_results WHERE run_set = {rs:String} AND status = 'completed' "
         " LIMIT 1 BY run_id) AS r ON e.run_id = r.run_id ORDER BY e.run_id, e.seq", {"rs": run_set})
     return _frozen_from_events((int(r["seed"]), json.loads(r["payload"])) for r in rows)
+
+
+def _frozen_from_topic(topics, study, seeds: list[int], status: dict[str, dict]) -> dict[tuple[int, str], str]:
+    """(seed, bank) -> digest from the SkillBankFrozen events of each seed's completed learning run
+    (its run id from the unit-status topic), read from the trajectory topic."""
+    from producers.bus.kafka import read_run_events
+    from producers.transfer.runner import learning_unit
+
+    runs = {}
+    for seed in seeds:
+        record = status.get(learning_unit(study, seed).unit_id, {})
+        if record.get("status") == "completed" and record.get("run_id"):
+            runs[record["run_id"]] = seed
+    if not runs:
+        return {}
+    events = read_run_events(topics, set(runs), {"SkillBankFrozen"})
+    return _frozen_from_events((runs[e.run_id], e.payload) for e in events)
 
 
 def _phases(study, conditions, seeds, phase, agent_spec, workers, config, sandbox_name, settings, publish,
@@ -215,29 +232,33 @@ def print_transfer(console: Console, section) -> None:
 
 def _run_kafka(study, conditions, seeds, phase, agent_spec, workers, config, sandbox_name, settings) -> None:
     """Publish to Kafka; unit status on the compacted topic makes the run resumable. The frozen bank
-    digests come from this invocation's learning runs, so `--phase transfer` alone needs the embedded bus."""
+    digests of completed learning units come from their `SkillBankFrozen` events on the trajectory
+    topic (`_frozen_from_topic`), so `--phase transfer` runs on any machine that holds the banks."""
     from producers.bus.kafka import KafkaBus, SharedUnitBus, read_unit_status
     from producers.runner import run_id_for
     from producers.transfer.runner import learning_unit, plan_transfer
 
-    if phase == "transfer":
-        raise UsageError("--phase transfer: on Kafka the frozen bank digests are known only to the runner that "
-                         "froze them; run --phase all")
     console = Console(stderr=True)
     run_set = config.run_set
     bus = KafkaBus(settings.bus, run_set, settings.runs_dir / run_set / "spool")
     status = read_unit_status(bus.topics, run_set)
-    units = [learning_unit(study, s) for s in seeds] + (plan_transfer(study, conditions, seeds)
-                                                       if phase == "all" else [])
+    units = ([learning_unit(study, s) for s in seeds] if phase != "transfer" else []) + (
+        plan_transfer(study, conditions, seeds) if phase != "learning" else [])
     done = {u.unit_id for u in units if status.get(u.unit_id, {}).get("status") in ("completed", "excluded")}
-    if any(learning_unit(study, s).unit_id in done for s in seeds) and phase == "all":
-        done -= {learning_unit(study, s).unit_id for s in seeds}  # its digests are needed: learn again
+    frozen = {}
+    if phase != "learning":
+        frozen = _frozen_from_topic(bus.topics, study, seeds, status)
+        missing = [s for s in seeds if not any(seed == s for seed, _ in frozen)]
+        if phase == "transfer" and missing:
+            console.print(f"no completed learning unit of seed(s) {', '.join(map(str, missing))} on the trajectory "
+                          f"topic: their bank conditions are excluded (skill_bank_modified)", highlight=False,
+                          markup=False)
     attempts = {u.unit_id: status.get(u.unit_id, {}).get("attempt", 0) + 1 for u in units}
     shared = SharedUnitBus(bus, attempts)
     shared.mark_started({u.unit_id: run_id_for(run_set, u, attempts[u.unit_id]) for u in units
                          if u.unit_id not in done})
     _phases(study, conditions, seeds, phase, agent_spec, workers, config, sandbox_name, settings, shared.publish,
-            done, attempts, {}, lambda unit, run_id: shared.completed(unit.unit_id, run_id))
+            done, attempts, frozen, lambda unit, run_id: shared.completed(unit.unit_id, run_id))
     bus.close()
     console.print(f"published run set {run_set}; when `membench sink --until-idle` has drained the topics, "
                   f"`membench report {run_set}` builds the report", highlight=False, markup=False)

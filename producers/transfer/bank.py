@@ -1,6 +1,6 @@
 """Skill banks of the transfer protocol: the scripted distiller, freezing, the ablated copy.
 
-The scripted distiller (used for every agent for now) turns a learning task the agent solved
+The scripted distiller (scripted agents; sandboxed agents distil themselves, agent_bank.py) turns a learning task the agent solved
 into one skill, `<task id>/SKILL.md`: the instruction it was given and the production diff that
 passed the hidden oracle. A task that did not pass leaves no skill: only verified practice is
 distilled. Freezing writes `MANIFEST.sha256` (producers/memory_systems/skill_bank.py) and makes
@@ -69,6 +69,9 @@ def remove_bank(bank: Path) -> None:
 def check_frozen(bank: Path, expected_digest: str) -> str | None:
     """None when BANK verifies against its manifest and the manifest's digest is the recorded one;
     else the reason, one line."""
+    if not Path(bank).is_dir():  # e.g. a runner on another machine without the learning machine's banks
+        return (f"{bank}: no such bank directory (a transfer runner needs the learning runner's "
+                f"runs/<run set>/banks/ under its MEMBENCH_HOME)")
     try:
         digest, _ = verify_bank(bank)
     except Exception as exc:  # SkillBankError, or an unreadable file
