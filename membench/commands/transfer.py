@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from membench.commands.common import dsn_options, open_warehouse, parse_list, parse_seeds, validate_run_set_id
+from membench.commands.model_options import ModelOptions, check_model_options, model_options, start_gateway
 from membench.errors import UsageError
 from membench.settings import Settings
 from sandbox.registry import BACKENDS
@@ -51,10 +52,12 @@ def default_transfer_run_set(study, agent: str, conditions: list[str], seeds: li
 @click.option("--run-set", "run_set", default=None, help="run set id (default: derived from study, agent, grid)")
 @click.option("--sandbox", "sandbox_name", default="bwrap", show_default=True, type=click.Choice(list(BACKENDS)))
 @click.option("--read-budget", default=2000, show_default=True, type=click.IntRange(0), help="memory read budget (tokens)")
+@model_options
 @dsn_options
 def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, workers: int, run_set: str | None,
-             sandbox_name: str, read_budget: int, settings: Settings) -> None:
+             sandbox_name: str, read_budget: int, settings: Settings, model: ModelOptions) -> None:
     """Run the transfer study STUDY (a built-in name such as transfer-v1, or a study directory)."""
+    from producers.agents.model_agents import LoopLimits
     from producers.agents.registry import make_agent
     from producers.runner import RunConfig, code_digest
     from schemas.transfer_format import CONDITIONS, TransferFormatError, load_study
@@ -65,21 +68,30 @@ def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, wo
         if c not in CONDITIONS:
             raise UsageError(f"--conditions: unknown transfer condition '{c}' (known: {', '.join(CONDITIONS)})")
     seed_list = parse_seeds(seeds)
+    loop = LoopLimits(model.max_steps, model.max_tokens)
     try:
-        made = make_agent(agent)
+        made = make_agent(agent, loop, with_gateway=model.used)
     except ValueError as exc:
         raise UsageError(f"--agent: {exc}") from None
+    check_model_options(model, made)
+    if model.used and settings.bus.startswith("kafka://"):
+        raise UsageError("--model-*: model agents run on the embedded bus (file://) for now, as for membench run")
     try:  # everything is validated before anything is written
         loaded = load_study(resolve_study(study))
     except TransferFormatError as exc:
         raise UsageError(str(exc)) from None
     run_set = run_set or default_transfer_run_set(loaded, agent, condition_list, seed_list)
     config = RunConfig(run_set, made.name, read_budget=read_budget, code_digest=code_digest(),
-                       blob_dir=settings.runs_dir / run_set / "blobs")
+                       blob_dir=settings.runs_dir / run_set / "blobs",
+                       gateway=start_gateway(model, settings.runs_dir, run_set), loop=loop)
+
+    def new_agent():  # one agent object per unit
+        return make_agent(agent, loop, with_gateway=model.used)
+
     if settings.bus.startswith("kafka://"):
-        _run_kafka(loaded, condition_list, seed_list, phase, agent, workers, config, sandbox_name, settings)
+        _run_kafka(loaded, condition_list, seed_list, phase, new_agent, workers, config, sandbox_name, settings)
         return
-    _run_embedded(loaded, condition_list, seed_list, phase, agent, workers, config, sandbox_name, settings)
+    _run_embedded(loaded, condition_list, seed_list, phase, new_agent, workers, config, sandbox_name, settings)
 
 
 def _frozen_from_events(events) -> dict[tuple[int, str], str]:
@@ -117,12 +129,11 @@ def _frozen_from_topic(topics, study, seeds: list[int], status: dict[str, dict])
     return _frozen_from_events((runs[e.run_id], e.payload) for e in events)
 
 
-def _phases(study, conditions, seeds, phase, agent_spec, workers, config, sandbox_name, settings, publish,
+def _phases(study, conditions, seeds, phase, new_agent, workers, config, sandbox_name, settings, publish,
             done_units: set[str], attempts: dict[str, int], frozen: dict[tuple[int, str], str], on_done) -> None:
     """Run the learning units, then the transfer units, skipping completed ones."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
-    from producers.agents.registry import make_agent
     from producers.transfer.bank import CONDITION_BANKS
     from producers.transfer.runner import FrozenBank, bank_dir, learning_unit, plan_transfer, run_learning, run_transfer
     from sandbox.registry import get_sandbox
@@ -142,7 +153,7 @@ def _phases(study, conditions, seeds, phase, agent_spec, workers, config, sandbo
             unit = learning_unit(study, seed)
             if unit.unit_id in done_units:
                 continue
-            run_id = run_learning(study, seed, config, sandbox, capture, make_agent(agent_spec), banks_root,
+            run_id = run_learning(study, seed, config, sandbox, capture, new_agent(), banks_root,
                                   attempts.get(unit.unit_id, 1))
             on_done(unit, run_id)
     if phase == "learning":
@@ -154,7 +165,7 @@ def _phases(study, conditions, seeds, phase, agent_spec, workers, config, sandbo
         frozen_bank = None
         if bank is not None and (unit.seed, bank) in frozen:
             frozen_bank = FrozenBank(bank_dir(banks_root, unit.seed, bank), frozen[(unit.seed, bank)])
-        return run_transfer(study, unit, config, sandbox, publish, make_agent(agent_spec), frozen_bank,
+        return run_transfer(study, unit, config, sandbox, publish, new_agent(), frozen_bank,
                             attempts.get(unit.unit_id, 1))
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="membench-transfer") as pool:
@@ -163,7 +174,7 @@ def _phases(study, conditions, seeds, phase, agent_spec, workers, config, sandbo
             on_done(futures[future], future.result())
 
 
-def _run_embedded(study, conditions, seeds, phase, agent_spec, workers, config, sandbox_name, settings) -> None:
+def _run_embedded(study, conditions, seeds, phase, new_agent, workers, config, sandbox_name, settings) -> None:
     from membench.commands.run import print_table, refuse, write_log_root, write_report
     from membench.embedded import EmbeddedPipeline
     from membench.log_root import LogRootError, check_warehouse, describes, read_record, record_path, warehouse_state
@@ -198,7 +209,7 @@ def _run_embedded(study, conditions, seeds, phase, agent_spec, workers, config, 
             with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), console=console) as progress:
                 bar = progress.add_task("units", total=total)
-                _phases(study, conditions, seeds, phase, agent_spec, workers, config, sandbox_name, settings,
+                _phases(study, conditions, seeds, phase, new_agent, workers, config, sandbox_name, settings,
                         pipeline.publish, done, attempts, frozen,
                         lambda unit, run_id: progress.update(bar, advance=1, description=unit.unit_id))
         finally:
@@ -230,7 +241,7 @@ def print_transfer(console: Console, section) -> None:
     console.print(table)
 
 
-def _run_kafka(study, conditions, seeds, phase, agent_spec, workers, config, sandbox_name, settings) -> None:
+def _run_kafka(study, conditions, seeds, phase, new_agent, workers, config, sandbox_name, settings) -> None:
     """Publish to Kafka; unit status on the compacted topic makes the run resumable. The frozen bank
     digests of completed learning units come from their `SkillBankFrozen` events on the trajectory
     topic (`_frozen_from_topic`), so `--phase transfer` runs on any machine that holds the banks."""
@@ -257,7 +268,7 @@ def _run_kafka(study, conditions, seeds, phase, agent_spec, workers, config, san
     shared = SharedUnitBus(bus, attempts)
     shared.mark_started({u.unit_id: run_id_for(run_set, u, attempts[u.unit_id]) for u in units
                          if u.unit_id not in done})
-    _phases(study, conditions, seeds, phase, agent_spec, workers, config, sandbox_name, settings, shared.publish,
+    _phases(study, conditions, seeds, phase, new_agent, workers, config, sandbox_name, settings, shared.publish,
             done, attempts, frozen, lambda unit, run_id: shared.completed(unit.unit_id, run_id))
     bus.close()
     console.print(f"published run set {run_set}; when `membench sink --until-idle` has drained the topics, "

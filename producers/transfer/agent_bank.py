@@ -7,8 +7,8 @@ Distillation session (after every learning task, passed or not): the agent runs 
 - /finished, read-only: `workspace/` (the finished task's tree as the oracle scored it), `diff.patch`
   (its production diff) and `task.json` (`{"protocol": 1, "task_id", "instruction", "outcome"}`,
   outcome `pass`/`fail`/… of the hidden oracle — the verdict only, never the oracle);
-- the instruction DISTILL_INSTRUCTION, and MEMBENCH_DISTILL=1, MEMBENCH_SKILLS_DIR=/skills,
-  MEMBENCH_FINISHED_DIR=/finished.
+- the instruction DISTILL_INSTRUCTION (naming the task and the outcome), and MEMBENCH_DISTILL=1,
+  MEMBENCH_SKILLS_DIR=/skills, MEMBENCH_FINISHED_DIR=/finished.
 The harness then reads the staging copy without following links and keeps only `<name>/SKILL.md`
 regular files with a plain name (SKILL_NAME), at most MAX_SKILL_BYTES of UTF-8 text, at most
 MAX_SKILLS skills in the bank. Anything else (a symlink, another file, an oversized or binary skill,
@@ -45,8 +45,9 @@ SKILL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MAX_SKILL_BYTES = 16 * 1024
 MAX_SKILLS = 64
 
-DISTILL_INSTRUCTION = (
-    "Distillation session. You finished a learning task; what you learn here is kept for later projects.\n"
+DISTILL_INSTRUCTION = (  # a template: {task_id}, {outcome}
+    "Distillation session for learning task {task_id} (the hidden oracle's outcome: {outcome}). "
+    "What you write here is kept for later projects.\n"
     f"- {FINISHED_MOUNT}/task.json: the task's id, instruction and the hidden oracle's outcome; "
     f"{FINISHED_MOUNT}/workspace: the repository as you left it; {FINISHED_MOUNT}/diff.patch: your production diff.\n"
     f"- {SKILLS_MOUNT}: the skill bank (read-write). Write what is worth reusing as {SKILLS_MOUNT}/<name>/{SKILL_FILE} "
@@ -56,6 +57,10 @@ DISTILL_INSTRUCTION = (
 
 BANK_NOTE = (f"\n\nA frozen skill bank is mounted read-only at {SKILLS_MOUNT} (one <name>/{SKILL_FILE} per skill, "
              f"learned earlier; also in $MEMBENCH_SKILLS_DIR). Read what helps; it cannot be changed.")
+
+
+def distill_instruction(task_id: str, outcome: str) -> str:
+    return DISTILL_INSTRUCTION.format(task_id=task_id, outcome=outcome)
 
 
 def runs_in_sandbox(agent) -> bool:
@@ -178,7 +183,7 @@ def distill_with_agent(agent, emitter, sandbox, gateway, bank: Path, task_id: st
                                                      "outcome": outcome}, indent=1), encoding="utf-8")
         for path in [shown, *shown.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
-        result = agent.act(AgentTask(DISTILL_INSTRUCTION, scratch, MemoryContext((), (), 0), None, sandbox=sandbox,
+        result = agent.act(AgentTask(distill_instruction(task_id, outcome), scratch, MemoryContext((), (), 0), None, sandbox=sandbox,
                                      gateway=gateway, skills=staging, skills_writable=True,
                                      extra_ro_mounts={FINISHED_MOUNT: shown},
                                      extra_env={"MEMBENCH_DISTILL": "1", "MEMBENCH_FINISHED_DIR": FINISHED_MOUNT}),
@@ -192,4 +197,4 @@ def distill_with_agent(agent, emitter, sandbox, gateway, bank: Path, task_id: st
 
 
 __all__ = ["AGENT", "BANK_NOTE", "DISTILL_INSTRUCTION", "Distilled", "FINISHED_MOUNT", "MAX_SKILLS", "MAX_SKILL_BYTES",
-           "MountedBankAgent", "Refusal", "SCRIPTED", "collect", "distill_with_agent", "runs_in_sandbox", "stage"]
+           "MountedBankAgent", "Refusal", "SCRIPTED", "collect", "distill_instruction", "distill_with_agent", "runs_in_sandbox", "stage"]

@@ -25,7 +25,7 @@ from producers.memory_systems.base import MemoryContext, MemoryItem, MemorySetup
 from producers.memory_systems.skill_bank import SkillBankMemory
 from producers.memory_systems.text import tfidf_scores
 from producers.runner import RunConfig, RunUnit, patch_fields, run_id_for
-from producers.transfer.agent_bank import (AGENT, DISTILL_INSTRUCTION, SCRIPTED, MountedBankAgent,
+from producers.transfer.agent_bank import (AGENT, SCRIPTED, MountedBankAgent, distill_instruction,
                                            distill_with_agent, runs_in_sandbox)
 from producers.transfer.bank import (ABLATED, CONDITION_BANKS, LEARNED, NATIVE, check_frozen, copy_bank, distill,
                                      freeze, remove_bank, write_skill)
@@ -208,7 +208,7 @@ def _agent_distillation(emitter: RunEmitter, agent, sandbox: Sandbox, config: Ru
     """A sandboxed agent's distillation session after a learning task (producers/transfer/agent_bank.py):
     its transcript as the agent reports it, a MemoryWrite per accepted skill, a harness Turn per refusal."""
     _phase(emitter, "distillation")
-    _turn(emitter, "user", DISTILL_INSTRUCTION, source_kind="distillation_instruction")
+    _turn(emitter, "user", distill_instruction(task.task_id, result.outcome), source_kind="distillation_instruction")
     diff = diff_trees(start, result.scored_tree)
     distilled = distill_with_agent(agent, emitter, sandbox, config.gateway, learned, task.task_id, task.instruction,
                                    result.scored_tree, render_patch(start, diff, diff.production), result.outcome)
