@@ -1,5 +1,6 @@
 """Skill banks seen by a sandboxed agent (docs/transfer.md, producers/transfer/agent_bank.py), with a
-real command agent (tests/fixtures/agents/skill_agent.py) in the real bubblewrap sandbox: the agent
+real command agent (tests/fixtures/agents/skill_agent.py) in the real bubblewrap sandbox (and, for the
+read-only mount, podman through the Docker API): the agent
 distils its own skills (bad entries refused and recorded, the run goes on), the frozen bank is
 mounted read-only at /skills in a transfer unit (a write fails inside the jail, the unit is not
 excluded), and a bank tampered with on the host still excludes the unit."""
@@ -124,8 +125,9 @@ def _transfer(bank, sandbox):
     return _events(run_transfer, STUDY, unit, RunConfig("rs", agent.name), sandbox, agent, bank)
 
 
-def test_the_frozen_bank_is_read_only_in_the_sandbox_and_the_unit_is_not_excluded(frozen_learned, bwrap_sandbox):
-    events = _transfer(frozen_learned, bwrap_sandbox)
+@pytest.mark.parametrize("backend", ["bwrap_sandbox", "docker_sandbox"])
+def test_the_frozen_bank_is_read_only_in_the_sandbox_and_the_unit_is_not_excluded(frozen_learned, backend, request):
+    events = _transfer(frozen_learned, request.getfixturevalue(backend))
     said = _texts(events, role="agent")
     task1, task2 = (t.task_id for t in SHORT.learning)
     assert f"skills seen: {task1},{task2}" in said
