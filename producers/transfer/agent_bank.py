@@ -11,7 +11,7 @@ Distillation session (after every learning task, passed or not): the agent runs 
   MEMBENCH_SKILLS_DIR=/skills, MEMBENCH_FINISHED_DIR=/finished.
 The harness then reads the staging copy without following links and keeps only `<name>/SKILL.md`
 regular files with a plain name (SKILL_NAME), at most MAX_SKILL_BYTES of UTF-8 text, at most
-MAX_SKILLS skills in the bank. Anything else (a symlink, another file, an oversized or binary skill,
+MAX_SKILLS skills in the bank, examining at most MAX_ENTRIES entries. Anything else (a symlink, another file, an oversized or binary skill,
 a removed skill: skills already distilled are never lost) is refused: one harness `Turn`
 (source_kind `skill_refused`) names the path and the reason; the run goes on. Each new or changed
 skill is copied into the bank and recorded as a `MemoryWrite`.
@@ -44,6 +44,7 @@ SKILL_FILE = "SKILL.md"
 SKILL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MAX_SKILL_BYTES = 16 * 1024
 MAX_SKILLS = 64
+MAX_ENTRIES = 1024  # entries of the staging copy examined; a flood beyond is refused unread
 
 DISTILL_INSTRUCTION = (  # a template: {task_id}, {outcome}
     "Distillation session for learning task {task_id} (the hidden oracle's outcome: {outcome}). "
@@ -121,9 +122,15 @@ def collect(bank: Path, staging: Path) -> tuple[list[tuple[str, str]], list[Refu
     refused: list[Refusal] = []
     present: set[str] = set()
     existing = {p.name for p in bank.iterdir() if (p / SKILL_FILE).is_file()} if bank.exists() else set()
+    seen = 0
     for dirpath, dirnames, filenames in os.walk(staging, followlinks=False):
         rel_dir = Path(dirpath).relative_to(staging)
         for name in sorted(dirnames + filenames):
+            seen += 1
+            if seen > MAX_ENTRIES:
+                refused.append(Refusal(rel_dir.as_posix(), f"more than {MAX_ENTRIES} entries: the rest not examined"))
+                dirnames[:] = []
+                break
             path = Path(dirpath) / name
             rel = (rel_dir / name).as_posix()
             mode = os.lstat(path).st_mode
@@ -163,6 +170,8 @@ def collect(bank: Path, staging: Path) -> tuple[list[tuple[str, str]], list[Refu
                     refused.append(Refusal(rel, f"the bank holds {MAX_SKILLS} skills already"))
                     continue
                 accepted.append((skill, text))
+        if seen > MAX_ENTRIES:
+            break
         dirnames[:] = [d for d in dirnames if not os.path.islink(Path(dirpath) / d)]
     for skill in sorted(existing - present):
         refused.append(Refusal(f"{skill}/{SKILL_FILE}", "a removed skill (skills already distilled are kept)"))
@@ -196,5 +205,5 @@ def distill_with_agent(agent, emitter, sandbox, gateway, bank: Path, task_id: st
     return Distilled(accepted, refused, result.status)
 
 
-__all__ = ["AGENT", "BANK_NOTE", "DISTILL_INSTRUCTION", "Distilled", "FINISHED_MOUNT", "MAX_SKILLS", "MAX_SKILL_BYTES",
+__all__ = ["AGENT", "BANK_NOTE", "DISTILL_INSTRUCTION", "Distilled", "FINISHED_MOUNT", "MAX_ENTRIES", "MAX_SKILLS", "MAX_SKILL_BYTES",
            "MountedBankAgent", "Refusal", "SCRIPTED", "collect", "distill_instruction", "distill_with_agent", "runs_in_sandbox", "stage"]

@@ -17,7 +17,7 @@ from producers.agents.command import CommandAgent
 from producers.agents.scripted import RefsolAgent
 from producers.memory_systems.skill_bank import MANIFEST
 from producers.runner import RunConfig, RunUnit
-from producers.transfer.agent_bank import MAX_SKILL_BYTES, collect
+from producers.transfer.agent_bank import MAX_ENTRIES, MAX_SKILL_BYTES, collect
 from producers.transfer.runner import FrozenBank, bank_dir, run_learning, run_transfer
 from schemas.transfer_format import load_study
 
@@ -72,6 +72,17 @@ def test_collect_keeps_plain_skills_and_refuses_the_rest(tmp_path):
     assert "more than" in why["big/SKILL.md"] and "UTF-8" in why["bin/SKILL.md"]
     assert why["link/SKILL.md"] == why["escape"] == "a symbolic link"
     assert "removed skill" in why["old/SKILL.md"]
+
+
+def test_collect_stops_examining_a_flood_of_entries(tmp_path):
+    bank, staging = tmp_path / "bank", tmp_path / "staging"
+    bank.mkdir()
+    (staging / "flood").mkdir(parents=True)
+    for i in range(MAX_ENTRIES + 5):
+        (staging / "flood" / f"f{i}").write_text("")
+    accepted, refused = collect(bank, staging)
+    assert accepted == [] and refused[-1].reason == f"more than {MAX_ENTRIES} entries: the rest not examined"
+    assert len(refused) == MAX_ENTRIES  # the ones examined before the flood stopped the walk, then the stop
 
 
 # ------------------------------------------------------------------------------ learning: agent distils
