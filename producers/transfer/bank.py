@@ -46,13 +46,14 @@ def freeze(bank: Path) -> tuple[str, list[dict[str, str]]]:
     return digest, files
 
 
-def copy_bank(source: Path, dest: Path, without: str | None = None) -> None:
-    """Copy a bank's skills (not its manifest), leaving out the skill directory `without`."""
+def copy_bank(source: Path, dest: Path, without: str | frozenset[str] | None = None) -> None:
+    """Copy a bank's skills (not its manifest), leaving out the skill directory (or directories) `without`."""
+    left_out = frozenset([without]) if isinstance(without, str) else (without or frozenset())
     if dest.exists():
         remove_bank(dest)
     for path in sorted(source.rglob("*")):
         rel = path.relative_to(source)
-        if not path.is_file() or path.name == MANIFEST or (without and rel.parts[0] == without):
+        if not path.is_file() or path.name == MANIFEST or rel.parts[0] in left_out:
             continue
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         (dest / rel).write_bytes(path.read_bytes())

@@ -145,6 +145,7 @@ def run_learning(study: Study, seed: int, config: RunConfig, sandbox: Sandbox, p
             remove_bank(learned)
         learned.mkdir(parents=True)
         skills: list[MemoryItem] = []
+        by_task: dict[str, set[str]] = {}  # learning task -> the skills its distillation wrote (the ablation's unit)
         for index, task in enumerate(study.learning):
             emitter.session_index = index
             start = snapshot(task.repo)
@@ -171,7 +172,8 @@ def run_learning(study: Study, seed: int, config: RunConfig, sandbox: Sandbox, p
                     raise IsolationUnavailable(result.detail)
                 emitter.emit("SessionEnded", {"session_index": index, "status": outcome.status})
                 if runs_in_sandbox(agent):  # the agent distils in its own sandbox session
-                    _agent_distillation(emitter, agent, sandbox, config, learned, task, start, result, skills, index)
+                    by_task[task.task_id] = _agent_distillation(emitter, agent, sandbox, config, learned, task, start,
+                                                                result, skills, index)
                 elif result.outcome == "pass":  # only verified practice becomes a skill
                     diff = diff_trees(start, result.scored_tree)
                     text = distill(task.instruction, render_patch(start, diff, diff.production), task.task_id)
@@ -179,7 +181,10 @@ def run_learning(study: Study, seed: int, config: RunConfig, sandbox: Sandbox, p
                     _skill_written(emitter, skills, index, task.task_id, text)
         emitter.session_index = -1
         ablated = bank_dir(banks_root, seed, ABLATED)
-        copy_bank(learned, ablated, without=study.ablate_skill)
+        # the ablated task's skill: the scripted distiller names it by the task; an agent's are the
+        # skills its distillation session after that task wrote (created or changed)
+        copy_bank(learned, ablated, without=frozenset(by_task.get(study.ablate_skill, ())) if runs_in_sandbox(agent)
+                  else study.ablate_skill)
         native = bank_dir(banks_root, seed, NATIVE)
         copy_bank(study.native_bank, native)
         for name, path, ablated_skill in ((LEARNED, learned, None), (ABLATED, ablated, study.ablate_skill),
@@ -204,9 +209,10 @@ def _skill_written(emitter: RunEmitter, skills: list[MemoryItem], index: int, na
 
 
 def _agent_distillation(emitter: RunEmitter, agent, sandbox: Sandbox, config: RunConfig, learned: Path, task,
-                        start: dict[str, bytes], result, skills: list[MemoryItem], index: int) -> None:
+                        start: dict[str, bytes], result, skills: list[MemoryItem], index: int) -> set[str]:
     """A sandboxed agent's distillation session after a learning task (producers/transfer/agent_bank.py):
-    its transcript as the agent reports it, a MemoryWrite per accepted skill, a harness Turn per refusal."""
+    its transcript as the agent reports it, a MemoryWrite per accepted skill, a harness Turn per refusal.
+    Returns the names of the skills it wrote."""
     _phase(emitter, "distillation")
     _turn(emitter, "user", distill_instruction(task.task_id, result.outcome), source_kind="distillation_instruction")
     diff = diff_trees(start, result.scored_tree)
@@ -217,6 +223,7 @@ def _agent_distillation(emitter: RunEmitter, agent, sandbox: Sandbox, config: Ru
               visibility="harness")
     for name, text in distilled.written:
         _skill_written(emitter, skills, index, name, text)
+    return {name for name, _ in distilled.written}
 
 
 # ------------------------------------------------------------------------------------------ transfer

@@ -50,6 +50,8 @@ def test_the_openai_loop_distils_into_skills_and_is_told_where_the_bank_is(tmp_p
     frozen = {e.payload["bank"]: e.payload for e in learning if e.kind == "SkillBankFrozen"}
     assert frozen["learned"]["distiller"] == "agent"
     assert [f["path"] for f in frozen["learned"]["files"]] == ["house-rules/SKILL.md"]
+    # L1-fees's session created house-rules: the ablated bank leaves it out
+    assert STUDY.ablate_skill == STUDY.learning[0].task_id and frozen["ablated"]["files"] == []
     # transfer: the model is told where the bank is, and the unit runs against the frozen digest
     asked = [json.loads(r["body"]) for r in upstream.requests]
     told = [b for b in asked if "mounted read-only at /skills" in json.dumps(b)]

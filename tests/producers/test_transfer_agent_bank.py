@@ -111,6 +111,9 @@ def test_a_command_agent_distils_its_own_skills_and_bad_entries_are_refused(tmp_
     frozen = {e.payload["bank"]: e.payload for e in events if e.kind == "SkillBankFrozen"}
     assert frozen["learned"]["distiller"] == frozen["ablated"]["distiller"] == "agent"
     assert frozen["native"]["distiller"] is None
+    # the ablated bank leaves out what the ablated task's distillation session wrote
+    assert SHORT.ablate_skill == task1
+    assert [f["path"] for f in frozen["ablated"]["files"]] == [f"{task2}/SKILL.md"]
     assert "escape" not in {f["path"].split("/")[0] for f in frozen["learned"]["files"]}
 
 
