@@ -179,7 +179,7 @@ def _run_embedded(study, conditions, seeds, phase, new_agent, workers, config, s
     from membench.embedded import EmbeddedPipeline
     from membench.log_root import LogRootError, check_warehouse, describes, read_record, record_path, warehouse_state
     from producers.bus.base import run_set_log_path
-    from reports.build import build_report
+    from reports.build import ReportError, build_report
     from warehouse import queries
 
     console = Console(stderr=True)
@@ -214,7 +214,11 @@ def _run_embedded(study, conditions, seeds, phase, new_agent, workers, config, s
                         lambda unit, run_id: progress.update(bar, advance=1, description=unit.unit_id))
         finally:
             pipeline.close()
-        report = build_report(warehouse, run_set)
+        try:
+            report = build_report(warehouse, run_set)
+        except ReportError as exc:  # e.g. no baseline: what ran is recorded, the report is built later
+            raise UsageError(f"{exc}; the units ran and are recorded: add no_memory to --conditions (completed "
+                             f"units are skipped) or run `membench report {run_set} --baseline COND`") from None
         state = warehouse_state(warehouse, run_set)
     finally:
         warehouse.close()
