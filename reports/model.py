@@ -521,6 +521,7 @@ class TransferBank:
     digest: str
     files: int
     ablated_skill: str | None
+    distiller: str | None = None  # who wrote a learned bank: scripted / agent (None: native bank, or an event v5 log)
 
 
 @dataclass(frozen=True)

@@ -134,7 +134,8 @@ def transfer_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[s
             "ORDER BY run_id, seq LIMIT 1 BY event_id", {"rs": run_set}):
         p = json.loads(row["payload"])
         banks.append(TransferBank(seed=int(row["unit_id"].rsplit("/", 1)[1]), bank=p["bank"], digest=p["digest"],
-                                  files=len(p["files"]), ablated_skill=p.get("ablated_skill")))
+                                  files=len(p["files"]), ablated_skill=p.get("ablated_skill"),
+                                  distiller=p.get("distiller")))
     banks.sort(key=lambda b: (b.seed, b.bank))
     return TransferSection(baseline=baseline, projects=projects, conditions=conditions, banks=banks)
 
@@ -180,7 +181,9 @@ def transfer_markdown(report: dict[str, Any]) -> str:
             out.append(f"  - excluded ({n}): {reason}")
     if section["banks"]:
         out += ["", "Frozen skill banks: " + "; ".join(
-            f"seed {b['seed']} {b['bank']} ({b['files']} files) `{b['digest'][:16]}`" for b in section["banks"])]
+            f"seed {b['seed']} {b['bank']} ({b['files']} files"
+            + (f", {b['distiller']} distiller" if b.get("distiller") else "") + f") `{b['digest'][:16]}`"
+            for b in section["banks"])]
     return "\n".join(out) + "\n"
 
 

@@ -8,8 +8,9 @@ A script (JSON, `{"sessions": [...]}`) says what the "model" does per task sessi
 "say": TEXT, "search"?: QUERY}`. The entry whose `when` occurs in the request's text is used.
 The answers of a session, one per request, in order: (with `search`, Chat Completions only) a
 `search_memory` call; one tool call that writes `files` (a shell command
-for Codex's `exec_command` and Claude Code's `Bash`; `write_file` calls for the built-in loop),
-each `{{SLOT:name}}` filled from the first match of the slot's pattern in the request text (the
+for Codex's `exec_command` and Claude Code's `Bash`; `write_file` calls for the built-in loop, or
+one `run` call when a path is absolute: outside /workspace, e.g. a skill bank's /skills), each
+`{{SLOT:name}}` filled from the first match of the slot's pattern in the request text (the
 prompt, memory and tool results included) or else its default — so a memory that reached the
 agent changes the patch. Then the answer is `say` plus the memory ids the slots were found beside,
 as `Memory citations: memory:#<id> …` (or `none`). `script_from_pack` writes such a script from a
@@ -284,6 +285,12 @@ def _chat(decision, body, n_in, n_out, chunks):
             "function": {"name": "search_memory", "arguments": json.dumps({"query": decision["search"]})}}]}
     elif decision.get("reply"):
         message = {"role": "assistant", "content": decision["text"]}
+    elif "tool" in decision and any(p.startswith("/") for p in decision["tool"]["files"]):
+        # the loop's write_file stays inside /workspace; a path outside it (a skill bank's /skills) is
+        # written by one `run` call, as for the CLIs
+        message = {"role": "assistant", "content": None, "tool_calls": [{
+            "id": "call_1", "type": "function",
+            "function": {"name": "run", "arguments": json.dumps({"command": _write_command(decision["tool"]["files"])})}}]}
     elif "tool" in decision:
         calls = [{"id": f"call_{i}", "type": "function",
                   "function": {"name": "write_file", "arguments": json.dumps({"path": p, "content": t})}}

@@ -1,8 +1,8 @@
 """`membench transfer STUDY`: run EngramBench's transfer protocol (docs/transfer.md).
 
-The learning phase runs first (one learning unit per seed: learning tasks in order, the scripted
-distiller, banks frozen), then the transfer units (project × condition × seed) against the frozen
-banks; `--phase` runs one of the two. Embedded (default) it ends with the report (report.json with
+The learning phase runs first (one learning unit per seed: learning tasks in order, each distilled
+by the scripted distiller or the sandboxed agent's own session, banks frozen), then the transfer
+units (project × condition × seed) against the frozen banks; `--phase` runs one of the two. Embedded (default) it ends with the report (report.json with
 a `transfer` section, report.md, report.html) and the log root, as `membench run` does; on Kafka it
 publishes and `membench sink` / `membench report` follow.
 """
@@ -120,10 +120,14 @@ def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, wo
     gateway = start_gateway(model, settings.runs_dir, run_set)
     config = RunConfig(run_set, made.name, read_budget=read_budget, code_digest=code_digest(),
                        blob_dir=settings.runs_dir / run_set / "blobs", gateway=gateway, loop=loop, user=user)
+
+    def new_agent():  # one agent object per unit
+        return make_agent(agent, loop, with_gateway=model.used)
+
     if settings.bus.startswith("kafka://"):
-        _run_kafka(loaded, condition_list, seed_list, phase, agent, workers, config, sandbox_name, settings)
+        _run_kafka(loaded, condition_list, seed_list, phase, new_agent, workers, config, sandbox_name, settings)
         return
-    _run_embedded(loaded, condition_list, seed_list, phase, agent, workers, config, sandbox_name, settings)
+    _run_embedded(loaded, condition_list, seed_list, phase, new_agent, workers, config, sandbox_name, settings)
 
 
 def _frozen_from_events(events) -> dict[tuple[int, str], str]:
@@ -144,12 +148,28 @@ def _frozen_from_warehouse(warehouse, run_set: str) -> dict[tuple[int, str], str
     return _frozen_from_events((int(r["seed"]), json.loads(r["payload"])) for r in rows)
 
 
-def _phases(study, conditions, seeds, phase, agent_spec, workers, config, sandbox_name, settings, publish,
+def _frozen_from_topic(topics, study, seeds: list[int], status: dict[str, dict]) -> dict[tuple[int, str], str]:
+    """(seed, bank) -> digest from the SkillBankFrozen events of each seed's completed learning run
+    (its run id from the unit-status topic), read from the trajectory topic."""
+    from producers.bus.kafka import read_run_events
+    from producers.transfer.runner import learning_unit
+
+    runs = {}
+    for seed in seeds:
+        record = status.get(learning_unit(study, seed).unit_id, {})
+        if record.get("status") == "completed" and record.get("run_id"):
+            runs[record["run_id"]] = seed
+    if not runs:
+        return {}
+    events = read_run_events(topics, set(runs), {"SkillBankFrozen"})
+    return _frozen_from_events((runs[e.run_id], e.payload) for e in events)
+
+
+def _phases(study, conditions, seeds, phase, new_agent, workers, config, sandbox_name, settings, publish,
             done_units: set[str], attempts: dict[str, int], frozen: dict[tuple[int, str], str], on_done) -> None:
     """Run the learning units, then the transfer units, skipping completed ones."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
-    from producers.agents.registry import make_agent
     from producers.transfer.bank import CONDITION_BANKS
     from producers.transfer.runner import FrozenBank, bank_dir, learning_unit, plan_transfer, run_learning, run_transfer
     from sandbox.registry import get_sandbox
@@ -169,7 +189,7 @@ def _phases(study, conditions, seeds, phase, agent_spec, workers, config, sandbo
             unit = learning_unit(study, seed)
             if unit.unit_id in done_units:
                 continue
-            run_id = run_learning(study, seed, config, sandbox, capture, make_agent(agent_spec), banks_root,
+            run_id = run_learning(study, seed, config, sandbox, capture, new_agent(), banks_root,
                                   attempts.get(unit.unit_id, 1))
             on_done(unit, run_id)
     if phase == "learning":
@@ -181,7 +201,7 @@ def _phases(study, conditions, seeds, phase, agent_spec, workers, config, sandbo
         frozen_bank = None
         if bank is not None and (unit.seed, bank) in frozen:
             frozen_bank = FrozenBank(bank_dir(banks_root, unit.seed, bank), frozen[(unit.seed, bank)])
-        return run_transfer(study, unit, config, sandbox, publish, make_agent(agent_spec), frozen_bank,
+        return run_transfer(study, unit, config, sandbox, publish, new_agent(), frozen_bank,
                             attempts.get(unit.unit_id, 1))
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="membench-transfer") as pool:
@@ -190,12 +210,12 @@ def _phases(study, conditions, seeds, phase, agent_spec, workers, config, sandbo
             on_done(futures[future], future.result())
 
 
-def _run_embedded(study, conditions, seeds, phase, agent_spec, workers, config, sandbox_name, settings) -> None:
+def _run_embedded(study, conditions, seeds, phase, new_agent, workers, config, sandbox_name, settings) -> None:
     from membench.commands.run import print_table, refuse, write_log_root, write_report
     from membench.embedded import EmbeddedPipeline
     from membench.log_root import LogRootError, check_warehouse, describes, read_record, record_path, warehouse_state
     from producers.bus.base import run_set_log_path
-    from reports.build import build_report
+    from reports.build import ReportError, build_report
     from warehouse import queries
 
     console = Console(stderr=True)
@@ -225,12 +245,16 @@ def _run_embedded(study, conditions, seeds, phase, agent_spec, workers, config, 
             with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), console=console) as progress:
                 bar = progress.add_task("units", total=total)
-                _phases(study, conditions, seeds, phase, agent_spec, workers, config, sandbox_name, settings,
+                _phases(study, conditions, seeds, phase, new_agent, workers, config, sandbox_name, settings,
                         pipeline.publish, done, attempts, frozen,
                         lambda unit, run_id: progress.update(bar, advance=1, description=unit.unit_id))
         finally:
             pipeline.close()
-        report = build_report(warehouse, run_set)
+        try:
+            report = build_report(warehouse, run_set)
+        except ReportError as exc:  # e.g. no baseline: what ran is recorded, the report is built later
+            raise UsageError(f"{exc}; the units ran and are recorded: add no_memory to --conditions (completed "
+                             f"units are skipped) or run `membench report {run_set} --baseline COND`") from None
         state = warehouse_state(warehouse, run_set)
     finally:
         warehouse.close()
@@ -257,31 +281,35 @@ def print_transfer(console: Console, section) -> None:
     console.print(table)
 
 
-def _run_kafka(study, conditions, seeds, phase, agent_spec, workers, config, sandbox_name, settings) -> None:
+def _run_kafka(study, conditions, seeds, phase, new_agent, workers, config, sandbox_name, settings) -> None:
     """Publish to Kafka; unit status on the compacted topic makes the run resumable. The frozen bank
-    digests come from this invocation's learning runs, so `--phase transfer` alone needs the embedded bus."""
+    digests of completed learning units come from their `SkillBankFrozen` events on the trajectory
+    topic (`_frozen_from_topic`), so `--phase transfer` runs on any machine that holds the banks."""
     from producers.bus.kafka import KafkaBus, SharedUnitBus, read_unit_status
     from producers.runner import run_id_for
     from producers.transfer.runner import learning_unit, plan_transfer
 
-    if phase == "transfer":
-        raise UsageError("--phase transfer: on Kafka the frozen bank digests are known only to the runner that "
-                         "froze them; run --phase all")
     console = Console(stderr=True)
     run_set = config.run_set
     bus = KafkaBus(settings.bus, run_set, settings.runs_dir / run_set / "spool")
     status = read_unit_status(bus.topics, run_set)
-    units = [learning_unit(study, s) for s in seeds] + (plan_transfer(study, conditions, seeds)
-                                                       if phase == "all" else [])
+    units = ([learning_unit(study, s) for s in seeds] if phase != "transfer" else []) + (
+        plan_transfer(study, conditions, seeds) if phase != "learning" else [])
     done = {u.unit_id for u in units if status.get(u.unit_id, {}).get("status") in ("completed", "excluded")}
-    if any(learning_unit(study, s).unit_id in done for s in seeds) and phase == "all":
-        done -= {learning_unit(study, s).unit_id for s in seeds}  # its digests are needed: learn again
+    frozen = {}
+    if phase != "learning":
+        frozen = _frozen_from_topic(bus.topics, study, seeds, status)
+        missing = [s for s in seeds if not any(seed == s for seed, _ in frozen)]
+        if phase == "transfer" and missing:
+            console.print(f"no completed learning unit of seed(s) {', '.join(map(str, missing))} on the trajectory "
+                          f"topic: their bank conditions are excluded (skill_bank_modified)", highlight=False,
+                          markup=False)
     attempts = {u.unit_id: status.get(u.unit_id, {}).get("attempt", 0) + 1 for u in units}
     shared = SharedUnitBus(bus, attempts)
     shared.mark_started({u.unit_id: run_id_for(run_set, u, attempts[u.unit_id]) for u in units
                          if u.unit_id not in done})
-    _phases(study, conditions, seeds, phase, agent_spec, workers, config, sandbox_name, settings, shared.publish,
-            done, attempts, {}, lambda unit, run_id: shared.completed(unit.unit_id, run_id))
+    _phases(study, conditions, seeds, phase, new_agent, workers, config, sandbox_name, settings, shared.publish,
+            done, attempts, frozen, lambda unit, run_id: shared.completed(unit.unit_id, run_id))
     bus.close()
     console.print(f"published run set {run_set}; when `membench sink --until-idle` has drained the topics, "
                   f"`membench report {run_set}` builds the report", highlight=False, markup=False)

@@ -15,6 +15,19 @@ from producers.memory_systems.base import MemoryContext
 from schemas.pack_format import Solution
 
 
+SKILLS_MOUNT = "/skills"  # where a sandboxed agent finds the skill bank (MEMBENCH_SKILLS_DIR)
+
+
+def sandbox_mounts(task: "AgentTask") -> tuple[dict[str, Path], dict[str, Path], dict[str, str]]:
+    """(read-only mounts, read-write mounts, environment) a task adds to an agent's sandbox."""
+    ro, rw = dict(task.extra_ro_mounts), {}
+    env = dict(task.extra_env)
+    if task.skills is not None:
+        (rw if task.skills_writable else ro)[SKILLS_MOUNT] = Path(task.skills)
+        env["MEMBENCH_SKILLS_DIR"] = SKILLS_MOUNT
+    return ro, rw, env
+
+
 @dataclass
 class AgentTask:
     instruction: str
@@ -24,6 +37,13 @@ class AgentTask:
     sandbox: Any = None  # the run's sandbox (sandbox.base.Sandbox); program agents run only inside it
     gateway: Any = None  # the run set's model gateway (producers.gateway.server.ModelGateway), for model agents
     memory_search: Callable[[str], MemoryContext] | None = None  # the condition's memory, asked during the session
+    # sandboxed agents only (command and model agents): a skill bank mounted at SKILLS_MOUNT, read-only
+    # (a transfer unit's frozen bank) or read-write (a learning task's distillation session), further
+    # read-only mounts (sandbox path -> host path) and environment variables
+    skills: Path | None = None
+    skills_writable: bool = False
+    extra_ro_mounts: dict[str, Path] = field(default_factory=dict)
+    extra_env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

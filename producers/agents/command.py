@@ -13,6 +13,9 @@ solution, the oracle, the pack or the run's log):
   context, one `[memory-id] text` line per item, as the memory system rendered it),
   `memory.json` (`{"token_budget", "items": [{"id", "type", "text"}]}`) and `task.json`
   (`{"protocol": 1, "session_index", "instruction", "memory_ids"}`);
+- in a transfer study, the skill bank at /skills (read-only in a transfer unit, read-write in a
+  learning task's distillation session) and MEMBENCH_SKILLS_DIR=/skills; a distillation session
+  also gets /finished, read-only (docs/transfer.md);
 - environment: MEMBENCH_TASK_DIR=/task, MEMBENCH_INSTRUCTION_FILE, MEMBENCH_MEMORY_FILE,
   MEMBENCH_MEMORY_JSON, MEMBENCH_SESSION_INDEX, MEMBENCH_WORKSPACE=/workspace, and a temporary
   HOME; no network.
@@ -52,7 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from producers.agents.base import AgentOutcome, AgentTask
+from producers.agents.base import AgentOutcome, AgentTask, sandbox_mounts
 from producers.emitter import RunEmitter
 from producers.memory_systems.base import count_tokens
 from sandbox.base import IsolationUnavailable, SandboxSpec
@@ -143,10 +146,11 @@ class CommandAgent:
         task_dir = Path(tempfile.mkdtemp(prefix="membench-task-"))
         try:
             self._write_task_dir(task, session, task_dir)
+            task_ro, task_rw, task_env = sandbox_mounts(task)
             spec = SandboxSpec(
                 workspace=task.workspace,
-                ro_mounts={"/task": task_dir, **mounts},
-                env={"MEMBENCH_TASK_DIR": "/task", "MEMBENCH_INSTRUCTION_FILE": "/task/instruction.md",
+                ro_mounts={**task_ro, "/task": task_dir, **mounts}, rw_mounts=task_rw,
+                env={**task_env, "MEMBENCH_TASK_DIR": "/task", "MEMBENCH_INSTRUCTION_FILE": "/task/instruction.md",
                      "MEMBENCH_MEMORY_FILE": "/task/memory.md", "MEMBENCH_MEMORY_JSON": "/task/memory.json",
                      "MEMBENCH_SESSION_INDEX": str(session), "MEMBENCH_WORKSPACE": "/workspace"},
                 wall_time_s=self.limits.wall_time_s, cpu_time_s=self.limits.cpu_time_s,

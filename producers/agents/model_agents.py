@@ -36,7 +36,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from producers.agents.base import AgentOutcome, AgentTask
+from producers.agents.base import AgentOutcome, AgentTask, sandbox_mounts
 from producers.agents.command import MAX_EVENTS, STDERR_TAIL, AgentLimits, CommandAgent
 from producers.emitter import RunEmitter
 from producers.gateway.memory import SessionMemoryTools
@@ -151,13 +151,14 @@ class ModelAgent:
             with task.gateway.open_channel(emitter.unit_id, emitter.emit, tools) as channel:
                 if tools is not None:
                     tools.emit = channel.emit
-                mounts = {"/task": task_dir, "/membench/inside": INSIDE, "/run/membench": channel.directory,
+                task_ro, task_rw, task_env = sandbox_mounts(task)
+                mounts = {**task_ro, "/task": task_dir, "/membench/inside": INSIDE, "/run/membench": channel.directory,
                           **self.extra_mounts()}
                 if self.binary is not None:
                     mounts[AGENTS_MOUNT] = agents_prefix()
                 spec = SandboxSpec(
-                    workspace=task.workspace, ro_mounts=mounts, rw_mounts={SANDBOX_HOME: home},
-                    env={"MEMBENCH_GATEWAY_URL": GATEWAY_URL, "MEMBENCH_TASK_DIR": "/task",
+                    workspace=task.workspace, ro_mounts=mounts, rw_mounts={**task_rw, SANDBOX_HOME: home},
+                    env={**task_env, "MEMBENCH_GATEWAY_URL": GATEWAY_URL, "MEMBENCH_TASK_DIR": "/task",
                          "MEMBENCH_WORKSPACE": "/workspace", "MEMBENCH_SESSION_INDEX": str(session),
                          **self.environment()},
                     wall_time_s=self.limits.wall_time_s, cpu_time_s=self.limits.cpu_time_s,

@@ -289,3 +289,45 @@ def read_unit_status(topics: Topics, run_set: str, timeout: float = 30.0) -> dic
         return out
     finally:
         consumer.close()
+
+
+def read_run_events(topics: Topics, run_ids: set[str], kinds: set[str], timeout: float = 60.0) -> list[Event]:
+    """The events of KINDS of the runs RUN_IDS, read from the trajectory topic (up to its end when
+    called). Messages are keyed by run id, so only the runs' own messages are decoded; the rest of
+    the topic is only scanned. Each event is decoded with the writer schema its message names."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from schemas.codec import decode_datum, unframe
+
+    topic = topics.trajectory
+    keys = {r.encode() for r in run_ids}
+    consumer = Consumer({"bootstrap.servers": topics.bootstrap, "group.id": topics.group(f"runs-{os.getpid()}"),
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    try:
+        meta = consumer.list_topics(topic, timeout=timeout)
+        partitions = list(meta.topics[topic].partitions) if topic in meta.topics else []
+        ends, assignment = {}, []
+        for p in partitions:
+            low, high = _watermarks(consumer, TopicPartition(topic, p), timeout)
+            if high > low:
+                ends[p] = high
+                assignment.append(TopicPartition(topic, p, low))
+        consumer.assign(assignment)
+        out: list[Event] = []
+        deadline = time.monotonic() + timeout
+        while ends and time.monotonic() < deadline:
+            for msg in consumer.consume(1000, 1.0):
+                if msg.error() or msg.partition() not in ends:
+                    continue
+                if msg.offset() < ends[msg.partition()] and msg.key() in keys:
+                    writer, datum = unframe(msg.value())
+                    event = Event.from_record(decode_datum(writer, datum))
+                    if event.kind in kinds:
+                        out.append(event)
+                if msg.offset() + 1 >= ends[msg.partition()]:
+                    ends.pop(msg.partition(), None)
+        if ends:
+            raise BusError(f"{topic}: could not read partitions {sorted(ends)} to their end within {timeout:.0f}s")
+        return sorted(out, key=lambda e: (e.run_id, e.seq))
+    finally:
+        consumer.close()

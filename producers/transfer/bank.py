@@ -1,6 +1,6 @@
 """Skill banks of the transfer protocol: the scripted distiller, freezing, the ablated copy.
 
-The scripted distiller (used for every agent for now) turns a learning task the agent solved
+The scripted distiller (scripted agents; sandboxed agents distil themselves, agent_bank.py) turns a learning task the agent solved
 into one skill, `<task id>/SKILL.md`: the instruction it was given and the production diff that
 passed the hidden oracle. A task that did not pass leaves no skill: only verified practice is
 distilled. Freezing writes `MANIFEST.sha256` (producers/memory_systems/skill_bank.py) and makes
@@ -46,13 +46,14 @@ def freeze(bank: Path) -> tuple[str, list[dict[str, str]]]:
     return digest, files
 
 
-def copy_bank(source: Path, dest: Path, without: str | None = None) -> None:
-    """Copy a bank's skills (not its manifest), leaving out the skill directory `without`."""
+def copy_bank(source: Path, dest: Path, without: str | frozenset[str] | None = None) -> None:
+    """Copy a bank's skills (not its manifest), leaving out the skill directory (or directories) `without`."""
+    left_out = frozenset([without]) if isinstance(without, str) else (without or frozenset())
     if dest.exists():
         remove_bank(dest)
     for path in sorted(source.rglob("*")):
         rel = path.relative_to(source)
-        if not path.is_file() or path.name == MANIFEST or (without and rel.parts[0] == without):
+        if not path.is_file() or path.name == MANIFEST or rel.parts[0] in left_out:
             continue
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         (dest / rel).write_bytes(path.read_bytes())
@@ -69,6 +70,9 @@ def remove_bank(bank: Path) -> None:
 def check_frozen(bank: Path, expected_digest: str) -> str | None:
     """None when BANK verifies against its manifest and the manifest's digest is the recorded one;
     else the reason, one line."""
+    if not Path(bank).is_dir():  # e.g. a runner on another machine without the learning machine's banks
+        return (f"{bank}: no such bank directory (a transfer runner needs the learning runner's "
+                f"runs/<run set>/banks/ under its MEMBENCH_HOME)")
     try:
         digest, _ = verify_bank(bank)
     except Exception as exc:  # SkillBankError, or an unreadable file

@@ -26,6 +26,8 @@ from producers.memory_systems.base import MemoryContext, MemoryItem, MemorySetup
 from producers.memory_systems.skill_bank import SkillBankMemory
 from producers.memory_systems.text import tfidf_scores
 from producers.runner import RunConfig, RunUnit, patch_fields, run_id_for
+from producers.transfer.agent_bank import (AGENT, SCRIPTED, MountedBankAgent, distill_instruction,
+                                           distill_with_agent, runs_in_sandbox)
 from producers.transfer.bank import (ABLATED, CONDITION_BANKS, LEARNED, NATIVE, check_frozen, copy_bank, distill,
                                      freeze, remove_bank, write_skill)
 from producers.transfer.evaluator import (EVALUATOR_ISOLATION, freeze_submission, public_check, run_evaluator,
@@ -138,12 +140,15 @@ def run_learning(study: Study, seed: int, config: RunConfig, sandbox: Sandbox, p
     _run_started(emitter, study, unit, agent, config, attempt,
                  tree_digest({t.task_id: t.instruction.encode() for t in study.learning}), None)
 
+    distiller = AGENT if runs_in_sandbox(agent) else SCRIPTED
+
     def body():
         learned = bank_dir(banks_root, seed, LEARNED)
         if learned.exists():  # a retried attempt distils afresh
             remove_bank(learned)
         learned.mkdir(parents=True)
         skills: list[MemoryItem] = []
+        by_task: dict[str, set[str]] = {}  # learning task -> the skills its distillation wrote (the ablation's unit)
         for index, task in enumerate(study.learning):
             emitter.session_index = index
             start = snapshot(task.repo)
@@ -156,8 +161,8 @@ def run_learning(study: Study, seed: int, config: RunConfig, sandbox: Sandbox, p
                 _turn(emitter, "user", task.instruction, source_kind="instruction")
                 context = _read_skills(skills, task.instruction, config.read_budget)
                 _memory_read(emitter, task.instruction, context)
-                outcome = agent.act(AgentTask(task.instruction, workspace, context, task.solution, sandbox=sandbox),
-                                    emitter)
+                outcome = agent.act(AgentTask(task.instruction, workspace, context, task.solution, sandbox=sandbox,
+                                              gateway=config.gateway), emitter)
                 result = score_session(sandbox, start, workspace, task.oracle, config.oracle_timeout_s)
                 _emit_patch(emitter, start, result.scored_tree, config)
                 emitter.emit("OracleVerdict", {
@@ -169,28 +174,59 @@ def run_learning(study: Study, seed: int, config: RunConfig, sandbox: Sandbox, p
                 if result.outcome == "isolation_unavailable":
                     raise IsolationUnavailable(result.detail)
                 emitter.emit("SessionEnded", {"session_index": index, "status": outcome.status})
-                if result.outcome == "pass":  # only verified practice becomes a skill
+                if runs_in_sandbox(agent):  # the agent distils in its own sandbox session
+                    by_task[task.task_id] = _agent_distillation(emitter, agent, sandbox, config, learned, task, start,
+                                                                result, skills, index)
+                elif result.outcome == "pass":  # only verified practice becomes a skill
                     diff = diff_trees(start, result.scored_tree)
                     text = distill(task.instruction, render_patch(start, diff, diff.production), task.task_id)
                     write_skill(learned, task.task_id, text)
-                    sources = [e.event_id for e in emitter.emitted if e.session_index == index and e.visibility == "agent"]
-                    skills.append(MemoryItem(f"skill:{task.task_id}", "skill", text, tuple(sources), ()))
-                    emitter.emit("MemoryWrite", {"memory_id": f"skill:{task.task_id}", "memory_type": "skill",
-                                                 "scope": [], "provenance_event_ids": sources,
-                                                 "content": bounded_text(text)})
+                    _skill_written(emitter, skills, index, task.task_id, text)
         emitter.session_index = -1
         ablated = bank_dir(banks_root, seed, ABLATED)
-        copy_bank(learned, ablated, without=study.ablate_skill)
+        # the ablated task's skill: the scripted distiller names it by the task; an agent's are the
+        # skills its distillation session after that task wrote (created or changed)
+        copy_bank(learned, ablated, without=frozenset(by_task.get(study.ablate_skill, ())) if runs_in_sandbox(agent)
+                  else study.ablate_skill)
         native = bank_dir(banks_root, seed, NATIVE)
         copy_bank(study.native_bank, native)
         for name, path, ablated_skill in ((LEARNED, learned, None), (ABLATED, ablated, study.ablate_skill),
                                           (NATIVE, native, None)):
             digest, files = freeze(path)
             emitter.emit("SkillBankFrozen", {"bank": name, "digest": digest, "files": files,
-                                             "ablated_skill": ablated_skill}, visibility="harness")
+                                             "ablated_skill": ablated_skill,
+                                             "distiller": None if name == NATIVE else distiller},
+                         visibility="harness")
         return None
 
     return _close(emitter, body)
+
+
+def _skill_written(emitter: RunEmitter, skills: list[MemoryItem], index: int, name: str, text: str) -> None:
+    """A skill entered the learned bank: a MemoryWrite, and later learning tasks may read it."""
+    sources = [e.event_id for e in emitter.emitted if e.session_index == index and e.visibility == "agent"]
+    item = MemoryItem(f"skill:{name}", "skill", text, tuple(sources), ())
+    skills[:] = [i for i in skills if i.memory_id != item.memory_id] + [item]
+    emitter.emit("MemoryWrite", {"memory_id": item.memory_id, "memory_type": "skill", "scope": [],
+                                 "provenance_event_ids": sources, "content": bounded_text(text)})
+
+
+def _agent_distillation(emitter: RunEmitter, agent, sandbox: Sandbox, config: RunConfig, learned: Path, task,
+                        start: dict[str, bytes], result, skills: list[MemoryItem], index: int) -> set[str]:
+    """A sandboxed agent's distillation session after a learning task (producers/transfer/agent_bank.py):
+    its transcript as the agent reports it, a MemoryWrite per accepted skill, a harness Turn per refusal.
+    Returns the names of the skills it wrote."""
+    _phase(emitter, "distillation")
+    _turn(emitter, "user", distill_instruction(task.task_id, result.outcome), source_kind="distillation_instruction")
+    diff = diff_trees(start, result.scored_tree)
+    distilled = distill_with_agent(agent, emitter, sandbox, config.gateway, learned, task.task_id, task.instruction,
+                                   result.scored_tree, render_patch(start, diff, diff.production), result.outcome)
+    for refusal in distilled.refused:
+        _turn(emitter, "system", f"skill refused: {refusal.path}: {refusal.reason}", source_kind="skill_refused",
+              visibility="harness")
+    for name, text in distilled.written:
+        _skill_written(emitter, skills, index, name, text)
+    return {name for name, _ in distilled.written}
 
 
 # ------------------------------------------------------------------------------------------ transfer
@@ -210,7 +246,7 @@ def run_transfer(study: Study, unit: RunUnit, config: RunConfig, sandbox: Sandbo
                    "prerequisites": list(c.prerequisites)} for c in ev.cases]}, visibility="harness")
 
     def body():
-        memory = None
+        memory, actor = None, agent
         if CONDITION_BANKS.get(unit.condition) is not None:
             problem = "no frozen bank recorded for this seed" if bank is None else check_frozen(bank.path, bank.digest)
             if problem is not None:
@@ -218,7 +254,9 @@ def run_transfer(study: Study, unit: RunUnit, config: RunConfig, sandbox: Sandbo
                 return "excluded", "skill_bank_modified"
             memory = SkillBankMemory(Namespace(config.run_set, unit.condition, unit.seed, unit.task),
                                      MemorySetup(skill_bank=bank.path))
-        outcome = _conversation(project, unit, config, sandbox, agent, emitter, start, memory)
+            if runs_in_sandbox(agent):  # the bank also at /skills in the agent's sandbox, read-only
+                actor = MountedBankAgent(agent, bank.path)
+        outcome = _conversation(project, unit, config, sandbox, actor, emitter, start, memory)
         if memory is not None:  # the bank must still be the frozen one after the agent ran
             problem = check_frozen(bank.path, bank.digest)
             if problem is not None:

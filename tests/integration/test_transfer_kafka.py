@@ -52,4 +52,5 @@ def test_transfer_study_through_kafka_equals_the_embedded_path(tmp_path, bwrap_s
     for project in ("settle", "jobqueue"):
         assert by[(project, "learned_bank")]["ccpf_micro"] == 1.0
         assert by[(project, "learned_bank")]["ccpf_micro"] > by[(project, "no_memory")]["ccpf_micro"]
-    assert {b["bank"] for b in report["transfer"]["banks"]} == {"learned", "ablated", "native"}
+    assert {b["bank"]: b["distiller"] for b in report["transfer"]["banks"]} == {
+        "learned": "scripted", "ablated": "scripted", "native": None}  # a scripted agent: the scripted distiller

@@ -98,7 +98,8 @@ def _full_report() -> dict:
         "conditions": [{"condition": "learned_bank", "runs": 2, "excluded": 0, "ccpf_micro": 1.0,
                         "ccpf_macro_over_projects": 1.0, "weighted_score_mean": 100.0,
                         "resources": {"agent_turns": 1.0}, "reduction_vs_baseline": {"agent_turns": 0.0}}],
-        "banks": [{"seed": 1, "bank": "learned", "digest": "0" * 64, "files": 6, "ablated_skill": None}]}
+        "banks": [{"seed": 1, "bank": "learned", "digest": "0" * 64, "files": 6, "ablated_skill": None,
+                   "distiller": "scripted"}]}
     return {key: report[key] for key in [f for f, _ in key_reference() if "." not in f and "[" not in f]}
 
 
