@@ -364,6 +364,6 @@ def test_replay_names_the_last_good_event_before_an_undecodable_block(tmp_path):
         handle.write(b"\x02\x10" + b"\x00" * 8 + b"\x00" * 16)
     findings: list = []
     events = list(events_from_file(path, findings))
-    assert [(e.run_id, e.seq) for e, _ in events] == [("r1", 0), ("r1", 1)]
+    assert [(e.run_id, e.seq) for e, *_ in events] == [("r1", 0), ("r1", 1)]
     assert len(findings) == 1 and (findings[0].run_id, findings[0].seq) == ("r1", 1)
     assert "undecodable data near byte" in findings[0].reason and "after this event" in findings[0].reason
