@@ -82,6 +82,20 @@ def _plain(node: Any) -> Any:
     return node
 
 
+def datum_decoder(schema: SchemaVersion) -> Callable[[bytes], dict[str, Any]]:
+    """decode(datum) -> the record as written (no logical types: `ts` an integer), refusing trailing bytes."""
+    parsed = parse_schema(_plain(schema.schema_json), named_schemas={})
+
+    def decode(datum: bytes) -> dict[str, Any]:
+        buf = io.BytesIO(datum)
+        record = schemaless_reader(buf, parsed, None)
+        if buf.tell() != len(datum):
+            raise ValueError(f"{len(datum) - buf.tell()} trailing bytes after the datum")
+        return record
+
+    return decode
+
+
 class LogFile:
     """An Avro container log: its writer schema, the decoder and skipper for it, its blocks."""
 

@@ -63,8 +63,8 @@ class RederiveResult:
 def derive_batch(rows: list[tuple[str, bytes]]) -> tuple[int, list[Any], list[str]]:
     """(events, derived events, problems) of a batch of whole runs' raw rows ((fingerprint hex,
     datum), in (run, seq) order). Pure but for decoding; runs in a worker process with --jobs."""
+    from membench.logscan import datum_decoder
     from processors import RunSetProcessor
-    from schemas.codec import decode_datum
     from schemas.events import Event
     from schemas.registry import default_registry
 
@@ -72,16 +72,20 @@ def derive_batch(rows: list[tuple[str, bytes]]) -> tuple[int, list[Any], list[st
     processor = RunSetProcessor(ended_window=None)
     derived: list[Any] = []
     problems: list[str] = []
+    decoders: dict[str, Any] = {}
     for fingerprint_hex, datum in rows:
-        writer = registry.by_fingerprint(bytes.fromhex(fingerprint_hex))
-        if writer is None:
-            problems.append(f"trajectory_events.schema_fingerprint {fingerprint_hex} names no schema this membench "
-                            "ships")
-            continue
+        decode = decoders.get(fingerprint_hex)
+        if decode is None:
+            writer = registry.by_fingerprint(bytes.fromhex(fingerprint_hex))
+            if writer is None:
+                problems.append(f"trajectory_events.schema_fingerprint {fingerprint_hex} names no schema this "
+                                "membench ships")
+                continue
+            decode = decoders[fingerprint_hex] = datum_decoder(writer)
         try:
-            event = Event.from_record(decode_datum(writer, datum))
+            event = Event.from_record(decode(datum))
         except Exception as exc:  # fastavro raises many types on corrupt data
-            problems.append(f"trajectory_events.datum does not decode with {writer.family}.v{writer.version}: {exc}")
+            problems.append(f"trajectory_events.datum does not decode with schema {fingerprint_hex}: {exc}")
             continue
         derived.extend(processor.apply(event))
     problems += [f"run {d.run_id} seq {d.seq}: processor rejected the event: {d.reason}"

@@ -19,7 +19,7 @@ from typing import Any
 
 from processors import RunSetProcessor
 from schemas.chain import ChainVerifier
-from schemas.codec import DecodeError, decode_datum
+from schemas.codec import DecodeError
 from schemas.derived import WALL_CLOCK_FIELDS, DerivedEvent
 from schemas.events import Event
 from schemas.fields import is_plain_name
@@ -145,9 +145,11 @@ def events_from_warehouse(warehouse: Any, run_set: str | None, findings: list[Fi
     """Raw rows of the warehouse, each decoded with the writer schema its `schema_fingerprint` names
     (not resolved to the newest: the hash covers the writer's datum). Read `RUNS_PER_QUERY` runs at
     a time (`warehouse.queries.raw_datums_of_runs`), so memory does not grow with the table."""
+    from membench.logscan import datum_decoder
     from warehouse.queries import raw_datums_of_runs, raw_run_ids
 
     registry = default_registry()
+    decoders: dict[str, Any] = {}
     run_ids = raw_run_ids(warehouse, run_set)
     for first in range(0, len(run_ids), RUNS_PER_QUERY):
         for fingerprint_hex, datum in raw_datums_of_runs(warehouse, run_ids[first:first + RUNS_PER_QUERY]):
@@ -156,8 +158,11 @@ def events_from_warehouse(warehouse: Any, run_set: str | None, findings: list[Fi
                 findings.append(Finding("?", None, f"trajectory_events.schema_fingerprint {fingerprint_hex} names "
                                                    "no schema this membench ships"))
                 continue
+            decode = decoders.get(fingerprint_hex)
+            if decode is None:
+                decode = decoders[fingerprint_hex] = datum_decoder(writer)
             try:
-                yield Event.from_record(decode_datum(writer, datum)), writer, datum
+                yield Event.from_record(decode(datum)), writer, datum
             except (DecodeError, Exception) as exc:
                 findings.append(Finding("?", None, f"trajectory_events.datum does not decode with "
                                                    f"{writer.family}.v{writer.version}: {exc}"))

@@ -15,12 +15,14 @@ so a real events.avro and a real chDB warehouse that agree):
 - **replay memory**: the peak RSS (VmHWM) of a fresh process replaying a log of N runs and one
   of 4·N runs (`python -m membench.bench.replay rss LOG`): what stays is one head per run.
 
-Command: `PYTHONPATH=. .venv/bin/python -m membench.bench.replay 500` (or `membench bench bus`).
+Command: `PYTHONPATH=. .venv/bin/python -m membench.bench.replay 500` (or `membench bench bus`);
+`… -m membench.bench.replay log EVENTS.avro` profiles an in-process replay of a real log.
 """
 
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
 import tempfile
@@ -78,23 +80,31 @@ def insert_floor(warehouse) -> dict:
     return {"rows": rows, "cpu_us_per_row": cpu / rows * 1e6, "rows_per_s": rows / seconds}
 
 
+def _cpu() -> float:
+    """This process's CPU seconds and its finished children's (the workers of --jobs), chDB threads included."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def replay_rates(path: Path, warehouse, jobs_list=(1, 2)) -> dict:
     from membench.replay import SourceDirs, events_from_file, replay, replay_file_jobs
 
     out = {}
     for jobs in jobs_list:
         findings: list = []
-        cpu, wall = time.process_time(), time.perf_counter()
+        cpu, wall, total = time.process_time(), time.perf_counter(), _cpu()
         if jobs == 1:
             result = replay(events_from_file(path, findings), findings, warehouse)
         else:
             result = replay_file_jobs(path, jobs, findings, warehouse, SourceDirs(file_dir=path.parent))
-        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        cpu, wall, total = time.process_time() - cpu, time.perf_counter() - wall, _cpu() - total
         if not result.ok:
             raise RuntimeError(f"replay of the benchmark log found problems: {result.findings[:3]}")
         out[str(jobs)] = {"events": result.events, "seconds": wall, "events_per_s": result.events / wall,
                           # jobs 1: this process did everything; jobs 2: the parent's share only
-                          "parent_cpu_us_per_event": cpu / result.events * 1e6}
+                          "parent_cpu_us_per_event": cpu / result.events * 1e6,
+                          # parent and workers (spawned interpreters' start-up included)
+                          "cpu_us_per_event": total / result.events * 1e6}
     return out
 
 
@@ -103,12 +113,13 @@ def rederive_rates(warehouse, run_set: str, jobs_list=(1, 2)) -> dict:
 
     out = {}
     for jobs in jobs_list:
-        cpu = time.process_time()
+        cpu, total = time.process_time(), _cpu()
         result = rederive(warehouse, run_set, jobs)
-        cpu = time.process_time() - cpu
+        cpu, total = time.process_time() - cpu, _cpu() - total
         out[str(jobs)] = {"events": result.events, "seconds": result.seconds,
                           "events_per_s": result.events / result.seconds,
-                          "parent_cpu_us_per_event": cpu / result.events * 1e6}
+                          "parent_cpu_us_per_event": cpu / result.events * 1e6,
+                          "cpu_us_per_event": total / result.events * 1e6}
     return out
 
 
@@ -154,13 +165,53 @@ def format_lines(result: dict) -> list[str]:
     return [
         f"replay/rederive on {result['events']:,} events ({result['runs']} runs): read floor (fastavro decode alone) "
         f"{floor['cpu_us_per_event']:.1f} us CPU per event ({floor['events_per_s']:,.0f} events/s)",
-        f"replay --verify: jobs 1 {rep['1']['events_per_s']:,.0f} events/s ({rep['1']['parent_cpu_us_per_event']:.1f} "
-        f"us CPU per event), jobs 2 {rep['2']['events_per_s']:,.0f} events/s",
-        f"rederive: jobs 1 {red['1']['events_per_s']:,.0f} events/s, jobs 2 {red['2']['events_per_s']:,.0f} events/s",
+        f"replay --verify: jobs 1 {rep['1']['events_per_s']:,.0f} events/s wall, {rep['1']['cpu_us_per_event']:.1f} us "
+        f"CPU per event; jobs 2 {rep['2']['events_per_s']:,.0f} events/s wall, {rep['2']['cpu_us_per_event']:.1f} us "
+        f"CPU per event (parent {rep['2']['parent_cpu_us_per_event']:.1f})",
+        f"rederive: jobs 1 {red['1']['events_per_s']:,.0f} events/s wall, {red['1']['cpu_us_per_event']:.1f} us CPU per "
+        f"event; jobs 2 {red['2']['events_per_s']:,.0f} events/s wall, {red['2']['cpu_us_per_event']:.1f} us CPU per "
+        f"event",
         f"chDB insert floor (trajectory rows as RowBinary, alone): {ins['cpu_us_per_row']:.1f} us CPU per row "
         f"({ins['rows_per_s']:,.0f} rows/s)",
         "replay peak RSS: " + ", ".join(f"{rss[s] / 2**20:.1f} MiB at {int(s):,} runs" for s in sizes),
     ]
+
+
+def profile_log(path: Path, repeats: int = 3) -> dict:
+    """CPU µs per event of an in-process replay of a real log (no warehouse), best of `repeats`, and
+    of its parts alone: decode, decode + `Event`, the chain check, the fold."""
+    from membench.logscan import LogFile
+    from membench.replay import events_from_file, replay
+    from processors import RunSetProcessor
+    from schemas.chain import ChainVerifier
+
+    def best(work) -> float:
+        times = []
+        for _ in range(repeats):
+            started = time.process_time()
+            work()
+            times.append(time.process_time() - started)
+        return min(times)
+
+    log = LogFile(path)
+    items = list(events_from_file(path, []))
+    n = len(items)
+
+    def chain():
+        verifier = ChainVerifier()
+        for event, schema, datum in items:
+            verifier.check(event, schema, datum)
+
+    def fold():
+        processor = RunSetProcessor(ended_window=None)
+        for item in items:
+            processor.apply(item[0])
+
+    figures = {"replay": best(lambda: replay(events_from_file(path, []), [])),
+               "decode": best(lambda: [log.decode_block(*block) for block in log.blocks()]),
+               "decode_and_event": best(lambda: list(events_from_file(path, []))),
+               "chain": best(chain), "fold": best(fold)}
+    return {"events": n, **{f"{name}_us": seconds / n * 1e6 for name, seconds in figures.items()}}
 
 
 def _rss_main(path: str) -> None:
@@ -176,6 +227,8 @@ def _rss_main(path: str) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "rss":
         _rss_main(sys.argv[2])
+    elif sys.argv[1] == "log":  # python -m membench.bench.replay log EVENTS.avro
+        print(json.dumps(profile_log(Path(sys.argv[2])), indent=2))
     else:
         figures = bench_replay(int(sys.argv[1]), log=lambda msg: print(msg, file=sys.stderr))
         print("\n".join(format_lines(figures)))
