@@ -438,9 +438,8 @@ class BankLedger:
                 continue
             frozen = digests.get((run_set, seed, bank))
             if digest is None:
-                out.append(Finding(run_id, seq, f"RunStarted.skill_bank_digest is null on condition {condition!r} "
-                                                f"(bank {bank!r})"))
-            elif not frozen:
+                continue  # no bank was frozen for its seed: the runner excluded the run (skill_bank_modified)
+            if not frozen:
                 out.append(Finding(run_id, seq, f"RunStarted.skill_bank_digest {digest}: the log holds no "
                                                 f"SkillBankFrozen of bank {bank!r} for seed {seed}"))
             elif digest not in frozen:

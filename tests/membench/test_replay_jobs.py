@@ -206,3 +206,8 @@ def test_a_bank_file_changed_under_its_manifest_is_a_finding(tmp_path):
 def test_a_transfer_digest_without_any_frozen_bank_is_a_finding(tmp_path):
     found = _bank_findings(tmp_path, _transfer_runs("1" * 64, "1" * 64, freeze=False))
     assert [(r, s) for r, s, _ in found] == [("xfer-1", 0)] and "holds no SkillBankFrozen" in found[0][2]
+
+
+def test_a_bank_condition_run_without_a_digest_is_no_finding(tmp_path):
+    """The runner excludes such a run itself (no bank frozen for its seed: skill_bank_modified)."""
+    assert _bank_findings(tmp_path, _transfer_runs("1" * 64, None, freeze=False)) == []
