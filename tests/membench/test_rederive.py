@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -121,3 +122,27 @@ def test_an_undecodable_raw_row_replaces_nothing(home):
     proc = _cli(home, "rs-b")
     assert proc.returncode == 1 and "does not decode" in proc.stderr and "nothing of run set 'rs-b'" in proc.stderr
     assert _tables(home["dsn"])["rs-b"] == before
+
+
+def test_log_root_json_is_refreshed_only_while_the_raw_log_is_the_recorded_one(home):
+    from membench.log_root import check_warehouse, read_record, record_path, warehouse_state, write_record
+    from warehouse.client import connect
+
+    runs_dir = Path(home["env"]["MEMBENCH_HOME"]) / "runs"
+    path = record_path(runs_dir, "rs-a")
+    with connect(home["dsn"]) as warehouse:
+        write_record(path, warehouse_state(warehouse, "rs-a").record(None, home["dsn"]))
+        # a derived table changed by hand: the file no longer matches the rows, so a report would refuse
+        warehouse.command("ALTER TABLE failures DELETE WHERE run_set = 'rs-a'", {"mutations_sync": 2})
+        assert check_warehouse(warehouse_state(warehouse, "rs-a"), read_record(path))
+    proc = _cli(home, "rs-a")
+    assert proc.returncode == 0 and "derived row digests recorded anew" in proc.stdout, proc.stdout + proc.stderr
+    with connect(home["dsn"]) as warehouse:
+        assert check_warehouse(warehouse_state(warehouse, "rs-a"), read_record(path)) == []
+        before = path.read_text()
+        warehouse.command("ALTER TABLE trajectory_events UPDATE producer = 'edited' WHERE run_set = 'rs-a' AND seq = 2",
+                          {"mutations_sync": 2})
+    proc = _cli(home, "rs-a")
+    assert proc.returncode == 0 and "not rewritten: the raw log in the warehouse is not the one it records" in \
+        proc.stdout, proc.stdout
+    assert path.read_text() == before
