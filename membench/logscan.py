@@ -21,6 +21,7 @@ header's, raises `BlockError` naming its byte offset: nothing of it is used.
 from __future__ import annotations
 
 import io
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -110,9 +111,11 @@ class LogFile:
             self.sync = header._header["sync"]
             codec = header._header["meta"].get("avro.codec", b"null")
             self.schema: SchemaVersion = writer_schema(header.writer_schema)
-        if codec not in (b"null", b""):
-            raise BlockError(0, f"{self.path}: avro.codec {codec.decode(errors='replace')!r}; membench logs are "
-                                "uncompressed")
+        # membench writes uncompressed logs; a log re-packed with deflate (by any Avro tool) still reads
+        if codec not in (b"null", b"", b"deflate"):
+            raise BlockError(0, f"{self.path}: avro.codec {codec.decode(errors='replace')!r} is not supported "
+                                "(null or deflate)")
+        self._deflate = codec == b"deflate"
         self._decoder = parse_schema(_plain(self.schema.schema_json), named_schemas={})
         self._skip: Callable[[bytes, int], int] | None = None
 
@@ -143,6 +146,11 @@ class LogFile:
                 marker = handle.read(16)
                 if len(data) < size or marker != self.sync:
                     raise BlockError(offset, "the block's sync marker is not the file's (damaged or cut short)")
+                if self._deflate:
+                    try:
+                        data = zlib.decompress(data, -15)
+                    except zlib.error as exc:
+                        raise BlockError(offset, f"deflate: {exc}") from None
                 yield offset, count, data
 
     def decode_block(self, offset: int, count: int, data: bytes) -> list[tuple[dict[str, Any], bytes]]:

@@ -58,3 +58,27 @@ def test_a_damaged_block_is_refused_with_its_offset(tmp_path):
     with pytest.raises(BlockError) as caught:
         list(LogFile(path).blocks())
     assert caught.value.offset == size
+
+
+def test_a_log_repacked_with_deflate_replays_like_the_original(tmp_path):
+    import fastavro
+
+    from membench.replay import events_from_file, replay
+
+    schema = default_registry().latest("event")
+    path = tmp_path / "events.avro"
+    bus = FileBus(path)
+    for event in build_run(run_id="r"):
+        bus.publish(event, encode_datum(schema, event.to_record()))
+    bus.close()
+    with open(path, "rb") as handle:
+        reader = fastavro.reader(handle)
+        writer_schema, records = reader.writer_schema, list(reader)
+    packed = tmp_path / "packed.avro"
+    with open(packed, "wb") as handle:
+        fastavro.writer(handle, writer_schema, records, codec="deflate")
+    results = []
+    for log in (path, packed):
+        findings: list = []
+        results.append(replay(events_from_file(log, findings), findings))
+    assert results[0].ok and results[1].ok and results[0].log_root == results[1].log_root
