@@ -348,8 +348,8 @@ def test_replay_checks_the_diffs_of_a_log_against_its_blob_store(tmp_path):
 
 
 def test_replay_names_the_last_good_event_before_an_undecodable_block(tmp_path):
-    """One log reader (producers.attempts.read_log) serves replay and the resume: a damaged block is a
-    finding naming the byte offset and the run and seq of the last event before it."""
+    """Replay's log reader (membench.logscan): a damaged block is a finding naming the byte offset
+    and the run and seq of the last event before it."""
     from membench.replay import events_from_file
     from producers.bus.file import FileBus
     from producers.emitter import RunEmitter
