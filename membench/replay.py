@@ -1,11 +1,13 @@
 """Replay and audit (docs/design.md §9): read a run set's raw events from a log file, the warehouse's
 raw table or a Kafka topic; verify every run's hash chain and seq continuity, each hash recomputed
 with the schema the event was written with; check the scored diffs a PatchProduced carries inline
-or by digest; re-run the processors; diff the re-derived events against what the warehouse
-recorded; recompute each run set's log root and check it (and its signature) against the
-run set's log_root.json.
+or by digest; check transfer runs' skill-bank digests against their seed's frozen banks; re-run
+the processors; diff the re-derived events against what the warehouse recorded; recompute each
+run set's log root and check it (and its signature) against the run set's log_root.json.
 
-Every problem is reported with the run and the seq it concerns.
+`replay` does it in this process; `replay_file_jobs` splits a log file's runs over worker processes
+with the same result. Every problem is reported with the run and the seq it concerns, in one order
+(run, seq, reason).
 """
 
 from __future__ import annotations
