@@ -13,6 +13,7 @@ from membench.commands.export import export
 from membench.commands.imports import import_
 from membench.commands.kafka import process, sink
 from membench.commands.pack import pack, validate
+from membench.commands.rederive import rederive
 from membench.commands.replay import replay
 from membench.commands.report import report
 from membench.commands.run import run
@@ -25,7 +26,7 @@ from membench.commands.view import view
 from membench.errors import UsageError
 
 COMMANDS = (run, report, sql, replay, stats, doctor, bench, process, sink, pack, validate, import_, score, export,
-            view, runner, transfer)
+            view, runner, transfer, rederive)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,32 +1,36 @@
 """Replay and audit (docs/design.md §9): read a run set's raw events from a log file, the warehouse's
 raw table or a Kafka topic; verify every run's hash chain and seq continuity, each hash recomputed
 with the schema the event was written with; check the scored diffs a PatchProduced carries inline
-or by digest; re-run the processors; diff the re-derived events against what the warehouse
-recorded; recompute each run set's log root and check it (and its signature) against the
-run set's log_root.json.
+or by digest; check transfer runs' skill-bank digests against their seed's frozen banks; re-run
+the processors; diff the re-derived events against what the warehouse recorded; recompute each
+run set's log root and check it (and its signature) against the run set's log_root.json.
 
-Every problem is reported with the run and the seq it concerns.
+`replay` does it in this process; `replay_file_jobs` splits a log file's runs over worker processes
+with the same result. Every problem is reported with the run and the seq it concerns, in one order
+(run, seq, reason).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
+import zlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from processors import RunSetProcessor
-from producers.attempts import LogError, read_log
 from schemas.chain import ChainVerifier
-from schemas.codec import DecodeError, decode_datum
+from schemas.codec import DecodeError
 from schemas.derived import WALL_CLOCK_FIELDS, DerivedEvent
 from schemas.events import Event
+from schemas.fields import is_plain_name
 from schemas.log_root import HEX64, log_root
-from schemas.registry import SchemaVersion, default_registry
+from schemas.registry import default_registry
 
-# An event as a source read it, with the schema it was written with (its hash is recomputed with it).
-Logged = tuple[Event, SchemaVersion]
+# An event as a source read it, with the schema it was written with (its hash is recomputed with it)
+# and, when the source kept them, the bytes it was written as: (event, schema[, datum]).
+Logged = tuple
 
 # (inline text field, digest field) of PatchProduced (event v3): a diff is inline up to 64 KiB,
 # else only its digest is set and the text is in the run set's blob store, blobs/<sha256>
@@ -91,36 +95,83 @@ class ReplayResult:
 # ------------------------------------------------------------------------------------------ sources
 
 
-def events_from_file(path: Path, findings: list[Finding]) -> Iterator[Logged]:
-    """Events of an Avro object container file, with the writer schema of its header (read by
-    `producers.attempts.read_log`, the one log reader). A block that no longer decodes is reported
-    with the byte offset and the last good run/seq before it; nothing after it is trusted."""
+def owns(run_id: str, part: tuple[int, int] | None) -> bool:
+    """Whether worker k of n (`part`) replays this run: by CRC-32 of the run id, stable across
+    processes and machines (Python's `hash` of a string is salted per process)."""
+    return part is None or zlib.crc32(run_id.encode()) % part[1] == part[0]
+
+
+def events_from_file(path: Path, findings: list[Finding], part: tuple[int, int] | None = None) -> Iterator[Logged]:
+    """(event, writer schema, datum) of an Avro container log (`membench.logscan`), the datum the
+    exact bytes written. With `part` = (k, n) only the events of the runs worker k owns (`owns`),
+    each with a fourth element, its position in the whole log; the others are walked over without
+    being decoded.
+
+    A block that does not decode (or whose sync marker is wrong) is a finding naming its byte offset
+    and the last event of the block before it; nothing from it on is trusted. Blocks are decoded
+    whole before their events are used, so every worker names the same last good event."""
+    from membench.logscan import BlockError, LogFile, run_and_seq, run_of
+
     last: tuple[str, int | None] = ("?", None)
+    position = 0  # events before this block, every worker's included: the run sets' order of appearance
     try:
-        for event, schema in read_log(path):
-            last = (event.run_id, event.seq)
-            yield event, schema
-    except LogError as exc:
-        findings.append(Finding(last[0], last[1], f"{exc} (after this event)" if last[1] is not None else str(exc)))
+        log = LogFile(path)
+        schema = log.schema
+        for offset, count, data in log.blocks():
+            if part is None:
+                decoded = log.decode_block(offset, count, data)
+                for record, datum in decoded:
+                    yield Event.from_record(record), schema, datum
+                if decoded:
+                    last = (decoded[-1][0]["run_id"], decoded[-1][0]["seq"])
+                continue
+            bounds = log.datum_bounds(offset, count, data)
+            mine = []
+            for index, (start, end) in enumerate(bounds):
+                if owns(run_of(data, start), part):
+                    try:
+                        mine.append((log.decode_one(data, start), data[start:end], position + index))
+                    except Exception as exc:  # the skipper walked it, fastavro does not read it
+                        raise BlockError(offset, f"{type(exc).__name__}: {exc}") from None
+            for record, datum, at in mine:
+                yield Event.from_record(record), schema, datum, at
+            position += len(bounds)
+            if bounds:
+                last = run_and_seq(data, bounds[-1][0])
+    except BlockError as exc:
+        reason = str(exc) if exc.offset == 0 else f"{path}: undecodable data near byte {exc.offset} ({exc})"
+        findings.append(Finding(last[0], last[1], f"{reason} (after this event)" if last[1] is not None else reason))
 
 
 def events_from_warehouse(warehouse: Any, run_set: str | None, findings: list[Finding]) -> Iterator[Logged]:
     """Raw rows of the warehouse, each decoded with the writer schema its `schema_fingerprint` names
-    (not resolved to the newest: the hash covers the writer's datum)."""
-    from warehouse.queries import raw_datums
+    (not resolved to the newest: the hash covers the writer's datum). Read `RUNS_PER_QUERY` runs at
+    a time (`warehouse.queries.raw_datums_of_runs`), so memory does not grow with the table."""
+    from membench.logscan import datum_decoder
+    from warehouse.queries import raw_datums_of_runs, raw_run_ids
 
     registry = default_registry()
-    for fingerprint_hex, datum in raw_datums(warehouse, run_set):
-        writer = registry.by_fingerprint(bytes.fromhex(fingerprint_hex))
-        if writer is None:
-            findings.append(Finding("?", None, f"trajectory_events.schema_fingerprint {fingerprint_hex} names no "
-                                               "schema this membench ships"))
-            continue
-        try:
-            yield Event.from_record(decode_datum(writer, datum)), writer
-        except (DecodeError, Exception) as exc:
-            findings.append(Finding("?", None, f"trajectory_events.datum does not decode with "
-                                               f"{writer.family}.v{writer.version}: {exc}"))
+    decoders: dict[str, Any] = {}
+    run_ids = raw_run_ids(warehouse, run_set)
+    for first in range(0, len(run_ids), RUNS_PER_QUERY):
+        for fingerprint_hex, datum in raw_datums_of_runs(warehouse, run_ids[first:first + RUNS_PER_QUERY]):
+            writer = registry.by_fingerprint(bytes.fromhex(fingerprint_hex))
+            if writer is None:
+                findings.append(Finding("?", None, f"trajectory_events.schema_fingerprint {fingerprint_hex} names "
+                                                   "no schema this membench ships"))
+                continue
+            decode = decoders.get(fingerprint_hex)
+            if decode is None:
+                decode = decoders[fingerprint_hex] = datum_decoder(writer)
+            try:
+                yield Event.from_record(decode(datum)), writer, datum
+            except (DecodeError, Exception) as exc:
+                findings.append(Finding("?", None, f"trajectory_events.datum does not decode with "
+                                                   f"{writer.family}.v{writer.version}: {exc}"))
+
+
+# runs whose raw rows one warehouse query reads (replay of `warehouse:`, rederive)
+RUNS_PER_QUERY = 500
 
 
 # ------------------------------------------------------------------------------------ scored diffs
@@ -251,12 +302,23 @@ class _Comparer:
     def add(self, event: Event, derived: list[DerivedEvent]) -> None:
         if derived:
             self.by_run.setdefault(event.run_id, []).extend(derived)
-        if event.kind == "RunEnded" and event.run_id not in self.done:
-            self.done.add(event.run_id)
-            self.ended.append(event.run_id)
+        if event.kind == "RunEnded":
+            self.add_ended(event.run_id, [])
+
+    def add_ended(self, run_id: str, derived: list[DerivedEvent]) -> None:
+        """The (last) derived events of a run that has ended; a second RunEnded of a run adds nothing."""
+        if derived:
+            self.by_run.setdefault(run_id, []).extend(derived)
+        if run_id not in self.done:
+            self.done.add(run_id)
+            self.ended.append(run_id)
             if len(self.ended) >= VERIFY_BATCH_RUNS:
                 self.flush(self.ended)
                 self.ended = []
+
+    def add_open(self, run_id: str, derived: list[DerivedEvent]) -> None:
+        if derived:
+            self.by_run.setdefault(run_id, []).extend(derived)
 
     def finish(self, all_runs: set[str]) -> None:
         """Every run not compared yet: the last batch, and the runs that never ended."""
@@ -290,57 +352,353 @@ class _Comparer:
                                          f"{item.kind} differs from the warehouse in {', '.join(diff)}"))
 
 
-def replay(events: Iterator[Logged], findings: list[Finding], warehouse: Any | None = None,
-           blobs_for: Callable[[str], Path | None] | None = None) -> ReplayResult:
-    """Checks and re-derives `events` ((event, writer schema) pairs); `blobs_for(run_set)` names the
-    run set's blob directory (None: unknown, so a digest-only diff is a finding).
+class _Forwarder:
+    """A `replay --jobs N` worker's stand-in for the comparer: the derived events of each ended run
+    go to the parent (which owns the warehouse connection: a chDB path has one owner) in messages of
+    `FORWARD_RUNS` runs; the open runs' at the end."""
+
+    def __init__(self, send: Callable[[tuple], None]):
+        self.send = send
+        self.by_run: dict[str, list[DerivedEvent]] = {}
+        self.ended: list[tuple[str, list[DerivedEvent]]] = []
+
+    def add(self, event: Event, derived: list[DerivedEvent]) -> None:
+        if derived:
+            self.by_run.setdefault(event.run_id, []).extend(derived)
+        if event.kind == "RunEnded":
+            self.ended.append((event.run_id, self.by_run.pop(event.run_id, [])))
+            if len(self.ended) >= FORWARD_RUNS:
+                self.send(("ended", self.ended))
+                self.ended = []
+
+    def finish(self, all_runs: set[str]) -> None:
+        if self.ended:
+            self.send(("ended", self.ended))
+        self.send(("open", list(self.by_run.items())))
+        self.ended, self.by_run = [], {}
+
+
+FORWARD_RUNS = 100
+
+
+# ------------------------------------------------------------------------ transfer skill banks
+
+
+@dataclass
+class BankLedger:
+    """What the skill-bank check needs from the log (issue 15): the digests each learning run froze
+    (`SkillBankFrozen`) and the digest each transfer run says it used (`RunStarted`). Small (a few
+    entries per run), so `replay --jobs N` workers send theirs to the parent, which checks them all:
+    a learning run and the transfer runs of its seed may be replayed by different workers."""
+
+    # (run_set, seed, bank, digest, run_id, seq) of every SkillBankFrozen
+    frozen: list[tuple[str, int, str, str, str, int]] = field(default_factory=list)
+    # (run_set, run_id, seq, seed, condition, skill_bank_digest) of every transfer run's RunStarted
+    uses: list[tuple[str, str, int, int, str, str | None]] = field(default_factory=list)
+    _seeds: dict[str, int] = field(default_factory=dict)  # learning run -> seed (from its RunStarted)
+
+    def add(self, event: Event) -> None:
+        if event.kind == "RunStarted" and event.payload.get("family") == "transfer":
+            seed = event.payload.get("seed")
+            if event.payload.get("task") == "learning":
+                self._seeds[event.run_id] = seed
+            else:
+                self.uses.append((event.run_set, event.run_id, event.seq, seed, event.payload.get("condition"),
+                                  event.payload.get("skill_bank_digest")))
+        elif event.kind == "SkillBankFrozen":
+            seed = self._seeds.get(event.run_id)
+            if seed is not None:
+                self.frozen.append((event.run_set, seed, event.payload.get("bank"), event.payload.get("digest"),
+                                    event.run_id, event.seq))
+
+    def extend(self, other: "BankLedger") -> None:
+        self.frozen.extend(other.frozen)
+        self.uses.extend(other.uses)
+
+    def findings(self, banks_for: Callable[[str], Path | None] | None) -> list[Finding]:
+        """A transfer run's `RunStarted.skill_bank_digest` must be a digest its seed's learning run
+        froze for the condition's bank; a bank directory that is present (`banks_for(run_set)/
+        s<seed>/<bank>`) must still verify against its MANIFEST.sha256, whose SHA-256 must be a
+        frozen digest. A retried learning unit freezes again, so any of a seed's frozen digests
+        counts."""
+        from producers.memory_systems.skill_bank import MANIFEST, SkillBankError, verify_bank
+        from producers.transfer.bank import CONDITION_BANKS
+
+        digests: dict[tuple[str, int, str], set[str]] = {}
+        where: dict[tuple[str, int, str], tuple[str, int]] = {}
+        for run_set, seed, bank, digest, run_id, seq in self.frozen:
+            key = (run_set, seed, bank)
+            digests.setdefault(key, set()).add(digest)
+            where[key] = max(where.get(key, (run_id, seq)), (run_id, seq))  # one deterministic event to name
+        out = []
+        for run_set, run_id, seq, seed, condition, digest in self.uses:
+            bank = CONDITION_BANKS.get(condition)
+            if bank is None:
+                if digest is not None:
+                    out.append(Finding(run_id, seq, f"RunStarted.skill_bank_digest {digest} on condition "
+                                                    f"{condition!r}, which uses no skill bank"))
+                continue
+            frozen = digests.get((run_set, seed, bank))
+            if digest is None:
+                continue  # no bank was frozen for its seed: the runner excluded the run (skill_bank_modified)
+            if not frozen:
+                out.append(Finding(run_id, seq, f"RunStarted.skill_bank_digest {digest}: the log holds no "
+                                                f"SkillBankFrozen of bank {bank!r} for seed {seed}"))
+            elif digest not in frozen:
+                out.append(Finding(run_id, seq, f"RunStarted.skill_bank_digest {digest} is not the digest seed "
+                                                f"{seed}'s learning run froze for bank {bank!r} "
+                                                f"({', '.join(sorted(frozen))})"))
+        for (run_set, seed, bank), frozen in sorted(digests.items()):
+            root = banks_for(run_set) if banks_for is not None else None
+            directory = root / f"s{seed}" / bank if root is not None else None
+            if directory is None or not directory.is_dir():
+                continue  # the banks are not beside this source: only the digests above are checked
+            run_id, seq = where[(run_set, seed, bank)]
+            manifest = directory / MANIFEST
+            if not manifest.is_file():
+                out.append(Finding(run_id, seq, f"skill bank {directory} has no {MANIFEST}"))
+                continue
+            actual = hashlib.sha256(manifest.read_bytes()).hexdigest()
+            if actual not in frozen:
+                out.append(Finding(run_id, seq, f"{manifest} hashes to {actual}, not the frozen digest of bank "
+                                                f"{bank!r} ({', '.join(sorted(frozen))})"))
+                continue
+            try:
+                verify_bank(directory)
+            except SkillBankError as exc:
+                out.append(Finding(run_id, seq, f"skill bank {bank!r} no longer matches its manifest: {exc}"))
+        return out
+
+
+# ------------------------------------------------------------------------------------------ the fold
+
+
+@dataclass(frozen=True)
+class SourceDirs:
+    """Where a source's blob store and skill banks are: beside a log file (`file_dir`), else the run
+    set's directory under `runs_dir`. Picklable, so `replay --jobs N` workers get it."""
+
+    file_dir: Path | None = None
+    runs_dir: Path | None = None
+
+    def _root(self, run_set: str) -> Path | None:
+        if self.file_dir is not None:
+            return self.file_dir
+        # a run-set id that is not a plain name never becomes a path
+        return self.runs_dir / run_set if self.runs_dir is not None and is_plain_name(run_set) else None
+
+    def blobs(self, run_set: str) -> Path | None:
+        root = self._root(run_set)
+        return root / "blobs" if root is not None else None
+
+    def banks(self, run_set: str) -> Path | None:
+        root = self._root(run_set)
+        return root / "banks" if root is not None else None
+
+
+def _finding_order(finding: Finding) -> tuple:
+    return (finding.run_id, -1 if finding.seq is None else finding.seq, finding.reason)
+
+
+class _Replayer:
+    """Checks and folds a stream of (event, writer schema[, datum]); `comparer` gets every event and
+    its derived events (a `_Comparer`, a worker's `_Forwarder`, or None)."""
+
+    def __init__(self, findings: list[Finding], comparer: Any, blobs_for: Callable[[str], Path | None] | None):
+        self.result = ReplayResult(findings=findings)
+        self.findings = findings
+        self.verifier = ChainVerifier()
+        self.processor = RunSetProcessor(ended_window=None)  # an audit remembers every run (as the heads do)
+        self.stores: dict[str, BlobStore] = {}
+        self.comparer = comparer
+        self.blobs_for = blobs_for
+        self.banks = BankLedger()
+        self.first_seen: dict[str, int] = {}  # run set -> position of its first event (orders the run sets)
+
+    def feed_all(self, events: Iterable[Logged], positions: bool = False) -> None:
+        result, findings, verifier, processor = self.result, self.findings, self.verifier, self.processor
+        comparer, run_sets = self.comparer, result.run_sets
+        for item in events:
+            event, schema = item[0], item[1]
+            broken = verifier.check(event, schema, item[2] if len(item) > 2 else None)
+            if broken:
+                findings.append(Finding(broken.run_id, broken.seq, broken.reason))
+            summary = run_sets.get(event.run_set)
+            if summary is None:
+                summary = run_sets[event.run_set] = RunSetSummary(event.run_set)
+                self.first_seen[event.run_set] = item[3] if positions else result.events
+            result.events += 1
+            summary.events += 1
+            summary.heads[event.run_id] = event.hash
+            kind = event.kind
+            if kind == "RunEnded" and event.payload.get("status") == "abandoned":
+                summary.abandoned.append((event.run_id, event.unit_id, event.seq))
+            elif kind in ("PatchProduced", "ModelCall"):
+                store = self.stores.get(event.run_set)
+                if store is None:
+                    store = self.stores[event.run_set] = BlobStore(self.blobs_for(event.run_set)
+                                                                   if self.blobs_for else None)
+                if kind == "PatchProduced":
+                    result.diffs_checked += 1
+                    findings.extend(diff_findings(event, store))
+                else:
+                    findings.extend(model_call_findings(event, store))
+            elif kind in ("RunStarted", "SkillBankFrozen"):
+                self.banks.add(event)
+            derived = processor.apply(event)
+            result.derived += len(derived)
+            if comparer is not None:
+                comparer.add(event, derived)
+
+    def finish(self) -> set[str]:
+        """Dead letters, open runs, recomputed heads; returns every run id seen."""
+        result, findings = self.result, self.findings
+        for dead in self.processor.dead_letters:
+            findings.append(Finding(dead.run_id, dead.seq, f"processor rejected the event: {dead.reason}"))
+        heads = self.verifier.heads()
+        computed = self.verifier.computed_heads()
+        for summary in result.run_sets.values():
+            summary.heads = {run_id: computed[run_id] for run_id in summary.heads}
+        result.runs = len(heads)
+        for run_id in self.processor.open_runs():
+            seen, _ = heads[run_id]
+            findings.append(Finding(run_id, seen - 1, "run has no RunEnded event (incomplete or truncated run)"))
+        if self.comparer is not None:
+            self.comparer.finish(set(heads))
+        return set(heads)
+
+
+def _settle(result: ReplayResult, banks: BankLedger, banks_for: Callable[[str], Path | None] | None) -> ReplayResult:
+    """The parts of a result that need every run: the skill-bank check; then one order for the
+    findings and the abandoned attempts (run, seq, reason), so the output does not depend on how
+    runs interleave in the source or were split between workers."""
+    result.findings.extend(banks.findings(banks_for))
+    result.findings.sort(key=_finding_order)
+    for summary in result.run_sets.values():
+        summary.abandoned.sort(key=lambda a: (a[0], a[2]))
+    return result
+
+
+def replay(events: Iterable[Logged], findings: list[Finding], warehouse: Any | None = None,
+           blobs_for: Callable[[str], Path | None] | None = None,
+           banks_for: Callable[[str], Path | None] | None = None) -> ReplayResult:
+    """Checks and re-derives `events` ((event, writer schema[, datum]) tuples) in this process;
+    `blobs_for(run_set)` names the run set's blob directory (None: unknown, so a digest-only diff is
+    a finding), `banks_for(run_set)` its skill banks' (None: only the digests are checked).
 
     Streams: re-derived events are kept only until their run has ended and its batch of
     `VERIFY_BATCH_RUNS` runs was compared with the warehouse (without a warehouse, not at all);
-    what grows with the log is one head per run (the log root needs them)."""
+    what grows with the log is one head and one ended id per run (the log root needs them)."""
+    replayer = _Replayer(findings, None, blobs_for)
+    if warehouse is not None:
+        replayer.comparer = _Comparer(warehouse, replayer.result, findings)
+    replayer.feed_all(events)
+    replayer.finish()
+    return _settle(replayer.result, replayer.banks, banks_for)
+
+
+# -------------------------------------------------------------------------------- replay --jobs N
+
+
+def _worker(path: str, k: int, jobs: int, dirs: SourceDirs, forward: bool, queue: Any) -> None:
+    """Worker k of `replay --jobs`: replays the runs it owns; sends derived events (to compare) and
+    at the end its partial result to the parent."""
+    try:
+        findings: list[Finding] = []
+        source: list[Finding] = []  # the reader's own findings: every worker meets the same ones
+        replayer = _Replayer(findings, _Forwarder(lambda msg: queue.put((k,) + msg)) if forward else None,
+                             dirs.blobs)
+        replayer.feed_all(events_from_file(Path(path), source, part=(k, jobs)), positions=True)
+        replayer.finish()
+        result = replayer.result
+        queue.put((k, "done", {
+            "events": result.events, "runs": result.runs, "derived": result.derived,
+            "diffs_checked": result.diffs_checked, "findings": findings, "source_findings": source,
+            "run_sets": [(s, replayer.first_seen[s.run_set]) for s in result.run_sets.values()],
+            "banks": replayer.banks}))
+    except BaseException as exc:  # the parent reports it; a worker never dies silently
+        import traceback
+
+        queue.put((k, "error", "".join(traceback.format_exception(exc))))
+
+
+class ReplayWorkerError(RuntimeError):
+    pass
+
+
+def replay_file_jobs(path: Path, jobs: int, findings: list[Finding], warehouse: Any | None = None,
+                     dirs: SourceDirs | None = None) -> ReplayResult:
+    """`replay` of a log file by `jobs` worker processes, each owning the runs whose CRC-32 falls to
+    it (runs are independent: a chain, a fold and a diff check never cross runs). Every worker reads
+    the whole file, walking over other workers' events without decoding them (`membench.logscan`);
+    the parent compares the derived events the workers send with the warehouse, merges heads, run
+    sets and findings, and checks the skill banks across runs. The result equals `replay`'s."""
+    import multiprocessing
+
+    dirs = dirs or SourceDirs(file_dir=Path(path).parent)
+    # spawn, not fork: the parent may hold a chDB engine and its threads
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue(maxsize=4 * jobs)
+    workers = [context.Process(target=_worker, args=(str(path), k, jobs, dirs, warehouse is not None, queue),
+                               daemon=True) for k in range(jobs)]
+    for worker in workers:
+        worker.start()
     result = ReplayResult(findings=findings)
-    verifier = ChainVerifier()
-    processor = RunSetProcessor(ended_window=None)  # an audit remembers every run (as the heads do)
-    stores: dict[str, BlobStore] = {}
     comparer = _Comparer(warehouse, result, findings) if warehouse is not None else None
-    for event, schema in events:
-        result.events += 1
-        broken = verifier.check(event, schema)
-        if broken:
-            findings.append(Finding(broken.run_id, broken.seq, broken.reason))
-        summary = result.run_sets.get(event.run_set)
-        if summary is None:
-            summary = result.run_sets[event.run_set] = RunSetSummary(event.run_set)
-        summary.events += 1
-        summary.heads[event.run_id] = event.hash
-        if event.kind == "RunEnded" and event.payload.get("status") == "abandoned":
-            summary.abandoned.append((event.run_id, event.unit_id, event.seq))
-        if event.kind in ("PatchProduced", "ModelCall"):
-            store = stores.get(event.run_set)
-            if store is None:
-                store = stores[event.run_set] = BlobStore(blobs_for(event.run_set) if blobs_for else None)
-            if event.kind == "PatchProduced":
-                result.diffs_checked += 1
-                findings.extend(diff_findings(event, store))
+    banks = BankLedger()
+    source: list[Finding] = []
+    partials: dict[int, dict] = {}
+    try:
+        while len(partials) < jobs:
+            try:
+                k, kind, payload = queue.get(timeout=1.0)
+            except Exception:  # queue.Empty: is everyone still alive?
+                dead = [w for i, w in enumerate(workers) if i not in partials and w.exitcode not in (None, 0)]
+                if dead:
+                    raise ReplayWorkerError(f"replay worker exited with status {dead[0].exitcode}") from None
+                continue
+            if kind == "ended":
+                for run_id, derived in payload:
+                    comparer.add_ended(run_id, derived)
+            elif kind == "open":
+                for run_id, derived in payload:
+                    comparer.add_open(run_id, derived)
+            elif kind == "done":
+                partials[k] = payload
             else:
-                findings.extend(model_call_findings(event, store))
-        derived = processor.apply(event)
-        result.derived += len(derived)
-        if comparer is not None:
-            comparer.add(event, derived)
-    for dead in processor.dead_letters:
-        findings.append(Finding(dead.run_id, dead.seq, f"processor rejected the event: {dead.reason}"))
-    heads = verifier.heads()
-    computed = verifier.computed_heads()
-    for summary in result.run_sets.values():
-        summary.heads = {run_id: computed[run_id] for run_id in summary.heads}
-    result.runs = len(heads)
-    for run_id in processor.open_runs():
-        seen, _ = heads[run_id]
-        findings.append(Finding(run_id, seen - 1, "run has no RunEnded event (incomplete or truncated run)"))
+                raise ReplayWorkerError(f"replay worker {k} failed:\n{payload}")
+    finally:
+        for worker in workers:
+            worker.join(timeout=5)
+            if worker.is_alive():
+                worker.terminate()
+    all_runs: set[str] = set()
+    first: dict[str, int] = {}
+    merged: dict[str, RunSetSummary] = {}
+    for k in sorted(partials):
+        part = partials[k]
+        result.events += part["events"]
+        result.runs += part["runs"]
+        result.derived += part["derived"]
+        result.diffs_checked += part["diffs_checked"]
+        findings.extend(part["findings"])
+        for finding in part["source_findings"]:  # the reader's findings, met by every worker: once
+            if finding not in source:
+                source.append(finding)
+        banks.extend(part["banks"])
+        for summary, seen in part["run_sets"]:
+            first[summary.run_set] = min(seen, first.get(summary.run_set, seen))
+            into = merged.setdefault(summary.run_set, RunSetSummary(summary.run_set))
+            into.events += summary.events
+            into.heads.update(summary.heads)
+            into.abandoned.extend(summary.abandoned)
+            all_runs |= set(summary.heads)
+    for run_set in sorted(merged, key=lambda name: first[name]):  # the order jobs 1 meets them in
+        result.run_sets[run_set] = merged[run_set]
+    findings.extend(source)
     if comparer is not None:
-        comparer.finish(set(heads))
-    return result
+        comparer.finish(all_runs)
+    return _settle(result, banks, dirs.banks)
 
 
 # ------------------------------------------------------------------------------- the recorded root

@@ -97,6 +97,29 @@ def raw_datums(warehouse: WarehouseReader, run_set: str | None = None) -> list[t
     return [(fp, bytes.fromhex(datum_hex)) for fp, datum_hex in rows]
 
 
+def raw_run_ids(warehouse: WarehouseReader, run_set: str | None = None) -> list[str]:
+    """Every run id of the raw table (of one run set, when given), sorted."""
+    where = "WHERE run_set = {rs:String}" if run_set else ""
+    return [r[0] for r in warehouse.query_rows(
+        f"SELECT DISTINCT run_id FROM trajectory_events {where} ORDER BY run_id", {"rs": run_set} if run_set else None)]
+
+
+def raw_run_sets(warehouse: WarehouseReader) -> list[str]:
+    """Every run set the raw table holds (the source of truth; derived rows may be missing)."""
+    return [r[0] for r in warehouse.query_rows("SELECT DISTINCT run_set FROM trajectory_events ORDER BY run_set")]
+
+
+def raw_datums_of_runs(warehouse: WarehouseReader, run_ids: list[str]) -> list[tuple[str, bytes]]:
+    """(schema fingerprint hex, Avro datum) of the given runs' raw events, deduplicated, in (run, seq)
+    order: what replay and rederive read a batch of runs at a time."""
+    if not run_ids:
+        return []
+    rows = warehouse.query_rows(
+        "SELECT schema_fingerprint, hex(datum) FROM trajectory_events WHERE run_id IN {ids:Array(String)} "
+        "ORDER BY run_id, seq LIMIT 1 BY event_id", {"ids": sorted(run_ids)})
+    return [(fp, bytes.fromhex(datum_hex)) for fp, datum_hex in rows]
+
+
 # ------------------------------------------------------------------------ log root and audit digests
 
 

@@ -87,13 +87,17 @@ def stats_bench(units: int, seeds: int, n_cells: int, resamples: int, repeats: i
               help="synthetic runs each processor engine drains for its CPU per event (and the floors)")
 @click.option("--memory-runs", default=1_000_000, show_default=True,
               help="completed runs folded for the worker-memory figure (RSS sampled at 100,000 and at the end)")
+@click.option("--replay-runs", default=500, show_default=True,
+              help="synthetic runs of the replay/rederive figures (replay memory also at 4x as many)")
 @click.option("--json", "as_json", is_flag=True, help="print the figures as JSON")
 def bus_bench(bus_dsn: str, runs: int, threads: int, sessions: int, turns: int, engine_runs: int, memory_runs: int,
-              as_json: bool) -> None:
+              replay_runs: int, as_json: bool) -> None:
     """Events/s end to end (runner -> Kafka -> workers -> sink -> warehouse) with 1 and 2 kafka-engine
     workers and 1 faust worker, each engine's CPU per event beside its floors, the producer-side emit
-    cost, worker memory after many runs, and the embedded path's figure on the same synthetic runs."""
+    cost, worker memory after many runs, the embedded path's figure on the same synthetic runs, and
+    replay/rederive rates with --jobs 1 and 2 beside the read and chDB insert floors and replay's memory."""
     from membench.bench.bus import bench_embedded, bench_emit, bench_kafka
+    from membench.bench.replay import bench_replay, format_lines
     from membench.bench.engines import bench_engines
     from membench.bench.memory import worker_memory
     from schemas.topics import topics_from_dsn
@@ -113,9 +117,10 @@ def bus_bench(bus_dsn: str, runs: int, threads: int, sessions: int, turns: int, 
     engines = bench_engines(bootstrap, engine_runs, sessions, turns, log)
     log(f"worker memory: {memory_runs} completed runs through RunSetProcessor ...")
     memory = worker_memory(memory_runs, checkpoints=(100_000,))
+    replay_figures = bench_replay(replay_runs, log)
     result = {"machine": machine(), "runs": runs, "threads": threads, "emit_alone": emit_alone,
               "embedded": embedded, "kafka": kafka, "end_to_end": end_to_end, "engines": engines,
-              "worker_memory": memory}
+              "worker_memory": memory, "replay": replay_figures}
     if as_json:
         click.echo(json.dumps(result, indent=2))
         return
@@ -156,6 +161,8 @@ def bus_bench(bus_dsn: str, runs: int, threads: int, sessions: int, turns: int, 
                f"{memory['runs']:,}" if "100000" in rss else
                f"worker memory: RSS {rss[str(memory['runs'])] / 2**20:.1f} MiB after {memory['runs']:,} runs")
     click.echo(f"embedded (file log + in-process processors + chDB): {embedded['events_per_s']:,.0f} events/s")
+    for line in format_lines(replay_figures):
+        click.echo(line)
 
 
 @bench.command("gateway")

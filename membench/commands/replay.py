@@ -24,9 +24,12 @@ MAX_PRINTED = 50
 @click.option("--log-root", "log_root_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="the log_root.json to check (default: beside an events.avro, else runs/<run_set>/log_root.json)")
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
+@click.option("--jobs", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="worker processes for an events.avro source, each replaying the runs that hash to it "
+                   "(the output is the same for any N)")
 @dsn_options
 def replay(source: str, verify: bool, pubkey_path: Path | None, log_root_path: Path | None, as_json: bool,
-           settings: Settings) -> None:
+           jobs: int, settings: Settings) -> None:
     """Replay SOURCE: an events.avro file, `warehouse:[RUN_SET]` (the raw table) or
     `kafka://HOST:PORT` (the trajectory topic from the start). Checks every run's hash chain and
     seq (with the schema each event was written with) and the scored diffs, re-runs the processors,
@@ -34,7 +37,8 @@ def replay(source: str, verify: bool, pubkey_path: Path | None, log_root_path: P
     the root against log_root.json; --pubkey also verifies its signature. Exits 1 naming the run
     and seq of every break."""
     from membench.log_root import LogRootError, load_public_key
-    from membench.replay import Finding, check_log_root, events_from_file, events_from_warehouse, replay as do_replay
+    from membench.replay import (Finding, SourceDirs, check_log_root, events_from_file, events_from_warehouse,
+                                 replay as do_replay, replay_file_jobs)
 
     public_key = None
     if pubkey_path is not None:
@@ -45,6 +49,11 @@ def replay(source: str, verify: bool, pubkey_path: Path | None, log_root_path: P
     findings: list[Finding] = []
     warehouse = None
     from_file = not source.startswith(("warehouse:", "kafka://"))
+    if jobs > 1 and not from_file:
+        raise UsageError("--jobs: more than one job needs an events.avro source (a warehouse: or kafka:// source "
+                         "is replayed by one process)")
+    # a log file's blob store and skill banks are beside it (copy them together); else the run set's under runs/
+    dirs = SourceDirs(file_dir=Path(source).parent) if from_file else SourceDirs(runs_dir=settings.runs_dir)
     try:
         if source.startswith("warehouse:"):
             validate_run_set_id(source[len("warehouse:"):] or None, "warehouse:RUN_SET")
@@ -61,16 +70,11 @@ def replay(source: str, verify: bool, pubkey_path: Path | None, log_root_path: P
                 raise UsageError(f"replay: no such event log '{source}'")
             events = events_from_file(path, findings)
             warehouse = open_warehouse(settings, create=False) if verify else None
-
-        def blobs_for(run_set: str) -> Path | None:
-            # a log file's blob store is beside it (copy both together); else the run set's under runs/
-            # (a run-set id that is not a plain name never becomes a path)
-            if from_file:
-                return Path(source).parent / "blobs"
-            return settings.runs_dir / run_set / "blobs" if is_plain_name(run_set) else None
-
-        result = do_replay(events, findings, warehouse if verify or source.startswith("warehouse:") else None,
-                           blobs_for)
+        compare_with = warehouse if verify or source.startswith("warehouse:") else None
+        if jobs > 1:
+            result = replay_file_jobs(Path(source), jobs, findings, compare_with, dirs)
+        else:
+            result = do_replay(events, findings, compare_with, dirs.blobs, dirs.banks)
     finally:
         if warehouse is not None:
             warehouse.close()

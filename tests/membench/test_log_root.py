@@ -348,8 +348,8 @@ def test_replay_checks_the_diffs_of_a_log_against_its_blob_store(tmp_path):
 
 
 def test_replay_names_the_last_good_event_before_an_undecodable_block(tmp_path):
-    """One log reader (producers.attempts.read_log) serves replay and the resume: a damaged block is a
-    finding naming the byte offset and the run and seq of the last event before it."""
+    """Replay's log reader (membench.logscan): a damaged block is a finding naming the byte offset
+    and the run and seq of the last event before it."""
     from membench.replay import events_from_file
     from producers.bus.file import FileBus
     from producers.emitter import RunEmitter
@@ -364,6 +364,6 @@ def test_replay_names_the_last_good_event_before_an_undecodable_block(tmp_path):
         handle.write(b"\x02\x10" + b"\x00" * 8 + b"\x00" * 16)
     findings: list = []
     events = list(events_from_file(path, findings))
-    assert [(e.run_id, e.seq) for e, _ in events] == [("r1", 0), ("r1", 1)]
+    assert [(e.run_id, e.seq) for e, *_ in events] == [("r1", 0), ("r1", 1)]
     assert len(findings) == 1 and (findings[0].run_id, findings[0].seq) == ("r1", 1)
     assert "undecodable data near byte" in findings[0].reason and "after this event" in findings[0].reason

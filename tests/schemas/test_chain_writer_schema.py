@@ -78,7 +78,7 @@ def test_a_log_written_with_the_previous_schema_verifies_after_a_schema_change(t
     with open(log, "rb") as handle:
         assert writer_schema(fastavro.reader(handle).writer_schema).fingerprint == PREVIOUS.fingerprint
     newest_only = ChainVerifier(LATEST)
-    broken = [newest_only.check(event) for event, _ in events_from_file(log, [])]
+    broken = [newest_only.check(event) for event, *_ in events_from_file(log, [])]
     # v3 re-encodes PatchProduced and OracleVerdict; v5 RunStarted (resolution_policy) and Turn (source_scope)
     assert [b.seq for b in broken if b] == [0, 2, 3, 4], \
         "the newest schema re-encodes RunStarted, Turn, PatchProduced and OracleVerdict"
