@@ -29,7 +29,8 @@ def runner(workers: int, until_idle: bool, idle_seconds: float, progress: bool, 
         raise UsageError("--bus: `membench runner` needs a Kafka bus (--bus kafka://HOST:PORT)")
     if not progress and (run_set is not None or as_json):
         raise UsageError("--run-set and --json go with --progress")
-    from membench.distributed import RunnerError, UnitRunner, grid_progress
+    from membench.distributed.progress import grid_progress
+    from membench.distributed.runner import RunnerError, UnitRunner
     from producers.bus.kafka import ensure_topics
     from schemas.topics import topics_from_dsn
 

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from membench.distributed import read_run_head
+from membench.distributed.topic_reads import read_run_head
 from schemas.topics import topics_from_dsn
 from tests.conftest import run_cli
 from tests.integration.kafka_helpers import (SINGLE, Worker, consumer_group_caught_up, membench, namespace,

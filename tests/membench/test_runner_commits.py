@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from membench.distributed import committable
+from membench.distributed.runner import committable
 
 
 def test_a_partition_commits_only_up_to_its_first_unit_not_done():
