@@ -3,7 +3,9 @@
 Runs arrive interleaved. Within a run, folds need seq order: an event that arrives early (a
 re-sent message overtaken by later ones) waits in a small per-run buffer until the gap fills,
 and a duplicate (a seq already applied) is dropped and counted, so redelivery after a crash or
-a producer retry derives nothing twice.
+a producer retry derives nothing twice. A run ends at its first RunEnded so applied: events of it
+that arrive later derive nothing, which is what fences a stalled runner's attempt once another
+runner has closed it (docs/design.md §2; `producers.attempts.RunChain` reads a run the same way).
 """
 
 from __future__ import annotations
@@ -71,7 +73,8 @@ class RunSetProcessor:
         while state.next_seq in state.pending:
             ready = state.pending.pop(state.next_seq)
             state.next_seq += 1
-            out.extend(self._apply_in_order(state, ready))
+            if not (ready.seq == 0 and ready.kind == "RunEnded"):  # a run closed before its first event
+                out.extend(self._apply_in_order(state, ready))  # (a fenced attempt's) derives nothing
             if ready.kind == "RunEnded":
                 del self._runs[ready.run_id]
                 self._remember_ended(ready.run_id)

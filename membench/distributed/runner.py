@@ -40,6 +40,7 @@ class RunnerStats:
     skipped: int = 0
     closed: int = 0  # abandoned attempts this runner closed
     bad_orders: int = 0
+    fenced: int = 0  # attempts of this runner that another runner had closed before they ended
 
 
 class UnitRunner:
@@ -52,9 +53,14 @@ class UnitRunner:
       a partition still holds are never run by two live runners at once.
     - A runner that dies (`kill -9`) leaves its units uncommitted: after the group's session timeout
       another runner receives them, closes the dead attempt in its own chain
-      (`RunEnded{abandoned}`, `producers/attempts.py`) and runs the next attempt (`decide`)."""
+      (`RunEnded{abandoned}`, `producers/attempts.py`) and runs the next attempt (`decide`).
+    - A runner that only stalled (or was cut off) past the session timeout or `max.poll.interval.ms`
+      is fenced: the close is the first RunEnded of its attempt's run, so what it publishes on
+      resuming derives nothing, and before recording `completed` it checks that its own RunEnded ended
+      the run (`_ended_by`); otherwise it says `fenced` and records nothing."""
 
-    def __init__(self, settings: Settings, workers: int = 1, log=None):
+    def __init__(self, settings: Settings, workers: int = 1, log=None,
+                 max_poll_interval_ms: int = RUNNER_MAX_POLL_INTERVAL_MS):
         from concurrent.futures import ThreadPoolExecutor
 
         from confluent_kafka import Consumer
@@ -76,17 +82,18 @@ class UnitRunner:
         self._lock = threading.Lock()
         self._buses: dict[str, object] = {}
         self._packs: dict[tuple[str, str], object] = {}
-        self._running: dict = {}  # future -> (partition, offset, key)
+        self._running: dict = {}  # future -> (partition, offset, key, generation)
+        self._generation = 0  # bumped when partitions are lost: a unit claimed before marks no offset after
         self._keys: set[str] = set()  # units running here (a duplicate order waits for no one: it is skipped)
         self._offsets: dict[int, dict[int, bool]] = {}  # partition -> offset -> done
         self._consumer = Consumer({
             "bootstrap.servers": self.topics.bootstrap, "group.id": self.topics.group("runner"),
             "enable.auto.commit": False, "auto.offset.reset": "earliest",
             "session.timeout.ms": RUNNER_SESSION_TIMEOUT_MS, "heartbeat.interval.ms": 2000,
-            "max.poll.interval.ms": RUNNER_MAX_POLL_INTERVAL_MS,
+            "max.poll.interval.ms": max_poll_interval_ms,
             "enable.partition.eof": False, "fetch.wait.max.ms": 200,
         })
-        self._consumer.subscribe([self.topics.units], on_revoke=self._on_revoke)
+        self._consumer.subscribe([self.topics.units], on_revoke=self._on_revoke, on_lost=self._on_lost)
 
     # -- the consumer side (main thread) --
 
@@ -101,14 +108,27 @@ class UnitRunner:
         self._commit()
         self._offsets.clear()
 
+    def _on_lost(self, consumer, partitions) -> None:
+        """The group took our partitions without a revoke (this process stalled, or its heartbeats
+        did not reach the broker, past the timeouts): another runner may run their units already.
+        Nothing of theirs can be committed here; a unit still running finds out whether it was fenced
+        before it records anything (`_ended_by`)."""
+        self._log(f"runner {self._name}: lost {len(partitions)} partition(s) to the group (stalled past the "
+                  f"session timeout or max.poll.interval.ms); {len(self._running)} unit(s) still running here")
+        self._generation += 1
+        self._offsets.clear()
+
     def _reap(self) -> None:
         for future in [f for f in self._running if f.done()]:
-            partition, offset, key = self._running.pop(future)
+            partition, offset, key, generation = self._running.pop(future)
             self._keys.discard(key)
             future.result()  # a runner that cannot publish stops here, its unit uncommitted
-            self._offsets[partition][offset] = True
+            if generation == self._generation:
+                self._offsets[partition][offset] = True
 
     def _commit(self) -> None:
+        from confluent_kafka import KafkaException
+
         from confluent_kafka import TopicPartition
 
         commits = []
@@ -119,7 +139,11 @@ class UnitRunner:
                 for offset in [o for o in offsets if o < done]:
                     del offsets[offset]
         if commits:
-            self._consumer.commit(offsets=commits, asynchronous=False)
+            try:
+                self._consumer.commit(offsets=commits, asynchronous=False)
+            except KafkaException as exc:  # no longer a member (a stall): the partitions' new owner decides
+                self._log(f"runner {self._name}: offsets not committed ({exc.args[0].str()}); the group "
+                          f"reassigns those orders and their units' status decides")
 
     def _group_lag(self) -> int:
         """Orders of the whole group not committed yet (every partition, not only this runner's)."""
@@ -145,9 +169,16 @@ class UnitRunner:
                 self._commit()
                 free = self.workers - len(self._running)
                 if free <= 0:
+                    # busy: keep polling (with fetching paused) so that max.poll.interval.ms measures a
+                    # stalled process, not a long unit; rebalance callbacks run here too
+                    self._consumer.pause(self._consumer.assignment())
+                    for msg in self._consumer.consume(1, 0):
+                        if not msg.error():  # fetched before the pause: claim it all the same (never drop)
+                            self._claim(msg)
                     wait(list(self._running), timeout=1.0, return_when=FIRST_COMPLETED)
                     last_activity = time.monotonic()
                     continue
+                self._consumer.resume(self._consumer.assignment())
                 messages = [m for m in self._consumer.consume(free, 1.0) if not m.error()]
                 for msg in messages:
                     self._claim(msg)
@@ -189,7 +220,7 @@ class UnitRunner:
         self._keys.add(order.key)
         self.stats.claimed += 1
         future = self._pool.submit(self._run_order, order)
-        self._running[future] = (partition, offset, order.key)
+        self._running[future] = (partition, offset, order.key, self._generation)
 
     # -- the unit side (worker threads) --
 
@@ -223,7 +254,7 @@ class UnitRunner:
             return self._packs[key]
 
     def _run_order(self, order) -> None:
-        from producers.attempts import closing_event, describe
+        from producers.attempts import RunHead
         from producers.runner import RunConfig, run_id_for, run_unit
         from producers.unit_queue import Head, decide
         from sandbox.registry import get_sandbox
@@ -238,22 +269,16 @@ class UnitRunner:
         decision = decide(status, None if head is None else Head(head.run_id, head.last_seq,
                                                                   head.status if head.ended else None))
         if decision.action == "skip":
-            if decision.finished_run:
-                bus.mark_unit(unit.unit_id, "completed", decision.finished_run, decision.attempt)
-                bus.flush()
-            self._log(f"runner {self._name}: skipped {order.key}: {decision.reason}")
-            with self._lock:
-                self.stats.skipped += 1
+            self._skip(bus, order, decision.reason, decision.finished_run, decision.attempt)
             return
         pack = self._pack(order)
         if decision.close is not None:
-            event, datum = closing_event(head)
-            bus.publish(event, datum)
-            bus.flush()
-            bus.mark_unit(unit.unit_id, "abandoned", head.run_id, decision.attempt - 1)
-            self._log(f"runner {self._name}: {describe(event)}")
-            with self._lock:
-                self.stats.closed += 1
+            head = head or RunHead(order.run_set, decision.close, unit.unit_id)
+            finished = self._close(bus, order, head, decision.attempt - 1)
+            if finished is not None:  # the stalled runner's RunEnded came first: its attempt completed the unit
+                self._skip(bus, order, f"run {finished} ended before it could be closed", finished,
+                           decision.attempt - 1)
+                return
         run_id = run_id_for(order.run_set, unit, decision.attempt)
         bus.mark_unit(unit.unit_id, "started", run_id, decision.attempt)
         bus.flush()  # recorded before the run's first event: a runner that takes over finds the attempt
@@ -261,15 +286,77 @@ class UnitRunner:
         config = RunConfig(order.run_set, order.agent, read_budget=order.read_budget, code_digest=self._code_digest,
                            blob_dir=self.settings.runs_dir / order.run_set / "blobs")
         lock = threading.Lock()
+        ended: list[str] = []  # the event id of this attempt's RunEnded
 
         def publish(event, datum):
             with lock:
                 bus.publish(event, datum)
+            if event.kind == "RunEnded":
+                ended.append(event.event_id)
 
         run_unit(pack, unit, config, get_sandbox(order.sandbox), publish, decision.attempt)
         bus.flush()  # a unit is complete only once Kafka acknowledged all of its events
+        if not self._ended_by(order.key, run_id, ended[0] if ended else None):
+            self._log(f"runner {self._name}: fenced {order.key} attempt {decision.attempt} run {run_id}: another "
+                      f"runner closed it as abandoned first; what it published after the close derives nothing "
+                      f"and the unit's status is left to that runner")
+            with self._lock:
+                self.stats.fenced += 1
+            return
         bus.mark_unit(unit.unit_id, "completed", run_id, decision.attempt)
         bus.flush()
         self._log(f"runner {self._name}: completed {order.key} attempt {decision.attempt} run {run_id}")
         with self._lock:
             self.stats.completed += 1
+
+    def _skip(self, bus, order, reason: str, finished_run: str | None, attempt: int) -> None:
+        if finished_run:
+            bus.mark_unit(order.unit.unit_id, "completed", finished_run, attempt)
+            bus.flush()
+        self._log(f"runner {self._name}: skipped {order.key}: {reason}")
+        with self._lock:
+            self.stats.skipped += 1
+
+    def _close(self, bus, order, head, attempt: int) -> str | None:
+        """Close an earlier attempt whose runner died or stalled; returns None once our
+        `RunEnded{abandoned}` is the run's end, or the run id when the attempt's own RunEnded came
+        first (its runner resumed and finished: the unit is complete with it).
+
+        `abandoned` is recorded, and acknowledged, before the close is published: a stalled runner
+        that finishes afterwards finds it and checks the log before recording `completed`. The close
+        continues the chain where we read it; if the stalled runner published more in between, the
+        close lands on a seq already taken (the processors drop it), so it is published again at the
+        new end until it is the run's first RunEnded or the run ended by itself."""
+        from producers.attempts import closing_event, describe
+
+        bus.mark_unit(order.unit.unit_id, "abandoned", head.run_id, attempt)
+        bus.flush()
+        while True:
+            event, datum = closing_event(head)
+            bus.publish(event, datum)
+            bus.flush()
+            after = read_run_head(self.topics, head.run_id)
+            if after is None:
+                raise RuntimeError(f"run {head.run_id}: its acknowledged close is not on {self.topics.trajectory}")
+            if after.ended:
+                if after.end_event_id == event.event_id:
+                    self._log(f"runner {self._name}: {describe(event)}")
+                    with self._lock:
+                        self.stats.closed += 1
+                    return None
+                return head.run_id if after.status != "abandoned" else None
+            head = after
+
+    def _ended_by(self, key: str, run_id: str, ended_id: str | None) -> bool:
+        """Whether our RunEnded (`ended_id`, acknowledged) ended `run_id`: no other runner closed it
+        first. Cheap when the unit-status still names this attempt as started (a take-over records
+        `abandoned` before publishing its close, so a close can only land after our RunEnded);
+        otherwise the log decides, read as the processors read it."""
+        if ended_id is None:
+            return False
+        self._status.refresh()
+        record = self._status.get(key) or {}
+        if record.get("status") == "started" and record.get("run_id") == run_id:
+            return True
+        head = read_run_head(self.topics, run_id)
+        return head is not None and head.end_event_id == ended_id

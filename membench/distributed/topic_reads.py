@@ -58,19 +58,21 @@ def events_from_kafka(dsn: str, findings: list, timeout: float = 30.0) -> Iterat
 
 
 def read_run_head(topics, run_id: str, timeout: float = 30.0):
-    """The last event of `run_id` on the trajectory topic (a `producers.attempts.RunHead`), or None
-    when the run has no event. Every partition is scanned by key, decoding only the run's messages."""
+    """Where `run_id` stands on the trajectory topic (a `producers.attempts.RunHead`), or None when
+    the run has no event: its events followed in partition order by the processors' rule
+    (`RunChain`: the first RunEnded ends it, later or duplicate events are fenced). Every partition
+    is scanned by key, decoding only the run's messages."""
     import os
 
     from confluent_kafka import Consumer, TopicPartition
 
-    from producers.attempts import RunHead
+    from producers.attempts import RunChain
     from schemas.codec import decode_datum, unframe
 
     key = run_id.encode()
     consumer = Consumer({"bootstrap.servers": topics.bootstrap, "group.id": topics.group(f"head-{os.getpid()}"),
                          "enable.auto.commit": False, "auto.offset.reset": "earliest"})
-    head = None
+    chain = None
     try:
         meta = consumer.list_topics(topics.trajectory, timeout=timeout)
         for partition in sorted(meta.topics[topics.trajectory].partitions):
@@ -91,16 +93,12 @@ def read_run_head(topics, run_id: str, timeout: float = 30.0):
                         continue
                     writer, datum = unframe(msg.value() or b"")
                     event = Event.from_record(decode_datum(writer, datum))
-                    if head is None:
-                        head = RunHead(event.run_set, event.run_id, event.unit_id)
-                    head.events += 1
-                    if event.seq > head.last_seq:
-                        head.last_seq, head.last_hash = event.seq, event.hash
-                    if event.kind == "RunEnded":
-                        head.ended, head.status = True, event.payload.get("status")
+                    if chain is None:
+                        chain = RunChain(event.run_set, event.run_id, event.unit_id)
+                    chain.add(event)
     finally:
         consumer.close()
-    return head
+    return None if chain is None else chain.head
 
 
 class StatusView:
