@@ -14,14 +14,21 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from processors.diagnosis import DiagnosisFold
+from processors.evidence import EvidenceCollector
 from processors.transfer import TransferFold
 from processors.verdicts import VerdictFold
 from schemas.derived import DerivedEvent
 from schemas.events import Event
 
-# Every fold a run gets: verdicts and run summaries; the diagnosis (failure taxonomy, memory contract, hygiene);
-# transfer results (EngramBench's protocol: CCPF, dimensions, hard caps, resources; only runs with an EvaluatorPlan).
-FOLDS: list[Callable[[], object]] = [VerdictFold, DiagnosisFold, TransferFold]
+# Every fold a run gets, each made with the run's one EvidenceCollector (verdicts and diagnosis judge the
+# same session evidence: it is folded once per run, not once per fold): verdicts and run summaries; the
+# diagnosis (failure taxonomy, memory contract, hygiene); transfer results (EngramBench's protocol: CCPF,
+# dimensions, hard caps, resources; only runs with an EvaluatorPlan).
+FOLDS: list[Callable[[EvidenceCollector], object]] = [
+    lambda evidence: VerdictFold(evidence=evidence),
+    lambda evidence: DiagnosisFold(evidence=evidence),
+    lambda evidence: TransferFold(),
+]
 
 
 @dataclass(frozen=True)
@@ -64,7 +71,8 @@ class RunSetProcessor:
             return []
         state = self._runs.get(event.run_id)
         if state is None:
-            state = self._runs[event.run_id] = _RunState([make() for make in FOLDS])
+            evidence = EvidenceCollector()
+            state = self._runs[event.run_id] = _RunState([make(evidence) for make in FOLDS])
         if event.seq < state.next_seq or event.seq in state.pending:
             self.duplicates += 1
             return []
