@@ -71,7 +71,8 @@ def read_run_head(topics, run_id: str, timeout: float = 30.0):
 
     key = run_id.encode()
     consumer = Consumer({"bootstrap.servers": topics.bootstrap, "group.id": topics.group(f"head-{os.getpid()}"),
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                         "fetch.wait.max.ms": 10})  # reads to a known end: no batching delay
     chain = None
     try:
         meta = consumer.list_topics(topics.trajectory, timeout=timeout)
@@ -85,7 +86,7 @@ def read_run_head(topics, run_id: str, timeout: float = 30.0):
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"{topics.trajectory} partition {partition}: could not read to offset "
                                        f"{high} within {timeout:.0f}s")
-                for msg in consumer.consume(1000, 1.0):
+                for msg in consumer.consume(1000, 0.05):  # a short wait: consume() waits it out for < 1000
                     if msg.error():
                         continue
                     position = msg.offset() + 1
@@ -115,7 +116,8 @@ class StatusView:
         self.records: dict[str, dict] = {}  # "<run_set>/<unit_id>" -> record
         self._consumer = Consumer({"bootstrap.servers": topics.bootstrap,
                                    "group.id": topics.group(f"status-view-{os.getpid()}"),
-                                   "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+                                   "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                                   "fetch.wait.max.ms": 10})  # reads to a known end: no batching delay
         meta = self._consumer.list_topics(topics.unit_status, timeout=30)
         self._partitions = sorted(meta.topics[topics.unit_status].partitions)
         self._consumer.assign([TopicPartition(topics.unit_status, p, -2) for p in self._partitions])  # -2: beginning
@@ -135,7 +137,7 @@ class StatusView:
             while any(self._positions[p] < high for p, high in ends.items()):
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"could not read {self.topics.unit_status} to its end within {timeout:.0f}s")
-                for msg in self._consumer.consume(1000, 0.5):
+                for msg in self._consumer.consume(1000, 0.05):  # a short wait: consume() waits it out for < 1000
                     if msg.error():
                         continue
                     self._positions[msg.partition()] = msg.offset() + 1
