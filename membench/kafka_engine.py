@@ -49,7 +49,10 @@ COMMIT_INTERVAL_S = 1.0
 
 
 def earlier_events(topics: Topics, partition: int, before_offset: int, run_id: str, before_seq: int) -> list[Event]:
-    """The run's events with seq < before_seq, read back from its partition (offsets < before_offset)."""
+    """The run's events read back from its partition (offsets < before_offset), in partition order:
+    folded in that order they take the same path through `RunSetProcessor` as they did live — the
+    first event at a seq counts and the first RunEnded ends the run, so a fenced attempt's late
+    events (docs/design.md §2) derive nothing here either. `before_seq` is kept for callers."""
     consumer = Consumer({"bootstrap.servers": topics.bootstrap, "group.id": topics.group(f"backfill-{os.getpid()}"),
                          "enable.auto.commit": False})
     found: list[Event] = []
@@ -71,11 +74,10 @@ def earlier_events(topics: Topics, partition: int, before_offset: int, run_id: s
                     event = Event.from_record(decode(msg.value() or b"")[1])
                 except DecodeError:
                     continue
-                if event.seq < before_seq:
-                    found.append(event)
+                found.append(event)
     finally:
         consumer.close()
-    return sorted(found, key=lambda e: e.seq)
+    return found
 
 
 @dataclass

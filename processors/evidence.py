@@ -114,7 +114,12 @@ class _Open:
 
 @dataclass
 class EvidenceCollector:
-    """Per-run fold: `apply(event)` returns the `SessionEvidence` a SessionEnded completes."""
+    """Per-run fold: `apply(event)` returns the `SessionEvidence` a SessionEnded completes.
+
+    One collector serves every fold of a run that judges evidence (the pipeline gives the verdict
+    and diagnosis folds the same one), so a run's evidence is folded once: each of those folds calls
+    `apply` with the event, the first call folds it, and a repeated call with the same event object
+    returns that result."""
 
     key: UnitKey | None = None
     construct: str | None = None
@@ -125,8 +130,17 @@ class EvidenceCollector:
     memories: dict[str, Memory] = field(default_factory=dict)
     delivered: dict[str, str] = field(default_factory=dict)  # Turn event id -> pack event id
     current: _Open | None = None
+    _last: tuple[Event | None, SessionEvidence | None] = field(default=(None, None), repr=False, compare=False)
 
     def apply(self, event: Event) -> SessionEvidence | None:
+        last_event, last_result = self._last
+        if event is last_event:
+            return last_result
+        result = self._fold(event)
+        self._last = (event, result)
+        return result
+
+    def _fold(self, event: Event) -> SessionEvidence | None:
         kind, p = event.kind, event.payload
         if kind == "RunStarted":
             self.key = UnitKey(event.run_set, event.run_id, event.unit_id, p["suite"], p["task"],

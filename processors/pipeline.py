@@ -3,7 +3,9 @@
 Runs arrive interleaved. Within a run, folds need seq order: an event that arrives early (a
 re-sent message overtaken by later ones) waits in a small per-run buffer until the gap fills,
 and a duplicate (a seq already applied) is dropped and counted, so redelivery after a crash or
-a producer retry derives nothing twice.
+a producer retry derives nothing twice. A run ends at its first RunEnded so applied: events of it
+that arrive later derive nothing, which is what fences a stalled runner's attempt once another
+runner has closed it (docs/design.md §2; `producers.attempts.RunChain` reads a run the same way).
 """
 
 from __future__ import annotations
@@ -12,14 +14,21 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from processors.diagnosis import DiagnosisFold
+from processors.evidence import EvidenceCollector
 from processors.transfer import TransferFold
 from processors.verdicts import VerdictFold
 from schemas.derived import DerivedEvent
 from schemas.events import Event
 
-# Every fold a run gets: verdicts and run summaries; the diagnosis (failure taxonomy, memory contract, hygiene);
-# transfer results (EngramBench's protocol: CCPF, dimensions, hard caps, resources; only runs with an EvaluatorPlan).
-FOLDS: list[Callable[[], object]] = [VerdictFold, DiagnosisFold, TransferFold]
+# Every fold a run gets, each made with the run's one EvidenceCollector (verdicts and diagnosis judge the
+# same session evidence: it is folded once per run, not once per fold): verdicts and run summaries; the
+# diagnosis (failure taxonomy, memory contract, hygiene); transfer results (EngramBench's protocol: CCPF,
+# dimensions, hard caps, resources; only runs with an EvaluatorPlan).
+FOLDS: list[Callable[[EvidenceCollector], object]] = [
+    lambda evidence: VerdictFold(evidence=evidence),
+    lambda evidence: DiagnosisFold(evidence=evidence),
+    lambda evidence: TransferFold(),
+]
 
 
 @dataclass(frozen=True)
@@ -62,7 +71,8 @@ class RunSetProcessor:
             return []
         state = self._runs.get(event.run_id)
         if state is None:
-            state = self._runs[event.run_id] = _RunState([make() for make in FOLDS])
+            evidence = EvidenceCollector()
+            state = self._runs[event.run_id] = _RunState([make(evidence) for make in FOLDS])
         if event.seq < state.next_seq or event.seq in state.pending:
             self.duplicates += 1
             return []
@@ -71,7 +81,8 @@ class RunSetProcessor:
         while state.next_seq in state.pending:
             ready = state.pending.pop(state.next_seq)
             state.next_seq += 1
-            out.extend(self._apply_in_order(state, ready))
+            if not (ready.seq == 0 and ready.kind == "RunEnded"):  # a run closed before its first event
+                out.extend(self._apply_in_order(state, ready))  # (a fenced attempt's) derives nothing
             if ready.kind == "RunEnded":
                 del self._runs[ready.run_id]
                 self._remember_ended(ready.run_id)

@@ -28,7 +28,7 @@ from fastavro import reader as avro_reader
 
 from schemas.chain import seal
 from schemas.codec import encode_datum
-from schemas.events import Event
+from schemas.events import GENESIS_HASH, Event
 from schemas.registry import SchemaVersion, default_registry
 from schemas.writers import writer_schema
 
@@ -55,6 +55,37 @@ class RunHead:
     last_hash: str = ""
     ended: bool = False
     status: str | None = None  # RunEnded's status, when the run ended
+    end_event_id: str | None = None  # the event id of the RunEnded that ended it
+    fenced: int = 0  # events after the end or at a seq already taken: in the log, derive nothing
+
+
+class RunChain:
+    """One run's events in log (partition) order, followed by the rule the processors follow
+    (processors/pipeline.py `RunSetProcessor`): the first event at each seq counts, an early one
+    waits for its gap, and the run ends at the first RunEnded so applied. Every other event of the
+    run is fenced: it stays in the log, and nothing is derived from it. A runner that takes over a
+    unit (and the stalled runner that finishes it late) read the run this way, so they agree with
+    the derived tables on which attempt completed (docs/design.md §2, fencing)."""
+
+    def __init__(self, run_set: str, run_id: str, unit_id: str):
+        self.head = RunHead(run_set, run_id, unit_id)
+        self._pending: dict[int, Event] = {}
+
+    def add(self, event: Event) -> None:
+        head = self.head
+        if head.ended or event.seq <= head.last_seq or event.seq in self._pending:
+            head.fenced += 1
+            return
+        self._pending[event.seq] = event
+        while head.last_seq + 1 in self._pending:
+            ready = self._pending.pop(head.last_seq + 1)
+            head.events += 1
+            head.last_seq, head.last_hash = ready.seq, ready.hash
+            if ready.kind == "RunEnded":
+                head.ended, head.status, head.end_event_id = True, ready.payload.get("status"), ready.event_id
+                head.fenced += len(self._pending)
+                self._pending.clear()
+                return
 
 
 @dataclass
@@ -121,13 +152,14 @@ def run_events(path: Path, run_ids: Iterable[str]) -> dict[str, list[tuple[Event
 
 
 def closing_event(head: RunHead, schema: SchemaVersion | None = None) -> tuple[Event, bytes]:
-    """The sealed `RunEnded{abandoned}` that continues `head`'s chain."""
+    """The sealed `RunEnded{abandoned}` that continues `head`'s chain (a run with no event yet is
+    closed at seq 0, so that its runner, should it start late, only adds fenced events)."""
     if head.ended:
         raise ValueError(f"run {head.run_id} already ended (seq {head.last_seq}); nothing to close")
     event = Event(
         event_id=str(uuid.uuid4()), run_set=head.run_set, run_id=head.run_id, unit_id=head.unit_id,
         session_index=-1, seq=head.last_seq + 1, ts=time.time_ns() // 1000, producer=PRODUCER, kind="RunEnded",
-        visibility="harness", prev_hash=head.last_hash,
+        visibility="harness", prev_hash=head.last_hash if head.last_seq >= 0 else GENESIS_HASH,
         payload={"status": ABANDONED_STATUS, "error_type": ABANDONED_ERROR}, hash="",
     )
     return seal(schema or default_registry().latest("event"), event)

@@ -2,7 +2,7 @@
 
 `membench run PACK --bus kafka://… --enqueue` puts one order per unit of the grid on the `units`
 topic (key `<run_set>/<unit_id>`); `membench runner` processes on any machine claim them through
-a consumer group (`membench/distributed.py`). An order carries everything a runner needs besides
+a consumer group (`membench/distributed/runner.py`). An order carries everything a runner needs besides
 the pack itself, which it opens by its spec and must find with the same digest (a finalized pack
 is copied to the runner's `MEMBENCH_HOME/packs/`, or the same directory is mounted).
 
@@ -95,17 +95,20 @@ class Decision:
 
 def decide(status: dict | None, head: Head | None) -> Decision:
     """What to do with a claimed unit, from its newest unit-status record and the log's head of the
-    run that record names.
+    run that record names (read as the processors read it: `producers.attempts.RunChain`).
 
     - completed or excluded: skip.
     - started (or abandoned) attempt n with run R: a runner took it and did not finish marking it. If
-      R ended in the log with any status but `abandoned`, the unit is done (the runner died between its
-      RunEnded and the status record): skip and mark it. If R has events but no RunEnded, it was
-      abandoned: close R, then run attempt n + 1. If R has no events (or was closed already), run n + 1.
+      R ended in the log with any status but `abandoned`, the unit is done (the runner died, or
+      stalled, between its RunEnded and the status record): skip and mark it. If R has not ended
+      (events without a RunEnded, or no event yet), close R — its runner may be stalled, not dead,
+      and the close fences whatever it adds later — then run attempt n + 1. If R was closed already,
+      run n + 1.
     - queued (attempt 0) or no record: run attempt 1 (or the recorded attempt + 1).
     """
     state = (status or {}).get("status")
     attempt = int((status or {}).get("attempt", 0) or 0)
+    run_id = (status or {}).get("run_id") or ""
     if state in DONE_STATUSES:
         return Decision("skip", attempt, reason=f"already {state}")
     if state in ("started", "abandoned") and head is not None:
@@ -115,4 +118,7 @@ def decide(status: dict | None, head: Head | None) -> Decision:
         if head.ended_status is None:
             return Decision("run", attempt + 1, close=head.run_id,
                             reason=f"attempt {attempt} (run {head.run_id}) was abandoned at seq {head.last_seq}")
+    if state in ("started", "abandoned") and head is None and run_id:
+        return Decision("run", attempt + 1, close=run_id,
+                        reason=f"attempt {attempt} (run {run_id}) has no event in the log")
     return Decision("run", attempt + 1)

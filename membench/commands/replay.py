@@ -60,7 +60,7 @@ def replay(source: str, verify: bool, pubkey_path: Path | None, log_root_path: P
             warehouse = open_warehouse(settings, create=False)
             events = events_from_warehouse(warehouse, source[len("warehouse:"):] or None, findings)
         elif source.startswith("kafka://"):
-            from membench.distributed import events_from_kafka
+            from membench.distributed.topic_reads import events_from_kafka
 
             events = events_from_kafka(source, findings)
             warehouse = open_warehouse(settings, create=False) if verify else None

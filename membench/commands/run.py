@@ -142,7 +142,8 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
         if signer is not None:
             raise UsageError("--sign-key: the log root is written and signed on the embedded bus only (file://); "
                              "on Kafka the runner does not see the whole run set")
-        from membench.distributed import enqueue_grid, run_distributed
+        from membench.distributed.enqueue import enqueue_grid
+        from membench.distributed.kafka_run import run_distributed
 
         if enqueue:
             enqueue_grid(pack, condition_list, seed_list, agent, run_set, sandbox_name, read_budget, settings)

@@ -16,12 +16,16 @@ from membench.settings import Settings
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="units run concurrently")
 @click.option("--until-idle", is_flag=True, help="exit once every queued unit of every runner is complete")
 @click.option("--idle-seconds", default=5.0, show_default=True, help="quiet time that counts as idle")
+@click.option("--max-poll-interval", "max_poll_s", default=21600.0, show_default=True,
+              type=click.FloatRange(10.0, 86400.0),
+              help="seconds this runner may stall before the group hands its units to another runner (which "
+                   "fences the stalled attempts)")
 @click.option("--progress", "progress", is_flag=True, help="print each run set's unit counts and exit")
 @click.option("--run-set", "run_set", default=None, help="with --progress: only this run set")
 @click.option("--json", "as_json", is_flag=True, help="with --progress: JSON")
 @dsn_options
-def runner(workers: int, until_idle: bool, idle_seconds: float, progress: bool, run_set: str | None, as_json: bool,
-           settings: Settings) -> None:
+def runner(workers: int, until_idle: bool, idle_seconds: float, max_poll_s: float, progress: bool,
+           run_set: str | None, as_json: bool, settings: Settings) -> None:
     """Run units queued by `membench run PACK --bus kafka://… --enqueue`, on this machine, in the
     `runner` consumer group: start one or more on every machine; each unit runs to completion once,
     and a runner that dies hands its units to the others."""
@@ -29,7 +33,8 @@ def runner(workers: int, until_idle: bool, idle_seconds: float, progress: bool, 
         raise UsageError("--bus: `membench runner` needs a Kafka bus (--bus kafka://HOST:PORT)")
     if not progress and (run_set is not None or as_json):
         raise UsageError("--run-set and --json go with --progress")
-    from membench.distributed import RunnerError, UnitRunner, grid_progress
+    from membench.distributed.progress import grid_progress
+    from membench.distributed.runner import RunnerError, UnitRunner
     from producers.bus.kafka import ensure_topics
     from schemas.topics import topics_from_dsn
 
@@ -45,7 +50,7 @@ def runner(workers: int, until_idle: bool, idle_seconds: float, progress: bool, 
                        f"{entry['attempts_abandoned']} abandoned attempt(s)")
         return
     try:
-        stats = UnitRunner(settings, workers).run(until_idle, idle_seconds)
+        stats = UnitRunner(settings, workers, max_poll_interval_ms=int(max_poll_s * 1000)).run(until_idle, idle_seconds)
     except RunnerError as exc:  # the unit is left to a runner that has its pack
         click.echo(f"runner: {exc}", err=True)
         raise SystemExit(1) from None

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from membench.distributed import read_run_head
+from membench.distributed.topic_reads import read_run_head
 from schemas.topics import topics_from_dsn
 from tests.conftest import run_cli
 from tests.integration.kafka_helpers import (SINGLE, Worker, consumer_group_caught_up, membench, namespace,
@@ -169,3 +169,97 @@ def test_a_runner_without_the_queued_pack_leaves_the_unit_to_others(tmp_path):
     finally:
         consumer.close()
     assert committed == 1  # the malformed order is done with; the unit's order is not
+
+
+FENCED = re.compile(r"fenced (\S+) attempt (\d+) run ([^\s:]+)")
+
+
+def test_a_stalled_runner_is_fenced_when_it_resumes_after_another_ran_its_unit(tmp_path):
+    """Issue 17 fencing: runner A is stopped (SIGSTOP) while it holds a unit mid-run, past the
+    group's timeouts; runner B takes the unit over, closes A's attempt and runs attempt 2; A resumes
+    (SIGCONT) and finishes its attempt. The unit is completed once in the derived tables, A's attempt
+    ends with B's RunEnded{abandoned} in the log (A's own later events stay there, fenced), A records
+    nothing, and the tables equal the embedded path's."""
+    require_broker()
+    home = tmp_path / "home"
+    ns = namespace()
+    dsn = f"kafka://{SINGLE}/{ns}"
+    kafka_warehouse = f"chdb://{tmp_path / 'kafka-warehouse'}"
+    run_cli("run", "smoke", "--seeds", "1", home=home, check=True)  # 6 units: the embedded reference
+    queued = run_cli("run", "smoke", "--seeds", "1", "--bus", dsn, "--enqueue", home=home, check=True)
+    run_set = queued.stdout.strip().splitlines()[-1]
+    topics = topics_from_dsn(dsn)
+    worker = Worker(dsn, home, tmp_path / "worker.log")
+    logs = {name: tmp_path / f"runner-{name}.log" for name in "AB"}
+    handles = {name: open(log, "w") for name, log in logs.items()}
+    runner_args = ("runner", "--bus", dsn, "--until-idle", "--max-poll-interval", "10")
+    procs = {"A": membench(*runner_args, home=home, stdout=handles["A"], stderr=handles["A"])}
+    try:
+        # stop A while a unit's run has events on the topic and no RunEnded (checked again once stopped)
+        victim, deadline = None, time.monotonic() + 300
+        while victim is None and time.monotonic() < deadline and procs["A"].poll() is None:
+            claimed, completed = _lines(logs["A"], CLAIMED), _lines(logs["A"], COMPLETED)
+            if claimed and claimed[-1] not in completed:
+                head = read_run_head(topics, claimed[-1][2])
+                if head is not None and not head.ended:
+                    os.killpg(procs["A"].pid, signal.SIGSTOP)
+                    head = read_run_head(topics, claimed[-1][2])
+                    if head.ended:
+                        os.killpg(procs["A"].pid, signal.SIGCONT)
+                    else:
+                        victim = claimed[-1]
+                        continue
+            time.sleep(0.05)
+        assert victim is not None, logs["A"].read_text()[-3000:]
+        unit_key, attempt, run_id = victim
+        procs["B"] = membench(*runner_args, home=home, stdout=handles["B"], stderr=handles["B"])
+        # B receives A's partitions after A's session timeout, closes attempt 1 and completes attempt 2
+        wait_for(lambda: any(unit == unit_key and a == str(int(attempt) + 1) for unit, a, _ in
+                             _lines(logs["B"], COMPLETED)), 300, "runner B to complete the stalled unit")
+        os.killpg(procs["A"].pid, signal.SIGCONT)
+        for name, proc in procs.items():
+            assert proc.wait(600) == 0, {n: log.read_text()[-3000:] for n, log in logs.items()}
+        wait_for(lambda: consumer_group_caught_up(SINGLE, f"{ns}.membench.processor", f"{ns}.membench.trajectory"),
+                 180, "the processor worker to commit the whole trajectory topic")
+    finally:
+        worker.stop()
+        for proc in procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGCONT)
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(30)
+        for handle in handles.values():
+            handle.close()
+
+    a_text, b_text = logs["A"].read_text(), logs["B"].read_text()
+    # A finished its attempt late and was fenced: it said so and recorded nothing
+    assert (unit_key, attempt, run_id) in _lines(logs["A"], FENCED), a_text[-3000:]
+    assert json.loads(a_text.strip().splitlines()[-1])["fenced"] == 1
+    assert f"run {run_id} ({unit_key.split('/', 1)[1]}) closed at seq" in b_text
+    completions = _lines(logs["A"], COMPLETED) + _lines(logs["B"], COMPLETED)
+    assert len(completions) == 6 and len({unit for unit, _, _ in completions}) == 6
+
+    run_cli("sink", "--bus", dsn, "--warehouse", kafka_warehouse, "--until-idle", home=home, check=True)
+
+    def sql(query, warehouse=None):
+        args = ["sql", query] + (["--warehouse", warehouse] if warehouse else [])
+        return run_cli(*args, home=home, check=True).stdout
+
+    per_unit = sql(f"SELECT unit_id, countIf(status = 'completed'), countIf(status = 'abandoned') FROM "
+                   f"(SELECT * FROM run_results WHERE run_set = '{run_set}' LIMIT 1 BY derived_id) GROUP BY unit_id "
+                   f"ORDER BY unit_id", kafka_warehouse)
+    rows = [line.split("\t") for line in per_unit.strip().splitlines()]
+    assert len(rows) == 6 and all(done == "1" for _, done, _ in rows), per_unit
+    assert [unit for unit, _, abandoned in rows if abandoned != "0"] == [unit_key.split("/", 1)[1]]
+    status = sql(f"SELECT status FROM run_results WHERE run_id = '{run_id}' LIMIT 1 BY derived_id", kafka_warehouse)
+    assert status.split() == ["abandoned"]
+    # in the log: B's close, then A's own RunEnded published after it (fenced: it derived nothing)
+    ends = sql(f"SELECT producer, JSONExtractString(payload, 'status') FROM trajectory_events WHERE run_id = "
+               f"'{run_id}' AND kind = 'RunEnded' LIMIT 1 BY event_id", kafka_warehouse)
+    producers_ = sorted(line.split("\t")[0] for line in ends.strip().splitlines())
+    assert len(producers_) == 2 and "membench-attempts/0.1" in producers_, ends
+    for template in (SESSION_SQL, RUN_SQL):
+        embedded = sql(template.format(rs=run_set))
+        assert embedded.strip() and embedded == sql(template.format(rs=run_set), kafka_warehouse)
+    progress = json.loads(run_cli("runner", "--bus", dsn, "--progress", "--json", home=home, check=True).stdout)
+    assert progress[run_set]["completed"] == 6 and progress[run_set]["attempts_abandoned"] == 1

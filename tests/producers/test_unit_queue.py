@@ -62,11 +62,17 @@ def test_a_started_attempt_that_ended_in_the_log_is_marked_complete_not_run_agai
     assert decide({"status": "started", "run_id": "r1", "attempt": 1}, Head("r1", 5, "error")).action == "skip"
 
 
-def test_an_attempt_closed_already_or_without_events_is_not_closed_again():
+def test_an_attempt_closed_already_is_not_closed_again():
     assert decide({"status": "started", "run_id": "r1", "attempt": 2}, Head("r1", 9, "abandoned")) == Decision("run", 3)
-    assert decide({"status": "started", "run_id": "r1", "attempt": 2}, None) == Decision("run", 3)
     assert decide({"status": "abandoned", "run_id": "r1", "attempt": 2}, Head("r1", 9, "abandoned")) \
         == Decision("run", 3)
+
+
+@pytest.mark.parametrize("state", ["started", "abandoned"])
+def test_an_attempt_without_events_is_closed_too_its_runner_may_only_be_stalled(state):
+    decision = decide({"status": state, "run_id": "r1", "attempt": 2}, None)
+    assert (decision.action, decision.attempt, decision.close) == ("run", 3, "r1")
+    assert "no event" in decision.reason
 
 
 def test_the_units_topic_is_namespaced_and_not_compacted():

@@ -1,0 +1,42 @@
+"""`membench run PACK --bus kafka://… --enqueue`: one order per unit on the units topic, for
+`membench runner` processes on any machine (issue 17); nothing runs here."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from membench.settings import Settings
+
+
+def enqueue_grid(pack_spec, conditions, seeds, agent, run_set, sandbox_name, read_budget, settings: Settings) -> str:
+    """Put the grid's units that are not complete (and not already queued) on the units topic, each
+    marked `queued` on the unit-status topic, and print the run set id. Nothing runs here."""
+    from confluent_kafka import Producer
+
+    from producers.bus.kafka import KafkaBus, read_unit_status
+    from producers.pack_resolver import open_pack
+    from producers.runner import default_run_set, plan_grid
+    from producers.unit_queue import DONE_STATUSES, UnitOrder
+
+    console = Console(stderr=True)
+    pack = open_pack(pack_spec, settings.home)
+    run_set = run_set or default_run_set(pack.name, pack.digest, agent, conditions, seeds)
+    bus = KafkaBus(settings.bus, run_set, settings.runs_dir / run_set / "spool")
+    status = read_unit_status(bus.topics, run_set)
+    units = plan_grid(pack, conditions, seeds)
+    # a unit already queued or running has its order on the topic; a second order would only be skipped
+    todo = [u for u in units if status.get(u.unit_id, {}).get("status") not in (*DONE_STATUSES, "queued", "started")]
+    producer = Producer({"bootstrap.servers": bus.bootstrap, "enable.idempotence": True, "acks": "all"})
+    for unit in todo:
+        order = UnitOrder(run_set, pack_spec, pack.digest, agent, sandbox_name, read_budget, unit.suite, unit.task,
+                          unit.condition, unit.seed)
+        bus.mark_unit(unit.unit_id, "queued", "", status.get(unit.unit_id, {}).get("attempt", 0))
+        producer.produce(bus.topics.units, order.to_json(), order.key.encode())
+    bus.flush()  # the queued marks before the orders: a runner may claim an order at once
+    if producer.flush(60) != 0:
+        raise RuntimeError(f"unit orders not acknowledged by Kafka at {bus.bootstrap}")
+    bus.close()
+    console.print(f"run set [bold]{run_set}[/] on {settings.bus}: {len(units)} units, {len(todo)} queued for "
+                  f"`membench runner`, {len(units) - len(todo)} already complete, queued or running")
+    print(run_set)
+    return run_set

@@ -1,0 +1,362 @@
+"""`membench runner`: a process of the `runner` consumer group on the units topic that claims unit
+orders and runs each to completion (issue 17; the rules are in docs/design.md §2)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+from membench.distributed.topic_reads import StatusView, read_run_head
+from membench.settings import Settings
+
+RUNNER_SESSION_TIMEOUT_MS = 10_000  # a dead runner's units move to another runner after about this long
+RUNNER_MAX_POLL_INTERVAL_MS = 6 * 3600 * 1000  # a rebalance waits this long for running units to finish
+
+
+def committable(offsets: dict[int, bool]) -> int:
+    """The offset a partition may commit (the next one to read): one past the last of the
+    claimed offsets that are done without a gap before it, 0 when the first is not done. A unit that
+    finished before an earlier one still running is not committed past it."""
+    done = 0
+    for offset in sorted(offsets):
+        if not offsets[offset]:
+            break
+        done = offset + 1
+    return done
+
+
+class RunnerError(RuntimeError):
+    """A runner cannot run what it claimed (another pack digest here); the unit stays unclaimed."""
+
+
+@dataclass
+class RunnerStats:
+    claimed: int = 0
+    completed: int = 0
+    skipped: int = 0
+    closed: int = 0  # abandoned attempts this runner closed
+    bad_orders: int = 0
+    fenced: int = 0  # attempts of this runner that another runner had closed before they ended
+
+
+class UnitRunner:
+    """A `membench runner` process: claims unit orders from the units topic through the `runner`
+    consumer group and runs each to completion.
+
+    - A unit's offset is committed only after its events and its `completed` status are acknowledged
+      by the brokers (offsets of one partition commit in order: up to the first unit not done).
+    - On a rebalance the runner first lets its running units finish and commits them, so the units
+      a partition still holds are never run by two live runners at once.
+    - A runner that dies (`kill -9`) leaves its units uncommitted: after the group's session timeout
+      another runner receives them, closes the dead attempt in its own chain
+      (`RunEnded{abandoned}`, `producers/attempts.py`) and runs the next attempt (`decide`).
+    - A runner that only stalled (or was cut off) past the session timeout or `max.poll.interval.ms`
+      is fenced: the close is the first RunEnded of its attempt's run, so what it publishes on
+      resuming derives nothing, and before recording `completed` it checks that its own RunEnded ended
+      the run (`_ended_by`); otherwise it says `fenced` and records nothing."""
+
+    def __init__(self, settings: Settings, workers: int = 1, log=None,
+                 max_poll_interval_ms: int = RUNNER_MAX_POLL_INTERVAL_MS):
+        from concurrent.futures import ThreadPoolExecutor
+
+        from confluent_kafka import Consumer
+
+        from producers.bus.kafka import ensure_topics
+        from producers.runner import code_digest
+        from schemas.topics import topics_from_dsn
+
+        self.settings = settings
+        self.topics = topics_from_dsn(settings.bus)
+        ensure_topics(self.topics)
+        self.workers = workers
+        self.stats = RunnerStats()
+        self._log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+        self._name = f"{socket.gethostname()}-{os.getpid()}"
+        self._code_digest = code_digest()
+        self._status = StatusView(self.topics)
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="membench-runner")
+        self._lock = threading.Lock()
+        self._buses: dict[str, object] = {}
+        self._packs: dict[tuple[str, str], object] = {}
+        self._running: dict = {}  # future -> (partition, offset, key, generation)
+        self._generation = 0  # bumped when partitions are lost: a unit claimed before marks no offset after
+        self._keys: set[str] = set()  # units running here (a duplicate order waits for no one: it is skipped)
+        self._offsets: dict[int, dict[int, bool]] = {}  # partition -> offset -> done
+        self._consumer = Consumer({
+            "bootstrap.servers": self.topics.bootstrap, "group.id": self.topics.group("runner"),
+            "enable.auto.commit": False, "auto.offset.reset": "earliest",
+            "session.timeout.ms": RUNNER_SESSION_TIMEOUT_MS, "heartbeat.interval.ms": 2000,
+            "max.poll.interval.ms": max_poll_interval_ms,
+            "enable.partition.eof": False, "fetch.wait.max.ms": 200,
+        })
+        self._consumer.subscribe([self.topics.units], on_revoke=self._on_revoke, on_lost=self._on_lost)
+
+    # -- the consumer side (main thread) --
+
+    def _on_revoke(self, consumer, partitions) -> None:
+        """Another member joined or left: finish and commit what runs here before giving it away."""
+        from concurrent.futures import wait
+
+        if self._running:
+            self._log(f"runner {self._name}: rebalance; finishing {len(self._running)} running unit(s) first")
+            wait(list(self._running))
+        self._reap()
+        self._commit()
+        self._offsets.clear()
+
+    def _on_lost(self, consumer, partitions) -> None:
+        """The group took our partitions without a revoke (this process stalled, or its heartbeats
+        did not reach the broker, past the timeouts): another runner may run their units already.
+        Nothing of theirs can be committed here; a unit still running finds out whether it was fenced
+        before it records anything (`_ended_by`)."""
+        self._log(f"runner {self._name}: lost {len(partitions)} partition(s) to the group (stalled past the "
+                  f"session timeout or max.poll.interval.ms); {len(self._running)} unit(s) still running here")
+        self._generation += 1
+        self._offsets.clear()
+
+    def _reap(self) -> None:
+        for future in [f for f in self._running if f.done()]:
+            partition, offset, key, generation = self._running.pop(future)
+            self._keys.discard(key)
+            future.result()  # a runner that cannot publish stops here, its unit uncommitted
+            if generation == self._generation:
+                self._offsets[partition][offset] = True
+
+    def _commit(self) -> None:
+        from confluent_kafka import KafkaException
+
+        from confluent_kafka import TopicPartition
+
+        commits = []
+        for partition, offsets in self._offsets.items():
+            done = committable(offsets)
+            if done:
+                commits.append(TopicPartition(self.topics.units, partition, done))
+                for offset in [o for o in offsets if o < done]:
+                    del offsets[offset]
+        if commits:
+            try:
+                self._consumer.commit(offsets=commits, asynchronous=False)
+            except KafkaException as exc:  # no longer a member (a stall): the partitions' new owner decides
+                self._log(f"runner {self._name}: offsets not committed ({exc.args[0].str()}); the group "
+                          f"reassigns those orders and their units' status decides")
+
+    def _group_lag(self) -> int:
+        """Orders of the whole group not committed yet (every partition, not only this runner's)."""
+        from confluent_kafka import TopicPartition
+
+        meta = self._consumer.list_topics(self.topics.units, timeout=30)
+        parts = [TopicPartition(self.topics.units, p) for p in meta.topics[self.topics.units].partitions]
+        lag = 0
+        for tp in self._consumer.committed(parts, timeout=30):
+            low, high = self._consumer.get_watermark_offsets(TopicPartition(self.topics.units, tp.partition),
+                                                             timeout=30)
+            lag += max(0, high - (tp.offset if tp.offset >= 0 else low))
+        return lag
+
+    def run(self, until_idle: bool = False, idle_seconds: float = 5.0) -> RunnerStats:
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        last_activity = time.monotonic()
+        self._log(f"runner {self._name}: waiting for units on {self.topics.units}")
+        try:
+            while True:
+                self._reap()
+                self._commit()
+                free = self.workers - len(self._running)
+                if free <= 0:
+                    # busy: keep polling (with fetching paused) so that max.poll.interval.ms measures a
+                    # stalled process, not a long unit; rebalance callbacks run here too
+                    self._consumer.pause(self._consumer.assignment())
+                    for msg in self._consumer.consume(1, 0):
+                        if not msg.error():  # fetched before the pause: claim it all the same (never drop)
+                            self._claim(msg)
+                    wait(list(self._running), timeout=1.0, return_when=FIRST_COMPLETED)
+                    last_activity = time.monotonic()
+                    continue
+                self._consumer.resume(self._consumer.assignment())
+                messages = [m for m in self._consumer.consume(free, 1.0) if not m.error()]
+                for msg in messages:
+                    self._claim(msg)
+                if messages or self._running:
+                    last_activity = time.monotonic()
+                elif until_idle and time.monotonic() - last_activity >= idle_seconds and self._group_lag() == 0:
+                    return self.stats
+        finally:
+            self._pool.shutdown(wait=True)
+            self._reap_quietly()
+            for bus in self._buses.values():
+                bus.close()
+            self._consumer.close()
+            self._status.close()
+
+    def _reap_quietly(self) -> None:
+        try:
+            self._reap()
+            self._commit()
+        except Exception as exc:  # already leaving on an error: say so, keep the first one
+            self._log(f"runner {self._name}: {exc}")
+
+    def _claim(self, msg) -> None:
+        from producers.unit_queue import OrderError, UnitOrder
+
+        partition, offset = msg.partition(), msg.offset()
+        self._offsets.setdefault(partition, {})[offset] = False
+        try:
+            order = UnitOrder.from_json(msg.value() or b"")
+        except OrderError as exc:  # a bad order is skipped (and said), never run or retried forever
+            self.stats.bad_orders += 1
+            self._log(f"runner {self._name}: {self.topics.units} partition {partition} offset {offset}: {exc}")
+            self._offsets[partition][offset] = True
+            return
+        if order.key in self._keys:  # a duplicate order of a unit running here
+            self.stats.skipped += 1
+            self._offsets[partition][offset] = True
+            return
+        self._keys.add(order.key)
+        self.stats.claimed += 1
+        future = self._pool.submit(self._run_order, order)
+        self._running[future] = (partition, offset, order.key, self._generation)
+
+    # -- the unit side (worker threads) --
+
+    def _bus(self, run_set: str):
+        from producers.bus.kafka import KafkaBus
+
+        with self._lock:
+            if run_set not in self._buses:
+                # a spool of this process's own: a dead runner's undelivered events belong to an attempt
+                # that is closed as abandoned, never re-sent after its closing event
+                self._buses[run_set] = KafkaBus(self.settings.bus, run_set,
+                                                self.settings.runs_dir / run_set / "spool" / self._name)
+            return self._buses[run_set]
+
+    def _pack(self, order):
+        from producers.pack_resolver import open_pack
+        from schemas.pack_format import PackError
+
+        with self._lock:
+            key = (order.pack, order.pack_digest)
+            if key not in self._packs:
+                try:
+                    pack = open_pack(order.pack, self.settings.home)
+                except PackError as exc:
+                    raise RunnerError(f"unit {order.key}: {exc}") from None
+                if pack.digest != order.pack_digest:
+                    raise RunnerError(f"unit {order.key}: pack {order.pack!r} here has digest {pack.digest[:12]}, the "
+                                       f"order needs {order.pack_digest[:12]}; copy the finalized pack into "
+                                       f"{self.settings.home / 'packs'}")
+                self._packs[key] = pack
+            return self._packs[key]
+
+    def _run_order(self, order) -> None:
+        from producers.attempts import RunHead
+        from producers.runner import RunConfig, run_id_for, run_unit
+        from producers.unit_queue import Head, decide
+        from sandbox.registry import get_sandbox
+
+        unit = order.unit
+        bus = self._bus(order.run_set)
+        self._status.refresh()
+        status = self._status.get(order.key)
+        head = None
+        if status and status.get("status") in ("started", "abandoned") and status.get("run_id"):
+            head = read_run_head(self.topics, status["run_id"])
+        decision = decide(status, None if head is None else Head(head.run_id, head.last_seq,
+                                                                  head.status if head.ended else None))
+        if decision.action == "skip":
+            self._skip(bus, order, decision.reason, decision.finished_run, decision.attempt)
+            return
+        pack = self._pack(order)
+        if decision.close is not None:
+            head = head or RunHead(order.run_set, decision.close, unit.unit_id)
+            finished = self._close(bus, order, head, decision.attempt - 1)
+            if finished is not None:  # the stalled runner's RunEnded came first: its attempt completed the unit
+                self._skip(bus, order, f"run {finished} ended before it could be closed", finished,
+                           decision.attempt - 1)
+                return
+        run_id = run_id_for(order.run_set, unit, decision.attempt)
+        bus.mark_unit(unit.unit_id, "started", run_id, decision.attempt)
+        bus.flush()  # recorded before the run's first event: a runner that takes over finds the attempt
+        self._log(f"runner {self._name}: claimed {order.key} attempt {decision.attempt} run {run_id}")
+        config = RunConfig(order.run_set, order.agent, read_budget=order.read_budget, code_digest=self._code_digest,
+                           blob_dir=self.settings.runs_dir / order.run_set / "blobs")
+        lock = threading.Lock()
+        ended: list[str] = []  # the event id of this attempt's RunEnded
+
+        def publish(event, datum):
+            with lock:
+                bus.publish(event, datum)
+            if event.kind == "RunEnded":
+                ended.append(event.event_id)
+
+        run_unit(pack, unit, config, get_sandbox(order.sandbox), publish, decision.attempt)
+        bus.flush()  # a unit is complete only once Kafka acknowledged all of its events
+        if not self._ended_by(order.key, run_id, ended[0] if ended else None):
+            self._log(f"runner {self._name}: fenced {order.key} attempt {decision.attempt} run {run_id}: another "
+                      f"runner closed it as abandoned first; what it published after the close derives nothing "
+                      f"and the unit's status is left to that runner")
+            with self._lock:
+                self.stats.fenced += 1
+            return
+        bus.mark_unit(unit.unit_id, "completed", run_id, decision.attempt)
+        bus.flush()
+        self._log(f"runner {self._name}: completed {order.key} attempt {decision.attempt} run {run_id}")
+        with self._lock:
+            self.stats.completed += 1
+
+    def _skip(self, bus, order, reason: str, finished_run: str | None, attempt: int) -> None:
+        if finished_run:
+            bus.mark_unit(order.unit.unit_id, "completed", finished_run, attempt)
+            bus.flush()
+        self._log(f"runner {self._name}: skipped {order.key}: {reason}")
+        with self._lock:
+            self.stats.skipped += 1
+
+    def _close(self, bus, order, head, attempt: int) -> str | None:
+        """Close an earlier attempt whose runner died or stalled; returns None once our
+        `RunEnded{abandoned}` is the run's end, or the run id when the attempt's own RunEnded came
+        first (its runner resumed and finished: the unit is complete with it).
+
+        `abandoned` is recorded, and acknowledged, before the close is published: a stalled runner
+        that finishes afterwards finds it and checks the log before recording `completed`. The close
+        continues the chain where we read it; if the stalled runner published more in between, the
+        close lands on a seq already taken (the processors drop it), so it is published again at the
+        new end until it is the run's first RunEnded or the run ended by itself."""
+        from producers.attempts import closing_event, describe
+
+        bus.mark_unit(order.unit.unit_id, "abandoned", head.run_id, attempt)
+        bus.flush()
+        while True:
+            event, datum = closing_event(head)
+            bus.publish(event, datum)
+            bus.flush()
+            after = read_run_head(self.topics, head.run_id)
+            if after is None:
+                raise RuntimeError(f"run {head.run_id}: its acknowledged close is not on {self.topics.trajectory}")
+            if after.ended:
+                if after.end_event_id == event.event_id:
+                    self._log(f"runner {self._name}: {describe(event)}")
+                    with self._lock:
+                        self.stats.closed += 1
+                    return None
+                return head.run_id if after.status != "abandoned" else None
+            head = after
+
+    def _ended_by(self, key: str, run_id: str, ended_id: str | None) -> bool:
+        """Whether our RunEnded (`ended_id`, acknowledged) ended `run_id`: no other runner closed it
+        first. Cheap when the unit-status still names this attempt as started (a take-over records
+        `abandoned` before publishing its close, so a close can only land after our RunEnded);
+        otherwise the log decides, read as the processors read it."""
+        if ended_id is None:
+            return False
+        self._status.refresh()
+        record = self._status.get(key) or {}
+        if record.get("status") == "started" and record.get("run_id") == run_id:
+            return True
+        head = read_run_head(self.topics, run_id)
+        return head is not None and head.end_event_id == ended_id

@@ -1,0 +1,152 @@
+"""What the distributed wiring reads back from the topics: the whole trajectory (replay), one
+run's head (a runner taking over a unit), the newest unit-status records."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+
+from schemas.events import Event
+from schemas.registry import SchemaVersion
+
+
+def events_from_kafka(dsn: str, findings: list, timeout: float = 30.0) -> Iterator[tuple[Event, SchemaVersion]]:
+    """Every event of the trajectory topic from the start, partition by partition (a run lives in
+    one partition, so its order is kept), with the writer schema its message names: replay
+    recomputes the hash with it, so the datum is decoded as written, not resolved to the newest."""
+    import os
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    from membench.replay import Finding
+    from schemas.codec import DecodeError, decode_datum, unframe
+    from schemas.topics import topics_from_dsn
+
+    topics = topics_from_dsn(dsn)
+    TRAJECTORY = topics.trajectory
+    consumer = Consumer({"bootstrap.servers": topics.bootstrap, "group.id": topics.group(f"replay-{os.getpid()}"),
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    try:
+        meta = consumer.list_topics(TRAJECTORY, timeout=timeout)
+        for partition in sorted(meta.topics[TRAJECTORY].partitions):
+            low, high = consumer.get_watermark_offsets(TopicPartition(TRAJECTORY, partition), timeout=timeout)
+            if high <= low:
+                continue
+            consumer.assign([TopicPartition(TRAJECTORY, partition, low)])
+            position, deadline = low, time.monotonic() + timeout
+            while position < high and time.monotonic() < deadline:
+                for msg in consumer.consume(1000, 1.0):
+                    if msg.error():
+                        continue
+                    position = msg.offset() + 1
+                    try:
+                        writer, datum = unframe(msg.value() or b"")
+                        try:
+                            record = decode_datum(writer, datum)
+                        except DecodeError:
+                            raise
+                        except Exception as exc:  # fastavro raises many types on corrupt data
+                            raise DecodeError(f"datum does not match schema {writer.family}.v{writer.version}: "
+                                              f"{exc}") from exc
+                        yield Event.from_record(record), writer
+                    except DecodeError as exc:
+                        findings.append(Finding("?", None, f"partition {partition} offset {msg.offset()}: {exc}"))
+    finally:
+        consumer.close()
+
+
+def read_run_head(topics, run_id: str, timeout: float = 30.0):
+    """Where `run_id` stands on the trajectory topic (a `producers.attempts.RunHead`), or None when
+    the run has no event: its events followed in partition order by the processors' rule
+    (`RunChain`: the first RunEnded ends it, later or duplicate events are fenced). Every partition
+    is scanned by key, decoding only the run's messages."""
+    import os
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    from producers.attempts import RunChain
+    from schemas.codec import decode_datum, unframe
+
+    key = run_id.encode()
+    consumer = Consumer({"bootstrap.servers": topics.bootstrap, "group.id": topics.group(f"head-{os.getpid()}"),
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                         "fetch.wait.max.ms": 10})  # reads to a known end: no batching delay
+    chain = None
+    try:
+        meta = consumer.list_topics(topics.trajectory, timeout=timeout)
+        for partition in sorted(meta.topics[topics.trajectory].partitions):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topics.trajectory, partition), timeout=timeout)
+            if high <= low:
+                continue
+            consumer.assign([TopicPartition(topics.trajectory, partition, low)])
+            position, deadline = low, time.monotonic() + timeout
+            while position < high:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{topics.trajectory} partition {partition}: could not read to offset "
+                                       f"{high} within {timeout:.0f}s")
+                for msg in consumer.consume(1000, 0.05):  # a short wait: consume() waits it out for < 1000
+                    if msg.error():
+                        continue
+                    position = msg.offset() + 1
+                    if msg.key() != key:
+                        continue
+                    writer, datum = unframe(msg.value() or b"")
+                    event = Event.from_record(decode_datum(writer, datum))
+                    if chain is None:
+                        chain = RunChain(event.run_set, event.run_id, event.unit_id)
+                    chain.add(event)
+    finally:
+        consumer.close()
+    return None if chain is None else chain.head
+
+
+class StatusView:
+    """The newest unit-status record of every unit, kept current by reading the compacted topic
+    up to its end before each decision (one reader, assigned every partition, no group)."""
+
+    def __init__(self, topics):
+        import os
+
+        from confluent_kafka import Consumer, TopicPartition
+
+        self.topics = topics
+        self._lock = threading.Lock()
+        self.records: dict[str, dict] = {}  # "<run_set>/<unit_id>" -> record
+        self._consumer = Consumer({"bootstrap.servers": topics.bootstrap,
+                                   "group.id": topics.group(f"status-view-{os.getpid()}"),
+                                   "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                                   "fetch.wait.max.ms": 10})  # reads to a known end: no batching delay
+        meta = self._consumer.list_topics(topics.unit_status, timeout=30)
+        self._partitions = sorted(meta.topics[topics.unit_status].partitions)
+        self._consumer.assign([TopicPartition(topics.unit_status, p, -2) for p in self._partitions])  # -2: beginning
+        self._positions = {p: 0 for p in self._partitions}
+
+    def refresh(self, timeout: float = 30.0) -> None:
+        from confluent_kafka import TopicPartition
+
+        with self._lock:
+            ends = {}
+            for p in self._partitions:
+                _, high = self._consumer.get_watermark_offsets(TopicPartition(self.topics.unit_status, p),
+                                                               timeout=timeout)
+                if high > self._positions[p]:
+                    ends[p] = high
+            deadline = time.monotonic() + timeout
+            while any(self._positions[p] < high for p, high in ends.items()):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"could not read {self.topics.unit_status} to its end within {timeout:.0f}s")
+                for msg in self._consumer.consume(1000, 0.05):  # a short wait: consume() waits it out for < 1000
+                    if msg.error():
+                        continue
+                    self._positions[msg.partition()] = msg.offset() + 1
+                    if msg.value():
+                        self.records[msg.key().decode()] = json.loads(msg.value())
+
+    def get(self, key: str) -> dict | None:
+        with self._lock:
+            return self.records.get(key)
+
+    def close(self) -> None:
+        self._consumer.close()
