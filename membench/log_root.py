@@ -126,9 +126,11 @@ def warehouse_state(warehouse: Any, run_set: str) -> WarehouseState:
         elif summary is None and have["ended"]:
             note(f"run {run_id}: trajectory_events holds its RunEnded (seq {have['last_seq']}) but run_results "
                  "has no row for it")
-        elif summary is not None and summary["last_hash"] != have["last_hash"]:
+        elif summary is not None and summary["last_hash"] != have["last_hash"] and \
+                summary["last_hash"] not in (have.get("ended_hashes") or ()):
+            # a fenced run's summary is its first RunEnded, not its last raw event
             note(f"run {run_id}: run_results.last_hash differs from the hash of its last raw event "
-                 f"(seq {have['last_seq']})")
+                 f"(seq {have['last_seq']}) and of every RunEnded it holds")
         if have is not None and int(have["events"]) != int(have["last_seq"]) + 1:
             note(f"run {run_id}: trajectory_events holds {have['events']} distinct seqs up to seq "
                  f"{have['last_seq']} (events are missing)")

@@ -58,6 +58,9 @@ class RunSetSummary:
     # stored one on an intact run; so any edit of the log changes the root
     heads: dict[str, str] = field(default_factory=dict)
     abandoned: list[tuple[str, str, int]] = field(default_factory=list)  # (run_id, unit_id, seq of the closing event)
+    # (run_id, seq, kind) of fenced events: published after their run had ended, or at a seq the run
+    # already holds (a stalled runner's late events, docs/design.md §2); in the log, derive nothing
+    fenced: list[tuple[str, int, str]] = field(default_factory=list)
 
     @property
     def runs(self) -> int:
@@ -69,7 +72,8 @@ class RunSetSummary:
 
     def to_json(self) -> dict[str, Any]:
         return {"run_set": self.run_set, "runs": self.runs, "events": self.events, "log_root": self.log_root,
-                "abandoned": [{"run_id": r, "unit_id": u, "seq": s} for r, u, s in self.abandoned]}
+                "abandoned": [{"run_id": r, "unit_id": u, "seq": s} for r, u, s in self.abandoned],
+                "fenced": [{"run_id": r, "seq": s, "kind": k} for r, s, k in self.fenced]}
 
 
 @dataclass
@@ -514,23 +518,39 @@ class _Replayer:
         self.blobs_for = blobs_for
         self.banks = BankLedger()
         self.first_seen: dict[str, int] = {}  # run set -> position of its first event (orders the run sets)
+        # the fencing rule of the processors (and producers.attempts.RunChain): a run's chain is its
+        # first event at each seq, up to its first RunEnded; what comes after is fenced
+        self.last_seq: dict[str, int] = {}
+        self.ended_runs: set[str] = set()
 
     def feed_all(self, events: Iterable[Logged], positions: bool = False) -> None:
         result, findings, verifier, processor = self.result, self.findings, self.verifier, self.processor
         comparer, run_sets = self.comparer, result.run_sets
+        last_seq, ended_runs = self.last_seq, self.ended_runs
         for item in events:
             event, schema = item[0], item[1]
-            broken = verifier.check(event, schema, item[2] if len(item) > 2 else None)
-            if broken:
-                findings.append(Finding(broken.run_id, broken.seq, broken.reason))
             summary = run_sets.get(event.run_set)
             if summary is None:
                 summary = run_sets[event.run_set] = RunSetSummary(event.run_set)
                 self.first_seen[event.run_set] = item[3] if positions else result.events
             result.events += 1
             summary.events += 1
-            summary.heads[event.run_id] = event.hash
-            kind = event.kind
+            run_id, kind = event.run_id, event.kind
+            if run_id in ended_runs or event.seq <= last_seq.get(run_id, -1):
+                # not part of the run's chain; the processor ignores it by the same rule
+                summary.fenced.append((run_id, event.seq, kind))
+                derived = processor.apply(event)  # nothing, by that rule; counted and compared if not
+                result.derived += len(derived)
+                if comparer is not None and derived:
+                    comparer.add(event, derived)
+                continue
+            last_seq[run_id] = event.seq
+            if kind == "RunEnded":
+                ended_runs.add(run_id)
+            broken = verifier.check(event, schema, item[2] if len(item) > 2 else None)
+            if broken:
+                findings.append(Finding(broken.run_id, broken.seq, broken.reason))
+            summary.heads[run_id] = event.hash
             if kind == "RunEnded" and event.payload.get("status") == "abandoned":
                 summary.abandoned.append((event.run_id, event.unit_id, event.seq))
             elif kind in ("PatchProduced", "ModelCall"):
@@ -576,6 +596,7 @@ def _settle(result: ReplayResult, banks: BankLedger, banks_for: Callable[[str], 
     result.findings.sort(key=_finding_order)
     for summary in result.run_sets.values():
         summary.abandoned.sort(key=lambda a: (a[0], a[2]))
+        summary.fenced.sort()
     return result
 
 
@@ -692,6 +713,7 @@ def replay_file_jobs(path: Path, jobs: int, findings: list[Finding], warehouse: 
             into.events += summary.events
             into.heads.update(summary.heads)
             into.abandoned.extend(summary.abandoned)
+            into.fenced.extend(summary.fenced)
             all_runs |= set(summary.heads)
     for run_set in sorted(merged, key=lambda name: first[name]):  # the order jobs 1 meets them in
         result.run_sets[run_set] = merged[run_set]

@@ -131,11 +131,13 @@ def run_results_by_status(warehouse: WarehouseReader, run_set: str) -> list[dict
 
 
 def raw_heads(warehouse: WarehouseReader, run_set: str) -> list[dict[str, Any]]:
-    """Per run of the raw table: unit, distinct events, last seq and the hash of the event at it, and
-    whether a RunEnded is there."""
+    """Per run of the raw table: unit, distinct events, last seq and the hash of the event at it,
+    whether a RunEnded is there, and the hashes of its RunEnded events (a fenced run holds two: the
+    one that ended it, and a stalled runner's late one, docs/design.md §2)."""
     return warehouse.query_dicts(
         "SELECT run_id, any(unit_id) AS unit_id, uniqExact(seq) AS events, max(seq) AS last_seq, "
-        "argMax(hash, seq) AS last_hash, countIf(kind = 'RunEnded') > 0 AS ended "
+        "argMax(hash, seq) AS last_hash, countIf(kind = 'RunEnded') > 0 AS ended, "
+        "groupUniqArrayIf(hash, kind = 'RunEnded') AS ended_hashes "
         "FROM trajectory_events WHERE run_set = {rs:String} GROUP BY run_id ORDER BY run_id", {"rs": run_set})
 
 

@@ -126,6 +126,11 @@ def _print_human(result, checks, compared: bool) -> None:
                    f"log root {summary.log_root}")
         for run_id, unit_id, seq in summary.abandoned:
             click.echo(f"  abandoned attempt: run {run_id} ({unit_id}) closed at seq {seq}")
+        if summary.fenced:
+            runs = sorted({run_id for run_id, _, _ in summary.fenced})
+            click.echo(f"  fenced: {len(summary.fenced)} events of {len(runs)} runs published after their run had "
+                       f"ended (a stalled runner's late attempt; kept, derive nothing): {', '.join(runs[:5])}"
+                       + (" …" if len(runs) > 5 else ""))
     for check in checks:
         if check.recorded is not None and check.recorded == check.recomputed:
             click.echo(f"{check.path}: log root matches" + (", signature verified" if check.signature == "verified"

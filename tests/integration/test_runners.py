@@ -263,3 +263,11 @@ def test_a_stalled_runner_is_fenced_when_it_resumes_after_another_ran_its_unit(t
         assert embedded.strip() and embedded == sql(template.format(rs=run_set), kafka_warehouse)
     progress = json.loads(run_cli("runner", "--bus", dsn, "--progress", "--json", home=home, check=True).stdout)
     assert progress[run_set]["completed"] == 6 and progress[run_set]["attempts_abandoned"] == 1
+    # the audit reads the run by the same rule: A's late events are fenced (listed, not a break), the
+    # re-derived tables match, and the root is the one the warehouse's summaries give
+    replay = run_cli("replay", dsn, "--verify", "--warehouse", kafka_warehouse, "--json", home=home)
+    assert replay.returncode == 0, replay.stdout[-3000:] + replay.stderr[-3000:]
+    audited = json.loads(replay.stdout)
+    summary = next(s for s in audited["run_sets"] if s["run_set"] == run_set)
+    fenced = [f for f in summary["fenced"] if f["run_id"] == run_id]
+    assert fenced and fenced[-1]["kind"] == "RunEnded", summary["fenced"]
