@@ -86,12 +86,19 @@ def scored_clean_start(warehouse: WarehouseReader, run_set: str) -> dict[str, bo
     return clean
 
 
+# A run's raw events in the order its processors met them: a run lives in one Kafka partition, so
+# its offsets are that order (a stalled runner's late events follow the close that fenced them,
+# even at the same seq, docs/design.md §2); on the embedded path the offset is -1 and seq decides.
+RAW_ORDER = "run_id, kafka_offset, seq"
+
+
 def raw_datums(warehouse: WarehouseReader, run_set: str | None = None) -> list[tuple[str, bytes]]:
-    """(schema fingerprint hex, Avro datum) of every raw event, deduplicated, in (run, seq) order."""
+    """(schema fingerprint hex, Avro datum) of every raw event, deduplicated, in log order per run
+    (`RAW_ORDER`)."""
     where = "WHERE run_set = {rs:String}" if run_set else ""
     rows = warehouse.query_rows(
         f"SELECT schema_fingerprint, hex(datum) FROM trajectory_events {where} "
-        "ORDER BY run_id, seq LIMIT 1 BY event_id",
+        f"ORDER BY {RAW_ORDER} LIMIT 1 BY event_id",
         {"rs": run_set} if run_set else None,
     )
     return [(fp, bytes.fromhex(datum_hex)) for fp, datum_hex in rows]
@@ -110,13 +117,13 @@ def raw_run_sets(warehouse: WarehouseReader) -> list[str]:
 
 
 def raw_datums_of_runs(warehouse: WarehouseReader, run_ids: list[str]) -> list[tuple[str, bytes]]:
-    """(schema fingerprint hex, Avro datum) of the given runs' raw events, deduplicated, in (run, seq)
-    order: what replay and rederive read a batch of runs at a time."""
+    """(schema fingerprint hex, Avro datum) of the given runs' raw events, deduplicated, in log order
+    per run (`RAW_ORDER`): what replay and rederive read a batch of runs at a time."""
     if not run_ids:
         return []
     rows = warehouse.query_rows(
         "SELECT schema_fingerprint, hex(datum) FROM trajectory_events WHERE run_id IN {ids:Array(String)} "
-        "ORDER BY run_id, seq LIMIT 1 BY event_id", {"ids": sorted(run_ids)})
+        f"ORDER BY {RAW_ORDER} LIMIT 1 BY event_id", {"ids": sorted(run_ids)})
     return [(fp, bytes.fromhex(datum_hex)) for fp, datum_hex in rows]
 
 

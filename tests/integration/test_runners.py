@@ -271,3 +271,11 @@ def test_a_stalled_runner_is_fenced_when_it_resumes_after_another_ran_its_unit(t
     summary = next(s for s in audited["run_sets"] if s["run_set"] == run_set)
     fenced = [f for f in summary["fenced"] if f["run_id"] == run_id]
     assert fenced and fenced[-1]["kind"] == "RunEnded", summary["fenced"]
+    # re-deriving from the warehouse's raw rows keeps the verdict: they are read in partition order,
+    # so the close still comes before the stalled attempt's events at the same seqs
+    run_cli("rederive", run_set, "--warehouse", kafka_warehouse, home=home, check=True)
+    assert sql(f"SELECT status FROM run_results WHERE run_id = '{run_id}'", kafka_warehouse).split() == ["abandoned"]
+    for template in (SESSION_SQL, RUN_SQL):
+        assert sql(template.format(rs=run_set)) == sql(template.format(rs=run_set), kafka_warehouse)
+    from_table = run_cli("replay", f"warehouse:{run_set}", "--warehouse", kafka_warehouse, "--json", home=home)
+    assert from_table.returncode == 0, from_table.stdout[-3000:] + from_table.stderr[-3000:]
