@@ -196,7 +196,23 @@ def bench_kafka(bootstrap: str, runs: int, threads: int, sessions: int, turns: i
         "cpu_us_per_event": {"runner": runner_cpu / events * 1e6, "worker": worker_cpu / events * 1e6,
                              "sink": stats["cpu_seconds"] / events * 1e6},
         "machine_busy_fraction": machine_busy,
+        "ceiling_events_per_s": stage_ceiling(
+            {"runner": runner_cpu / events * 1e6, "worker": worker_cpu / events * 1e6,
+             "sink": stats["cpu_seconds"] / events * 1e6}, _cores()),
     }
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def stage_ceiling(cpu_us_per_event: dict[str, float], cores: int) -> float:
+    """The end-to-end rate the measured stages allow at most: every core busy with nothing but
+    runner, workers and sink, each event costing the sum of their CPU per event (the broker's own
+    CPU not counted, so the real ceiling is lower). A rate far below it is lost to waiting and to
+    other load; a target above it is out of reach with these stages on this machine."""
+    total = sum(cpu_us_per_event.values())
+    return cores * 1e6 / total if total > 0 else float("inf")
 
 
 def bench_emit(events: int = 20_000) -> dict:

@@ -140,7 +140,8 @@ def bus_bench(bus_dsn: str, runs: int, threads: int, sessions: int, turns: int, 
                    f"{e2e['end_to_end_events_per_s']:,.0f} events/s ({e2e['end_to_end_seconds']:.1f} s; "
                    f"sink wrote {e2e['sink_raw']} raw, {e2e['sink_derived']} derived); CPU per event: runner "
                    f"{cpu['runner']:.0f} us, workers {cpu['worker']:.0f} us, sink {cpu['sink']:.0f} us; "
-                   f"cores busy {e2e['machine_busy_fraction']:.0%}")
+                   f"cores busy {e2e['machine_busy_fraction']:.0%}; ceiling of these stages on "
+                   f"{m['nproc']} cores {e2e['ceiling_events_per_s']:,.0f} events/s")
     floors, drain, ratios = engines["in_process"], engines["drain"], engines["ratios"]
     click.echo(f"floors, CPU per event ({engines['events']} events): decode {floors['decode_us']:.1f} us, "
                f"SHA-256 {floors['sha256_us']:.2f} us, fold {floors['fold_us']:.1f} us, derived encode "

@@ -38,6 +38,7 @@ def test_bench_bus_reports_every_event_through_every_stage(home):
     assert [(e["engine"], e["workers"]) for e in result["end_to_end"]] == [("kafka", 1), ("kafka", 2), ("faust", 1)]
     for e2e in result["end_to_end"]:
         assert e2e["events"] == e2e["sink_raw"] == events and e2e["sink_derived"] == 20 * _derived_per_run()
+        assert e2e["ceiling_events_per_s"] > 0
     engines = result["engines"]
     assert engines["events"] == 10 * 65 and engines["in_process"]["derived"] == 10 * _derived_per_run()
     for engine in ("kafka", "faust"):
