@@ -29,6 +29,7 @@ from typing import Any
 from fastavro import parse_schema, schemaless_reader
 from fastavro.read import reader as avro_reader
 
+from schemas.codec import read_long
 from schemas.registry import SchemaVersion
 from schemas.writers import writer_schema
 
@@ -41,25 +42,12 @@ class BlockError(ValueError):
         self.offset = offset
 
 
-def varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """An Avro int/long (zig-zag varint) at `pos`: (value, next position)."""
-    b = buf[pos]
-    pos += 1
-    n, shift = b & 0x7F, 7
-    while b & 0x80:
-        b = buf[pos]
-        pos += 1
-        n |= (b & 0x7F) << shift
-        shift += 7
-    return (n >> 1) ^ -(n & 1), pos
-
-
 def run_of(datum: bytes, pos: int = 0) -> str:
     """The run id of an event datum starting at `pos` (envelope: event_id, run_set, run_id, …)."""
     for _ in range(2):
-        n, pos = varint(datum, pos)
+        n, pos = read_long(datum, pos)
         pos += n
-    n, pos = varint(datum, pos)
+    n, pos = read_long(datum, pos)
     return datum[pos:pos + n].decode()
 
 
@@ -67,10 +55,10 @@ def run_and_seq(datum: bytes, pos: int = 0) -> tuple[str, int]:
     """(run id, seq) of an event datum (envelope: event_id, run_set, run_id, unit_id, session_index, seq)."""
     run_id = run_of(datum, pos)
     for _ in range(4):
-        n, pos = varint(datum, pos)
+        n, pos = read_long(datum, pos)
         pos += n
-    _, pos = varint(datum, pos)  # session_index
-    seq, _ = varint(datum, pos)
+    _, pos = read_long(datum, pos)  # session_index
+    seq, _ = read_long(datum, pos)
     return run_id, seq
 
 
@@ -135,8 +123,8 @@ class LogFile:
                 if not head:
                     return
                 try:
-                    count, pos = varint(head, 0)
-                    size, pos = varint(head, pos)
+                    count, pos = read_long(head, 0)
+                    size, pos = read_long(head, pos)
                 except IndexError:
                     raise BlockError(offset, "a block header cut short") from None
                 if count < 0 or size < 0:

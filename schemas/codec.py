@@ -70,6 +70,20 @@ def encode_datum_reference(schema: SchemaVersion, record: dict[str, Any]) -> byt
     return buf.getvalue()
 
 
+def read_long(buf: bytes, pos: int) -> tuple[int, int]:
+    """The Avro int or long (zig-zag varint) at `pos` of `buf`: (value, next position). Shared by the
+    readers that walk datums without decoding them (the sink's raw stage, replay's log scan)."""
+    b = buf[pos]
+    pos += 1
+    n, shift = b & 0x7F, 7
+    while b & 0x80:
+        b = buf[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        shift += 7
+    return (n >> 1) ^ -(n & 1), pos
+
+
 def decode_datum(writer: SchemaVersion, datum: bytes, reader: SchemaVersion | None = None) -> dict[str, Any]:
     buf = io.BytesIO(datum)
     if reader is None or reader.fingerprint == writer.fingerprint:

@@ -25,7 +25,7 @@ from typing import Any
 
 from fastavro import parse_schema, schemaless_reader
 
-from schemas.codec import HEADER_SIZE, MAGIC, DecodeError
+from schemas.codec import HEADER_SIZE, MAGIC, DecodeError, read_long
 from schemas.derived import DerivedEvent
 from schemas.events import Event
 from schemas.registry import Registry, SchemaVersion, default_registry
@@ -78,19 +78,6 @@ def _uleb(n: int) -> bytes:
 
 def rowbinary_string(value: bytes) -> bytes:
     return _uleb(len(value)) + value
-
-
-def _long(buf: bytes, pos: int) -> tuple[int, int]:
-    """An Avro int or long (zigzag varint) at `pos`; returns (value, next position)."""
-    b = buf[pos]
-    pos += 1
-    n, shift = b & 0x7F, 7
-    while b & 0x80:
-        b = buf[pos]
-        pos += 1
-        n |= (b & 0x7F) << shift
-        shift += 7
-    return (n >> 1) ^ -(n & 1), pos
 
 
 class _Writer:
@@ -167,7 +154,7 @@ class RawRowEncoder:
             if b < 0x80:  # one-byte varint: every length below 64 and small integers
                 n, pos = (b >> 1) ^ -(b & 1), pos + 1
             else:
-                n, pos = _long(datum, pos)
+                n, pos = read_long(datum, pos)
             kind = _FIELD_KINDS[field]
             if kind == 0:  # string
                 end = pos + n
@@ -190,7 +177,7 @@ class RawRowEncoder:
         buf.seek(pos)
         payload = schemaless_reader(buf, w.payload_writer, w.payload_reader)["payload"]
         pos = buf.tell()
-        n, pos = _long(datum, pos)  # hash, the last field
+        n, pos = read_long(datum, pos)  # hash, the last field
         end = pos + n
         if n < 0 or end > size:
             raise DecodeError(f"string past the end of the datum at byte {pos}")

@@ -109,6 +109,17 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     channel: "Channel"
 
 
+class _UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: float):
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self._path)
+
+
 class Channel:
     """One session's socket. `emit(kind, payload, visibility)` records events (serialized here);
     `failure` is the first failure that excludes the unit. `purpose` (event v6 `ModelCall.purpose`) says
@@ -142,6 +153,11 @@ class Channel:
     def emit(self, kind: str, payload: dict[str, Any], visibility: str = "harness") -> None:
         with self._lock:
             self._emit(kind, payload, visibility)
+
+    def http_connection(self, timeout_s: float) -> http.client.HTTPConnection:
+        """An HTTP connection to this channel's socket, for callers on the host side (the model-driven
+        memory policies, the model user) that speak to the gateway as a sandboxed agent's relay does."""
+        return _UnixHTTPConnection(str(self.socket_path), timeout_s)
 
     def next_call_id(self) -> str:
         with self._lock:

@@ -20,9 +20,7 @@ Outcomes of one call (`MemoryModel.ask`):
 
 from __future__ import annotations
 
-import http.client
 import json
-import socket
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -30,17 +28,6 @@ from schemas.events import bounded_text
 
 PURPOSE_HEADER = "X-Membench-Purpose"
 MARKER = "membench memory policy"  # opens every system prompt: the scripted upstream keys on it
-
-
-class _UnixConnection(http.client.HTTPConnection):
-    def __init__(self, path: str, timeout: float):
-        super().__init__("localhost", timeout=timeout)
-        self._path = path
-
-    def connect(self) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(self.timeout)
-        self.sock.connect(self._path)
 
 
 @dataclass
@@ -63,7 +50,7 @@ class MemoryModel:
         channel = self._open()
         body = json.dumps({"model": self.model, "temperature": 0, "messages": [
             {"role": "system", "content": system}, {"role": "user", "content": user}]}).encode()
-        connection = _UnixConnection(str(channel.socket_path), self.gateway.settings.timeout_s + 30)
+        connection = channel.http_connection(self.gateway.settings.timeout_s + 30)
         try:
             connection.request("POST", "/v1/chat/completions", body=body,
                                headers={"Content-Type": "application/json", PURPOSE_HEADER: purpose})

@@ -16,9 +16,7 @@ answer with no text) raises `ModelUnavailable`: the unit is excluded, never scor
 
 from __future__ import annotations
 
-import http.client
 import json
-import socket
 from typing import Any, Callable
 
 from producers.gateway.server import Channel, ModelGateway, ModelUnavailable
@@ -43,17 +41,6 @@ class _UserChannel(Channel):
 
     def next_call_id(self) -> str:
         return SIMULATED_USER_CALL_PREFIX + super().next_call_id()
-
-
-class _UnixConnection(http.client.HTTPConnection):
-    def __init__(self, path: str, timeout: float):
-        super().__init__("localhost", timeout=timeout)
-        self._path = path
-
-    def connect(self) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(self.timeout)
-        self.sock.connect(self._path)
 
 
 def model_of(spec: str) -> str | None:
@@ -103,7 +90,7 @@ class ModelUser:
     def _say(self, prompt: str) -> str:
         body = json.dumps({"model": self.model, "temperature": 0, "messages": [
             {"role": "system", "content": self.brief}, {"role": "user", "content": prompt}]}).encode()
-        connection = _UnixConnection(str(self.channel.socket_path), self.timeout_s)
+        connection = self.channel.http_connection(self.timeout_s)
         try:
             connection.request("POST", "/v1/chat/completions", body=body,
                                headers={"Content-Type": "application/json"})

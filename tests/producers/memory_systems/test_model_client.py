@@ -13,7 +13,7 @@ import pytest
 from membench.bench.upstream import ScriptedUpstream
 from producers.gateway.recording import RecordedAnswer, Recording
 from producers.gateway.server import GatewaySettings, ModelGateway, ModelReplayMiss, ModelUnavailable
-from producers.memory_systems.model_client import PURPOSE_HEADER, MemoryModel, _UnixConnection
+from producers.memory_systems.model_client import PURPOSE_HEADER, MemoryModel
 from producers.memory_systems.model_driven import REFLECT_SYSTEM, parse_lessons
 
 UNIT = "hygiene-v1/c1/B3-llm/1"
@@ -93,7 +93,7 @@ def test_an_agent_channel_cannot_claim_a_memory_purpose(tmp_path) -> None:
     events = Events()
     with ScriptedUpstream() as upstream:
         channel = ModelGateway(GatewaySettings({"*": upstream.base_url})).open_channel(UNIT, events)
-        connection = _UnixConnection(str(channel.socket_path), 30)
+        connection = channel.http_connection(30)
         body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
         connection.request("POST", "/v1/chat/completions", body=body,
                            headers={"Content-Type": "application/json", PURPOSE_HEADER: "judge"})
