@@ -2,9 +2,10 @@
 
 The learning phase runs first (one learning unit per seed: learning tasks in order, each distilled
 by the scripted distiller or the sandboxed agent's own session, banks frozen), then the transfer
-units (project × condition × seed) against the frozen banks; `--phase` runs one of the two. Embedded (default) it ends with the report (report.json with
-a `transfer` section, report.md, report.html) and the log root, as `membench run` does; on Kafka it
-publishes and `membench sink` / `membench report` follow.
+units (project × condition × seed) against the frozen banks; `--phase` runs one of the two.
+Embedded (default) it ends with the report (report.json with a `transfer` section, report.md,
+report.html) and the log root, as `membench run` does; on Kafka it publishes and `membench sink` /
+`membench report` follow.
 """
 
 from __future__ import annotations
