@@ -11,8 +11,9 @@ Distillation session (after every learning task, passed or not): the agent runs 
   MEMBENCH_SKILLS_DIR=/skills, MEMBENCH_FINISHED_DIR=/finished.
 The harness then reads the staging copy without following links and keeps only `<name>/SKILL.md`
 regular files with a plain name (SKILL_NAME), at most MAX_SKILL_BYTES of UTF-8 text, at most
-MAX_SKILLS skills in the bank, examining at most MAX_ENTRIES entries. Anything else (a symlink, another file, an oversized or binary skill,
-a removed skill: skills already distilled are never lost) is refused: one harness `Turn`
+MAX_SKILLS skills in the bank, examining at most MAX_ENTRIES entries. Anything else (a symlink,
+another file, an oversized or binary skill, a removed skill: skills already distilled are never
+lost) is refused: one harness `Turn`
 (source_kind `skill_refused`) names the path and the reason; the run goes on. Each new or changed
 skill is copied into the bank and recorded as a `MemoryWrite`.
 
