@@ -221,10 +221,7 @@ class TypedConsolidationModelMemory(_ModelDriven, TypedConsolidationMemory):
         delivered = [p for p in parts if p.source_event_id]
         written: list[Typed] = []
         if self.policy.capsules and delivered:  # R1: raw evidence, not a model product
-            text = "\n".join(f"[{p.label}] {p.text}" for p in delivered)
-            written.append(self._add(f"{self.condition}:s{session}:capsule", "episodic",
-                                     f"Raw evidence (session {session}):\n{text}", tuple(p.event_id for p in delivered),
-                                     union(piece_scope(p, self._scopes) for p in delivered), session))
+            written.append(self._capsule(delivered, session))
         if not delivered:
             return [t.item for t in written]
         evidence, by_id = _evidence_list(delivered, self._scopes)

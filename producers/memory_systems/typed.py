@@ -135,6 +135,14 @@ class TypedConsolidationMemory:
         self.store.append(typed)
         return typed
 
+    def _capsule(self, delivered: list[Piece], session: int) -> Typed:
+        """R1: the session's delivered events verbatim, one episodic memory (raw evidence, never a
+        model's or a rule's product)."""
+        text = "\n".join(f"[{p.label}] {p.text}" for p in delivered)
+        return self._add(f"{self.condition}:s{session}:capsule", "episodic", f"Raw evidence (session {session}):\n{text}",
+                         tuple(p.event_id for p in delivered), union(piece_scope(p, self._scopes) for p in delivered),
+                         session)
+
     def write(self, events: Sequence[Event]) -> list[MemoryItem]:
         parts = pieces(events)
         if not parts:
@@ -150,10 +158,7 @@ class TypedConsolidationMemory:
                                      tuple(p.event_id for p in parts),
                                      union(piece_scope(p, self._scopes) for p in parts), session))
         if pol.capsules and delivered:
-            text = "\n".join(f"[{p.label}] {p.text}" for p in delivered)
-            written.append(self._add(f"{self.condition}:s{session}:capsule", "episodic",
-                                     f"Raw evidence (session {session}):\n{text}", tuple(p.event_id for p in delivered),
-                                     union(piece_scope(p, self._scopes) for p in delivered), session))
+            written.append(self._capsule(delivered, session))
         if pol.typed:
             for p in delivered:
                 memory_type = _type_of(p)
