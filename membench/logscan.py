@@ -184,19 +184,8 @@ class LogFile:
 
 # ------------------------------------------------------------------------------------- the skipper
 
+# the generated code reads lengths and union indexes with schemas.codec.read_long (as `_varint`)
 _PRELUDE = '''
-def _varint(b, p):
-    x = b[p]
-    p += 1
-    n, s = x & 0x7F, 7
-    while x & 0x80:
-        x = b[p]
-        p += 1
-        n |= (x & 0x7F) << s
-        s += 7
-    return (n >> 1) ^ -(n & 1), p
-
-
 def _long(b, p):
     while b[p] & 0x80:
         p += 1
@@ -295,6 +284,6 @@ def compile_skipper(schema_json: dict[str, Any]) -> Callable[[bytes, int], int]:
 
     top = skipper(schema_json, schema_json.get("namespace"))
     source = _PRELUDE + "\n\n" + "\n\n\n".join(defs) + "\n\n" + "\n".join(tables) + f"\nSKIP = {top}\n"
-    env: dict[str, Any] = {}
+    env: dict[str, Any] = {"_varint": read_long}
     exec(compile(source, f"<avro skipper {schema_json.get('name')}>", "exec"), env)  # noqa: S102 - our own schema
     return env["SKIP"]
