@@ -119,13 +119,13 @@ def rederive(warehouse: WarehouseStore, run_set: str, jobs: int = 1,
              progress: Callable[[RederiveResult, int], None] | None = None) -> RederiveResult:
     """Rebuilds `run_set`'s derived rows from its raw events (see the module docstring for what a
     crash costs); `progress(result, total runs)` after every batch."""
-    from warehouse.queries import raw_datums_of_runs, raw_run_ids
+    from warehouse.queries import raw_datums_of_runs, raw_run_count, raw_run_id_pages
     from warehouse.sink import insert_derived
 
     started = time.perf_counter()
     result = RederiveResult(run_set)
-    run_ids = raw_run_ids(warehouse, run_set)
-    if not run_ids:
+    total = raw_run_count(warehouse, run_set)
+    if not total:
         raise RederiveError(f"run set '{run_set}': trajectory_events holds no event of it")
     nonce = uuid.uuid4().hex[:12]
     staging = {table: f"rederive_{nonce}_{table}" for table in derived_tables()}
@@ -133,8 +133,8 @@ def rederive(warehouse: WarehouseStore, run_set: str, jobs: int = 1,
         warehouse.command(f"CREATE TABLE {stage} AS {table}")
     try:
         sink = _Staging(warehouse, staging)
-        per_batch = max(1, min(BATCH_RUNS, math.ceil(len(run_ids) / (4 * jobs))))
-        batches = (run_ids[i:i + per_batch] for i in range(0, len(run_ids), per_batch))
+        per_batch = max(1, min(BATCH_RUNS, math.ceil(total / (4 * jobs))))
+        batches = raw_run_id_pages(warehouse, run_set, per_batch)  # a page of ids at a time
 
         def take(runs: list[str], done: tuple[int, list[Any], list[str]]) -> None:
             events, derived, problems = done
@@ -146,7 +146,7 @@ def rederive(warehouse: WarehouseStore, run_set: str, jobs: int = 1,
             result.events += events
             result.derived += len(derived)
             if progress is not None:
-                progress(result, len(run_ids))
+                progress(result, total)
 
         if jobs == 1:
             for runs in batches:

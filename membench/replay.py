@@ -19,13 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from membench.run_heads import RunHeads
 from processors import RunSetProcessor
 from schemas.chain import ChainVerifier
 from schemas.codec import DecodeError
 from schemas.derived import WALL_CLOCK_FIELDS, DerivedEvent
 from schemas.events import Event
 from schemas.fields import is_plain_name
-from schemas.log_root import HEX64, log_root
+from schemas.log_root import HEX64
 from schemas.registry import default_registry
 
 # An event as a source read it, with the schema it was written with (its hash is recomputed with it)
@@ -50,25 +51,19 @@ class Finding:
 
 @dataclass
 class RunSetSummary:
-    """One run set of the replayed source: its runs' heads and the log root over them."""
+    """One run set of the replayed source: its runs and the log root over their heads (each run's
+    head is the recomputed hash of its chain's last event, `schemas.chain.ChainVerifier`, the stored
+    one on an intact run; so any edit of the log changes the root). The heads themselves are on
+    disk, in the result's `RunHeads`."""
 
     run_set: str
     events: int = 0
-    # run_id -> its head: the recomputed hash of its last event (schemas.chain.ChainVerifier), the
-    # stored one on an intact run; so any edit of the log changes the root
-    heads: dict[str, str] = field(default_factory=dict)
+    runs: int = 0  # set with the log root once the whole source was read
+    log_root: str = ""
     abandoned: list[tuple[str, str, int]] = field(default_factory=list)  # (run_id, unit_id, seq of the closing event)
     # (run_id, seq, kind) of fenced events: published after their run had ended, or at a seq the run
     # already holds (a stalled runner's late events, docs/design.md §2); in the log, derive nothing
     fenced: list[tuple[str, int, str]] = field(default_factory=list)
-
-    @property
-    def runs(self) -> int:
-        return len(self.heads)
-
-    @property
-    def log_root(self) -> str:
-        return log_root(self.heads)
 
     def to_json(self) -> dict[str, Any]:
         return {"run_set": self.run_set, "runs": self.runs, "events": self.events, "log_root": self.log_root,
@@ -85,6 +80,7 @@ class ReplayResult:
     diffs_checked: int = 0
     findings: list[Finding] = field(default_factory=list)
     run_sets: dict[str, RunSetSummary] = field(default_factory=dict)
+    heads: RunHeads | None = None  # every run's head, on disk (membench.run_heads)
 
     @property
     def ok(self) -> bool:
@@ -150,15 +146,15 @@ def events_from_file(path: Path, findings: list[Finding], part: tuple[int, int] 
 def events_from_warehouse(warehouse: Any, run_set: str | None, findings: list[Finding]) -> Iterator[Logged]:
     """Raw rows of the warehouse, each decoded with the writer schema its `schema_fingerprint` names
     (not resolved to the newest: the hash covers the writer's datum). Read `RUNS_PER_QUERY` runs at
-    a time (`warehouse.queries.raw_datums_of_runs`), so memory does not grow with the table."""
+    a time (`warehouse.queries.raw_run_id_pages`, `raw_datums_of_runs`), so memory does not grow
+    with the table."""
     from membench.logscan import datum_decoder
-    from warehouse.queries import raw_datums_of_runs, raw_run_ids
+    from warehouse.queries import raw_datums_of_runs, raw_run_id_pages
 
     registry = default_registry()
     decoders: dict[str, Any] = {}
-    run_ids = raw_run_ids(warehouse, run_set)
-    for first in range(0, len(run_ids), RUNS_PER_QUERY):
-        for fingerprint_hex, datum in raw_datums_of_runs(warehouse, run_ids[first:first + RUNS_PER_QUERY]):
+    for run_ids in raw_run_id_pages(warehouse, run_set, RUNS_PER_QUERY):
+        for fingerprint_hex, datum in raw_datums_of_runs(warehouse, run_ids):
             writer = registry.by_fingerprint(bytes.fromhex(fingerprint_hex))
             if writer is None:
                 findings.append(Finding("?", None, f"trajectory_events.schema_fingerprint {fingerprint_hex} names "
@@ -295,13 +291,14 @@ VERIFY_BATCH_RUNS = 500
 
 
 class _Comparer:
-    """Compares re-derived events with the warehouse a batch of ended runs at a time."""
+    """Compares re-derived events with the warehouse a batch of ended runs at a time. It is told of
+    each run's chain once: events as they come (`add`, a run's first RunEnded ends it), or a
+    worker's whole ended runs (`add_ended`); what is fenced never reaches it."""
 
     def __init__(self, warehouse: Any, result: ReplayResult, findings: list[Finding]):
         self.warehouse, self.result, self.findings = warehouse, result, findings
-        self.by_run: dict[str, list[DerivedEvent]] = {}
+        self.by_run: dict[str, list[DerivedEvent]] = {}  # runs not compared yet: ended in this batch, or open
         self.ended: list[str] = []
-        self.done: set[str] = set()  # runs compared or waiting in `ended` (one id per run, like the heads)
 
     def add(self, event: Event, derived: list[DerivedEvent]) -> None:
         if derived:
@@ -310,23 +307,22 @@ class _Comparer:
             self.add_ended(event.run_id, [])
 
     def add_ended(self, run_id: str, derived: list[DerivedEvent]) -> None:
-        """The (last) derived events of a run that has ended; a second RunEnded of a run adds nothing."""
+        """The (last) derived events of a run that has ended."""
         if derived:
             self.by_run.setdefault(run_id, []).extend(derived)
-        if run_id not in self.done:
-            self.done.add(run_id)
-            self.ended.append(run_id)
-            if len(self.ended) >= VERIFY_BATCH_RUNS:
-                self.flush(self.ended)
-                self.ended = []
+        self.ended.append(run_id)
+        if len(self.ended) >= VERIFY_BATCH_RUNS:
+            self.flush(self.ended)
+            self.ended = []
 
     def add_open(self, run_id: str, derived: list[DerivedEvent]) -> None:
-        if derived:
-            self.by_run.setdefault(run_id, []).extend(derived)
+        """A run that never ended, with its derived events (none is a run to compare all the same:
+        the warehouse may hold rows of it)."""
+        self.by_run.setdefault(run_id, []).extend(derived)
 
-    def finish(self, all_runs: set[str]) -> None:
+    def finish(self, open_runs: Iterable[str] = ()) -> None:
         """Every run not compared yet: the last batch, and the runs that never ended."""
-        self.flush(set(self.ended) | (all_runs - self.done))
+        self.flush(set(self.ended) | set(self.by_run) | set(open_runs))
         self.ended = []
 
     def flush(self, run_ids) -> None:
@@ -375,10 +371,10 @@ class _Forwarder:
                 self.send(("ended", self.ended))
                 self.ended = []
 
-    def finish(self, all_runs: set[str]) -> None:
+    def finish(self, open_runs: Iterable[str] = ()) -> None:
         if self.ended:
             self.send(("ended", self.ended))
-        self.send(("open", list(self.by_run.items())))
+        self.send(("open", [(run_id, self.by_run.pop(run_id, [])) for run_id in open_runs]))
         self.ended, self.by_run = [], {}
 
 
@@ -504,29 +500,42 @@ def _finding_order(finding: Finding) -> tuple:
     return (finding.run_id, -1 if finding.seq is None else finding.seq, finding.reason)
 
 
+# ended runs the replay's processor remembers (at least this many, at most twice: a window like the
+# worker's, smaller, since replay's own rule is the heads on disk): a fenced event of a run it has
+# forgotten is not shown to it
+PROCESSOR_ENDED_WINDOW = 1024
+
+
 class _Replayer:
     """Checks and folds a stream of (event, writer schema[, datum]); `comparer` gets every event and
-    its derived events (a `_Comparer`, a worker's `_Forwarder`, or None)."""
+    its derived events (a `_Comparer`, a worker's `_Forwarder`, or None).
 
-    def __init__(self, findings: list[Finding], comparer: Any, blobs_for: Callable[[str], Path | None] | None):
+    Memory holds the open runs only: a run's chain state, fold state and derived events go when its
+    first RunEnded is read, its head to `heads` (on disk), which also tells a later event of an
+    ended run from a new run's first."""
+
+    def __init__(self, findings: list[Finding], comparer: Any, blobs_for: Callable[[str], Path | None] | None,
+                 heads: RunHeads | None = None):
         self.result = ReplayResult(findings=findings)
         self.findings = findings
         self.verifier = ChainVerifier()
-        self.processor = RunSetProcessor(ended_window=None)  # an audit remembers every run (as the heads do)
+        # the processors' own window of ended runs: past it, replay's rule (the heads on disk) fences
+        self.processor = RunSetProcessor(PROCESSOR_ENDED_WINDOW)
         self.stores: dict[str, BlobStore] = {}
         self.comparer = comparer
         self.blobs_for = blobs_for
         self.banks = BankLedger()
+        self.heads = self.result.heads = heads if heads is not None else RunHeads()
         self.first_seen: dict[str, int] = {}  # run set -> position of its first event (orders the run sets)
         # the fencing rule of the processors (and producers.attempts.RunChain): a run's chain is its
         # first event at each seq, up to its first RunEnded; what comes after is fenced
-        self.last_seq: dict[str, int] = {}
-        self.ended_runs: set[str] = set()
+        self.last_seq: dict[str, int] = {}  # open run -> the seq of its chain's last event
+        self.open_in: dict[str, str] = {}  # open run -> its run set (that of its first event)
 
     def feed_all(self, events: Iterable[Logged], positions: bool = False) -> None:
         result, findings, verifier, processor = self.result, self.findings, self.verifier, self.processor
-        comparer, run_sets = self.comparer, result.run_sets
-        last_seq, ended_runs = self.last_seq, self.ended_runs
+        comparer, run_sets, heads = self.comparer, result.run_sets, self.heads
+        last_seq, open_in = self.last_seq, self.open_in
         for item in events:
             event, schema = item[0], item[1]
             summary = run_sets.get(event.run_set)
@@ -536,23 +545,33 @@ class _Replayer:
             result.events += 1
             summary.events += 1
             run_id, kind = event.run_id, event.kind
-            if run_id in ended_runs or event.seq <= last_seq.get(run_id, -1):
-                # not part of the run's chain; the processor ignores it by the same rule
+            last = last_seq.get(run_id)
+            if last is None:
+                fenced = run_id in heads  # one lookup per run: at its first event (or a fenced one)
+                if not fenced:
+                    open_in[run_id] = event.run_set
+            else:
+                fenced = event.seq <= last
+            if fenced:
+                # not part of the run's chain; the processor ignores it by the same rule (while it
+                # still remembers the run: `RunSetProcessor.is_new`)
                 summary.fenced.append((run_id, event.seq, kind))
-                derived = processor.apply(event)  # nothing, by that rule; counted and compared if not
-                result.derived += len(derived)
-                if comparer is not None and derived:
-                    comparer.add(event, derived)
+                if not processor.is_new(run_id):
+                    derived = processor.apply(event)
+                    if derived:
+                        result.derived += len(derived)
+                        findings.append(Finding(run_id, event.seq, f"the processors derived {len(derived)} "
+                                                                   f"events from a fenced {kind}"))
                 continue
             last_seq[run_id] = event.seq
-            if kind == "RunEnded":
-                ended_runs.add(run_id)
             broken = verifier.check(event, schema, item[2] if len(item) > 2 else None)
             if broken:
                 findings.append(Finding(broken.run_id, broken.seq, broken.reason))
-            summary.heads[run_id] = event.hash
-            if kind == "RunEnded" and event.payload.get("status") == "abandoned":
-                summary.abandoned.append((event.run_id, event.unit_id, event.seq))
+            if kind == "RunEnded":
+                del last_seq[run_id]
+                heads.add(open_in.pop(run_id), run_id, verifier.release(run_id))
+                if event.payload.get("status") == "abandoned":
+                    summary.abandoned.append((event.run_id, event.unit_id, event.seq))
             elif kind in ("PatchProduced", "ModelCall"):
                 store = self.stores.get(event.run_set)
                 if store is None:
@@ -570,31 +589,38 @@ class _Replayer:
             if comparer is not None:
                 comparer.add(event, derived)
 
-    def finish(self) -> set[str]:
-        """Dead letters, open runs, recomputed heads; returns every run id seen."""
-        result, findings = self.result, self.findings
+    def finish(self) -> None:
+        """Dead letters, open runs (their heads join the ended runs'), the comparison's last batch."""
+        findings = self.findings
         for dead in self.processor.dead_letters:
             findings.append(Finding(dead.run_id, dead.seq, f"processor rejected the event: {dead.reason}"))
-        heads = self.verifier.heads()
-        computed = self.verifier.computed_heads()
-        for summary in result.run_sets.values():
-            summary.heads = {run_id: computed[run_id] for run_id in summary.heads}
-        result.runs = len(heads)
+        seen = self.verifier.heads()
         for run_id in self.processor.open_runs():
-            seen, _ = heads[run_id]
-            findings.append(Finding(run_id, seen - 1, "run has no RunEnded event (incomplete or truncated run)"))
+            if run_id in seen:
+                findings.append(Finding(run_id, seen[run_id][0] - 1,
+                                        "run has no RunEnded event (incomplete or truncated run)"))
+            else:  # its RunEnded was read, after a gap in its seqs (a chain break names the gap)
+                findings.append(Finding(run_id, None, "the processors never applied this run's RunEnded: "
+                                                      "they wait for missing events"))
+        for run_id, head in self.verifier.computed_heads().items():
+            self.heads.add(self.open_in[run_id], run_id, head)
+        self.heads.flush()
+        self.result.runs = self.heads.count()
         if self.comparer is not None:
-            self.comparer.finish(set(heads))
-        return set(heads)
+            self.comparer.finish(list(self.last_seq))
 
 
 def _settle(result: ReplayResult, banks: BankLedger, banks_for: Callable[[str], Path | None] | None) -> ReplayResult:
     """The parts of a result that need every run: the skill-bank check; then one order for the
     findings and the abandoned attempts (run, seq, reason), so the output does not depend on how
-    runs interleave in the source or were split between workers."""
+    runs interleave in the source or were split between workers. Each run set's run count and log
+    root are read from the heads on disk, in run-id order."""
     result.findings.extend(banks.findings(banks_for))
     result.findings.sort(key=_finding_order)
+    counts = result.heads.counts()
     for summary in result.run_sets.values():
+        summary.runs = counts.get(summary.run_set, 0)
+        summary.log_root = result.heads.log_root(summary.run_set)
         summary.abandoned.sort(key=lambda a: (a[0], a[2]))
         summary.fenced.sort()
     return result
@@ -607,9 +633,9 @@ def replay(events: Iterable[Logged], findings: list[Finding], warehouse: Any | N
     `blobs_for(run_set)` names the run set's blob directory (None: unknown, so a digest-only diff is
     a finding), `banks_for(run_set)` its skill banks' (None: only the digests are checked).
 
-    Streams: re-derived events are kept only until their run has ended and its batch of
-    `VERIFY_BATCH_RUNS` runs was compared with the warehouse (without a warehouse, not at all);
-    what grows with the log is one head and one ended id per run (the log root needs them)."""
+    Streams: what memory holds is the open runs (chain, folds, derived events) and, with a
+    warehouse, the derived events of up to `VERIFY_BATCH_RUNS` ended runs not compared yet; every
+    ended run's head goes to disk (`membench.run_heads`), so memory does not grow with the log."""
     replayer = _Replayer(findings, None, blobs_for)
     if warehouse is not None:
         replayer.comparer = _Comparer(warehouse, replayer.result, findings)
@@ -621,16 +647,18 @@ def replay(events: Iterable[Logged], findings: list[Finding], warehouse: Any | N
 # -------------------------------------------------------------------------------- replay --jobs N
 
 
-def _worker(path: str, k: int, jobs: int, dirs: SourceDirs, forward: bool, queue: Any) -> None:
-    """Worker k of `replay --jobs`: replays the runs it owns; sends derived events (to compare) and
-    at the end its partial result to the parent."""
+def _worker(path: str, k: int, jobs: int, dirs: SourceDirs, forward: bool, heads_path: str, queue: Any) -> None:
+    """Worker k of `replay --jobs`: replays the runs it owns, their heads into its own file at
+    `heads_path`; sends derived events (to compare) and at the end its partial result to the parent."""
     try:
         findings: list[Finding] = []
         source: list[Finding] = []  # the reader's own findings: every worker meets the same ones
+        heads = RunHeads(Path(heads_path))
         replayer = _Replayer(findings, _Forwarder(lambda msg: queue.put((k,) + msg)) if forward else None,
-                             dirs.blobs)
+                             dirs.blobs, heads)
         replayer.feed_all(events_from_file(Path(path), source, part=(k, jobs)), positions=True)
         replayer.finish()
+        heads.close()  # written whole before the parent is told
         result = replayer.result
         queue.put((k, "done", {
             "events": result.events, "runs": result.runs, "derived": result.derived,
@@ -657,14 +685,16 @@ def replay_file_jobs(path: Path, jobs: int, findings: list[Finding], warehouse: 
     import multiprocessing
 
     dirs = dirs or SourceDirs(file_dir=Path(path).parent)
+    result = ReplayResult(findings=findings, heads=RunHeads())
+    # each worker's heads in a file beside the parent's store (its temporary directory, removed with it)
+    heads_paths = [str(result.heads.path.parent / f"worker-{k}.sqlite") for k in range(jobs)]
     # spawn, not fork: the parent may hold a chDB engine and its threads
     context = multiprocessing.get_context("spawn")
     queue = context.Queue(maxsize=4 * jobs)
-    workers = [context.Process(target=_worker, args=(str(path), k, jobs, dirs, warehouse is not None, queue),
-                               daemon=True) for k in range(jobs)]
+    workers = [context.Process(target=_worker, args=(str(path), k, jobs, dirs, warehouse is not None,
+                                                     heads_paths[k], queue), daemon=True) for k in range(jobs)]
     for worker in workers:
         worker.start()
-    result = ReplayResult(findings=findings)
     comparer = _Comparer(warehouse, result, findings) if warehouse is not None else None
     banks = BankLedger()
     source: list[Finding] = []
@@ -693,7 +723,6 @@ def replay_file_jobs(path: Path, jobs: int, findings: list[Finding], warehouse: 
             worker.join(timeout=5)
             if worker.is_alive():
                 worker.terminate()
-    all_runs: set[str] = set()
     first: dict[str, int] = {}
     merged: dict[str, RunSetSummary] = {}
     for k in sorted(partials):
@@ -707,19 +736,19 @@ def replay_file_jobs(path: Path, jobs: int, findings: list[Finding], warehouse: 
             if finding not in source:
                 source.append(finding)
         banks.extend(part["banks"])
+        result.heads.absorb(Path(heads_paths[k]))
+        Path(heads_paths[k]).unlink()
         for summary, seen in part["run_sets"]:
             first[summary.run_set] = min(seen, first.get(summary.run_set, seen))
             into = merged.setdefault(summary.run_set, RunSetSummary(summary.run_set))
             into.events += summary.events
-            into.heads.update(summary.heads)
             into.abandoned.extend(summary.abandoned)
             into.fenced.extend(summary.fenced)
-            all_runs |= set(summary.heads)
     for run_set in sorted(merged, key=lambda name: first[name]):  # the order jobs 1 meets them in
         result.run_sets[run_set] = merged[run_set]
     findings.extend(source)
     if comparer is not None:
-        comparer.finish(all_runs)
+        comparer.finish()  # the open runs came with each worker's "open" message
     return _settle(result, banks, dirs.banks)
 
 
@@ -776,8 +805,12 @@ def check_log_root(result: ReplayResult, path: Path, public_key=None, required: 
         return check
     check.recomputed = summary.log_root
     if record.log_root != check.recomputed:
-        ours, theirs = summary.heads, record.heads()
-        differ = sorted(r for r in set(ours) | set(theirs) if ours.get(r) != theirs.get(r))
+        theirs = record.heads()  # the file holds them all; ours stream from disk
+        differ = []
+        for run_id, head in result.heads.pairs(record.run_set):
+            if theirs.pop(run_id, None) != head:
+                differ.append(run_id)
+        differ = sorted(differ + list(theirs))
         result.findings.append(Finding(differ[0] if differ else "?", None,
                                        f"{path}: field 'log_root' {record.log_root} differs from the root "
                                        f"recomputed from the log, {check.recomputed} ({len(differ)} runs differ)"))

@@ -121,6 +121,13 @@ class ChainVerifier:
             return found
         return None
 
+    def release(self, run_id: str) -> str:
+        """Forgets a run whose chain is complete (replay: at its first RunEnded) and returns its
+        recomputed head, so a long log's verifier holds only the open runs. A later event of the run
+        would start a new chain at the genesis hash: the caller fences such events instead."""
+        self._next.pop(run_id, None)
+        return self._computed.pop(run_id)
+
     def heads(self) -> dict[str, tuple[int, str]]:
         """run_id -> (number of events seen, last hash)."""
         return {run: (seq, head) for run, (seq, head) in self._next.items()}

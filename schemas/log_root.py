@@ -19,25 +19,43 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 DEFINITION = "sha256 over the sorted lines '<run_id> <last_hash>\\n' of every run of the run set"
 
 
+def _line(run_id: str, last_hash: str) -> str:
+    if not run_id or any(c.isspace() for c in run_id):
+        raise ValueError(f"run id {run_id!r} is empty or holds whitespace; it cannot be a log-root line")
+    if not HEX64.match(last_hash):
+        raise ValueError(f"run {run_id}: last hash {last_hash!r} is not 64 lowercase hex characters")
+    return f"{run_id} {last_hash}\n"
+
+
 def root_lines(heads: Mapping[str, str]) -> bytes:
     """The exact bytes the root hashes: one "<run_id> <last_hash>\\n" line per run, sorted."""
-    for run_id, last_hash in heads.items():
-        if not run_id or any(c.isspace() for c in run_id):
-            raise ValueError(f"run id {run_id!r} is empty or holds whitespace; it cannot be a log-root line")
-        if not HEX64.match(last_hash):
-            raise ValueError(f"run {run_id}: last hash {last_hash!r} is not 64 lowercase hex characters")
-    return "".join(f"{run_id} {heads[run_id]}\n" for run_id in sorted(heads)).encode("utf-8")
+    lines = {run_id: _line(run_id, last_hash) for run_id, last_hash in heads.items()}
+    return "".join(lines[run_id] for run_id in sorted(lines)).encode("utf-8")
 
 
 def log_root(heads: Mapping[str, str]) -> str:
     """The root over run_id -> last hash of every run of one run set."""
     return hashlib.sha256(root_lines(heads)).hexdigest()
+
+
+def log_root_of_sorted(pairs: Iterable[tuple[str, str]]) -> str:
+    """The same root over (run_id, last_hash) pairs that arrive already sorted by run_id (a head
+    store read in key order), hashed as they stream by; pairs out of order or repeated are refused,
+    since they would hash to another root."""
+    sha = hashlib.sha256()
+    previous = None
+    for run_id, last_hash in pairs:
+        if previous is not None and run_id <= previous:
+            raise ValueError(f"run id {run_id!r} arrives after {previous!r}: the pairs are not sorted and unique")
+        sha.update(_line(run_id, last_hash).encode("utf-8"))
+        previous = run_id
+    return sha.hexdigest()
 
 
 def signed_message(run_set: str, root: str) -> bytes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from warehouse.protocol import WarehouseReader
@@ -104,11 +105,26 @@ def raw_datums(warehouse: WarehouseReader, run_set: str | None = None) -> list[t
     return [(fp, bytes.fromhex(datum_hex)) for fp, datum_hex in rows]
 
 
-def raw_run_ids(warehouse: WarehouseReader, run_set: str | None = None) -> list[str]:
-    """Every run id of the raw table (of one run set, when given), sorted."""
+def raw_run_id_pages(warehouse: WarehouseReader, run_set: str | None, size: int) -> Iterator[list[str]]:
+    """Every run id of the raw table (of one run set, when given), sorted, a page of `size` at a
+    time: each page is one query that starts after the last id of the page before (the table is
+    ordered by run id), so a reader of a large raw table holds one page of ids, not all of them."""
+    where = "run_set = {rs:String} AND " if run_set else ""
+    after = ""
+    while True:
+        page = [r[0] for r in warehouse.query_rows(
+            f"SELECT DISTINCT run_id FROM trajectory_events WHERE {where}run_id > {{after:String}} "
+            f"ORDER BY run_id LIMIT {int(size)}", {"rs": run_set, "after": after} if run_set else {"after": after})]
+        if not page:
+            return
+        yield page
+        after = page[-1]
+
+
+def raw_run_count(warehouse: WarehouseReader, run_set: str | None = None) -> int:
     where = "WHERE run_set = {rs:String}" if run_set else ""
-    return [r[0] for r in warehouse.query_rows(
-        f"SELECT DISTINCT run_id FROM trajectory_events {where} ORDER BY run_id", {"rs": run_set} if run_set else None)]
+    return int(warehouse.query_rows(f"SELECT uniqExact(run_id) FROM trajectory_events {where}",
+                                    {"rs": run_set} if run_set else None)[0][0])
 
 
 def raw_run_sets(warehouse: WarehouseReader) -> list[str]:

@@ -30,7 +30,7 @@ def recorded(tmp_path_factory):
         for event in events:
             pipeline.publish(event, seal(schema, event)[1])
     pipeline.close()
-    yield {"runs": runs, "warehouse": warehouse, "schema": schema}
+    yield {"runs": runs, "warehouse": warehouse, "schema": schema, "log": root / "events.avro"}
     warehouse.close()
 
 
@@ -71,3 +71,21 @@ def test_an_edited_verdict_differs_from_the_warehouse(recorded, batch, monkeypat
     _, findings = _replay(recorded, runs, batch, monkeypatch)
     assert any(f.startswith("run run-1") and "SessionVerdict differs from the warehouse in" in f
                for f in findings), findings
+
+
+def test_the_warehouse_source_pages_through_run_ids_and_replays_as_the_log_does(recorded, monkeypatch):
+    """`replay warehouse:` reads run ids a page at a time (`raw_run_id_pages`, keyed on the last id
+    of the page before): with pages of 2 runs every one of the 7 runs is read, once."""
+    from membench.replay import events_from_file, events_from_warehouse
+    from warehouse.queries import raw_run_count, raw_run_id_pages
+
+    pages = list(raw_run_id_pages(recorded["warehouse"], "rs", 2))
+    assert [len(p) for p in pages] == [2, 2, 2, 1]
+    assert [r for p in pages for r in p] == sorted(f"run-{i}" for i in range(7)) and \
+        raw_run_count(recorded["warehouse"], "rs") == 7
+    monkeypatch.setattr(replay_module, "RUNS_PER_QUERY", 2)
+    findings: list = []
+    from_warehouse = replay(events_from_warehouse(recorded["warehouse"], "rs", findings), findings)
+    from_log = replay(events_from_file(recorded["log"], []), [])
+    assert findings == [] and (from_warehouse.events, from_warehouse.runs) == (from_log.events, 7)
+    assert from_warehouse.log_root == from_log.log_root
