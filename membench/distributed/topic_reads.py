@@ -35,12 +35,14 @@ def events_from_kafka(dsn: str, findings: list, timeout: float = 30.0) -> Iterat
             if high <= low:
                 continue
             consumer.assign([TopicPartition(TRAJECTORY, partition, low)])
+            # `timeout` bounds a wait without progress, not the read: a long partition reads whole
             position, deadline = low, time.monotonic() + timeout
             while position < high and time.monotonic() < deadline:
                 for msg in consumer.consume(1000, 1.0):
                     if msg.error():
                         continue
                     position = msg.offset() + 1
+                    deadline = time.monotonic() + timeout
                     try:
                         writer, datum = unframe(msg.value() or b"")
                         try:
@@ -53,6 +55,10 @@ def events_from_kafka(dsn: str, findings: list, timeout: float = 30.0) -> Iterat
                         yield Event.from_record(record), writer
                     except DecodeError as exc:
                         findings.append(Finding("?", None, f"partition {partition} offset {msg.offset()}: {exc}"))
+            if position < high:
+                findings.append(Finding("?", None, f"{TRAJECTORY} partition {partition}: no message for {timeout:.0f}s "
+                                                   f"at offset {position}, before its end {high}; the events from "
+                                                   "there on were not replayed"))
     finally:
         consumer.close()
 
