@@ -8,6 +8,7 @@ import socket
 import sys
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 
 from membench.distributed.topic_reads import StatusView, read_run_head
@@ -41,6 +42,18 @@ class RunnerStats:
     closed: int = 0  # abandoned attempts this runner closed
     bad_orders: int = 0
     fenced: int = 0  # attempts of this runner that another runner had closed before they ended
+    lost_claims: int = 0  # attempts another runner claimed first from the same status record
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a runner decided for one claimed order, and on what: `base` is the offset of the status
+    record it read (None: it read none), `claim` the token its records carry."""
+
+    decision: object  # producers.unit_queue.Decision
+    head: object  # producers.attempts.RunHead of the attempt the status names, or None
+    base: int | None
+    claim: str
 
 
 class UnitRunner:
@@ -253,36 +266,93 @@ class UnitRunner:
                 self._packs[key] = pack
             return self._packs[key]
 
-    def _run_order(self, order) -> None:
-        from producers.attempts import RunHead
-        from producers.runner import RunConfig, run_id_for, run_unit
+    def _plan(self, order) -> "Plan":
+        """Read the unit's status (to the topic's end) and, when an attempt started, its run's head;
+        decide. The claim token names this decision, the base the record it read."""
         from producers.unit_queue import Head, decide
-        from sandbox.registry import get_sandbox
 
-        unit = order.unit
-        bus = self._bus(order.run_set)
         self._status.refresh()
-        status = self._status.get(order.key)
+        state = self._status.state(order.key)
+        status = state.record
         head = None
         if status and status.get("status") in ("started", "abandoned") and status.get("run_id"):
             head = read_run_head(self.topics, status["run_id"])
         decision = decide(status, None if head is None else Head(head.run_id, head.last_seq,
                                                                   head.status if head.ended else None))
+        return Plan(decision, head, state.offset, f"{self._name}/{uuid.uuid4().hex[:12]}")
+
+    def _run_order(self, order) -> None:
+        plan = self._plan(order)
+        run_id = self._prepare(order, plan)
+        if run_id is None or not self._claim_attempt(order, plan, run_id):
+            return
+        self._execute(order, plan, run_id)
+
+    def _prepare(self, order, plan: "Plan") -> str | None:
+        """Skip a done unit, or close the earlier attempt the plan takes over; the run id of the
+        attempt to claim, or None when there is nothing to run."""
+        from producers.attempts import RunHead
+        from producers.runner import run_id_for
+
+        decision, bus = plan.decision, self._bus(order.run_set)
         if decision.action == "skip":
             self._skip(bus, order, decision.reason, decision.finished_run, decision.attempt)
-            return
-        pack = self._pack(order)
+            return None
+        self._pack(order)
         if decision.close is not None:
-            head = head or RunHead(order.run_set, decision.close, unit.unit_id)
-            finished = self._close(bus, order, head, decision.attempt - 1)
+            head = plan.head or RunHead(order.run_set, decision.close, order.unit.unit_id)
+            finished = self._close(bus, order, head, decision.attempt - 1, plan.claim)
             if finished is not None:  # the stalled runner's RunEnded came first: its attempt completed the unit
                 self._skip(bus, order, f"run {finished} ended before it could be closed", finished,
                            decision.attempt - 1)
+                return None
+        return run_id_for(order.run_set, order.unit, decision.attempt)
+
+    def _claim_attempt(self, order, plan: "Plan", run_id: str) -> bool:
+        """Record `started` (acknowledged, before the run's first event: a runner that takes over
+        finds the attempt) with our claim and base, then read the status topic up to it: we won
+        unless another claim's `started` (or a completed/excluded mark) landed after our base
+        (`KeyStatus`). A loser publishes nothing of the attempt, repeats the winner's record after
+        its own so the key's newest record is true again, and leaves the unit to the winner."""
+        bus, attempt = self._bus(order.run_set), plan.decision.attempt
+        bus.mark_unit(order.unit.unit_id, "started", run_id, attempt, claim=plan.claim, base=plan.base)
+        bus.flush()
+        self._status.refresh()  # to the end it fetches first, which is past our acknowledged record
+        if self._status.won(order.key, plan.claim):
+            self._log(f"runner {self._name}: claimed {order.key} attempt {attempt} run {run_id}")
+            return True
+        winner = self._status.get(order.key) or {}
+        self._log(f"runner {self._name}: lost claim {order.key} attempt {attempt} run {run_id} to "
+                  f"{winner.get('claim') or 'an unclaimed record'} ({winner.get('status')} attempt "
+                  f"{winner.get('attempt')}); the unit is left to it")
+        with self._lock:
+            self.stats.lost_claims += 1
+        self._restate(bus, order, plan.claim)
+        return False
+
+    def _restate(self, bus, order, claim: str, rounds: int = 10) -> None:
+        """While the key's newest record is our lost `started` (or a repeat of ours that a newer
+        record overtook), append the record that counts again; each round reads to the end it
+        fetched first, so this stops once no record of the winner lands between."""
+        from producers.unit_queue import restatement
+
+        for _ in range(rounds):
+            state = self._status.state(order.key)
+            newest = state.newest[1] if state.newest else {}
+            ours = newest.get("by") == claim or ("restates" not in newest and newest.get("claim") == claim
+                                                 and newest.get("status") == "started")
+            if state.settled or not ours:  # true already, or another loser's to repeat
                 return
-        run_id = run_id_for(order.run_set, unit, decision.attempt)
-        bus.mark_unit(unit.unit_id, "started", run_id, decision.attempt)
-        bus.flush()  # recorded before the run's first event: a runner that takes over finds the attempt
-        self._log(f"runner {self._name}: claimed {order.key} attempt {decision.attempt} run {run_id}")
+            bus.mark_record(order.unit.unit_id, restatement(state, claim))
+            bus.flush()
+            self._status.refresh()
+        self._log(f"runner {self._name}: {order.key}: its newest status record is not settled after {rounds} repeats")
+
+    def _execute(self, order, plan: "Plan", run_id: str) -> None:
+        from producers.runner import RunConfig, run_unit
+        from sandbox.registry import get_sandbox
+
+        bus, attempt, unit = self._bus(order.run_set), plan.decision.attempt, order.unit
         config = RunConfig(order.run_set, order.agent, read_budget=order.read_budget, code_digest=self._code_digest,
                            blob_dir=self.settings.runs_dir / order.run_set / "blobs")
         lock = threading.Lock()
@@ -294,18 +364,18 @@ class UnitRunner:
             if event.kind == "RunEnded":
                 ended.append(event.event_id)
 
-        run_unit(pack, unit, config, get_sandbox(order.sandbox), publish, decision.attempt)
+        run_unit(self._pack(order), unit, config, get_sandbox(order.sandbox), publish, attempt)
         bus.flush()  # a unit is complete only once Kafka acknowledged all of its events
         if not self._ended_by(order.key, run_id, ended[0] if ended else None):
-            self._log(f"runner {self._name}: fenced {order.key} attempt {decision.attempt} run {run_id}: another "
+            self._log(f"runner {self._name}: fenced {order.key} attempt {attempt} run {run_id}: another "
                       f"runner closed it as abandoned first; what it published after the close derives nothing "
                       f"and the unit's status is left to that runner")
             with self._lock:
                 self.stats.fenced += 1
             return
-        bus.mark_unit(unit.unit_id, "completed", run_id, decision.attempt)
+        bus.mark_unit(unit.unit_id, "completed", run_id, attempt, claim=plan.claim)
         bus.flush()
-        self._log(f"runner {self._name}: completed {order.key} attempt {decision.attempt} run {run_id}")
+        self._log(f"runner {self._name}: completed {order.key} attempt {attempt} run {run_id}")
         with self._lock:
             self.stats.completed += 1
 
@@ -317,7 +387,7 @@ class UnitRunner:
         with self._lock:
             self.stats.skipped += 1
 
-    def _close(self, bus, order, head, attempt: int) -> str | None:
+    def _close(self, bus, order, head, attempt: int, claim: str) -> str | None:
         """Close an earlier attempt whose runner died or stalled; returns None once our
         `RunEnded{abandoned}` is the run's end, or the run id when the attempt's own RunEnded came
         first (its runner resumed and finished: the unit is complete with it).
@@ -329,7 +399,7 @@ class UnitRunner:
         new end until it is the run's first RunEnded or the run ended by itself."""
         from producers.attempts import closing_event, describe
 
-        bus.mark_unit(order.unit.unit_id, "abandoned", head.run_id, attempt)
+        bus.mark_unit(order.unit.unit_id, "abandoned", head.run_id, attempt, claim=claim)
         bus.flush()
         while True:
             event, datum = closing_event(head)

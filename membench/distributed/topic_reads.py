@@ -103,8 +103,9 @@ def read_run_head(topics, run_id: str, timeout: float = 30.0):
 
 
 class StatusView:
-    """The newest unit-status record of every unit, kept current by reading the compacted topic
-    up to its end before each decision (one reader, assigned every partition, no group)."""
+    """Every unit's status, kept current by reading the compacted topic up to its end before each
+    decision (one reader, assigned every partition, no group). Each key's records are folded by the
+    claim rule (`producers.unit_queue.KeyStatus`): a `started` record whose claim lost is ignored."""
 
     def __init__(self, topics):
         import os
@@ -113,7 +114,8 @@ class StatusView:
 
         self.topics = topics
         self._lock = threading.Lock()
-        self.records: dict[str, dict] = {}  # "<run_set>/<unit_id>" -> record
+        self.keys: dict = {}  # "<run_set>/<unit_id>" -> KeyStatus
+        self.claims: dict[tuple[str, str], bool] = {}  # (key, claim) of a started record -> whether it won
         self._consumer = Consumer({"bootstrap.servers": topics.bootstrap,
                                    "group.id": topics.group(f"status-view-{os.getpid()}"),
                                    "enable.auto.commit": False, "auto.offset.reset": "earliest",
@@ -124,7 +126,11 @@ class StatusView:
         self._positions = {p: 0 for p in self._partitions}
 
     def refresh(self, timeout: float = 30.0) -> None:
+        """Read every partition up to the end it has when called (not beyond: a refresh after our
+        own acknowledged record reads exactly the records up to it and whatever came before)."""
         from confluent_kafka import TopicPartition
+
+        from producers.unit_queue import KeyStatus
 
         with self._lock:
             ends = {}
@@ -142,11 +148,36 @@ class StatusView:
                         continue
                     self._positions[msg.partition()] = msg.offset() + 1
                     if msg.value():
-                        self.records[msg.key().decode()] = json.loads(msg.value())
+                        key, record = msg.key().decode(), json.loads(msg.value())
+                        counted = self.keys.setdefault(key, KeyStatus()).add(msg.offset(), record)
+                        if record.get("status") == "started" and "claim" in record and "restates" not in record:
+                            self.claims[(key, record["claim"])] = counted
+
+    @property
+    def records(self) -> dict[str, dict]:
+        """key -> the newest record that counts."""
+        with self._lock:
+            return {key: state.record for key, state in self.keys.items() if state.record is not None}
 
     def get(self, key: str) -> dict | None:
         with self._lock:
-            return self.records.get(key)
+            state = self.keys.get(key)
+            return None if state is None else state.record
+
+    def state(self, key: str):
+        """The key's `KeyStatus` (a copy), or a blank one."""
+        from dataclasses import replace
+
+        from producers.unit_queue import KeyStatus
+
+        with self._lock:
+            state = self.keys.get(key)
+            return KeyStatus() if state is None else replace(state)
+
+    def won(self, key: str, claim: str) -> bool | None:
+        """Whether the started record of `claim` won (None: not read yet)."""
+        with self._lock:
+            return self.claims.get((key, claim))
 
     def close(self) -> None:
         self._consumer.close()
