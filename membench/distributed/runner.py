@@ -317,7 +317,9 @@ class UnitRunner:
         bus, attempt = self._bus(order.run_set), plan.decision.attempt
         bus.mark_unit(order.unit.unit_id, "started", run_id, attempt, claim=plan.claim, base=plan.base)
         bus.flush()
-        self._status.refresh()  # to the end it fetches first, which is past our acknowledged record
+        # read our record's partition from where the last refresh stopped (at most our base) up to our
+        # record, whose acknowledged position the bus knows: no other partition, no watermark query
+        self._status.refresh(until=bus.status_positions.get(order.key))
         if self._status.won(order.key, plan.claim):
             self._log(f"runner {self._name}: claimed {order.key} attempt {attempt} run {run_id}")
             return True

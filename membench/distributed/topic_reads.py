@@ -125,16 +125,20 @@ class StatusView:
         self._consumer.assign([TopicPartition(topics.unit_status, p, -2) for p in self._partitions])  # -2: beginning
         self._positions = {p: 0 for p in self._partitions}
 
-    def refresh(self, timeout: float = 30.0) -> None:
-        """Read every partition up to the end it has when called (not beyond: a refresh after our
-        own acknowledged record reads exactly the records up to it and whatever came before)."""
+    def refresh(self, timeout: float = 30.0, until: tuple[int, int] | None = None) -> None:
+        """Read every partition up to the end it has when called; with `until` (partition, offset),
+        only that partition up to and including that offset (a runner's own acknowledged record: the
+        claim check reads from where the last refresh stopped, at most its base, up to it)."""
         from confluent_kafka import TopicPartition
 
         from producers.unit_queue import KeyStatus
 
         with self._lock:
             ends = {}
-            for p in self._partitions:
+            if until is not None:
+                if until[1] + 1 > self._positions[until[0]]:
+                    ends[until[0]] = until[1] + 1
+            for p in self._partitions if until is None else ():
                 _, high = self._consumer.get_watermark_offsets(TopicPartition(self.topics.unit_status, p),
                                                                timeout=timeout)
                 if high > self._positions[p]:
@@ -143,7 +147,10 @@ class StatusView:
             while any(self._positions[p] < high for p, high in ends.items()):
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"could not read {self.topics.unit_status} to its end within {timeout:.0f}s")
-                for msg in self._consumer.consume(1000, 0.05):  # a short wait: consume() waits it out for < 1000
+                # ask for what is missing: consume() returns once it has that many, or waits its timeout
+                # out (a gap that compaction left costs that short wait, no more)
+                missing = sum(max(0, high - self._positions[p]) for p, high in ends.items())
+                for msg in self._consumer.consume(min(1000, missing), 0.05):
                     if msg.error():
                         continue
                     self._positions[msg.partition()] = msg.offset() + 1

@@ -147,6 +147,7 @@ class KafkaBus:
         self._spool = Spool(spool_dir)
         self._errors: list[str] = []
         self.delivered = 0
+        self.status_positions: dict[str, tuple[int, int]] = {}  # unit-status key -> (partition, offset) acknowledged
         self._unpolled = 0
         self._resending = False
         publish_schemas(self._producer, self.topics)
@@ -158,10 +159,18 @@ class KafkaBus:
         self._errors.append(str(err))
         self._spool.append(msg.topic(), msg.key() or b"", msg.value() or b"")
 
-    def _produce(self, topic: str, key: bytes, value: bytes) -> None:
+    def _on_status_delivery(self, err, msg) -> None:
+        self._on_delivery(err, msg)
+        if err is None:
+            self.status_positions[msg.key().decode()] = (msg.partition(), msg.offset())
+
+    def _produce(self, topic: str, key: bytes, value: bytes, on_delivery=None) -> None:
         while True:
             try:
-                self._producer.produce(topic, value, key)
+                if on_delivery is None:
+                    self._producer.produce(topic, value, key)
+                else:
+                    self._producer.produce(topic, value, key, on_delivery=on_delivery)
                 break
             except BufferError:  # local queue full: wait for deliveries (backpressure, never drop)
                 self._producer.poll(0.1)
@@ -194,7 +203,9 @@ class KafkaBus:
         self.mark_record(unit_id, {"status": status, "run_id": run_id, "attempt": attempt, **claim})
 
     def mark_record(self, unit_id: str, record: dict) -> None:
-        self._produce(self.topics.unit_status, f"{self.run_set}/{unit_id}".encode(), json.dumps(record).encode())
+        """Once flushed, `status_positions["<run_set>/<unit_id>"]` is where the newest one landed."""
+        self._produce(self.topics.unit_status, f"{self.run_set}/{unit_id}".encode(), json.dumps(record).encode(),
+                      self._on_status_delivery)
 
     def flush(self, timeout: float = 3600.0) -> None:
         """Block until everything published is acknowledged; re-send the spool meanwhile."""

@@ -1,0 +1,121 @@
+"""Fencing's last window (issue 17), against the real Kafka broker and real bubblewrap: two runners
+read the same unit-status record and decide the same attempt, so both would publish the same run id.
+Interleaved step by step in one process (no sleeps, no signals): A decides, B decides, B records
+`started` and wins, A records `started` and loses. A publishes no trajectory event, the unit's run
+holds one execution's events, and its status counts the unit once, whether A's lost record lands
+before B completes or after."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from membench.distributed.progress import grid_progress
+from membench.distributed.runner import UnitRunner
+from membench.distributed.topic_reads import read_run_head
+from membench.settings import Settings
+from producers.bus.kafka import KafkaBus, ensure_topics, read_unit_status
+from producers.pack_resolver import open_pack
+from producers.runner import plan_grid
+from producers.unit_queue import KeyStatus, UnitOrder
+from schemas.topics import topics_from_dsn
+from tests.integration.kafka_helpers import SINGLE, namespace, require_broker, topic_size
+
+pytestmark = [pytest.mark.integration, pytest.mark.kafka]
+
+
+def _raw_records(topics, key: str) -> list[tuple[int, dict]]:
+    """Every unit-status record of KEY, in offset order, read without the claim rule."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": topics.bootstrap, "group.id": topics.group("claims-test"),
+                         "enable.auto.commit": False})
+    out = []
+    try:
+        for partition in consumer.list_topics(topics.unit_status, timeout=30).topics[topics.unit_status].partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topics.unit_status, partition), timeout=30)
+            if high <= low:
+                continue
+            consumer.assign([TopicPartition(topics.unit_status, partition, low)])
+            position = low
+            while position < high:
+                for msg in consumer.consume(100, 1.0):
+                    if not msg.error():
+                        position = msg.offset() + 1
+                        if msg.key().decode() == key:
+                            out.append((msg.offset(), json.loads(msg.value())))
+    finally:
+        consumer.close()
+    return out
+
+
+def _close(runner: UnitRunner) -> None:
+    runner._pool.shutdown(wait=True)
+    for bus in runner._buses.values():
+        bus.close()
+    runner._consumer.close()
+    runner._status.close()
+
+
+@pytest.mark.parametrize("lost_after", ["started", "completed"])
+def test_two_runners_deciding_on_one_record_run_the_attempt_once(tmp_path, lost_after):
+    require_broker()
+    home = tmp_path / "home"
+    dsn = f"kafka://{SINGLE}/{namespace()}"
+    settings = Settings(home=home, bus=dsn, warehouse=f"chdb://{tmp_path / 'warehouse'}")
+    topics = topics_from_dsn(dsn)
+    ensure_topics(topics)
+    pack = open_pack("smoke", home)
+    unit = plan_grid(pack, ["B5"], [1])[0]
+    run_set = "rs-claims"
+    order = UnitOrder(run_set, "smoke", pack.digest, "scripted:memory-literal", "bwrap", 2000, unit.suite, unit.task,
+                      unit.condition, unit.seed)
+    queue = KafkaBus(dsn, run_set, tmp_path / "spool-queue")
+    queue.mark_unit(unit.unit_id, "queued", "", 0)  # as `run --enqueue` marks it
+    queue.close()
+
+    logs = {"A": [], "B": []}
+    a = UnitRunner(settings, log=logs["A"].append)
+    b = UnitRunner(settings, log=logs["B"].append)
+    a._name, b._name = "runner-a", "runner-b"
+    try:
+        plan_a, plan_b = a._plan(order), b._plan(order)  # both read the queued record
+        assert plan_a.base == plan_b.base is not None and plan_a.decision == plan_b.decision
+        assert plan_a.decision.attempt == 1 and plan_a.claim != plan_b.claim
+        run_b = b._prepare(order, plan_b)
+        assert b._claim_attempt(order, plan_b, run_b)
+        if lost_after == "completed":
+            b._execute(order, plan_b, run_b)
+        run_a = a._prepare(order, plan_a)
+        assert run_a == run_b  # the same attempt, so the same run id: the window this closes
+        assert not a._claim_attempt(order, plan_a, run_a)
+        if lost_after == "started":
+            b._execute(order, plan_b, run_b)
+    finally:
+        _close(a)
+        _close(b)
+
+    # A said it lost, to B, and counted it; B completed the unit
+    assert (a.stats.lost_claims, a.stats.completed, b.stats.completed, b.stats.lost_claims) == (1, 0, 1, 0)
+    lost = [line for line in logs["A"] if "lost claim" in line]
+    assert len(lost) == 1 and f"lost claim {order.key} attempt 1 run {run_b} to {plan_b.claim}" in lost[0]
+    # one execution in the log: every trajectory message is one of the run's seqs, none fenced
+    head = read_run_head(topics, run_b)
+    assert head.ended and head.status == "completed" and head.fenced == 0
+    assert topic_size(SINGLE, topics.trajectory) == head.events
+    # the unit counts once, as completed, for every reader: the claim-folding ones, and one that only
+    # keeps the newest record (what compaction leaves)
+    assert read_unit_status(topics, run_set)[unit.unit_id]["status"] == "completed"
+    progress = grid_progress(settings, run_set)[run_set]
+    assert (progress["units"], progress["completed"], progress["started"], progress["attempts_abandoned"]) == \
+        (1, 1, 0, 0)
+    records = _raw_records(topics, order.key)
+    assert [r["claim"] for _, r in records if r["status"] == "started" and "restates" not in r] == \
+        [plan_b.claim, plan_a.claim]
+    newest = records[-1][1]
+    assert newest["status"] == "completed" and newest["claim"] == plan_b.claim
+    state = KeyStatus()
+    for offset, record in records:
+        state.add(offset, record)
+    assert state.settled
