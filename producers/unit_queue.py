@@ -126,15 +126,17 @@ def decide(status: dict | None, head: Head | None) -> Decision:
 
 # -- claims: a compare-and-set on a unit's status, built from the status topic's own order --
 #
-# A `started` record carries `claim` (a token unique to one runner's decision) and `base` (the offset
-# of the status record that decision read, None when it read none). The unit-status topic keeps a
-# key's records in one partition, totally ordered, so whether a claim won is a fact of the log: it
-# wins when no counted claiming record (`started`, `completed`, `excluded`) of another claim lies
-# between its base and itself. Two runners that read the same record and decided the same attempt
-# therefore cannot both win: the first `started` after the base does. `abandoned` records are not
-# claims: two runners taking over one attempt both record it before their `started`, and only the
-# `started` decides between them. Records without `claim` (a queued mark, `membench run --bus`'s
-# marks) always count.
+# A runner's `started` record, and the `abandoned` record of a take-over, carry `claim` (a token
+# unique to one runner's decision) and `base` (the offset of the status record that decision read,
+# None when it read none). The unit-status topic keeps a key's records in one partition, totally
+# ordered, so whether such a record counts is a fact of the log: it counts when no counted claiming
+# record (`started`, `completed`, `excluded`) of another claim lies between its base and itself. Two
+# runners that read the same record and decided the same attempt therefore cannot both win: the
+# first `started` after the base does. `abandoned` is not a claim itself: two runners taking over one
+# attempt both record it before their `started`, and only the `started` decides between them; but a
+# stale take-over's `abandoned` (its runner stalled after reading) is ignored like a lost `started`.
+# Records without `base` (a queued mark, `completed` — a fact read from the log — and `membench run
+# --bus`'s marks) always count.
 #
 # A loser's `started` stays in the log and is ignored by every reader that folds the key (below). A
 # restatement (`restates`: the offset of the record it repeats, `by`: the loser's claim) appends the
@@ -167,9 +169,8 @@ class KeyStatus:
                 # the original was compacted away: the repeat stands for it
                 self.claim_offset, self.claim_token = restates, record.get("claim")
             return True
-        if record.get("status") == "started" and "claim" in record:
-            base = record.get("base")
-            base = -1 if base is None else int(base)
+        if "claim" in record and "base" in record:  # a runner's decision: `started`, or `abandoned` of a take-over
+            base = -1 if record["base"] is None else int(record["base"])
             if self.claim_offset > base and self.claim_token != record["claim"]:
                 return False  # another claim took the unit after the record this one decided on
         self.record, self.offset = record, offset

@@ -290,7 +290,7 @@ class UnitRunner:
 
     def _prepare(self, order, plan: "Plan") -> str | None:
         """Skip a done unit, or close the earlier attempt the plan takes over; the run id of the
-        attempt to claim, or None when there is nothing to run."""
+        attempt to claim, or None when there is nothing to run here."""
         from producers.attempts import RunHead
         from producers.runner import run_id_for
 
@@ -299,33 +299,45 @@ class UnitRunner:
             self._skip(bus, order, decision.reason, decision.finished_run, decision.attempt)
             return None
         self._pack(order)
+        run_id = run_id_for(order.run_set, order.unit, decision.attempt)
         if decision.close is not None:
             head = plan.head or RunHead(order.run_set, decision.close, order.unit.unit_id)
-            finished = self._close(bus, order, head, decision.attempt - 1, plan.claim)
+            # `abandoned` is recorded, and acknowledged, before the close is published: a stalled
+            # runner that finishes afterwards finds it and checks the log before recording `completed`
+            if not self._record_claim(order, plan, "abandoned", head.run_id, decision.attempt - 1, run_id):
+                return None
+            finished = self._close(bus, order, head)
             if finished is not None:  # the stalled runner's RunEnded came first: its attempt completed the unit
                 self._skip(bus, order, f"run {finished} ended before it could be closed", finished,
                            decision.attempt - 1)
                 return None
-        return run_id_for(order.run_set, order.unit, decision.attempt)
+        return run_id
 
     def _claim_attempt(self, order, plan: "Plan", run_id: str) -> bool:
         """Record `started` (acknowledged, before the run's first event: a runner that takes over
-        finds the attempt) with our claim and base, then read the status topic up to it: we won
+        finds the attempt) with our claim and base; whether it won."""
+        attempt = plan.decision.attempt
+        if not self._record_claim(order, plan, "started", run_id, attempt, run_id):
+            return False
+        self._log(f"runner {self._name}: claimed {order.key} attempt {attempt} run {run_id}")
+        return True
+
+    def _record_claim(self, order, plan: "Plan", status: str, run_id: str, attempt: int, claimed_run: str) -> bool:
+        """Record STATUS with our claim and base, then read the status topic up to it: it counts
         unless another claim's `started` (or a completed/excluded mark) landed after our base
-        (`KeyStatus`). A loser publishes nothing of the attempt, repeats the winner's record after
+        (`KeyStatus`). A loser publishes nothing of the attempt, repeats the record that counts after
         its own so the key's newest record is true again, and leaves the unit to the winner."""
-        bus, attempt = self._bus(order.run_set), plan.decision.attempt
-        bus.mark_unit(order.unit.unit_id, "started", run_id, attempt, claim=plan.claim, base=plan.base)
+        bus = self._bus(order.run_set)
+        bus.mark_unit(order.unit.unit_id, status, run_id, attempt, claim=plan.claim, base=plan.base)
         bus.flush()
         # read our record's partition from where the last refresh stopped (at most our base) up to our
         # record, whose acknowledged position the bus knows: no other partition, no watermark query
         self._status.refresh(until=bus.status_positions.get(order.key))
         if self._status.won(order.key, plan.claim):
-            self._log(f"runner {self._name}: claimed {order.key} attempt {attempt} run {run_id}")
             return True
         winner = self._status.get(order.key) or {}
-        self._log(f"runner {self._name}: lost claim {order.key} attempt {attempt} run {run_id} to "
-                  f"{winner.get('claim') or 'an unclaimed record'} ({winner.get('status')} attempt "
+        self._log(f"runner {self._name}: lost claim {order.key} attempt {plan.decision.attempt} run {claimed_run} "
+                  f"to {winner.get('claim') or 'an unclaimed record'} ({winner.get('status')} attempt "
                   f"{winner.get('attempt')}); the unit is left to it")
         with self._lock:
             self.stats.lost_claims += 1
@@ -341,8 +353,7 @@ class UnitRunner:
         for _ in range(rounds):
             state = self._status.state(order.key)
             newest = state.newest[1] if state.newest else {}
-            ours = newest.get("by") == claim or ("restates" not in newest and newest.get("claim") == claim
-                                                 and newest.get("status") == "started")
+            ours = newest.get("by") == claim or ("base" in newest and newest.get("claim") == claim)
             if state.settled or not ours:  # true already, or another loser's to repeat
                 return
             bus.mark_record(order.unit.unit_id, restatement(state, claim))
@@ -389,20 +400,17 @@ class UnitRunner:
         with self._lock:
             self.stats.skipped += 1
 
-    def _close(self, bus, order, head, attempt: int, claim: str) -> str | None:
-        """Close an earlier attempt whose runner died or stalled; returns None once our
-        `RunEnded{abandoned}` is the run's end, or the run id when the attempt's own RunEnded came
-        first (its runner resumed and finished: the unit is complete with it).
+    def _close(self, bus, order, head) -> str | None:
+        """Close an earlier attempt whose runner died or stalled (its `abandoned` is recorded, and
+        counted, already); returns None once our `RunEnded{abandoned}` is the run's end, or the run id
+        when the attempt's own RunEnded came first (its runner resumed and finished: the unit is
+        complete with it).
 
-        `abandoned` is recorded, and acknowledged, before the close is published: a stalled runner
-        that finishes afterwards finds it and checks the log before recording `completed`. The close
-        continues the chain where we read it; if the stalled runner published more in between, the
-        close lands on a seq already taken (the processors drop it), so it is published again at the
-        new end until it is the run's first RunEnded or the run ended by itself."""
+        The close continues the chain where we read it; if the stalled runner published more in
+        between, the close lands on a seq already taken (the processors drop it), so it is published
+        again at the new end until it is the run's first RunEnded or the run ended by itself."""
         from producers.attempts import closing_event, describe
 
-        bus.mark_unit(order.unit.unit_id, "abandoned", head.run_id, attempt, claim=claim)
-        bus.flush()
         while True:
             event, datum = closing_event(head)
             bus.publish(event, datum)

@@ -115,7 +115,7 @@ class StatusView:
         self.topics = topics
         self._lock = threading.Lock()
         self.keys: dict = {}  # "<run_set>/<unit_id>" -> KeyStatus
-        self.claims: dict[tuple[str, str], bool] = {}  # (key, claim) of a started record -> whether it won
+        self.claims: dict[tuple[str, str], bool] = {}  # (key, claim) -> whether the claim's newest record counted
         self._consumer = Consumer({"bootstrap.servers": topics.bootstrap,
                                    "group.id": topics.group(f"status-view-{os.getpid()}"),
                                    "enable.auto.commit": False, "auto.offset.reset": "earliest",
@@ -157,8 +157,8 @@ class StatusView:
                     if msg.value():
                         key, record = msg.key().decode(), json.loads(msg.value())
                         counted = self.keys.setdefault(key, KeyStatus()).add(msg.offset(), record)
-                        if record.get("status") == "started" and "claim" in record and "restates" not in record:
-                            self.claims[(key, record["claim"])] = counted
+                        if "claim" in record and "base" in record and "restates" not in record:
+                            self.claims[(key, record["claim"])] = counted  # a claim's newest record decides
 
     @property
     def records(self) -> dict[str, dict]:
@@ -182,7 +182,8 @@ class StatusView:
             return KeyStatus() if state is None else replace(state)
 
     def won(self, key: str, claim: str) -> bool | None:
-        """Whether the started record of `claim` won (None: not read yet)."""
+        """Whether the newest record of `claim` (its `started`, or a take-over's `abandoned`) counted
+        (None: not read yet)."""
         with self._lock:
             return self.claims.get((key, claim))
 

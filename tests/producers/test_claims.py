@@ -30,7 +30,7 @@ def test_the_first_started_after_the_base_wins_and_the_second_is_ignored():
 
 
 def test_a_claim_with_nothing_between_its_base_and_itself_wins():
-    state, verdicts = _fold(QUEUED, {"status": "abandoned", "run_id": "r0", "attempt": 0, "claim": "A"},
+    state, verdicts = _fold(QUEUED, {"status": "abandoned", "run_id": "r0", "attempt": 0, "claim": "A", "base": 0},
                             _started("A", 0))
     assert verdicts == [True, True, True] and state.settled
 
@@ -50,8 +50,8 @@ def test_a_completed_mark_after_the_base_makes_a_late_claim_lose():
 def test_two_take_overs_of_one_attempt_both_record_abandoned_and_the_first_started_wins():
     # X's attempt 1 is open; A and B read it (offset 1), both close it, then both claim attempt 2
     state, verdicts = _fold(QUEUED, _started("X", 0),
-                            {"status": "abandoned", "run_id": "r1", "attempt": 1, "claim": "A"},
-                            {"status": "abandoned", "run_id": "r1", "attempt": 1, "claim": "B"},
+                            {"status": "abandoned", "run_id": "r1", "attempt": 1, "claim": "A", "base": 1},
+                            {"status": "abandoned", "run_id": "r1", "attempt": 1, "claim": "B", "base": 1},
                             _started("B", 1, attempt=2, run="r2"), _started("A", 1, attempt=2, run="r2"))
     assert verdicts == [True, True, True, True, True, False]
     assert (state.record["claim"], state.record["attempt"]) == ("B", 2)
@@ -60,7 +60,7 @@ def test_two_take_overs_of_one_attempt_both_record_abandoned_and_the_first_start
 def test_a_stale_claim_loses_to_a_take_over_that_came_between():
     # A read queued and stalled; B ran attempt 1 and stalled; C took over with attempt 2
     state, verdicts = _fold(QUEUED, _started("B", 0),
-                            {"status": "abandoned", "run_id": "r1", "attempt": 1, "claim": "C"},
+                            {"status": "abandoned", "run_id": "r1", "attempt": 1, "claim": "C", "base": 1},
                             _started("C", 1, attempt=2, run="r2"), _started("A", 0))
     assert verdicts[-1] is False and state.record["claim"] == "C"
 
@@ -71,7 +71,7 @@ def test_a_restatement_makes_the_newest_record_the_one_that_counts():
     assert repeat == {**_started("B", 0), "restates": 1, "by": "A"}
     assert state.add(3, repeat) and state.settled and state.offset == 1
     # a take-over that read the repeat decides on the winner's record: its claim still wins
-    assert state.add(4, {"status": "abandoned", "run_id": "r1", "attempt": 1, "claim": "C"})
+    assert state.add(4, {"status": "abandoned", "run_id": "r1", "attempt": 1, "claim": "C", "base": 1})
     assert state.add(5, _started("C", state.offset, attempt=2, run="r2"))
 
 
@@ -109,3 +109,21 @@ def test_the_unit_status_topic_keeps_records_young_enough_for_a_claim_check():
     topics = topics_from_dsn("kafka://127.0.0.1:9092/study1")
     spec = topics.layout.specs(topics)[topics.unit_status]
     assert spec["cleanup.policy"] == "compact" and int(spec["min.compaction.lag.ms"]) >= 3600 * 1000
+
+
+def test_a_stale_take_overs_abandoned_mark_is_ignored_like_a_lost_claim():
+    # A read B's started attempt 1 (offset 1) and stalled; C closed it and claimed attempt 2; A resumes
+    # and records its take-over: neither its abandoned nor its started may become the unit's status
+    started_c = _started("C", 1, attempt=2, run="r2")
+    state, verdicts = _fold(QUEUED, _started("B", 0),
+                            {"status": "abandoned", "run_id": "r1", "attempt": 1, "claim": "C", "base": 1},
+                            started_c,
+                            {"status": "abandoned", "run_id": "r1", "attempt": 1, "claim": "A", "base": 1},
+                            _started("A", 1, attempt=2, run="r2"))
+    assert verdicts == [True, True, True, True, False, False]
+    assert state.record == started_c
+    repeat = restatement(state, "A")
+    assert repeat["claim"] == "C" and repeat["restates"] == 3
+    # a later take-over that decided on the repeat has C's record as its base: its claim counts
+    assert state.add(6, repeat) and state.settled
+    assert state.add(7, _started("D", state.offset, attempt=3, run="r3"))
