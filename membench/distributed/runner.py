@@ -328,12 +328,21 @@ class UnitRunner:
         (`KeyStatus`). A loser publishes nothing of the attempt, repeats the record that counts after
         its own so the key's newest record is true again, and leaves the unit to the winner."""
         bus = self._bus(order.run_set)
+        bus.status_positions.pop(order.key, None)  # only this record's position, never an earlier one's
         bus.mark_unit(order.unit.unit_id, status, run_id, attempt, claim=plan.claim, base=plan.base)
         bus.flush()
         # read our record's partition from where the last refresh stopped (at most our base) up to our
-        # record, whose acknowledged position the bus knows: no other partition, no watermark query
+        # record, whose acknowledged position the bus knows (else every partition to its end): no other
+        # partition, no watermark query
         self._status.refresh(until=bus.status_positions.get(order.key))
-        if self._status.won(order.key, plan.claim):
+        won = self._status.won(order.key, plan.claim, status)
+        if won is None:  # not read back (a re-sent record's position is not kept): read to the end
+            self._status.refresh()
+            won = self._status.won(order.key, plan.claim, status)
+            if won is None:
+                raise RuntimeError(f"unit {order.key}: its acknowledged {status} record is not on "
+                                   f"{self.topics.unit_status}")
+        if won:
             return True
         winner = self._status.get(order.key) or {}
         self._log(f"runner {self._name}: lost claim {order.key} attempt {plan.decision.attempt} run {claimed_run} "

@@ -115,7 +115,7 @@ class StatusView:
         self.topics = topics
         self._lock = threading.Lock()
         self.keys: dict = {}  # "<run_set>/<unit_id>" -> KeyStatus
-        self.claims: dict[tuple[str, str], bool] = {}  # (key, claim) -> whether the claim's newest record counted
+        self.claims: dict[tuple[str, str, str], bool] = {}  # (key, claim, status) -> whether that record counted
         self._consumer = Consumer({"bootstrap.servers": topics.bootstrap,
                                    "group.id": topics.group(f"status-view-{os.getpid()}"),
                                    "enable.auto.commit": False, "auto.offset.reset": "earliest",
@@ -158,7 +158,7 @@ class StatusView:
                         key, record = msg.key().decode(), json.loads(msg.value())
                         counted = self.keys.setdefault(key, KeyStatus()).add(msg.offset(), record)
                         if "claim" in record and "base" in record and "restates" not in record:
-                            self.claims[(key, record["claim"])] = counted  # a claim's newest record decides
+                            self.claims[(key, record["claim"], record.get("status"))] = counted
 
     @property
     def records(self) -> dict[str, dict]:
@@ -181,11 +181,11 @@ class StatusView:
             state = self.keys.get(key)
             return KeyStatus() if state is None else replace(state)
 
-    def won(self, key: str, claim: str) -> bool | None:
-        """Whether the newest record of `claim` (its `started`, or a take-over's `abandoned`) counted
-        (None: not read yet)."""
+    def won(self, key: str, claim: str, status: str = "started") -> bool | None:
+        """Whether the record of `claim` with STATUS (its `started`, or a take-over's `abandoned`)
+        counted (None: not read yet)."""
         with self._lock:
-            return self.claims.get((key, claim))
+            return self.claims.get((key, claim, status))
 
     def close(self) -> None:
         self._consumer.close()
