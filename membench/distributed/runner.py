@@ -323,26 +323,15 @@ class UnitRunner:
         return True
 
     def _record_claim(self, order, plan: "Plan", status: str, run_id: str, attempt: int, claimed_run: str) -> bool:
-        """Record STATUS with our claim and base, then read the status topic up to it: it counts
-        unless another claim's `started` (or a completed/excluded mark) landed after our base
-        (`KeyStatus`). A loser publishes nothing of the attempt, repeats the record that counts after
-        its own so the key's newest record is true again, and leaves the unit to the winner."""
-        bus = self._bus(order.run_set)
-        bus.status_positions.pop(order.key, None)  # only this record's position, never an earlier one's
-        bus.mark_unit(order.unit.unit_id, status, run_id, attempt, claim=plan.claim, base=plan.base)
-        bus.flush()
-        # read our record's partition from where the last refresh stopped (at most our base) up to our
-        # record, whose acknowledged position the bus knows (else every partition to its end): no other
-        # partition, no watermark query
-        self._status.refresh(until=bus.status_positions.get(order.key))
-        won = self._status.won(order.key, plan.claim, status)
-        if won is None:  # not read back (a re-sent record's position is not kept): read to the end
-            self._status.refresh()
-            won = self._status.won(order.key, plan.claim, status)
-            if won is None:
-                raise RuntimeError(f"unit {order.key}: its acknowledged {status} record is not on "
-                                   f"{self.topics.unit_status}")
-        if won:
+        """Record STATUS with our claim and base and read the status topic up to it
+        (`membench/distributed/claims.py`): it counts unless another claim's `started` (or a
+        completed/excluded mark) landed after our base (`KeyStatus`). A loser publishes nothing of
+        the attempt, repeats the record that counts after its own so the key's newest record is true
+        again, and leaves the unit to the winner."""
+        from membench.distributed.claims import record_claim, restate
+
+        bus, unit_id = self._bus(order.run_set), order.unit.unit_id
+        if record_claim(self._status, bus, unit_id, status, run_id, attempt, plan.claim, plan.base):
             return True
         winner = self._status.get(order.key) or {}
         self._log(f"runner {self._name}: lost claim {order.key} attempt {plan.decision.attempt} run {claimed_run} "
@@ -350,25 +339,10 @@ class UnitRunner:
                   f"{winner.get('attempt')}); the unit is left to it")
         with self._lock:
             self.stats.lost_claims += 1
-        self._restate(bus, order, plan.claim)
+        if not restate(self._status, bus, unit_id, plan.claim):
+            self._log(f"runner {self._name}: {order.key}: its newest status record is still not the one that "
+                      f"counts after 10 repeats; readers that fold the key by the claim rule are not affected")
         return False
-
-    def _restate(self, bus, order, claim: str, rounds: int = 10) -> None:
-        """While the key's newest record is our lost `started` (or a repeat of ours that a newer
-        record overtook), append the record that counts again; each round reads to the end it
-        fetched first, so this stops once no record of the winner lands between."""
-        from producers.unit_queue import restatement
-
-        for _ in range(rounds):
-            state = self._status.state(order.key)
-            newest = state.newest[1] if state.newest else {}
-            ours = newest.get("by") == claim or ("base" in newest and newest.get("claim") == claim)
-            if state.settled or not ours:  # true already, or another loser's to repeat
-                return
-            bus.mark_record(order.unit.unit_id, restatement(state, claim))
-            bus.flush()
-            self._status.refresh()
-        self._log(f"runner {self._name}: {order.key}: its newest status record is not settled after {rounds} repeats")
 
     def _execute(self, order, plan: "Plan", run_id: str) -> None:
         from producers.runner import RunConfig, run_unit

@@ -20,6 +20,7 @@ from producers.pack_resolver import open_pack
 from producers.runner import plan_grid
 from producers.unit_queue import KeyStatus, UnitOrder
 from schemas.topics import topics_from_dsn
+from tests.conftest import run_cli
 from tests.integration.kafka_helpers import SINGLE, namespace, require_broker, topic_size
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka]
@@ -107,9 +108,9 @@ def test_two_runners_deciding_on_one_record_run_the_attempt_once(tmp_path, lost_
     # the unit counts once, as completed, for every reader: the claim-folding ones, and one that only
     # keeps the newest record (what compaction leaves)
     assert read_unit_status(topics, run_set)[unit.unit_id]["status"] == "completed"
-    progress = grid_progress(settings, run_set)[run_set]
-    assert (progress["units"], progress["completed"], progress["started"], progress["attempts_abandoned"]) == \
-        (1, 1, 0, 0)
+    progress = json.loads(run_cli("runner", "--bus", dsn, "--progress", "--json", home=home, check=True).stdout)
+    assert progress == {run_set: {**grid_progress(settings, run_set)[run_set]}}
+    assert {k: v for k, v in progress[run_set].items() if v} == {"units": 1, "completed": 1}
     records = _raw_records(topics, order.key)
     assert [r["claim"] for _, r in records if r["status"] == "started" and "restates" not in r] == \
         [plan_b.claim, plan_a.claim]
@@ -119,3 +120,53 @@ def test_two_runners_deciding_on_one_record_run_the_attempt_once(tmp_path, lost_
     for offset, record in records:
         state.add(offset, record)
     assert state.settled
+
+
+def test_two_take_overs_of_one_open_attempt_close_it_and_run_the_next_attempt_once(tmp_path):
+    """The window on a take-over: both runners read a dead runner's `started` attempt 1 (no event in
+    the log), both record `abandoned` and close its run; B's `started` for attempt 2 lands first and
+    wins, A's loses. Attempt 2 runs once; attempt 1 is one abandoned attempt."""
+    require_broker()
+    home = tmp_path / "home"
+    dsn = f"kafka://{SINGLE}/{namespace()}"
+    settings = Settings(home=home, bus=dsn, warehouse=f"chdb://{tmp_path / 'warehouse'}")
+    topics = topics_from_dsn(dsn)
+    ensure_topics(topics)
+    pack = open_pack("smoke", home)
+    unit = plan_grid(pack, ["B0"], [1])[0]
+    run_set = "rs-claims-take-over"
+    order = UnitOrder(run_set, "smoke", pack.digest, "scripted:memory-literal", "bwrap", 2000, unit.suite, unit.task,
+                      unit.condition, unit.seed)
+    dead = KafkaBus(dsn, run_set, tmp_path / "spool-dead")
+    dead.mark_unit(unit.unit_id, "queued", "", 0)
+    dead.mark_unit(unit.unit_id, "started", "run-of-the-dead-runner", 1, claim="runner-x/dead", base=None)
+    dead.close()
+
+    logs = {"A": [], "B": []}
+    a = UnitRunner(settings, log=logs["A"].append)
+    b = UnitRunner(settings, log=logs["B"].append)
+    a._name, b._name = "runner-a", "runner-b"
+    try:
+        plan_a, plan_b = a._plan(order), b._plan(order)
+        assert plan_a.decision == plan_b.decision and plan_a.decision.close == "run-of-the-dead-runner"
+        run_a = a._prepare(order, plan_a)  # records abandoned, closes the dead attempt
+        run_b = b._prepare(order, plan_b)  # records abandoned too; its close lands after A's and is dropped
+        assert run_a == run_b
+        assert b._claim_attempt(order, plan_b, run_b)
+        assert not a._claim_attempt(order, plan_a, run_a)
+        b._execute(order, plan_b, run_b)
+    finally:
+        _close(a)
+        _close(b)
+
+    assert (a.stats.lost_claims, b.stats.lost_claims, b.stats.completed) == (1, 0, 1)
+    assert any(f"lost claim {order.key} attempt 2 run {run_b} to {plan_b.claim}" in line for line in logs["A"])
+    head = read_run_head(topics, run_b)
+    assert head.ended and head.status == "completed" and head.fenced == 0
+    closed = read_run_head(topics, "run-of-the-dead-runner")
+    assert (closed.status, closed.events, closed.fenced) == ("abandoned", 1, 1)  # two closes, one counts
+    assert topic_size(SINGLE, topics.trajectory) == head.events + 2
+    progress = grid_progress(settings, run_set)[run_set]
+    assert (progress["units"], progress["completed"], progress["attempts_abandoned"]) == (1, 1, 1)
+    assert read_unit_status(topics, run_set)[unit.unit_id] == {"status": "completed", "run_id": run_b, "attempt": 2,
+                                                               "claim": plan_b.claim}
