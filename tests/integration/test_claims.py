@@ -170,3 +170,13 @@ def test_two_take_overs_of_one_open_attempt_close_it_and_run_the_next_attempt_on
     assert (progress["units"], progress["completed"], progress["attempts_abandoned"]) == (1, 1, 1)
     assert read_unit_status(topics, run_set)[unit.unit_id] == {"status": "completed", "run_id": run_b, "attempt": 2,
                                                                "claim": plan_b.claim}
+
+
+def test_bench_claims_measures_won_and_lost_claims(tmp_path):
+    require_broker()
+    proc = run_cli("bench", "claims", "--bus", f"kafka://{SINGLE}", "--units", "3", "--json", home=tmp_path / "home",
+                   timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert (result["units"], result["won"], result["lost"], result["settled"]) == (3, 3, 3, 3)
+    assert all(figure["median_ms"] > 0 for figure in result["figures"].values()), result["figures"]
