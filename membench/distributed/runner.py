@@ -90,7 +90,7 @@ class UnitRunner:
         self._log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self._name = f"{socket.gethostname()}-{os.getpid()}"
         self._code_digest = code_digest()
-        self._status = StatusView(self.topics)
+        self._status = StatusView(self.topics, claims_prefix=f"{self._name}/")
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="membench-runner")
         self._lock = threading.Lock()
         self._buses: dict[str, object] = {}

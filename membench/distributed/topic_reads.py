@@ -107,13 +107,16 @@ class StatusView:
     decision (one reader, assigned every partition, no group). Each key's records are folded by the
     claim rule (`producers.unit_queue.KeyStatus`): a `started` record whose claim lost is ignored."""
 
-    def __init__(self, topics):
+    def __init__(self, topics, claims_prefix: str | None = None):
+        """`claims_prefix`: keep the verdicts of those claims only (a runner's own, until it reads
+        them), not of every claim of every unit; None keeps all."""
         import os
 
         from confluent_kafka import Consumer, TopicPartition
 
         self.topics = topics
         self._lock = threading.Lock()
+        self._claims_prefix = claims_prefix
         self.keys: dict = {}  # "<run_set>/<unit_id>" -> KeyStatus
         self.claims: dict[tuple[str, str, str], bool] = {}  # (key, claim, status) -> whether that record counted
         self._consumer = Consumer({"bootstrap.servers": topics.bootstrap,
@@ -157,7 +160,8 @@ class StatusView:
                     if msg.value():
                         key, record = msg.key().decode(), json.loads(msg.value())
                         counted = self.keys.setdefault(key, KeyStatus()).add(msg.offset(), record)
-                        if "claim" in record and "base" in record and "restates" not in record:
+                        if "claim" in record and "base" in record and "restates" not in record and (
+                                self._claims_prefix is None or record["claim"].startswith(self._claims_prefix)):
                             self.claims[(key, record["claim"], record.get("status"))] = counted
 
     @property
@@ -183,9 +187,9 @@ class StatusView:
 
     def won(self, key: str, claim: str, status: str = "started") -> bool | None:
         """Whether the record of `claim` with STATUS (its `started`, or a take-over's `abandoned`)
-        counted (None: not read yet)."""
+        counted (None: not read yet); a verdict is read once."""
         with self._lock:
-            return self.claims.get((key, claim, status))
+            return self.claims.pop((key, claim, status), None)
 
     def close(self) -> None:
         self._consumer.close()

@@ -79,7 +79,6 @@ def test_two_runners_deciding_on_one_record_run_the_attempt_once(tmp_path, lost_
     logs = {"A": [], "B": []}
     a = UnitRunner(settings, log=logs["A"].append)
     b = UnitRunner(settings, log=logs["B"].append)
-    a._name, b._name = "runner-a", "runner-b"
     try:
         plan_a, plan_b = a._plan(order), b._plan(order)  # both read the queued record
         assert plan_a.base == plan_b.base is not None and plan_a.decision == plan_b.decision
@@ -145,7 +144,6 @@ def test_two_take_overs_of_one_open_attempt_close_it_and_run_the_next_attempt_on
     logs = {"A": [], "B": []}
     a = UnitRunner(settings, log=logs["A"].append)
     b = UnitRunner(settings, log=logs["B"].append)
-    a._name, b._name = "runner-a", "runner-b"
     try:
         plan_a, plan_b = a._plan(order), b._plan(order)
         assert plan_a.decision == plan_b.decision and plan_a.decision.close == "run-of-the-dead-runner"
