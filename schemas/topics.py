@@ -5,7 +5,8 @@
 - derived: derived events from processor workers, key = run_id, `derived` records;
 - deadletter: messages a worker could not decode or process, header `reason`;
 - schemas: compacted, key = fingerprint hex, value = schema JSON (travels with the data);
-- unit-status: compacted, key = "<run_set>/<unit_id>", value = JSON {status, run_id, attempt},
+- unit-status: compacted (no record younger than a day), key = "<run_set>/<unit_id>", value =
+  JSON {status, run_id, attempt} and a runner's claim fields (`producers/unit_queue.py` `KeyStatus`),
   so `membench run` can skip complete units without the warehouse;
 - units: the work queue of `membench runner` processes (a consumer group), key =
   "<run_set>/<unit_id>", value = JSON unit order (`producers/unit_queue.py`); a runner commits a
@@ -24,6 +25,7 @@ import re
 from urllib.parse import parse_qsl
 from dataclasses import dataclass
 
+UNIT_STATUS_COMPACTION_LAG_MS = 24 * 3600 * 1000  # a unit-status record stays this long at least
 _NAMESPACE = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
@@ -38,7 +40,10 @@ class TopicLayout:
         common = {} if self.min_insync_replicas is None else {"min.insync.replicas": str(self.min_insync_replicas)}
         compacted = {**common, "cleanup.policy": "compact"}
         return {topics.trajectory: dict(common), topics.derived: dict(common), topics.deadletter: dict(common),
-                topics.schemas: compacted, topics.unit_status: compacted, topics.units: dict(common)}
+                topics.schemas: compacted, topics.units: dict(common),
+                # a runner's claim check reads a unit's records from the one its decision read up to
+                # its own: compaction must not drop them while a claim can still be decided
+                topics.unit_status: {**compacted, "min.compaction.lag.ms": str(UNIT_STATUS_COMPACTION_LAG_MS)}}
 
 
 @dataclass(frozen=True)

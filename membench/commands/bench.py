@@ -166,6 +166,27 @@ def bus_bench(bus_dsn: str, runs: int, threads: int, sessions: int, turns: int, 
         click.echo(line)
 
 
+@bench.command("claims")
+@click.option("--bus", "bus_dsn", default="kafka://127.0.0.1:9092", show_default=True, help="Kafka brokers")
+@click.option("--units", default=48, show_default=True, type=click.IntRange(1), help="units claimed")
+@click.option("--json", "as_json", is_flag=True, help="print the figures as JSON")
+def claims_bench(bus_dsn: str, units: int, as_json: bool) -> None:
+    """What a runner's claim on a unit's status costs per unit (docs/design.md §2 Claims): the status
+    read before deciding, recording `started` without and with the claim check, and a lost claim."""
+    from membench.bench.claims import bench_claims, format_lines
+    from schemas.topics import topics_from_dsn
+
+    result = {"machine": machine(), **bench_claims(topics_from_dsn(bus_dsn).bootstrap, units,
+                                                   lambda msg: click.echo(msg, err=True))}
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+        return
+    m = result["machine"]
+    click.echo(f"machine: {m['nproc']} CPUs, {m['cpu_model']}, Python {m['python']}")
+    for line in format_lines(result):
+        click.echo(line)
+
+
 @bench.command("gateway")
 @click.option("--calls", default=500, show_default=True,
               help="Timed calls per path (direct, via the gateway) for each API and answer kind.")

@@ -8,6 +8,7 @@ import socket
 import sys
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 
 from membench.distributed.topic_reads import StatusView, read_run_head
@@ -41,6 +42,18 @@ class RunnerStats:
     closed: int = 0  # abandoned attempts this runner closed
     bad_orders: int = 0
     fenced: int = 0  # attempts of this runner that another runner had closed before they ended
+    lost_claims: int = 0  # attempts another runner claimed first from the same status record
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a runner decided for one claimed order, and on what: `base` is the offset of the status
+    record it read (None: it read none), `claim` the token its records carry."""
+
+    decision: object  # producers.unit_queue.Decision
+    head: object  # producers.attempts.RunHead of the attempt the status names, or None
+    base: int | None
+    claim: str
 
 
 class UnitRunner:
@@ -77,7 +90,7 @@ class UnitRunner:
         self._log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self._name = f"{socket.gethostname()}-{os.getpid()}"
         self._code_digest = code_digest()
-        self._status = StatusView(self.topics)
+        self._status = StatusView(self.topics, claims_prefix=f"{self._name}/")
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="membench-runner")
         self._lock = threading.Lock()
         self._buses: dict[str, object] = {}
@@ -253,36 +266,89 @@ class UnitRunner:
                 self._packs[key] = pack
             return self._packs[key]
 
-    def _run_order(self, order) -> None:
-        from producers.attempts import RunHead
-        from producers.runner import RunConfig, run_id_for, run_unit
+    def _plan(self, order) -> "Plan":
+        """Read the unit's status (to the topic's end) and, when an attempt started, its run's head;
+        decide. The claim token names this decision, the base the record it read."""
         from producers.unit_queue import Head, decide
-        from sandbox.registry import get_sandbox
 
-        unit = order.unit
-        bus = self._bus(order.run_set)
         self._status.refresh()
-        status = self._status.get(order.key)
+        state = self._status.state(order.key)
+        status = state.record
         head = None
         if status and status.get("status") in ("started", "abandoned") and status.get("run_id"):
             head = read_run_head(self.topics, status["run_id"])
         decision = decide(status, None if head is None else Head(head.run_id, head.last_seq,
                                                                   head.status if head.ended else None))
+        return Plan(decision, head, state.offset, f"{self._name}/{uuid.uuid4().hex[:12]}")
+
+    def _run_order(self, order) -> None:
+        plan = self._plan(order)
+        run_id = self._prepare(order, plan)
+        if run_id is None or not self._claim_attempt(order, plan, run_id):
+            return
+        self._execute(order, plan, run_id)
+
+    def _prepare(self, order, plan: "Plan") -> str | None:
+        """Skip a done unit, or close the earlier attempt the plan takes over; the run id of the
+        attempt to claim, or None when there is nothing to run here."""
+        from producers.attempts import RunHead
+        from producers.runner import run_id_for
+
+        decision, bus = plan.decision, self._bus(order.run_set)
         if decision.action == "skip":
             self._skip(bus, order, decision.reason, decision.finished_run, decision.attempt)
-            return
-        pack = self._pack(order)
+            return None
+        self._pack(order)
+        run_id = run_id_for(order.run_set, order.unit, decision.attempt)
         if decision.close is not None:
-            head = head or RunHead(order.run_set, decision.close, unit.unit_id)
-            finished = self._close(bus, order, head, decision.attempt - 1)
+            head = plan.head or RunHead(order.run_set, decision.close, order.unit.unit_id)
+            # `abandoned` is recorded, and acknowledged, before the close is published: a stalled
+            # runner that finishes afterwards finds it and checks the log before recording `completed`
+            if not self._record_claim(order, plan, "abandoned", head.run_id, decision.attempt - 1, run_id):
+                return None
+            finished = self._close(bus, order, head)
             if finished is not None:  # the stalled runner's RunEnded came first: its attempt completed the unit
                 self._skip(bus, order, f"run {finished} ended before it could be closed", finished,
                            decision.attempt - 1)
-                return
-        run_id = run_id_for(order.run_set, unit, decision.attempt)
-        bus.mark_unit(unit.unit_id, "started", run_id, decision.attempt)
-        bus.flush()  # recorded before the run's first event: a runner that takes over finds the attempt
-        self._log(f"runner {self._name}: claimed {order.key} attempt {decision.attempt} run {run_id}")
+                return None
+        return run_id
+
+    def _claim_attempt(self, order, plan: "Plan", run_id: str) -> bool:
+        """Record `started` (acknowledged, before the run's first event: a runner that takes over
+        finds the attempt) with our claim and base; whether it won."""
+        attempt = plan.decision.attempt
+        if not self._record_claim(order, plan, "started", run_id, attempt, run_id):
+            return False
+        self._log(f"runner {self._name}: claimed {order.key} attempt {attempt} run {run_id}")
+        return True
+
+    def _record_claim(self, order, plan: "Plan", status: str, run_id: str, attempt: int, claimed_run: str) -> bool:
+        """Record STATUS with our claim and base and read the status topic up to it
+        (`membench/distributed/claims.py`): it counts unless another claim's `started` (or a
+        completed/excluded mark) landed after our base (`KeyStatus`). A loser publishes nothing of
+        the attempt, repeats the record that counts after its own so the key's newest record is true
+        again, and leaves the unit to the winner."""
+        from membench.distributed.claims import record_claim, restate
+
+        bus, unit_id = self._bus(order.run_set), order.unit.unit_id
+        if record_claim(self._status, bus, unit_id, status, run_id, attempt, plan.claim, plan.base):
+            return True
+        winner = self._status.get(order.key) or {}
+        self._log(f"runner {self._name}: lost claim {order.key} attempt {plan.decision.attempt} run {claimed_run} "
+                  f"to {winner.get('claim') or 'an unclaimed record'} ({winner.get('status')} attempt "
+                  f"{winner.get('attempt')}); the unit is left to it")
+        with self._lock:
+            self.stats.lost_claims += 1
+        if not restate(self._status, bus, unit_id, plan.claim):
+            self._log(f"runner {self._name}: {order.key}: its newest status record is still not the one that "
+                      f"counts after 10 repeats; readers that fold the key by the claim rule are not affected")
+        return False
+
+    def _execute(self, order, plan: "Plan", run_id: str) -> None:
+        from producers.runner import RunConfig, run_unit
+        from sandbox.registry import get_sandbox
+
+        bus, attempt, unit = self._bus(order.run_set), plan.decision.attempt, order.unit
         config = RunConfig(order.run_set, order.agent, read_budget=order.read_budget, code_digest=self._code_digest,
                            blob_dir=self.settings.runs_dir / order.run_set / "blobs")
         lock = threading.Lock()
@@ -294,18 +360,18 @@ class UnitRunner:
             if event.kind == "RunEnded":
                 ended.append(event.event_id)
 
-        run_unit(pack, unit, config, get_sandbox(order.sandbox), publish, decision.attempt)
+        run_unit(self._pack(order), unit, config, get_sandbox(order.sandbox), publish, attempt)
         bus.flush()  # a unit is complete only once Kafka acknowledged all of its events
         if not self._ended_by(order.key, run_id, ended[0] if ended else None):
-            self._log(f"runner {self._name}: fenced {order.key} attempt {decision.attempt} run {run_id}: another "
+            self._log(f"runner {self._name}: fenced {order.key} attempt {attempt} run {run_id}: another "
                       f"runner closed it as abandoned first; what it published after the close derives nothing "
                       f"and the unit's status is left to that runner")
             with self._lock:
                 self.stats.fenced += 1
             return
-        bus.mark_unit(unit.unit_id, "completed", run_id, decision.attempt)
+        bus.mark_unit(unit.unit_id, "completed", run_id, attempt, claim=plan.claim)
         bus.flush()
-        self._log(f"runner {self._name}: completed {order.key} attempt {decision.attempt} run {run_id}")
+        self._log(f"runner {self._name}: completed {order.key} attempt {attempt} run {run_id}")
         with self._lock:
             self.stats.completed += 1
 
@@ -317,20 +383,17 @@ class UnitRunner:
         with self._lock:
             self.stats.skipped += 1
 
-    def _close(self, bus, order, head, attempt: int) -> str | None:
-        """Close an earlier attempt whose runner died or stalled; returns None once our
-        `RunEnded{abandoned}` is the run's end, or the run id when the attempt's own RunEnded came
-        first (its runner resumed and finished: the unit is complete with it).
+    def _close(self, bus, order, head) -> str | None:
+        """Close an earlier attempt whose runner died or stalled (its `abandoned` is recorded, and
+        counted, already); returns None once our `RunEnded{abandoned}` is the run's end, or the run id
+        when the attempt's own RunEnded came first (its runner resumed and finished: the unit is
+        complete with it).
 
-        `abandoned` is recorded, and acknowledged, before the close is published: a stalled runner
-        that finishes afterwards finds it and checks the log before recording `completed`. The close
-        continues the chain where we read it; if the stalled runner published more in between, the
-        close lands on a seq already taken (the processors drop it), so it is published again at the
-        new end until it is the run's first RunEnded or the run ended by itself."""
+        The close continues the chain where we read it; if the stalled runner published more in
+        between, the close lands on a seq already taken (the processors drop it), so it is published
+        again at the new end until it is the run's first RunEnded or the run ended by itself."""
         from producers.attempts import closing_event, describe
 
-        bus.mark_unit(order.unit.unit_id, "abandoned", head.run_id, attempt)
-        bus.flush()
         while True:
             event, datum = closing_event(head)
             bus.publish(event, datum)

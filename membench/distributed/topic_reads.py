@@ -109,17 +109,22 @@ def read_run_head(topics, run_id: str, timeout: float = 30.0):
 
 
 class StatusView:
-    """The newest unit-status record of every unit, kept current by reading the compacted topic
-    up to its end before each decision (one reader, assigned every partition, no group)."""
+    """Every unit's status, kept current by reading the compacted topic up to its end before each
+    decision (one reader, assigned every partition, no group). Each key's records are folded by the
+    claim rule (`producers.unit_queue.KeyStatus`): a `started` record whose claim lost is ignored."""
 
-    def __init__(self, topics):
+    def __init__(self, topics, claims_prefix: str | None = None):
+        """`claims_prefix`: keep the verdicts of those claims only (a runner's own, until it reads
+        them), not of every claim of every unit; None keeps all."""
         import os
 
         from confluent_kafka import Consumer, TopicPartition
 
         self.topics = topics
         self._lock = threading.Lock()
-        self.records: dict[str, dict] = {}  # "<run_set>/<unit_id>" -> record
+        self._claims_prefix = claims_prefix
+        self.keys: dict = {}  # "<run_set>/<unit_id>" -> KeyStatus
+        self.claims: dict[tuple[str, str, str], bool] = {}  # (key, claim, status) -> whether that record counted
         self._consumer = Consumer({"bootstrap.servers": topics.bootstrap,
                                    "group.id": topics.group(f"status-view-{os.getpid()}"),
                                    "enable.auto.commit": False, "auto.offset.reset": "earliest",
@@ -129,12 +134,20 @@ class StatusView:
         self._consumer.assign([TopicPartition(topics.unit_status, p, -2) for p in self._partitions])  # -2: beginning
         self._positions = {p: 0 for p in self._partitions}
 
-    def refresh(self, timeout: float = 30.0) -> None:
+    def refresh(self, timeout: float = 30.0, until: tuple[int, int] | None = None) -> None:
+        """Read every partition up to the end it has when called; with `until` (partition, offset),
+        only that partition up to and including that offset (a runner's own acknowledged record: the
+        claim check reads from where the last refresh stopped, at most its base, up to it)."""
         from confluent_kafka import TopicPartition
+
+        from producers.unit_queue import KeyStatus
 
         with self._lock:
             ends = {}
-            for p in self._partitions:
+            if until is not None:
+                if until[1] + 1 > self._positions[until[0]]:
+                    ends[until[0]] = until[1] + 1
+            for p in self._partitions if until is None else ():
                 _, high = self._consumer.get_watermark_offsets(TopicPartition(self.topics.unit_status, p),
                                                                timeout=timeout)
                 if high > self._positions[p]:
@@ -143,16 +156,46 @@ class StatusView:
             while any(self._positions[p] < high for p, high in ends.items()):
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"could not read {self.topics.unit_status} to its end within {timeout:.0f}s")
-                for msg in self._consumer.consume(1000, 0.05):  # a short wait: consume() waits it out for < 1000
+                # ask for what is missing: consume() returns once it has that many, or waits its timeout
+                # out (a gap that compaction left costs that short wait, no more)
+                missing = sum(max(0, high - self._positions[p]) for p, high in ends.items())
+                for msg in self._consumer.consume(min(1000, missing), 0.05):
                     if msg.error():
                         continue
                     self._positions[msg.partition()] = msg.offset() + 1
                     if msg.value():
-                        self.records[msg.key().decode()] = json.loads(msg.value())
+                        key, record = msg.key().decode(), json.loads(msg.value())
+                        counted = self.keys.setdefault(key, KeyStatus()).add(msg.offset(), record)
+                        if "claim" in record and "base" in record and "restates" not in record and (
+                                self._claims_prefix is None or record["claim"].startswith(self._claims_prefix)):
+                            self.claims[(key, record["claim"], record.get("status"))] = counted
+
+    @property
+    def records(self) -> dict[str, dict]:
+        """key -> the newest record that counts."""
+        with self._lock:
+            return {key: state.record for key, state in self.keys.items() if state.record is not None}
 
     def get(self, key: str) -> dict | None:
         with self._lock:
-            return self.records.get(key)
+            state = self.keys.get(key)
+            return None if state is None else state.record
+
+    def state(self, key: str):
+        """The key's `KeyStatus` (a copy), or a blank one."""
+        from dataclasses import replace
+
+        from producers.unit_queue import KeyStatus
+
+        with self._lock:
+            state = self.keys.get(key)
+            return KeyStatus() if state is None else replace(state)
+
+    def won(self, key: str, claim: str, status: str = "started") -> bool | None:
+        """Whether the record of `claim` with STATUS (its `started`, or a take-over's `abandoned`)
+        counted (None: not read yet); a verdict is read once."""
+        with self._lock:
+            return self.claims.pop((key, claim, status), None)
 
     def close(self) -> None:
         self._consumer.close()

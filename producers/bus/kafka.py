@@ -147,6 +147,7 @@ class KafkaBus:
         self._spool = Spool(spool_dir)
         self._errors: list[str] = []
         self.delivered = 0
+        self.status_positions: dict[str, tuple[int, int]] = {}  # unit-status key -> (partition, offset) acknowledged
         self._unpolled = 0
         self._resending = False
         publish_schemas(self._producer, self.topics)
@@ -158,10 +159,18 @@ class KafkaBus:
         self._errors.append(str(err))
         self._spool.append(msg.topic(), msg.key() or b"", msg.value() or b"")
 
-    def _produce(self, topic: str, key: bytes, value: bytes) -> None:
+    def _on_status_delivery(self, err, msg) -> None:
+        self._on_delivery(err, msg)
+        if err is None:
+            self.status_positions[msg.key().decode()] = (msg.partition(), msg.offset())
+
+    def _produce(self, topic: str, key: bytes, value: bytes, on_delivery=None) -> None:
         while True:
             try:
-                self._producer.produce(topic, value, key)
+                if on_delivery is None:
+                    self._producer.produce(topic, value, key)
+                else:
+                    self._producer.produce(topic, value, key, on_delivery=on_delivery)
                 break
             except BufferError:  # local queue full: wait for deliveries (backpressure, never drop)
                 self._producer.poll(0.1)
@@ -188,9 +197,15 @@ class KafkaBus:
         """A pre-framed message (benchmarks and tests)."""
         self._produce(self.topics.trajectory, key, message)
 
-    def mark_unit(self, unit_id: str, status: str, run_id: str, attempt: int) -> None:
-        value = json.dumps({"status": status, "run_id": run_id, "attempt": attempt}).encode()
-        self._produce(self.topics.unit_status, f"{self.run_set}/{unit_id}".encode(), value)
+    def mark_unit(self, unit_id: str, status: str, run_id: str, attempt: int, **claim) -> None:
+        """Record a unit's status; `claim` adds a runner's claim fields (`claim`, `base`: the
+        compare-and-set of `producers/unit_queue.py` `KeyStatus`)."""
+        self.mark_record(unit_id, {"status": status, "run_id": run_id, "attempt": attempt, **claim})
+
+    def mark_record(self, unit_id: str, record: dict) -> None:
+        """Once flushed, `status_positions["<run_set>/<unit_id>"]` is where the newest one landed."""
+        self._produce(self.topics.unit_status, f"{self.run_set}/{unit_id}".encode(), json.dumps(record).encode(),
+                      self._on_status_delivery)
 
     def flush(self, timeout: float = 3600.0) -> None:
         """Block until everything published is acknowledged; re-send the spool meanwhile."""
@@ -257,8 +272,10 @@ def _watermarks(consumer, partition, timeout: float) -> tuple[int, int]:
 
 
 def read_unit_status(topics: Topics, run_set: str, timeout: float = 30.0) -> dict[str, dict]:
-    """unit_id -> newest status record of the run set, read from the compacted topic."""
+    """unit_id -> newest status record of the run set that counts, read from the compacted topic."""
     from confluent_kafka import Consumer, TopicPartition
+
+    from producers.unit_queue import KeyStatus
 
     UNIT_STATUS = topics.unit_status
     consumer = Consumer({"bootstrap.servers": topics.bootstrap, "group.id": topics.group(f"status-{os.getpid()}"),
@@ -274,7 +291,7 @@ def read_unit_status(topics: Topics, run_set: str, timeout: float = 30.0) -> dic
                 ends[p] = high
                 assignment.append(TopicPartition(UNIT_STATUS, p, low))
         consumer.assign(assignment)
-        out: dict[str, dict] = {}
+        out: dict[str, KeyStatus] = {}
         prefix = f"{run_set}/"
         deadline = time.monotonic() + timeout
         while ends and time.monotonic() < deadline:
@@ -282,11 +299,11 @@ def read_unit_status(topics: Topics, run_set: str, timeout: float = 30.0) -> dic
                 if msg.error():
                     continue
                 key = msg.key().decode()
-                if key.startswith(prefix) and msg.value():
-                    out[key[len(prefix):]] = json.loads(msg.value())
+                if key.startswith(prefix) and msg.value():  # folded by the claim rule: a lost claim is ignored
+                    out.setdefault(key[len(prefix):], KeyStatus()).add(msg.offset(), json.loads(msg.value()))
                 if msg.offset() + 1 >= ends.get(msg.partition(), 0):
                     ends.pop(msg.partition(), None)
-        return out
+        return {unit: state.record for unit, state in out.items() if state.record is not None}
     finally:
         consumer.close()
 
