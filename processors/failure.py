@@ -44,14 +44,13 @@ imputed.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from processors.contract import MEMORY_FAILURE_REASONS, Attribution, attribute, memory_contract
 from processors.evidence import STALE_LABELS, SessionEvidence
-from schemas.derived import DerivedEvent, UnitKey, make_derived
+from schemas.derived import DerivedEvent, UnitKey, make_derived, shallow_fields
 
 FAILURE_REASONS = (
     "oracle_inconclusive", "timeout", "over_context_budget", "wrong_file_modified", "agent_hallucinated_memory",
@@ -158,7 +157,7 @@ def failure_events(key: UnitKey, ev: SessionEvidence, att: Attribution, verdict:
     failure = {**session, "resolved": verdict.resolved, "excluded": verdict.excluded,
                "failure_reason": verdict.failure_reason, "rule": verdict.rule,
                "memory_failure": verdict.memory_failure, "oracle_outcome": ev.outcome}
-    contract = {**session, **dataclasses.asdict(memory_contract(ev, att, verdict.resolved, verdict.failure_reason))}
+    contract = {**session, **shallow_fields(memory_contract(ev, att, verdict.resolved, verdict.failure_reason))}
     return [
         make_derived(key, "FailureClassified", ev.source_seq, failure, ev.session_index),
         make_derived(key, "MemoryContract", ev.source_seq, contract, ev.session_index),

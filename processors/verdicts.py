@@ -13,13 +13,12 @@ the difference of event timestamps, the only wall-clock fields.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from processors.evidence import EvidenceCollector
 from processors.failure import resolve
-from schemas.derived import DerivedEvent, ResourceTotals, UnitKey, make_derived
+from schemas.derived import DerivedEvent, ResourceTotals, UnitKey, make_derived, shallow_fields
 from schemas.events import Event, agent_model_call
 
 EXCLUDING_OUTCOMES = frozenset({"isolation_unavailable"})
@@ -45,7 +44,7 @@ class _Counts(ResourceTotals):
             self.compactions += 1
 
     def totals(self) -> dict[str, int]:
-        return dataclasses.asdict(self)
+        return shallow_fields(self)
 
 
 @dataclass
