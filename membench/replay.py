@@ -91,6 +91,11 @@ class ReplayResult:
         """The log root when the source holds exactly one run set."""
         return next(iter(self.run_sets.values())).log_root if len(self.run_sets) == 1 else None
 
+    def close(self) -> None:
+        """Removes the heads' file (what the run sets' roots were computed from)."""
+        if self.heads is not None:
+            self.heads.close()
+
 
 # ------------------------------------------------------------------------------------------ sources
 
@@ -552,16 +557,20 @@ class _Replayer:
                     open_in[run_id] = event.run_set
             else:
                 fenced = event.seq <= last
+                if event.run_set != open_in[run_id]:
+                    findings.append(Finding(run_id, event.seq, f"event of run set {event.run_set!r} in a run that "
+                                                               f"started in run set {open_in[run_id]!r}"))
             if fenced:
                 # not part of the run's chain; the processor ignores it by the same rule (while it
                 # still remembers the run: `RunSetProcessor.is_new`)
                 summary.fenced.append((run_id, event.seq, kind))
                 if not processor.is_new(run_id):
                     derived = processor.apply(event)
-                    if derived:
+                    if derived:  # it filled a seq gap the run ended with: the chain check names the gap
                         result.derived += len(derived)
                         findings.append(Finding(run_id, event.seq, f"the processors derived {len(derived)} "
-                                                                   f"events from a fenced {kind}"))
+                                                                   f"events from a fenced {kind} (it arrived after "
+                                                                   "the run's RunEnded, filling a gap in its seqs)"))
                 continue
             last_seq[run_id] = event.seq
             broken = verifier.check(event, schema, item[2] if len(item) > 2 else None)
@@ -699,6 +708,7 @@ def replay_file_jobs(path: Path, jobs: int, findings: list[Finding], warehouse: 
     banks = BankLedger()
     source: list[Finding] = []
     partials: dict[int, dict] = {}
+    finished = False
     try:
         while len(partials) < jobs:
             try:
@@ -718,11 +728,14 @@ def replay_file_jobs(path: Path, jobs: int, findings: list[Finding], warehouse: 
                 partials[k] = payload
             else:
                 raise ReplayWorkerError(f"replay worker {k} failed:\n{payload}")
+        finished = True
     finally:
         for worker in workers:
             worker.join(timeout=5)
             if worker.is_alive():
                 worker.terminate()
+        if not finished:
+            result.close()  # the workers' files with it
     first: dict[str, int] = {}
     merged: dict[str, RunSetSummary] = {}
     for k in sorted(partials):

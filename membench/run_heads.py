@@ -6,7 +6,7 @@ final once its first `RunEnded` is read; from then on replay needs it only twice
 later event of the run is fenced (docs/design.md §2), and to hash the run set's log root over every
 run sorted by id (`schemas.log_root`). Both are a B-tree's work, so the heads go to a SQLite file
 (the standard library's; a table keyed by run id) as runs end, a thousand at a time, and are read
-back in key order for the root. Memory: SQLite's page cache (2 MiB) and one pending batch. Disk:
+back in key order for the root. Memory: SQLite's page cache (`CACHE_KIB`) and one pending batch. Disk:
 ≈ 150 bytes per run in a temporary directory (`TMPDIR`), deleted when the store is closed or
 garbage-collected.
 

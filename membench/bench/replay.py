@@ -13,7 +13,8 @@ so a real events.avro and a real chDB warehouse that agree):
 - **chDB insert floor**: the run set's trajectory_events rows, as RowBinary, inserted alone into an
   empty table of the same structure (process CPU, chDB's threads included, µs per row);
 - **replay memory**: the peak RSS (VmHWM) of a fresh process replaying a log of N runs and one
-  of 4·N runs (`python -m membench.bench.replay rss LOG`): what stays is one head per run.
+  of 4·N runs (`python -m membench.bench.replay rss LOG`): memory holds the open runs, the ended
+  runs' heads are on disk (`membench.run_heads`), so the two should be about equal.
 
 Command: `PYTHONPATH=. .venv/bin/python -m membench.bench.replay 500` (or `membench bench bus`);
 `… -m membench.bench.replay log EVENTS.avro` profiles an in-process replay of a real log.

@@ -78,25 +78,28 @@ def replay(source: str, verify: bool, pubkey_path: Path | None, log_root_path: P
     finally:
         if warehouse is not None:
             warehouse.close()
-    checks = []
-    if verify or public_key is not None or log_root_path is not None:
-        # a log_root.json under runs/ describes the warehouse it was written for: replaying another
-        # warehouse (or a Kafka topic) of the same run set does not check against it, unless given
-        only_for = settings.warehouse if source.startswith("warehouse:") and log_root_path is None else None
-        for path in _root_files(source, from_file, log_root_path, result, settings):
-            required = public_key is not None or log_root_path is not None
-            check = check_log_root(result, path, public_key, required=required, warehouse_dsn=only_for)
-            if check is not None:
-                checks.append(check)
-    if as_json:
-        click.echo(json.dumps({"ok": result.ok, "events": result.events, "runs": result.runs,
-                               "derived": result.derived, "compared": result.compared,
-                               "diffs_checked": result.diffs_checked, "log_root": result.log_root,
-                               "run_sets": [s.to_json() for s in result.run_sets.values()],
-                               "log_root_files": [c.to_json() for c in checks],
-                               "findings": [f.__dict__ for f in result.findings]}, indent=2))
-    else:
-        _print_human(result, checks, warehouse is not None)
+    try:
+        checks = []
+        if verify or public_key is not None or log_root_path is not None:
+            # a log_root.json under runs/ describes the warehouse it was written for: replaying another
+            # warehouse (or a Kafka topic) of the same run set does not check against it, unless given
+            only_for = settings.warehouse if source.startswith("warehouse:") and log_root_path is None else None
+            for path in _root_files(source, from_file, log_root_path, result, settings):
+                required = public_key is not None or log_root_path is not None
+                check = check_log_root(result, path, public_key, required=required, warehouse_dsn=only_for)
+                if check is not None:
+                    checks.append(check)
+        if as_json:
+            click.echo(json.dumps({"ok": result.ok, "events": result.events, "runs": result.runs,
+                                   "derived": result.derived, "compared": result.compared,
+                                   "diffs_checked": result.diffs_checked, "log_root": result.log_root,
+                                   "run_sets": [s.to_json() for s in result.run_sets.values()],
+                                   "log_root_files": [c.to_json() for c in checks],
+                                   "findings": [f.__dict__ for f in result.findings]}, indent=2))
+        else:
+            _print_human(result, checks, warehouse is not None)
+    finally:
+        result.close()  # the heads' file: every root is computed and checked
     if not result.ok:
         raise SystemExit(1)
 

@@ -15,7 +15,7 @@ def record_claim(view, bus, unit_id: str, status: str, run_id: str, attempt: int
     bus.flush()
     # from where the view's last read stopped (at most the base) up to our record, whose acknowledged
     # position the bus knows: one partition, no watermark query
-    view.refresh(until=bus.status_positions.get(key))
+    view.refresh(until=bus.status_positions.pop(key, None))
     won = view.won(key, claim, status)
     if won is None:  # not read back (a re-sent record's position is not kept): read every partition
         view.refresh()
@@ -28,8 +28,9 @@ def record_claim(view, bus, unit_id: str, status: str, run_id: str, attempt: int
 def restate(view, bus, unit_id: str, claim: str, rounds: int = 10) -> bool:
     """After CLAIM lost: while the key's newest record is ours (the lost record, or a repeat of ours
     that a newer record of the winner overtook), append the record that counts again. Each round reads
-    to the end it fetched first, so this stops once no record of the winner lands between; returns
-    whether the key is settled (False only after ROUNDS repeats)."""
+    to the end it fetched first, so this stops once no record of the winner lands between. Returns
+    False only when ROUNDS repeats did not settle the key; True also when its newest record is
+    another loser's (whose own restatement settles it)."""
     from producers.unit_queue import restatement
 
     key = f"{bus.run_set}/{unit_id}"

@@ -90,7 +90,10 @@ class UnitRunner:
         self._log = log or (lambda line: print(line, file=sys.stderr, flush=True))
         self._name = f"{socket.gethostname()}-{os.getpid()}"
         self._code_digest = code_digest()
-        self._status = StatusView(self.topics, claims_prefix=f"{self._name}/")
+        # a nonce of this process: a restarted runner with the same host name and pid (a container's
+        # pid 1) does not keep its predecessor's claims as its own
+        self._claims = f"{self._name}/{uuid.uuid4().hex[:8]}-"
+        self._status = StatusView(self.topics, claims_prefix=self._claims)
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="membench-runner")
         self._lock = threading.Lock()
         self._buses: dict[str, object] = {}
@@ -279,7 +282,7 @@ class UnitRunner:
             head = read_run_head(self.topics, status["run_id"])
         decision = decide(status, None if head is None else Head(head.run_id, head.last_seq,
                                                                   head.status if head.ended else None))
-        return Plan(decision, head, state.offset, f"{self._name}/{uuid.uuid4().hex[:12]}")
+        return Plan(decision, head, state.offset, f"{self._claims}{uuid.uuid4().hex[:12]}")
 
     def _run_order(self, order) -> None:
         plan = self._plan(order)

@@ -203,9 +203,10 @@ class KafkaBus:
         self.mark_record(unit_id, {"status": status, "run_id": run_id, "attempt": attempt, **claim})
 
     def mark_record(self, unit_id: str, record: dict) -> None:
-        """Once flushed, `status_positions["<run_set>/<unit_id>"]` is where the newest one landed."""
+        """A claim's record (one with `base`): once flushed, `status_positions["<run_set>/<unit_id>"]`
+        is where it landed, until the claim check takes it (`membench/distributed/claims.py`)."""
         self._produce(self.topics.unit_status, f"{self.run_set}/{unit_id}".encode(), json.dumps(record).encode(),
-                      self._on_status_delivery)
+                      self._on_status_delivery if "base" in record else None)
 
     def flush(self, timeout: float = 3600.0) -> None:
         """Block until everything published is acknowledged; re-send the spool meanwhile."""

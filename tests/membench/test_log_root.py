@@ -239,10 +239,12 @@ def test_check_log_root_compares_recomputed_root_and_signature(tmp_path, keys):
     write_record(path, _state({"run-a": {}}, {"run-a": run[-1].hash}).record(signature))
     check = check_log_root(result, path, load_public_key(public))
     assert result.ok and check.signature == "verified" and check.recorded == check.recomputed
-    forged = _state({"run-a": {}}, {"run-a": A}).record(signature)
+    # a forged head and a run the log does not hold: both named (ours are read back from disk)
+    forged = _state({"run-a": {}, "run-z": {}}, {"run-a": A, "run-z": B}).record(signature)
     write_record(path, forged)
     check = check_log_root(result, path, load_public_key(public))
-    assert any("differs from the root recomputed from the log" in f.reason for f in result.findings)
+    differs = [f for f in result.findings if "differs from the root recomputed from the log" in f.reason]
+    assert len(differs) == 1 and differs[0].run_id == "run-a" and "(2 runs differ)" in differs[0].reason
     assert check.signature == "verified"  # signed over what the log gives, not what the file says
 
 

@@ -4,6 +4,7 @@ memory, and a fenced event of a run its processor forgot is still fenced by the 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 
@@ -106,3 +107,27 @@ def test_a_fenced_event_of_a_run_the_processor_forgot_is_fenced_by_the_heads_on_
     monkeypatch.setattr(replay_module, "PROCESSOR_ENDED_WINDOW", None)
     remembered = replay([(e, default_registry().latest("event")) for e in events], [])
     assert (summary.runs, summary.log_root) == (6, remembered.log_root) and result.derived == remembered.derived
+
+
+def test_an_event_filling_a_gap_after_the_runs_end_is_named_twice():
+    """Seqs 16 and 17 swapped: the chain check names the gap; replay's rule fences the late event
+    (the run ended at its first RunEnded read), and the processor, which orders by seq, still
+    applies it, which replay names rather than hides."""
+    run = build_run(("pass", "fail"), run_id="run-gap")
+    ended = next(i for i, e in enumerate(run) if e.kind == "RunEnded")
+    events = run[:ended - 1] + [run[ended], run[ended - 1]] + run[ended + 1:]
+    schema = default_registry().latest("event")
+    result = replay([(e, schema) for e in events], findings := [])
+    reasons = [f.reason for f in findings]
+    assert any("expected seq" in r for r in reasons), reasons
+    assert any(r.startswith("the processors derived") and "filling a gap" in r for r in reasons), reasons
+    assert result.run_sets["rs"].fenced == [("run-gap", run[ended - 1].seq, run[ended - 1].kind)]
+
+
+def test_an_event_of_another_run_set_inside_an_open_run_is_a_finding():
+    run = build_run(run_id="run-x")
+    moved = [run[0]] + [dataclasses.replace(run[1], run_set="rs-other")] + run[2:]
+    schema = default_registry().latest("event")
+    result = replay([(e, schema) for e in moved], findings := [])
+    assert any(f.run_id == "run-x" and f.seq == 1 and "run set 'rs-other'" in f.reason for f in findings)
+    assert result.run_sets["rs"].runs == 1  # the run counts in the run set it started in
