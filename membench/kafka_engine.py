@@ -71,7 +71,7 @@ def earlier_events(topics: Topics, partition: int, before_offset: int, run_id: s
                 if msg.offset() >= before_offset or msg.key() != run_id.encode():
                     continue
                 try:
-                    event = Event.from_record(decode(msg.value() or b"")[1])
+                    event = Event.from_record(decode(msg.value() or b"", plain=True)[1])
                 except DecodeError:
                     continue
                 found.append(event)
@@ -98,7 +98,7 @@ class MessageFolder:
     def fold(self, value: bytes | None, partition: int, offset: int) -> Folded:
         out = Folded()
         try:
-            _, record = decode(value or b"")
+            _, record = decode(value or b"", plain=True)
             event = Event.from_record(record)
         except (DecodeError, KeyError, TypeError, ValueError) as exc:
             out.dead.append(f"undecodable: {exc}")

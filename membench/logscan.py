@@ -26,10 +26,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from fastavro import parse_schema, schemaless_reader
+from fastavro import schemaless_reader
 from fastavro.read import reader as avro_reader
 
-from schemas.codec import read_long
+from schemas.codec import plain_parsed, read_long
 from schemas.registry import SchemaVersion
 from schemas.writers import writer_schema
 
@@ -62,29 +62,6 @@ def run_and_seq(datum: bytes, pos: int = 0) -> tuple[str, int]:
     return run_id, seq
 
 
-def _plain(node: Any) -> Any:
-    """The schema without logical types: timestamp-micros decodes to its integer."""
-    if isinstance(node, dict):
-        return {k: _plain(v) for k, v in node.items() if k != "logicalType"}
-    if isinstance(node, list):
-        return [_plain(v) for v in node]
-    return node
-
-
-def datum_decoder(schema: SchemaVersion) -> Callable[[bytes], dict[str, Any]]:
-    """decode(datum) -> the record as written (no logical types: `ts` an integer), refusing trailing bytes."""
-    parsed = parse_schema(_plain(schema.schema_json), named_schemas={})
-
-    def decode(datum: bytes) -> dict[str, Any]:
-        buf = io.BytesIO(datum)
-        record = schemaless_reader(buf, parsed, None)
-        if buf.tell() != len(datum):
-            raise ValueError(f"{len(datum) - buf.tell()} trailing bytes after the datum")
-        return record
-
-    return decode
-
-
 class LogFile:
     """An Avro container log: its writer schema, the decoder and skipper for it, its blocks."""
 
@@ -104,7 +81,7 @@ class LogFile:
             raise BlockError(0, f"{self.path}: avro.codec {codec.decode(errors='replace')!r} is not supported "
                                 "(null or deflate)")
         self._deflate = codec == b"deflate"
-        self._decoder = parse_schema(_plain(self.schema.schema_json), named_schemas={})
+        self._decoder = plain_parsed(self.schema)
         self._skip: Callable[[bytes, int], int] | None = None
 
     @property

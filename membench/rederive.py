@@ -63,7 +63,7 @@ class RederiveResult:
 def derive_batch(rows: list[tuple[str, bytes]]) -> tuple[int, list[Any], list[str]]:
     """(events, derived events, problems) of a batch of whole runs' raw rows ((fingerprint hex,
     datum), in (run, seq) order). Pure but for decoding; runs in a worker process with --jobs."""
-    from membench.logscan import datum_decoder
+    from schemas.codec import datum_decoder
     from processors import RunSetProcessor
     from schemas.events import Event
     from schemas.registry import default_registry

@@ -153,7 +153,7 @@ def events_from_warehouse(warehouse: Any, run_set: str | None, findings: list[Fi
     (not resolved to the newest: the hash covers the writer's datum). Read `RUNS_PER_QUERY` runs at
     a time (`warehouse.queries.raw_run_id_pages`, `raw_datums_of_runs`), so memory does not grow
     with the table."""
-    from membench.logscan import datum_decoder
+    from schemas.codec import datum_decoder
     from warehouse.queries import raw_datums_of_runs, raw_run_id_pages
 
     registry = default_registry()

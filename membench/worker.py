@@ -67,7 +67,7 @@ def build_app(dsn: str, ended_window: int | None = None) -> faust.App:
     async def handle(event) -> list:
         """Fold one message; returns the derived events it completes."""
         try:
-            _, record = decode(event.value or b"")
+            _, record = decode(event.value or b"", plain=True)
             raw_event = Event.from_record(record)
         except (DecodeError, KeyError, TypeError, ValueError) as exc:
             await dead_letter(event, f"undecodable: {exc}")

@@ -12,7 +12,7 @@ import io
 from collections.abc import Callable
 from typing import Any
 
-from fastavro import schemaless_reader, schemaless_writer
+from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
 from schemas.fastcodec import ConstantFieldsEncoder, compile_encoder
 from schemas.registry import Registry, SchemaVersion, default_registry
@@ -95,6 +95,42 @@ def decode_datum(writer: SchemaVersion, datum: bytes, reader: SchemaVersion | No
     return record
 
 
+def _without_logical_types(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _without_logical_types(v) for k, v in node.items() if k != "logicalType"}
+    if isinstance(node, list):
+        return [_without_logical_types(v) for v in node]
+    return node
+
+
+_PLAIN: dict[bytes, Any] = {}
+
+
+def plain_parsed(schema: SchemaVersion) -> Any:
+    """The schema parsed without its logical types, so `ts` (timestamp-micros, the only one) decodes
+    to the integer an `Event` holds instead of a datetime that `Event.from_record` turns back into
+    that integer. The same datum, the same `Event`; fastavro's conversion skipped."""
+    parsed = _PLAIN.get(schema.fingerprint)
+    if parsed is None:
+        parsed = _PLAIN[schema.fingerprint] = parse_schema(_without_logical_types(schema.schema_json),
+                                                           named_schemas={})
+    return parsed
+
+
+def datum_decoder(schema: SchemaVersion) -> Callable[[bytes], dict[str, Any]]:
+    """decode(datum) -> the record as written (no logical types: `ts` an integer), refusing trailing bytes."""
+    parsed = plain_parsed(schema)
+
+    def decode(datum: bytes) -> dict[str, Any]:
+        buf = io.BytesIO(datum)
+        record = schemaless_reader(buf, parsed, None)
+        if buf.tell() != len(datum):
+            raise ValueError(f"{len(datum) - buf.tell()} trailing bytes after the datum")
+        return record
+
+    return decode
+
+
 def frame(schema: SchemaVersion, datum: bytes) -> bytes:
     return MAGIC + schema.fingerprint + datum
 
@@ -113,12 +149,21 @@ def unframe(message: bytes, registry: Registry | None = None) -> tuple[SchemaVer
     return writer, bytes(message[HEADER_SIZE:])
 
 
-def decode(message: bytes, registry: Registry | None = None) -> tuple[SchemaVersion, dict[str, Any]]:
-    """Decode a framed message to (writer schema, record resolved to its family's newest version)."""
+def decode(message: bytes, registry: Registry | None = None, plain: bool = False) -> tuple[SchemaVersion, dict[str, Any]]:
+    """Decode a framed message to (writer schema, record resolved to its family's newest version).
+    `plain`: a datum written with the newest version is read without logical types (`plain_parsed`:
+    what `Event.from_record` needs, ≈ 4 µs an event cheaper); an older one is resolved as always."""
     registry = registry or default_registry()
     writer, datum = unframe(message, registry)
     try:
-        record = decode_datum(writer, datum, registry.latest(writer.family))
+        newest = registry.latest(writer.family)
+        if plain and newest.fingerprint == writer.fingerprint:
+            buf = io.BytesIO(datum)
+            record = schemaless_reader(buf, plain_parsed(writer), None)
+            if buf.tell() != len(datum):
+                raise DecodeError(f"{len(datum) - buf.tell()} trailing bytes after the datum")
+        else:
+            record = decode_datum(writer, datum, newest)
     except DecodeError:
         raise
     except Exception as exc:  # fastavro raises many types on corrupt data

@@ -4,7 +4,8 @@ The same framed messages (synthetic runs, as `membench.bench.bus` builds them) a
 everything:
 
 - **in-process floors**, on this process's CPU time (`time.process_time`): decoding a message
-  (fastavro, resolved to the newest schema) and building the `Event`; SHA-256 over the datums
+  (fastavro, a newest-version datum without logical types: `decode(…, plain=True)`, as both engines
+  do) and building the `Event`; SHA-256 over the datums
   alone; folding the decoded events (`RunSetProcessor`); encoding the derived events. The kafka
   engine's work per event is the sum of these plus the consumer's and the producer's share.
 - **engine drain**: each engine's worker (`membench process --engine E`) on a fresh namespace
@@ -57,7 +58,7 @@ def in_process_floors(messages: list[tuple[bytes, bytes]]) -> dict:
     n = len(messages)
     clock = time.process_time
     started = clock()
-    events = [Event.from_record(decode(value)[1]) for _, value in messages]
+    events = [Event.from_record(decode(value, plain=True)[1]) for _, value in messages]
     decode_s = clock() - started
     started = clock()
     for _, value in messages:

@@ -65,3 +65,26 @@ def test_registry_ships_every_avsc_as_package_data():
     assert {"event", "derived"} <= set(registry.families())
     for version in registry.all():
         assert json.loads(json.dumps(version.schema_json))["namespace"] == "membench"
+
+
+def test_a_plain_decode_builds_the_same_event_and_refuses_what_the_full_one_refuses():
+    """The processors' path reads newest-version datums without logical types (`plain=True`): the
+    `Event` is the one the full decode builds, `ts` included; an older writer is still resolved."""
+    from schemas.chain import seal
+    from schemas.events import Event
+
+    registry = default_registry()
+    newest = registry.latest("event")
+    event, datum = seal(newest, sample_event())
+    message = MAGIC + newest.fingerprint + datum
+    full, plain = decode(message)[1], decode(message, plain=True)[1]
+    assert isinstance(plain["ts"], int) and not isinstance(full["ts"], int)
+    assert Event.from_record(plain) == Event.from_record(full)
+    assert (Event.from_record(plain).ts, Event.from_record(plain).hash) == (event.ts, event.hash)
+    with pytest.raises(DecodeError, match="trailing bytes"):
+        decode(message + b"\x00", plain=True)
+    with pytest.raises(DecodeError):
+        decode(message[: len(message) // 2], plain=True)
+    older = registry.versions("event")[-2]
+    old_message = encode(older, event.to_record())
+    assert Event.from_record(decode(old_message, plain=True)[1]) == Event.from_record(decode(old_message)[1])
