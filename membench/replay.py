@@ -566,11 +566,12 @@ class _Replayer:
                 summary.fenced.append((run_id, event.seq, kind))
                 if not processor.is_new(run_id):
                     derived = processor.apply(event)
-                    if derived:  # it filled a seq gap the run ended with: the chain check names the gap
+                    if derived:  # it filled a seq gap (the chain check names the gap), arriving late
                         result.derived += len(derived)
                         findings.append(Finding(run_id, event.seq, f"the processors derived {len(derived)} "
                                                                    f"events from a fenced {kind} (it arrived after "
-                                                                   "the run's RunEnded, filling a gap in its seqs)"))
+                                                                   "a later event of its run, filling a gap in its "
+                                                                   "seqs)"))
                 continue
             last_seq[run_id] = event.seq
             broken = verifier.check(event, schema, item[2] if len(item) > 2 else None)
