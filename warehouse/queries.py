@@ -122,6 +122,7 @@ def raw_run_id_pages(warehouse: WarehouseReader, run_set: str | None, size: int)
 
 
 def raw_run_count(warehouse: WarehouseReader, run_set: str | None = None) -> int:
+    """How many runs the raw table holds (of one run set, when given): a paged reader's total."""
     where = "WHERE run_set = {rs:String}" if run_set else ""
     return int(warehouse.query_rows(f"SELECT uniqExact(run_id) FROM trajectory_events {where}",
                                     {"rs": run_set} if run_set else None)[0][0])
