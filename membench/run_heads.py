@@ -7,7 +7,7 @@ later event of the run is fenced (docs/design.md §2), and to hash the run set's
 run sorted by id (`schemas.log_root`). Both are a B-tree's work, so the heads go to a SQLite file
 (the standard library's; a table keyed by run id) as runs end, a thousand at a time, and are read
 back in key order for the root. Memory: SQLite's page cache (`CACHE_KIB`) and one pending batch. Disk:
-≈ 150 bytes per run in a temporary directory (`TMPDIR`), deleted when the store is closed or
+≈ 125 bytes per run in a temporary directory (`TMPDIR`), deleted when the store is closed or
 garbage-collected.
 
 Run ids are unique across run sets (UUIDs; the chain check keys runs by id alone), so the id is the
