@@ -51,6 +51,21 @@ def _raw_records(topics, key: str) -> list[tuple[int, dict]]:
     return out
 
 
+def _one_unit(tmp_path, condition: str, run_set: str):
+    """A one-unit grid of the smoke pack on a fresh namespace: (home, dsn, settings, topics, unit, order)."""
+    require_broker()
+    home = tmp_path / "home"
+    dsn = f"kafka://{SINGLE}/{namespace()}"
+    settings = Settings(home=home, bus=dsn, warehouse=f"chdb://{tmp_path / 'warehouse'}")
+    topics = topics_from_dsn(dsn)
+    ensure_topics(topics)
+    pack = open_pack("smoke", home)
+    unit = plan_grid(pack, [condition], [1])[0]
+    order = UnitOrder(run_set, "smoke", pack.digest, "scripted:memory-literal", "bwrap", 2000, unit.suite, unit.task,
+                      unit.condition, unit.seed)
+    return home, dsn, settings, topics, unit, order
+
+
 def _close(runner: UnitRunner) -> None:
     runner._pool.shutdown(wait=True)
     for bus in runner._buses.values():
@@ -61,17 +76,8 @@ def _close(runner: UnitRunner) -> None:
 
 @pytest.mark.parametrize("lost_after", ["started", "completed"])
 def test_two_runners_deciding_on_one_record_run_the_attempt_once(tmp_path, lost_after):
-    require_broker()
-    home = tmp_path / "home"
-    dsn = f"kafka://{SINGLE}/{namespace()}"
-    settings = Settings(home=home, bus=dsn, warehouse=f"chdb://{tmp_path / 'warehouse'}")
-    topics = topics_from_dsn(dsn)
-    ensure_topics(topics)
-    pack = open_pack("smoke", home)
-    unit = plan_grid(pack, ["B5"], [1])[0]
     run_set = "rs-claims"
-    order = UnitOrder(run_set, "smoke", pack.digest, "scripted:memory-literal", "bwrap", 2000, unit.suite, unit.task,
-                      unit.condition, unit.seed)
+    home, dsn, settings, topics, unit, order = _one_unit(tmp_path, "B5", run_set)
     queue = KafkaBus(dsn, run_set, tmp_path / "spool-queue")
     queue.mark_unit(unit.unit_id, "queued", "", 0)  # as `run --enqueue` marks it
     queue.close()
@@ -125,17 +131,8 @@ def test_two_take_overs_of_one_open_attempt_close_it_and_run_the_next_attempt_on
     """The window on a take-over: both runners read a dead runner's `started` attempt 1 (no event in
     the log), both record `abandoned` and close its run; B's `started` for attempt 2 lands first and
     wins, A's loses. Attempt 2 runs once; attempt 1 is one abandoned attempt."""
-    require_broker()
-    home = tmp_path / "home"
-    dsn = f"kafka://{SINGLE}/{namespace()}"
-    settings = Settings(home=home, bus=dsn, warehouse=f"chdb://{tmp_path / 'warehouse'}")
-    topics = topics_from_dsn(dsn)
-    ensure_topics(topics)
-    pack = open_pack("smoke", home)
-    unit = plan_grid(pack, ["B0"], [1])[0]
     run_set = "rs-claims-take-over"
-    order = UnitOrder(run_set, "smoke", pack.digest, "scripted:memory-literal", "bwrap", 2000, unit.suite, unit.task,
-                      unit.condition, unit.seed)
+    _, dsn, settings, topics, unit, order = _one_unit(tmp_path, "B0", run_set)
     dead = KafkaBus(dsn, run_set, tmp_path / "spool-dead")
     dead.mark_unit(unit.unit_id, "queued", "", 0)
     dead.mark_unit(unit.unit_id, "started", "run-of-the-dead-runner", 1, claim="runner-x/dead", base=None)
