@@ -19,10 +19,9 @@ import logging
 
 import faust
 
-from membench.kafka_engine import earlier_events
+from membench.kafka_engine import MessageFolder
 from processors import RunSetProcessor
-from schemas.codec import DecodeError, decode, encode
-from schemas.events import Event
+from schemas.codec import encode
 from schemas.registry import default_registry
 from schemas.topics import Topics, topics_from_dsn
 
@@ -56,7 +55,8 @@ def build_app(dsn: str, ended_window: int | None = None) -> faust.App:
     derived_topic = app.topic(topics.derived, key_type=bytes, value_type=bytes)
     dead_topic = app.topic(topics.deadletter, key_type=bytes, value_type=bytes)
     derived_schema = default_registry().latest("derived")
-    processor = RunSetProcessor(ended_window) if ended_window else RunSetProcessor()
+    # the decode and fold both engines share (a run met mid-way is folded from its start)
+    folder = MessageFolder(topics, RunSetProcessor(ended_window) if ended_window else RunSetProcessor())
 
     async def dead_letter(event, reason: str) -> None:
         sent = await dead_topic.send(key=event.key, value=event.value or b"",
@@ -66,22 +66,10 @@ def build_app(dsn: str, ended_window: int | None = None) -> faust.App:
 
     async def handle(event) -> list:
         """Fold one message; returns the derived events it completes."""
-        try:
-            _, record = decode(event.value or b"", plain=True)
-            raw_event = Event.from_record(record)
-        except (DecodeError, KeyError, TypeError, ValueError) as exc:
-            await dead_letter(event, f"undecodable: {exc}")
-            return []
-        derived = []
-        if processor.is_new(raw_event.run_id) and raw_event.seq > 0:  # met mid-run: fold from its start
-            for earlier in earlier_events(topics, event.message.partition, event.message.offset,
-                                          raw_event.run_id, raw_event.seq):
-                derived += processor.apply(earlier)
-        derived += processor.apply(raw_event)
-        for letter in processor.take_dead_letters():
-            await dead_letter(event, f"rejected by processor at run {letter.run_id} seq {letter.seq}: "
-                                     f"{letter.reason}")
-        return derived
+        folded = folder.fold(event.value, event.message.partition, event.message.offset)
+        for reason in folded.dead:
+            await dead_letter(event, reason)
+        return folded.derived
 
     @app.agent(raw)
     async def process(stream):
@@ -99,7 +87,7 @@ def build_app(dsn: str, ended_window: int | None = None) -> faust.App:
 
     @app.on_partitions_revoked.connect
     async def on_revoked(app_, revoked, **kwargs):  # another worker owns these runs now
-        processor.forget(processor.open_runs())
+        folder.processor.forget(folder.processor.open_runs())
 
     return app
 
