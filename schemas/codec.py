@@ -84,15 +84,19 @@ def read_long(buf: bytes, pos: int) -> tuple[int, int]:
     return (n >> 1) ^ -(n & 1), pos
 
 
-def decode_datum(writer: SchemaVersion, datum: bytes, reader: SchemaVersion | None = None) -> dict[str, Any]:
+def _read_whole(datum: bytes, writer_parsed: Any, reader_parsed: Any = None) -> dict[str, Any]:
+    """One record that must fill `datum` exactly."""
     buf = io.BytesIO(datum)
-    if reader is None or reader.fingerprint == writer.fingerprint:
-        record = schemaless_reader(buf, writer.parsed, None)
-    else:
-        record = schemaless_reader(buf, writer.parsed, reader.parsed)
+    record = schemaless_reader(buf, writer_parsed, reader_parsed)
     if buf.tell() != len(datum):
         raise DecodeError(f"{len(datum) - buf.tell()} trailing bytes after the datum")
     return record
+
+
+def decode_datum(writer: SchemaVersion, datum: bytes, reader: SchemaVersion | None = None) -> dict[str, Any]:
+    if reader is None or reader.fingerprint == writer.fingerprint:
+        return _read_whole(datum, writer.parsed)
+    return _read_whole(datum, writer.parsed, reader.parsed)
 
 
 def _without_logical_types(node: Any) -> Any:
@@ -120,15 +124,7 @@ def plain_parsed(schema: SchemaVersion) -> Any:
 def datum_decoder(schema: SchemaVersion) -> Callable[[bytes], dict[str, Any]]:
     """decode(datum) -> the record as written (no logical types: `ts` an integer), refusing trailing bytes."""
     parsed = plain_parsed(schema)
-
-    def decode(datum: bytes) -> dict[str, Any]:
-        buf = io.BytesIO(datum)
-        record = schemaless_reader(buf, parsed, None)
-        if buf.tell() != len(datum):
-            raise ValueError(f"{len(datum) - buf.tell()} trailing bytes after the datum")
-        return record
-
-    return decode
+    return lambda datum: _read_whole(datum, parsed)
 
 
 def frame(schema: SchemaVersion, datum: bytes) -> bytes:
@@ -158,10 +154,7 @@ def decode(message: bytes, registry: Registry | None = None, plain: bool = False
     try:
         newest = registry.latest(writer.family)
         if plain and newest.fingerprint == writer.fingerprint:
-            buf = io.BytesIO(datum)
-            record = schemaless_reader(buf, plain_parsed(writer), None)
-            if buf.tell() != len(datum):
-                raise DecodeError(f"{len(datum) - buf.tell()} trailing bytes after the datum")
+            record = _read_whole(datum, plain_parsed(writer))
         else:
             record = decode_datum(writer, datum, newest)
     except DecodeError:
