@@ -615,7 +615,6 @@ class _Replayer:
         for run_id, head in self.verifier.computed_heads().items():
             self.heads.add(self.open_in[run_id], run_id, head)
         self.heads.flush()
-        self.result.runs = self.heads.count()
         if self.comparer is not None:
             self.comparer.finish(list(self.last_seq))
 
@@ -628,6 +627,7 @@ def _settle(result: ReplayResult, banks: BankLedger, banks_for: Callable[[str], 
     result.findings.extend(banks.findings(banks_for))
     result.findings.sort(key=_finding_order)
     counts = result.heads.counts()
+    result.runs = sum(counts.values())
     for summary in result.run_sets.values():
         summary.runs = counts.get(summary.run_set, 0)
         summary.log_root = result.heads.log_root(summary.run_set)
@@ -671,7 +671,7 @@ def _worker(path: str, k: int, jobs: int, dirs: SourceDirs, forward: bool, heads
         heads.close()  # written whole before the parent is told
         result = replayer.result
         queue.put((k, "done", {
-            "events": result.events, "runs": result.runs, "derived": result.derived,
+            "events": result.events, "derived": result.derived,
             "diffs_checked": result.diffs_checked, "findings": findings, "source_findings": source,
             "run_sets": [(s, replayer.first_seen[s.run_set]) for s in result.run_sets.values()],
             "banks": replayer.banks}))
@@ -742,7 +742,6 @@ def replay_file_jobs(path: Path, jobs: int, findings: list[Finding], warehouse: 
     for k in sorted(partials):
         part = partials[k]
         result.events += part["events"]
-        result.runs += part["runs"]
         result.derived += part["derived"]
         result.diffs_checked += part["diffs_checked"]
         findings.extend(part["findings"])

@@ -87,12 +87,6 @@ class RunHeads:
         finally:
             self._db.execute("DETACH DATABASE other")
 
-    def count(self, run_set: str | None = None) -> int:
-        self.flush()
-        if run_set is None:
-            return self._db.execute("SELECT count(*) FROM heads").fetchone()[0]
-        return self._db.execute("SELECT count(*) FROM heads WHERE run_set = ?", (run_set,)).fetchone()[0]
-
     def counts(self) -> dict[str, int]:
         """run set -> its number of runs."""
         self.flush()

@@ -53,7 +53,7 @@ def test_a_workers_file_is_absorbed_whole(tmp_path):
     parent = RunHeads()
     parent.add("rs", "run-9", _head(9))
     parent.absorb(tmp_path / "worker-0.sqlite")
-    assert parent.count() == 6 and parent.log_root("rs") == log_root({f"run-{i}": _head(i) for i in (0, 1, 2, 3, 4, 9)})
+    assert parent.counts() == {"rs": 6} and parent.log_root("rs") == log_root({f"run-{i}": _head(i) for i in (0, 1, 2, 3, 4, 9)})
 
 
 def test_a_stream_root_refuses_pairs_out_of_order():
@@ -83,7 +83,7 @@ def test_replay_memory_holds_only_the_open_runs():
     assert set(replayer.last_seq) == set(replayer.verifier.heads()) == {"run-05"}
     assert replayer.processor.open_runs() == ["run-05"]
     replayer.finish()
-    assert replayer.heads.count() == 12 and findings and all(f.run_id == "run-05" for f in findings)
+    assert replayer.heads.counts() == {"rs": 12} and findings and all(f.run_id == "run-05" for f in findings)
 
 
 def test_a_fenced_event_of_a_run_the_processor_forgot_is_fenced_by_the_heads_on_disk(monkeypatch):
