@@ -189,10 +189,12 @@ def _hygiene_markdown(report: dict[str, Any]) -> str:
         lines.append(f"- B0 headroom overall: {o['numerator']}/{o['denominator']} = {_pct(o['value'])} "
                      f"(≤ {_pct(o['threshold'])} required, ≤ {_pct(o['preferred_threshold'])} preferred): "
                      f"{'pass' if o['passed'] else 'FAIL'}")
+        # failing_constructs names constructs failing either bound: a reversed one (C9, C10) has its gate
+        # in `reversed`, not `by_construct` (issue 25: a KeyError ended every B0 run failing C9)
+        gated = {**(head.get("reversed") or {}), **head["by_construct"]}
         failing = head["failing_constructs"]
         lines.append("- B0 headroom per construct: " + ("pass in every construct" if not failing else
-                     "FAIL in " + ", ".join(f"{k} ({head['by_construct'][k]['numerator']}/"
-                                            f"{head['by_construct'][k]['denominator']})" for k in failing)))
+                     "FAIL in " + ", ".join(_failing_construct(k, gated.get(k)) for k in failing)))
     else:
         lines.append("- B0 headroom: not evaluable (no B0 cells)")
     for condition, g in gates["exclusions"].items():
@@ -208,6 +210,12 @@ def _hygiene_markdown(report: dict[str, Any]) -> str:
     if gates.get("reference"):
         lines += ["", "Reference conditions: " + "; ".join(f"{k} on {v}" for k, v in gates["reference"].items()) + "."]
     return "\n".join(lines) + "\n"
+
+
+def _failing_construct(label: str, gate: dict[str, Any] | None) -> str:
+    if gate is None:  # a report written by other code: name the construct rather than fail the whole report
+        return label
+    return f"{label} ({gate['numerator']}/{gate['denominator']}{', reversed' if gate['direction'] == 'min' else ''})"
 
 
 def _verdict(passed: Any) -> str:

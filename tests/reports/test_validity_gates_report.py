@@ -128,3 +128,20 @@ def test_a_run_set_without_b0_pairs_its_gates_with_the_named_baseline(tmp_path):
     assert gates.paired_coverage["B5 vs B1"].passed
     assert gates.b0_headroom.overall is None and gates.b0_headroom.note == "no B0 cells in this run set"
     assert gates.warmup.value is None and not gates.passed
+
+
+def test_a_b0_alone_run_failing_a_reversed_construct_renders(tmp_path):
+    """Issue 25, defect 1: B0 alone, failing the reversed trap C9. `failing_constructs` names C9, whose gate
+    is in `reversed`, not `by_construct`: report.md ended in KeyError 'C9'. The control shows the report
+    does carry that shape (so the test exercises the path that crashed)."""
+    from reports.html import render_html
+    from reports.markdown import render_markdown
+    from reports.model import to_json
+
+    runs = [_run(task, "B0", seed, False) for task in TRAPS for seed in (1, 2, 3)]
+    document = to_json(_report(tmp_path, runs))
+    head = document["validity_gates"]["b0_headroom"]
+    assert "C9" in head["failing_constructs"] and "C9" not in head["by_construct"]  # the shape that crashed
+    md = render_markdown(document)
+    assert "C9" in md and "0/3, reversed" in md
+    assert 'C9' in render_html(document)
