@@ -15,12 +15,14 @@ Counts and ratios, as that benchmark computes them:
 
 Applicability: the contract attributes memories the system learned from this run's trajectory.
 It applies when the session read memory (a MemoryRead) and the memory system holds memories
-written from the run's events (a MemoryWrite with provenance); otherwise it is `not_applicable`
+written from the run's events (a MemoryWrite with provenance; a scored `remem` label's memories are
+the ones its pack declares, producers/memory_systems/declared.py); otherwise it is `not_applicable`
 — conditions without memory (B0, no_memory) and fixed-file baselines (curated_file), as the A/B
 benchmark defines them, and a first session with nothing learned yet.
 
 Where the contract does not apply, no memory failure reason is imputed either (processors/failure.py:
-the memory rules need an applicable contract); citations made there are counted by the report as
+the memory rules need an applicable contract — except the hallucination rule on the A/B benchmark's
+own packs, as it publishes); citations made there are counted by the report as
 `citations_without_memory` (reports/failures.py).
 
 Runtime contract failure is kept apart from task failure (a run can resolve the task and fail

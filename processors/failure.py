@@ -19,11 +19,18 @@ then, only when the oracle did not pass:
 9. irrelevant_memory_distracted — the agent cited an injected memory that is neither relevant nor stale;
 10. compile_failure — a changed production file does not compile;
 11. test_failure — everything else that did not pass (test commands, patch patterns, an empty diff).
-Rules 5–9 (the memory reasons) need an applicable memory contract (processors.contract), as in
-the A/B benchmark: a run without memory it learned from (B0, no_memory, curated_file, a first
-session) fails only as a task failure. Its citations are not lost: they are counted as
-`citations_without_memory` in the report's memory-contract panel (reports/failures.py), read
-from the session's MemoryCitation events.
+Rules 5–9 (the memory reasons) need an applicable memory contract (processors.contract): a run
+without memory it learned from (B0, no_memory, curated_file, a first session) fails only as a task
+failure. Its citations are not lost: they are counted as `citations_without_memory` in the
+report's memory-contract panel (reports/failures.py), read from the session's MemoryCitation events.
+
+**The A/B benchmark's packs** (issue 25) follow that benchmark's published taxonomy where it
+differs: a session that was shown memory (a MemoryRead admitted ids) is judged for a cited id
+that memory never held, contract or not — so a `curated_file` run citing an id its MEMORY.md
+never carried is `agent_hallucinated_memory`, while its contract stays `not_applicable` as that
+benchmark's artifact contract requires. A `no_memory` run (no MemoryRead) still fails only as a
+task failure. Those packs are the ones whose RunStarted carries the `agent_must_finish` policy,
+which only their importer declares (`AB_TAXONOMY_POLICY`); processors never read packs.
 
 **Resolution** (issue 14). `classify` is the one place that decides whether a session is resolved;
 the verdict fold (`SessionVerdict.passed`, `RunSummary.scored_passed`, hence `pass_rate`) calls
@@ -72,6 +79,20 @@ class Rule:
     only_if_not_passed: bool = False
     needs_contract: bool = False
     agent_conduct: bool = False  # judges the agent, not the patch: the resolution policy decides (module doc)
+    # needs only the ids the session was shown, not an attribution of them: judged on the A/B
+    # benchmark's packs wherever memory was read (module doc)
+    citations_only: bool = False
+
+
+# the policy only the A/B benchmark's importer declares: its runs follow that benchmark's taxonomy
+AB_TAXONOMY_POLICY = "agent_must_finish"
+
+
+def memory_judged(rule: Rule, ev: SessionEvidence, att: Attribution) -> bool:
+    """Whether a memory rule may fire in this session (module doc)."""
+    if not rule.needs_contract or att.applicable:
+        return True
+    return rule.citations_only and ev.resolution_policy == AB_TAXONOMY_POLICY and bool(ev.injected_ids)
 
 
 RULES: tuple[Rule, ...] = (
@@ -88,7 +109,7 @@ RULES: tuple[Rule, ...] = (
     Rule("path_rule_violated", "wrong_file_modified", lambda ev, att: _failed(ev.cases("path:"))),
     Rule("git_edit_rejected", "wrong_file_modified", lambda ev, att: ev.outcome == "production_patch_apply_failed"),
     Rule("cited_never_injected", "agent_hallucinated_memory", lambda ev, att: bool(att.hallucinated),
-         only_if_not_passed=True, needs_contract=True),
+         only_if_not_passed=True, needs_contract=True, citations_only=True),
     Rule("stale_memory_cited", "stale_memory_followed", lambda ev, att: att.stale_used > 0,
          only_if_not_passed=True, needs_contract=True),
     Rule("forbidden_pattern_with_stale_evidence", "stale_memory_followed",
@@ -139,7 +160,7 @@ def classify(ev: SessionEvidence, att: Attribution) -> Classification:
             continue
         if rule.agent_conduct and passed and patch_decides:
             continue
-        if rule.needs_contract and not att.applicable:
+        if not memory_judged(rule, ev, att):
             continue
         if rule.when(ev, att):
             return Classification(rule.reason, rule.name)

@@ -28,6 +28,7 @@ from producers.emitter import Listener, RunEmitter
 from producers.gateway.server import ModelGateway, ModelUnavailable
 from producers.labels import sequence_labels
 from producers.memory_systems.base import MemorySetup, Namespace
+from producers.memory_systems.declared import DeclaredMemory
 from producers.memory_systems.model_client import MemoryModel
 from producers.memory_systems.registry import is_model_driven, make_memory
 from sandbox.base import IsolationUnavailable, Sandbox
@@ -65,7 +66,8 @@ class RunConfig:
     loop: LoopLimits | None = None  # the built-in `openai:` agent's step and token limits
     user: str = "scripted"  # the transfer protocol's simulated user: `scripted` or `model:MODEL`
     # conditions that only label predictions scored here (`membench score`): their memory ran
-    # elsewhere, so membench reads none for them (as under no_memory)
+    # elsewhere; membench records the memories the pack declares for them (Sequence.source_memories,
+    # producers/memory_systems/declared.py) and reads none for a label the pack declares nothing for
     label_conditions: frozenset[str] = frozenset()
     # the model a model-driven memory policy (B3-llm, DF-llm, …) calls through `gateway` (--memory-model)
     memory_model: str | None = None
@@ -104,8 +106,12 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
                     if driven and config.memory_model and config.gateway is not None else None)
     try:  # before RunStarted: a skill bank is verified here and its digest recorded there
         setup = MemorySetup.for_sequence(pack, seq)
-        memory = make_memory(system, Namespace(config.run_set, unit.condition, unit.seed, seq.seq_id),
-                             dataclasses.replace(setup, model=memory_model) if memory_model else setup)
+        declared = seq.source_memories.get(unit.condition) if unit.condition in config.label_conditions else None
+        if declared:
+            memory = DeclaredMemory(unit.condition, declared, {e.event_id: e.content for e in seq.events})
+        else:
+            memory = make_memory(system, Namespace(config.run_set, unit.condition, unit.seed, seq.seq_id),
+                                 dataclasses.replace(setup, model=memory_model) if memory_model else setup)
     except Exception as exc:  # a memory system that cannot start closes the run as an error
         memory_error = exc
     emitter.emit("RunStarted", {

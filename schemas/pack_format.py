@@ -24,7 +24,14 @@ Optional, backward-compatible manifest fields (imported packs use them; native p
   `required_patch_patterns`, `forbidden_patch_patterns` (substrings on added diff lines),
   `timeout_s`; such a session is scored by these rules instead of a pytest oracle file;
 - per sequence `gold_labels`: labels in the OracleLabel event shape (`label_id`, `label_type`,
-  `active_session`, `event_ids`, `fact_ids`) delivered to processors as harness-visible events.
+  `active_session`, `event_ids`, `fact_ids`) delivered to processors as harness-visible events;
+- per sequence `source_memories`: {condition: {memory id: pack event id}} — for an imported pack,
+  the memories a source condition's own memory store held, under the ids its agent cites (the A/B
+  benchmark's `remem` numbers a fresh database's memories `memory:#1`, `#2`, … in the order they
+  were seeded), each with the pack event that carries it. `membench score` records them for
+  predictions under that label (producers/memory_systems/declared.py), so their memory contract
+  is known without membench running that memory system. Each condition must be one of `conditions`
+  and each event one of the sequence's events.
 `hidden/` never enters an agent's sandbox. The loader rejects a malformed pack before any run,
 naming the file, the sequence and the field.
 
@@ -148,6 +155,8 @@ class Sequence:
     secrets: dict[str, str] = field(default_factory=dict)
     anti_hoarding: bool = False
     skeleton_id: str | None = None
+    # condition -> memory id -> pack event id (module doc: `source_memories`)
+    source_memories: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def scored_session(self) -> SessionSpec:
@@ -385,6 +394,8 @@ def load_pack(root: Path, check_hidden: bool = True) -> Pack:
             skeleton_id=seq_raw.get("skeleton_id"),
             gold_labels=tuple(_gold_label(g, f"{seq_where}: gold_labels[{j}]")
                               for j, g in enumerate(seq_raw.get("gold_labels", []))),
+            source_memories=_source_memories(seq_raw, {e.event_id for e in events}, raw.get("conditions", []),
+                                             seq_where),
         )
         if check_hidden:
             for session in seq.sessions:
@@ -424,6 +435,25 @@ def load_pack(root: Path, check_hidden: bool = True) -> Pack:
     return Pack(name, root, tuple(sequences), repos, pack_digest(root), raw.get("description", ""),
                 curated_context=curated, conditions=tuple(conditions),
                 skill_bank=skill_bank, format_version=format_version, resolution_policy=policy)
+
+
+def _source_memories(raw: dict[str, Any], event_ids: set[str], conditions: Any, where: str) -> dict[str, dict[str, str]]:
+    value = raw.get("source_memories", {})
+    if not isinstance(value, dict):
+        raise PackError(f"{where}: field 'source_memories' must be an object {{condition: {{memory id: event id}}}}")
+    out: dict[str, dict[str, str]] = {}
+    for condition, memories in value.items():
+        key = f"source_memories.{condition}"
+        if not isinstance(conditions, list) or condition not in conditions:
+            raise PackError(f"{where}: field '{key}' names a condition the pack does not declare in 'conditions'")
+        if not isinstance(memories, dict):
+            raise PackError(f"{where}: field '{key}' must be an object {{memory id: event id}}")
+        for memory_id, event_id in memories.items():
+            if not memory_id or not isinstance(event_id, str) or event_id not in event_ids:
+                raise PackError(f"{where}: field '{key}.{memory_id}' must name an event of the sequence, "
+                                f"got {event_id!r}")
+        out[condition] = dict(memories)
+    return out
 
 
 def _str_list(obj: dict[str, Any], key: str, where: str) -> tuple[str, ...]:

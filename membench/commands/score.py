@@ -94,8 +94,9 @@ def score_conditions(pack) -> list[str]:
     """The conditions a prediction may name: membench's memory systems (external adapters included),
     and the conditions the pack declares — for an imported pack its source benchmark's names, such as
     the A/B bench's `remem`. The memory of scored predictions ran elsewhere, so a declared name that
-    is no memory system here is a label: membench reads no memory for it (`RunConfig.label_conditions`),
-    and its memory contract is not applicable. The model-driven policies (B3-llm, …) are left out:
+    is no memory system here is a label (`RunConfig.label_conditions`): membench records the memories
+    the pack declares it held (`source_memories`, producers/memory_systems/declared.py), so its memory
+    contract applies, and reads none for a label the pack declares nothing for. The model-driven policies (B3-llm, …) are left out:
     `score` starts no memory model for them."""
     from producers.memory_systems.registry import MEMORY_SYSTEMS, is_model_driven
 

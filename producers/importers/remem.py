@@ -171,6 +171,7 @@ def _sequence(task: dict[str, Any], index: int, hidden_root: Path) -> dict[str, 
     events: list[dict[str, Any]] = []
     relevant: list[str] = [*supporting]
     stale: list[str] = []
+    seeded: list[str] = []  # memory events in the order remem's database is seeded (ids #1, #2, …)
     for j, episode in enumerate(_field(task, "history_episodes", list, where, [])):
         e_where = f"{where}: history_episodes[{j}]"
         episode_id = _field(episode, "episode_id", str, e_where)
@@ -184,6 +185,7 @@ def _sequence(task: dict[str, Any], index: int, hidden_root: Path) -> dict[str, 
         for k, memory in enumerate(_memories(episode, e_where)):
             event = _memory_event(f"{episode_id}:m{k}", session_index, memory)
             events.append(event)
+            seeded.append(event["event_id"])
             if facts & required_facts:
                 relevant.append(event["event_id"])
             if facts & forbidden_facts:
@@ -192,7 +194,9 @@ def _sequence(task: dict[str, Any], index: int, hidden_root: Path) -> dict[str, 
     if task_memories or not sessions:
         sessions.append({"index": len(sessions) + 1, "mode": "history",
                          "instruction": "Earlier work on this repository (project memory from prior sessions)."})
-        events += [_memory_event(f"{task_id}:m{k}", len(sessions), m) for k, m in enumerate(task_memories)]
+        task_events = [_memory_event(f"{task_id}:m{k}", len(sessions), m) for k, m in enumerate(task_memories)]
+        events += task_events
+        seeded += [e["event_id"] for e in task_events]
     seen: set[str] = set()
     for event in events:
         if event["event_id"] in seen:
@@ -222,6 +226,9 @@ def _sequence(task: dict[str, Any], index: int, hidden_root: Path) -> dict[str, 
         "seq_id": task_id, "construct": CATEGORY_CONSTRUCT.get(category, "C1"), "family": category or "remem-v1",
         "repo": REPO_NAME, "initial_state": "base", "clean_start_s3": False, "sessions": sessions, "events": events,
         "gold_labels": labels, "smoke": bool(task.get("smoke", False)),
+        # the memories remem held for this task, as its agent cites them (memory:#1 …); curated_file's
+        # memory is the pack's curated context, which CuratedFileMemory already records
+        "source_memories": {"remem": {str(n): event_id for n, event_id in enumerate(seeded, 1)}} if seeded else {},
         "timeout_ms": _field(task, "timeout_ms", int, where, None),
     }
 

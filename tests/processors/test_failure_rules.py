@@ -209,3 +209,30 @@ def test_history_sessions_get_no_classification():
     run = memory_run()
     run.task(injected=ALL, cited=["m_rel"], outcome="pass")
     assert [r["session_index"] for r in run.derived("FailureClassified")] == [2]
+
+
+# Issue 25: the A/B benchmark's packs (RunStarted policy agent_must_finish) follow its published
+# taxonomy: a run shown memory is judged for citing an id that memory never held, contract or not.
+CURATED = ["curated:MEMORY.md"]
+
+
+@pytest.mark.parametrize("policy,cited,expected", [
+    ("agent_must_finish", ["7"], ("agent_hallucinated_memory", "cited_never_injected", True)),
+    ("agent_must_finish", CURATED, ("test_failure", "oracle_not_passed", False)),  # cites what it was shown
+    ("patch_as_submitted", ["7"], ("test_failure", "oracle_not_passed", False)),  # control: membench's own rule
+])
+def test_an_ab_curated_file_run_citing_an_id_it_never_held_is_hallucinated(policy, cited, expected):
+    run = RunBuilder("curated_file", resolution_policy=policy)
+    run.task(injected=CURATED, cited=cited, outcome="fail")
+    row = run.classification()
+    assert (row["failure_reason"], row["rule"], row["memory_failure"]) == expected
+    (contract,) = [c for c in run.derived("MemoryContract") if c["scored"]]
+    # the published artifact contract: curated_file's memory_contract_status is not_applicable
+    assert contract["memory_contract_status"] == "not_applicable" and contract["cited_memory_ids"] == []
+
+
+def test_an_ab_no_memory_run_citing_a_memory_still_fails_as_a_task_failure():
+    run = RunBuilder("no_memory", resolution_policy="agent_must_finish")
+    run.task(read=False, cited=["1"], outcome="fail")
+    row = run.classification()
+    assert (row["failure_reason"], row["memory_failure"]) == ("test_failure", False)

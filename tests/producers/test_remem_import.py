@@ -85,6 +85,22 @@ def test_later_shape_maps_episodes_gold_and_rules(tmp_path):
     assert labels["required"]["event_ids"] == ["new:e1", "new:m0"]
     assert labels["forbidden"]["event_ids"] == ["old:m0"]
     assert labels["task_scope"]["fact_ids"] == ["api"] and labels["required"]["active_session"] == 3
+    # remem's memories as its agent cites them (memory:#1, #2 in seeding order), each with its pack event
+    assert seq.source_memories == {"remem": {"1": "old:m0", "2": "new:m0"}}
+
+
+@pytest.mark.parametrize("value,needle", [
+    ({"B9": {"1": "old:m0"}}, "'source_memories.B9' names a condition the pack does not declare"),
+    ({"remem": {"1": "nowhere"}}, "'source_memories.remem.1' must name an event of the sequence"),
+    ({"remem": ["old:m0"]}, "'source_memories.remem' must be an object"),
+])
+def test_a_bad_source_memories_declaration_is_refused_naming_the_field(tmp_path, value, needle):
+    root = import_remem(write(tmp_path, LATER), tmp_path / "pack")
+    manifest = json.loads((root / "manifest.json").read_text())
+    manifest["sequences"][0]["source_memories"] = value
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(PackError, match=re.escape(needle)):
+        load_pack(root)
 
 
 @pytest.mark.parametrize("path,field", [
