@@ -21,7 +21,7 @@ from collections import defaultdict
 from typing import Any
 
 from reports.comparisons import comparisons_section
-from reports.conventions import condition_order, pass_summary, valid_run
+from reports.conventions import ci_method, condition_order, pass_summary, valid_run
 from reports.failures import failures_section
 from reports.hygiene import hygiene_section
 from reports.model import AdmissionFunnel, CanaryProof, ConditionSummary, Inputs, Report, SuiteIsolation, shallow_fields
@@ -67,6 +67,7 @@ def build_report(warehouse: WarehouseReader, run_set: str, *, baseline: str | No
         passed, valid, rate, ci95, bootstrap = pass_summary(outcomes)
         conditions.append(ConditionSummary(
             condition=condition, cells=len(rows), passed=passed, pass_rate=rate, ci95=ci95,
+            ci_method=ci_method(passed, valid),
             excluded=len(rows) - valid, bootstrap=bootstrap,
             **shallow_fields(failures.conditions[condition]), **shallow_fields(hygiene.conditions[condition])))
     digests = sorted({json.loads(r["payload"])["pack_digest"] for r in queries.run_started(warehouse, run_set)})

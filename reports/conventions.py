@@ -9,6 +9,7 @@ from typing import Any
 
 from analytics.bootstrap import trap_cluster_bootstrap_ci
 from analytics.cells import Cell
+from analytics.exact import clopper_pearson
 from reports.model import BootstrapSettings, CellSummary
 
 BOOTSTRAP_RESAMPLES = 2000
@@ -30,13 +31,34 @@ def exclusion_of(row: dict[str, Any]) -> str | None:
     return None if valid_run(row) else (row.get("exclusion_reason") or row.get("error_type") or row["status"])
 
 
-def pass_summary(outcomes: dict[str, list[bool]]) -> tuple[int, int, float | None, list[float | None], BootstrapSettings]:
-    """(passed, valid, pass rate, 95% CI, bootstrap settings) of unit -> outcomes of its valid cells;
-    the CI is the trap-cluster percentile bootstrap with the report's fixed resamples and seed."""
+# which interval a `ci95` is (the `ci_method` beside it)
+CI_BOOTSTRAP = "trap_cluster_bootstrap"
+CI_EXACT = "clopper_pearson_traps"
+
+
+def ci_method(passed: int, valid: int) -> str | None:
+    """Which interval `pass_summary` gave for these counts (None: no valid cells, no interval)."""
+    return None if not valid else CI_EXACT if passed in (0, valid) else CI_BOOTSTRAP
+
+
+def pass_summary(outcomes: dict[str, list[bool]]
+                 ) -> tuple[int, int, float | None, list[float | None], BootstrapSettings]:
+    """(passed, valid, pass rate, 95% CI, bootstrap settings) of unit -> outcomes of its valid cells
+    (`ci_method` names the interval). The CI is the trap-cluster percentile bootstrap with the report's fixed resamples
+    and seed — except where every valid cell passed or none did: every resample then has the same
+    rate, and the bootstrap's zero-width interval ([0%, 0%] for 0/9) says nothing of small-sample
+    uncertainty. There the interval is the exact Clopper–Pearson interval with the number of traps
+    as the trials (0 of T or T of T): cluster-aware, since a trap's seeds may agree perfectly and a
+    trap is the independent unit; it is wider than Clopper–Pearson over cells, never narrower.
+    """
     ci = trap_cluster_bootstrap_ci(outcomes, resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
     valid = sum(len(v) for v in outcomes.values())
     passed = sum(sum(1 for o in v if o) for v in outcomes.values())
-    return (passed, valid, passed / valid if valid else None, [ci.low, ci.high],
+    interval: list[float | None] = [ci.low, ci.high]
+    if ci_method(passed, valid) == CI_EXACT:
+        traps = sum(1 for v in outcomes.values() if v)
+        interval = list(clopper_pearson(0 if passed == 0 else traps, traps, level=ci.level))
+    return (passed, valid, passed / valid if valid else None, interval,
             BootstrapSettings(resamples=ci.resamples, seed=ci.seed, level=ci.level))
 
 
@@ -47,4 +69,5 @@ def cell_summary(cells: Iterable[Cell]) -> CellSummary:
         if c.valid:
             outcomes[c.unit].append(bool(c.passed))
     passed, valid, rate, ci95, _ = pass_summary(outcomes)
-    return CellSummary(cells=len(cells), valid=valid, passed=passed, pass_rate=rate, ci95=ci95)
+    return CellSummary(cells=len(cells), valid=valid, passed=passed, pass_rate=rate, ci95=ci95,
+                       ci_method=ci_method(passed, valid))

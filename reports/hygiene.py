@@ -42,7 +42,8 @@ lenient by design": continuation cells whose previous session had not passed its
 Warm-up: a non-scored session counts when it has an oracle verdict (history sessions have none)
 and is not excluded.
 
-Intervals: trap-cluster percentile bootstrap, the base report's resample count and seed.
+Intervals: trap-cluster percentile bootstrap, the base report's resample count and seed; exact
+Clopper–Pearson over traps where all or none of the cells passed (`ci_method`, reports.conventions).
 """
 
 from __future__ import annotations
@@ -123,7 +124,7 @@ def hygiene_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[st
             continuation=cell_summary(c for c in mine if c.unit not in clean_units))
         overall = cell_summary(mine)
         ladder.append({"condition": condition, "pass_rate": overall.pass_rate, "ci95": overall.ci95,
-                       "passed": overall.passed, "valid": overall.valid})
+                       "ci_method": overall.ci_method, "passed": overall.passed, "valid": overall.valid})
     ladder.sort(key=lambda e: (-(e["pass_rate"] if e["pass_rate"] is not None else -1), condition_order(e["condition"])))
     strata = Strata(
         constructs={label: Stratum(traps=sum(1 for c in trap_construct.values() if c == label),

@@ -19,6 +19,14 @@ def _pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 
 
+def _ci(entry: dict[str, Any]) -> str:
+    """An entry's 95% CI, marked "exact" when it is the Clopper–Pearson interval (`ci_method`)."""
+    low, high = entry["ci95"]
+    if low is None:
+        return "—"
+    return f"[{_pct(low)}, {_pct(high)}]" + (" exact" if entry.get("ci_method") == "clopper_pearson_traps" else "")
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     agent = report["agent"]
     lines = [
@@ -40,11 +48,12 @@ def render_markdown(report: dict[str, Any]) -> str:
         "|---|---:|---:|---:|---|---:|",
     ]
     for c in report["conditions"]:
-        low, high = c["ci95"]
-        ci = "—" if low is None else f"[{_pct(low)}, {_pct(high)}]"
+        ci = _ci(c)
         lines.append(f"| {c['condition']} | {c['cells']} | {c['passed']} | {_pct(c['pass_rate'])} | {ci} | {c['excluded']} |")
     boot = report["conditions"][0]["bootstrap"] if report["conditions"] else {}
-    lines += ["", f"CIs: trap-cluster percentile bootstrap, {boot.get('resamples')} resamples, seed {boot.get('seed')}."]
+    lines += ["", f"CIs: trap-cluster percentile bootstrap, {boot.get('resamples')} resamples, seed {boot.get('seed')}; "
+              "marked exact: Clopper–Pearson over traps, where all or none of the cells passed and the bootstrap "
+              "interval would have zero width."]
     family = report.get("comparisons") or {}
     if family.get("comparisons"):
         def p4(value: float | None) -> str:
@@ -170,8 +179,7 @@ def _hygiene_markdown(report: dict[str, Any]) -> str:
         return ""
     lines = ["", "## Ladder", "", "| rank | condition | passed/valid | pass rate | 95% CI |", "|---:|---|---:|---:|---|"]
     for e in report["ladder"]:
-        low, high = e["ci95"]
-        ci = "—" if low is None else f"[{_pct(low)}, {_pct(high)}]"
+        ci = _ci(e)
         lines.append(f"| {e['rank']} | {e['condition']} | {e['passed']}/{e['valid']} | {_pct(e['pass_rate'])} | {ci} |")
     strata = report["strata"]
     conditions = [e["condition"] for e in sorted(report["ladder"], key=lambda e: condition_order(e["condition"]))]

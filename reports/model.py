@@ -71,6 +71,9 @@ class CellSummary:
     passed: int
     pass_rate: float | None
     ci95: Interval
+    # reports.conventions: trap_cluster_bootstrap, or clopper_pearson_traps at 0/n and n/n; absent: no
+    # valid cells (and in a report written before issue 25)
+    ci_method: str | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,7 @@ class ConditionSummary:
     by_construct: dict[str, CellSummary]
     clean_start: CellSummary
     continuation: CellSummary
+    ci_method: str | None = field(default=None, metadata=OMIT_IF_NONE)  # which interval ci95 is (CellSummary)
 
 
 # ------------------------------------------------------------------------------------- top level
@@ -121,6 +125,7 @@ class LadderEntry:
     passed: int
     valid: int
     rank: int
+    ci_method: str | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 @dataclass(frozen=True)

@@ -64,10 +64,12 @@ def fmt_num(value: float | None, digits: int = 1) -> str:
     return f"{value:,.{digits}f}"
 
 
-def fmt_ci(ci: list[float | None] | None) -> str:
+def fmt_ci(ci: list[float | None] | None, method: str | None = None) -> str:
+    """METHOD: the entry's `ci_method`; an exact interval (all or none of the cells passed, where the
+    bootstrap has zero width) is marked "exact"."""
     if not ci or ci[0] is None:
         return "—"
-    return f"[{fmt_pct(ci[0])}, {fmt_pct(ci[1])}]"
+    return f"[{fmt_pct(ci[0])}, {fmt_pct(ci[1])}]" + (" exact" if method == "clopper_pearson_traps" else "")
 
 
 def fmt_signed_pct(value: float | None) -> str:

@@ -71,7 +71,8 @@ def render_html(report: dict[str, Any]) -> str:
     if boot:
         out.append(f'<p class="caption">Pass rate = passed / valid cells (excluded cells counted, never imputed). '
                    f'95% CIs: trap-cluster percentile bootstrap, {esc(boot.get("resamples"))} resamples, seed '
-                   f'{esc(boot.get("seed"))}.</p>')
+                   f'{esc(boot.get("seed"))}; marked exact: Clopper–Pearson over traps, where all or none of the '
+                   f'cells passed and the bootstrap interval would have zero width.</p>')
     out.append("</section>")
 
     out.append('<section id="strata"><h2>Construct strata</h2>')

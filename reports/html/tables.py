@@ -27,7 +27,8 @@ def conditions_table(report: dict[str, Any], colors: dict[str, str]) -> str:
     for c in report.get("conditions", []):
         swatch = f'<span class="swatch" style="background:{colors.get(c["condition"], BASELINE_COLOR)}"></span>'
         rows.append([swatch + esc(c["condition"]), esc(rank.get(c["condition"]) or "—"), esc(c.get("cells")),
-                     esc(c.get("passed")), fmt_pct(c.get("pass_rate")), fmt_ci(c.get("ci95")), esc(c.get("excluded"))])
+                     esc(c.get("passed")), fmt_pct(c.get("pass_rate")), fmt_ci(c.get("ci95"), c.get("ci_method")),
+                     esc(c.get("excluded"))])
     return html_table(["condition", "rank", "cells", "passed", "pass rate", "95% CI", "excluded"], rows)
 
 
