@@ -28,7 +28,10 @@ Top level:
   comparison, the effect size (paired pass-rate difference with its trap-cluster bootstrap CI),
   the design's power (exact sign test over its paired traps) and, for each registered test
   (clustered, mcnemar, majority, per_seed), raw p, Holm-adjusted p within the family and
-  rejection. The `comparisons` key stays the default family's clustered view, unchanged.
+  rejection, and `primary`: the primary test's (`primary_test`, the exact trap-clustered
+  sign-flip) raw and Holm p and verdict, present whether or not the family registers that test,
+  so a renderer never shows a secondary test's rejection without the primary verdict beside it.
+  The `comparisons` key stays the default family's clustered view, unchanged.
 """
 
 from __future__ import annotations
@@ -62,6 +65,9 @@ from warehouse import queries
 from warehouse.protocol import WarehouseReader
 
 ALPHA = 0.05
+# the test whose verdict decides a comparison (DreamBench-SWE's exact trap-clustered sign-flip over
+# traps); McNemar, the majority collapse and per-seed tests are secondary views (issue 25)
+PRIMARY_TEST = "clustered"
 RESOURCE_FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens", "total_tokens",
                    "tool_invocations", "patch_invocations", "compactions", "wall_time_s")
 
@@ -172,7 +178,7 @@ def families_from_cells(cells: list[Cell], conditions: list[str], baseline: str 
                                     comparisons=[_family_entry(cells, result, i, spec.tests)
                                                  for i in range(result.family_size)]))
     return ComparisonFamilies(baseline=baseline, baseline_source=source or baseline_source(conditions, None, study),
-                              study=study.source, families=out)
+                              study=study.source, families=out, primary_test=PRIMARY_TEST)
 
 
 def _family_entry(cells: list[Cell], result: FamilyResult, i: int, tests: tuple[str, ...]) -> FamilyComparison:
@@ -188,7 +194,8 @@ def _family_entry(cells: list[Cell], result: FamilyResult, i: int, tests: tuple[
         per_seed = ({str(s): HolmTest(p=None, p_holm=h.adjusted[i], rejected=h.rejected[i])
                      for s, h in result.holm_per_seed.items()} if "per_seed" in tests else None)
         return FamilyComparison(a=a, b=b, available=False, D=None, units=None, paired_cells=None, effect=None,
-                                power=None, tests={t: held(h, None) for t, h in chosen.items()}, per_seed=per_seed)
+                                power=None, tests={t: held(h, None) for t, h in chosen.items()}, per_seed=per_seed,
+                                primary=held(result.holm_clustered, None))
     raw = {"clustered": comp.clustered.p_value, "mcnemar": comp.mcnemar.p_value,
            "majority": comp.majority.mcnemar.p_value}
     per_seed = None
@@ -206,7 +213,8 @@ def _family_entry(cells: list[Cell], result: FamilyResult, i: int, tests: tuple[
                           bootstrap=BootstrapSettings(resamples=effect.resamples, seed=effect.seed, level=effect.level)),
         power=DesignPower(units=power.units, alpha=power.alpha, threshold=power.threshold,
                           p_at_threshold=power.p_at_threshold, by_q=power.by_q),
-        tests={t: held(h, raw[t]) for t, h in chosen.items()}, per_seed=per_seed)
+        tests={t: held(h, raw[t]) for t, h in chosen.items()}, per_seed=per_seed,
+        primary=held(result.holm_clustered, raw[PRIMARY_TEST]))
 
 
 def comparisons_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[str, Any]],

@@ -59,17 +59,21 @@ def render_markdown(report: dict[str, Any]) -> str:
         def p4(value: float | None) -> str:
             return "—" if value is None else f"{value:.4g}"
 
+        alpha = family.get("alpha", 0.05)
         lines += ["", f"## Comparisons vs {family['baseline']}", "",
-                  "| A | B | D | A-only passes | B-only passes | units | paired cells | p clustered | p McNemar "
-                  "| p majority | p per seed | p Holm |",
-                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+                  "| A | B | D | A-only passes | B-only passes | units | paired cells | p clustered (primary) "
+                  "| p Holm | verdict | p McNemar | p majority | p per seed |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|"]
         for c in family["comparisons"]:
             per_seed = ", ".join(f"{seed}: {p4(p)}" for seed, p in c["p_per_seed"].items()) or "—"
+            verdict = "—" if c["p_holm"] is None else "**rejected**" if c["p_holm"] <= alpha else "not rejected"
             lines.append(f"| {c['a']} | {c['b']} | {c['D']} | {c['discordant_a']} | {c['discordant_b']} | {c['units']} "
-                         f"| {c['paired_cells']} | {p4(c['p_clustered'])} | {p4(c['p_mcnemar'])} "
-                         f"| {p4(c['p_majority'])} | {per_seed} | {p4(c['p_holm'])} |")
-        lines += ["", f"Exact trap-clustered sign-flip test (D = Σ d_t); p Holm: Holm over the registered family of "
-                      f"{family['family_size']} (α = {family.get('alpha', 0.05)})."]
+                         f"| {c['paired_cells']} | {p4(c['p_clustered'])} | {p4(c['p_holm'])} | {verdict} "
+                         f"| {p4(c['p_mcnemar'])} | {p4(c['p_majority'])} | {per_seed} |")
+        lines += ["", f"Primary test: the exact trap-clustered sign-flip test (D = Σ d_t over traps); p Holm: Holm "
+                      f"over the registered family of {family['family_size']} (α = {alpha}); the verdict is the "
+                      "primary test's. p McNemar (pooled over cells), p majority and p per seed are secondary, "
+                      "descriptive views: a small secondary p is not a rejection."]
     families = _families_markdown(report)
     if families:
         lines += ["", families.rstrip()]
@@ -102,8 +106,7 @@ def _families_markdown(report: dict[str, Any]) -> str:
         lines += ["", f"### {fam['name']} ({fam['role']}, {fam['family_size']} comparisons, α = {fam['alpha']})", "",
                   "| A | B | Δ | 95% CI | A-only / B-only | p → p Holm | power |", "|---|---|---:|---|---:|---|---|"]
         for c in fam["comparisons"]:
-            tests = [f"{name} {_p(t['p'])} → {_p(t['p_holm'])}{' **rejected**' if t['rejected'] else ''}"
-                     for name, t in c["tests"].items()]
+            tests = _family_tests_markdown(c, fams.get("primary_test"))
             if c.get("per_seed"):
                 tests.append("per seed " + ", ".join(f"{s}: {_p(t['p_holm'])}" for s, t in c["per_seed"].items()))
             if not c["available"]:
@@ -118,6 +121,25 @@ def _families_markdown(report: dict[str, Any]) -> str:
             lines.append(f"| {c['a']} | {c['b']} | {diff} | {ci} | {e['discordant_a']} / {e['discordant_b']} "
                          f"| {'; '.join(tests)} | {power} |")
     return "\n".join(lines) + "\n"
+
+
+def _family_tests_markdown(c: dict[str, Any], primary_test: str | None) -> list[str]:
+    """The comparison's tests, the primary first; a secondary test's rejection always carries the
+    primary verdict beside it (issue 25: pooled McNemar 'rejected' while the primary could not)."""
+    primary = c.get("primary")
+    out = []
+    if primary is not None and primary_test:
+        out.append(f"{primary_test} (primary) {_p(primary['p'])} → {_p(primary['p_holm'])} "
+                   + ("**rejected**" if primary["rejected"] else "not rejected"))
+    for name, t in c["tests"].items():
+        if primary is not None and name == primary_test:
+            continue
+        mark = ""
+        if t["rejected"]:
+            mark = (" rejected (secondary; primary " + ("rejected" if primary["rejected"] else "NOT rejected") + ")"
+                    if primary is not None else " **rejected**")
+        out.append(f"{name} {_p(t['p'])} → {_p(t['p_holm'])}{mark}")
+    return out
 
 
 def _study_parts_markdown(report: dict[str, Any]) -> str:

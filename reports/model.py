@@ -304,6 +304,9 @@ class FamilyComparison:
     power: DesignPower | None
     tests: dict[str, HolmTest]  # clustered, mcnemar, majority (those the family registers)
     per_seed: dict[str, HolmTest] | None  # seed -> per-seed McNemar, Holm within that seed's family
+    # the primary test's verdict (ComparisonFamilies.primary_test), whether the family registers it or
+    # not: a secondary test's rejection is never shown without it (issue 25)
+    primary: HolmTest | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 @dataclass(frozen=True)
@@ -322,6 +325,9 @@ class ComparisonFamilies:
     baseline_source: str  # how the baseline was chosen: --baseline, the study file, B0 / no_memory present
     study: str  # the study file's name, or "default"
     families: list[RegisteredFamily]
+    # the test whose verdict decides a comparison (DreamBench-SWE: the exact trap-clustered sign-flip);
+    # the others are secondary (sensitivity) views
+    primary_test: str | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 @dataclass(frozen=True)

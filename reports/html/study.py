@@ -16,6 +16,27 @@ def _signed(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:+.1f} pp"
 
 
+def _tests(c: dict[str, Any], primary_test: str | None) -> list[str]:
+    """The primary test first with its verdict; a secondary rejection carries the primary verdict
+    beside it (issue 25)."""
+    primary = c.get("primary")
+    out = []
+    if primary is not None and primary_test:
+        holm = fmt_p(primary["p_holm"])
+        out.append(f"{esc(TEST_LABELS.get(primary_test, primary_test))} (primary): {fmt_p(primary['p'])} → "
+                   + (f"<strong>{holm}</strong> rejected" if primary["rejected"] else f"{holm} not rejected"))
+    for name, t in c["tests"].items():
+        if primary is not None and name == primary_test:
+            continue
+        holm = fmt_p(t["p_holm"])
+        if t["rejected"] and primary is not None:
+            holm += " rejected (secondary; primary " + ("rejected" if primary["rejected"] else "NOT rejected") + ")"
+        elif t["rejected"]:
+            holm = f"<strong>{holm}</strong>"
+        out.append(f"{esc(TEST_LABELS.get(name, name))}: {fmt_p(t['p'])} → {holm}")
+    return out
+
+
 def families_html(report: dict[str, Any]) -> str | None:
     fams = report.get("families")
     if not fams or not fams.get("families"):
@@ -27,11 +48,7 @@ def families_html(report: dict[str, Any]) -> str | None:
     for fam in fams["families"]:
         rows = []
         for c in fam["comparisons"]:
-            tests = []
-            for name, t in c["tests"].items():
-                holm = fmt_p(t["p_holm"])
-                tests.append(f"{esc(TEST_LABELS.get(name, name))}: {fmt_p(t['p'])} → "
-                             + (f"<strong>{holm}</strong>" if t["rejected"] else holm))
+            tests = _tests(c, fams.get("primary_test"))
             if c.get("per_seed"):
                 tests.append("per seed: " + ", ".join(f"{esc(s)}: {fmt_p(t['p_holm'])}" for s, t in c["per_seed"].items()))
             effect, power = c.get("effect"), c.get("power")

@@ -42,18 +42,21 @@ def comparisons_table(report: dict[str, Any]) -> str | None:
     for c in comps:
         per_seed = ", ".join(f"{esc(s)}: {fmt_p(p)}" for s, p in (c.get("p_per_seed") or {}).items()) or "—"
         holm = fmt_p(c.get("p_holm"))
-        if c.get("p_holm") is not None and c["p_holm"] < alpha:
-            holm = f"<strong>{holm}</strong>"
+        verdict = "—"
+        if c.get("p_holm") is not None:
+            verdict = "<strong>rejected</strong>" if c["p_holm"] <= alpha else "not rejected"
         rows.append([esc(c["a"]), esc(c["b"]), esc(c["D"]), esc(c["discordant_a"]), esc(c["discordant_b"]),
-                     esc(c["units"]), esc(c["paired_cells"]), fmt_p(c.get("p_clustered")), fmt_p(c.get("p_mcnemar")),
-                     fmt_p(c.get("p_majority")), per_seed, holm])
-    table = html_table(["A", "B", "D", "A-only", "B-only", "units", "paired cells", "p clustered", "p McNemar",
-                    "p majority", "p per seed", "p Holm"], rows, left_cols=2)
+                     esc(c["units"]), esc(c["paired_cells"]), fmt_p(c.get("p_clustered")), holm, verdict,
+                     fmt_p(c.get("p_mcnemar")), fmt_p(c.get("p_majority")), per_seed])
+    table = html_table(["A", "B", "D", "A-only", "B-only", "units", "paired cells", "p clustered (primary)", "p Holm",
+                        "verdict", "p McNemar", "p majority", "p per seed"], rows, left_cols=2)
     size = family.get("family_size", len(comps)) if isinstance(family, dict) else len(comps)
-    return table + (f'<p class="caption">D = Σ<sub>t</sub> d<sub>t</sub> = A-only − B-only passes over paired valid '
-                    f'seeds; p clustered: exact trap-clustered sign-flip test; p McNemar: pooled exact McNemar; '
-                    f'p majority: unit-majority collapse; p Holm: Holm over the registered family of {esc(size)} '
-                    f'comparisons (bold when below α = {esc(alpha)}). p-values to 4 significant digits.</p>')
+    return table + (f'<p class="caption">Primary test: the exact trap-clustered sign-flip test (D = Σ<sub>t</sub> '
+                    f'd<sub>t</sub> = A-only − B-only passes over paired valid seeds); p Holm: Holm over the '
+                    f'registered family of {esc(size)} comparisons; the verdict is the primary test\'s at '
+                    f'α = {esc(alpha)}. Secondary, descriptive: p McNemar (pooled exact McNemar over cells), '
+                    f'p majority (unit-majority collapse), p per seed — a small secondary p is not a rejection. '
+                    f'p-values to 4 significant digits.</p>')
 
 
 TOKEN_COLUMNS = (("input_tokens", "input"), ("cached_input_tokens", "cached input"), ("output_tokens", "output"),
