@@ -49,6 +49,7 @@ from sandbox.base import Sandbox
 from sandbox.workspace import snapshot
 from schemas.fields import read_input_text
 from schemas.pack_format import (
+    CONSTRUCT_NAMES,
     CONSTRUCTS,
     NO_SINGLE_EVENT_CONSTRUCTS,
     SECRET_LIKE,
@@ -125,14 +126,15 @@ class ValidationReport:
         lines = [f"# Admission funnel — {self.pack}", "", f"pack digest `{self.digest}`", "",
                  "| construct | authored | valid | admitted |", "|---|---:|---:|---:|"]
         for c, row in f["by_construct"].items():
-            lines.append(f"| {c} | {row['authored']} | {row['valid']} | {row['admitted']} |")
+            lines.append(f"| {_construct_label(c)} | {row['authored']} | {row['valid']} | {row['admitted']} |")
         lines.append(f"| **total** | **{f['authored']}** | **{f['valid']}** | **{f['admitted']}** |")
         lines += ["", f"Total: {f['authored']} authored -> {f['valid']} valid -> {f['admitted']} admitted", ""]
         refused = [t for t in self.traps if not t.admitted]
         if refused:
             lines += ["## Refused traps", "", "| trap | construct | first failing gate |", "|---|---|---|"]
             for t in refused:
-                lines.append(f"| {t.seq_id} | {t.construct} | {(t.first_failure or '').replace('|', '/')} |")
+                lines.append(f"| {t.seq_id} | {_construct_label(t.construct)} | "
+                             f"{(t.first_failure or '').replace('|', '/')} |")
         else:
             lines.append("Every trap passed every gate.")
         return "\n".join(lines) + "\n"
@@ -355,3 +357,9 @@ def write_admitted_pack(spec: str, report: ValidationReport, out: Path) -> Path:
             shutil.rmtree(work / "hidden" / seq_id, ignore_errors=True)
         load_pack(work, check_hidden=True)  # what is written is a loadable pack
     return out
+
+
+def _construct_label(construct: str) -> str:
+    """The construct with its name (DreamBench-SWE Table 30), as the report shows it."""
+    name = CONSTRUCT_NAMES.get(construct)
+    return f"{construct} {name}" if name else construct

@@ -11,9 +11,18 @@ from analytics.bootstrap import trap_cluster_bootstrap_ci
 from analytics.cells import Cell
 from analytics.exact import clopper_pearson
 from reports.model import BootstrapSettings, CellSummary
+from schemas.pack_format import CONSTRUCT_NAMES
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20260101
+
+
+def construct_label(construct: str) -> str:
+    """"C9 Spurious-lesson rejection / disconfirmation" (schemas.pack_format.CONSTRUCT_NAMES, the
+    paper's Table 30): every place a report shows a construct shows its name (issue 25); an unknown
+    label as it is."""
+    name = CONSTRUCT_NAMES.get(construct)
+    return f"{construct} {name}" if name else construct
 
 
 def condition_order(condition: str) -> tuple[int, str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports.conventions import condition_order
+from reports.conventions import condition_order, construct_label
 from reports.transfer import transfer_markdown
 
 
@@ -207,7 +207,7 @@ def _hygiene_markdown(report: dict[str, Any]) -> str:
     conditions = [e["condition"] for e in sorted(report["ladder"], key=lambda e: condition_order(e["condition"]))]
     lines += ["", "## Construct strata (descriptive)", "",
               "| stratum | traps | " + " | ".join(conditions) + " |", "|---|---:|" + "---:|" * len(conditions)]
-    rows = [(label, s) for label, s in strata["constructs"].items()]
+    rows = [(construct_label(label), s) for label, s in strata["constructs"].items()]
     rows += [("clean-start S3", strata["clean_start"]), ("continuation S3", strata["continuation"])]
     for label, s in rows:
         lines.append(f"| {label} | {s['traps']} | " + " | ".join(_pct(s["pass_rate"].get(c)) for c in conditions) + " |")
@@ -244,8 +244,8 @@ def _hygiene_markdown(report: dict[str, Any]) -> str:
 
 def _failing_construct(label: str, gate: dict[str, Any] | None) -> str:
     if gate is None:  # a report written by other code: name the construct rather than fail the whole report
-        return label
-    return f"{label} ({gate['numerator']}/{gate['denominator']}{', reversed' if gate['direction'] == 'min' else ''})"
+        return construct_label(label)
+    return f"{construct_label(label)} ({gate['numerator']}/{gate['denominator']}{', reversed' if gate['direction'] == 'min' else ''})"
 
 
 def _verdict(passed: Any) -> str:
@@ -257,7 +257,7 @@ def _issue14_gates_markdown(report: dict[str, Any]) -> list[str]:
     panel (keys added in issue 14; absent from older reports)."""
     gates, lines = report["validity_gates"], []
     for k, g in (gates["b0_headroom"].get("reversed") or {}).items():
-        lines.append(f"- B0 passes reversed {k}: {g['numerator']}/{g['denominator']} = {_pct(g['value'])} "
+        lines.append(f"- B0 passes reversed {construct_label(k)}: {g['numerator']}/{g['denominator']} = {_pct(g['value'])} "
                      f"(≥ {_pct(g['threshold'])} required; the trap runs the other way, reported apart from "
                      f"headroom): {_verdict(g['passed'])}")
     if gates.get("warmup"):
@@ -276,18 +276,49 @@ def _issue14_gates_markdown(report: dict[str, Any]) -> list[str]:
         for k, s in gates["stratum_validity"].items():
             b0 = s["b0_rate"]
             bound = ("≥ " if b0["direction"] == "min" else "≤ ") + _pct(b0["threshold"])
-            lines.append(f"| {k}{' (reversed)' if s['reversed'] else ''} | {s['max_condition'] or '—'} | "
+            lines.append(f"| {construct_label(k)}{' (reversed)' if s['reversed'] else ''} | {s['max_condition'] or '—'} | "
                          f"{_pct(s['max_rate']['value'])} | {_pct(s['spread']['value'])} | "
                          f"{b0['numerator']}/{b0['denominator']} ({bound}) | {_verdict(s['passed'])} |")
     if gates.get("verdicts"):
         failing = [k for k, v in gates["verdicts"].items() if not v]
         lines += ["", f"All {len(gates['verdicts'])} gates: {_verdict(gates['passed'])}"
                   + (f" (failing: {', '.join(failing)})" if failing else "") + "."]
+    lines += _failure_counts_markdown(report)
     panel = report.get("hygiene_panel")
     if panel:
-        lines += ["", "## Hygiene rates", "", "| metric | better | numerator/denominator | rate |", "|---|---|---:|---:|"]
+        # per condition, as the HTML shows it: pooled over conditions the baseline's rates would
+        # dilute the memory conditions' (issue 25); the pooled figure stays in report.json
+        conditions = [c["condition"] for c in report.get("conditions") or []]
+        lines += ["", "## Hygiene rates", "", "Per condition: numerator/denominator = rate; — where nothing was observed.",
+                  "", "| metric | better | " + " | ".join(conditions) + " |", "|---|---|" + "---:|" * len(conditions)]
         for metric, r in panel.items():
-            # memory_bloat is a ratio ≥ 1 (memories held per useful memory), not a fraction
-            shown = _pct(r["rate"]) if metric != "memory_bloat" or r["rate"] is None else f"{r['rate']:.2f}×"
-            lines.append(f"| {metric} | {r['direction']} | {r['numerator']}/{r['denominator']} | {shown} |")
+            cells = []
+            for condition in conditions:
+                ratio = (r.get("conditions") or {}).get(condition)
+                cells.append("—" if not ratio or not ratio["denominator"] else
+                             f"{ratio['numerator']}/{ratio['denominator']} = {_rate(metric, ratio['rate'])}")
+            lines.append(f"| {metric} | {r['direction']} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _rate(metric: str, rate: float | None) -> str:
+    # memory_bloat is a ratio ≥ 1 (memories held per useful memory), not a fraction
+    return _pct(rate) if metric != "memory_bloat" or rate is None else f"{rate:.2f}×"
+
+
+def _failure_counts_markdown(report: dict[str, Any]) -> list[str]:
+    """Failure reasons × conditions over unresolved, non-excluded scored sessions, memory-specific
+    reasons marked (`conditions[].failure_counts`, `memory_failure_counts`), as the HTML shows them."""
+    conditions = report.get("conditions") or []
+    reasons = sorted({r for c in conditions for r in c.get("failure_counts") or {}})
+    if not reasons:
+        return []
+    memory = {r for c in conditions for r in c.get("memory_failure_counts") or {}}
+    lines = ["", "## Failure counts", "", "Scored sessions that did not resolve, by `failure_reason` (first matching "
+             "rule); * marks a memory-specific reason.", "",
+             "| failure reason | " + " | ".join(c["condition"] for c in conditions) + " |",
+             "|---|" + "---:|" * len(conditions)]
+    for reason in reasons:
+        lines.append(f"| {reason}{' *' if reason in memory else ''} | "
+                     + " | ".join(str((c.get("failure_counts") or {}).get(reason, 0)) for c in conditions) + " |")
     return lines

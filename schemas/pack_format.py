@@ -59,6 +59,19 @@ from schemas.fields import PLAIN_NAME_RULE, is_plain_name, read_input_text, rela
 
 FORMAT = "membench-pack"
 CONSTRUCTS = tuple(f"C{i}" for i in range(1, 11))
+# the constructs' names, DreamBench-SWE Table 30 ("Construct labels from the construct-taxonomy appendix")
+CONSTRUCT_NAMES = {
+    "C1": "Verbatim retention",
+    "C2": "Retrieval precision under interference",
+    "C3": "Staleness detection and supersession",
+    "C4": "Update propagation / regression avoidance",
+    "C5": "Scope discipline",
+    "C6": "Contradiction handling / provenance conflict",
+    "C7": "Cross-session synthesis / paraphrase-retention application",
+    "C8": "Procedural / source-of-truth memory",
+    "C9": "Spurious-lesson rejection / disconfirmation",
+    "C10": "Abstention / confabulation resistance",
+}
 SLOT = re.compile(r"\{\{SLOT:([A-Za-z0-9_]+)\}\}")
 SECRET = re.compile(r"\{\{SECRET:([A-Za-z0-9_]+):([A-Za-z0-9_]+)\}\}")
 # anything that starts like a secret placeholder, well-formed or not (a leftover after finalize)

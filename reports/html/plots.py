@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from reports.conventions import construct_label
 from reports.html.format import BASELINE_COLOR, esc, fmt_ci, fmt_num, fmt_pct, nice_ticks, svg_open, tick_label, x_axis
 
 
@@ -69,7 +70,7 @@ def _strata_rows(report: dict[str, Any]) -> list[tuple[str, int | None, dict[str
         for cond, rate in (s.get("pass_rate") or {}).items():
             ci = ((entries.get(cond) or {}).get("by_construct") or {}).get(label, {}).get("ci95")
             values[cond] = (rate, ci)
-        rows.append((str(label), s.get("traps"), values))
+        rows.append((construct_label(str(label)), s.get("traps"), values))
     if not rows:  # no strata key: fall back to the conditions' own by_construct
         labels: list[str] = []
         for c in report.get("conditions", []):
@@ -77,7 +78,7 @@ def _strata_rows(report: dict[str, Any]) -> list[tuple[str, int | None, dict[str
         for label in labels:
             values = {c["condition"]: (c["by_construct"][label].get("pass_rate"), c["by_construct"][label].get("ci95"))
                       for c in report.get("conditions", []) if label in (c.get("by_construct") or {})}
-            rows.append((label, None, values))
+            rows.append((construct_label(label), None, values))
     for key, label in (("clean_start", "clean-start S3"), ("continuation", "continuation S3")):
         s = strata.get(key)
         if s and s.get("traps"):
@@ -93,7 +94,8 @@ def strata_svg(report: dict[str, Any], colors: dict[str, str], conditions: list[
         return None
     sub = 11
     gap = max(8, 32 - sub * len(conditions))
-    left, right, top = 150, 40, 34
+    # room for the longest row label (construct names, DreamBench-SWE Table 30) at ≈ 7 px a character
+    left, right, top = max(150, 20 + 7 * max(len(label) for label, _, _ in rows)), 40, 34
     width = 940
     plot_w = width - left - right
     band = sub * len(conditions) + gap

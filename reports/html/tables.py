@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from reports.conventions import construct_label
 from reports.html.format import BASELINE_COLOR, esc, fmt_ci, fmt_num, fmt_p, fmt_pct, fmt_signed_pct
 
 
@@ -163,16 +164,16 @@ def gates_table(report: dict[str, Any]) -> str | None:
     b0 = reference.get("b0_headroom", "B0")  # headroom, the strata's B0 clause and warm-up are B0 gates
     add(f"{b0} headroom overall", head.get("overall"))
     for label, g in (head.get("by_construct") or {}).items():
-        add(f"{b0} headroom {label}", g)
+        add(f"{b0} headroom {construct_label(label)}", g)
     for cond, g in (gates.get("exclusions") or {}).items():
         add(f"exclusions {cond}", g)
     for name, g in (gates.get("paired_coverage") or {}).items():
         add(f"paired coverage {name} (units with ≥ 2 paired seeds)", g)
     # issue 14: reversed constructs apart, stratum validity, warm-up, continuation audit
     for label, g in (head.get("reversed") or {}).items():
-        add(f"{b0} passes reversed {label}", g)
+        add(f"{b0} passes reversed {construct_label(label)}", g)
     for label, s in (gates.get("stratum_validity") or {}).items():
-        tag = f"stratum {label}" + (" (reversed)" if s.get("reversed") else "")
+        tag = f"stratum {construct_label(label)}" + (" (reversed)" if s.get("reversed") else "")
         add(f"{tag}: max condition rate ({esc(s.get('max_condition'))})", s.get("max_rate"))
         add(f"{tag}: spread", s.get("spread"), fmt_pct(s["spread"].get("value")))
         add(f"{tag}: {b0} rate", s.get("b0_rate"))
