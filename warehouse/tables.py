@@ -3,6 +3,14 @@
 
 Every table deduplicates retried inserts by `insert_deduplication_token` (MergeTree with
 `non_replicated_deduplication_window`); readers may also `LIMIT 1 BY` the table's key.
+
+The view `scored_cells` (issue 25) is the report's cell: one row per unit of a run set — its
+completed run, else its excluded run, else its longest other attempt, exactly as
+`warehouse.queries.run_results` chooses it — with `valid` (completed and not excluded) and `passed`
+(valid and the scored session resolved). A plain `SELECT condition, avg(passed) FROM
+session_results GROUP BY condition` mixes run sets, counts warm-up and history sessions and every
+retried attempt; `SELECT condition, sum(passed) / sum(valid) FROM scored_cells WHERE run_set = 'X'
+GROUP BY condition` is the report's `pass_rate`.
 """
 
 from __future__ import annotations
@@ -78,6 +86,17 @@ def derived_columns() -> dict[str, list[tuple[str, str]]]:
     return out
 
 
+SCORED_CELLS = (
+    "CREATE VIEW IF NOT EXISTS scored_cells AS "
+    "SELECT run_set, unit_id, run_id, suite, task, condition, seed, agent, status, excluded, exclusion_reason, "
+    "status = 'completed' AND NOT excluded AS valid, valid AND scored_passed AS passed, source_seq "
+    "FROM (SELECT * FROM run_results LIMIT 1 BY run_set, run_id) "
+    # the unit's cell: the completed run, else the excluded one, else the newest other attempt
+    "ORDER BY run_set, unit_id, status = 'completed' DESC, status IN ('completed', 'excluded') DESC, "
+    "source_seq DESC LIMIT 1 BY run_set, unit_id"
+)
+
+
 def ensure_tables(warehouse: Any) -> None:
     cols = ", ".join(f"`{name}` {typ}" for name, typ in TRAJECTORY_COLUMNS)
     warehouse.command(
@@ -93,3 +112,4 @@ def ensure_tables(warehouse: Any) -> None:
             f"CREATE TABLE IF NOT EXISTS {table_for_kind(kind)} ({body}) ENGINE = MergeTree "
             f"ORDER BY ({order}) SETTINGS non_replicated_deduplication_window = {DEDUP_WINDOW}"
         )
+    warehouse.command(SCORED_CELLS)
