@@ -49,6 +49,8 @@ def print_table(console: Console, report: Report) -> None:
         low, high = c.ci95
         rate = "—" if c.pass_rate is None else f"{100 * c.pass_rate:.1f}%"
         ci = "—" if low is None else f"{100 * low:.1f}–{100 * high:.1f}%"
+        if c.ci_method == "clopper_pearson_traps":  # all or none passed: the bootstrap has zero width there
+            ci += " exact"
         table.add_row(c.condition, str(c.cells), str(c.passed), rate, ci, str(c.excluded))
     console.print(table)
 
