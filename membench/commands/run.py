@@ -152,7 +152,10 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
             return
         run_distributed(pack, condition_list, seed_list, agent, workers, run_set, sandbox_name, read_budget, settings)
         return
-    loaded = open_pack(pack, settings.home)
+    try:  # finalizing checks the secrets' placement: a bad pack is a usage error, not a traceback
+        loaded = open_pack(pack, settings.home)
+    except PackError as exc:
+        raise UsageError(str(exc)) from None
     from producers.runner import RunConfig, code_digest, default_run_set, plan_grid
 
     # a replay is a new run set of its own, not the recorded one resumed
