@@ -26,6 +26,8 @@ from sandbox.base import IsolationUnavailable
 from sandbox.workspace import DIFF_STORE_LIMIT
 from schemas.events import bounded_text
 
+pytestmark = pytest.mark.integration
+
 SEQ = "smoke-currency"
 
 
