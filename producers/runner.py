@@ -287,17 +287,26 @@ def _isolation_proven(pack: Pack, seq: Sequence, session, base: dict[str, bytes]
     on the pack's untouched base checkout (no change required), is also `isolation_unavailable`.
     Only then is the unit excluded; an agent's tree that breaks the scoring sandboxes' start (a
     shadowed module, a file that stops the production server) fails its session instead."""
+    if session.scoring is not None:
+        return base_scoring_unavailable(base, lambda clean: score_with_rules(
+            sandbox, base, clean, session.scoring, pack.hidden_files_dir(seq, session),
+            session.scoring.timeout_s or config.oracle_timeout_s))
+    return oracle_isolation_proven(sandbox, base, pack.oracle_path(seq, session), config.oracle_timeout_s)
+
+
+def oracle_isolation_proven(sandbox: Sandbox, base: dict[str, bytes], oracle_file: Path, timeout_s: float) -> bool:
+    """_isolation_proven for a session scored by a pytest oracle (also the transfer learning tasks')."""
+    return base_scoring_unavailable(base, lambda clean: score_session(sandbox, base, clean, oracle_file, timeout_s,
+                                                                      require_change=False))
+
+
+def base_scoring_unavailable(base: dict[str, bytes], rescore) -> bool:
+    """`rescore(workspace)` over a fresh copy of `base` is `isolation_unavailable` too."""
     with tempfile.TemporaryDirectory(prefix="membench-probe-") as tmp:
         clean = Path(tmp) / "workspace"
         clean.mkdir()
         write_files(base, clean)
-        if session.scoring is not None:
-            probe = score_with_rules(sandbox, base, clean, session.scoring, pack.hidden_files_dir(seq, session),
-                                     session.scoring.timeout_s or config.oracle_timeout_s)
-        else:
-            probe = score_session(sandbox, base, clean, pack.oracle_path(seq, session), config.oracle_timeout_s,
-                                  require_change=False)
-    return probe.outcome == "isolation_unavailable"
+        return rescore(clean).outcome == "isolation_unavailable"
 
 
 def _system_turn(emitter: RunEmitter, source_kind: str, text: str) -> None:
