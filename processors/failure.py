@@ -59,7 +59,8 @@ from processors.evidence import STALE_LABELS, SessionEvidence
 from schemas.derived import DerivedEvent, UnitKey, make_derived, shallow_fields
 
 FAILURE_REASONS = (
-    "oracle_inconclusive", "invalid_agent_output", "harness_error", "timeout", "over_context_budget", "wrong_file_modified", "agent_hallucinated_memory",
+    "oracle_inconclusive", "invalid_agent_output", "harness_error", "timeout", "over_context_budget",
+    "wrong_file_modified", "agent_hallucinated_memory",
     "stale_memory_followed", "missing_memory", "ignored_memory", "irrelevant_memory_distracted",
     "compile_failure", "test_failure",
 )

@@ -320,7 +320,8 @@ def _file_patch(rel: str, old: bytes | None, new: bytes | None) -> Iterator[str]
         old_text = (old or b"").decode("utf-8")
         new_text = (new or b"").decode("utf-8")
     except UnicodeDecodeError:
-        sides = [("none" if side is None else hashlib.sha256(side).hexdigest() + (f", {len(side)} bytes" if large else ""))
+        sides = ["none" if side is None
+                 else hashlib.sha256(side).hexdigest() + (f", {len(side)} bytes" if large else "")
                  for side in (old, new)]
         yield f"{'Large' if large else 'Binary'} files a/{rel} ({sides[0]}) and b/{rel} ({sides[1]}) differ\n"
         return

@@ -206,13 +206,15 @@ class CommandAgent:
                 n_calls += 1
                 arguments = json.dumps(doc.get("arguments"), sort_keys=True, default=str).encode()
                 emitter.emit("ToolCall", {
-                    "call_id": safe_str(f"cmd-{session}-{doc.get('call_id', n_calls)}"), "name": safe_str(str(doc.get("name", "?"))),
+                    "call_id": safe_str(f"cmd-{session}-{doc.get('call_id', n_calls)}"),
+                    "name": safe_str(str(doc.get("name", "?"))),
                     "arguments_digest": hashlib.sha256(arguments).hexdigest(), "is_patch": bool(doc.get("is_patch"))})
             elif kind == "tool_result":
                 output = doc.get("output")
                 output = None if output is None else str(output)
                 emitter.emit("ToolResult", {
-                    "call_id": safe_str(f"cmd-{session}-{doc.get('call_id', n_calls)}"), "name": safe_str(str(doc.get("name", "?"))),
+                    "call_id": safe_str(f"cmd-{session}-{doc.get('call_id', n_calls)}"),
+                    "name": safe_str(str(doc.get("name", "?"))),
                     "exit_code": _int(doc.get("exit_code")), "duration_ms": _int(doc.get("duration_ms")),
                     "output_size": len(output.encode("utf-8", "surrogatepass")) if output is not None else 0,
                     "is_patch": bool(doc.get("is_patch")),
