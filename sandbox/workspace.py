@@ -33,8 +33,9 @@ def _tree_files(root: Path) -> Iterator[tuple[str, Path]]:
 
 
 def _content(path: Path) -> bytes:
-    """A file's bytes; a symlink counts as its target's text."""
-    return b"symlink:" + str(path.readlink()).encode() if path.is_symlink() else path.read_bytes()
+    """A file's bytes; a symlink counts as its target's text (its raw bytes: a target that is not
+    UTF-8 must not crash the harness)."""
+    return b"symlink:" + os.fsencode(path.readlink()) if path.is_symlink() else path.read_bytes()
 
 
 def snapshot(root: Path) -> dict[str, bytes]:

@@ -73,6 +73,17 @@ def test_a_non_utf8_file_name_fails_the_session_by_name(tmp_path):
     assert scored == start and diff.files == []  # nothing of the agent's tree goes on
 
 
+def test_a_symlink_to_a_non_utf8_target_is_compared_by_its_bytes(tmp_path):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    os.symlink(b"caf\xe9", os.path.join(os.fsencode(workspace), b"link"))
+    # control: the target read as text, as before, cannot be encoded
+    with pytest.raises(UnicodeEncodeError):
+        str((workspace / "link").readlink()).encode()
+    diff = diff_workspace({}, workspace)
+    assert diff.changed == {"link": b"symlink:caf\xe9"}
+
+
 def test_the_stored_diff_is_capped_and_the_cut_recorded(tmp_path):
     before = {f"pkg/m{i}.py": b"" for i in range(8)}
     after = {rel: b"".join(b"value_%07d = %d\n" % (n, n) for n in range(40_000)) for rel in before}  # ~0.9 MiB each
