@@ -21,7 +21,8 @@
 
 Outcomes: `pass`, `fail`, `oracle_timeout`, `production_patch_apply_failed`,
 `empty_production_diff`, `workspace_too_large` (over MEMBENCH_WORKSPACE_MB; nothing was read),
-`isolation_unavailable`.
+`patch_too_large` (more new content than MEMBENCH_PATCH_MB; not read), `unencodable_workspace_path`
+(a path that is not UTF-8), `isolation_unavailable`.
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ from typing import Iterator
 
 from sandbox.base import IsolationUnavailable, Sandbox, SandboxResult, SandboxSpec
 from sandbox.workspace import (
+    PatchTooLarge,
     TreeDiff,
+    UnencodableWorkspacePath,
     WorkspaceTooLarge,
     apply_production,
     capped_directory,
@@ -104,15 +107,21 @@ def expected_tests(oracle_file: Path) -> set[str]:
     return names
 
 
+# a workspace the harness refuses to read, by the outcome its session gets (each a failure)
+REFUSED_WORKSPACE = {WorkspaceTooLarge: "workspace_too_large", PatchTooLarge: "patch_too_large",
+                     UnencodableWorkspacePath: "unencodable_workspace_path"}
+
+
 def production_change(start_tree: dict[str, bytes], workspace: Path
                       ) -> tuple[TreeDiff, dict[str, bytes], ScoreResult | None]:
     """The workspace's change against its start tree and the fresh checkout with only its production
     part applied; or the `production_patch_apply_failed` result when it edits `.git`."""
     try:
         diff = diff_workspace(start_tree, workspace)
-    except WorkspaceTooLarge as exc:  # never read into memory; scored as a failed session
-        return TreeDiff(), dict(start_tree), ScoreResult("workspace_too_large", TreeDiff(), dict(start_tree),
-                                                         detail=str(exc))
+    except (WorkspaceTooLarge, PatchTooLarge, UnencodableWorkspacePath) as exc:
+        # what the agent left cannot be scored: a failed session (never read whole, never excluded)
+        outcome = REFUSED_WORKSPACE[type(exc)]
+        return TreeDiff(), dict(start_tree), ScoreResult(outcome, TreeDiff(), dict(start_tree), detail=str(exc))
     if diff.git:
         return diff, dict(start_tree), ScoreResult("production_patch_apply_failed", diff, dict(start_tree),
                                                    detail="edits under .git: " + ", ".join(diff.git))

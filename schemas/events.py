@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,16 +28,47 @@ def agent_model_call(payload: dict[str, Any]) -> bool:
 # Strings longer than this are stored as a preview plus the digest and length of the full value.
 TEXT_BOUND = 16_384
 
+# Code points UTF-8 cannot encode: lone surrogates (an agent printing "\ud800", JSON escapes of
+# them) and the surrogate escapes Python gives undecodable bytes (os.fsdecode of a non-UTF-8 name).
+_SURROGATES = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
+def safe_str(value: str) -> str:
+    """`value` with every code point UTF-8 cannot encode replaced by U+FFFD: what an agent wrote
+    must never make an event unencodable (an encoder error would crash the unit, and the harness
+    would exclude the cell the agent chose to break; docs/design.md §3)."""
+    return value if value.isascii() or not _SURROGATES.search(value) else _SURROGATES.sub(REPLACEMENT, value)
+
+
+def original_bytes(value: str) -> bytes:
+    """The exact bytes of any Python string: UTF-8, with surrogates kept as their 3-byte forms
+    (`surrogatepass`), so a sanitized value's digest still identifies what the agent wrote."""
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogatepass")
+
 
 def bounded_text(value: str, bound: int = TEXT_BOUND) -> dict[str, Any]:
-    encoded = value.encode("utf-8")
+    """A BoundedText record. `text` is always encodable (safe_str); `sha256` and `length` describe
+    the whole original value (its digest over original_bytes), so a sanitized text is recorded
+    as such: its `sha256` differs from the digest of its untruncated `text` (text_sanitized)."""
+    text = safe_str(value)
     truncated = len(value) > bound
     return {
-        "text": value[:bound] if truncated else value,
-        "sha256": hashlib.sha256(encoded).hexdigest(),
+        "text": text[:bound] if truncated else text,
+        "sha256": hashlib.sha256(original_bytes(value)).hexdigest(),
         "length": len(value),
         "truncated": truncated,
     }
+
+
+def text_sanitized(record: dict[str, Any]) -> bool | None:
+    """Whether a BoundedText's text was sanitized (None: truncated, so its digest cannot tell)."""
+    if record.get("truncated"):
+        return None
+    return hashlib.sha256(record["text"].encode("utf-8")).hexdigest() != record["sha256"]
 
 
 def micros(ts: Any) -> int:

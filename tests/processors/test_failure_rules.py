@@ -109,6 +109,15 @@ ALL = ["m_rel", "m_stale", "m_other"]
 SCENARIOS = {
     "no_oracle_verdict": lambda r: r.task(outcome=None),
     "oracle_inconclusive": lambda r: r.task(outcome="oracle_timeout", inconclusive=True),
+    # issue 24: what the agent produced fails the session under a named reason, ahead of the agent's
+    # conduct and of the memory reasons (a cited ghost id would otherwise be agent_hallucinated_memory)
+    "workspace_path_not_utf8": lambda r: r.task(injected=ALL, cited=["ghost"], outcome="unencodable_workspace_path",
+                                                status="timeout"),
+    "workspace_over_limit": lambda r: r.task(injected=ALL, cited=["ghost"], outcome="workspace_too_large"),
+    "patch_over_limit": lambda r: r.task(injected=ALL, cited=["ghost"], outcome="patch_too_large"),
+    "scoring_failed_only_on_agent_tree": lambda r: r.task(injected=ALL, cited=["ghost"], outcome="patch_broke_scoring"),
+    "harness_exception_after_agent_started": lambda r: r.task(injected=ALL, cited=["ghost"], outcome="harness_error",
+                                                              status="error"),
     "agent_timeout": lambda r: r.task(outcome="fail", status="timeout"),
     "memory_read_over_budget": lambda r: r.task(injected=ALL, outcome="fail", tokens_admitted=500, token_budget=100),
     "agent_input_over_budget": lambda r: r.task(injected=ALL, outcome="fail", input_tokens=9000),
