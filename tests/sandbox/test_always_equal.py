@@ -283,3 +283,30 @@ def test_an_always_equal_value_fails_every_case(any_sandbox, tmp_path, attack):
     if attack == "stealthy_shape_match":
         assert "STEALTH-READY" in production_log, result.detail  # its log reaches us: silence means something
     assert "STEALTH-SAW" not in production_log and not any(secret in production_log for secret in SECRETS)
+
+
+AUDIT_BASE = '"""Audit trail helpers."""\n'
+AUDIT_ATTACKS = {  # smoke-audit-prefix S3: `export_lines(...) == [PREFIX + "pay:5", ...]`
+    1: ATTACKS["str_subclass"] + "\n\ndef export_lines(entries):\n    return VALUE\n",
+    2: ATTACKS["any_like_object"] + "\n\ndef export_lines(entries):\n    return VALUE\n",
+}
+
+
+@pytest.mark.integration
+def test_always_equal_predictions_fail_through_membench_score(any_sandbox, cli, home, tmp_path):
+    import difflib
+    import json
+
+    predictions = tmp_path / "always-equal.jsonl"
+    predictions.write_text("".join(json.dumps({
+        "unit": "smoke-audit-prefix", "condition": "B0", "seed": seed, "session": 3,
+        "patch": "".join(difflib.unified_diff(AUDIT_BASE.splitlines(True), (AUDIT_BASE + text).splitlines(True),
+                                              "a/ledger/audit.py", "b/ledger/audit.py"))}) + "\n"
+        for seed, text in AUDIT_ATTACKS.items()))
+    cli("score", "smoke", "--predictions", str(predictions), "--run-set", "always-equal", "--sandbox",
+        any_sandbox.name, check=True, timeout=600)
+    rows = cli("sql", "SELECT seed, passed FROM session_results WHERE run_set = 'always-equal' AND scored "
+                      "ORDER BY seed", check=True).stdout.split()
+    assert rows == ["1", "false", "2", "false"], rows
+    (b0,) = json.loads((home / "runs" / "always-equal" / "report.json").read_text())["conditions"]
+    assert b0["excluded"] == 0 and b0["pass_rate"] == 0
