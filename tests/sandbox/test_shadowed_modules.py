@@ -60,7 +60,8 @@ SHADOWS = {  # class -> (files the patch adds, the oracle's case that uses that 
                                                '        return "FORGED"\n\n\ndef fromstring(text):\n'
                                                '    _log(text)\n    return _Element()\n'}, "test_region"),
     "unittest": ({"unittest/__init__.py": "",
-                  "unittest/mock.py": LOG + '\n\nclass Mock:\n    def __init__(self, **kwargs):\n        _log(kwargs)\n\n'
+                  "unittest/mock.py": LOG + '\n\nclass Mock:\n    def __init__(self, **kwargs):\n'
+                                            '        _log(kwargs)\n\n'
                                             '    def __call__(self, *args, **kwargs):\n        return "FORGED"\n'},
                  "test_client_id"),
     "pytest": ({"pytest.py": LOG + '\n\ndef approx(expected, *args, **kwargs):\n    _log(expected)\n    return 0\n'},
