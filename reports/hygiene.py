@@ -56,6 +56,7 @@ from analytics.cells import Cell, pair_cells
 from analytics.gates import (REVERSED_CONSTRUCTS, b0_headroom, exclusion_gates, paired_units_gate, stratum_validity,
                              warmup_gate)
 from reports.conventions import cell_summary, condition_order, exclusion_of, valid_run
+from reports.exclusions import exclusion_balance_gates
 from reports.model import (ConditionStrata, ContinuationAudit, ExclusionGate, HeadroomGates, HeadroomOverall,
                            HygieneRate, LadderEntry, Ratio, Strata, Stratum, StratumGate, ValidityGates,
                            shallow_fields)
@@ -212,7 +213,7 @@ def gate_references(baseline: str) -> dict[str, str]:
     rate", Table 10's "B0 rate", §5 "B0 S1+S2 warmup"); exclusions and paired coverage belong to each
     comparison (App. C.6, "each side"), so they follow the study's baseline."""
     return {"b0_headroom": NO_MEMORY, "stratum_validity.b0_rate": NO_MEMORY, "warmup": NO_MEMORY,
-            "exclusions": baseline, "paired_coverage": baseline}
+            "exclusions": baseline, "paired_coverage": baseline, "exclusion_balance": baseline}
 
 
 def _validity_gates(cells: list[Cell], conditions: list[str], traps: list[str], seeds: list,
@@ -268,10 +269,12 @@ def _validity_gates(cells: list[Cell], conditions: list[str], traps: list[str], 
     verdicts = {"b0_headroom": b0.passed}
     verdicts.update({f"exclusions {c}": g.passed for c, g in exclusions.items()})
     verdicts.update({f"paired_coverage {k}": g.passed for k, g in paired_coverage.items()})
+    balance = exclusion_balance_gates(cells, conditions, baseline)  # issue 24 (reports.exclusions)
+    verdicts.update({f"exclusion_balance {k}": g.passed for k, g in balance.items()})
     verdicts.update({f"stratum_validity {c}": g.passed for c, g in strata.items()})
     verdicts["warmup"] = warmup.passed
     verdicts["continuation_audit"] = audit.passed
     return ValidityGates(baseline=baseline, traps=len(traps), seeds=len(seeds), b0_headroom=b0,
                          exclusions=exclusions, paired_coverage=paired_coverage, passed=all(verdicts.values()),
                          stratum_validity=strata, warmup=warmup, continuation_audit=audit, verdicts=verdicts,
-                         reference=gate_references(baseline))
+                         reference=gate_references(baseline), exclusion_balance=balance)
