@@ -526,7 +526,7 @@ class _Replayer:
         # duplicated event (same run, seq and content) is named, not silently fenced as a Kafka
         # redelivery would be (issue 24). Its open runs' stored hashes by seq tell a duplicate.
         self.file_log = file_log
-        self.held: dict[str, list[str]] = {}  # open run -> stored hash of its chain's event at each seq
+        self.held: dict[str, dict[int, str]] = {}  # open run -> seq -> stored hash of its chain's event
         self.findings = findings
         self.verifier = ChainVerifier()
         # the processors' own window of ended runs: past it, replay's rule (the heads on disk) fences
@@ -582,7 +582,7 @@ class _Replayer:
                 continue
             last_seq[run_id] = event.seq
             if self.file_log:
-                self.held.setdefault(run_id, []).append(event.hash)
+                self.held.setdefault(run_id, {})[event.seq] = event.hash
             broken = verifier.check(event, schema, item[2] if len(item) > 2 else None)
             if broken:
                 findings.append(Finding(broken.run_id, broken.seq, broken.reason))
@@ -615,8 +615,7 @@ class _Replayer:
         AND that hash is the SHA-256 of the event's own prev_hash and content: the bytes are then those
         of the chain's event, whatever the writer claims."""
         if last is not None:  # open run, seq already held
-            held = self.held.get(event.run_id, [])
-            known = held[event.seq] if 0 <= event.seq < len(held) else None
+            known = self.held.get(event.run_id, {}).get(event.seq)
         else:  # after the run's first RunEnded: its head is the recomputed hash of that RunEnded
             known = self.heads.head(event.run_id)
         if known is not None and event.hash == known and sealed_as_written(event.prev_hash, event.hash, datum):

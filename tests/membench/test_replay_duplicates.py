@@ -124,3 +124,17 @@ def test_the_cli_exits_1_naming_the_duplicate(tmp_path):
                               capture_output=True, text=True, env=_env(tmp_path))
         assert proc.returncode == 1, proc.stderr
         assert [(f["run_id"], f["seq"]) for f in json.loads(proc.stdout)["findings"]] == [("run-01", 3)]
+
+
+def test_a_duplicate_after_a_gap_in_its_run_is_still_named(tmp_path):
+    """The held hashes are keyed by seq, not position: after a dropped event the chain's later
+    events keep their seqs, and a repeat of one of them is still a proven duplicate."""
+    runs = _runs()
+    del runs[2][2]  # seq 2 dropped: a chain break
+    runs[2].insert(5, runs[2][4])  # seq 5 (now at index 4) written twice
+    path = tmp_path / "events.avro"
+    _write(path, _interleaved(runs))
+    findings, _ = _findings(path, 1)
+    assert "run run-02 seq 3: expected seq 2, found seq 3 (missing or reordered events)" in findings
+    assert f"run run-02 seq 5: duplicated event: the log holds this {runs[2][4].kind} (same run, seq and content) " \
+           "twice" in findings, findings
