@@ -20,7 +20,8 @@ Top level:
   ≥ 90% of the traps — the paper's 54 of 60), each with numerator and denominator; since issue 14
   also `stratum_validity` (per construct: best condition ≥ 0.15, spread > 0, B0 ≤ 0.50), `warmup`
   (B0's non-scored task sessions, ≥ 0.80 passed), `continuation_audit` and `verdicts` (every gate
-  by name → passed; `passed` is all of them).
+  by name → passed; `passed` is all of them); since issue 24 `exclusion_balance` (per condition vs
+  the baseline: its exclusion rate must not differ from the baseline's, `reports.exclusions`).
 - `hygiene_panel`: every hygiene metric (in `HYGIENE_METRICS` order) over the run set's scored
   sessions, with its direction and per condition; a metric nothing observed has denominator 0.
 
