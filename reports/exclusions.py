@@ -21,7 +21,8 @@ from analytics.gates import exclusion_balance
 from reports.model import ExclusionBalanceGate, shallow_fields
 
 
-def exclusion_balance_gates(cells: Iterable[Cell], conditions: list[str], baseline: str) -> dict[str, ExclusionBalanceGate]:
+def exclusion_balance_gates(cells: Iterable[Cell], conditions: list[str],
+                            baseline: str) -> dict[str, ExclusionBalanceGate]:
     """"<condition> vs <baseline>" -> its gate, for every condition but the baseline; empty when no
     cell carries the baseline. A cell is excluded when it is not valid (its reason `exclusion`)."""
     totals: dict[str, list[int]] = {}
