@@ -20,7 +20,8 @@ Top level:
   ≥ 90% of the traps — the paper's 54 of 60), each with numerator and denominator; since issue 14
   also `stratum_validity` (per construct: best condition ≥ 0.15, spread > 0, B0 ≤ 0.50), `warmup`
   (B0's non-scored task sessions, ≥ 0.80 passed), `continuation_audit` and `verdicts` (every gate
-  by name → passed; `passed` is all of them).
+  by name → passed; `passed` is all of them); since issue 24 `exclusion_balance` (per condition vs
+  the baseline: its exclusion rate must not differ from the baseline's, `reports.exclusions`).
 - `hygiene_panel`: every hygiene metric (in `HYGIENE_METRICS` order) over the run set's scored
   sessions, with its direction and per condition; a metric nothing observed has denominator 0.
 
@@ -56,6 +57,7 @@ from analytics.cells import Cell, pair_cells
 from analytics.gates import (REVERSED_CONSTRUCTS, b0_headroom, exclusion_gates, paired_units_gate, stratum_validity,
                              warmup_gate)
 from reports.conventions import cell_summary, condition_order, exclusion_of, valid_run
+from reports.exclusions import exclusion_balance_gates
 from reports.model import (ConditionStrata, ContinuationAudit, ExclusionGate, HeadroomGates, HeadroomOverall,
                            HygieneRate, LadderEntry, Ratio, Strata, Stratum, StratumGate, ValidityGates,
                            shallow_fields)
@@ -212,7 +214,7 @@ def gate_references(baseline: str) -> dict[str, str]:
     rate", Table 10's "B0 rate", §5 "B0 S1+S2 warmup"); exclusions and paired coverage belong to each
     comparison (App. C.6, "each side"), so they follow the study's baseline."""
     return {"b0_headroom": NO_MEMORY, "stratum_validity.b0_rate": NO_MEMORY, "warmup": NO_MEMORY,
-            "exclusions": baseline, "paired_coverage": baseline}
+            "exclusions": baseline, "paired_coverage": baseline, "exclusion_balance": baseline}
 
 
 def _validity_gates(cells: list[Cell], conditions: list[str], traps: list[str], seeds: list,
@@ -268,10 +270,12 @@ def _validity_gates(cells: list[Cell], conditions: list[str], traps: list[str], 
     verdicts = {"b0_headroom": b0.passed}
     verdicts.update({f"exclusions {c}": g.passed for c, g in exclusions.items()})
     verdicts.update({f"paired_coverage {k}": g.passed for k, g in paired_coverage.items()})
+    balance = exclusion_balance_gates(cells, conditions, baseline)  # issue 24 (reports.exclusions)
+    verdicts.update({f"exclusion_balance {k}": g.passed for k, g in balance.items()})
     verdicts.update({f"stratum_validity {c}": g.passed for c, g in strata.items()})
     verdicts["warmup"] = warmup.passed
     verdicts["continuation_audit"] = audit.passed
     return ValidityGates(baseline=baseline, traps=len(traps), seeds=len(seeds), b0_headroom=b0,
                          exclusions=exclusions, paired_coverage=paired_coverage, passed=all(verdicts.values()),
                          stratum_validity=strata, warmup=warmup, continuation_audit=audit, verdicts=verdicts,
-                         reference=gate_references(baseline))
+                         reference=gate_references(baseline), exclusion_balance=balance)

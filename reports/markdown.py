@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from reports.conventions import condition_order
+from reports.exclusions import exclusions_markdown
 from reports.transfer import transfer_markdown
 
 
@@ -67,6 +68,9 @@ def render_markdown(report: dict[str, Any]) -> str:
     hygiene = _hygiene_markdown(report)
     if hygiene:
         lines += ["", hygiene.rstrip()]
+    exclusions = exclusions_markdown(report)  # issue 24: exclusions by reason, exclusion balance
+    if exclusions:
+        lines += ["", exclusions.rstrip()]
     rest = _study_parts_markdown(report)
     if rest:
         lines += ["", rest.rstrip()]

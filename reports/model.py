@@ -181,6 +181,29 @@ class ContinuationAudit(Gate):
 
 
 @dataclass(frozen=True)
+class ExclusionBalanceGate:
+    """A condition's exclusion rate against the baseline's (analytics.gates.exclusion_balance; issue 24),
+    with both sides' exclusions by reason."""
+
+    condition: str
+    baseline: str
+    excluded: int
+    cells: int
+    baseline_excluded: int
+    baseline_cells: int
+    rate: float | None
+    baseline_rate: float | None
+    p_value: float | None  # Fisher's exact two-sided p (null: a side without cells)
+    min_attainable_p: float | None  # the smallest p these margins allow
+    alpha: float
+    rule: str  # fisher_exact / any_difference / no_exclusions / no_cells
+    differs: bool
+    passed: bool
+    reasons: dict[str, int]  # the condition's excluded cells by reason
+    baseline_reasons: dict[str, int]
+
+
+@dataclass(frozen=True)
 class ValidityGates:
     baseline: str  # the study's baseline (reports.study.resolve_baseline)
     traps: int
@@ -197,6 +220,8 @@ class ValidityGates:
     # gate family -> the condition it is measured on or against: B0 by the paper's definition, or
     # `baseline` (the study's) for the per-comparison gates
     reference: dict[str, str] | None = field(default=None, metadata=OMIT_IF_NONE)
+    # issue 24: "<condition> vs <baseline>" -> whether its exclusion rate differs from the baseline's
+    exclusion_balance: dict[str, ExclusionBalanceGate] | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 @dataclass(frozen=True)

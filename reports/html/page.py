@@ -16,6 +16,7 @@ from reports.html.tables import (
     hygiene_table,
     resources_table,
 )
+from reports.exclusions import exclusions_html
 from reports.transfer import transfer_html
 
 
@@ -119,6 +120,9 @@ def render_html(report: dict[str, Any]) -> str:
     out += optional_section("hygiene", "Hygiene", hygiene_table(report),
                             "Rate = numerator / denominator over scored sessions.")
     out += optional_section("gates", "Validity gates", gates_table(report))
+    out += optional_section("exclusions", "Exclusions by reason", exclusions_html(report),  # issue 24
+                            "Excluded cells per condition and reason; a condition whose exclusion rate differs "
+                            "from the baseline's fails the exclusion-balance gate.")
     out += optional_section("matrix", "Outcome matrix", matrix_html(report),
                             "Each trap × seed cell per condition: pass, fail, or why it is not a valid cell.")
     out += optional_section("provenance", "Provenance, cost and admission", provenance_html(report))
