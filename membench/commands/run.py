@@ -45,11 +45,16 @@ def print_table(console: Console, report: Report) -> None:
     table = Table(title=f"{report.suite} · {report.agent} · run set {report.run_set}")
     for column in ("condition", "cells", "passed", "pass rate", "95% CI", "excluded"):
         table.add_column(column, justify="left" if column == "condition" else "right")
+    gates = getattr(report, "validity_gates", None)
     for c in report.conditions:
         low, high = c.ci95
         rate = "—" if c.pass_rate is None else f"{100 * c.pass_rate:.1f}%"
         ci = "—" if low is None else f"{100 * low:.1f}–{100 * high:.1f}%"
-        table.add_row(c.condition, str(c.cells), str(c.passed), rate, ci, str(c.excluded))
+        # why, where the user looks: a misconfigured model must not read as a bare count
+        gate = gates.exclusions.get(c.condition) if gates is not None else None
+        reasons = ", ".join(f"{reason} {n}" for reason, n in (gate.reasons if gate else {}).items())
+        table.add_row(c.condition, str(c.cells), str(c.passed), rate, ci,
+                      f"{c.excluded} ({reasons})" if c.excluded and reasons else str(c.excluded))
     console.print(table)
 
 
@@ -159,7 +164,11 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
         + ("+replay" if model.replay else ""), condition_list, seed_list)
     if model.replay == run_set:
         raise UsageError(f"--model-replay {run_set}: a run set cannot replay itself; name another --run-set")
-    gateway = start_gateway(model, settings.runs_dir, run_set)
+    from producers.gateway.preflight import targets_for
+
+    gateway = start_gateway(model, settings.runs_dir, run_set,
+                            targets_for(made, model.memory_model if any(is_model_driven(c) for c in condition_list)
+                                        else None))
     config = RunConfig(run_set, agent, read_budget=read_budget, code_digest=code_digest(), gateway=gateway, loop=loop,
                        memory_model=model.memory_model)
     run_embedded(loaded, plan_grid(loaded, condition_list, seed_list), config, sandbox_name, settings, workers,
