@@ -24,6 +24,10 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines = [
         f"# membench report — {report['run_set']}",
         "",
+        *([f"**Partial report**: {report['partial']['reason']}; {report['partial']['units_not_started']} of "
+           f"{report['partial']['units_planned']} units not started, {report['partial']['attempts_abandoned']} "
+           f"attempts closed as abandoned. Resume with `{report['partial']['resume']}`.", ""]
+          if report.get("partial") else []),
         f"- suite: `{report['suite']}`",
         f"- agent: `{agent}`" + (" (scripted reference agent, not a model)" if agent.startswith("scripted:") else ""),
         f"- raw events: {report['inputs']['events']}",

@@ -100,6 +100,8 @@ def _full_report() -> dict:
                         "resources": {"agent_turns": 1.0}, "reduction_vs_baseline": {"agent_turns": 0.0}}],
         "banks": [{"seed": 1, "bank": "learned", "digest": "0" * 64, "files": 6, "ablated_skill": None,
                    "distiller": "scripted"}]}
+    report["partial"] = {"reason": "stopped by a signal before the grid finished", "units_planned": 4,
+                         "units_not_started": 2, "attempts_abandoned": 1, "resume": "membench run smoke"}
     return {key: report[key] for key in [f for f, _ in key_reference() if "." not in f and "[" not in f]}
 
 
