@@ -203,6 +203,8 @@ def _hygiene_markdown(report: dict[str, Any]) -> str:
         if not g["passed"] or g["numerator"]:
             lines.append(f"- exclusions {condition}: {g['numerator']}/{g['denominator']} "
                          f"({'pass' if g['passed'] else 'FAIL'}) {g.get('reasons') or ''}")
+            for reason, why in (g.get("examples") or {}).items():  # in the run's own words (issue 30)
+                lines.append(f"  - {reason}: {why}")
     if all(g["numerator"] == 0 for g in gates["exclusions"].values()):
         lines.append("- exclusions: none in any condition (≤ 5% required)")
     for name, g in gates["paired_coverage"].items():

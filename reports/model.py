@@ -145,6 +145,9 @@ class HeadroomOverall(Gate):
 @dataclass(frozen=True)
 class ExclusionGate(Gate):
     reasons: dict[str, int]  # exclusion reason -> cells
+    # issue 30: exclusion reason -> the first excluded run's own words (the model's, the memory
+    # adapter's, the sandbox's: its run-level system Turn), bounded and redacted
+    examples: dict[str, str] | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 @dataclass(frozen=True)

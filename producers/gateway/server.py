@@ -50,6 +50,7 @@ from producers.blobs import put_blob
 from producers.gateway.preflight import MISCONFIGURED_STATUSES
 from producers.gateway.prices import PriceTable
 from producers.gateway.recording import Recording, ReplayCursor
+from schemas.events import error_text
 from producers.gateway.wire import StreamUsage, Usage, api_of, match_digest, request_model, usage_of_body
 
 SOCKET_NAME = "gateway.sock"
@@ -469,6 +470,9 @@ class _ModelCall:
                 if len(self.response) + len(chunk) <= MAX_RECORDED_RESPONSE:
                     self.response += chunk
             self.response_complete = len(self.response) < MAX_RECORDED_RESPONSE
+            if upstream.status >= 400 and self.error is None:  # the upstream's own words, kept (bounded, redacted)
+                self.error = error_text(f"HTTP {upstream.status}: {_error_message(bytes(self.response))}",
+                                        tuple(settings.keys.values()))
             if tracker is not None:
                 tracker.close()
                 self.usage, self.chunks = tracker.usage, tracker.events
@@ -528,6 +532,18 @@ class _ModelCall:
             "output_tokens": self.usage.output_tokens, "reasoning_tokens": self.usage.reasoning_tokens,
             "latency_ms": self._ms(), "first_byte_ms": self.first_byte_ms, "cost_usd": cost, "price": price,
             "error": self.error, "purpose": self.purpose})
+
+
+def _error_message(body: bytes) -> str:
+    """The message of an error answer: `error.message` of either API's JSON, else the text."""
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return body[:2000].decode("utf-8", "replace").strip()
+    error = doc.get("error") if isinstance(doc, dict) else None
+    if isinstance(error, dict) and error.get("message"):
+        return str(error["message"])
+    return json.dumps(doc)[:2000]
 
 
 def _json_usage(api: str, body: bytes) -> Usage:

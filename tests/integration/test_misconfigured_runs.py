@@ -10,6 +10,7 @@ it requires, the wire APIs it speaks). The sandbox, the gateway and the built-in
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,11 @@ def test_a_misconfiguration_met_during_the_run_excludes_and_is_retried_once_fixe
         assert "1 (model_misconfigured 1)" in proc.stdout, proc.stdout
         reason = next(e.payload["text"]["text"] for e in evs if e.kind == "Turn" and e.payload["role"] == "system")
         assert "MEMBENCH_OPENAI_API_KEY" in reason and KEY not in reason
+        # the reason, in the harness's own words, is in the report too
+        report = json.loads((home / "runs" / "mis" / "report.json").read_text())
+        example = report["validity_gates"]["exclusions"]["B5"]["examples"]["model_misconfigured"]
+        assert "HTTP 401" in example and "MEMBENCH_OPENAI_API_KEY" in example
+        assert "model_misconfigured: " in (home / "runs" / "mis" / "report.md").read_text()
 
         # the user sets the key and runs the same command: pre-flight passes, the unit is retried
         proc = cli(*run_args(currency_pack, "openai:gpt-4o-mini", "mis", upstream.base_url),

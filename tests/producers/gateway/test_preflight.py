@@ -110,6 +110,7 @@ def test_an_agents_own_bad_model_is_not_an_exclusion():
         probe_body = json.loads(upstream.requests[1]["body"])
     assert status == 404 and channel.failure is None
     assert [c["status"] for c in calls] == ["client_error"]
+    assert "The model `no-such-model` does not exist" in calls[0]["error"]  # the upstream's own words, kept
     assert probe_body["model"] == "gpt-4o-mini"  # the configured model, never the agent's
 
 
@@ -129,3 +130,34 @@ def test_other_client_errors_are_never_probed(status):
     with ScriptedUpstream(status=status) as upstream:
         channel, calls, _ = _agent_call(upstream, GatewaySettings({"*": upstream.base_url}), [CHAT], "gpt-4o-mini")
     assert channel.failure is None and len(upstream.requests) == 1 and calls[0]["status"] == "client_error"
+
+
+def test_an_upstream_error_text_is_kept_with_the_key_redacted():
+    """Issue 30: the ModelCall keeps what the upstream said (bounded), never the key it echoes."""
+    import http.server
+    import threading
+
+    class Echo(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = json.dumps({"error": {"message": f"context too long for {self.headers['Authorization']}"}}).encode()
+            self.send_response(400)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        channel, calls, status = _agent_call(None, GatewaySettings({"*": f"http://127.0.0.1:{server.server_port}/v1"},
+                                                                   {"*": "plain-key-value-77"}), [CHAT], "gpt-4o-mini")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert status == 400 and calls[0]["status"] == "client_error"
+    assert calls[0]["error"].startswith("HTTP 400: context too long for Bearer [redacted]")
+    assert "plain-key-value-77" not in calls[0]["error"]
