@@ -279,6 +279,11 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
             todo = [u for u in units if u.unit_id not in done]
             console.print(f"run set [bold]{run_set}[/]: {len(units)} units, {len(units) - len(todo)} already "
                           f"complete, {len(todo)} to {verb} with {workers} workers")
+            if not todo and config.gateway is not None and config.gateway.settings.record:
+                # a recording is made by running units: a complete grid runs none, so it would be silent
+                console.print(f"--model-record: nothing was recorded: every unit of run set {run_set} is already "
+                              "complete, so no model was called; to record this grid, run it into a new run set "
+                              "(--run-set NAME)", highlight=False, markup=False, soft_wrap=True)
             # a first Ctrl-C / SIGTERM starts no further unit and gives the running ones a grace period; a
             # second (or the period's end) fences the log and kills their sandboxes (membench/stopping.py)
             stop = GridStop(stop_grace, say=lambda text: console.print(text, highlight=False, markup=False,

@@ -85,3 +85,11 @@ def test_a_misconfiguration_met_during_the_run_excludes_and_is_retried_once_fixe
     assert [e.payload["status"] for e in evs if e.kind == "RunEnded"] == ["excluded", "completed"]
     assert [e.payload["outcome"] for e in evs if e.kind == "OracleVerdict"] == ["pass", "pass", "pass"]
     assert all(e.payload["purpose"] == "agent" for e in evs if e.kind == "ModelCall")  # no probe in the log
+
+    # issue 30: --model-record on a grid already complete runs nothing, and says so
+    with ScriptedUpstream(script_from_pack(currency_pack), key=KEY) as upstream:
+        again = cli(*run_args(currency_pack, "openai:gpt-4o-mini", "mis", upstream.base_url, "--model-record"),
+                    env={**WIDE, "MEMBENCH_MODEL_API_KEY": KEY})
+    assert again.returncode == 0, again.stderr
+    assert "--model-record: nothing was recorded: every unit of run set mis is already complete" in again.stderr
+    assert not (home / "runs" / "mis" / "blobs").exists() or not any((home / "runs" / "mis" / "blobs").iterdir())
