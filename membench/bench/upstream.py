@@ -7,7 +7,8 @@ A script (JSON, `{"sessions": [...]}`) says what the "model" does per task sessi
 `{"when": TEXT, "files": {path: template}, "slots": {name: {"pattern": REGEX, "default": V}},
 "say": TEXT, "search"?: QUERY}`. The entry whose `when` occurs in the request's text is used.
 The answers of a session, one per request, in order: (with `search`, Chat Completions only) a
-`search_memory` call; one tool call that writes `files` (a shell command
+`search_memory` call; (with `"run": COMMAND`, Chat Completions only) a `run` call of that command;
+one tool call that writes `files` (a shell command
 for Codex's `exec_command` and Claude Code's `Bash`; `write_file` calls for the built-in loop, or
 one `run` call when a path is absolute: outside /workspace, e.g. a skill bank's /skills), each
 `{{SLOT:name}}` filled from the first match of the slot's pattern in the request text (the
@@ -116,10 +117,14 @@ class ScriptedModel:
                 line_start = text.rfind("\n", 0, found.start()) + 1
                 for memory_id in MEMORY_ID.findall(text[line_start:found.start()] + " "):
                     cited.append(memory_id)
-        steps = (["search"] if entry.get("search") and api == "chat_completions" else []) + ["write"]
+        chat = api == "chat_completions"
+        steps = (["search"] if entry.get("search") and chat else []) + (["run"] if entry.get("run") and chat else []) \
+            + ["write"]
         taken = _steps_taken(api, body)
         if taken < len(steps) and steps[taken] == "search":
             return {"search": entry["search"]}
+        if taken < len(steps) and steps[taken] == "run":
+            return {"run": entry["run"]}
         if taken < len(steps):
             files = {p: SLOT.sub(lambda m: values[m.group(1)], t) for p, t in entry["files"].items()}
             return {"tool": {"files": files}}
@@ -287,6 +292,10 @@ def _chat(decision, body, n_in, n_out, chunks):
              "prompt_tokens_details": {"cached_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 0}}
     if "content" in decision:  # a memory policy's call: a plain message
         message = {"role": "assistant", "content": decision["content"]}
+    elif "run" in decision:  # a command the script asks the built-in loop to run (its output joins the history)
+        message = {"role": "assistant", "content": None, "tool_calls": [{
+            "id": "call_run", "type": "function",
+            "function": {"name": "run", "arguments": json.dumps({"command": decision["run"]})}}]}
     elif "search" in decision:
         message = {"role": "assistant", "content": None, "tool_calls": [{
             "id": "call_search", "type": "function",
