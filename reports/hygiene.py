@@ -61,6 +61,7 @@ from reports.exclusions import exclusion_balance_gates
 from reports.model import (ConditionStrata, ContinuationAudit, ExclusionGate, HeadroomGates, HeadroomOverall,
                            HygieneRate, LadderEntry, Ratio, Strata, Stratum, StratumGate, ValidityGates,
                            shallow_fields)
+from schemas.events import error_text
 from warehouse import queries
 from warehouse.protocol import WarehouseReader
 
@@ -217,6 +218,21 @@ def gate_references(baseline: str) -> dict[str, str]:
             "exclusions": baseline, "paired_coverage": baseline, "exclusion_balance": baseline}
 
 
+def _run_whys(warehouse: WarehouseReader, run_set: str) -> dict[str, str]:
+    """run id -> why the run ended as it did, in its own words: the run-level system Turn the runner
+    writes for an excluded or failed run (for a traceback, its last line), bounded and redacted."""
+    rows = warehouse.query_rows(
+        "SELECT run_id, JSONExtractString(payload, 'text', 'text') FROM trajectory_events "
+        "WHERE run_set = {rs:String} AND kind = 'Turn' AND session_index = -1 "
+        "AND JSONExtractString(payload, 'role') = 'system' ORDER BY run_id, seq LIMIT 1 BY run_id", {"rs": run_set})
+    whys = {}
+    for run_id, text in rows:
+        lines = [line for line in str(text).strip().splitlines() if line.strip()]
+        if lines:
+            whys[run_id] = error_text(lines[-1] if lines[0].startswith("Traceback") else " ".join(lines), bound=300)
+    return whys
+
+
 def _validity_gates(cells: list[Cell], conditions: list[str], traps: list[str], seeds: list,
                     warehouse: WarehouseReader, run_set: str, cell_runs: dict[str, dict[str, Any]],
                     baseline: str) -> ValidityGates:
@@ -240,6 +256,7 @@ def _validity_gates(cells: list[Cell], conditions: list[str], traps: list[str], 
         b0 = HeadroomGates(overall=None, by_construct={}, passed=False, failing_constructs=[],
                            note=f"no {NO_MEMORY} cells in this run set")
     expected = len(traps) * len(seeds)
+    whys = _run_whys(warehouse, run_set) if any(not c.valid for c in cells) else {}
     min_units = math.ceil(PAIRED_COVERAGE * len(traps))
     exclusions: dict[str, ExclusionGate] = {}
     paired_coverage = {}
@@ -248,7 +265,12 @@ def _validity_gates(cells: list[Cell], conditions: list[str], traps: list[str], 
         paired = pair_cells(cells, condition, other)
         gate = exclusion_gates(paired, max_fraction=MAX_EXCLUSION, expected_cells=max(expected, len(paired.grid)))[0]
         reasons = Counter(c.exclusion or "unknown" for c in cells if c.condition == condition and not c.valid)
-        exclusions[condition] = ExclusionGate(**shallow_fields(gate), reasons=dict(sorted(reasons.items())))
+        examples = {}
+        for run_id, r in sorted(cell_runs.items()):
+            if r["condition"] == condition and not valid_run(r) and run_id in whys:
+                examples.setdefault(exclusion_of(r) or "unknown", whys[run_id])
+        exclusions[condition] = ExclusionGate(**shallow_fields(gate), reasons=dict(sorted(reasons.items())),
+                                              examples=dict(sorted(examples.items())) or None)
         if condition != other:
             paired_coverage[f"{condition} vs {other}"] = paired_units_gate(paired, min_units=min_units,
                                                                           min_paired_seeds=2)

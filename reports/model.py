@@ -145,6 +145,9 @@ class HeadroomOverall(Gate):
 @dataclass(frozen=True)
 class ExclusionGate(Gate):
     reasons: dict[str, int]  # exclusion reason -> cells
+    # issue 30: exclusion reason -> the first excluded run's own words (the model's, the memory
+    # adapter's, the sandbox's: its run-level system Turn), bounded and redacted
+    examples: dict[str, str] | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 @dataclass(frozen=True)
@@ -560,6 +563,17 @@ class TransferSection:
 
 
 @dataclass(frozen=True)
+class PartialRun:
+    """A run stopped before its grid finished (issue 30): its cells are what ran, not the design."""
+
+    reason: str
+    units_planned: int  # the units this invocation had to run
+    units_not_started: int
+    attempts_abandoned: int  # attempts cut short, closed RunEnded{abandoned} (retried on resume)
+    resume: str  # the command that resumes the run set
+
+
+@dataclass(frozen=True)
 class Report:
     run_set: str
     suite: str
@@ -586,6 +600,8 @@ class Report:
     transfer: TransferSection | None = field(default=None, metadata=OMIT_IF_NONE)
     # issue 14: every hygiene metric, in a fixed order, observed or not (a zero denominator shows it)
     hygiene_panel: dict[str, HygieneRate] | None = field(default=None, metadata=OMIT_IF_NONE)
+    # issue 30: set when `membench run` was stopped before its grid finished
+    partial: PartialRun | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 # ------------------------------------------------------------------------------------- JSON form

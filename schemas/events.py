@@ -25,6 +25,28 @@ def agent_model_call(payload: dict[str, Any]) -> bool:
     return not str(payload.get("call_id", "")).startswith(SIMULATED_USER_CALL_PREFIX)
 
 
+ERROR_TEXT_BOUND = 500  # an upstream's or a memory adapter's own error text, as kept in an event
+_SECRET_PATTERNS = (  # (pattern, replacement)
+    (re.compile(r"\b(?:sk|pk|rk|sess)-[A-Za-z0-9_\-]{8,}"), "[redacted]"),  # OpenAI-style, Anthropic sk-ant-…
+    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{8,}"), r"\1 [redacted]"),
+    (re.compile(r"(?i)((?:api[_-]?key|x-api-key|access[_-]?token|token|secret|password|authorization)[\"']?\s*[:=]\s*"
+                r"[\"']?)(?!(?i:bearer|basic)\b)[^\s\"',;&]{4,}"), r"\1[redacted]"),
+    (re.compile(r"(://[^/\s:@]+:)[^/\s@]+@"), r"\1[redacted]@"),  # credentials in a URL
+)
+
+
+def error_text(text: str, secrets: tuple[str, ...] = (), bound: int = ERROR_TEXT_BOUND) -> str:
+    """A third party's error message as an event keeps it (issue 30): the known `secrets` and
+    anything shaped like a key, token or password replaced by `[redacted]`, then cut to `bound`
+    characters (marked). Redaction runs before the cut, so no secret is half kept."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "[redacted]")
+    for pattern, replacement in _SECRET_PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text if len(text) <= bound else text[:bound] + f"… [{len(text) - bound} more characters]"
+
+
 # Strings longer than this are stored as a preview plus the digest and length of the full value.
 TEXT_BOUND = 16_384
 

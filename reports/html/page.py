@@ -58,6 +58,12 @@ def render_html(report: dict[str, Any]) -> str:
            *([f"<dt>log root</dt><dd><code>{esc(log_root)}</code></dd>"] if log_root else []),
            *([f"<dt>oracle isolation</dt><dd>{isolation}</dd>"] if isolation else []),
            "</dl>"]
+    partial = report.get("partial")
+    if partial:  # issue 30: a stopped run's report says so before any number
+        out.append(f'<p class="warning"><strong>Partial report</strong>: {esc(partial["reason"])}; '
+                   f'{partial["units_not_started"]} of {partial["units_planned"]} units not started, '
+                   f'{partial["attempts_abandoned"]} attempts closed as abandoned. Resume with '
+                   f'<code>{esc(partial["resume"])}</code>.</p>')
     for suite in in_process:
         out.append(f'<p class="warning">Oracle isolation of suite <code>{esc(suite)}</code>: <strong>in_process</strong>'
                    ' — its tests ran in the same process as the code under test, so a patch written against the '

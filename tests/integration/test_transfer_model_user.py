@@ -63,9 +63,11 @@ def test_a_model_user_recorded_then_replayed_holds_the_same_conversation(home, b
     expected_turns = [REPLIES["plan_handoff"], REPLIES["delivery_review"], REPLIES["test_feedback"]]
     assert user_turns(recorded) == {u: expected_turns for u in UNITS}
     # each user message was one model call through the gateway, with the key the gateway added
-    assert len(upstream.requests) == 6
+    probe, *asked = upstream.requests  # the gateway's pre-flight probe of the --user model comes first
+    assert json.loads(probe["body"])["messages"] == [{"role": "user", "content": "ping"}]
+    assert len(asked) == 6
     assert {r["headers"].get("Authorization") for r in upstream.requests} == {f"Bearer {KEY}"}
-    first = json.loads(upstream.requests[0]["body"])
+    first = json.loads(asked[0]["body"])
     assert first["model"] == "sim-user" and first["messages"][0]["role"] == "system"
     assert "Scenario:" in first["messages"][0]["content"] and "Phase: plan_handoff." in first["messages"][1]["content"]
     calls = by_unit(recorded, "ModelCall")
