@@ -110,17 +110,25 @@ def run_cli_inprocess(*args: str, home: Path, env: dict[str, str] | None = None)
 
     Only for commands that stop before opening a warehouse: a chDB path has one owner process
     (warehouse/client.py) and chDB keeps one session per process, so a command that ran here would
-    hold the test process to it. A command that succeeds here is therefore a misuse and fails."""
+    hold the test process to it: a command that connects to a warehouse here, or succeeds, is a
+    misuse and fails the test."""
     from click.testing import CliRunner
 
     from membench.cli import main
 
+    import clickhouse_connect
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("the command opened a warehouse in the test process: use the subprocess `cli`")
+
     full_env = {"MEMBENCH_HOME": str(home), **(env or {})}
-    cwd = os.getcwd()
+    cwd, get_client = os.getcwd(), clickhouse_connect.get_client
     os.chdir(home.parent)
+    clickhouse_connect.get_client = refuse  # warehouse/client.py looks it up at each connect
     try:
         result = CliRunner().invoke(main, list(args), env=full_env, prog_name="membench")
     finally:
+        clickhouse_connect.get_client = get_client
         os.chdir(cwd)
     stderr = result.stderr
     if result.exception is not None and not isinstance(result.exception, SystemExit):
