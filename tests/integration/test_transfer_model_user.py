@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from producers.attempts import read_log
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_inprocess
 
 pytestmark = pytest.mark.integration
 
@@ -123,8 +123,8 @@ def test_an_unavailable_user_model_excludes_the_unit(home, bwrap_sandbox):
 
 
 def test_a_model_user_needs_an_upstream_or_a_recording(home):
-    proc = run_cli("transfer", "transfer-v1", "--user", "model:sim-user", home=home)
+    proc = run_cli_inprocess("transfer", "transfer-v1", "--user", "model:sim-user", home=home)
     assert proc.returncode == 2 and "--user model:sim-user: a model user needs --model-base-url" in proc.stderr
-    proc = run_cli("transfer", "transfer-v1", "--user", "human", home=home)
+    proc = run_cli_inprocess("transfer", "transfer-v1", "--user", "human", home=home)
     assert proc.returncode == 2 and "--user: unknown simulated user 'human'" in proc.stderr
     assert not (home / "runs").exists()
