@@ -3,7 +3,9 @@
 A *cell* is one S3 outcome of one unit (a DreamBench-SWE trap, or any task) under one condition
 and one seed (DreamBench-SWE §6, Appendix C.6: "validity-gated S3 executable pass/fail for each
 (condition, seed, trap) cell"). A cell is either valid (it has a pass/fail outcome) or excluded
-(``valid=False``: ``task_exception``, ``isolation_unavailable``, agent exec failure, ...).
+(``valid=False``: ``task_exception`` before the agent was started, ``isolation_unavailable`` on the
+base checkout, ``model_unavailable``, ...). What an agent produces never excludes its cell: it is
+a failure with a named reason (docs/design.md §5-§7, issue 24).
 Excluded cells are counted and reported, never imputed (Appendix C.6: "No imputation is allowed").
 
 Deduplication (docs/design.md §8): a unit can be re-run; the newest record per (condition, seed,

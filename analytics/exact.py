@@ -332,3 +332,48 @@ def sign_test_power(k: int, q: float | None = None, *, alpha: float = 0.05) -> S
         qf = float(q)
         power = sum(comb(k, i) * qf**i * (1.0 - qf) ** (k - i) for i in range(threshold, k + 1))
     return SignTestPower(k=k, alpha=alpha, threshold=threshold, p_at_threshold=p_thr, q=q, power=power)
+
+
+# --------------------------------------------------------------------------------------------
+# Fisher's exact test on a 2×2 table
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FisherResult:
+    """Result of :func:`fisher_exact` on the table ``[[a, b], [c, d]]``.
+
+    ``p_value`` is the two-sided p; ``min_attainable_p`` the smallest two-sided p any table with
+    these margins can give (when it exceeds a level α, no outcome could be significant: the test
+    has no power at these counts)."""
+
+    table: tuple[tuple[int, int], tuple[int, int]]
+    p_value: float
+    min_attainable_p: float
+
+
+def fisher_exact(a: int, b: int, c: int, d: int) -> FisherResult:
+    """Two-sided Fisher's exact test of the 2×2 table ``[[a, b], [c, d]]`` (rows: two groups,
+    columns: outcome yes/no), conditional on all margins.
+
+    With row totals r1 = a + b, r2 = c + d, column total k = a + c and n = r1 + r2, the count x in
+    the top-left cell is hypergeometric: P(x) = C(r1, x) · C(r2, k − x) / C(n, k) for
+    max(0, k − r2) ≤ x ≤ min(r1, k). The two-sided p is the sum of P(x) over every x with
+    P(x) ≤ P(a) (Fisher 1935; Agresti, *Categorical Data Analysis*, 3rd ed., §3.5.1, the
+    "probability" two-sided rule that `scipy.stats.fisher_exact` also uses). The comparison is
+    made on the exact integers C(r1, x) · C(r2, k − x), so no tolerance is needed; the p-value
+    is a Fraction until the final division."""
+    for name, value in (("a", a), ("b", b), ("c", c), ("d", d)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"fisher_exact: {name} must be a non-negative integer, got {value!r}")
+    r1, r2, k = a + b, c + d, a + c
+    n = r1 + r2
+    weights = {x: comb(r1, x) * comb(r2, k - x) for x in range(max(0, k - r2), min(r1, k) + 1)}
+    total = comb(n, k)  # = Σ weights (Vandermonde)
+    ordered = sorted(weights.values())
+    # two-sided p of a table of weight w: Σ of every weight ≤ w; its smallest value is at the least
+    # likely table(s): the sum of all weights equal to the minimum
+    observed = sum(w for w in ordered if w <= weights[a])
+    least = sum(w for w in ordered if w == ordered[0])
+    return FisherResult(table=((a, b), (c, d)), p_value=float(Fraction(observed, total)),
+                        min_attainable_p=float(Fraction(least, total)))

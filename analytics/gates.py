@@ -26,6 +26,11 @@ passed, with the numerator and denominator behind the value.
 - Stratum validity (§6.3 Table 10, "the strengthened stratum-validity gate"): per construct, the
   best condition's pass rate ≥ 0.15 (the "new construct floor"), a spread (best − worst condition)
   > 0, and B0's rate ≤ 0.50 — for a reversed construct B0's rate ≥ 0.50 instead.
+- Exclusion balance (issue 24, membench's addition): a condition's exclusion rate must not differ
+  from the baseline's — Fisher's exact two-sided test on excluded / included cells at α = 0.05,
+  or, when the counts are too small for any table to reach p ≤ α, any difference at all
+  (:func:`exclusion_balance`). Exclusions on one side only remove cells from a comparison; removing
+  the baseline's failing cells fabricates a memory effect.
 - Warm-up (C.8 / §5: "B0 S1+S2 warmup pass rate to be at least 0.80"): passed / valid non-scored
   task sessions of the baseline (non-S3 sessions only, as the paper's analyzer pre-fix requires).
 
@@ -41,6 +46,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .cells import Cell, PairedCells
+from .exact import fisher_exact
 
 
 @dataclass(frozen=True)
@@ -238,3 +244,71 @@ def comparison_gates(
     """The per-comparison gates of Appendix C.6 (a failing comparison is reported "incomplete")."""
     ex_a, ex_b = exclusion_gates(paired, max_fraction=max_exclusion, expected_cells=expected_cells)
     return ComparisonGates(ex_a, ex_b, paired_units_gate(paired, min_units=min_units, min_paired_seeds=min_paired_seeds))
+
+
+# --------------------------------------------------------------------------------------------
+# Exclusion balance (issue 24)
+# --------------------------------------------------------------------------------------------
+
+#: level of the exclusion-balance test
+EXCLUSION_BALANCE_ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class ExclusionBalance:
+    """Whether a condition's exclusion rate differs from the baseline's (:func:`exclusion_balance`).
+
+    ``rule`` says which test decided: ``"fisher_exact"`` (p ≤ ``alpha`` means it differs) or, when
+    these counts cannot reach p ≤ ``alpha`` whatever the outcome (``min_attainable_p`` > ``alpha``),
+    ``"any_difference"`` (any difference of the two rates differs); ``"no_exclusions"`` when
+    neither side has an excluded cell. ``passed`` = not ``differs``."""
+
+    condition: str
+    baseline: str
+    excluded: int
+    cells: int
+    baseline_excluded: int
+    baseline_cells: int
+    rate: float | None
+    baseline_rate: float | None
+    p_value: float | None
+    min_attainable_p: float | None
+    alpha: float
+    rule: str
+    differs: bool
+    passed: bool
+
+
+def exclusion_balance(excluded: int, cells: int, baseline_excluded: int, baseline_cells: int, *,
+                      condition: str = "A", baseline: str = "B0",
+                      alpha: float = EXCLUSION_BALANCE_ALPHA) -> ExclusionBalance:
+    """Does the condition's exclusion rate (excluded / cells) differ from the baseline's?
+
+    Exclusions that fall on one side only change a comparison without any agent solving anything:
+    removing exactly the baseline's failing cells fabricates a memory effect (issue 24). The test is
+    Fisher's exact two-sided test (:func:`analytics.exact.fisher_exact`) on the table
+    [[excluded, cells − excluded], [baseline_excluded, baseline_cells − baseline_excluded]]: the
+    rates differ when p ≤ ``alpha``. Small counts give the test no power (3 of 3 baseline cells
+    excluded against 0 of 3 has p = 0.1, the smallest p those margins allow), so when even the
+    most extreme table with these margins has p > ``alpha`` the gate falls back to exact
+    inequality: any difference of the two rates differs. A side without cells cannot be compared
+    (rule ``"no_cells"``, not a difference)."""
+    for name, (num, den) in {"condition": (excluded, cells), "baseline": (baseline_excluded, baseline_cells)}.items():
+        if not 0 <= num <= den:
+            raise ValueError(f"exclusion_balance: {name} has {num} excluded of {den} cells")
+    rate = excluded / cells if cells else None
+    base_rate = baseline_excluded / baseline_cells if baseline_cells else None
+    if not cells or not baseline_cells:
+        return ExclusionBalance(condition, baseline, excluded, cells, baseline_excluded, baseline_cells, rate,
+                                base_rate, None, None, alpha, "no_cells", False, True)
+    if excluded == baseline_excluded == 0:
+        return ExclusionBalance(condition, baseline, excluded, cells, baseline_excluded, baseline_cells, rate,
+                                base_rate, 1.0, 1.0, alpha, "no_exclusions", False, True)
+    test = fisher_exact(excluded, cells - excluded, baseline_excluded, baseline_cells - baseline_excluded)
+    if test.min_attainable_p > alpha:
+        # the exact rates compared as fractions: 1/3 and 2/6 are the same rate
+        rule, differs = "any_difference", excluded * baseline_cells != baseline_excluded * cells
+    else:
+        rule, differs = "fisher_exact", test.p_value <= alpha
+    return ExclusionBalance(condition, baseline, excluded, cells, baseline_excluded, baseline_cells, rate, base_rate,
+                            test.p_value, test.min_attainable_p, alpha, rule, differs, not differs)

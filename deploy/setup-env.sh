@@ -1,16 +1,28 @@
 #!/usr/bin/env bash
 # Create membench's Python environment (.venv at the repository root), install the system
-# packages its sandbox and tests need (bubblewrap; chromium for the viewer's browser tests) and
-# the real agent CLIs (deploy/agents/install.sh: Codex and Claude Code from npm;
-# MEMBENCH_SKIP_AGENTS=1 leaves them out). Safe to run again: it only adds what is missing.
+# packages it needs (bubblewrap) and the real agent CLIs (deploy/agents/install.sh: Codex and
+# Claude Code from npm; MEMBENCH_SKIP_AGENTS=1 leaves them out). Safe to run again: it only adds
+# what is missing.
+#   deploy/setup-env.sh          # what `membench run` needs
+#   deploy/setup-env.sh --dev    # plus what only the tests need: pytest and playwright (.[dev]),
+#                                # Chromium for the viewer's browser tests, Arize Phoenix for the
+#                                # OTLP export test
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
+DEV=0
+for arg in "$@"; do
+  case "$arg" in
+    --dev) DEV=1 ;;
+    *) echo "usage: deploy/setup-env.sh [--dev]" >&2; exit 2 ;;
+  esac
+done
+
 need_apt=()
 command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
 # Debian's Chromium: the browser the viewer's tests drive (membench view); never a downloaded build
-command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+if [ "$DEV" = 1 ]; then command -v chromium >/dev/null 2>&1 || need_apt+=(chromium); fi
 if [ "${#need_apt[@]}" -gt 0 ]; then
   echo "setup-env: installing ${need_apt[*]} (apt)" >&2
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -19,24 +31,37 @@ if [ "${#need_apt[@]}" -gt 0 ]; then
 fi
 
 PYTHON="${PYTHON:-python3}"
+# Arize Phoenix, the OTLP receiver `membench export otel` is tested against, in a virtualenv of its
+# own: its client package registers a pytest plugin that would load the whole server into every
+# test run of .venv. Its install is mostly download time, so it runs beside the main one.
+PHOENIX_VERSION="${PHOENIX_VERSION:-20.26.1}"
+phoenix_pid=""
+if [ "$DEV" = 1 ] && { [ ! -x .venv-phoenix/bin/phoenix ] || [ "$(cat .venv-phoenix/.version 2>/dev/null)" != "$PHOENIX_VERSION" ]; }; then
+  echo "setup-env: installing arize-phoenix $PHOENIX_VERSION into .venv-phoenix" >&2
+  (
+    "$PYTHON" -m venv .venv-phoenix
+    .venv-phoenix/bin/python -m pip install -q --upgrade pip >/dev/null
+    .venv-phoenix/bin/python -m pip install -q "arize-phoenix==$PHOENIX_VERSION"
+    echo "$PHOENIX_VERSION" > .venv-phoenix/.version
+  ) &
+  phoenix_pid=$!
+fi
+
 if [ ! -x .venv/bin/python ]; then
   echo "setup-env: creating .venv with $($PYTHON --version)" >&2
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e '.[dev]'
-# Arize Phoenix, the OTLP receiver `membench export otel` is tested against, in a virtualenv of its
-# own: its client package registers a pytest plugin that would load the whole server into every
-# test run of .venv.
-PHOENIX_VERSION="${PHOENIX_VERSION:-20.26.1}"
-if [ ! -x .venv-phoenix/bin/phoenix ] || [ "$(cat .venv-phoenix/.version 2>/dev/null)" != "$PHOENIX_VERSION" ]; then
-  echo "setup-env: installing arize-phoenix $PHOENIX_VERSION into .venv-phoenix" >&2
-  "$PYTHON" -m venv .venv-phoenix
-  .venv-phoenix/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv-phoenix/bin/python -m pip install -q "arize-phoenix==$PHOENIX_VERSION"
-  echo "$PHOENIX_VERSION" > .venv-phoenix/.version
+if [ "$DEV" = 1 ]; then
+  .venv/bin/python -m pip install -q -e '.[dev]'
+else
+  .venv/bin/python -m pip install -q -e .
 fi
 if [ "${MEMBENCH_SKIP_AGENTS:-0}" != "1" ]; then
   bash deploy/agents/install.sh
+fi
+if [ -n "$phoenix_pid" ] && ! wait "$phoenix_pid"; then
+  echo "setup-env: installing arize-phoenix $PHOENIX_VERSION failed" >&2
+  exit 1
 fi
 echo "setup-env: ready ($(.venv/bin/membench --version))" >&2

@@ -48,13 +48,38 @@ class EmbeddedPipeline:
                                  before_write=self.bus.flush)
         self._lock = threading.Lock()
         self.events = 0
+        self.fenced = False  # a stopped run: events of units still winding down are dropped (fence)
+        self.dropped = 0
 
     def publish(self, event: Event, datum: bytes) -> None:
         with self._lock:
-            self.bus.publish(event, datum)
-            derived = self.processor.apply(event)
-            self.sink.add(event, datum, derived)
-            self.events += 1
+            if self.fenced:
+                self.dropped += 1
+                return
+            self._publish(event, datum)
+
+    def fence(self) -> None:
+        """No event is appended after this (a stopped run's units may still be winding down): the
+        log ends with what was complete, and `close_open` then ends each unfinished attempt."""
+        with self._lock:
+            self.fenced = True
+
+    def close_open(self, run_set: str) -> list[Event]:
+        """Append `RunEnded{abandoned}` to every run of `run_set` the log holds without a RunEnded
+        (the attempts a stop cut short), through the processors and the warehouse."""
+        with self._lock:
+            self.bus.flush()
+        return close_abandoned(self.log_path, run_set, self._publish_locked)
+
+    def _publish_locked(self, event: Event, datum: bytes) -> None:
+        with self._lock:
+            self._publish(event, datum)
+
+    def _publish(self, event: Event, datum: bytes) -> None:  # the caller holds the lock
+        self.bus.publish(event, datum)
+        derived = self.processor.apply(event)
+        self.sink.add(event, datum, derived)
+        self.events += 1
 
     def close(self) -> None:
         with self._lock:

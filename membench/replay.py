@@ -21,7 +21,7 @@ from typing import Any
 
 from membench.run_heads import RunHeads
 from processors import RunSetProcessor
-from schemas.chain import ChainVerifier
+from schemas.chain import ChainVerifier, sealed_as_written
 from schemas.codec import DecodeError
 from schemas.derived import WALL_CLOCK_FIELDS, DerivedEvent
 from schemas.events import Event
@@ -520,8 +520,13 @@ class _Replayer:
     ended run from a new run's first."""
 
     def __init__(self, findings: list[Finding], comparer: Any, blobs_for: Callable[[str], Path | None] | None,
-                 heads: RunHeads | None = None):
+                 heads: RunHeads | None = None, file_log: bool = False):
         self.result = ReplayResult(findings=findings)
+        # a log file is written by one process (the embedded bus): nothing in it may be fenced, and a
+        # duplicated event (same run, seq and content) is named, not silently fenced as a Kafka
+        # redelivery would be (issue 24). Its open runs' stored hashes by seq tell a duplicate.
+        self.file_log = file_log
+        self.held: dict[str, dict[int, str]] = {}  # open run -> seq -> stored hash of its chain's event
         self.findings = findings
         self.verifier = ChainVerifier()
         # the processors' own window of ended runs: past it, replay's rule (the heads on disk) fences
@@ -564,6 +569,8 @@ class _Replayer:
                 # not part of the run's chain; the processor ignores it by the same rule (while it
                 # still remembers the run: `RunSetProcessor.is_new`)
                 summary.fenced.append((run_id, event.seq, kind))
+                if self.file_log:
+                    findings.append(self._fenced_in_file(event, item[2] if len(item) > 2 else None, last))
                 if not processor.is_new(run_id):
                     derived = processor.apply(event)
                     if derived:  # it filled a seq gap (the chain check names the gap), arriving late
@@ -574,11 +581,14 @@ class _Replayer:
                                                                    "seqs)"))
                 continue
             last_seq[run_id] = event.seq
+            if self.file_log:
+                self.held.setdefault(run_id, {})[event.seq] = event.hash
             broken = verifier.check(event, schema, item[2] if len(item) > 2 else None)
             if broken:
                 findings.append(Finding(broken.run_id, broken.seq, broken.reason))
             if kind == "RunEnded":
                 del last_seq[run_id]
+                self.held.pop(run_id, None)
                 heads.add(open_in.pop(run_id), run_id, verifier.release(run_id))
                 if event.payload.get("status") == "abandoned":
                     summary.abandoned.append((event.run_id, event.unit_id, event.seq))
@@ -598,6 +608,23 @@ class _Replayer:
             result.derived += len(derived)
             if comparer is not None:
                 comparer.add(event, derived)
+
+    def _fenced_in_file(self, event: Event, datum: bytes | None, last: int | None) -> Finding:
+        """The finding for a fenced event of a log file. A duplicate is proven when the event's stored
+        hash is the one the run's chain holds at its seq (an open run's, or an ended run's last event)
+        AND that hash is the SHA-256 of the event's own prev_hash and content: the bytes are then those
+        of the chain's event, whatever the writer claims."""
+        if last is not None:  # open run, seq already held
+            known = self.held.get(event.run_id, {}).get(event.seq)
+        else:  # after the run's first RunEnded: its head is the recomputed hash of that RunEnded
+            known = self.heads.head(event.run_id)
+        if known is not None and event.hash == known and sealed_as_written(event.prev_hash, event.hash, datum):
+            return Finding(event.run_id, event.seq, f"duplicated event: the log holds this {event.kind} "
+                                                    "(same run, seq and content) twice")
+        where = ("at a seq its run already holds, with other content" if last is not None
+                 else "after its run's RunEnded")
+        return Finding(event.run_id, event.seq, f"fenced {event.kind} {where}: a log file is written by one "
+                                                "process and holds no fenced events")
 
     def finish(self) -> None:
         """Dead letters, open runs (their heads join the ended runs'), the comparison's last batch."""
@@ -638,15 +665,16 @@ def _settle(result: ReplayResult, banks: BankLedger, banks_for: Callable[[str], 
 
 def replay(events: Iterable[Logged], findings: list[Finding], warehouse: Any | None = None,
            blobs_for: Callable[[str], Path | None] | None = None,
-           banks_for: Callable[[str], Path | None] | None = None) -> ReplayResult:
+           banks_for: Callable[[str], Path | None] | None = None, file_log: bool = False) -> ReplayResult:
     """Checks and re-derives `events` ((event, writer schema[, datum]) tuples) in this process;
+    `file_log`: they come from a log file (`events_from_file`), where a fenced event is a finding;
     `blobs_for(run_set)` names the run set's blob directory (None: unknown, so a digest-only diff is
     a finding), `banks_for(run_set)` its skill banks' (None: only the digests are checked).
 
     Streams: what memory holds is the open runs (chain, folds, derived events) and, with a
     warehouse, the derived events of up to `VERIFY_BATCH_RUNS` ended runs not compared yet; every
     ended run's head goes to disk (`membench.run_heads`), so memory does not grow with the log."""
-    replayer = _Replayer(findings, None, blobs_for)
+    replayer = _Replayer(findings, None, blobs_for, file_log=file_log)
     if warehouse is not None:
         replayer.comparer = _Comparer(warehouse, replayer.result, findings)
     replayer.feed_all(events)
@@ -665,7 +693,7 @@ def _worker(path: str, k: int, jobs: int, dirs: SourceDirs, forward: bool, heads
         source: list[Finding] = []  # the reader's own findings: every worker meets the same ones
         heads = RunHeads(Path(heads_path))
         replayer = _Replayer(findings, _Forwarder(lambda msg: queue.put((k,) + msg)) if forward else None,
-                             dirs.blobs, heads)
+                             dirs.blobs, heads, file_log=True)
         replayer.feed_all(events_from_file(Path(path), source, part=(k, jobs)), positions=True)
         replayer.finish()
         heads.close()  # written whole before the parent is told

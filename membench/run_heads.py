@@ -68,6 +68,13 @@ class RunHeads:
             return True
         return self._db.execute("SELECT 1 FROM heads WHERE run_id = ?", (run_id,)).fetchone() is not None
 
+    def head(self, run_id: str) -> str | None:
+        """The run's head, None when it has not ended (replay: a fenced event of a log file)."""
+        if run_id in self._pending:
+            return self._pending[run_id][1]
+        row = self._db.execute("SELECT head FROM heads WHERE run_id = ?", (run_id,)).fetchone()
+        return row[0] if row else None
+
     def flush(self) -> None:
         if not self._pending:
             return

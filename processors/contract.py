@@ -18,7 +18,9 @@ It applies when the session read memory (a MemoryRead) and the memory system hol
 written from the run's events (a MemoryWrite with provenance; a scored `remem` label's memories are
 the ones its pack declares, producers/memory_systems/declared.py); otherwise it is `not_applicable`
 — conditions without memory (B0, no_memory) and fixed-file baselines (curated_file), as the A/B
-benchmark defines them, and a first session with nothing learned yet.
+benchmark defines them, and a first session with nothing learned yet. Nor does it apply when the
+agent could not act on what it received: it called a model and every call failed (issue 30: a
+harness that could not reach its model must not read as `ignored_memory`).
 
 Where the contract does not apply, no memory failure reason is imputed either (processors/failure.py:
 the memory rules need an applicable contract — except the hallucination rule on the A/B benchmark's
@@ -74,7 +76,9 @@ class Attribution:
 
 
 def attribute(ev: SessionEvidence) -> Attribution:
-    applicable = ev.memory_read and any(m.evidence for m in ev.memories.values())
+    # the agent must have received the memory and been able to act on it: a session whose model calls
+    # all failed (a misconfigured key the gateway could not prove, say) judges no memory
+    applicable = ev.memory_read and any(m.evidence for m in ev.memories.values()) and ev.agent_could_act
     relevant_evidence = ev.evidence_of(RELEVANT_LABELS)
     relevant = ev.memories_from(relevant_evidence)
     stale = ev.memories_from(ev.evidence_of(STALE_LABELS))

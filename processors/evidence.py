@@ -68,6 +68,14 @@ class SessionEvidence:
     labels: tuple[Label, ...]
     source_seq: int = 0
     resolution_policy: str = "patch_as_submitted"  # RunStarted's (event v5); processors.failure's module doc
+    agent_calls: int = 0  # the agent's ModelCalls in the session (purpose agent; not a model user's)
+    agent_answers: int = 0  # of those, the ones the model answered (status ok)
+
+    @property
+    def agent_could_act(self) -> bool:
+        """False when the agent called a model and every call failed: it never had an answer to act
+        on, so nothing it did (or did not do) with its memory says anything about the memory."""
+        return self.agent_calls == 0 or self.agent_answers > 0
 
     @property
     def is_task(self) -> bool:
@@ -108,6 +116,8 @@ class _Open:
     cited: list[str] = field(default_factory=list)
     reads_over_budget: int = 0
     max_input: int = 0
+    calls: int = 0
+    answers: int = 0
     patch_files: tuple[str, ...] = ()
     verdict: dict[str, Any] | None = None
 
@@ -186,6 +196,9 @@ class EvidenceCollector:
         elif kind == "ModelCall" and agent_model_call(p):
             # one call's prompt: the context the agent had (cached tokens are part of it); not the model user's
             s.max_input = max(s.max_input, p.get("input_tokens", 0))
+            if p.get("purpose", "agent") == "agent":
+                s.calls += 1
+                s.answers += p.get("status") == "ok"
         elif kind == "PatchProduced":
             s.patch_files = tuple(p["files"])
         elif kind == "OracleVerdict":
@@ -198,5 +211,5 @@ class EvidenceCollector:
                 injected_ids=_unique(s.injected), cited_ids=_unique(s.cited), reads_over_budget=s.reads_over_budget,
                 max_agent_input_tokens=s.max_input, context_budget=self.context_budget, patch_files=s.patch_files,
                 verdict=s.verdict, memories=s.memories, labels=tuple(self.labels), source_seq=event.seq,
-                resolution_policy=self.resolution_policy)
+                resolution_policy=self.resolution_policy, agent_calls=s.calls, agent_answers=s.answers)
         return None

@@ -4,6 +4,12 @@ The order is docs/design.md §7's and the coding-agent A/B benchmark's (its `cla
 
 1. oracle_inconclusive — no verdict, or the oracle flagged itself inconclusive (timed out, could
    not run);
+then what the agent produced and the harness refused or broke on (issue 24: an agent can fail a
+session this way, never exclude it; these outcomes never pass):
+   invalid_agent_output — a workspace path that is not UTF-8, a workspace over MEMBENCH_WORKSPACE_MB,
+   a change over MEMBENCH_PATCH_MB, a tree on which the scoring sandboxes would not start while
+   they start on the pack's base checkout (`patch_broke_scoring`);
+   harness_error — the harness raised after the agent started (the traceback is in a harness Turn);
 2. timeout — the agent's session ended by timeout;
 3. over_context_budget — a memory read admitted more tokens than its budget, an agent turn's
    input exceeded RunStarted's `context_tokens` budget, or the agent reported a context overflow;
@@ -60,10 +66,15 @@ from processors.evidence import STALE_LABELS, SessionEvidence
 from schemas.derived import DerivedEvent, UnitKey, make_derived, shallow_fields
 
 FAILURE_REASONS = (
-    "oracle_inconclusive", "timeout", "over_context_budget", "wrong_file_modified", "agent_hallucinated_memory",
+    "oracle_inconclusive", "invalid_agent_output", "harness_error", "timeout", "over_context_budget",
+    "wrong_file_modified", "agent_hallucinated_memory",
     "stale_memory_followed", "missing_memory", "ignored_memory", "irrelevant_memory_distracted",
     "compile_failure", "test_failure",
 )
+# verdict outcomes (sandbox/scoring.py, producers/runner.py) that are the agent's doing, by the rule naming each
+INVALID_OUTPUT_OUTCOMES = {"unencodable_workspace_path": "workspace_path_not_utf8",
+                           "workspace_too_large": "workspace_over_limit", "patch_too_large": "patch_over_limit",
+                           "patch_broke_scoring": "scoring_failed_only_on_agent_tree"}
 EXCLUDING_OUTCOMES = frozenset({"isolation_unavailable"})
 
 
@@ -98,6 +109,9 @@ def memory_judged(rule: Rule, ev: SessionEvidence, att: Attribution) -> bool:
 RULES: tuple[Rule, ...] = (
     Rule("no_oracle_verdict", "oracle_inconclusive", lambda ev, att: ev.verdict is None),
     Rule("oracle_inconclusive", "oracle_inconclusive", lambda ev, att: bool(ev.verdict and ev.verdict["inconclusive"])),
+    *(Rule(rule, "invalid_agent_output", lambda ev, att, outcome=outcome: ev.outcome == outcome)
+      for outcome, rule in INVALID_OUTPUT_OUTCOMES.items()),
+    Rule("harness_exception_after_agent_started", "harness_error", lambda ev, att: ev.outcome == "harness_error"),
     Rule("agent_timeout", "timeout", lambda ev, att: ev.status == "timeout", agent_conduct=True),
     Rule("memory_read_over_budget", "over_context_budget", lambda ev, att: ev.reads_over_budget > 0,
          agent_conduct=True),

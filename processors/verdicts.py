@@ -7,7 +7,9 @@ passing tests holds (an inconclusive oracle, a wrong file), and under the run's 
 `SessionVerdict.passed` and `FailureClassified.resolved` are equal by construction; `outcome`
 stays the oracle's own. A session or run is excluded (never a
 fail, never imputed) when isolation was unavailable, or the run ended as excluded or was closed as
-abandoned (a crashed attempt, `producers/attempts.py`). Durations are
+abandoned (a crashed attempt, `producers/attempts.py`). A run that ended `completed` with an
+`error_type` of `harness_error:…` (the harness raised after the agent started, issue 24) is not
+excluded: its unfinished sessions simply did not pass. Durations are
 the difference of event timestamps, the only wall-clock fields.
 """
 

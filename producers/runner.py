@@ -33,7 +33,8 @@ from producers.memory_systems.model_client import MemoryModel
 from producers.memory_systems.registry import is_model_driven, make_memory
 from sandbox.base import IsolationUnavailable, Sandbox
 from sandbox.scoring import score_session, score_with_rules
-from sandbox.workspace import capped_directory, render_patch, snapshot, tree_digest, write_files
+from sandbox.workspace import (DIFF_STORE_LIMIT, capped_directory, render_patch_bounded, snapshot, tree_digest,
+                               write_files)
 from schemas.events import bounded_text
 from schemas.pack_format import Pack, Sequence
 
@@ -134,8 +135,9 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
         emitter.emit("RunEnded", {"status": "error", "error_type": f"memory_setup:{type(memory_error).__name__}"},
                      visibility="harness")
         return emitter.run_id
+    progress = _Progress()
     try:
-        _run_sessions(pack, seq, base, memory, agent, emitter, sandbox, config)
+        _run_sessions(pack, seq, base, memory, agent, emitter, sandbox, config, progress)
     except (IsolationUnavailable, ModelUnavailable) as exc:  # not the agent's failure: the unit is excluded
         status, error_type = "excluded", getattr(exc, "reason", "isolation_unavailable")
         emitter.session_index = -1
@@ -143,7 +145,12 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
                               "source_kind": None, "input_tokens": 0, "cached_tokens": 0, "output_tokens": 0,
                               "reasoning_tokens": 0, "latency_ms": 0}, visibility="harness")
     except Exception as exc:  # a harness bug must still close the run in the log, saying what broke
-        status, error_type = "error", f"task_exception:{type(exc).__name__}"
+        # Before the agent acted nothing of the agent's can be the cause: the unit is an error (its
+        # cell excluded). After, the agent may have provoked it, and a cell it could remove that way
+        # would be an exclusion the agent chooses: the run completes, its unfinished sessions
+        # unpassed (docs/design.md §5).
+        status, error_type = (("completed", f"harness_error:{type(exc).__name__}") if progress.agent_acted
+                              else ("error", f"task_exception:{type(exc).__name__}"))
         emitter.session_index = -1
         emitter.emit("Turn", {"role": "system", "text": bounded_text("".join(traceback.format_exception(exc))),
                               "source_event_id": None, "source_kind": "harness_error", "input_tokens": 0,
@@ -157,8 +164,14 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
     return emitter.run_id
 
 
+@dataclass
+class _Progress:
+    agent_acted: bool = False  # set when an agent is first started in the run: from then on an exception fails
+
+
 def _run_sessions(pack: Pack, seq: Sequence, base: dict[str, bytes], memory, agent, emitter: RunEmitter,
-                  sandbox: Sandbox, config: RunConfig) -> None:
+                  sandbox: Sandbox, config: RunConfig, progress: _Progress | None = None) -> None:
+    progress = progress if progress is not None else _Progress()
     tree = base
     for session in seq.sessions:
         emitter.session_index = session.index
@@ -180,7 +193,7 @@ def _run_sessions(pack: Pack, seq: Sequence, base: dict[str, bytes], memory, age
                 outcome = AgentOutcome(status="history")
             else:
                 tree, outcome = _act_and_score(pack, seq, session, start, workspace, memory, agent, emitter, sandbox,
-                                               config)
+                                               config, base, progress)
         emitter.emit("SessionEnded", {"session_index": session.index, "status": outcome.status})
         for event in seq.events:
             if event.after_session == session.index:
@@ -196,9 +209,16 @@ def _run_sessions(pack: Pack, seq: Sequence, base: dict[str, bytes], memory, age
 
 
 def _act_and_score(pack: Pack, seq: Sequence, session, start: dict[str, bytes], workspace: Path, memory, agent,
-                   emitter: RunEmitter, sandbox: Sandbox, config: RunConfig) -> tuple[dict[str, bytes], AgentOutcome]:
+                   emitter: RunEmitter, sandbox: Sandbox, config: RunConfig, base: dict[str, bytes] | None = None,
+                   progress: _Progress | None = None) -> tuple[dict[str, bytes], AgentOutcome]:
     """One task session: memory read, agent act, scoring (pytest oracle, or the session's scoring
-    rules); returns the scored tree (the next session's start) and the agent's outcome."""
+    rules); returns the scored tree (the next session's start) and the agent's outcome.
+
+    Once the agent is started, a harness exception is this session's failure, not the unit's
+    exclusion: the traceback is recorded in a harness Turn, the verdict is `harness_error`, the
+    session's start tree carries on and the run goes on (docs/design.md §5). Only isolation or a
+    model that is unavailable still excludes, and isolation only when the backend also fails on
+    the pack's untouched base checkout (_isolation_proven)."""
     context = memory.read(session.instruction, config.read_budget)
     if getattr(memory, "uses_memory", True):
         emitter.emit("MemoryRead", {
@@ -206,29 +226,100 @@ def _act_and_score(pack: Pack, seq: Sequence, session, start: dict[str, bytes], 
             "admitted_ids": [i.memory_id for i in context.items], "tokens_admitted": context.tokens_admitted,
             "token_budget": context.token_budget, "context": bounded_text(context.render())})
     search = (lambda query: memory.read(query, config.read_budget)) if getattr(memory, "uses_memory", True) else None
-    outcome = agent.act(AgentTask(session.instruction, workspace, context, pack.solution(seq, session),
-                                  sandbox=sandbox, gateway=config.gateway, memory_search=search), emitter)
-    if session.scoring is not None:
-        result = score_with_rules(sandbox, start, workspace, session.scoring, pack.hidden_files_dir(seq, session),
-                                  session.scoring.timeout_s or config.oracle_timeout_s)
-    else:
-        result = score_session(sandbox, start, workspace, pack.oracle_path(seq, session), config.oracle_timeout_s)
-    diff = result.diff
-    emitter.emit("PatchProduced", {
-        "files": diff.files, "added_lines": diff.added_lines, "removed_lines": diff.removed_lines,
-        "production_paths": diff.production, "test_paths": diff.tests, "stripped_paths": diff.tests + diff.git,
-        "diff_sha256": diff.sha256,
-        **patch_fields("production_diff", render_patch(start, diff, diff.production), config.blob_dir),
-        **patch_fields("stripped_diff", render_patch(start, diff, diff.tests + diff.git), config.blob_dir)})
-    emitter.emit("OracleVerdict", {
-        "oracle_id": session.oracle_id, "outcome": result.outcome,
-        "cases": [{"case_id": c["case_id"], "outcome": c["outcome"], "duration_ms": c.get("duration_ms", 0)}
-                  for c in result.cases],
-        "exit_status": result.exit_status, "inconclusive": result.inconclusive,
-        "duration_ms": result.duration_ms, "isolation": result.isolation}, visibility="harness")
+    if progress is not None:
+        progress.agent_acted = True
+    outcome: AgentOutcome | None = None
+    verdict_emitted = False
+    try:
+        outcome = agent.act(AgentTask(session.instruction, workspace, context, pack.solution(seq, session),
+                                      sandbox=sandbox, gateway=config.gateway, memory_search=search), emitter)
+        result = _score(pack, seq, session, start, workspace, sandbox, config)
+        if result.outcome == "isolation_unavailable" and not _isolation_proven(pack, seq, session, base or start,
+                                                                               sandbox, config):
+            # the backend scores the untouched base checkout: the agent's tree broke scoring, its failure
+            _system_turn(emitter, "isolation_probe", f"scoring could not start on the agent's tree but starts on "
+                                                     f"the pack's base checkout: {result.detail}")
+            result = dataclasses.replace(result, outcome=PATCH_BROKE_SCORING)
+        diff = result.diff
+        production = render_patch_bounded(start, diff, diff.production)
+        stripped = render_patch_bounded(start, diff, diff.tests + diff.git)
+        for name, rendered in (("production_diff", production), ("stripped_diff", stripped)):
+            if rendered.truncated:  # recorded beside the cut text's own last line
+                _system_turn(emitter, "diff_truncated", f"{name}: kept {len(rendered.text.encode())} of "
+                                                        f"{rendered.full_bytes} bytes (limit {DIFF_STORE_LIMIT})")
+        emitter.emit("PatchProduced", {
+            "files": diff.files, "added_lines": diff.added_lines, "removed_lines": diff.removed_lines,
+            "production_paths": diff.production, "test_paths": diff.tests, "stripped_paths": diff.tests + diff.git,
+            "diff_sha256": diff.sha256,
+            **patch_fields("production_diff", production.text, config.blob_dir),
+            **patch_fields("stripped_diff", stripped.text, config.blob_dir)})
+        emitter.emit("OracleVerdict", {
+            "oracle_id": session.oracle_id, "outcome": result.outcome,
+            "cases": [{"case_id": c["case_id"], "outcome": c["outcome"], "duration_ms": c.get("duration_ms", 0)}
+                      for c in result.cases],
+            "exit_status": result.exit_status, "inconclusive": result.inconclusive,
+            "duration_ms": result.duration_ms, "isolation": result.isolation}, visibility="harness")
+        verdict_emitted = True
+    except (IsolationUnavailable, ModelUnavailable):
+        raise
+    except Exception as exc:  # after the agent started: this session fails, the run goes on
+        _system_turn(emitter, "harness_error", "".join(traceback.format_exception(exc)))
+        if not verdict_emitted:
+            emitter.emit("OracleVerdict", {
+                "oracle_id": session.oracle_id, "outcome": HARNESS_ERROR, "cases": [], "exit_status": -1,
+                "inconclusive": False, "duration_ms": 0, "isolation": "in_process"}, visibility="harness")
+        return start, outcome or AgentOutcome(status="error")
     if result.outcome == "isolation_unavailable":
         raise IsolationUnavailable(result.detail)
     return result.scored_tree, outcome
+
+
+# Verdict outcomes the runner gives (OracleVerdict.outcome is a string; processors/failure.py maps them):
+HARNESS_ERROR = "harness_error"  # the harness raised after the agent started; the traceback is in a harness Turn
+PATCH_BROKE_SCORING = "patch_broke_scoring"  # scoring could not start on the agent's tree, yet does on the base
+
+
+def _score(pack: Pack, seq: Sequence, session, start: dict[str, bytes], workspace: Path, sandbox: Sandbox,
+           config: RunConfig):
+    if session.scoring is not None:
+        return score_with_rules(sandbox, start, workspace, session.scoring, pack.hidden_files_dir(seq, session),
+                                session.scoring.timeout_s or config.oracle_timeout_s)
+    return score_session(sandbox, start, workspace, pack.oracle_path(seq, session), config.oracle_timeout_s)
+
+
+def _isolation_proven(pack: Pack, seq: Sequence, session, base: dict[str, bytes], sandbox: Sandbox,
+                      config: RunConfig) -> bool:
+    """Whether the backend is unavailable whatever the agent did: the session's scoring, run again
+    on the pack's untouched base checkout (no change required), is also `isolation_unavailable`.
+    Only then is the unit excluded; an agent's tree that breaks the scoring sandboxes' start (a
+    shadowed module, a file that stops the production server) fails its session instead."""
+    if session.scoring is not None:
+        return base_scoring_unavailable(base, lambda clean: score_with_rules(
+            sandbox, base, clean, session.scoring, pack.hidden_files_dir(seq, session),
+            session.scoring.timeout_s or config.oracle_timeout_s))
+    return oracle_isolation_proven(sandbox, base, pack.oracle_path(seq, session), config.oracle_timeout_s)
+
+
+def oracle_isolation_proven(sandbox: Sandbox, base: dict[str, bytes], oracle_file: Path, timeout_s: float) -> bool:
+    """_isolation_proven for a session scored by a pytest oracle (also the transfer learning tasks')."""
+    return base_scoring_unavailable(base, lambda clean: score_session(sandbox, base, clean, oracle_file, timeout_s,
+                                                                      require_change=False))
+
+
+def base_scoring_unavailable(base: dict[str, bytes], rescore) -> bool:
+    """`rescore(workspace)` over a fresh copy of `base` is `isolation_unavailable` too."""
+    with tempfile.TemporaryDirectory(prefix="membench-probe-") as tmp:
+        clean = Path(tmp) / "workspace"
+        clean.mkdir()
+        write_files(base, clean)
+        return rescore(clean).outcome == "isolation_unavailable"
+
+
+def _system_turn(emitter: RunEmitter, source_kind: str, text: str) -> None:
+    """A harness-visible system Turn: what the harness records about a session (memory systems never see it)."""
+    emitter.emit("Turn", {"role": "system", "text": bounded_text(text), "source_event_id": None,
+                          "source_kind": source_kind, "input_tokens": 0, "cached_tokens": 0, "output_tokens": 0,
+                          "reasoning_tokens": 0, "latency_ms": 0}, visibility="harness")
 
 
 def patch_fields(name: str, text: str, blob_dir: Path | None) -> dict[str, str | None]:

@@ -7,7 +7,8 @@ passed / (cells - excluded), and `ci95` its trap-cluster percentile bootstrap in
 
 Sections, each a function of (warehouse, run set, run rows) called here in this order: failure
 counts, memory contract and hygiene panel (`reports.failures`); ladder, strata and validity gates
-(`reports.hygiene`); comparisons, resources and registered families (`reports.comparisons`); outcome
+(`reports.hygiene`, with the exclusion-balance gate of `reports.exclusions`); comparisons, resources
+and registered families (`reports.comparisons`); outcome
 matrix, provenance and USD cost (`reports.provenance`). The canary proof (`reports.canary`) and the
 admission funnel come from outside the warehouse (the pack's secrets, `membench validate`'s record)
 and are passed in by the CLI; the transfer protocol's results (`reports.transfer`) exist only for a

@@ -20,7 +20,8 @@ Top level:
   ≥ 90% of the traps — the paper's 54 of 60), each with numerator and denominator; since issue 14
   also `stratum_validity` (per construct: best condition ≥ 0.15, spread > 0, B0 ≤ 0.50), `warmup`
   (B0's non-scored task sessions, ≥ 0.80 passed), `continuation_audit` and `verdicts` (every gate
-  by name → passed; `passed` is all of them).
+  by name → passed; `passed` is all of them); since issue 24 `exclusion_balance` (per condition vs
+  the baseline: its exclusion rate must not differ from the baseline's, `reports.exclusions`).
 - `hygiene_panel`: every hygiene metric (in `HYGIENE_METRICS` order) over the run set's scored
   sessions, with its direction and per condition; a metric nothing observed has denominator 0.
 
@@ -57,9 +58,11 @@ from analytics.cells import Cell, pair_cells
 from analytics.gates import (REVERSED_CONSTRUCTS, b0_headroom, exclusion_gates, paired_units_gate, stratum_validity,
                              warmup_gate)
 from reports.conventions import cell_summary, condition_order, exclusion_of, valid_run
+from reports.exclusions import exclusion_balance_gates
 from reports.model import (ConditionStrata, ContinuationAudit, ExclusionGate, HeadroomGates, HeadroomOverall,
                            HygieneRate, LadderEntry, Ratio, Strata, Stratum, StratumGate, ValidityGates,
                            shallow_fields)
+from schemas.events import error_text
 from warehouse import queries
 from warehouse.protocol import WarehouseReader
 
@@ -213,7 +216,22 @@ def gate_references(baseline: str) -> dict[str, str]:
     rate", Table 10's "B0 rate", §5 "B0 S1+S2 warmup"); exclusions and paired coverage belong to each
     comparison (App. C.6, "each side"), so they follow the study's baseline."""
     return {"b0_headroom": NO_MEMORY, "stratum_validity.b0_rate": NO_MEMORY, "warmup": NO_MEMORY,
-            "exclusions": baseline, "paired_coverage": baseline}
+            "exclusions": baseline, "paired_coverage": baseline, "exclusion_balance": baseline}
+
+
+def _run_whys(warehouse: WarehouseReader, run_set: str) -> dict[str, str]:
+    """run id -> why the run ended as it did, in its own words: the run-level system Turn the runner
+    writes for an excluded or failed run (for a traceback, its last line), bounded and redacted."""
+    rows = warehouse.query_rows(
+        "SELECT run_id, JSONExtractString(payload, 'text', 'text') FROM trajectory_events "
+        "WHERE run_set = {rs:String} AND kind = 'Turn' AND session_index = -1 "
+        "AND JSONExtractString(payload, 'role') = 'system' ORDER BY run_id, seq LIMIT 1 BY run_id", {"rs": run_set})
+    whys = {}
+    for run_id, text in rows:
+        lines = [line for line in str(text).strip().splitlines() if line.strip()]
+        if lines:
+            whys[run_id] = error_text(lines[-1] if lines[0].startswith("Traceback") else " ".join(lines), bound=300)
+    return whys
 
 
 def _validity_gates(cells: list[Cell], conditions: list[str], traps: list[str], seeds: list,
@@ -239,6 +257,7 @@ def _validity_gates(cells: list[Cell], conditions: list[str], traps: list[str], 
         b0 = HeadroomGates(overall=None, by_construct={}, passed=False, failing_constructs=[],
                            note=f"no {NO_MEMORY} cells in this run set")
     expected = len(traps) * len(seeds)
+    whys = _run_whys(warehouse, run_set) if any(not c.valid for c in cells) else {}
     min_units = math.ceil(PAIRED_COVERAGE * len(traps))
     exclusions: dict[str, ExclusionGate] = {}
     paired_coverage = {}
@@ -247,7 +266,12 @@ def _validity_gates(cells: list[Cell], conditions: list[str], traps: list[str], 
         paired = pair_cells(cells, condition, other)
         gate = exclusion_gates(paired, max_fraction=MAX_EXCLUSION, expected_cells=max(expected, len(paired.grid)))[0]
         reasons = Counter(c.exclusion or "unknown" for c in cells if c.condition == condition and not c.valid)
-        exclusions[condition] = ExclusionGate(**shallow_fields(gate), reasons=dict(sorted(reasons.items())))
+        examples = {}
+        for run_id, r in sorted(cell_runs.items()):
+            if r["condition"] == condition and not valid_run(r) and run_id in whys:
+                examples.setdefault(exclusion_of(r) or "unknown", whys[run_id])
+        exclusions[condition] = ExclusionGate(**shallow_fields(gate), reasons=dict(sorted(reasons.items())),
+                                              examples=dict(sorted(examples.items())) or None)
         if condition != other:
             paired_coverage[f"{condition} vs {other}"] = paired_units_gate(paired, min_units=min_units,
                                                                           min_paired_seeds=2)
@@ -269,10 +293,12 @@ def _validity_gates(cells: list[Cell], conditions: list[str], traps: list[str], 
     verdicts = {"b0_headroom": b0.passed}
     verdicts.update({f"exclusions {c}": g.passed for c, g in exclusions.items()})
     verdicts.update({f"paired_coverage {k}": g.passed for k, g in paired_coverage.items()})
+    balance = exclusion_balance_gates(cells, conditions, baseline)  # issue 24 (reports.exclusions)
+    verdicts.update({f"exclusion_balance {k}": g.passed for k, g in balance.items()})
     verdicts.update({f"stratum_validity {c}": g.passed for c, g in strata.items()})
     verdicts["warmup"] = warmup.passed
     verdicts["continuation_audit"] = audit.passed
     return ValidityGates(baseline=baseline, traps=len(traps), seeds=len(seeds), b0_headroom=b0,
                          exclusions=exclusions, paired_coverage=paired_coverage, passed=all(verdicts.values()),
                          stratum_validity=strata, warmup=warmup, continuation_audit=audit, verdicts=verdicts,
-                         reference=gate_references(baseline))
+                         reference=gate_references(baseline), exclusion_balance=balance)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from reports.conventions import condition_order, construct_label
+from reports.exclusions import exclusions_markdown
 from reports.transfer import transfer_markdown
 
 
@@ -32,6 +33,10 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines = [
         f"# membench report — {report['run_set']}",
         "",
+        *([f"**Partial report**: {report['partial']['reason']}; {report['partial']['units_not_started']} of "
+           f"{report['partial']['units_planned']} units not started, {report['partial']['attempts_abandoned']} "
+           f"attempts closed as abandoned. Resume with `{report['partial']['resume']}`.", ""]
+          if report.get("partial") else []),
         f"- suite: `{report['suite']}`",
         f"- agent: `{agent}`" + (" (scripted reference agent, not a model)" if agent.startswith("scripted:") else ""),
         f"- raw events: {report['inputs']['events']}",
@@ -80,6 +85,9 @@ def render_markdown(report: dict[str, Any]) -> str:
     hygiene = _hygiene_markdown(report)
     if hygiene:
         lines += ["", hygiene.rstrip()]
+    exclusions = exclusions_markdown(report)  # issue 24: exclusions by reason, exclusion balance
+    if exclusions:
+        lines += ["", exclusions.rstrip()]
     rest = _study_parts_markdown(report)
     if rest:
         lines += ["", rest.rstrip()]
@@ -231,6 +239,8 @@ def _hygiene_markdown(report: dict[str, Any]) -> str:
         if not g["passed"] or g["numerator"]:
             lines.append(f"- exclusions {condition}: {g['numerator']}/{g['denominator']} "
                          f"({'pass' if g['passed'] else 'FAIL'}) {g.get('reasons') or ''}")
+            for reason, why in (g.get("examples") or {}).items():  # in the run's own words (issue 30)
+                lines.append(f"  - {reason}: {why}")
     if all(g["numerator"] == 0 for g in gates["exclusions"].values()):
         lines.append("- exclusions: none in any condition (≤ 5% required)")
     for name, g in gates["paired_coverage"].items():

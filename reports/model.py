@@ -150,6 +150,9 @@ class HeadroomOverall(Gate):
 @dataclass(frozen=True)
 class ExclusionGate(Gate):
     reasons: dict[str, int]  # exclusion reason -> cells
+    # issue 30: exclusion reason -> the first excluded run's own words (the model's, the memory
+    # adapter's, the sandbox's: its run-level system Turn), bounded and redacted
+    examples: dict[str, str] | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 @dataclass(frozen=True)
@@ -186,6 +189,29 @@ class ContinuationAudit(Gate):
 
 
 @dataclass(frozen=True)
+class ExclusionBalanceGate:
+    """A condition's exclusion rate against the baseline's (analytics.gates.exclusion_balance; issue 24),
+    with both sides' exclusions by reason."""
+
+    condition: str
+    baseline: str
+    excluded: int
+    cells: int
+    baseline_excluded: int
+    baseline_cells: int
+    rate: float | None
+    baseline_rate: float | None
+    p_value: float | None  # Fisher's exact two-sided p (null: a side without cells)
+    min_attainable_p: float | None  # the smallest p these margins allow
+    alpha: float
+    rule: str  # fisher_exact / any_difference / no_exclusions / no_cells
+    differs: bool
+    passed: bool
+    reasons: dict[str, int]  # the condition's excluded cells by reason
+    baseline_reasons: dict[str, int]
+
+
+@dataclass(frozen=True)
 class ValidityGates:
     baseline: str  # the study's baseline (reports.study.resolve_baseline)
     traps: int
@@ -202,6 +228,8 @@ class ValidityGates:
     # gate family -> the condition it is measured on or against: B0 by the paper's definition, or
     # `baseline` (the study's) for the per-comparison gates
     reference: dict[str, str] | None = field(default=None, metadata=OMIT_IF_NONE)
+    # issue 24: "<condition> vs <baseline>" -> whether its exclusion rate differs from the baseline's
+    exclusion_balance: dict[str, ExclusionBalanceGate] | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 @dataclass(frozen=True)
@@ -546,6 +574,17 @@ class TransferSection:
 
 
 @dataclass(frozen=True)
+class PartialRun:
+    """A run stopped before its grid finished (issue 30): its cells are what ran, not the design."""
+
+    reason: str
+    units_planned: int  # the units this invocation had to run
+    units_not_started: int
+    attempts_abandoned: int  # attempts cut short, closed RunEnded{abandoned} (retried on resume)
+    resume: str  # the command that resumes the run set
+
+
+@dataclass(frozen=True)
 class Report:
     run_set: str
     suite: str
@@ -572,6 +611,8 @@ class Report:
     transfer: TransferSection | None = field(default=None, metadata=OMIT_IF_NONE)
     # issue 14: every hygiene metric, in a fixed order, observed or not (a zero denominator shows it)
     hygiene_panel: dict[str, HygieneRate] | None = field(default=None, metadata=OMIT_IF_NONE)
+    # issue 30: set when `membench run` was stopped before its grid finished
+    partial: PartialRun | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 # ------------------------------------------------------------------------------------- JSON form

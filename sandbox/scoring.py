@@ -12,7 +12,8 @@
    with `harness/oracle_client.py`, which answers imports of the tree's modules with proxies to
    the production process (`harness/wire.py`: plain data or references over a Unix socket).
    The code under test cannot read the oracle's file, reach its process, or write its results.
-4. `pass` needs pytest's exit status 0 *and* a JUnit report in which every test function the
+4. `pass` needs pytest's exit status 0 *and* the oracle process's outcome record (a plugin of
+   the harness writes it; no JUnit, no production module) in which every test function the
    oracle defines (read from its source on the harness side) ran and passed — production code
    that ends the process early or skips the oracle's tests scores `fail`. Wall-time exhaustion is
    `oracle_timeout`. Only the test cases the oracle defines are recorded (name, outcome, duration).
@@ -21,25 +22,29 @@
 
 Outcomes: `pass`, `fail`, `oracle_timeout`, `production_patch_apply_failed`,
 `empty_production_diff`, `workspace_too_large` (over MEMBENCH_WORKSPACE_MB; nothing was read),
-`isolation_unavailable`.
+`patch_too_large` (more new content than MEMBENCH_PATCH_MB; not read), `unencodable_workspace_path`
+(a path that is not UTF-8), `isolation_unavailable`.
 """
 
 from __future__ import annotations
 
 import ast
 import difflib
+import json
 import tempfile
 import threading
 import time
-import xml.etree.ElementTree as ET
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
 
 from sandbox.base import IsolationUnavailable, Sandbox, SandboxResult, SandboxSpec
+from sandbox.harness.wire import reserved_module_names
 from sandbox.workspace import (
+    PatchTooLarge,
     TreeDiff,
+    UnencodableWorkspacePath,
     WorkspaceTooLarge,
     apply_production,
     capped_directory,
@@ -63,24 +68,16 @@ class ScoreResult:
     isolation: str = "in_process"  # ISOLATION_PROCESS or ISOLATION_IN_PROCESS
 
 
-def _parse_junit(path: Path) -> list[dict[str, str]]:
-    if not path.exists():
+def _read_outcomes(path: Path) -> list[dict]:
+    """The oracle process's own record of each test (`harness/oracle_client._Outcomes`); [] when
+    it is missing or malformed (the process died before pytest finished: the session fails)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        cases = [{"case_id": str(c["case_id"]), "outcome": str(c["outcome"]), "duration_ms": int(c["duration_ms"])}
+                 for c in data["cases"]]
+    except (OSError, ValueError, KeyError, TypeError):
         return []
-    cases = []
-    for case in ET.parse(path).getroot().iter("testcase"):
-        outcome = "pass"
-        if case.find("failure") is not None:
-            outcome = "fail"
-        elif case.find("error") is not None:
-            outcome = "error"
-        elif case.find("skipped") is not None:
-            outcome = "excluded"
-        try:
-            duration_ms = int(float(case.get("time", "0")) * 1000)
-        except ValueError:
-            duration_ms = 0
-        cases.append({"case_id": case.get("name", "?"), "outcome": outcome, "duration_ms": duration_ms})
-    return cases
+    return [c for c in cases if c["outcome"] in ("pass", "fail", "error", "excluded")]
 
 
 HARNESS = Path(__file__).resolve().parent / "harness"
@@ -104,15 +101,21 @@ def expected_tests(oracle_file: Path) -> set[str]:
     return names
 
 
+# a workspace the harness refuses to read, by the outcome its session gets (each a failure)
+REFUSED_WORKSPACE = {WorkspaceTooLarge: "workspace_too_large", PatchTooLarge: "patch_too_large",
+                     UnencodableWorkspacePath: "unencodable_workspace_path"}
+
+
 def production_change(start_tree: dict[str, bytes], workspace: Path
                       ) -> tuple[TreeDiff, dict[str, bytes], ScoreResult | None]:
     """The workspace's change against its start tree and the fresh checkout with only its production
     part applied; or the `production_patch_apply_failed` result when it edits `.git`."""
     try:
         diff = diff_workspace(start_tree, workspace)
-    except WorkspaceTooLarge as exc:  # never read into memory; scored as a failed session
-        return TreeDiff(), dict(start_tree), ScoreResult("workspace_too_large", TreeDiff(), dict(start_tree),
-                                                         detail=str(exc))
+    except (WorkspaceTooLarge, PatchTooLarge, UnencodableWorkspacePath) as exc:
+        # what the agent left cannot be scored: a failed session (never read whole, never excluded)
+        outcome = REFUSED_WORKSPACE[type(exc)]
+        return TreeDiff(), dict(start_tree), ScoreResult(outcome, TreeDiff(), dict(start_tree), detail=str(exc))
     if diff.git:
         return diff, dict(start_tree), ScoreResult("production_patch_apply_failed", diff, dict(start_tree),
                                                    detail="edits under .git: " + ", ".join(diff.git))
@@ -120,7 +123,11 @@ def production_change(start_tree: dict[str, bytes], workspace: Path
 
 
 def production_modules(tree: dict[str, bytes]) -> list[str]:
-    """Top-level module and package names of the scored tree (what the oracle may import)."""
+    """Top-level module and package names of the scored tree that the oracle imports as proxies of
+    production code. Names of the standard library, pytest and its dependencies and the harness
+    (`harness.wire.reserved_module_names`) are left out: a patch's `xml/`, `json.py` or `pytest.py`
+    is never what the oracle imports (the oracle's process refuses them again on its side). Such a
+    file still reaches the production process, where only the code under test imports it."""
     names = set()
     for rel in tree:
         head, sep, _ = rel.partition("/")
@@ -128,7 +135,7 @@ def production_modules(tree: dict[str, bytes]) -> list[str]:
             names.add(head)
         elif not sep and rel.endswith(".py") and rel[:-3].isidentifier():
             names.add(rel[:-3])
-    return sorted(names)
+    return sorted(names - reserved_module_names())
 
 
 def scoring_mb() -> int:
@@ -206,7 +213,7 @@ def score_session(
     oracle's tests run in a second sandbox (`harness/oracle_client.py`) over another copy, and
     reach production code only through proxies on a Unix socket (`harness/wire.py`). The
     production sandbox has neither the oracle's file nor the results directory; the harness reads
-    the oracle's JUnit report, which only the oracle's process can write."""
+    the oracle process's outcome record, which only that process can write."""
     diff, scored_tree, rejected = production_change(start_tree, workspace)
     if rejected is not None:
         return replace(rejected, isolation=ISOLATION_PROCESS)
@@ -231,7 +238,7 @@ def score_session(
             wall_time_s=timeout_s,
             cpu_time_s=max(1, int(timeout_s)),
         )
-        argv = bootstrap("oracle_client") + ["/oracle/test_oracle.py", "/results/junit.xml",
+        argv = bootstrap("oracle_client") + ["/oracle/test_oracle.py", "/results/outcomes.json",
                                              "/channel/production.sock", str(timeout_s),
                                              *production_modules(scored_tree)]
         try:
@@ -239,10 +246,7 @@ def score_session(
                 result = sandbox.run(argv, oracle_spec)
         except IsolationUnavailable as exc:  # no production code ran yet: the harness's failure, never the agent's
             return ScoreResult("isolation_unavailable", diff, scored_tree, detail=str(exc), isolation=ISOLATION_PROCESS)
-        try:
-            cases = _parse_junit(results / "junit.xml")
-        except ET.ParseError:
-            cases = []
+        cases = _read_outcomes(results / "outcomes.json")
     expected = expected_tests(Path(oracle_file))
     cases = [c for c in cases if c["case_id"].split("[", 1)[0] in expected]  # only the oracle's own tests
     ran = {c["case_id"].split("[", 1)[0] for c in cases}

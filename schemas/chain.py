@@ -43,6 +43,19 @@ def seal(schema: SchemaVersion, event: Event) -> tuple[Event, bytes]:
     return dataclasses.replace(event, hash=digest), datum
 
 
+def sealed_as_written(prev_hash: str, stored_hash: str, datum: bytes | None) -> bool:
+    """Whether `datum` (an event's bytes as written) ends in `stored_hash` and that hash is
+    sha256(prev_hash || the datum with hash = ""): then the bytes are exactly those the hash seals,
+    so two events with this hash have the same content."""
+    if datum is None or len(stored_hash) != 64 or datum[-66:] != _HASH_PREFIX + stored_hash.encode():
+        return False
+    try:
+        prev = bytes.fromhex(prev_hash)
+    except ValueError:
+        return False
+    return hashlib.sha256(prev + datum[:-66] + b"\x00").hexdigest() == stored_hash
+
+
 def expected_hash(schema: SchemaVersion, event: Event) -> str:
     body = encode_datum(schema, dataclasses.replace(event, hash="").to_record())
     return hashlib.sha256(bytes.fromhex(event.prev_hash) + body).hexdigest()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,19 +25,72 @@ def agent_model_call(payload: dict[str, Any]) -> bool:
     return not str(payload.get("call_id", "")).startswith(SIMULATED_USER_CALL_PREFIX)
 
 
+ERROR_TEXT_BOUND = 500  # an upstream's or a memory adapter's own error text, as kept in an event
+_SECRET_PATTERNS = (  # (pattern, replacement)
+    (re.compile(r"\b(?:sk|pk|rk|sess)-[A-Za-z0-9_\-]{8,}"), "[redacted]"),  # OpenAI-style, Anthropic sk-ant-…
+    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{8,}"), r"\1 [redacted]"),
+    (re.compile(r"(?i)((?:api[_-]?key|x-api-key|access[_-]?token|token|secret|password|authorization)[\"']?\s*[:=]\s*"
+                r"[\"']?)(?!(?i:bearer|basic)\b)[^\s\"',;&]{4,}"), r"\1[redacted]"),
+    (re.compile(r"(://[^/\s:@]+:)[^/\s@]+@"), r"\1[redacted]@"),  # credentials in a URL
+)
+
+
+def error_text(text: str, secrets: tuple[str, ...] = (), bound: int = ERROR_TEXT_BOUND) -> str:
+    """A third party's error message as an event keeps it (issue 30): the known `secrets` and
+    anything shaped like a key, token or password replaced by `[redacted]`, then cut to `bound`
+    characters (marked). Redaction runs before the cut, so no secret is half kept."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "[redacted]")
+    for pattern, replacement in _SECRET_PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text if len(text) <= bound else text[:bound] + f"… [{len(text) - bound} more characters]"
+
+
 # Strings longer than this are stored as a preview plus the digest and length of the full value.
 TEXT_BOUND = 16_384
 
+# Code points UTF-8 cannot encode: lone surrogates (an agent printing "\ud800", JSON escapes of
+# them) and the surrogate escapes Python gives undecodable bytes (os.fsdecode of a non-UTF-8 name).
+_SURROGATES = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
+def safe_str(value: str) -> str:
+    """`value` with every code point UTF-8 cannot encode replaced by U+FFFD: what an agent wrote
+    must never make an event unencodable (an encoder error would crash the unit, and the harness
+    would exclude the cell the agent chose to break; docs/design.md §3)."""
+    return value if value.isascii() or not _SURROGATES.search(value) else _SURROGATES.sub(REPLACEMENT, value)
+
+
+def original_bytes(value: str) -> bytes:
+    """The exact bytes of any Python string: UTF-8, with surrogates kept as their 3-byte forms
+    (`surrogatepass`), so a sanitized value's digest still identifies what the agent wrote."""
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogatepass")
+
 
 def bounded_text(value: str, bound: int = TEXT_BOUND) -> dict[str, Any]:
-    encoded = value.encode("utf-8")
+    """A BoundedText record. `text` is always encodable (safe_str); `sha256` and `length` describe
+    the whole original value (its digest over original_bytes), so a sanitized text is recorded
+    as such: its `sha256` differs from the digest of its untruncated `text` (text_sanitized)."""
+    text = safe_str(value)
     truncated = len(value) > bound
     return {
-        "text": value[:bound] if truncated else value,
-        "sha256": hashlib.sha256(encoded).hexdigest(),
+        "text": text[:bound] if truncated else text,
+        "sha256": hashlib.sha256(original_bytes(value)).hexdigest(),
         "length": len(value),
         "truncated": truncated,
     }
+
+
+def text_sanitized(record: dict[str, Any]) -> bool | None:
+    """Whether a BoundedText's text was sanitized (None: truncated, so its digest cannot tell)."""
+    if record.get("truncated"):
+        return None
+    return hashlib.sha256(record["text"].encode("utf-8")).hexdigest() != record["sha256"]
 
 
 def micros(ts: Any) -> int:

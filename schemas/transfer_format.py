@@ -249,6 +249,10 @@ def load_evaluator(path: Path, checks_path: Path) -> Evaluator:
         if "expect" not in check and "raises" not in check:
             raise TransferFormatError(f"{checks_path}: field 'cases.{case.case_id}.expect' is missing "
                                       "(or give 'raises')")
+        if "raises" in check and not (isinstance(check["raises"], str) and check["raises"].isidentifier()):
+            # a class name the case runner resolves itself: a built-in exception or the module's attribute
+            raise TransferFormatError(f"{checks_path}: field 'cases.{case.case_id}.raises' must be an exception "
+                                      "class name (a built-in exception or a name of the module)")
     for extra in sorted(set(defined) - seen):
         raise TransferFormatError(f"{checks_path}: field 'cases.{extra}' is not a case of {path.name}")
     return Evaluator(path, task_id, max_score, tuple(dims), tuple(caps), gaps, tuple(cases),

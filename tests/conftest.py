@@ -1,4 +1,5 @@
-"""Shared fixtures: an isolated MEMBENCH_HOME per test, a CLI invoker, and the sandbox backends.
+"""Shared fixtures: an isolated MEMBENCH_HOME per test, CLI invokers (a subprocess, like a user; or
+in-process for refused input, see `cli_inproc`), and the sandbox backends.
 
 A test whose environment lacks something (a sandbox backend, a service, the ../shared directory)
 skips locally but fails under CI (`skip_or_fail`): there a missing piece is a broken environment,
@@ -9,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 from typing import NoReturn
 
@@ -96,5 +98,52 @@ def run_cli(*args: str, home: Path, check: bool = False, env: dict[str, str] | N
 def cli(home: Path):
     def invoke(*args: str, check: bool = False, env: dict[str, str] | None = None, timeout: float = 900):
         return run_cli(*args, home=home, check=check, env=env, timeout=timeout)
+
+    return invoke
+
+
+def run_cli_inprocess(*args: str, home: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """The same `membench` command run in this process by click's CliRunner, for the tests about
+    how a command refuses its input (message, exit status, nothing written): no interpreter start
+    and import of a subprocess per test. The result has the subprocess's shape; an uncaught
+    exception becomes exit status 1 with its traceback on stderr, as a real process would show it.
+
+    Only for commands that stop before opening a warehouse: a chDB path has one owner process
+    (warehouse/client.py) and chDB keeps one session per process, so a command that ran here would
+    hold the test process to it: a command that connects to a warehouse here, or succeeds, is a
+    misuse and fails the test."""
+    from click.testing import CliRunner
+
+    from membench.cli import main
+
+    import clickhouse_connect
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("the command opened a warehouse in the test process: use the subprocess `cli`")
+
+    full_env = {"MEMBENCH_HOME": str(home), **(env or {})}
+    cwd, get_client = os.getcwd(), clickhouse_connect.get_client
+    os.chdir(home.parent)
+    clickhouse_connect.get_client = refuse  # warehouse/client.py looks it up at each connect
+    try:
+        result = CliRunner().invoke(main, list(args), env=full_env, prog_name="membench")
+    finally:
+        clickhouse_connect.get_client = get_client
+        os.chdir(cwd)
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(result.exception))
+    if result.exit_code == 0:
+        raise AssertionError(f"membench {' '.join(args)} succeeded in-process: use the subprocess `cli` "
+                             f"fixture for a command that runs\n{result.stdout}\n{stderr}")
+    return subprocess.CompletedProcess(["membench", *args], result.exit_code, result.stdout, stderr)
+
+
+@pytest.fixture
+def cli_inproc(home: Path):
+    """`cli`'s in-process twin for refused input (see run_cli_inprocess); `check` is not offered,
+    a command here is expected to fail."""
+    def invoke(*args: str, env: dict[str, str] | None = None):
+        return run_cli_inprocess(*args, home=home, env=env)
 
     return invoke

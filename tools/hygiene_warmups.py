@@ -45,5 +45,5 @@ W["taskq"] = [
      "from taskq.limits import clamp_priority\n\n\ndef test_clamp():\n    assert [clamp_priority(p) for p in (-3, 4, 12)] == [0, 4, 9]\n"),
     ("In taskq/drain.py add drain(queue) popping every job of a JobQueue and returning them in pop order.",
      {"taskq/drain.py": '"""Draining a queue."""\n\n\ndef drain(queue):\n    out = []\n    while len(queue):\n        out.append(queue.pop())\n    return out\n'},
-     "from taskq import JobQueue, make_job\nfrom taskq.drain import drain\n\n\ndef test_drain():\n    q = JobQueue()\n    q.push(make_job('a'))\n    q.push(make_job('b', priority=3))\n    assert [j.name for j in drain(q)] == ['b', 'a']\n    assert len(q) == 0\n"),
+     "from membench_oracle import length\nfrom taskq import JobQueue, make_job\nfrom taskq.drain import drain\n\n\ndef test_drain():\n    q = JobQueue()\n    q.push(make_job('a'))\n    q.push(make_job('b', priority=3))\n    assert [j.name for j in drain(q)] == ['b', 'a']\n    assert length(q) == 0  # production's len(q), asked explicitly: len() of a reference raises\n"),
 ]

@@ -33,10 +33,12 @@ def session_results(warehouse: WarehouseReader, run_set: str) -> list[dict[str, 
 
 def completed_units(warehouse: WarehouseReader, run_set: str) -> set[str]:
     """Units a resumed run set skips: completed, or excluded for a reason that a retry would meet
-    again (isolation, a replay miss). An upstream model that was unavailable is retried."""
+    again (isolation, a replay miss). An upstream model that was unavailable, or misconfigured (the
+    user fixes the key, URL or model name and runs again), is retried."""
     rows = warehouse.query_rows(
         "SELECT DISTINCT unit_id FROM run_results WHERE run_set = {rs:String} "
-        "AND status IN ('completed', 'excluded') AND NOT (status = 'excluded' AND error_type = 'model_unavailable')",
+        "AND status IN ('completed', 'excluded') "
+        "AND NOT (status = 'excluded' AND error_type IN ('model_unavailable', 'model_misconfigured'))",
         {"rs": run_set},
     )
     return {r[0] for r in rows}

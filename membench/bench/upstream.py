@@ -7,7 +7,8 @@ A script (JSON, `{"sessions": [...]}`) says what the "model" does per task sessi
 `{"when": TEXT, "files": {path: template}, "slots": {name: {"pattern": REGEX, "default": V}},
 "say": TEXT, "search"?: QUERY}`. The entry whose `when` occurs in the request's text is used.
 The answers of a session, one per request, in order: (with `search`, Chat Completions only) a
-`search_memory` call; one tool call that writes `files` (a shell command
+`search_memory` call; (with `"run": COMMAND`, Chat Completions only) a `run` call of that command;
+one tool call that writes `files` (a shell command
 for Codex's `exec_command` and Claude Code's `Bash`; `write_file` calls for the built-in loop, or
 one `run` call when a path is absolute: outside /workspace, e.g. a skill bank's /skills), each
 `{{SLOT:name}}` filled from the first match of the slot's pattern in the request text (the
@@ -28,7 +29,11 @@ An entry with `"reply": TEXT` instead answers every request it matches with that
 assistant message with no tool call): the simulated user's model in transfer tests.
 
 Knobs for failure tests: `status` (answer every call with that HTTP status), `delay_s` (sleep
-before answering), `chunks` (split the final text over that many stream events).
+before answering), `chunks` (split the final text over that many stream events), and the ways a
+real provider refuses a misconfigured client (the gateway's pre-flight, docs/gateway.md): `key`
+(a call without `Authorization: Bearer KEY` or `x-api-key: KEY` gets 401), `apis` (the wire APIs
+it speaks, e.g. `("chat_completions",)`: any other path gets 404), `models` (the model names it
+knows: another gets 404 `model_not_found`).
 """
 
 from __future__ import annotations
@@ -112,10 +117,14 @@ class ScriptedModel:
                 line_start = text.rfind("\n", 0, found.start()) + 1
                 for memory_id in MEMORY_ID.findall(text[line_start:found.start()] + " "):
                     cited.append(memory_id)
-        steps = (["search"] if entry.get("search") and api == "chat_completions" else []) + ["write"]
+        chat = api == "chat_completions"
+        steps = (["search"] if entry.get("search") and chat else []) + (["run"] if entry.get("run") and chat else []) \
+            + ["write"]
         taken = _steps_taken(api, body)
         if taken < len(steps) and steps[taken] == "search":
             return {"search": entry["search"]}
+        if taken < len(steps) and steps[taken] == "run":
+            return {"run": entry["run"]}
         if taken < len(steps):
             files = {p: SLOT.sub(lambda m: values[m.group(1)], t) for p, t in entry["files"].items()}
             return {"tool": {"files": files}}
@@ -185,10 +194,14 @@ class _Handler(BaseHTTPRequestHandler):
             payload = json.dumps({"error": {"type": "server_error", "message": "scripted failure"}}).encode()
             self._send(upstream.status, payload, "application/json")
             return
-        body = json.loads(raw)
         path = self.path.split("?")[0]
         api = ("responses" if path.endswith("/responses") else "messages" if path.endswith("/messages")
-               else "chat_completions")
+               else "chat_completions" if path.endswith("/chat/completions") else None)
+        refused = upstream.refusal(api, self.headers, raw)
+        if refused is not None:
+            self._send(refused[0], json.dumps(refused[1]).encode(), "application/json")
+            return
+        body = json.loads(raw)
         decision = upstream.model.decide(api, body)
         n_in, n_out = _usage_numbers(len(raw), json.dumps(decision))
         render = {"responses": _responses, "messages": _messages, "chat_completions": _chat}[api]
@@ -279,6 +292,10 @@ def _chat(decision, body, n_in, n_out, chunks):
              "prompt_tokens_details": {"cached_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 0}}
     if "content" in decision:  # a memory policy's call: a plain message
         message = {"role": "assistant", "content": decision["content"]}
+    elif "run" in decision:  # a command the script asks the built-in loop to run (its output joins the history)
+        message = {"role": "assistant", "content": None, "tool_calls": [{
+            "id": "call_run", "type": "function",
+            "function": {"name": "run", "arguments": json.dumps({"command": decision["run"]})}}]}
     elif "search" in decision:
         message = {"role": "assistant", "content": None, "tool_calls": [{
             "id": "call_search", "type": "function",
@@ -322,13 +339,36 @@ class _Server(ThreadingHTTPServer):
 class ScriptedUpstream:
     """`with ScriptedUpstream(script) as up:` serves on up.base_url (loopback, a free port)."""
 
-    def __init__(self, script: dict[str, Any] | None = None, status: int = 0, delay_s: float = 0.0, chunks: int = 1):
+    def __init__(self, script: dict[str, Any] | None = None, status: int = 0, delay_s: float = 0.0, chunks: int = 1,
+                 key: str | None = None, apis: tuple[str, ...] | None = None, models: tuple[str, ...] | None = None):
         self.model = ScriptedModel(script or {"sessions": []})
         self.status, self.delay_s, self.chunks = status, delay_s, chunks
+        self.key, self.apis, self.models = key, apis, models
         self.requests: list[dict[str, Any]] = []
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.upstream = self
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def refusal(self, api: str | None, headers: Any, raw: bytes) -> tuple[int, dict[str, Any]] | None:
+        """(status, body) of a misconfigured client's answer, in the order real providers check:
+        the route, the key, the model; None when the call is served."""
+        if api is None or (self.apis is not None and api not in self.apis):
+            return 404, {"error": {"type": "invalid_request_error", "code": "unknown_url",
+                                   "message": "Unknown request URL. Please check the URL for typos."}}
+        if self.key is not None:
+            given = headers.get("x-api-key") or (headers.get("Authorization") or "").removeprefix("Bearer ")
+            if given != self.key:
+                return 401, {"error": {"type": "invalid_request_error", "code": "invalid_api_key",
+                                       "message": "Incorrect API key provided."}}
+        if self.models is not None:
+            try:
+                model = json.loads(raw).get("model")
+            except (ValueError, AttributeError):
+                model = None
+            if model not in self.models:
+                return 404, {"error": {"type": "invalid_request_error", "code": "model_not_found",
+                                       "message": f"The model `{model}` does not exist or you do not have access to it."}}
+        return None
 
     @property
     def base_url(self) -> str:

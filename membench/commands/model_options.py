@@ -21,6 +21,7 @@ class ModelOptions:
     max_steps: int = 50
     max_tokens: int = 1_000_000
     memory_model: str | None = None  # the model of the model-driven memory policies (B3-llm, DF-llm, …)
+    preflight: bool = True  # probe every configured model before any unit runs (producers/gateway/preflight.py)
 
     @property
     def used(self) -> bool:
@@ -48,11 +49,14 @@ def model_options(command):
                   help="the model the model-driven memory policies (B3-llm, DF-llm, DF-hybrid-llm) call for their "
                        "sleep and judge steps, from the harness through the model gateway (same upstream, key, "
                        "record and replay options)")
+    @click.option("--no-preflight", "no_preflight", is_flag=True,
+                  help="skip the pre-flight probe of each configured model (one cheap call per provider, wire API "
+                       "and model before any unit runs)")
     @functools.wraps(command)
     def wrapper(*args, model_base_urls, model_record, model_replay, model_prices, model_timeout, max_steps,
-                max_tokens, memory_model, **kwargs):
+                max_tokens, memory_model, no_preflight, **kwargs):
         options = ModelOptions(tuple(model_base_urls), model_record, model_replay, model_prices, model_timeout,
-                               max_steps, max_tokens, memory_model)
+                               max_steps, max_tokens, memory_model, not no_preflight)
         return command(*args, model=options, **kwargs)
     return wrapper
 
@@ -106,8 +110,11 @@ def check_model_options(options: ModelOptions, agent, model_driven: list[str] | 
             raise UsageError(f"--model-prices: {exc}") from None
 
 
-def start_gateway(options: ModelOptions, runs_dir: Path, run_set: str):
-    """The run set's gateway, or None when the options name no model."""
+def start_gateway(options: ModelOptions, runs_dir: Path, run_set: str, targets=()):
+    """The run set's gateway, or None when the options name no model. `targets` (preflight.Target)
+    are what the run calls: forwarding to an upstream, each is probed first (unless --no-preflight)
+    and a failure is a usage error, before anything is written; the gateway keeps them to tell a
+    misconfigured harness from an agent's own refused request during the run."""
     if not (options.base_urls or options.replay):
         return None
     from producers.bus.base import run_set_log_path
@@ -126,4 +133,21 @@ def start_gateway(options: ModelOptions, runs_dir: Path, run_set: str):
         base_urls=parse_base_urls(options.base_urls), keys=keys_from_env(), record=options.record,
         timeout_s=options.timeout_s,
         prices=PriceTable.load(options.prices) if options.prices else PriceTable.default())
-    return ModelGateway(settings, blob_dir=runs_dir / run_set / "blobs", replay=replay)
+    gateway = ModelGateway(settings, blob_dir=runs_dir / run_set / "blobs", replay=replay, targets=targets)
+    if replay is None and options.preflight:
+        preflight(gateway)
+    return gateway
+
+
+def preflight(gateway) -> None:
+    """Probe each of the gateway's targets; print one line each, or refuse the run (exit 2) naming
+    every failure: provider, URL, HTTP status and the fix. Nothing has been written yet."""
+    from producers.gateway.preflight import probe
+
+    results = [probe(gateway, target) for target in gateway.targets]
+    failed = [r for r in results if not r.ok]
+    if failed:
+        raise UsageError("pre-flight failed: " + "; ".join(r.message for r in failed)
+                         + " (nothing was run or written; --no-preflight skips this check)")
+    for result in results:
+        click.echo(f"pre-flight: {result.message}", err=True)

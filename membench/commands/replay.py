@@ -74,7 +74,7 @@ def replay(source: str, verify: bool, pubkey_path: Path | None, log_root_path: P
         if jobs > 1:
             result = replay_file_jobs(Path(source), jobs, findings, compare_with, dirs)
         else:
-            result = do_replay(events, findings, compare_with, dirs.blobs, dirs.banks)
+            result = do_replay(events, findings, compare_with, dirs.blobs, dirs.banks, file_log=from_file)
     finally:
         if warehouse is not None:
             warehouse.close()

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import sys
+import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,13 +49,18 @@ def print_table(console: Console, report: Report) -> None:
     table = Table(title=f"{report.suite} · {report.agent} · run set {report.run_set}")
     for column in ("condition", "cells", "passed", "pass rate", "95% CI", "excluded"):
         table.add_column(column, justify="left" if column == "condition" else "right")
+    gates = getattr(report, "validity_gates", None)
     for c in report.conditions:
         low, high = c.ci95
         rate = "—" if c.pass_rate is None else f"{100 * c.pass_rate:.1f}%"
         ci = "—" if low is None else f"{100 * low:.1f}–{100 * high:.1f}%"
         if c.ci_method == "clopper_pearson_traps":  # all or none passed: the bootstrap has zero width there
             ci += " exact"
-        table.add_row(c.condition, str(c.cells), str(c.passed), rate, ci, str(c.excluded))
+        # why, where the user looks: a misconfigured model must not read as a bare count
+        gate = gates.exclusions.get(c.condition) if gates is not None else None
+        reasons = ", ".join(f"{reason} {n}" for reason, n in (gate.reasons if gate else {}).items())
+        table.add_row(c.condition, str(c.cells), str(c.passed), rate, ci,
+                      f"{c.excluded} ({reasons})" if c.excluded and reasons else str(c.excluded))
     console.print(table)
 
 
@@ -90,13 +99,17 @@ def write_report(settings: Settings, report: Report, secrets=()) -> Path:
 @click.option("--read-budget", default=2000, show_default=True, type=click.IntRange(0), help="memory read budget (tokens)")
 @click.option("--sign-key", "sign_key", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Ed25519 private key (PEM, e.g. `openssl genpkey -algorithm ed25519`): sign the run set's log root")
+@click.option("--stop-grace", "stop_grace", type=click.FloatRange(0), default=30.0, show_default=True,
+              help="seconds running units get to finish after a first Ctrl-C / SIGTERM (a second one stops them "
+                   "at once); their unfinished attempts are closed in the log and retried on resume")
 @click.option("--enqueue", is_flag=True,
               help="with --bus kafka://…: put the units on the units topic for `membench runner` processes and exit")
 @baseline_options
 @model_options
 @dsn_options
 def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_set: str | None,
-        sandbox_name: str, read_budget: int, sign_key: Path | None, enqueue: bool, baseline: str | None,
+        sandbox_name: str, read_budget: int, sign_key: Path | None, stop_grace: float, enqueue: bool,
+        baseline: str | None,
         study_path: Path | None, model: ModelOptions, settings: Settings) -> None:
     """Run PACK (a built-in pack name or a pack directory) under memory conditions and seeds."""
     from producers.agents.model_agents import LoopLimits
@@ -164,11 +177,15 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
         + ("+replay" if model.replay else ""), condition_list, seed_list)
     if model.replay == run_set:
         raise UsageError(f"--model-replay {run_set}: a run set cannot replay itself; name another --run-set")
-    gateway = start_gateway(model, settings.runs_dir, run_set)
+    from producers.gateway.preflight import targets_for
+
+    gateway = start_gateway(model, settings.runs_dir, run_set,
+                            targets_for(made, model.memory_model if any(is_model_driven(c) for c in condition_list)
+                                        else None))
     config = RunConfig(run_set, agent, read_budget=read_budget, code_digest=code_digest(), gateway=gateway, loop=loop,
                        memory_model=model.memory_model)
     run_embedded(loaded, plan_grid(loaded, condition_list, seed_list), config, sandbox_name, settings, workers,
-                 signer=signer, report_options=ReportOptions(baseline, study, pack))
+                 signer=signer, report_options=ReportOptions(baseline, study, pack), stop_grace=stop_grace)
 
 
 def refuse_refsol_without_solutions(pack) -> None:
@@ -207,7 +224,8 @@ def refuse(console: Console, lines: list[str], what: str, hint: str = "") -> Non
 
 
 def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, workers: int, agent_for=None,
-                 verb: str = "run", signer=None, report_options: ReportOptions | None = None) -> None:
+                 verb: str = "run", signer=None, report_options: ReportOptions | None = None,
+                 stop_grace: float = 30.0) -> None:
     """Run `units` on the embedded pipeline, skipping those already complete in the warehouse, with a
     progress bar; then rebuild, write and print the report, and write (and with `signer`, an Ed25519
     private key, sign) the run set's log root. `agent_for(unit)`, when given, supplies each unit's
@@ -216,12 +234,18 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
     Before anything runs: the warehouse must still agree with the log_root.json of the run set's
     last end (a tampered warehouse is refused, not laundered into a new root), and
     `EmbeddedPipeline.recover` brings the warehouse up to the log and closes every attempt a crash
-    abandoned, so attempt numbers and completed units are counted from the whole log."""
+    abandoned, so attempt numbers and completed units are counted from the whole log.
+
+    A first SIGINT/SIGTERM starts no further unit and gives the running ones `stop_grace` seconds; a
+    second one (or the period's end) fences the log and kills their sandboxes (membench/stopping.py).
+    Every unfinished attempt is then closed `RunEnded{abandoned}`, the report is written marked
+    `partial`, the command to resume is printed, and the exit status is 130."""
     from membench.embedded import EmbeddedPipeline
     from membench.log_root import LogRootError, check_warehouse, describes, read_record, record_path, warehouse_state
     from producers.attempts import LogError, describe
     from producers.bus.base import run_set_log_path
-    from producers.runner import run_grid
+    from membench.stopping import EXIT_STOPPED, GridStop, StoppableSandbox, run_units
+    from producers.runner import run_unit
     from sandbox.registry import get_sandbox
     from warehouse import queries
     from membench.report_inputs import build_full_report
@@ -260,11 +284,28 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
             todo = [u for u in units if u.unit_id not in done]
             console.print(f"run set [bold]{run_set}[/]: {len(units)} units, {len(units) - len(todo)} already "
                           f"complete, {len(todo)} to {verb} with {workers} workers")
+            if not todo and config.gateway is not None and config.gateway.settings.record:
+                # a recording is made by running units: a complete grid runs none, so it would be silent
+                console.print(f"--model-record: nothing was recorded: every unit of run set {run_set} is already "
+                              "complete, so no model was called; to record this grid, run it into a new run set "
+                              "(--run-set NAME)", highlight=False, markup=False, soft_wrap=True)
+            # a first Ctrl-C / SIGTERM starts no further unit and gives the running ones a grace period; a
+            # second (or the period's end) fences the log and kills their sandboxes (membench/stopping.py)
+            stop = GridStop(stop_grace, say=lambda text: console.print(text, highlight=False, markup=False,
+                                                                        soft_wrap=True))
+            stop.on_kill.append(pipeline.fence)
+            sandbox = StoppableSandbox(get_sandbox(sandbox_name), stop.killed)
             with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), console=console, transient=False) as progress:
+                          TimeElapsedColumn(), console=console, transient=False) as progress, stop.installed():
                 bar = progress.add_task("units", total=len(todo))
-                run_grid(pack, todo, config, get_sandbox(sandbox_name), pipeline.publish, workers, attempts,
-                         lambda unit, run_id: progress.update(bar, advance=1, description=unit.unit_id), agent_for)
+                not_started = run_units(
+                    lambda unit: run_unit(pack, unit, config, sandbox, pipeline.publish, attempts.get(unit.unit_id, 1),
+                                          agent_for(unit) if agent_for else None),
+                    todo, workers, lambda unit, run_id: progress.update(bar, advance=1, description=unit.unit_id),
+                    stop)
+            abandoned = pipeline.close_open(run_set) if stop.asked else []
+            for event in abandoned:
+                console.print(describe(event), highlight=False, markup=False, soft_wrap=True)
         finally:
             pipeline.close()
         options = report_options or ReportOptions()
@@ -279,12 +320,30 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
     finally:
         warehouse.close()
     write_log_root(console, root_file, state, signer, settings.warehouse)
+    resume = None
+    if stop.asked:
+        resume = "membench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+        if refused is None:
+            from reports.model import PartialRun
+
+            report = replace(report, partial=PartialRun(
+                reason="stopped by a signal before the grid finished", units_planned=len(units),
+                units_not_started=len(not_started), attempts_abandoned=len(abandoned), resume=resume))
     if refused is not None:  # what ran is recorded (log, warehouse, log root); only the report is not written
         raise UsageError(f"{refused}; the run set is recorded, rebuild its report with `membench report {run_set}`")
     out = write_report(settings, report, secrets)
     print_table(Console(), report)
     console.print(f"report: {out / 'report.json'}  ·  log: {out / 'events.avro'}  ·  log root: {state.root}",
                   highlight=False, markup=False, soft_wrap=True)
+    if stop.asked:
+        console.print(f"stopped: the report is partial ({len(not_started)} units not started, {len(abandoned)} "
+                      f"attempts closed as abandoned); resume with the same command: {resume}",
+                      highlight=False, markup=False, soft_wrap=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if any(t.name.startswith("membench-unit") and t.is_alive() for t in threading.enumerate()):
+            os._exit(EXIT_STOPPED)  # a unit thread still blocked (its log is fenced): do not wait for it
+        raise SystemExit(EXIT_STOPPED)
 
 
 def write_log_root(console: Console, path: Path, state, signer, warehouse_dsn: str) -> None:

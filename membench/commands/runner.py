@@ -20,12 +20,14 @@ from membench.settings import Settings
               type=click.FloatRange(10.0, 86400.0),
               help="seconds this runner may stall before the group hands its units to another runner (which "
                    "fences the stalled attempts)")
+@click.option("--stop-grace", "stop_grace", type=click.FloatRange(0), default=30.0, show_default=True,
+              help="seconds running units get to finish after a first Ctrl-C / SIGTERM; a second one exits at once")
 @click.option("--progress", "progress", is_flag=True, help="print each run set's unit counts and exit")
 @click.option("--run-set", "run_set", default=None, help="with --progress: only this run set")
 @click.option("--json", "as_json", is_flag=True, help="with --progress: JSON")
 @dsn_options
-def runner(workers: int, until_idle: bool, idle_seconds: float, max_poll_s: float, progress: bool,
-           run_set: str | None, as_json: bool, settings: Settings) -> None:
+def runner(workers: int, until_idle: bool, idle_seconds: float, max_poll_s: float, stop_grace: float,
+           progress: bool, run_set: str | None, as_json: bool, settings: Settings) -> None:
     """Run units queued by `membench run PACK --bus kafka://… --enqueue`, on this machine, in the
     `runner` consumer group: start one or more on every machine; each unit runs to completion once,
     and a runner that dies hands its units to the others."""
@@ -49,9 +51,29 @@ def runner(workers: int, until_idle: bool, idle_seconds: float, max_poll_s: floa
                        f"{entry['started']} running, {entry['queued']} queued, "
                        f"{entry['attempts_abandoned']} abandoned attempt(s)")
         return
+    import os
+    import sys
+
+    from membench.stopping import EXIT_STOPPED, GridStop
+
+    # a first SIGINT/SIGTERM claims nothing more and lets the running units finish within --stop-grace;
+    # a second (or the period's end) exits at once, as `kill -9` would: the group hands the unfinished
+    # units to another runner, which closes their attempts as abandoned (docs/design.md §2)
+    stop = GridStop(stop_grace, say=lambda text: click.echo(f"runner: {text}", err=True))
+
+    def exit_now() -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_STOPPED)
+
+    stop.on_kill.append(exit_now)
     try:
-        stats = UnitRunner(settings, workers, max_poll_interval_ms=int(max_poll_s * 1000)).run(until_idle, idle_seconds)
+        with stop.installed():
+            stats = UnitRunner(settings, workers, max_poll_interval_ms=int(max_poll_s * 1000)).run(
+                until_idle, idle_seconds, stop)
     except RunnerError as exc:  # the unit is left to a runner that has its pack
         click.echo(f"runner: {exc}", err=True)
         raise SystemExit(1) from None
     click.echo(json.dumps(stats.__dict__))
+    if stop.asked:
+        raise SystemExit(EXIT_STOPPED)

@@ -174,7 +174,10 @@ class UnitRunner:
             lag += max(0, high - (tp.offset if tp.offset >= 0 else low))
         return lag
 
-    def run(self, until_idle: bool = False, idle_seconds: float = 5.0) -> RunnerStats:
+    def run(self, until_idle: bool = False, idle_seconds: float = 5.0, stop=None) -> RunnerStats:
+        """`stop` (membench.stopping.GridStop): once asked, no further order is claimed; the running
+        units finish and are committed, then this returns (the remaining orders stay queued for the
+        group). Its kill path is the caller's: the process exits, as a `kill -9` would."""
         from concurrent.futures import FIRST_COMPLETED, wait
 
         last_activity = time.monotonic()
@@ -183,6 +186,15 @@ class UnitRunner:
             while True:
                 self._reap()
                 self._commit()
+                if stop is not None and stop.asked:
+                    if not self._running:
+                        self._log(f"runner {self._name}: stopped; the orders not claimed stay queued")
+                        return self.stats
+                    # keep polling (fetching paused) for heartbeats and rebalances; claim nothing new
+                    self._consumer.pause(self._consumer.assignment())
+                    self._consumer.consume(1, 0)
+                    wait(list(self._running), timeout=1.0, return_when=FIRST_COMPLETED)
+                    continue
                 free = self.workers - len(self._running)
                 if free <= 0:
                     # busy: keep polling (with fetching paused) so that max.poll.interval.ms measures a

@@ -56,6 +56,9 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+WHY_BOUND = 500  # characters of an excluded or failed run's reason shown in the unit list
+
+
 @dataclass
 class RunState:
     """One run (one attempt of a unit) as far as the log has been read."""
@@ -74,6 +77,7 @@ class RunState:
     chain_break: dict[str, Any] | None = None  # the first break of its chain: {seq, reason}
     model_calls: int = 0
     cost_usd: float = 0.0
+    why: str | None = None  # why the run was excluded or broke: its run-level system Turn (bounded)
 
     @property
     def condition(self) -> str:
@@ -122,6 +126,7 @@ class RunState:
             "excluded": bool(summary["excluded"]) if summary else None,
             "exclusion_reason": summary.get("exclusion_reason") if summary else None,
             "error_type": summary.get("error_type") if summary else None,
+            "why": self.why,
             "failure_reason": failure.get("failure_reason") if failure else None,
             "chain_ok": self.chain_break is None,
             "model_calls": self.model_calls,
@@ -198,6 +203,9 @@ class LiveRunSet:
         elif event.kind == "ModelCall":
             run.model_calls += 1
             run.cost_usd += float(event.payload.get("cost_usd") or 0.0)
+        elif event.kind == "Turn" and event.session_index < 0 and event.payload.get("role") == "system":
+            text = (event.payload.get("text") or {}).get("text") or ""  # the model's or adapter's own words
+            run.why = text if len(text) <= WHY_BOUND else text[:WHY_BOUND] + "…"
         found = self.verifier.check(event, schema)
         if found is not None:
             entry = {"run_id": found.run_id, "unit_id": event.unit_id, "seq": found.seq, "reason": found.reason}

@@ -59,7 +59,7 @@ from producers.agents.base import AgentOutcome, AgentTask, sandbox_mounts
 from producers.emitter import RunEmitter
 from producers.memory_systems.base import count_tokens
 from sandbox.base import IsolationUnavailable, SandboxSpec
-from schemas.events import bounded_text
+from schemas.events import bounded_text, safe_str
 
 PREFIX = "command:"
 MAX_EVENTS = 5000
@@ -206,19 +206,21 @@ class CommandAgent:
                 n_calls += 1
                 arguments = json.dumps(doc.get("arguments"), sort_keys=True, default=str).encode()
                 emitter.emit("ToolCall", {
-                    "call_id": f"cmd-{session}-{doc.get('call_id', n_calls)}", "name": str(doc.get("name", "?")),
+                    "call_id": safe_str(f"cmd-{session}-{doc.get('call_id', n_calls)}"),
+                    "name": safe_str(str(doc.get("name", "?"))),
                     "arguments_digest": hashlib.sha256(arguments).hexdigest(), "is_patch": bool(doc.get("is_patch"))})
             elif kind == "tool_result":
                 output = doc.get("output")
                 output = None if output is None else str(output)
                 emitter.emit("ToolResult", {
-                    "call_id": f"cmd-{session}-{doc.get('call_id', n_calls)}", "name": str(doc.get("name", "?")),
+                    "call_id": safe_str(f"cmd-{session}-{doc.get('call_id', n_calls)}"),
+                    "name": safe_str(str(doc.get("name", "?"))),
                     "exit_code": _int(doc.get("exit_code")), "duration_ms": _int(doc.get("duration_ms")),
-                    "output_size": len(output.encode()) if output is not None else 0,
+                    "output_size": len(output.encode("utf-8", "surrogatepass")) if output is not None else 0,
                     "is_patch": bool(doc.get("is_patch")),
                     "output": None if output is None else bounded_text(output)})
             elif kind == "memory_citation":
-                ids = [str(i) for i in doc.get("memory_ids", []) if isinstance(i, (str, int))]
+                ids = [safe_str(str(i)) for i in doc.get("memory_ids", []) if isinstance(i, (str, int))]
                 emitter.emit("MemoryCitation", {"memory_ids": ids})
                 cited += [i for i in ids if i not in cited]
             else:

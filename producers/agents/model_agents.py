@@ -83,6 +83,9 @@ class ModelAgent:
     needs_gateway = True
     binary: str | None = None  # the CLI under the agents prefix's bin/, or None (the built-in loop)
     transcript_format: str | None = None  # None: the command-agent JSON-lines protocol
+    # (provider, wire API) the agent calls, which the gateway's pre-flight probes; None: the agent's
+    # own choice (a command: program)
+    wire: tuple[str, str] | None = None
 
     def __init__(self, model: str, limits: AgentLimits | None = None):
         self.model = model
@@ -212,6 +215,7 @@ class CodexAgent(ModelAgent):
     binary = "codex"
     transcript_format = "codex-exec-json"
     default_model = "gpt-5-codex"
+    wire = ("openai", "responses")  # (provider, wire API) it calls: what the gateway's pre-flight probes
 
     @property
     def name(self) -> str:
@@ -249,6 +253,7 @@ class ClaudeCodeAgent(ModelAgent):
     binary = "claude"
     transcript_format = "claude-stream-json"
     default_model = "claude-sonnet-4-5"
+    wire = ("anthropic", "messages")
 
     @property
     def name(self) -> str:
@@ -270,6 +275,8 @@ class ClaudeCodeAgent(ModelAgent):
 
 class OpenAILoopAgent(ModelAgent):
     """The built-in loop (inside/openai_loop.py) over any OpenAI-compatible Chat Completions API."""
+
+    wire = ("openai", "chat_completions")
 
     def __init__(self, model: str, limits: AgentLimits | None = None, loop: LoopLimits | None = None):
         super().__init__(model, limits)

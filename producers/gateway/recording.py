@@ -9,7 +9,10 @@ Replay: a `Recording` is read from the recorded run set's log. A request is answ
 response recorded for an identical request — identical after `wire.normalize_request` (ids, cache
 keys, metadata, dates and UUIDs masked) — of the same unit (suite/task/condition/seed) first, else
 of any unit; identical requests of one session get the recorded responses in their recorded order
-(the last one repeats). Only calls an upstream answered (`ok`, `client_error`) are replayed.
+(the last one repeats). Failing both, the divergence rule: a request of the same unit whose
+`wire.loose_digest` equals a recorded one's (it differs at most in digits, day and month names and
+spacing inside tool outputs — what `ls -la`, `id`, `ps`, `date` print about uids, pids and clocks)
+gets that call's answer. Only calls an upstream answered (`ok`, `client_error`) are replayed.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from producers.blobs import get_blob
-from producers.gateway.wire import match_digest
+from producers.gateway.wire import loose_digest, match_digest
 
 REPLAYABLE = ("ok", "client_error")
 
@@ -32,16 +35,18 @@ class RecordedAnswer:
     response_digest: str
 
 
-def _match(blob_dir: Path, call: dict) -> str:
-    """The replay key of a recorded call, computed again from its stored request (so a recording
-    made before a change of `normalize_request` still matches); the event's own key otherwise."""
+def _match(blob_dir: Path, call: dict) -> tuple[str, str | None]:
+    """The replay keys (exact, loose) of a recorded call, computed again from its stored request (so
+    a recording made before a change of `normalize_request` still matches); the event's own exact
+    key, and no loose one, otherwise."""
     body = get_blob(blob_dir, call["request_digest"])
     if body is None:
-        return call["match_digest"]
+        return call["match_digest"], None
     try:
-        return match_digest(call["api"], json.loads(body))
+        request = json.loads(body)
     except ValueError:
-        return call["match_digest"]
+        return call["match_digest"], None
+    return match_digest(call["api"], request), loose_digest(call["api"], request)
 
 
 class RecordingError(ValueError):
@@ -49,10 +54,12 @@ class RecordingError(ValueError):
 
 
 class Recording:
-    def __init__(self, blob_dir: Path, answers: dict[tuple[str, str], list[RecordedAnswer]], source: str):
+    def __init__(self, blob_dir: Path, answers: dict[tuple[str, str], list[RecordedAnswer]], source: str,
+                 loose: dict[tuple[str, str], list[RecordedAnswer]] | None = None):
         self.blob_dir = Path(blob_dir)
         self.source = source
         self._by_unit = answers
+        self._loose = loose or {}  # (unit, loose key) -> answers: the divergence rule, same unit only
         self._any: dict[str, list[RecordedAnswer]] = defaultdict(list)
         for (_, match), found in answers.items():
             self._any[match] += found
@@ -64,15 +71,19 @@ class Recording:
         if not Path(log_path).exists():
             raise RecordingError(f"--model-replay: run set '{run_set}' has no log ({log_path})")
         answers: dict[tuple[str, str], list[RecordedAnswer]] = defaultdict(list)
+        loose: dict[tuple[str, str], list[RecordedAnswer]] = defaultdict(list)
         for event, _ in read_log(Path(log_path)):
             p = event.payload
             if event.kind == "ModelCall" and p.get("recorded") and p["status"] in REPLAYABLE and p["response_digest"]:
-                answers[(event.unit_id, _match(blob_dir, p))].append(
-                    RecordedAnswer(p["http_status"], p["streamed"], p["response_digest"]))
+                exact, relaxed = _match(blob_dir, p)
+                answer = RecordedAnswer(p["http_status"], p["streamed"], p["response_digest"])
+                answers[(event.unit_id, exact)].append(answer)
+                if relaxed is not None:
+                    loose[(event.unit_id, relaxed)].append(answer)
         if not answers:
             raise RecordingError(f"--model-replay: run set '{run_set}' recorded no model calls "
                                  "(record one with --model-record)")
-        return cls(blob_dir, dict(answers), run_set)
+        return cls(blob_dir, dict(answers), run_set, dict(loose))
 
     def cursor(self, unit_id: str) -> "ReplayCursor":
         return ReplayCursor(self, unit_id)
@@ -86,8 +97,13 @@ class ReplayCursor:
         self._unit_id = unit_id
         self._used: dict[str, int] = defaultdict(int)
 
-    def answer(self, match: str) -> tuple[RecordedAnswer, bytes] | None:
+    def answer(self, match: str, loose: str | None = None) -> tuple[RecordedAnswer, bytes] | None:
+        """The recorded answer to a request with replay key `match`: of the same unit, else of any
+        unit; failing both, under the divergence rule, of the same unit with loose key `loose`."""
         found = self._recording._by_unit.get((self._unit_id, match)) or self._recording._any.get(match)
+        if not found and loose is not None:
+            found = self._recording._loose.get((self._unit_id, loose))
+            match = "loose:" + loose
         if not found:
             return None
         at = min(self._used[match], len(found) - 1)

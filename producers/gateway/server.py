@@ -18,12 +18,14 @@ written: not into the sandbox, not into an event, not into a recording (headers 
 recorded).
 
 Failures that are not the agent's (docs/gateway.md): the upstream unreachable, a timeout, an
-upstream 5xx or 429, a request with no recording in replay mode. The agent gets an error answer
+upstream 5xx or 429, a request with no recording in replay mode, and a 401/403/404/405 that the
+gateway's own probe of the configured model reproduces (preflight.py: the harness is
+misconfigured). The agent gets an error answer
 (so it stops soon), the ModelCall says what happened, and the channel keeps the first failure:
 the agent then raises it and the runner records the unit as `excluded` with the reason
-(`model_unavailable`, `model_replay_miss`) — never as an agent failure. A 4xx other than 429
-(e.g. a context that is too long) is the agent's own request: passed through, status
-`client_error`, not excluding.
+(`model_unavailable`, `model_replay_miss`, `model_misconfigured`) — never as an agent failure. A
+4xx other than 429 (e.g. a context that is too long, or a model the agent chose itself) is the
+agent's own request: passed through, status `client_error`, not excluding.
 """
 
 from __future__ import annotations
@@ -45,9 +47,11 @@ from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from producers.blobs import put_blob
+from producers.gateway.preflight import MISCONFIGURED_STATUSES
 from producers.gateway.prices import PriceTable
 from producers.gateway.recording import Recording, ReplayCursor
-from producers.gateway.wire import StreamUsage, Usage, api_of, match_digest, request_model, usage_of_body
+from schemas.events import error_text
+from producers.gateway.wire import StreamUsage, Usage, api_of, loose_digest, match_digest, request_model, usage_of_body
 
 SOCKET_NAME = "gateway.sock"
 MAX_REQUEST_BYTES = 64 << 20
@@ -57,11 +61,18 @@ MAX_RECORDED_RESPONSE = 256 << 20
 FORWARDED_HEADERS = ("content-type", "accept", "anthropic-version", "anthropic-beta", "openai-beta", "user-agent")
 PROVIDERS = ("openai", "anthropic")
 MEMORY_PURPOSES = ("sleep", "judge")  # ModelCall.purpose of a memory policy's calls (event v6)
+PREFLIGHT = "preflight"  # ModelCall.purpose of the gateway's own probe (preflight.py); never in a run's log
 
 
 class ModelUnavailable(RuntimeError):
     """The model could not answer (upstream unreachable, timeout, 5xx/429); the unit is excluded."""
     reason = "model_unavailable"
+
+
+class ModelMisconfigured(ModelUnavailable):
+    """The upstream refused a call (401/403/404/405) and the gateway's own probe of the configured
+    model was refused too: the harness's key, URL or model name is wrong; the unit is excluded."""
+    reason = "model_misconfigured"
 
 
 class ModelReplayMiss(ModelUnavailable):
@@ -84,7 +95,8 @@ class GatewaySettings:
 class ModelGateway:
     """One per run set: opens a channel per agent session."""
 
-    def __init__(self, settings: GatewaySettings, blob_dir: Path | None = None, replay: Recording | None = None):
+    def __init__(self, settings: GatewaySettings, blob_dir: Path | None = None, replay: Recording | None = None,
+                 targets: list | tuple = ()):
         if replay is None and not settings.base_urls:
             raise ValueError("the model gateway needs an upstream (--model-base-url) or a recording (--model-replay)")
         if settings.record and blob_dir is None:
@@ -92,6 +104,26 @@ class ModelGateway:
         self.settings = settings
         self.blob_dir = blob_dir
         self.replay = replay
+        self.targets = tuple(targets)  # preflight.Target: what the run is configured to call
+
+    def verify(self, provider: str, api: str, role: str, requested: str | None):
+        """After a refused call: the gateway's own probe (preflight.py). The configured model of this
+        role and API is probed; with none configured (a `command:` agent) the requested model is,
+        but then only a refused key (401/403, whatever the model) proves anything. Returns the failing
+        ProbeResult when the harness is proven misconfigured, else None."""
+        from producers.gateway.preflight import Target, probe
+
+        target = next((t for t in self.targets if (t.provider, t.api, t.role) == (provider, api, role)), None)
+        if target is None and requested:
+            target = Target(provider, api, requested, role, f"the {role}'s own model")
+        if target is None:
+            return None
+        result = probe(self, target)
+        if result.ok or result.problem not in ("key", "wire_api", "model"):
+            return None
+        if target not in self.targets and result.problem != "key":
+            return None
+        return result
 
     @property
     def mode(self) -> str:
@@ -139,6 +171,7 @@ class Channel:
         self.failure: ModelUnavailable | None = None
         self._upstreams: set[http.client.HTTPConnection] = set()  # calls in flight, cut when the session ends
         self.closing = False
+        self.checked = False  # a refused call has been checked against the gateway's probe (_check_configuration)
         self.replay: ReplayCursor | None = gateway.replay.cursor(unit_id) if gateway.replay else None
         self.directory = Path(tempfile.mkdtemp(prefix="membench-gw-"))
         self.directory.chmod(0o755)
@@ -162,7 +195,12 @@ class Channel:
     def next_call_id(self) -> str:
         with self._lock:
             self._calls += 1
-            return f"{'mem' if self.purpose != 'agent' else 'm'}{self._calls}"
+            return f"{ {'agent': 'm', PREFLIGHT: 'pre'}.get(self.purpose, 'mem')}{self._calls}"
+
+    @property
+    def role(self) -> str:
+        """Whose configured model a refused call is checked against (ModelGateway.verify)."""
+        return "memory" if self.purpose == "memory" else "agent"
 
     @property
     def calls(self) -> int:
@@ -297,7 +335,7 @@ class _ModelCall:
         self._recorded = False
         self.call_id = channel.next_call_id()  # arrival order
         # a memory policy names its call's purpose (sleep / judge) in a header the upstream never sees
-        self.purpose = "agent" if channel.purpose == "agent" else (
+        self.purpose = channel.purpose if channel.purpose in ("agent", PREFLIGHT) else (
             handler.headers.get("X-Membench-Purpose") if handler.headers.get("X-Membench-Purpose") in MEMORY_PURPOSES
             else "sleep")
 
@@ -321,6 +359,9 @@ class _ModelCall:
 
     def _replay(self) -> None:
         found = self.channel.replay.answer(match_digest(self.api, self.request))
+        if found is None:  # the divergence rule: tool output that differs only in uids, pids, clocks
+            found = self.channel.replay.answer(match_digest(self.api, self.request),
+                                               loose_digest(self.api, self.request))
         if found is None:
             message = f"no recorded answer for this {self.api} request (model {self.model!r})"
             self.channel.fail(ModelReplayMiss(f"replay of {self.channel.gateway.replay.source}: {message}"))
@@ -377,6 +418,20 @@ class _ModelCall:
             self.channel.track(connection, False)
             connection.close()
 
+    def _check_configuration(self) -> None:
+        """A refused call: is the harness misconfigured (its own probe is refused too), or was it the
+        agent's own request? Only the first refusal of a channel is checked: after a proven
+        misconfiguration every call is refused at once (run), after a passed probe the agent's
+        further refusals are its own."""
+        with self.channel._lock:
+            if self.channel.checked:
+                return
+            self.channel.checked = True
+        found = self.channel.gateway.verify(self.provider, self.api, self.channel.role, self.model)
+        if found is not None:
+            self.status, self.error = "misconfigured", found.message
+            self.channel.fail(ModelMisconfigured(f"the model is misconfigured: {found.message}"))
+
     def _unavailable(self, status: str, message: str) -> None:
         if self.channel.closing:  # cut by the session's end, not the upstream's failure
             self._refuse(502, "incomplete", "session_ended", "the session ended during this call")
@@ -393,6 +448,8 @@ class _ModelCall:
             self.channel.fail(ModelUnavailable(f"the upstream answered HTTP {upstream.status}"))
         elif upstream.status >= 400:
             self.status = "client_error"
+            if upstream.status in MISCONFIGURED_STATUSES and self.channel.purpose != PREFLIGHT:
+                self._check_configuration()
         handler = self.handler
         handler.send_response(upstream.status)
         handler.send_header("Content-Type", content_type)
@@ -416,6 +473,9 @@ class _ModelCall:
                 if len(self.response) + len(chunk) <= MAX_RECORDED_RESPONSE:
                     self.response += chunk
             self.response_complete = len(self.response) < MAX_RECORDED_RESPONSE
+            if upstream.status >= 400 and self.error is None:  # the upstream's own words, kept (bounded, redacted)
+                self.error = error_text(f"HTTP {upstream.status}: {_error_message(bytes(self.response))}",
+                                        tuple(settings.keys.values()))
             if tracker is not None:
                 tracker.close()
                 self.usage, self.chunks = tracker.usage, tracker.events
@@ -475,6 +535,18 @@ class _ModelCall:
             "output_tokens": self.usage.output_tokens, "reasoning_tokens": self.usage.reasoning_tokens,
             "latency_ms": self._ms(), "first_byte_ms": self.first_byte_ms, "cost_usd": cost, "price": price,
             "error": self.error, "purpose": self.purpose})
+
+
+def _error_message(body: bytes) -> str:
+    """The message of an error answer: `error.message` of either API's JSON, else the text."""
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return body[:2000].decode("utf-8", "replace").strip()
+    error = doc.get("error") if isinstance(doc, dict) else None
+    if isinstance(error, dict) and error.get("message"):
+        return str(error["message"])
+    return json.dumps(doc)[:2000]
 
 
 def _json_usage(api: str, body: bytes) -> Usage:

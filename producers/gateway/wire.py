@@ -182,3 +182,54 @@ def normalize_request(body: Any) -> Any:
 def match_digest(api: str, body: Any) -> str:
     canonical = json.dumps([api, normalize_request(body)], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+# ---------------------------------------------------------------------------- the divergence rule
+# What a command prints that the sandbox cannot hold still from run to run: a fresh uid per sandbox
+# (`ls -la`, `id`), pids (`ps`), link counts and sizes under /proc, clock times and day names
+# (`date`), column padding that follows the widths of those numbers. Masked only inside tool
+# outputs — what the environment answered — never in what the model or the harness wrote.
+_TOOL_OUTPUT_DIGITS = re.compile(r"\d+")
+_TOOL_OUTPUT_CALENDAR = re.compile(r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun|Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+                                   r"[a-z]*\b")
+_TOOL_OUTPUT_SPACE = re.compile(r"[ \t]+")
+_OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
+
+
+def _loosen(value: Any) -> Any:
+    if isinstance(value, str):
+        value = _TOOL_OUTPUT_CALENDAR.sub("~", _TOOL_OUTPUT_DIGITS.sub("#", value))
+        return _TOOL_OUTPUT_SPACE.sub(" ", value)
+    if isinstance(value, list):
+        return [_loosen(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _loosen(v) for k, v in value.items()}
+    return value
+
+
+def _loosen_tool_outputs(api: str, body: Any) -> Any:
+    if not isinstance(body, dict):
+        return body
+    body = dict(body)
+    if api == "chat_completions" and isinstance(body.get("messages"), list):
+        body["messages"] = [{**m, "content": _loosen(m.get("content"))} if isinstance(m, dict) and m.get("role") == "tool"
+                            else m for m in body["messages"]]
+    elif api == "responses" and isinstance(body.get("input"), list):
+        body["input"] = [{**i, "output": _loosen(i.get("output"))} if isinstance(i, dict) and i.get("type") in _OUTPUT_ITEMS
+                         else i for i in body["input"]]
+    elif api == "messages" and isinstance(body.get("messages"), list):
+        body["messages"] = [{**m, "content": [
+            {**b, "content": _loosen(b.get("content"))} if isinstance(b, dict) and b.get("type") == "tool_result" else b
+            for b in m["content"]]} if isinstance(m, dict) and isinstance(m.get("content"), list) else m
+            for m in body["messages"]]
+    return body
+
+
+def loose_digest(api: str, body: Any) -> str:
+    """The replay key under the divergence rule (docs/gateway.md, "Record and replay"): the request
+    normalized as for `match_digest`, and inside tool outputs only, every digit run, day and month
+    name masked and runs of spaces collapsed. Two requests with equal loose keys differ at most in
+    what commands printed about uids, pids, sizes and clocks."""
+    canonical = json.dumps([api, normalize_request(_loosen_tool_outputs(api, body))], sort_keys=True,
+                           separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

@@ -37,13 +37,14 @@ import hashlib
 import json
 import re
 import subprocess
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from producers.memory_systems.base import MemoryContext, MemoryItem, MemorySetup, Namespace
 from producers.memory_systems.text import pieces
-from schemas.events import Event
+from schemas.events import Event, error_text
 
 PROTOCOL = 1
 
@@ -71,7 +72,8 @@ def command_transport(argv: list[str], timeout_s: float = 60.0) -> Callable[[dic
     def call(request: dict[str, Any]) -> dict[str, Any]:
         proc = subprocess.run(argv, input=json.dumps(request), capture_output=True, text=True, timeout=timeout_s)
         if proc.returncode != 0:
-            raise ExternalMemoryError(f"memory command {argv[0]} exited {proc.returncode}: {proc.stderr.strip()[:300]}")
+            raise ExternalMemoryError(f"memory command {argv[0]} exited {proc.returncode}: "
+                                      f"{error_text(proc.stderr.strip()[-2000:])}")
         try:
             return json.loads(proc.stdout or "{}")
         except json.JSONDecodeError as exc:
@@ -87,8 +89,12 @@ def http_transport(url: str, timeout_s: float = 60.0) -> Callable[[dict[str, Any
         try:
             with urllib.request.urlopen(req, timeout=timeout_s) as resp:  # noqa: S310 (configured endpoint)
                 return json.loads(resp.read().decode() or "{}")
+        except urllib.error.HTTPError as exc:  # the adapter's own words ("vector db down"), bounded and redacted
+            body = exc.read(2000).decode("utf-8", "replace").strip()
+            raise ExternalMemoryError(error_text(f"memory endpoint {url}: HTTP {exc.code}: {body or exc.reason}")) \
+                from None
         except (OSError, json.JSONDecodeError) as exc:
-            raise ExternalMemoryError(f"memory endpoint {url}: {exc}") from None
+            raise ExternalMemoryError(error_text(f"memory endpoint {url}: {exc}")) from None
 
     return call
 

@@ -42,6 +42,10 @@ class _UserChannel(Channel):
     def next_call_id(self) -> str:
         return SIMULATED_USER_CALL_PREFIX + super().next_call_id()
 
+    @property
+    def role(self) -> str:  # a refused call is checked against the --user model (ModelGateway.verify)
+        return "user"
+
 
 def model_of(spec: str) -> str | None:
     """MODEL of a `model:MODEL` user spec; None for the scripted user (`scripted`)."""

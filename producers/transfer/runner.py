@@ -16,7 +16,7 @@ from __future__ import annotations
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from producers.agents.base import AgentTask
@@ -25,7 +25,8 @@ from producers.gateway.server import ModelUnavailable
 from producers.memory_systems.base import MemoryContext, MemoryItem, MemorySetup, Namespace
 from producers.memory_systems.skill_bank import SkillBankMemory
 from producers.memory_systems.text import tfidf_scores
-from producers.runner import RunConfig, RunUnit, patch_fields, run_id_for
+from producers.runner import (PATCH_BROKE_SCORING, RunConfig, RunUnit, oracle_isolation_proven, patch_fields,
+                              run_id_for)
 from producers.transfer.agent_bank import (AGENT, SCRIPTED, MountedBankAgent, distill_instruction,
                                            distill_with_agent, runs_in_sandbox)
 from producers.transfer.bank import (ABLATED, CONDITION_BANKS, LEARNED, NATIVE, check_frozen, copy_bank, distill,
@@ -36,7 +37,7 @@ from producers.transfer.model_user import ModelUser, model_of
 from producers.transfer.user import ScriptedUser
 from sandbox.base import IsolationUnavailable, Sandbox
 from sandbox.scoring import score_session
-from sandbox.workspace import diff_trees, render_patch, snapshot, tree_digest, write_files
+from sandbox.workspace import diff_trees, render_patch, render_patch_bounded, snapshot, tree_digest, write_files
 from schemas.events import bounded_text
 from schemas.transfer_format import Project, Study
 
@@ -79,8 +80,16 @@ def _run_started(emitter: RunEmitter, study: Study, unit: RunUnit, agent, config
         visibility="harness")
 
 
-def _close(emitter: RunEmitter, body) -> str:
-    """Run BODY (which emits the run's events); close the run with RunEnded whatever happens."""
+@dataclass
+class _Progress:
+    agent_acted: bool = False  # once an agent was started, a harness exception fails the run (below)
+
+
+def _close(emitter: RunEmitter, body, progress: _Progress | None = None) -> str:
+    """Run BODY (which emits the run's events); close the run with RunEnded whatever happens. A
+    harness exception before the agent was started is the unit's error (excluded); after, the
+    agent may have provoked it, so the run completes as `harness_error:…` with what it did not
+    reach unpassed — an agent cannot remove its cell by crashing the harness (docs/design.md §5)."""
     status, error_type = "completed", None
     try:
         result = body()
@@ -91,7 +100,9 @@ def _close(emitter: RunEmitter, body) -> str:
         emitter.session_index = -1
         _turn(emitter, "system", str(exc), visibility="harness")
     except Exception as exc:  # a harness bug still closes the run, saying what broke
-        status, error_type = "error", f"task_exception:{type(exc).__name__}"
+        status, error_type = (("completed", f"harness_error:{type(exc).__name__}")
+                              if progress is not None and progress.agent_acted
+                              else ("error", f"task_exception:{type(exc).__name__}"))
         emitter.session_index = -1
         _turn(emitter, "system", "".join(traceback.format_exception(exc)), source_kind="harness_error",
               visibility="harness")
@@ -102,12 +113,18 @@ def _close(emitter: RunEmitter, body) -> str:
 
 def _emit_patch(emitter: RunEmitter, start: dict[str, bytes], after: dict[str, bytes], config: RunConfig) -> None:
     diff = diff_trees(start, after)
+    production = render_patch_bounded(start, diff, diff.production)
+    stripped = render_patch_bounded(start, diff, diff.tests + diff.git)
+    for name, rendered in (("production_diff", production), ("stripped_diff", stripped)):
+        if rendered.truncated:  # the stored diff is cut (sandbox/workspace.py DIFF_STORE_LIMIT): say so
+            _turn(emitter, "system", f"{name}: kept {len(rendered.text.encode())} of {rendered.full_bytes} bytes",
+                  source_kind="diff_truncated", visibility="harness")
     emitter.emit("PatchProduced", {
         "files": diff.files, "added_lines": diff.added_lines, "removed_lines": diff.removed_lines,
         "production_paths": diff.production, "test_paths": diff.tests, "stripped_paths": diff.tests + diff.git,
         "diff_sha256": diff.sha256,
-        **patch_fields("production_diff", render_patch(start, diff, diff.production), config.blob_dir),
-        **patch_fields("stripped_diff", render_patch(start, diff, diff.tests + diff.git), config.blob_dir)})
+        **patch_fields("production_diff", production.text, config.blob_dir),
+        **patch_fields("stripped_diff", stripped.text, config.blob_dir)})
 
 
 def _read_skills(items: list[MemoryItem], query: str, budget: int) -> MemoryContext:
@@ -141,6 +158,7 @@ def run_learning(study: Study, seed: int, config: RunConfig, sandbox: Sandbox, p
                  tree_digest({t.task_id: t.instruction.encode() for t in study.learning}), None)
 
     distiller = AGENT if runs_in_sandbox(agent) else SCRIPTED
+    progress = _Progress()
 
     def body():
         learned = bank_dir(banks_root, seed, LEARNED)
@@ -161,9 +179,16 @@ def run_learning(study: Study, seed: int, config: RunConfig, sandbox: Sandbox, p
                 _turn(emitter, "user", task.instruction, source_kind="instruction")
                 context = _read_skills(skills, task.instruction, config.read_budget)
                 _memory_read(emitter, task.instruction, context)
+                progress.agent_acted = True
                 outcome = agent.act(AgentTask(task.instruction, workspace, context, task.solution, sandbox=sandbox,
                                               gateway=config.gateway), emitter)
                 result = score_session(sandbox, start, workspace, task.oracle, config.oracle_timeout_s)
+                if result.outcome == "isolation_unavailable" and not oracle_isolation_proven(
+                        sandbox, start, task.oracle, config.oracle_timeout_s):  # the agent's tree broke scoring
+                    _turn(emitter, "system", "scoring could not start on the agent's tree but starts on the "
+                                             f"task's base checkout: {result.detail}", source_kind="isolation_probe",
+                          visibility="harness")
+                    result = replace(result, outcome=PATCH_BROKE_SCORING)
                 _emit_patch(emitter, start, result.scored_tree, config)
                 emitter.emit("OracleVerdict", {
                     "oracle_id": task.task_id, "outcome": result.outcome,
@@ -199,7 +224,7 @@ def run_learning(study: Study, seed: int, config: RunConfig, sandbox: Sandbox, p
                          visibility="harness")
         return None
 
-    return _close(emitter, body)
+    return _close(emitter, body, progress)
 
 
 def _skill_written(emitter: RunEmitter, skills: list[MemoryItem], index: int, name: str, text: str) -> None:
@@ -245,6 +270,8 @@ def run_transfer(study: Study, unit: RunUnit, config: RunConfig, sandbox: Sandbo
         "cases": [{"case_id": c.case_id, "dimension": c.dimension, "weight": c.weight,
                    "prerequisites": list(c.prerequisites)} for c in ev.cases]}, visibility="harness")
 
+    progress = _Progress()
+
     def body():
         memory, actor = None, agent
         if CONDITION_BANKS.get(unit.condition) is not None:
@@ -256,7 +283,7 @@ def run_transfer(study: Study, unit: RunUnit, config: RunConfig, sandbox: Sandbo
                                      MemorySetup(skill_bank=bank.path))
             if runs_in_sandbox(agent):  # the bank also at /skills in the agent's sandbox, read-only
                 actor = MountedBankAgent(agent, bank.path)
-        outcome = _conversation(project, unit, config, sandbox, actor, emitter, start, memory)
+        outcome = _conversation(project, unit, config, sandbox, actor, emitter, start, memory, progress)
         if memory is not None:  # the bank must still be the frozen one after the agent ran
             problem = check_frozen(bank.path, bank.digest)
             if problem is not None:
@@ -264,7 +291,7 @@ def run_transfer(study: Study, unit: RunUnit, config: RunConfig, sandbox: Sandbo
                 return "excluded", "skill_bank_modified"
         return outcome
 
-    return _close(emitter, body)
+    return _close(emitter, body, progress)
 
 
 def _phase(emitter: RunEmitter, phase: str, round_: int = 0) -> None:
@@ -289,12 +316,12 @@ def _simulated_user(project: Project, config: RunConfig, emitter: RunEmitter):
 
 
 def _conversation(project: Project, unit: RunUnit, config: RunConfig, sandbox: Sandbox, agent, emitter: RunEmitter,
-                  start: dict[str, bytes], memory) -> tuple[str, str | None] | None:
+                  start: dict[str, bytes], memory, progress: _Progress | None = None) -> tuple[str, str | None] | None:
     emitter.session_index = 0
     try:
         user = _simulated_user(project, config, emitter)
         try:
-            return _talk(project, config, sandbox, agent, emitter, start, memory, user)
+            return _talk(project, config, sandbox, agent, emitter, start, memory, user, progress)
         finally:
             if isinstance(user, ModelUser):
                 user.close()
@@ -305,7 +332,7 @@ def _conversation(project: Project, unit: RunUnit, config: RunConfig, sandbox: S
 
 
 def _talk(project: Project, config: RunConfig, sandbox: Sandbox, agent, emitter: RunEmitter,
-          start: dict[str, bytes], memory, user) -> tuple[str, str | None] | None:
+          start: dict[str, bytes], memory, user, progress: _Progress | None = None) -> tuple[str, str | None] | None:
     with tempfile.TemporaryDirectory(prefix="membench-transfer-") as tmp:
         workspace = Path(tmp) / "workspace"
         write_files(start, workspace)
@@ -322,6 +349,8 @@ def _talk(project: Project, config: RunConfig, sandbox: Sandbox, agent, emitter:
             context = memory.read(query, config.read_budget) if memory is not None else MemoryContext((), (), 0)
             if memory is not None:
                 _memory_read(emitter, query, context)
+            if progress is not None:
+                progress.agent_acted = True
             outcome = agent.act(AgentTask(message, workspace, context, project.solution, sandbox=sandbox,
                                           gateway=config.gateway), emitter)
             status = outcome.status

@@ -16,6 +16,7 @@ from reports.html.tables import (
     hygiene_table,
     resources_table,
 )
+from reports.exclusions import exclusions_html
 from reports.transfer import transfer_html
 
 
@@ -57,6 +58,12 @@ def render_html(report: dict[str, Any]) -> str:
            *([f"<dt>log root</dt><dd><code>{esc(log_root)}</code></dd>"] if log_root else []),
            *([f"<dt>oracle isolation</dt><dd>{isolation}</dd>"] if isolation else []),
            "</dl>"]
+    partial = report.get("partial")
+    if partial:  # issue 30: a stopped run's report says so before any number
+        out.append(f'<p class="warning"><strong>Partial report</strong>: {esc(partial["reason"])}; '
+                   f'{partial["units_not_started"]} of {partial["units_planned"]} units not started, '
+                   f'{partial["attempts_abandoned"]} attempts closed as abandoned. Resume with '
+                   f'<code>{esc(partial["resume"])}</code>.</p>')
     for suite in in_process:
         out.append(f'<p class="warning">Oracle isolation of suite <code>{esc(suite)}</code>: <strong>in_process</strong>'
                    ' — its tests ran in the same process as the code under test, so a patch written against the '
@@ -120,6 +127,9 @@ def render_html(report: dict[str, Any]) -> str:
     out += optional_section("hygiene", "Hygiene", hygiene_table(report),
                             "Rate = numerator / denominator over scored sessions.")
     out += optional_section("gates", "Validity gates", gates_table(report))
+    out += optional_section("exclusions", "Exclusions by reason", exclusions_html(report),  # issue 24
+                            "Excluded cells per condition and reason; a condition whose exclusion rate differs "
+                            "from the baseline's fails the exclusion-balance gate.")
     out += optional_section("matrix", "Outcome matrix", matrix_html(report),
                             "Each trap × seed cell per condition: pass, fail, or why it is not a valid cell.")
     out += optional_section("provenance", "Provenance, cost and admission", provenance_html(report))

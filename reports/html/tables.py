@@ -166,7 +166,10 @@ def gates_table(report: dict[str, Any]) -> str | None:
     for label, g in (head.get("by_construct") or {}).items():
         add(f"{b0} headroom {construct_label(label)}", g)
     for cond, g in (gates.get("exclusions") or {}).items():
-        add(f"exclusions {cond}", g)
+        examples = g.get("examples") or {}  # issue 30: each reason with the run's own words
+        why = "; ".join(f"{r} {n}" + (f" — {examples[r]}" if r in examples else "")
+                        for r, n in (g.get("reasons") or {}).items())
+        add(f"exclusions {cond}" + (f" ({why})" if why else ""), g)
     for name, g in (gates.get("paired_coverage") or {}).items():
         add(f"paired coverage {name} (units with ≥ 2 paired seeds)", g)
     # issue 14: reversed constructs apart, stratum validity, warm-up, continuation audit

@@ -1,14 +1,29 @@
 """Runs in the oracle's sandbox: pytest over the hidden oracle, with the code under test reachable
 only as proxies to the production process (`production_server`, another sandbox).
 
-Started as `python3 -I -B -c <bootstrap> ORACLE JUNIT SOCKET TIMEOUT MODULE...`. The MODULE names
-are the scored tree's top-level packages and modules: importing one of them (or anything under it)
-gives a proxy module whose attributes, calls and operators are answered by the production process.
-Nothing of the workspace is ever imported or executed here: /workspace is a read-only-by-convention
-copy of the scored tree for tests that read files (sources, data), and it is not on sys.path.
+Started as `python3 -I -B -c <bootstrap> ORACLE OUTCOMES SOCKET TIMEOUT MODULE...`. The MODULE
+names are the scored tree's top-level packages and modules: importing one of them (or anything
+under it) gives a proxy module whose attributes and calls are answered by the production process.
+Names of the standard library, pytest and its dependencies and the harness are never proxied
+(`wire.reserved_module_names`), whatever the harness passes: they always come from the real
+installation. Nothing of the workspace is ever imported or executed here: /workspace is a
+read-only-by-convention copy of the scored tree for tests that read files (sources, data), and
+it is not on sys.path.
+
+Values from production are exact built-in types (rebuilt from JSON) or references (`Proxy`). A
+reference never lets production code decide a comparison: equality, ordering, truthiness,
+length, membership, iteration, `str`/`format` and numeric conversion raise TypeError; `repr` and
+`hash` are answered here, and two references are equal only when they name the same production
+object. Oracles may call a reference, read its attributes and index it (the results cross as
+plain data again), or ask explicitly with `membench_oracle.plain(ref, kind)` for production's
+`kind(ref)` (list, str, dict, ...) and `membench_oracle.length(ref)` for its `len(ref)`, as
+plain data.
 
 Oracles may also `from membench_oracle import load_production_file` to run a workspace script
 (e.g. a generator) as a module in the production process.
+
+The verdict is each test's outcome as recorded by `_Outcomes`, a plugin of this file that writes
+JSON with functions bound when this module was imported, before any proxy could exist.
 
 pytest runs with plugin autoload off, no cache, rootdir and confcutdir at the oracle's directory,
 and no ini file, so nothing from the workspace configures it.
@@ -19,6 +34,7 @@ from __future__ import annotations
 import builtins
 import importlib.abc
 import importlib.machinery
+import json
 import os
 import socket
 import sys
@@ -101,11 +117,11 @@ def _remote() -> Remote:
 
 def encode(value: object) -> object:
     kind = type(value)
-    if kind in wire.PLAIN_SCALARS:
+    if any(kind is t for t in wire.PLAIN_SCALARS):
         return value
-    if kind in (bytes, bytearray):
+    if kind is bytes or kind is bytearray:
         return {"t": "bytes", "v": bytes(value).hex()}
-    if kind in wire.CONTAINERS:
+    if any(kind is t for t in wire.CONTAINERS):
         return {"t": wire.CONTAINERS[kind], "v": [encode(v) for v in value]}
     if kind is dict:
         return {"t": "dict", "v": [[encode(k), encode(v)] for k, v in value.items()]}
@@ -161,8 +177,30 @@ def _op(name: str):
     return method
 
 
+def _refusal(proxy: "Proxy", what: str) -> str:
+    return (f"{what} of a production object ({object.__getattribute__(proxy, '_type')}) is not answered: "
+            "the oracle compares only plain values (exact str, int, float, bool, None, bytes, list, tuple, "
+            "dict, set), never objects of the code under test. Call a method or read an attribute that returns "
+            "plain data, or use membench_oracle.plain(value, list|str|dict|...) or membench_oracle.length(value) "
+            "(docs/sandbox.md)")
+
+
+def _refused(what: str, dunder: str):
+    def method(self, *args):
+        raise TypeError(_refusal(self, what))
+    method.__name__ = dunder
+    return method
+
+
+def _ref_id(proxy: "Proxy") -> int:
+    return object.__getattribute__(proxy, "_id")
+
+
 class Proxy:
-    """An object that lives in the production process."""
+    """An object that lives in the production process. Nothing that decides a verdict is asked of
+    it: production code could answer "equal" to anything (and would see the oracle's expected
+    value as the operand). Equality holds only between references to the same production object,
+    decided here; `repr` and `hash` are local; the rest raises TypeError (which fails the test)."""
 
     __slots__ = ("_id", "_type")
 
@@ -177,14 +215,69 @@ class Proxy:
         return _remote().request({"op": "call", "target": encode(self), "args": [encode(a) for a in args],
                                   "kwargs": {k: encode(v) for k, v in kwargs.items()}})
 
-    def __iter__(self):
-        return iter(_remote().request({"op": "op", "name": "iter", "target": encode(self), "args": []}))
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Proxy):
+            return _ref_id(self) == _ref_id(other)
+        raise TypeError(_refusal(self, "equality"))
 
-    __eq__, __ne__, __lt__, __le__, __gt__, __ge__ = (_op(n) for n in ("eq", "ne", "lt", "le", "gt", "ge"))
-    __contains__, __getitem__, __setitem__, __delitem__ = (_op(n) for n in ("contains", "getitem", "setitem",
-                                                                              "delitem"))
-    __len__, __bool__, __hash__, __int__, __float__ = (_op(n) for n in ("len", "bool", "hash", "int", "float"))
-    __repr__, __str__ = _op("repr"), _op("str")
+    def __ne__(self, other: object) -> bool:
+        if isinstance(other, Proxy):
+            return _ref_id(self) != _ref_id(other)
+        raise TypeError(_refusal(self, "equality"))
+
+    def __hash__(self) -> int:
+        return hash(("membench-production-ref", _ref_id(self)))
+
+    def __repr__(self) -> str:
+        return f"<production object {object.__getattribute__(self, '_type')} #{_ref_id(self)}>"
+
+    __lt__, __le__, __gt__, __ge__ = (_refused("ordering", f"__{n}__") for n in ("lt", "le", "gt", "ge"))
+    __bool__ = _refused("truthiness", "__bool__")
+    __len__ = _refused("length", "__len__")
+    __contains__ = _refused("membership", "__contains__")
+    __iter__ = _refused("iteration", "__iter__")  # defined, so iter() does not fall back to __getitem__
+    __reversed__ = _refused("iteration", "__reversed__")
+    __str__ = _refused("str()", "__str__")
+    __format__ = _refused("format()", "__format__")
+    __bytes__ = _refused("bytes()", "__bytes__")
+    __int__ = _refused("int()", "__int__")
+    __index__ = _refused("int()", "__index__")
+    __float__ = _refused("float()", "__float__")
+    __complex__ = _refused("complex()", "__complex__")
+    # item access is a call that returns data, as a method would
+    __getitem__, __setitem__, __delitem__ = (_op(n) for n in ("getitem", "setitem", "delitem"))
+
+
+PLAIN_KINDS = {list: "list", tuple: "tuple", dict: "dict", set: "set", frozenset: "frozenset", str: "str",
+               bytes: "bytes", int: "int", float: "float", bool: "bool"}
+
+
+def length(value: object) -> int:
+    """`len(value)` as a plain int: production's answer for a reference, asked explicitly (`len()`
+    of a reference raises, like every operation that decides a verdict)."""
+    if isinstance(value, Proxy):
+        result = _remote().request({"op": "plain", "kind": "len", "target": encode(value)})
+        if type(result) is not int:
+            raise TypeError(f"production answered length({value!r}) with a {type(result).__name__}")
+        return result
+    return len(value)
+
+
+def plain(value: object, kind: type = list) -> object:
+    """`kind(value)` as plain data: for a reference, production's own conversion (`list(gen)`,
+    `str(obj)`, `dict(mapping)`...), returned as an exact `kind` whose items are plain data or
+    references again; for a value already here, `kind(value)` computed here. What production
+    answers is its answer — compare it with the oracle's own values, never the other way round."""
+    if not any(kind is k for k in PLAIN_KINDS):
+        raise TypeError(f"plain() converts to one of {', '.join(k.__name__ for k in PLAIN_KINDS)}, not {kind!r}")
+    if isinstance(value, Proxy):
+        result = _remote().request({"op": "plain", "kind": PLAIN_KINDS[kind], "target": encode(value)})
+        if type(result) is not kind:
+            raise TypeError(f"production answered plain({value!r}, {kind.__name__}) with a {type(result).__name__}")
+        return result
+    if isinstance(value, ProductionModule):
+        raise TypeError(f"a production module ({value.__name__}) has no plain value")
+    return kind(value)
 
 
 class ProductionModule(types.ModuleType):
@@ -201,7 +294,10 @@ class ProductionFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     sys.meta_path, so no file of the workspace is ever imported here)."""
 
     def __init__(self, names: set[str]):
-        self.names = names
+        # the standard library, pytest, the harness and anything imported before the finder exists
+        # always resolve from the real installation, whatever the scored tree contains
+        already = {name.split(".", 1)[0] for name in list(sys.modules)}
+        self.names = set(names) - wire.reserved_module_names() - already
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname.split(".", 1)[0] not in self.names:
@@ -238,23 +334,59 @@ def load_production_file(path: str, name: str | None = None) -> object:
     return _remote().request({"op": "load_file", "path": path, "name": name})
 
 
+class _Outcomes:
+    """A pytest plugin that records each test's outcome (`pass`, `fail`, `error` for a failed
+    setup or teardown, `excluded` for a skip) and pytest's exit status, and writes them as JSON at
+    the end of the session. The harness reads this file, not pytest's reports: the writer uses
+    only what this module bound at import, before any production module could be imported."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.cases: dict[str, dict] = {}
+
+    def pytest_runtest_logreport(self, report) -> None:
+        nodeid, when, outcome = str(report.nodeid), str(report.when), str(report.outcome)
+        case = self.cases.setdefault(nodeid, {"case_id": nodeid.rsplit("::", 1)[-1], "outcome": "pass",
+                                              "duration_ms": 0})
+        case["duration_ms"] += int(float(report.duration) * 1000)
+        if case["outcome"] != "pass" or outcome == "passed":
+            return
+        if outcome == "skipped":
+            case["outcome"] = "excluded"
+        else:
+            case["outcome"] = "fail" if when == "call" else "error"
+
+    def pytest_sessionfinish(self, session, exitstatus) -> None:
+        _write_outcomes(self.path, {"exit_status": int(exitstatus), "cases": list(self.cases.values())})
+
+
+def _write_outcomes(path: str, data: dict, _dumps=json.dumps, _open=open, _replace=os.replace) -> None:
+    with _open(path + ".partial", "w", encoding="utf-8") as handle:
+        handle.write(_dumps(data))
+    _replace(path + ".partial", path)
+
+
 def main(argv: list[str]) -> int:
     global REMOTE
-    oracle, junit, sock_path, timeout_s, names = argv[0], argv[1], argv[2], float(argv[3]), set(argv[4:])
+    oracle, outcomes, sock_path, timeout_s, names = argv[0], argv[1], argv[2], float(argv[3]), set(argv[4:])
     REMOTE = Remote(sock_path, timeout_s)
     api = types.ModuleType("membench_oracle")
     api.load_production_file = load_production_file
+    api.plain = plain
+    api.length = length
     sys.modules["membench_oracle"] = api
-    sys.meta_path.insert(0, ProductionFinder(names))
-    sys.addaudithook(_refuse_workspace_code)
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     for key in [k for k in os.environ if k.startswith("PYTEST_") and k != "PYTEST_DISABLE_PLUGIN_AUTOLOAD"]:
         del os.environ[key]
+    # everything the harness and pytest need is imported before the finder exists; the finder also
+    # refuses the reserved names, so a module pytest imports later comes from the installation too
     import pytest
 
+    sys.meta_path.insert(0, ProductionFinder(names))
+    sys.addaudithook(_refuse_workspace_code)
     rootdir = os.path.dirname(oracle)
-    code = pytest.main(["-q", "-p", "no:cacheprovider", "--rootdir", rootdir, "--confcutdir", rootdir,
-                        "-c", os.devnull, "--junitxml", junit, oracle])
+    code = pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:junitxml", "--rootdir", rootdir,
+                        "--confcutdir", rootdir, "-c", os.devnull, oracle], plugins=[_Outcomes(outcomes)])
     try:
         REMOTE.request({"op": "shutdown"})
     except Exception:  # the channel may already be gone; the harness stops the sandbox anyway

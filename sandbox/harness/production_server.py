@@ -22,12 +22,37 @@ from . import wire
 WORKSPACE = "/workspace"
 MAX_DEPTH = 64
 
-OPERATIONS = {
-    "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
-    "ge": operator.ge, "contains": operator.contains, "getitem": operator.getitem, "len": len,
-    "iter": list, "bool": bool, "repr": repr, "str": str, "hash": hash, "int": int, "float": float,
-    "setitem": operator.setitem, "delitem": operator.delitem,
-}
+# Item access is the only operator the oracle may ask of a reference: it is a call that returns
+# data. Comparisons, hashing, truthiness, length, membership, iteration and conversions decide
+# verdicts, so the oracle's side never sends them (docs/sandbox.md, "always-equal values").
+OPERATIONS = {"getitem": operator.getitem, "setitem": operator.setitem, "delitem": operator.delitem}
+# `membench_oracle.plain(ref, kind)` and `length(ref)`: the oracle asks explicitly for
+# production's own conversion, and gets it as plain data
+PLAIN_KINDS = {"list": list, "tuple": tuple, "dict": dict, "set": set, "frozenset": frozenset, "str": str,
+               "bytes": bytes, "int": int, "float": float, "bool": bool, "len": len}
+EXACT_SCALARS = (type(None), bool, int, float, str)
+
+
+def _base_content(value: object) -> tuple[str, object] | None:
+    """(base type, content) of an instance of a built-in data type or a subclass of one, read with
+    the base type's own methods (never the subclass's `__str__`, `__iter__`, `items`...); None for
+    anything else. `type(value)` is the real class: `__class__` can lie, `type()` cannot."""
+    kind = type(value)
+    if issubclass(kind, str):
+        return "scalar", str.__str__(value)  # an exact str copy of a subclass instance's characters
+    if issubclass(kind, int):
+        return "scalar", int.__int__(value)
+    if issubclass(kind, float):
+        return "scalar", float.__float__(value)
+    for base in (bytes, bytearray):
+        if issubclass(kind, base):
+            return "bytes", base.hex(value)
+    for base in (list, tuple, set, frozenset):
+        if issubclass(kind, base):
+            return wire.CONTAINERS[base], list(base.__iter__(value))
+    if issubclass(kind, dict):
+        return "dict", list(dict.items(value))
+    return None
 
 
 class Server:
@@ -48,22 +73,33 @@ class Server:
                 "bases": wire.exception_bases(value) if is_exception_class else []}
 
     def encode(self, value: object, depth: int = 0) -> object:
+        """Plain data as exact built-in types (a subclass instance as its base type's content), else
+        a reference. The oracle's side rebuilds values from JSON, so this is for fidelity, not trust:
+        code under test can patch this very method, and still only reach the oracle as JSON."""
         kind = type(value)
-        if kind in wire.PLAIN_SCALARS:
+        if any(kind is t for t in EXACT_SCALARS):
             return value
         if depth > MAX_DEPTH:
             return self.ref(value)
-        if kind in (bytes, bytearray):
-            return {"t": "bytes", "v": bytes(value).hex()}
-        if kind in wire.CONTAINERS:
-            return {"t": wire.CONTAINERS[kind], "v": [self.encode(v, depth + 1) for v in value]}
-        if kind is dict:
-            pairs = [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in value.items()]
-            if not any(isinstance(k, dict) and k.get("t") == "ref" for k, _ in pairs):  # keys stay hashable
-                return {"t": "dict", "v": pairs}
-        if isinstance(value, types.ModuleType) and sys.modules.get(value.__name__) is value:
-            return {"t": "module", "name": value.__name__}
-        return self.ref(value)
+        content = _base_content(value)
+        if content is None:
+            if isinstance(value, types.ModuleType) and sys.modules.get(value.__name__) is value:
+                return {"t": "module", "name": value.__name__}
+            return self.ref(value)
+        tag, data = content
+        if tag == "scalar":
+            return data
+        if tag == "bytes":
+            return {"t": "bytes", "v": data}
+        if tag == "dict":
+            pairs = [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in data]
+            if any(isinstance(k, dict) and k.get("t") == "ref" for k, _ in pairs):  # keys must stay hashable data
+                return self.ref(value)
+            return {"t": "dict", "v": pairs}
+        items = [self.encode(v, depth + 1) for v in data]
+        if tag in ("set", "frozenset") and any(isinstance(v, dict) and v.get("t") == "ref" for v in items):
+            return self.ref(value)  # members must stay hashable data
+        return {"t": tag, "v": items}
 
     def decode(self, value: object) -> object:
         if not isinstance(value, dict):
@@ -101,8 +137,12 @@ class Server:
             kwargs = {k: self.decode(v) for k, v in request.get("kwargs", {}).items()}
             return self.decode(request["target"])(*args, **kwargs)
         if op == "op":
+            if request.get("name") not in OPERATIONS:
+                raise ValueError(f"operation {request.get('name')!r} is not offered on references")
             args = [self.decode(a) for a in request.get("args", [])]
             return OPERATIONS[request["name"]](self.decode(request["target"]), *args)
+        if op == "plain":
+            return PLAIN_KINDS[request["kind"]](self.decode(request["target"]))
         if op == "load_file":
             return self.load_file(request["path"], request["name"])
         raise ValueError(f"unknown operation {op!r}")

@@ -13,8 +13,15 @@ Values, as tagged JSON:
 - {"t": "ref", "id": n, "type": "module.Class", "callable": bool, "exception_class": bool,
   "bases": [builtin exception names]} — an object that stays in the production process;
 - {"t": "module", "name": "pkg.mod"} — a production module.
-Requests: {"op": "import"|"getattr"|"call"|"op"|"load_file"|"shutdown", ...}; responses
-{"ok": value} or {"error": {"type", "module", "message", "bases"}}.
+Requests: {"op": "import"|"getattr"|"call"|"op"|"plain"|"load_file"|"shutdown", ...}; responses
+{"ok": value} or {"error": {"type", "module", "message", "bases"}}. `op` is item access only
+(getitem, setitem, delitem): comparisons, hashing, truthiness, length, membership, iteration and
+conversions of a reference are never asked of production (docs/sandbox.md, threat model).
+
+Plain values are exact built-in types on the oracle's side whatever the production side sends:
+they are rebuilt from JSON, which has no other types. The production server sends an instance
+of a subclass of a built-in type as its base type's content, read with the base type's own
+methods, so a `str` subclass with its own `__eq__` arrives as a plain `str`.
 
 This file is mounted read-only into both sandboxes and uses only the standard library.
 """
@@ -29,6 +36,21 @@ MAX_MESSAGE = 16 << 20  # a reply larger than this is refused, so neither side c
 PLAIN_SCALARS = (type(None), bool, int, float, str)
 CONTAINERS = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset"}
 BUILTIN_CONTAINERS = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
+
+
+# Top-level module names the oracle's process never takes from the code under test: the standard
+# library, pytest and what it imports, and the harness itself (docs/sandbox.md, "shadowed modules").
+TEST_RUNNER_MODULES = frozenset({
+    "pytest", "_pytest", "pluggy", "iniconfig", "packaging", "exceptiongroup", "tomli", "py",
+    "pygments", "colorama", "attr", "attrs", "_distutils_hack", "membench_harness", "membench_oracle",
+})
+
+
+def reserved_module_names() -> frozenset[str]:
+    """Names a scored tree may contain but the oracle always resolves from the real installation."""
+    import sys
+
+    return frozenset(sys.stdlib_module_names) | TEST_RUNNER_MODULES | frozenset(sys.builtin_module_names)
 
 
 class ChannelError(ConnectionError):

@@ -17,17 +17,12 @@ from inspect_ai.log import read_eval_log  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
-RUN_SET = "S"
-
-
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory, bwrap_sandbox):
-    home = tmp_path_factory.mktemp("inspect") / "home"
-    run_cli("run", "smoke", "--conditions", "B0,B5", "--seeds", "1,2", "--agent", "scripted:memory-literal",
-            "--run-set", RUN_SET, home=home, check=True)
-    out = home.parent / "inspect-logs"
-    proc = run_cli("export", "inspect", RUN_SET, str(out), home=home, check=True)
-    return home, out, proc
+def exported(tmp_path_factory, smoke_run_set):
+    """The session's shared smoke run set (read-only), exported into a directory of this module."""
+    out = tmp_path_factory.mktemp("inspect") / "inspect-logs"
+    proc = run_cli("export", "inspect", smoke_run_set.run_set, str(out), home=smoke_run_set.home, check=True)
+    return smoke_run_set.home, out, proc, smoke_run_set.run_set
 
 
 def _sql(home, query: str) -> list[list[str]]:
@@ -41,11 +36,11 @@ def _samples(out):
 
 
 def test_one_log_per_condition_and_a_sample_per_unit(exported):
-    home, out, proc = exported
+    home, out, proc, run_set = exported
     logs, samples = _samples(out)
     assert sorted(log.eval.task for log in logs) == ["smoke-B0", "smoke-B5"]
     assert len(proc.stdout.splitlines()) == 2
-    units = _sql(home, f"SELECT DISTINCT unit_id FROM run_results WHERE run_set = '{RUN_SET}' ORDER BY unit_id")
+    units = _sql(home, f"SELECT DISTINCT unit_id FROM run_results WHERE run_set = '{run_set}' ORDER BY unit_id")
     assert sorted(s.metadata["unit_id"] for s in samples) == [u[0] for u in units]
     assert len(samples) == 12
     for s in samples:  # seeds 1, 2 are epochs 1, 2
@@ -54,10 +49,10 @@ def test_one_log_per_condition_and_a_sample_per_unit(exported):
 
 
 def test_scores_are_the_warehouse_verdicts(exported):
-    home, out, _ = exported
+    home, out, _, run_set = exported
     _, samples = _samples(out)
     verdicts = {unit: passed == "true" for unit, passed in _sql(
-        home, f"SELECT unit_id, passed FROM session_results WHERE run_set = '{RUN_SET}' AND scored "
+        home, f"SELECT unit_id, passed FROM session_results WHERE run_set = '{run_set}' AND scored "
               "LIMIT 1 BY run_id")}
     assert {s.metadata["unit_id"]: s.scores["oracle"].value == "C" for s in samples} == verdicts
     assert sum(verdicts.values()) == 6  # memory-literal passes under B5 only
@@ -67,15 +62,15 @@ def test_scores_are_the_warehouse_verdicts(exported):
 
 
 def test_messages_hold_instructions_and_every_tool_call(exported):
-    home, out, _ = exported
+    home, out, _, run_set = exported
     _, samples = _samples(out)
     instructions: dict[str, list[str]] = {}
     for unit, text in _sql(home, "SELECT unit_id, JSONExtractString(payload, 'instruction', 'text') FROM "
-                                 f"trajectory_events WHERE run_set = '{RUN_SET}' AND kind = 'SessionStarted' "
+                                 f"trajectory_events WHERE run_set = '{run_set}' AND kind = 'SessionStarted' "
                                  "ORDER BY unit_id, seq LIMIT 1 BY event_id"):
         instructions.setdefault(unit, []).append(text.replace("\\'", "'"))
     tool_calls = Counter(unit for (unit,) in _sql(
-        home, f"SELECT unit_id FROM trajectory_events WHERE run_set = '{RUN_SET}' AND kind = 'ToolCall' "
+        home, f"SELECT unit_id FROM trajectory_events WHERE run_set = '{run_set}' AND kind = 'ToolCall' "
               "LIMIT 1 BY event_id"))
     for s in samples:
         unit = s.metadata["unit_id"]
@@ -90,7 +85,7 @@ def test_messages_hold_instructions_and_every_tool_call(exported):
 
 
 def test_inspect_dataframes_read_the_directory(exported):
-    _, out, _ = exported
+    _, out, _, _ = exported
     samples = samples_df(str(out))
     assert len(samples) == 12
     assert Counter(samples["score_oracle"]) == {"C": 6, "I": 6}
@@ -99,17 +94,17 @@ def test_inspect_dataframes_read_the_directory(exported):
 
 
 def test_export_again_overwrites_the_same_files(exported):
-    home, out, _ = exported
+    home, out, _, run_set = exported
     before = sorted(p.name for p in out.glob("*.eval"))
-    run_cli("export", "inspect", RUN_SET, str(out), home=home, check=True)
+    run_cli("export", "inspect", run_set, str(out), home=home, check=True)
     assert sorted(p.name for p in out.glob("*.eval")) == before
 
 
-def test_usage_errors(exported):
-    home, out, _ = exported
+def test_usage_errors(exported, tmp_path):
+    home, out, _, run_set = exported
     unknown = run_cli("export", "inspect", "no-such-run-set", str(out), home=home)
     assert unknown.returncode == 2 and "no-such-run-set" in unknown.stderr
-    a_file = home.parent / "a-file"
+    a_file = tmp_path / "a-file"
     a_file.write_text("x")
-    proc = run_cli("export", "inspect", RUN_SET, str(a_file), home=home)
+    proc = run_cli("export", "inspect", run_set, str(a_file), home=home)
     assert proc.returncode == 2 and "OUT_DIR" in proc.stderr

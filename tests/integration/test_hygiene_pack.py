@@ -91,6 +91,7 @@ def test_six_condition_run_separates_conditions_and_contains_secrets(cli, home: 
     assert audit["continuation_cells"] == 6 * 3 * (len(SUBSET) - report["strata"]["clean_start"]["traps"])
     expected = {"b0_headroom", "warmup", "continuation_audit"} | {f"exclusions {c}" for c in CONDITIONS} | {
         f"paired_coverage {c} vs B0" for c in CONDITIONS if c != "B0"} | {
+        f"exclusion_balance {c} vs B0" for c in CONDITIONS if c != "B0"} | {
         f"stratum_validity C{i}" for i in range(1, 11)}
     assert set(gates["verdicts"]) == expected
     assert gates["passed"] is True and all(gates["verdicts"].values()), gates["verdicts"]

@@ -1,6 +1,9 @@
 """Issue 3 acceptance against the real Apache Kafka broker started by deploy/kafka/start.sh:
 equality with the embedded path, crash recovery, poison messages, interoperability — for each
-processor engine (`membench process --engine kafka|faust`, issue 17)."""
+processor engine (`membench process --engine kafka|faust`, issue 17) where the engine is what is
+under test: the derived tables, dead letters, kill -9 recovery and a shared consumer group run on
+both engines (`engine_run`); what only the runner, the topics, the sink and replay do runs once
+(`kafka_run`, the kafka engine)."""
 
 from __future__ import annotations
 
@@ -31,13 +34,11 @@ def _wait_worker(ns: str, timeout: float = 180) -> None:
              timeout, "the processor worker to commit the whole trajectory topic")
 
 
-@pytest.fixture(scope="module", params=ENGINES)
-def kafka_run(request, tmp_path_factory):
+def _pipeline_run(engine: str, tmp_path_factory) -> dict:
     """The smoke pack on both paths: embedded into the default warehouse, Kafka → worker (of the
     engine under test) → sink into a second warehouse. Same finalized pack and grid, so the same
     run set and run ids."""
     require_broker()
-    engine = request.param
     root = tmp_path_factory.mktemp(f"kafka-{engine}")
     home = root / "home"
     ns = namespace()
@@ -56,18 +57,32 @@ def kafka_run(request, tmp_path_factory):
             "sink": json.loads(sink.stdout.strip().splitlines()[-1]), "root": root, "engine": engine}
 
 
+@pytest.fixture(scope="module")
+def kafka_run(tmp_path_factory):
+    """The pipeline with the kafka engine, for the tests whose subject does not depend on the engine."""
+    return _pipeline_run("kafka", tmp_path_factory)
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def engine_run(request, tmp_path_factory):
+    """The pipeline with each processor engine (the kafka one is `kafka_run` itself, built once)."""
+    if request.param == "kafka":
+        return request.getfixturevalue("kafka_run")
+    return _pipeline_run(request.param, tmp_path_factory)
+
+
 def _sql(run, query, warehouse=None):
     args = ["sql", query] + (["--warehouse", warehouse] if warehouse else [])
     return run_cli(*args, home=run["home"], check=True).stdout
 
 
-def test_kafka_path_derives_the_same_tables_as_the_embedded_path(kafka_run):
-    rs = kafka_run["run_set"]
+def test_kafka_path_derives_the_same_tables_as_the_embedded_path(engine_run):
+    rs = engine_run["run_set"]
     for template in (SESSION_SQL, RUN_SQL):
-        embedded = _sql(kafka_run, template.format(rs=rs))
-        distributed = _sql(kafka_run, template.format(rs=rs), kafka_run["warehouse"])
+        embedded = _sql(engine_run, template.format(rs=rs))
+        distributed = _sql(engine_run, template.format(rs=rs), engine_run["warehouse"])
         assert embedded.strip() and embedded == distributed
-    report = run_cli("report", rs, "--json", "--warehouse", kafka_run["warehouse"], home=kafka_run["home"],
+    report = run_cli("report", rs, "--json", "--warehouse", engine_run["warehouse"], home=engine_run["home"],
                      check=True)
     conditions = {c["condition"]: c["passed"] for c in json.loads(report.stdout)["conditions"]}
     assert conditions == {"B0": 0, "B5": 6}
@@ -122,14 +137,14 @@ def test_kafkas_own_console_consumer_reads_decodable_events(kafka_run):
         assert record["run_id"] == key and record["run_set"] == kafka_run["run_set"]
 
 
-def test_garbage_and_schema_violations_go_to_the_dead_letter_topic(kafka_run, tmp_path):
+def test_garbage_and_schema_violations_go_to_the_dead_letter_topic(engine_run, tmp_path):
     from confluent_kafka import Consumer, Producer
 
     from schemas.registry import default_registry
 
     ns = namespace()
     dsn = f"kafka://{SINGLE}/{ns}"
-    home = kafka_run["home"]
+    home = engine_run["home"]
     fingerprint = default_registry().latest("event").fingerprint
     # the topics exist once a run has published; publish one unit first, then poison, then more
     run_cli("run", "smoke", "--seeds", "7", "--conditions", "B5", "--bus", dsn, home=home, check=True)
@@ -138,7 +153,7 @@ def test_garbage_and_schema_violations_go_to_the_dead_letter_topic(kafka_run, tm
     producer.produce(f"{ns}.membench.trajectory", b"\xc3\x01" + fingerprint + b"\x02\x04\xff\xff", b"poison-2")
     producer.flush(30)
     run_cli("run", "smoke", "--seeds", "8", "--conditions", "B5", "--bus", dsn, home=home, check=True)
-    worker = Worker(dsn, home, tmp_path / "worker.log", kafka_run["engine"])
+    worker = Worker(dsn, home, tmp_path / "worker.log", engine_run["engine"])
     try:
         _wait_worker(ns)
     finally:
@@ -159,12 +174,12 @@ def test_garbage_and_schema_violations_go_to_the_dead_letter_topic(kafka_run, tm
     assert rows == "7\t3\n8\t3\n"  # the runs before and after the poison were both processed
 
 
-def test_kill9_of_worker_and_sink_mid_run_loses_and_duplicates_nothing(kafka_run, tmp_path):
+def test_kill9_of_worker_and_sink_mid_run_loses_and_duplicates_nothing(engine_run, tmp_path):
     ns = namespace()
     dsn = f"kafka://{SINGLE}/{ns}"
-    home = kafka_run["home"]
+    home = engine_run["home"]
     warehouse = f"chdb://{tmp_path / 'wh'}"
-    worker = Worker(dsn, home, tmp_path / "worker1.log", kafka_run["engine"])
+    worker = Worker(dsn, home, tmp_path / "worker1.log", engine_run["engine"])
     sink_log = open(tmp_path / "sink1.log", "w")
     runner = membench("run", "smoke", "--seeds", "11,12,13,14", "--bus", dsn, home=home)
     sink = None
@@ -181,7 +196,7 @@ def test_kill9_of_worker_and_sink_mid_run_loses_and_duplicates_nothing(kafka_run
         os.killpg(sink.pid, signal.SIGKILL)
         sink.wait(30)
         assert runner.poll() is None, "the runner finished before the crash; the test needs a longer grid"
-        worker = Worker(dsn, home, tmp_path / "worker2.log", kafka_run["engine"])
+        worker = Worker(dsn, home, tmp_path / "worker2.log", engine_run["engine"])
         out, err = runner.communicate(timeout=600)
         assert runner.returncode == 0, err
         _wait_worker(ns)
@@ -246,21 +261,21 @@ def _group_assignment(group: str) -> dict[str, list[int]]:
     return {m.member_id: sorted(tp.partition for tp in m.assignment.topic_partitions) for m in description.members}
 
 
-def test_two_workers_share_the_partitions_and_derive_the_embedded_tables(kafka_run, tmp_path):
+def test_two_workers_share_the_partitions_and_derive_the_embedded_tables(engine_run, tmp_path):
     """Several workers form one consumer group: a second worker joins while the first processes a
     run set, the group splits the partitions, and the derived tables are still the embedded ones."""
     ns = namespace()
     dsn = f"kafka://{SINGLE}/{ns}"
-    home, group = kafka_run["home"], f"{ns}.membench.processor"
-    workers = [Worker(dsn, home, tmp_path / "worker1.log", kafka_run["engine"])]
+    home, group = engine_run["home"], f"{ns}.membench.processor"
+    workers = [Worker(dsn, home, tmp_path / "worker1.log", engine_run["engine"])]
     try:
         # the same pack, agent and grid as the embedded run: the same run set and run ids
         runner = membench("run", "smoke", "--seeds", "1,2", "--bus", dsn, home=home)
         wait_for(lambda: topic_size(SINGLE, f"{ns}.membench.trajectory") > 50, 120, "events to flow")
-        workers.append(Worker(dsn, home, tmp_path / "worker2.log", kafka_run["engine"]))
+        workers.append(Worker(dsn, home, tmp_path / "worker2.log", engine_run["engine"]))
         out, err = runner.communicate(timeout=600)
         assert runner.returncode == 0, err
-        assert out.strip().splitlines()[-1] == kafka_run["run_set"]
+        assert out.strip().splitlines()[-1] == engine_run["run_set"]
         wait_for(lambda: len(_group_assignment(group)) == 2, 120, "both workers to be members of the group")
         _wait_worker(ns)
         assignment = _group_assignment(group)
@@ -271,7 +286,7 @@ def test_two_workers_share_the_partitions_and_derive_the_embedded_tables(kafka_r
             worker.stop()
     warehouse = f"chdb://{tmp_path / 'wh'}"
     run_cli("sink", "--bus", dsn, "--warehouse", warehouse, "--until-idle", home=home, check=True)
-    rs = kafka_run["run_set"]
+    rs = engine_run["run_set"]
     for template in (SESSION_SQL, RUN_SQL):
-        embedded = _sql(kafka_run, template.format(rs=rs))
-        assert embedded.strip() and embedded == _sql(kafka_run, template.format(rs=rs), warehouse)
+        embedded = _sql(engine_run, template.format(rs=rs))
+        assert embedded.strip() and embedded == _sql(engine_run, template.format(rs=rs), warehouse)

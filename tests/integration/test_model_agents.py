@@ -149,14 +149,14 @@ def test_an_unavailable_upstream_excludes_the_unit(cli, home, bwrap_sandbox, cur
     assert (condition["cells"], condition["passed"], condition["excluded"]) == (1, 1, 0)
 
 
-def test_model_options_are_checked_before_anything_runs(cli, home, currency_pack):
-    proc = cli("run", str(currency_pack), "--agent", "codex")
+def test_model_options_are_checked_before_anything_runs(cli_inproc, home, currency_pack):
+    proc = cli_inproc("run", str(currency_pack), "--agent", "codex")
     assert proc.returncode == 2 and "needs --model-base-url" in proc.stderr
-    proc = cli("run", str(currency_pack), "--agent", "codex", "--model-replay", "nothing-here")
+    proc = cli_inproc("run", str(currency_pack), "--agent", "codex", "--model-replay", "nothing-here")
     assert proc.returncode == 2 and "run set 'nothing-here' has no log" in proc.stderr
-    proc = cli("run", str(currency_pack), "--agent", "scripted:refsol", "--model-base-url", "http://127.0.0.1:1/v1")
+    proc = cli_inproc("run", str(currency_pack), "--agent", "scripted:refsol", "--model-base-url", "http://127.0.0.1:1/v1")
     assert proc.returncode == 2 and "calls no model" in proc.stderr
-    proc = cli("run", str(currency_pack), "--agent", "openai:m", "--model-base-url", "ftp://x")
+    proc = cli_inproc("run", str(currency_pack), "--agent", "openai:m", "--model-base-url", "ftp://x")
     assert proc.returncode == 2 and "expected an http:// or https:// URL" in proc.stderr
     assert not (home / "runs").exists() or not any((home / "runs").iterdir())
 

@@ -10,10 +10,10 @@ import pytest
 pytestmark = pytest.mark.integration
 
 
-def test_run_writes_comparisons_and_html(cli, home):
-    proc = cli("run", "smoke", "--seeds", "1,2", "--run-set", "html")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = home / "runs" / "html"
+def test_run_writes_comparisons_and_html(smoke_run_set):
+    """The reports `membench run` wrote for the session's shared smoke run set (B0, B5 × seeds 1, 2)."""
+    home = smoke_run_set.home
+    out = home / "runs" / smoke_run_set.run_set
     report = json.loads((out / "report.json").read_text())
     family = report["comparisons"]
     assert family["baseline"] == "B0" and family["family_size"] == 1

@@ -11,7 +11,7 @@ import pytest
 from membench.bench.upstream import ScriptedUpstream, script_from_pack
 from membench.report_inputs import find_secrets
 from producers.attempts import read_log
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_inprocess
 from tests.integration.pack_helpers import smoke_cut_to
 
 pytestmark = pytest.mark.integration
@@ -38,7 +38,7 @@ def _report(home, run_set="b1b5"):
 
 def test_run_without_a_baseline_is_refused_before_anything_runs(tmp_path):
     home = tmp_path / "home"
-    proc = run_cli("run", "smoke", "--conditions", "B1,B5", "--seeds", "1", home=home)
+    proc = run_cli_inprocess("run", "smoke", "--conditions", "B1,B5", "--seeds", "1", home=home)
     assert proc.returncode == 2, proc.stderr
     assert "conditions (B1, B5) include neither B0 nor no_memory" in proc.stderr
     assert "--baseline" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

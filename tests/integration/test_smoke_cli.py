@@ -17,19 +17,25 @@ def _report(home, run_set):
     return json.loads((home / "runs" / run_set / "report.json").read_text())
 
 
+def _agent_report(results, agent):
+    _, run_set, home = results[agent]
+    return _report(home, run_set)
+
+
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory):
-    """Runs the three scripted agents once; the tests below read the results."""
+def smoke(tmp_path_factory, smoke_run_set):
+    """The three scripted agents on the smoke grid: memory-literal is the session's shared run set
+    (read-only); refsol and null run here, into a home of this module. agent -> (stdout, run set, home)."""
     home = tmp_path_factory.mktemp("smoke") / "home"
-    results = {}
-    for agent in ("scripted:memory-literal", "scripted:refsol", "scripted:null"):
+    results = {"scripted:memory-literal": (smoke_run_set.stdout, smoke_run_set.run_set, smoke_run_set.home)}
+    for agent in ("scripted:refsol", "scripted:null"):
         proc = run_cli("run", "smoke", "--conditions", "B0,B5", "--seeds", "1,2", "--agent", agent,
                        home=home, check=True)
         run_set = json.loads(_latest_report(home).read_text())["run_set"]
-        results[agent] = (proc, run_set)
-    return home, results
+        results[agent] = (proc.stdout, run_set, home)
+    return results
 
 
 def mb(home, *args, **kwargs):
@@ -45,23 +51,23 @@ def _by_condition(report):
 
 
 def test_scripted_agents_bracket_the_memory_effect(smoke):
-    home, results = smoke
-    literal = _by_condition(_report(home, results["scripted:memory-literal"][1]))
-    refsol = _by_condition(_report(home, results["scripted:refsol"][1]))
-    null = _by_condition(_report(home, results["scripted:null"][1]))
+    results = smoke
+    literal = _by_condition(_agent_report(results, "scripted:memory-literal"))
+    refsol = _by_condition(_agent_report(results, "scripted:refsol"))
+    null = _by_condition(_agent_report(results, "scripted:null"))
     for condition in ("B0", "B5"):
         assert refsol[condition]["passed"] == refsol[condition]["cells"] == 6
         assert null[condition]["passed"] == 0 and null[condition]["cells"] == 6
     assert literal["B5"]["passed"] > literal["B0"]["passed"]
     assert literal["B0"]["passed"] == 0 and literal["B5"]["pass_rate"] == 1.0
     # the printed table shows the same numbers
-    out = results["scripted:memory-literal"][0].stdout
+    out = results["scripted:memory-literal"][0]
     assert "B0" in out and "B5" in out and "100.0%" in out
 
 
 def test_report_contract(smoke):
-    home, results = smoke
-    report = _report(home, results["scripted:memory-literal"][1])
+    _, _, home = smoke["scripted:memory-literal"]
+    report = _agent_report(smoke, "scripted:memory-literal")
     assert set(report) >= {"run_set", "suite", "agent", "conditions", "inputs"}
     assert report["suite"] == "smoke" and report["agent"] == "scripted:memory-literal"
     for entry in report["conditions"]:
@@ -77,8 +83,7 @@ def test_report_contract(smoke):
 
 
 def test_log_is_plain_avro_and_matches_the_warehouse(smoke):
-    home, results = smoke
-    run_set = results["scripted:memory-literal"][1]
+    _, run_set, home = smoke["scripted:memory-literal"]
     with open(home / "runs" / run_set / "events.avro", "rb") as handle:
         records = list(fastavro.reader(handle))
     counted = mb(home, "sql", f"SELECT count() FROM trajectory_events WHERE run_set = '{run_set}'", check=True)
@@ -93,30 +98,31 @@ def test_log_is_plain_avro_and_matches_the_warehouse(smoke):
 
 
 def test_rerun_is_resumable_and_adds_no_rows(smoke):
-    home, _ = smoke
+    _, _, home = smoke["scripted:refsol"]  # this module's home: the shared one is read-only
     total = mb(home, "sql", "SELECT count() FROM trajectory_events", check=True).stdout.strip()
-    again = mb(home, "run", "smoke", "--conditions", "B0,B5", "--seeds", "1,2", check=True)
+    again = mb(home, "run", "smoke", "--conditions", "B0,B5", "--seeds", "1,2", "--agent", "scripted:refsol",
+               check=True)
     assert "0 to run" in again.stderr.replace("\n", " ")
     assert mb(home, "sql", "SELECT count() FROM trajectory_events", check=True).stdout.strip() == total
 
 
 def test_sql_prints_tsv_without_header(smoke):
-    home, _ = smoke
+    _, _, home = smoke["scripted:memory-literal"]
     out = mb(home, "sql", "SELECT 'a', 1 UNION ALL SELECT 'b', 2 ORDER BY 1", check=True).stdout
     assert out == "a\t1\nb\t2\n"
 
 
 def test_replay_verify_passes_on_an_intact_log(smoke):
-    home, results = smoke
-    log = home / "runs" / results["scripted:memory-literal"][1] / "events.avro"
+    _, run_set, home = smoke["scripted:memory-literal"]
+    log = home / "runs" / run_set / "events.avro"
     proc = mb(home, "replay", str(log), "--verify")
     assert proc.returncode == 0, proc.stderr
     assert "all derived events agree" in proc.stdout
 
 
 def test_replay_names_run_and_seq_of_a_flipped_payload_byte(smoke, tmp_path):
-    home, results = smoke
-    log = home / "runs" / results["scripted:memory-literal"][1] / "events.avro"
+    _, run_set, home = smoke["scripted:memory-literal"]
+    log = home / "runs" / run_set / "events.avro"
     data = bytearray(log.read_bytes())
     at = data.find(b"build_headers")  # inside the first session's instruction payload
     data[at] ^= 0x20  # 'b' -> 'B': still valid UTF-8, so it decodes and must fail the chain
@@ -130,8 +136,8 @@ def test_replay_names_run_and_seq_of_a_flipped_payload_byte(smoke, tmp_path):
 
 
 def test_replay_names_run_and_seq_of_a_deleted_event(smoke, tmp_path):
-    home, results = smoke
-    log = home / "runs" / results["scripted:memory-literal"][1] / "events.avro"
+    _, run_set, home = smoke["scripted:memory-literal"]
+    log = home / "runs" / run_set / "events.avro"
     with open(log, "rb") as handle:
         reader = fastavro.reader(handle)
         schema = reader.writer_schema
@@ -152,8 +158,8 @@ def test_replay_names_run_and_seq_of_a_deleted_event(smoke, tmp_path):
     (("run", "smoke", "--agent", "scripted:oracle-peeker"), "unknown agent 'scripted:oracle-peeker'"),
     (("run", "smoke", "--seeds", "1,x"), "'x' is not an integer"),
 ])
-def test_bad_input_is_one_line_exit_2_and_writes_nothing(cli, home, args, needle):
-    proc = cli(*args)
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(cli_inproc, home, args, needle):
+    proc = cli_inproc(*args)
     assert proc.returncode == 2
     assert needle in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1

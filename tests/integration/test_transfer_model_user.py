@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from producers.attempts import read_log
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_inprocess
 
 pytestmark = pytest.mark.integration
 
@@ -63,9 +63,11 @@ def test_a_model_user_recorded_then_replayed_holds_the_same_conversation(home, b
     expected_turns = [REPLIES["plan_handoff"], REPLIES["delivery_review"], REPLIES["test_feedback"]]
     assert user_turns(recorded) == {u: expected_turns for u in UNITS}
     # each user message was one model call through the gateway, with the key the gateway added
-    assert len(upstream.requests) == 6
+    probe, *asked = upstream.requests  # the gateway's pre-flight probe of the --user model comes first
+    assert json.loads(probe["body"])["messages"] == [{"role": "user", "content": "ping"}]
+    assert len(asked) == 6
     assert {r["headers"].get("Authorization") for r in upstream.requests} == {f"Bearer {KEY}"}
-    first = json.loads(upstream.requests[0]["body"])
+    first = json.loads(asked[0]["body"])
     assert first["model"] == "sim-user" and first["messages"][0]["role"] == "system"
     assert "Scenario:" in first["messages"][0]["content"] and "Phase: plan_handoff." in first["messages"][1]["content"]
     calls = by_unit(recorded, "ModelCall")
@@ -121,8 +123,8 @@ def test_an_unavailable_user_model_excludes_the_unit(home, bwrap_sandbox):
 
 
 def test_a_model_user_needs_an_upstream_or_a_recording(home):
-    proc = run_cli("transfer", "transfer-v1", "--user", "model:sim-user", home=home)
+    proc = run_cli_inprocess("transfer", "transfer-v1", "--user", "model:sim-user", home=home)
     assert proc.returncode == 2 and "--user model:sim-user: a model user needs --model-base-url" in proc.stderr
-    proc = run_cli("transfer", "transfer-v1", "--user", "human", home=home)
+    proc = run_cli_inprocess("transfer", "transfer-v1", "--user", "human", home=home)
     assert proc.returncode == 2 and "--user: unknown simulated user 'human'" in proc.stderr
     assert not (home / "runs").exists()

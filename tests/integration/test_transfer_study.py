@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_inprocess
 
 pytestmark = pytest.mark.integration
 
@@ -176,7 +176,7 @@ def test_malformed_manifest_is_a_usage_error_and_writes_nothing(tmp_path, breaka
     breakage(manifest)
     path.write_text(json.dumps(manifest))
     home = tmp_path / "home"
-    proc = run_cli("transfer", str(study), "--agent", "scripted:null", home=home)
+    proc = run_cli_inprocess("transfer", str(study), "--agent", "scripted:null", home=home)
     assert proc.returncode == 2, proc.stderr
     assert "manifest.v2.json" in proc.stderr and f"'{field}'" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
@@ -191,7 +191,7 @@ def test_malformed_scenario_is_a_usage_error_and_writes_nothing(tmp_path):
     scenario["max_review_rounds"] = "two"
     path.write_text(json.dumps(scenario))
     home = tmp_path / "home"
-    proc = run_cli("transfer", str(study), home=home)
+    proc = run_cli_inprocess("transfer", str(study), home=home)
     assert proc.returncode == 2
     assert "scenario.json" in proc.stderr and "'max_review_rounds'" in proc.stderr
     assert not home.exists() or not any(home.rglob("*"))

@@ -56,10 +56,10 @@ def test_invalid_run_set_ids_are_usage_errors(value):
 
 
 @pytest.mark.parametrize("value", BAD_IDS)
-def test_score_refuses_a_hostile_run_set_id_before_writing(cli, home, tmp_path, value):
+def test_score_refuses_a_hostile_run_set_id_before_writing(cli_inproc, home, tmp_path, value):
     predictions = tmp_path / "p.jsonl"
     predictions.write_text(json.dumps({"unit": "smoke-currency", "condition": "B0", "seed": 1, "patch": ""}) + "\n")
-    line = one_line_exit_2(cli("score", "smoke", "--predictions", str(predictions), "--run-set", value))
+    line = one_line_exit_2(cli_inproc("score", "smoke", "--predictions", str(predictions), "--run-set", value))
     assert line.startswith("Error: --run-set: invalid run-set id")
     assert not home.exists() and tree(tmp_path) == ["p.jsonl"]
 
@@ -87,60 +87,60 @@ def test_replay_refuses_a_hostile_warehouse_run_set_id(cli, home):
 # -- packs: paths stay inside, bytes are UTF-8, sizes are bounded --------------------------------------
 
 
-def test_run_and_validate_refuse_a_pack_with_a_link_out_of_it(cli, home, smoke, tmp_path):
+def test_run_and_validate_refuse_a_pack_with_a_link_out_of_it(cli_inproc, home, smoke, tmp_path):
     secret = tmp_path / "id_rsa"
     secret.write_text("-----BEGIN PRIVATE KEY-----\n")
     link = smoke / "hidden" / "smoke-currency" / "key.txt"
     link.symlink_to(secret)
     for args in (("run", str(smoke), "--conditions", "B0", "--seeds", "1"), ("validate", str(smoke))):
-        line = one_line_exit_2(cli(*args))
+        line = one_line_exit_2(cli_inproc(*args))
         assert f"{link}: symbolic link to '{secret}' points outside the pack" in line
     assert not home.exists()
 
 
-def test_run_refuses_a_repository_path_out_of_the_pack(cli, home, smoke):
+def test_run_refuses_a_repository_path_out_of_the_pack(cli_inproc, home, smoke):
     manifest = json.loads((smoke / "manifest.json").read_text())
     manifest["sequences"][1]["sessions"][0]["visible_files"] = ["../../../../etc/shadow"]
     (smoke / "manifest.json").write_text(json.dumps(manifest))
-    line = one_line_exit_2(cli("run", str(smoke), "--conditions", "B0", "--seeds", "1"))
+    line = one_line_exit_2(cli_inproc("run", str(smoke), "--conditions", "B0", "--seeds", "1"))
     assert "sequence smoke-currency: sessions[0]: field 'visible_files'" in line and "leaves its directory" in line
     assert not home.exists()
 
 
-def test_finalize_refuses_a_non_utf8_manifest(cli, smoke, tmp_path):
+def test_finalize_refuses_a_non_utf8_manifest(cli_inproc, smoke, tmp_path):
     manifest = smoke / "manifest.json"
     data = manifest.read_bytes()
     manifest.write_bytes(data[:40] + b"\x92" + data[40:])  # a Windows-1252 quote
     line_number = data[:40].count(b"\n") + 1
-    line = one_line_exit_2(cli("pack", "finalize", str(smoke), str(tmp_path / "out")))
+    line = one_line_exit_2(cli_inproc("pack", "finalize", str(smoke), str(tmp_path / "out")))
     assert line == f"Error: {manifest}: not UTF-8: invalid byte 0x92 at byte offset 40 (line {line_number})"
     assert not (tmp_path / "out").exists()
 
 
-def test_a_failed_forced_finalize_keeps_the_existing_output(cli, smoke, tmp_path):
+def test_a_failed_forced_finalize_keeps_the_existing_output(cli, cli_inproc, smoke, tmp_path):
     out = tmp_path / "out"
     cli("pack", "finalize", str(smoke), str(out), check=True)
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     oracle = break_mid_fill(smoke)
-    line = one_line_exit_2(cli("pack", "finalize", str(smoke), str(out), "--force"))
+    line = one_line_exit_2(cli_inproc("pack", "finalize", str(smoke), str(out), "--force"))
     assert line.startswith(f"Error: {oracle}: not UTF-8: invalid byte 0xff")
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "skeleton"]  # no staging directory left
 
 
-def test_run_refuses_an_oversized_manifest_without_reading_it(cli, home, smoke):
+def test_run_refuses_an_oversized_manifest_without_reading_it(cli_inproc, home, smoke):
     with (smoke / "manifest.json").open("r+b") as handle:
         handle.truncate(MAX_INPUT_BYTES + 1)
-    line = one_line_exit_2(cli("run", str(smoke)))
+    line = one_line_exit_2(cli_inproc("run", str(smoke)))
     assert line == f"Error: {smoke / 'manifest.json'}: larger than the 16 MiB input limit (refused unread)"
     assert not home.exists()
 
 
-def test_import_refuses_non_utf8_and_writes_nothing(cli, tmp_path):
+def test_import_refuses_non_utf8_and_writes_nothing(cli_inproc, tmp_path):
     source = tmp_path / "tasks.json"
     text = json.dumps(LATER).encode()
     source.write_bytes(text[:100] + b"\xfe" + text[100:])
-    line = one_line_exit_2(cli("import", "remem", str(source), str(tmp_path / "packs" / "imported")))
+    line = one_line_exit_2(cli_inproc("import", "remem", str(source), str(tmp_path / "packs" / "imported")))
     assert line == f"Error: {source}: not UTF-8: invalid byte 0xfe at byte offset 100 (line 1)"
     assert not (tmp_path / "packs").exists()
 
@@ -148,11 +148,11 @@ def test_import_refuses_non_utf8_and_writes_nothing(cli, tmp_path):
 # -- predictions ---------------------------------------------------------------------------------------
 
 
-def test_score_refuses_non_utf8_predictions_before_writing(cli, home, tmp_path):
+def test_score_refuses_non_utf8_predictions_before_writing(cli_inproc, home, tmp_path):
     predictions = tmp_path / "p.jsonl"
     good = json.dumps({"unit": "smoke-currency", "condition": "B0", "seed": 1, "patch": ""}).encode()
     predictions.write_bytes(good + b"\n" + good[:10] + b"\xff" + good[10:] + b"\n")
-    line = one_line_exit_2(cli("score", "smoke", "--predictions", str(predictions)))
+    line = one_line_exit_2(cli_inproc("score", "smoke", "--predictions", str(predictions)))
     assert line == f"Error: {predictions}: not UTF-8: invalid byte 0xff at byte offset {len(good) + 11} (line 2)"
     assert not home.exists()  # not even the finalized-pack cache
 
@@ -162,10 +162,10 @@ def test_score_refuses_non_utf8_predictions_before_writing(cli, home, tmp_path):
     "--- /dev/null\n+++ /etc/cron.d/job\n@@ -0,0 +1 @@\n+x\n",
     "diff --git a/x b/y\nrename from ledger/money.py\nrename to ../money.py\n",
 ])
-def test_score_refuses_a_patch_out_of_the_workspace(cli, home, tmp_path, patch):
+def test_score_refuses_a_patch_out_of_the_workspace(cli_inproc, home, tmp_path, patch):
     predictions = tmp_path / "p.jsonl"
     predictions.write_text(json.dumps({"unit": "smoke-currency", "condition": "B0", "seed": 1, "patch": patch}) + "\n")
-    line = one_line_exit_2(cli("score", "smoke", "--predictions", str(predictions)))
+    line = one_line_exit_2(cli_inproc("score", "smoke", "--predictions", str(predictions)))
     assert line.startswith(f"Error: {predictions}:1: field 'patch': diff line ")
     assert "a patch must stay inside the workspace" in line and not home.exists()
 
@@ -180,11 +180,11 @@ def test_a_patch_whose_content_looks_like_headers_is_accepted(tmp_path):
     assert patch_path_problem(quoted) == (1, "'a/../x' leaves its directory ('..')")
 
 
-def test_score_refuses_oversized_predictions(cli, home, tmp_path):
+def test_score_refuses_oversized_predictions(cli_inproc, home, tmp_path):
     predictions = tmp_path / "p.jsonl"
     with predictions.open("wb") as handle:
         handle.truncate(MAX_INPUT_BYTES + 1)
-    line = one_line_exit_2(cli("score", "smoke", "--predictions", str(predictions)))
+    line = one_line_exit_2(cli_inproc("score", "smoke", "--predictions", str(predictions)))
     assert line == f"Error: {predictions}: larger than the 16 MiB input limit (refused unread)"
     assert not home.exists()
 
@@ -192,18 +192,18 @@ def test_score_refuses_oversized_predictions(cli, home, tmp_path):
 # -- statistics inputs ---------------------------------------------------------------------------------
 
 
-def test_stats_compare_refuses_non_utf8_cells(cli, tmp_path):
+def test_stats_compare_refuses_non_utf8_cells(cli_inproc, tmp_path):
     cells = tmp_path / "cells.csv"
     head = b"unit,seed,condition,passed\nt1,1,A,1\nt1,1,B,0\n"
     cells.write_bytes(head + b"t2,1,\xc0A,1\n")  # 0xc0 never occurs in UTF-8
-    line = one_line_exit_2(cli("stats", "compare", "--cells", str(cells), "--pair", "A:B"))
+    line = one_line_exit_2(cli_inproc("stats", "compare", "--cells", str(cells), "--pair", "A:B"))
     assert line == f"Error: {cells}, line 4: not UTF-8: invalid byte 0xc0 at byte offset {len(head) + 5}"
 
 
-def test_stats_ccpf_refuses_a_non_utf8_manifest(cli, tmp_path):
+def test_stats_ccpf_refuses_a_non_utf8_manifest(cli_inproc, tmp_path):
     cases = tmp_path / "cases.csv"
     cases.write_text("run,task,case,status\nr,toy,A-01,passed\n")
     manifest = tmp_path / "toy.manifest.v2.json"
     manifest.write_bytes(b'{"taskId": "toy", "cases": [{"id": "A-01", "dimension": "\xe4"}]}')
-    line = one_line_exit_2(cli("stats", "ccpf", "--cases", str(cases), "--manifest", str(manifest)))
+    line = one_line_exit_2(cli_inproc("stats", "ccpf", "--cases", str(cases), "--manifest", str(manifest)))
     assert line == f"Error: {manifest}, line 1: not UTF-8: invalid byte 0xe4 at byte offset 57"

@@ -171,16 +171,16 @@ def test_keys_of_another_kind_or_no_key_are_refused_naming_the_file(tmp_path):
         load_public_key(junk)
 
 
-def test_bad_sign_key_or_pubkey_is_a_usage_error_and_writes_nothing(cli, home, tmp_path):
+def test_bad_sign_key_or_pubkey_is_a_usage_error_and_writes_nothing(cli_inproc, home, tmp_path):
     junk = tmp_path / "junk.pem"
     junk.write_text("not a key")
-    proc = cli("run", "smoke", "--sign-key", str(junk))
+    proc = cli_inproc("run", "smoke", "--sign-key", str(junk))
     assert proc.returncode == 2 and "--sign-key" in proc.stderr and "junk.pem" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert not home.exists()
     log = tmp_path / "events.avro"
     _write_log(log, build_run())
-    proc = cli("replay", str(log), "--pubkey", str(junk))
+    proc = cli_inproc("replay", str(log), "--pubkey", str(junk))
     assert proc.returncode == 2 and "--pubkey" in proc.stderr
 
 

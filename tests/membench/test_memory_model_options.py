@@ -16,8 +16,8 @@ import pytest
     (["--conditions", "B0,DF-llm", "--memory-model", "m", "--model-base-url", "http://127.0.0.1:1/v1",
       "--bus", "kafka://127.0.0.1:1"], "model agents run on the embedded bus"),
 ])
-def test_memory_model_usage_errors_exit_2_before_anything_runs(cli, home, args, needle) -> None:
-    proc = cli("run", "smoke", "--seeds", "1", *args)
+def test_memory_model_usage_errors_exit_2_before_anything_runs(cli_inproc, home, args, needle) -> None:
+    proc = cli_inproc("run", "smoke", "--seeds", "1", *args)
     assert proc.returncode == 2, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and needle in lines[0], proc.stderr

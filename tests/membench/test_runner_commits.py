@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from membench.distributed.runner import committable
-from tests.conftest import run_cli
+from tests.conftest import run_cli_inprocess
 
 
 def test_a_partition_commits_only_up_to_its_first_unit_not_done():
@@ -15,5 +15,6 @@ def test_a_partition_commits_only_up_to_its_first_unit_not_done():
 
 def test_a_max_poll_interval_below_the_session_timeout_is_a_usage_error(tmp_path):
     # librdkafka needs max.poll.interval.ms >= session.timeout.ms (10 s); refused before any broker is reached
-    proc = run_cli("runner", "--bus", "kafka://127.0.0.1:1", "--max-poll-interval", "5", home=tmp_path / "home")
+    proc = run_cli_inprocess("runner", "--bus", "kafka://127.0.0.1:1", "--max-poll-interval", "5",
+                             home=tmp_path / "home")
     assert proc.returncode == 2 and "--max-poll-interval" in proc.stderr, proc.stderr

@@ -62,21 +62,21 @@ def test_apply_patch_inside_the_workspace(tmp_path):
     assert code != 0 and not (tmp_path / "evil.py").exists() and "git apply" in output
 
 
-def test_import_refuses_a_pack_missing_a_required_field(cli, tmp_path):
+def test_import_refuses_a_pack_missing_a_required_field(cli_inproc, tmp_path):
     data = json.loads(json.dumps(LATER))
     del data["tasks"][0]["prompt"]
     source = tmp_path / "tasks.json"
     source.write_text(json.dumps(data))
-    proc = cli("import", "remem", str(source), str(tmp_path / "out"))
+    proc = cli_inproc("import", "remem", str(source), str(tmp_path / "out"))
     assert proc.returncode == 2
     assert "task 'stale-api': missing required field 'prompt'" in proc.stderr
 
 
-def test_score_refuses_bad_predictions_before_running(cli, tmp_path):
+def test_score_refuses_bad_predictions_before_running(cli, cli_inproc, tmp_path):
     source = tmp_path / "tasks.json"
     source.write_text(json.dumps(LATER))
     cli("import", "remem", str(source), str(tmp_path / "pack"), check=True)
-    proc = cli("score", str(tmp_path / "pack"), "--predictions", str(lines(tmp_path, {**GOOD, "unit": "nope"})))
+    proc = cli_inproc("score", str(tmp_path / "pack"), "--predictions", str(lines(tmp_path, {**GOOD, "unit": "nope"})))
     assert proc.returncode == 2 and "field 'unit' names unknown task 'nope'" in proc.stderr
     assert not (tmp_path / "membench-home" / "warehouse").exists()
 
@@ -88,9 +88,9 @@ def imported(cli, tmp_path):
     return tmp_path / "pack"
 
 
-def test_run_refuses_refsol_on_a_pack_without_reference_solutions(cli, tmp_path):
+def test_run_refuses_refsol_on_a_pack_without_reference_solutions(cli, cli_inproc, tmp_path):
     # the A/B benchmark publishes no solutions: refsol would change nothing and score 0 silently
-    proc = cli("run", str(imported(cli, tmp_path)), "--agent", "scripted:refsol", "--conditions", "no_memory",
+    proc = cli_inproc("run", str(imported(cli, tmp_path)), "--agent", "scripted:refsol", "--conditions", "no_memory",
                "--seeds", "1")
     assert proc.returncode == 2, proc.stderr
     line = proc.stderr.strip().splitlines()[-1]
@@ -99,8 +99,8 @@ def test_run_refuses_refsol_on_a_pack_without_reference_solutions(cli, tmp_path)
     assert not (tmp_path / "membench-home" / "warehouse").exists()
 
 
-def test_run_refuses_a_source_condition_that_names_no_memory_system(cli, tmp_path):
-    proc = cli("run", str(imported(cli, tmp_path)), "--conditions", "no_memory,remem", "--seeds", "1")
+def test_run_refuses_a_source_condition_that_names_no_memory_system(cli, cli_inproc, tmp_path):
+    proc = cli_inproc("run", str(imported(cli, tmp_path)), "--conditions", "no_memory,remem", "--seeds", "1")
     assert proc.returncode == 2, proc.stderr
     line = proc.stderr.strip().splitlines()[-1]
     assert "--conditions: 'remem'" in line and "pack 'ab-pack'" in line and "membench score" in line

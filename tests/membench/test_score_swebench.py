@@ -126,26 +126,26 @@ def test_report_format_swebench_one_condition_to_a_file(scored):
     assert missing.returncode == 2 and "has no runs of B0 (it has B5/1, no_memory/1)" in missing.stderr
 
 
-def test_malformed_swebench_predictions_write_nothing(cli, home, tmp_path):
+def test_malformed_swebench_predictions_write_nothing(cli, cli_inproc, home, tmp_path):
     source = write_pack_source(tmp_path / "tasks.json")
     cli("import", "remem", str(source), str(tmp_path / "pack"), check=True)
     bad = tmp_path / "preds.jsonl"
     bad.write_text(json.dumps(swe("stale-api", "")) + "\n" + json.dumps({"instance_id": "stale-api-2",
                                                                          "model_patch": ""}) + "\n")
-    proc = cli("score", str(tmp_path / "pack"), "--predictions", str(bad))
+    proc = cli_inproc("score", str(tmp_path / "pack"), "--predictions", str(bad))
     assert proc.returncode == 2
     assert f"{bad}:2: missing required field 'model_name_or_path'" in proc.stderr
     native = tmp_path / "native.jsonl"
     native.write_text(json.dumps({"unit": "stale-api", "condition": "B5", "seed": 1, "patch": ""}) + "\n")
-    proc = cli("score", str(tmp_path / "pack"), "--predictions", str(native), "--condition", "B5")
+    proc = cli_inproc("score", str(tmp_path / "pack"), "--predictions", str(native), "--condition", "B5")
     assert proc.returncode == 2 and "--condition: applies to SWE-bench records only" in proc.stderr
-    proc = cli("score", str(tmp_path / "pack"), "--predictions", str(native), "--condition", "B77")
+    proc = cli_inproc("score", str(tmp_path / "pack"), "--predictions", str(native), "--condition", "B77")
     assert proc.returncode == 2 and "--condition: unknown condition 'B77'" in proc.stderr
     assert not (home / "warehouse").exists() and not (home / "runs").exists() and not (home / "packs").exists()
 
 
-def test_report_format_options_are_checked(cli):
-    proc = cli("report", "whatever", "--format", "swebench", "--json")
+def test_report_format_options_are_checked(cli_inproc):
+    proc = cli_inproc("report", "whatever", "--format", "swebench", "--json")
     assert proc.returncode == 2 and "--json" in proc.stderr
-    proc = cli("report", "whatever", "--condition", "B5")
+    proc = cli_inproc("report", "whatever", "--condition", "B5")
     assert proc.returncode == 2 and "--condition: only with --format swebench" in proc.stderr

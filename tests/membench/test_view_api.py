@@ -217,3 +217,23 @@ def test_cli_refuses_a_bad_bus_and_a_busy_port(tmp_path):
         assert result.exit_code == 2 and "cannot listen" in result.output
     finally:
         srv.httpd.server_close()
+
+
+def test_an_excluded_runs_own_words_are_in_its_unit_row_and_detail(tmp_path):
+    """Issue 30: why a unit was excluded (the run-level system Turn: the model's or adapter's words)
+    is shown where the user looks, not only its reason code."""
+    from tests.membench.test_view_logs import _turn
+
+    path = tmp_path / "events.avro"
+    writer = LogWriter(path)
+    em = emit_run(writer.publish, "rs", "t1", "B5", 1, end=None)
+    em.emit("Turn", _turn("system", "the model is misconfigured: HTTP 401, no key is set"), visibility="harness")
+    em.emit("RunEnded", {"status": "excluded", "error_type": "model_misconfigured"}, visibility="harness")
+    emit_run(writer.publish, "rs", "t2", "B5", 1)  # control: a completed run has no reason to show
+    writer.flush()
+    writer.close()
+    live = LiveRunSet("rs", path)
+    live.refresh()
+    rows = {u["unit_id"]: u for u in live.detail()["units"]}
+    assert rows["suite/t1/B5/1"]["why"] == "the model is misconfigured: HTTP 401, no key is set"
+    assert rows["suite/t2/B5/1"]["why"] is None

@@ -60,7 +60,8 @@ class RunBuilder:
     def task(self, index: int = 2, injected: list[str] | None = None, cited: list[str] | None = None,
              outcome: str | None = "pass", cases: list[tuple[str, str]] | None = None, status: str = "completed",
              read: bool = True, tokens_admitted: int = 10, token_budget: int = 100, inconclusive: bool = False,
-             input_tokens: int = 0, files: list[str] | None = None, scored: bool = True) -> None:
+             input_tokens: int = 0, files: list[str] | None = None, scored: bool = True,
+             model_calls: list[str] = ()) -> None:
         self.session = index
         self.emit("SessionStarted", {"session_index": index, "instruction": bounded_text("do"), "start_state": "clean",
                                      "workspace_digest": "", "scored": scored, "oracle_id": "o"})
@@ -69,6 +70,9 @@ class RunBuilder:
                                      "admitted_ids": list(injected or []), "tokens_admitted": tokens_admitted,
                                      "token_budget": token_budget, "context": bounded_text("c")})
         self.turn(role="agent", input_tokens=input_tokens)
+        for i, call_status in enumerate(model_calls, 1):  # the agent's calls through the gateway
+            self.emit("ModelCall", {"call_id": f"m{i}", "status": call_status, "input_tokens": 0, "purpose": "agent"},
+                      "harness")
         if cited:
             self.emit("MemoryCitation", {"memory_ids": cited})
         self.emit("PatchProduced", {"files": files or ["pkg/a.py"], "added_lines": 1, "removed_lines": 0,
@@ -109,6 +113,15 @@ ALL = ["m_rel", "m_stale", "m_other"]
 SCENARIOS = {
     "no_oracle_verdict": lambda r: r.task(outcome=None),
     "oracle_inconclusive": lambda r: r.task(outcome="oracle_timeout", inconclusive=True),
+    # issue 24: what the agent produced fails the session under a named reason, ahead of the agent's
+    # conduct and of the memory reasons (a cited ghost id would otherwise be agent_hallucinated_memory)
+    "workspace_path_not_utf8": lambda r: r.task(injected=ALL, cited=["ghost"], outcome="unencodable_workspace_path",
+                                                status="timeout"),
+    "workspace_over_limit": lambda r: r.task(injected=ALL, cited=["ghost"], outcome="workspace_too_large"),
+    "patch_over_limit": lambda r: r.task(injected=ALL, cited=["ghost"], outcome="patch_too_large"),
+    "scoring_failed_only_on_agent_tree": lambda r: r.task(injected=ALL, cited=["ghost"], outcome="patch_broke_scoring"),
+    "harness_exception_after_agent_started": lambda r: r.task(injected=ALL, cited=["ghost"], outcome="harness_error",
+                                                              status="error"),
     "agent_timeout": lambda r: r.task(outcome="fail", status="timeout"),
     "memory_read_over_budget": lambda r: r.task(injected=ALL, outcome="fail", tokens_admitted=500, token_budget=100),
     "agent_input_over_budget": lambda r: r.task(injected=ALL, outcome="fail", input_tokens=9000),
@@ -196,6 +209,20 @@ def test_a_hallucinated_citation_under_an_applicable_contract_is_a_memory_failur
     run.task(injected=ALL, cited=["ghost"], outcome="fail")
     row = run.classification()
     assert (row["failure_reason"], row["memory_failure"]) == ("agent_hallucinated_memory", True)
+
+
+def test_no_memory_reason_when_every_model_call_of_the_agent_failed():
+    """The agent received the memory but never had a model answer to act on (all its calls refused):
+    the session fails as a task, not as `ignored_memory`; one answered call is enough to judge it."""
+    run = memory_run()
+    run.task(injected=ALL, outcome="fail", model_calls=["client_error", "client_error"])
+    row = run.classification()
+    assert (row["failure_reason"], row["memory_failure"]) == ("test_failure", False)
+    (contract,) = [c for c in run.derived("MemoryContract") if c["scored"]]
+    assert contract["memory_contract_status"] == "not_applicable"
+    control = memory_run()
+    control.task(injected=ALL, outcome="fail", model_calls=["ok", "client_error"])
+    assert control.classification()["failure_reason"] == "ignored_memory"
 
 
 def test_isolation_unavailable_is_excluded_not_failed():

@@ -96,12 +96,12 @@ def test_non_strict_finalize_records_problems_per_trap(smoke: Path, tmp_path: Pa
     assert not provenance["sequences"]["smoke-currency"]["problems"]
 
 
-def test_cli_finalize(cli, tmp_path: Path) -> None:
+def test_cli_finalize(cli, cli_inproc, tmp_path: Path) -> None:
     out = tmp_path / "final"
     proc = cli("pack", "finalize", "smoke", str(out), check=True)
     assert "3 sequences, 3 secrets" in proc.stdout
     assert json.loads((out / "provenance.json").read_text())["generator"].startswith("python secrets")
-    again = cli("pack", "finalize", "smoke", str(out))
+    again = cli_inproc("pack", "finalize", "smoke", str(out))
     assert again.returncode == 2 and "already exists" in again.stderr
 
 

@@ -120,14 +120,14 @@ def test_the_agent_records_the_transcript_in_place_of_the_summary_turn(folder, p
     assert call_ids == {"t3-toolu_01R", "t3-toolu_02E", "t3-toolu_03B"}  # unique within the run
 
 
-def test_score_refuses_a_malformed_transcript_with_exit_2_and_writes_nothing(cli, home, tmp_path, folder):
+def test_score_refuses_a_malformed_transcript_with_exit_2_and_writes_nothing(cli, cli_inproc, home, tmp_path, folder):
     source = tmp_path / "tasks.json"
     source.write_text(json.dumps(LATER))
     cli("import", "remem", str(source), str(tmp_path / "pack"), check=True)
     transcript = folder / "t" / "claude.jsonl"
     transcript.write_text(transcript.read_text() + "not json at all\n")
     path = write(folder, GOOD)
-    proc = cli("score", str(tmp_path / "pack"), "--predictions", str(path))
+    proc = cli_inproc("score", str(tmp_path / "pack"), "--predictions", str(path))
     assert proc.returncode == 2, proc.stderr
     assert f"field 'transcript': {transcript}:13: not valid JSON" in proc.stderr and "Traceback" not in proc.stderr
     assert not (home / "warehouse").exists() and not (home / "runs").exists()

@@ -58,7 +58,7 @@ def test_refused_traps_are_counted_with_clear_errors(cli, broken_pack: Path) -> 
 
 
 @pytest.mark.usefixtures("bwrap_sandbox")
-def test_the_funnel_is_found_by_the_reports_of_the_pack_the_user_runs(cli, home: Path, broken_pack: Path,
+def test_the_funnel_is_found_by_the_reports_of_the_pack_the_user_runs(cli, cli_inproc, home: Path, broken_pack: Path,
                                                                      tmp_path: Path) -> None:
     """A trap with broken placeholders makes `run` refuse the pack and validation check a temporary
     copy: before the fix the funnel was recorded under that copy's digest, which no run carries, so
@@ -67,7 +67,7 @@ def test_the_funnel_is_found_by_the_reports_of_the_pack_the_user_runs(cli, home:
     refused = cli("validate", str(broken_pack), "--json")
     assert refused.returncode == 1 and "--admitted DIR writes the pack of its admitted traps" in refused.stderr
     assert not (home / "validations").exists() or not any((home / "validations").iterdir())
-    assert cli("run", str(broken_pack), "--conditions", "B0", "--seeds", "1").returncode == 2  # run refuses it
+    assert cli_inproc("run", str(broken_pack), "--conditions", "B0", "--seeds", "1").returncode == 2  # run refuses it
 
     admitted = tmp_path / "admitted"
     proc = cli("validate", str(broken_pack), "--admitted", str(admitted), "--json")
@@ -86,11 +86,11 @@ def test_the_funnel_is_found_by_the_reports_of_the_pack_the_user_runs(cli, home:
     assert again.returncode == 2 and "already exists" in again.stderr
 
 
-def test_malformed_manifest_refuses_the_whole_pack(cli, tmp_path: Path) -> None:
+def test_malformed_manifest_refuses_the_whole_pack(cli_inproc, tmp_path: Path) -> None:
     root = tmp_path / "bad"
     shutil.copytree(FIXTURES / "smoke", root)
     edit_manifest(root, lambda m: m["sequences"][0].__setitem__("construct", "C11"))
-    proc = cli("validate", str(root))
+    proc = cli_inproc("validate", str(root))
     assert proc.returncode == 2
     assert "sequence smoke-client-header" in proc.stderr and "'construct'" in proc.stderr
 

@@ -46,7 +46,9 @@ def _full_report() -> dict:
         "baseline": "B0", "traps": 4, "seeds": 2,
         "b0_headroom": {"overall": {**gate, "preferred_threshold": 0.4, "preferred_passed": True},
                         "by_construct": {"C1": gate}, "passed": True, "failing_constructs": []},
-        "exclusions": {"B0": {**gate, "reasons": {}}}, "paired_coverage": {"B5 vs B0": gate}, "passed": True,
+        "exclusions": {"B0": {**gate, "reasons": {"model_misconfigured": 1},
+                              "examples": {"model_misconfigured": "HTTP 401 on /v1/chat/completions"}}},
+        "paired_coverage": {"B5 vs B0": gate}, "passed": True,
         "stratum_validity": {"C9": {"reversed": True, "max_condition": "B0", "max_rate": gate, "spread": gate,
                                     "b0_rate": gate, "passed": True}},
         "warmup": gate, "continuation_audit": {**gate, "continuation_cells": 3, "inherited_failed": 1,
@@ -100,6 +102,8 @@ def _full_report() -> dict:
                         "resources": {"agent_turns": 1.0}, "reduction_vs_baseline": {"agent_turns": 0.0}}],
         "banks": [{"seed": 1, "bank": "learned", "digest": "0" * 64, "files": 6, "ablated_skill": None,
                    "distiller": "scripted"}]}
+    report["partial"] = {"reason": "stopped by a signal before the grid finished", "units_planned": 4,
+                         "units_not_started": 2, "attempts_abandoned": 1, "resume": "membench run smoke"}
     return {key: report[key] for key in [f for f, _ in key_reference() if "." not in f and "[" not in f]}
 
 

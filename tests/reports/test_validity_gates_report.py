@@ -111,7 +111,8 @@ def test_gates_against_the_baseline_follow_the_study_and_b0_gates_stay_on_b0(tmp
     assert set(gates.paired_coverage) == {"B0 vs B5", "B1 vs B5"}
     assert all((g.numerator, g.denominator) == (3, 3) for g in gates.paired_coverage.values())
     assert gates.reference == {"b0_headroom": "B0", "stratum_validity.b0_rate": "B0", "warmup": "B0",
-                               "exclusions": "B5", "paired_coverage": "B5"}
+                               "exclusions": "B5", "paired_coverage": "B5", "exclusion_balance": "B5"}
+    assert set(gates.exclusion_balance) == {"B0 vs B5", "B1 vs B5"}  # issue 24: against the study's baseline
     head = gates.b0_headroom
     assert head.overall.name == "B0 headroom" and (head.overall.numerator, head.overall.denominator) == (0, 6)
     assert head.reversed["C9"].name == "B0 passes reversed C9"

@@ -57,14 +57,22 @@ def test_plain_values_cross_as_values(remote):
 
 
 def test_objects_stay_in_the_production_process_as_references(remote):
-    counter = _attr("collections", "Counter")("abca")
-    assert isinstance(counter, oracle_client.Proxy)
-    assert counter["a"] == 2 and len(counter) == 3 and "b" in counter
-    assert counter.most_common(1) == [("a", 2)]
-    assert sorted(counter) == ["a", "b", "c"]
-    assert counter == _attr("collections", "Counter")("aabc") and counter != _attr("collections", "Counter")("x")
-    assert repr(counter) == "Counter({'a': 2, 'b': 1, 'c': 1})"
+    queue = _attr("collections", "deque")("abca")
+    assert isinstance(queue, oracle_client.Proxy)
+    assert queue[0] == "a" and queue.count("a") == 2  # item access and methods return plain data
+    assert oracle_client.plain(queue) == ["a", "b", "c", "a"]  # production's list(), asked explicitly
+    assert oracle_client.plain(queue, str) == "deque(['a', 'b', 'c', 'a'])"
+    assert repr(queue).startswith("<production object collections.deque #")  # answered here
+    assert queue == queue and hash(queue) == hash(queue)  # a reference equals only itself
+    assert queue != _attr("collections", "deque")("abca")
 
+
+def test_subclasses_of_builtin_types_cross_as_their_base_content(remote):
+    counter = _attr("collections", "Counter")("abca")
+    assert type(counter) is dict and counter == {"a": 2, "b": 1, "c": 1}
+    point = _attr("collections", "namedtuple")("Point", "x y")(1, 2)
+    assert type(point) is tuple and point == (1, 2)
+    assert type(_attr("collections", "OrderedDict")([("k", [1])])) is dict
 
 def test_exceptions_keep_their_name_and_builtin_base(remote):
     with pytest.raises(ValueError, match="invalid literal"):

@@ -150,7 +150,7 @@ function renderRunSet(data) {
     el("td", { text: u.condition }), el("td", { text: u.task ?? "—" }), el("td", { class: "num", text: u.seed ?? "—" }),
     el("td", { class: "num", text: u.attempts.length }), el("td", {}, stateBadge(u.state)),
     el("td", {}, u.state === "running" ? badge(`session ${u.session}`, "muted") : verdictBadge(u.valid ? u.passed : null)),
-    el("td", { text: u.failure_reason ?? u.exclusion_reason ?? u.error_type ?? "" }),
+    el("td", { text: u.failure_reason ?? u.exclusion_reason ?? u.error_type ?? "", title: u.why ?? "" }),
     el("td", { class: "num", text: u.events }),
     el("td", {}, u.chain_ok ? badge("ok", "ok") : badge("broken", "broken"))));
   const parts = [
@@ -321,6 +321,7 @@ function renderRun(data) {
       card("events", data.events, "run-events"), card("failure", data.failure_reason ?? (data.exclusion_reason || "—")),
       card("model calls", data.model.calls), card("cost", fmt.usd(data.model.cost_usd))),
     chain,
+    data.why && !data.passed ? el("p", { class: "why", text: data.why }) : null,
     el("section", { class: "runlevel" }, el("h2", { text: "Run" }), data.run_events.map(renderEvent)),
     ...sessions);
 }

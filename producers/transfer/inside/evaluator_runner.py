@@ -7,6 +7,13 @@ PLAN.json lists the cases in evaluation order with their case prerequisites. A c
 prerequisite did not pass is `blocked` and not run. Each case calls one public function of the
 frozen submission and compares the JSON form of its result (or the exception it raises).
 
+A `raises` case names its class, and this runner resolves that name itself: a built-in exception
+from its own `builtins`, else the attribute of that name of the submission's module (through the
+proxy: the stand-in class of the module's real class). The exception raised must be that very
+class (`type(exc) is expected`), never merely one with the same name: a submission's own
+`class ValueError(Exception)`, or a class named like the project's exception defined elsewhere,
+does not satisfy the case (issue 24).
+
 The submission is not in this sandbox: it runs in a production sandbox (the pack scorer's
 `production_server`), and its module is imported here as a proxy (`membench_harness.oracle_client`,
 mounted at /harness) whose calls cross a Unix socket as plain data. So the submission cannot read
@@ -14,6 +21,7 @@ CASES.json, patch the comparison or write RESULTS.json (isolation `process`). RE
 rewritten after every case, so a hang or crash in case k leaves the cases before it recorded.
 """
 
+import builtins
 import hashlib
 import json
 import os
@@ -68,17 +76,45 @@ def _write(path, results):
     os.replace(staging, path)
 
 
+def expected_exception(module, name):
+    """The class a `raises` case names, resolved by this runner: (class, None), or (None, why).
+    A built-in exception's name means the built-in (a submission cannot redefine it for the case);
+    any other name is the submission module's attribute, which must be an exception class."""
+    builtin = getattr(builtins, name, None)
+    if isinstance(builtin, type) and issubclass(builtin, BaseException):
+        return builtin, None
+    try:
+        found = getattr(module, name)
+    except BaseException as exc:  # the proxy's answer, or the submission's own error
+        return None, f"{name} is neither a built-in exception nor an attribute of the module ({type(exc).__name__})"
+    if isinstance(found, type) and issubclass(found, BaseException):
+        return found, None
+    return None, f"the module's {name} is not an exception class"
+
+
+def _qualified(kind):
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
 def run_case(module, check):
     args = json.loads(json.dumps(check.get("args", [])))
+    expected = None
+    if "raises" in check:
+        expected, why = expected_exception(module, check["raises"])
+        if expected is None:
+            return "failed", f"expected {check['raises']}: {why}"
     try:
         value = getattr(module, check["call"])(*args)
     except BaseException as exc:  # SystemExit from the submission arrives as a stand-in RuntimeError
-        if "raises" in check and type(exc).__name__ == check["raises"]:
+        if expected is not None and type(exc) is expected:  # identity, not the class's name
             return "passed", f"raised {check['raises']}"
-        if "raises" in check:
-            return "failed", f"expected {check['raises']}, raised {type(exc).__name__}: {exc}"
+        if expected is not None:
+            raised = type(exc).__name__
+            if raised == check["raises"]:  # same name, another class: say which
+                raised = f"{raised} (another class of that name, {_qualified(type(exc))})"
+            return "failed", f"expected {check['raises']}, raised {raised}: {exc}"
         return "error", f"{type(exc).__name__}: {exc}"
-    if "raises" in check:
+    if expected is not None:
         return "failed", f"expected {check['raises']}, returned {_describe(value)}"
     try:
         # a proxy (an object that stayed in the production process) is not JSON data

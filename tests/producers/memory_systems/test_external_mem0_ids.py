@@ -69,3 +69,39 @@ def test_every_namespace_component_changes_the_user_id_and_isolates(mem0_server)
     for ns in others:
         assert make_memory(NAME, ns).read("q", 2000).items == ()
     assert mem0_ids(Namespace("rs", "B5", 1, "seq"))["user_id"] != mem0_ids(base)["user_id"]
+
+
+def test_a_failing_adapter_keeps_its_own_error_text_redacted():
+    """Issue 30: the store's own words ("vector db down") reach the error the run records; a key in
+    them does not."""
+    import http.server
+    import threading
+
+    from producers.memory_systems.external import ExternalMemoryError
+
+    class Down(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = b"vector db down (api_key=sk-live-0123456789abcdef)"
+            self.send_response(503)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Down)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    register_external("down-test", url=f"http://127.0.0.1:{server.server_port}/v1/memories")
+    try:
+        mem = make_memory("down-test", Namespace("rs", "down-test", 1, "seq"), MemorySetup())
+        with pytest.raises(ExternalMemoryError) as raised:
+            mem.read("anything", 2000)
+    finally:
+        MEMORY_SYSTEMS.pop("down-test", None)
+        server.shutdown()
+        server.server_close()
+    message = str(raised.value)
+    assert "HTTP 503" in message and "vector db down" in message
+    assert "sk-live-0123456789abcdef" not in message and "[redacted]" in message

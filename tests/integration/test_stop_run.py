@@ -1,0 +1,105 @@
+"""Issue 30's Ctrl-C scenario with a real `membench run` subprocess and real signals (embedded path,
+bubblewrap): the first SIGTERM/SIGINT starts no further unit and lets the running one finish; a
+second one kills the running sandbox at once. Either way the exit status is 130, every attempt in
+the log is closed, the log verifies (`membench replay`), the report says it is partial and how to
+resume, and resuming runs exactly the units that did not complete."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from producers.attempts import read_log
+from tests.conftest import run_cli
+from tests.integration.pack_helpers import smoke_cut_to
+
+pytestmark = pytest.mark.integration
+
+# an agent that takes its time (so a signal lands while it runs), changes nothing and reports one turn
+SLOW_AGENT = """import json, time
+time.sleep(SECONDS)
+print(json.dumps({"type": "turn", "text": "done waiting"}))
+"""
+
+
+def agent(tmp_path: Path, seconds: float) -> Path:
+    path = tmp_path / f"slow_{int(seconds)}.py"
+    path.write_text(SLOW_AGENT.replace("SECONDS", str(seconds)))
+    return path
+
+
+@pytest.fixture(scope="module")
+def pack(tmp_path_factory) -> Path:
+    """smoke-currency alone: B0 and B5 at one seed are two units, one running and one queued."""
+    return smoke_cut_to(tmp_path_factory.mktemp("pack") / "smoke-currency")
+
+
+def start(home: Path, pack: Path, agent_path: Path, run_set: str, *more: str) -> tuple[subprocess.Popen, Path]:
+    err = home.parent / f"{run_set}.stderr"
+    proc = subprocess.Popen([sys.executable, "-m", "membench", "run", str(pack), "--agent", f"command:{agent_path}",
+                             "--conditions", "B0,B5", "--seeds", "1", "--run-set", run_set, "--workers", "1", *more],
+                            env={**os.environ, "MEMBENCH_HOME": str(home)}, cwd=str(home.parent),
+                            stdout=subprocess.PIPE, stderr=err.open("w"), text=True)
+    return proc, err
+
+
+def wait_for(path: Path, text: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in (path.read_text() if path.exists() else ""):
+        assert time.monotonic() < deadline, f"no {text!r} in {path.read_text() if path.exists() else ''}"
+        time.sleep(0.2)
+
+
+def ends(home: Path, run_set: str) -> list[tuple[str, str]]:
+    return [(e.unit_id, e.payload["status"]) for e, _ in read_log(home / "runs" / run_set / "events.avro")
+            if e.kind == "RunEnded"]
+
+
+def test_a_first_signal_lets_the_running_unit_finish_and_starts_no_other(home, bwrap_sandbox, tmp_path, pack):
+    proc, err = start(home, pack, agent(tmp_path, 2), "graceful", "--stop-grace", "120")
+    wait_for(err, "to run with 1 workers")
+    time.sleep(1.5)  # inside the first unit's first session
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=300)
+    stderr = err.read_text()
+    assert proc.returncode == 130, stderr
+    assert "SIGTERM received: no further unit starts" in stderr
+    assert f"resume with the same command: membench run {pack}" in stderr
+    finished = ends(home, "graceful")
+    assert [s for _, s in finished] == ["completed"]  # the running unit ended normally, the other never began
+    report = json.loads((home / "runs" / "graceful" / "report.json").read_text())
+    assert report["partial"]["units_not_started"] == 1 and report["partial"]["attempts_abandoned"] == 0
+    assert "Partial report" in (home / "runs" / "graceful" / "report.md").read_text()
+    assert run_cli("replay", str(home / "runs" / "graceful" / "events.avro"), "--verify", home=home).returncode == 0
+    # resuming runs only the unit that never started
+    done = run_cli("run", str(pack), "--agent", f"command:{agent(tmp_path, 0)}", "--conditions", "B0,B5",
+                   "--seeds", "1", "--run-set", "graceful", "--workers", "1", home=home, check=True)
+    assert "1 already complete, 1 to run" in done.stderr
+    assert sorted(s for _, s in ends(home, "graceful")) == ["completed", "completed"]
+
+
+def test_a_second_signal_kills_the_running_sandbox_and_the_log_still_verifies(home, bwrap_sandbox, tmp_path, pack):
+    proc, err = start(home, pack, agent(tmp_path, 300), "killed")
+    wait_for(err, "to run with 1 workers")
+    time.sleep(1.5)
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    wait_for(err, "SIGINT received: no further unit starts", timeout=30)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=120)
+    assert proc.returncode == 130, err.read_text()
+    assert time.monotonic() - started < 60  # not the agent's 300 s
+    stderr = err.read_text()
+    assert "SIGINT received again" in stderr and "closed at seq" in stderr
+    assert [s for _, s in ends(home, "killed")] == ["abandoned"]
+    verified = run_cli("replay", str(home / "runs" / "killed" / "events.avro"), "--verify", home=home)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    report = json.loads((home / "runs" / "killed" / "report.json").read_text())
+    assert report["partial"]["attempts_abandoned"] == 1 and report["partial"]["units_not_started"] == 1

@@ -1,0 +1,50 @@
+"""Issue 30's clean stop on the distributed path: a `membench runner` given SIGTERM claims nothing
+more, lets its running unit finish (completed and committed), exits 130, and leaves the other order
+queued for the group — another runner then completes it. Real Kafka broker, real bubblewrap."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.integration.kafka_helpers import SINGLE, membench, namespace, require_broker
+from tests.integration.pack_helpers import smoke_cut_to
+
+pytestmark = [pytest.mark.integration, pytest.mark.kafka]
+
+
+def test_a_signalled_runner_finishes_its_unit_and_leaves_the_rest_queued(tmp_path, bwrap_sandbox):
+    require_broker()
+    home = tmp_path / "home"
+    pack = smoke_cut_to(tmp_path / "smoke-currency")  # B0 and B5 at one seed: two orders
+    slow = tmp_path / "slow.py"
+    slow.write_text("import json, time\ntime.sleep(2)\nprint(json.dumps({'type': 'turn', 'text': 'waited'}))\n")
+    dsn = f"kafka://{SINGLE}/{namespace()}"
+    grid = ["run", str(pack), "--agent", f"command:{slow}", "--conditions", "B0,B5", "--seeds", "1", "--bus", dsn]
+    run_set = run_cli(*grid, "--enqueue", home=home, check=True).stdout.strip().splitlines()[-1]
+
+    log = tmp_path / "runner.log"
+    with log.open("w") as handle:
+        proc = membench("runner", "--bus", dsn, "--stop-grace", "120", home=home, stdout=handle, stderr=handle)
+    deadline = time.monotonic() + 180
+    while "claimed" not in log.read_text():
+        assert time.monotonic() < deadline and proc.poll() is None, log.read_text()
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=300) == 130, log.read_text()
+    text = log.read_text()
+    assert "SIGTERM received: no further unit starts" in text
+    assert text.count(": claimed ") == 1 and text.count(": completed ") == 1  # one unit run to its end, no other
+    assert "stopped; the orders not claimed stay queued" in text
+    counts = json.loads(run_cli("runner", "--bus", dsn, "--progress", "--json", home=home, check=True).stdout)
+    assert (counts[run_set]["completed"], counts[run_set]["queued"]) == (1, 1), counts
+
+    # the rest of the grid is the group's: another runner completes it
+    run_cli("runner", "--bus", dsn, "--until-idle", home=home, check=True)
+    counts = json.loads(run_cli("runner", "--bus", dsn, "--progress", "--json", home=home, check=True).stdout)
+    assert (counts[run_set]["completed"], counts[run_set]["queued"]) == (2, 0), counts

@@ -1,0 +1,34 @@
+"""Issue 24 in the transfer runner: a harness exception once the agent was started closes the run
+as completed (`harness_error:…`, a valid, failed cell); before, it is still the unit's error
+(excluded) — the control that the flag, not the exception, decides."""
+
+from __future__ import annotations
+
+from producers.emitter import RunEmitter
+from producers.transfer.runner import _close, _Progress
+from reports.conventions import valid_run
+
+
+def _closed(acted: bool) -> tuple[dict, list]:
+    events = []
+    emitter = RunEmitter("rs", "run", "unit", lambda event, datum: events.append(event))
+    progress = _Progress(agent_acted=acted)
+
+    def body():
+        raise UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")  # what a hostile name did
+
+    _close(emitter, body, progress)
+    return events[-1].payload, events
+
+
+def test_after_the_agent_started_an_exception_is_a_failed_run():
+    ended, events = _closed(acted=True)
+    assert ended == {"status": "completed", "error_type": "harness_error:UnicodeEncodeError"}
+    assert valid_run({"excluded": False, "status": ended["status"]})
+    assert any(e.kind == "Turn" and e.payload["source_kind"] == "harness_error" for e in events)
+
+
+def test_control_before_the_agent_started_the_same_exception_excludes():
+    ended, _ = _closed(acted=False)
+    assert ended == {"status": "error", "error_type": "task_exception:UnicodeEncodeError"}
+    assert not valid_run({"excluded": False, "status": ended["status"]})
