@@ -45,6 +45,19 @@ import types
 from . import wire
 
 _SYNTHESIZED: dict[str, type] = {}
+# Exceptions the interpreter itself acts on: a StopIteration raised into a `map`, `filter` or `zip`
+# over proxies ends that iteration silently, so a loop of asserts would pass having run none. They
+# never cross as themselves (nor as a base of a stand-in): production's StopIteration arrives as a
+# stand-in RuntimeError, as PEP 479 treats one leaving a generator.
+_CONTROL_FLOW = (StopIteration, StopAsyncIteration)
+
+
+def _safe_builtin_exception(name: str) -> type | None:
+    """The builtin exception class NAME when it may be raised here as itself, else None."""
+    cls = getattr(builtins, name, None)
+    if isinstance(cls, type) and issubclass(cls, Exception) and not issubclass(cls, _CONTROL_FLOW):
+        return cls
+    return None
 
 
 def _exception_class(name: str, bases: list[str]) -> type:
@@ -53,9 +66,9 @@ def _exception_class(name: str, bases: list[str]) -> type:
     Exceptions that do not derive from Exception become RuntimeErrors, so production code cannot
     interrupt the test session (KeyboardInterrupt) or exit it (SystemExit)."""
     if name not in _SYNTHESIZED:
-        base = next((getattr(builtins, b) for b in bases if b != "BaseException"
-                     and isinstance(getattr(builtins, b, None), type) and issubclass(getattr(builtins, b), Exception)),
-                    RuntimeError)
+        control_flow = any(b in {c.__name__ for c in _CONTROL_FLOW} for b in bases)
+        base = RuntimeError if control_flow else next(
+            (_safe_builtin_exception(b) for b in bases if _safe_builtin_exception(b) is not None), RuntimeError)
         module, _, qualname = name.rpartition(".")
         _SYNTHESIZED[name] = type(qualname.rsplit(".", 1)[-1], (base,), {"__module__": module or "production"})
     return _SYNTHESIZED[name]
@@ -98,9 +111,9 @@ class Remote:
                 raise wire.ChannelError(f"the production process did not answer: {self.broken}") from None
         if "error" in reply:
             error = reply["error"]
-            if error.get("module") == "builtins" and isinstance(getattr(builtins, error.get("type", ""), None), type) \
-                    and issubclass(getattr(builtins, error["type"]), Exception):
-                raise getattr(builtins, error["type"])(error.get("message", ""))
+            builtin = _safe_builtin_exception(error.get("type", "")) if error.get("module") == "builtins" else None
+            if builtin is not None:
+                raise builtin(error.get("message", ""))
             raise _exception_class(f"{error.get('module')}.{error.get('type')}", error.get("bases", []))(
                 error.get("message", ""))
         return decode(reply.get("ok")) if decode_reply else reply.get("ok")
@@ -149,6 +162,10 @@ def decode(value: object) -> object:
         return _module_proxy(value["name"])
     if tag == "ref":
         if value.get("exception_class"):
+            module, _, qualname = str(value.get("name")).rpartition(".")
+            builtin = _safe_builtin_exception(qualname) if module == "builtins" else None
+            if builtin is not None:  # `ParseError = ValueError` in production: the real class, as raised
+                return builtin
             cls = _exception_class(value["name"], value.get("bases", []))
             cls.__membench_ref__ = value["id"]
             return cls
@@ -297,7 +314,15 @@ class ProductionFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         # the standard library, pytest, the harness and anything imported before the finder exists
         # always resolve from the real installation, whatever the scored tree contains
         already = {name.split(".", 1)[0] for name in list(sys.modules)}
-        self.names = set(names) - wire.reserved_module_names() - already
+        candidates = set(names) - wire.reserved_module_names() - already
+        # nor anything else installed where the oracle runs (yaml, requests, numpy, …): an oracle may
+        # build its expected value with one, and a scored tree's `yaml.py` must not answer for it.
+        # /workspace is not on sys.path, so only the real installation is searched here.
+        installed = {name for name in candidates if importlib.machinery.PathFinder.find_spec(name) is not None}
+        if installed:
+            print("membench: not proxied, installed where the oracle runs: " + ", ".join(sorted(installed)),
+                  file=sys.stderr)
+        self.names = candidates - installed
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname.split(".", 1)[0] not in self.names:
