@@ -106,24 +106,27 @@ class ModelGateway:
         self.replay = replay
         self.targets = tuple(targets)  # preflight.Target: what the run is configured to call
 
-    def verify(self, provider: str, api: str, role: str, requested: str | None):
-        """After a refused call: the gateway's own probe (preflight.py). The configured model of this
-        role and API is probed; with none configured (a `command:` agent) the requested model is,
-        but then only a refused key (401/403, whatever the model) proves anything. Returns the failing
-        ProbeResult when the harness is proven misconfigured, else None."""
-        from producers.gateway.preflight import Target, probe
+    def verify(self, provider: str, api: str, role: str):
+        """After a refused call: the gateway's own probe (preflight.py) of what the harness configured
+        for this role, never of the model or path the agent requested (an agent could name a bogus
+        one, or another provider's path, to exclude its own cell). The configured
+        target of this (provider, API, role) is probed, and any refusal it meets (key, wire API,
+        model) proves the harness misconfigured. With none, a configured target of the same provider
+        and role is probed (another wire API), and only a refused key proves anything (a key is the
+        provider's, whatever the path). A provider the harness never configured for this role — and
+        so anything a `command:` agent calls — proves nothing: the refusal is the agent's own.
+        Returns the failing ProbeResult when the harness is proven misconfigured, else None."""
+        from producers.gateway.preflight import probe
 
-        target = next((t for t in self.targets if (t.provider, t.api, t.role) == (provider, api, role)), None)
-        if target is None and requested:
-            target = Target(provider, api, requested, role, f"the {role}'s own model")
+        same = [t for t in self.targets if (t.provider, t.role) == (provider, role)]
+        target = next((t for t in same if t.api == api), None)
+        proofs: tuple[str, ...] = ("key", "wire_api", "model")
+        if target is None and same:
+            target, proofs = same[0], ("key",)
         if target is None:
             return None
         result = probe(self, target)
-        if result.ok or result.problem not in ("key", "wire_api", "model"):
-            return None
-        if target not in self.targets and result.problem != "key":
-            return None
-        return result
+        return None if result.ok or result.problem not in proofs else result
 
     @property
     def mode(self) -> str:
@@ -427,7 +430,7 @@ class _ModelCall:
             if self.channel.checked:
                 return
             self.channel.checked = True
-        found = self.channel.gateway.verify(self.provider, self.api, self.channel.role, self.model)
+        found = self.channel.gateway.verify(self.provider, self.api, self.channel.role)
         if found is not None:
             self.status, self.error = "misconfigured", found.message
             self.channel.fail(ModelMisconfigured(f"the model is misconfigured: {found.message}"))

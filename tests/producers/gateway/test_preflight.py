@@ -114,15 +114,39 @@ def test_an_agents_own_bad_model_is_not_an_exclusion():
     assert probe_body["model"] == "gpt-4o-mini"  # the configured model, never the agent's
 
 
-def test_without_a_configured_model_only_a_refused_key_is_proof():
-    """A `command:` agent names its own model: a 404 on it proves nothing (the agent could name a
-    bogus one to exclude itself), but a 401 holds for any model."""
+def test_without_a_configured_model_no_refusal_is_proof():
+    """A `command:` agent names its own model and path: neither a 404 on a bogus model nor a 401
+    proves the harness misconfigured (the agent could provoke either to exclude its own cell), and
+    nothing is probed."""
     with ScriptedUpstream(models=("real-model",)) as upstream:
         channel, calls, _ = _agent_call(upstream, GatewaySettings({"*": upstream.base_url}), [], "bogus")
     assert channel.failure is None and calls[0]["status"] == "client_error"
     with ScriptedUpstream(key=KEY) as upstream:
         channel, calls, _ = _agent_call(upstream, GatewaySettings({"*": upstream.base_url}), [], "anything")
-    assert isinstance(channel.failure, ModelMisconfigured) and calls[0]["status"] == "misconfigured"
+    assert channel.failure is None and calls[0]["status"] == "client_error" and len(upstream.requests) == 1
+
+
+def test_a_refusal_on_a_provider_the_run_never_configured_is_the_agents_own():
+    """Issue 30 review: a codex run with only an OpenAI key; the agent POSTs Anthropic's
+    /v1/messages, which has no key, and is refused 401. That proves nothing about the harness: no
+    probe, no exclusion, the agent's client_error. The control: the same refusal on the configured
+    provider's other wire API probes the configured target (never the agent's model) and a refused
+    key there is proof."""
+    events = Events()
+    with ScriptedUpstream(key=KEY) as upstream:
+        gateway = ModelGateway(GatewaySettings({"*": upstream.base_url}, {"openai": KEY}), targets=[CODEX])
+        with gateway.open_channel("suite/task/B0/1", events) as channel:
+            status, _ = post(channel, "/v1/messages", {"model": "claude-x", "max_tokens": 1,
+                                                       "messages": [{"role": "user", "content": "hi"}]})
+    assert status == 401 and channel.failure is None
+    assert [c["status"] for c in events.of("ModelCall")] == ["client_error"] and len(upstream.requests) == 1
+    # the control: a wrong OpenAI key, the agent asks for Chat Completions and its own model
+    with ScriptedUpstream(key=KEY) as upstream:
+        channel, calls, status = _agent_call(upstream, GatewaySettings({"*": upstream.base_url}, {"openai": "bad"}),
+                                             [CODEX], "agents-own-model")
+        probed = upstream.requests[1]
+    assert status == 401 and isinstance(channel.failure, ModelMisconfigured) and calls[0]["status"] == "misconfigured"
+    assert probed["path"] == "/v1/responses" and json.loads(probed["body"])["model"] == "gpt-5-codex"
 
 
 @pytest.mark.parametrize("status", [400, 422])
