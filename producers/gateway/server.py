@@ -25,7 +25,8 @@ misconfigured). The agent gets an error answer
 the agent then raises it and the runner records the unit as `excluded` with the reason
 (`model_unavailable`, `model_replay_miss`, `model_misconfigured`) — never as an agent failure. A
 4xx other than 429 (e.g. a context that is too long, or a model the agent chose itself) is the
-agent's own request: passed through, status `client_error`, not excluding.
+agent's own request: passed through, status `client_error`, not excluding; so is a call to a
+provider the run never configured for the caller (no upstream: a 404 from the gateway).
 """
 
 from __future__ import annotations
@@ -389,8 +390,13 @@ class _ModelCall:
     def _forward(self, settings: GatewaySettings) -> None:
         base = settings.base_url(self.provider)
         if base is None:
-            self.channel.fail(ModelUnavailable(f"no upstream configured for {self.provider} (--model-base-url)"))
-            self._refuse(502, "upstream_unreachable", "model_unavailable", f"no upstream for {self.provider}")
+            message = f"no upstream configured for {self.provider} (--model-base-url)"
+            if any((t.provider, t.role) == (self.provider, self.channel.role) for t in self.channel.gateway.targets):
+                # the harness configured this provider for this caller and gave it no upstream
+                self.channel.fail(ModelMisconfigured(f"the model is misconfigured: {message}"))
+                self._refuse(502, "misconfigured", "model_misconfigured", message)
+            else:  # a provider the run never configured for this caller: the agent's own request, not an exclusion
+                self._refuse(404, "client_error", "not_found", f"{message}: this run does not serve it")
             return
         url = urlsplit(base)
         suffix = self.handler.path[3:] if self.handler.path.startswith("/v1/") else self.handler.path

@@ -185,3 +185,25 @@ def test_an_upstream_error_text_is_kept_with_the_key_redacted():
     assert status == 400 and calls[0]["status"] == "client_error"
     assert calls[0]["error"].startswith("HTTP 400: context too long for Bearer [redacted]")
     assert "plain-key-value-77" not in calls[0]["error"]
+
+
+def test_a_provider_with_no_upstream_is_the_agents_request_unless_the_run_configured_it():
+    """Issue 30 review: a run whose only upstream is OpenAI's; an agent POSTing Anthropic's path
+    gets a 404 that counts against it (client_error), it does not exclude its own unit. The
+    control: when the run configured that provider for the agent, the missing upstream is the
+    harness's (excluded model_misconfigured)."""
+    claude = Target("anthropic", "messages", "claude-x", "agent", "--agent claude-code:claude-x")
+    request = {"model": "claude-x", "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}
+    with ScriptedUpstream() as upstream:
+        for targets, expected in (([CODEX], "client_error"), ([claude], "misconfigured")):
+            events = Events()
+            gateway = ModelGateway(GatewaySettings({"openai": upstream.base_url}), targets=targets)
+            with gateway.open_channel("suite/task/B0/1", events) as channel:
+                status, body = post(channel, "/v1/messages", request)
+            (call,) = events.of("ModelCall")
+            assert call["status"] == expected and "no upstream configured for anthropic" in call["error"]
+            if expected == "client_error":
+                assert status == 404 and channel.failure is None
+            else:
+                assert status == 502 and isinstance(channel.failure, ModelMisconfigured)
+    assert upstream.requests == []
