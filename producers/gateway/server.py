@@ -437,9 +437,10 @@ class _ModelCall:
                 return
             self.channel.checked = True
         found = self.channel.gateway.verify(self.provider, self.api, self.channel.role)
-        if found is not None:
-            self.status, self.error = "misconfigured", found.message
-            self.channel.fail(ModelMisconfigured(f"the model is misconfigured: {found.message}"))
+        if found is not None:  # the probe's message may quote the upstream's answer: redacted like any
+            message = error_text(found.message, tuple(self.channel.gateway.settings.keys.values()))
+            self.status, self.error = "misconfigured", message
+            self.channel.fail(ModelMisconfigured(f"the model is misconfigured: {message}"))
 
     def _unavailable(self, status: str, message: str) -> None:
         if self.channel.closing:  # cut by the session's end, not the upstream's failure

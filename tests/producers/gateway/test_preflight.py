@@ -207,3 +207,38 @@ def test_a_provider_with_no_upstream_is_the_agents_request_unless_the_run_config
             else:
                 assert status == 502 and isinstance(channel.failure, ModelMisconfigured)
     assert upstream.requests == []
+
+
+def test_a_proven_misconfiguration_keeps_the_upstreams_words_with_the_key_redacted():
+    """Issue 30 review: the probe's message quotes the upstream's answer (up to 160 characters); an
+    upstream that echoes the key in a 404 'model not found' must not put it into the ModelCall's
+    error or the unit's exclusion reason."""
+    import http.server
+    import threading
+
+    class Echo(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            key = self.headers["Authorization"].removeprefix("Bearer ")
+            body = json.dumps({"error": {"message": f"model not found for key {key}"}}).encode()
+            self.send_response(404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        channel, calls, status = _agent_call(None, GatewaySettings({"*": f"http://127.0.0.1:{server.server_port}/v1"},
+                                                                   {"*": "plain-key-value-77"}), [CHAT], "gpt-4o-mini")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert status == 404 and calls[0]["status"] == "misconfigured"
+    assert isinstance(channel.failure, ModelMisconfigured)
+    assert "model not found for key [redacted]" in calls[0]["error"]
+    assert "plain-key-value-77" not in calls[0]["error"] and "plain-key-value-77" not in str(channel.failure)
