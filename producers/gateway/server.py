@@ -203,7 +203,8 @@ class Channel:
 
     @property
     def role(self) -> str:
-        """Whose configured model a refused call is checked against (ModelGateway.verify)."""
+        """Whose configured model a refused call is checked against (ModelGateway.verify); the model
+        user's channel (producers/transfer/model_user.py, `_UserChannel`) answers `user`."""
         return "memory" if self.purpose == "memory" else "agent"
 
     @property

@@ -242,3 +242,24 @@ def test_a_proven_misconfiguration_keeps_the_upstreams_words_with_the_key_redact
     assert isinstance(channel.failure, ModelMisconfigured)
     assert "model not found for key [redacted]" in calls[0]["error"]
     assert "plain-key-value-77" not in calls[0]["error"] and "plain-key-value-77" not in str(channel.failure)
+
+
+def test_the_model_users_refusal_is_checked_against_the_user_target():
+    """Issue 30 review (item 4): the transfer model user's channel checks a refusal against the
+    `--user model:M` target, not the agent's: the user's configured model is unknown to the
+    upstream while the agent's is known, so the probe (of the user's model) proves the harness
+    misconfigured. Checked against the agent's target, the probe would pass and the refusal would
+    count as the user's client_error."""
+    from producers.transfer.model_user import _UserChannel
+
+    user = Target("openai", "chat_completions", "user-model", "user", "--user model:user-model")
+    events = Events()
+    with ScriptedUpstream(models=("gpt-4o-mini",)) as upstream:
+        gateway = ModelGateway(GatewaySettings({"*": upstream.base_url}), targets=[CHAT, user])
+        with _UserChannel(gateway, "suite/task/B0/1", events) as channel:
+            status, _ = post(channel, "/v1/chat/completions", {"model": "user-model",
+                                                               "messages": [{"role": "user", "content": "hi"}]})
+        probed = json.loads(upstream.requests[1]["body"])["model"]
+    assert channel.role == "user" and probed == "user-model"
+    assert status == 404 and isinstance(channel.failure, ModelMisconfigured)
+    assert "--user model:user-model" in str(channel.failure)
