@@ -41,9 +41,10 @@ def pack(tmp_path_factory) -> Path:
     return smoke_cut_to(tmp_path_factory.mktemp("pack") / "smoke-currency")
 
 
-def start(home: Path, pack: Path, agent_path: Path, run_set: str, *more: str) -> tuple[subprocess.Popen, Path]:
+def start(home: Path, pack: Path, agent_path: Path, run_set: str, *more: str,
+          program: tuple[str, ...] = ("-m", "membench")) -> tuple[subprocess.Popen, Path]:
     err = home.parent / f"{run_set}.stderr"
-    proc = subprocess.Popen([sys.executable, "-m", "membench", "run", str(pack), "--agent", f"command:{agent_path}",
+    proc = subprocess.Popen([sys.executable, *program, "run", str(pack), "--agent", f"command:{agent_path}",
                              "--conditions", "B0,B5", "--seeds", "1", "--run-set", run_set, "--workers", "1", *more],
                             env={**os.environ, "MEMBENCH_HOME": str(home)}, cwd=str(home.parent),
                             stdout=subprocess.PIPE, stderr=err.open("w"), text=True)
@@ -103,3 +104,43 @@ def test_a_second_signal_kills_the_running_sandbox_and_the_log_still_verifies(ho
     assert verified.returncode == 0, verified.stdout + verified.stderr
     report = json.loads((home / "runs" / "killed" / "report.json").read_text())
     assert report["partial"]["attempts_abandoned"] == 1 and report["partial"]["units_not_started"] == 1
+
+
+# `membench` with one step of run_embedded wrapped so the process signals itself while that step runs
+SIGNAL_DURING = """import os, signal, sys
+import membench.commands.run as run
+import membench.embedded as embedded
+owner, name = (embedded.EmbeddedPipeline, "recover") if STEP == "recover" else (run, "write_log_root")
+original = getattr(owner, name)
+def signalled(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGTERM)
+    return original(*args, **kwargs)
+setattr(owner, name, signalled)
+from membench.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("step", ["recover", "write_log_root"])
+def test_a_signal_outside_the_grid_is_a_clean_stop_too(home, bwrap_sandbox, tmp_path, pack, step):
+    """Issue 30 review: the handlers cover the whole run, not only the grid. A SIGTERM during the
+    recovery starts no unit (no report: nothing ran; exit 130); one while the log root is written lets
+    it and the complete report be written, then exits 130. Without them the process died of the
+    signal (-15) with no log root."""
+    wrapper = tmp_path / "membench_signalled.py"
+    wrapper.write_text(SIGNAL_DURING.replace("STEP", repr(step)))
+    run_set = f"signal-{step.replace('_', '-')}"
+    proc, err = start(home, pack, agent(tmp_path, 0), run_set, program=(str(wrapper),))
+    proc.communicate(timeout=300)
+    stderr = err.read_text()
+    assert proc.returncode == 130, stderr
+    assert "SIGTERM received" in stderr and (home / "runs" / run_set / "log_root.json").exists()
+    if step == "recover":  # nothing ran, so there is nothing to report
+        assert "stopped: no report" in stderr and "resume with the same command: membench run" in stderr
+        assert ends(home, run_set) == [] and not (home / "runs" / run_set / "report.json").exists()
+    else:
+        report = json.loads((home / "runs" / run_set / "report.json").read_text())
+        assert report.get("partial") is None and "stopped after the grid finished" in stderr
+        assert sorted(s for _, s in ends(home, run_set)) == ["completed", "completed"]
+        verified = run_cli("replay", str(home / "runs" / run_set / "events.avro"), "--verify", home=home)
+        assert verified.returncode == 0, verified.stdout + verified.stderr
