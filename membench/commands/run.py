@@ -301,6 +301,7 @@ def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, se
             done = queries.completed_units(warehouse, run_set)
             attempts = {u: n + 1 for u, n in queries.attempts_started(warehouse, run_set).items()}
             todo = [u for u in units if u.unit_id not in done]
+            # printed with the stop handlers installed (run_embedded): a signal from here on is a clean stop
             console.print(f"run set [bold]{run_set}[/]: {len(units)} units, {len(units) - len(todo)} already "
                           f"complete, {len(todo)} to {verb} with {workers} workers")
             if not todo and config.gateway is not None and config.gateway.settings.record:

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -30,9 +31,27 @@ print(json.dumps({"type": "turn", "text": "done waiting"}))
 
 
 def agent(tmp_path: Path, seconds: float) -> Path:
-    path = tmp_path / f"slow_{int(seconds)}.py"
+    # a name no other test's agent has: the test finds its process by it (wait_for_agent)
+    path = tmp_path / f"slow_{int(seconds)}_{uuid.uuid4().hex[:12]}.py"
     path.write_text(SLOW_AGENT.replace("SECONDS", str(seconds)))
     return path
+
+
+def wait_for_agent(proc: subprocess.Popen, agent_path: Path, timeout: float = 300) -> None:
+    """Until the agent's process runs (inside its sandbox, at /agent/<name>): the event a signal
+    must land in, waited for instead of a fixed sleep that a loaded machine can outrun."""
+    marker = f"/agent/{agent_path.name}".encode()
+    deadline = time.monotonic() + timeout
+    while True:
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                if marker in cmdline.read_bytes():
+                    return
+            except OSError:  # the process ended while we looked
+                pass
+        assert proc.poll() is None, f"membench exited {proc.returncode} before its agent ran"
+        assert time.monotonic() < deadline, f"the agent {agent_path.name} never started"
+        time.sleep(0.1)
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +70,7 @@ def start(home: Path, pack: Path, agent_path: Path, run_set: str, *more: str,
     return proc, err
 
 
-def wait_for(path: Path, text: str, timeout: float = 120) -> None:
+def wait_for(path: Path, text: str, timeout: float = 300) -> None:
     deadline = time.monotonic() + timeout
     while text not in (path.read_text() if path.exists() else ""):
         assert time.monotonic() < deadline, f"no {text!r} in {path.read_text() if path.exists() else ''}"
@@ -64,11 +83,12 @@ def ends(home: Path, run_set: str) -> list[tuple[str, str]]:
 
 
 def test_a_first_signal_lets_the_running_unit_finish_and_starts_no_other(home, bwrap_sandbox, tmp_path, pack):
-    proc, err = start(home, pack, agent(tmp_path, 2), "graceful", "--stop-grace", "120")
-    wait_for(err, "to run with 1 workers")
-    time.sleep(1.5)  # inside the first unit's first session
+    slow = agent(tmp_path, 4)  # the signal lands in its first session, long before it ends
+    proc, err = start(home, pack, slow, "graceful", "--stop-grace", "300")
+    wait_for(err, "to run with 1 workers")  # printed once the stop handlers are installed
+    wait_for_agent(proc, slow)
     proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=300)
+    out, _ = proc.communicate(timeout=600)
     stderr = err.read_text()
     assert proc.returncode == 130, stderr
     assert "SIGTERM received: no further unit starts" in stderr
@@ -87,16 +107,17 @@ def test_a_first_signal_lets_the_running_unit_finish_and_starts_no_other(home, b
 
 
 def test_a_second_signal_kills_the_running_sandbox_and_the_log_still_verifies(home, bwrap_sandbox, tmp_path, pack):
-    proc, err = start(home, pack, agent(tmp_path, 300), "killed")
-    wait_for(err, "to run with 1 workers")
-    time.sleep(1.5)
+    slow = agent(tmp_path, 900)
+    proc, err = start(home, pack, slow, "killed", "--stop-grace", "900")
+    wait_for(err, "to run with 1 workers")  # printed once the stop handlers are installed
+    wait_for_agent(proc, slow)
     started = time.monotonic()
     proc.send_signal(signal.SIGINT)
-    wait_for(err, "SIGINT received: no further unit starts", timeout=30)
+    wait_for(err, "SIGINT received: no further unit starts")
     proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=120)
+    proc.communicate(timeout=600)
     assert proc.returncode == 130, err.read_text()
-    assert time.monotonic() - started < 60  # not the agent's 300 s
+    assert time.monotonic() - started < 600  # the second signal, not the agent's 900 s or the grace period
     stderr = err.read_text()
     assert "SIGINT received again" in stderr and "closed at seq" in stderr
     assert [s for _, s in ends(home, "killed")] == ["abandoned"]
