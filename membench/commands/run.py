@@ -239,22 +239,40 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
     A first SIGINT/SIGTERM starts no further unit and gives the running ones `stop_grace` seconds; a
     second one (or the period's end) fences the log and kills their sandboxes (membench/stopping.py).
     Every unfinished attempt is then closed `RunEnded{abandoned}`, the report is written marked
-    `partial`, the command to resume is printed, and the exit status is 130."""
+    `partial`, the command to resume is printed, and the exit status is 130. A signal before the
+    grid (during recovery) starts no unit; one after it (the report, the log root) lets them be
+    written whole, then exits 130."""
+    from membench.log_root import record_path
+    from membench.stopping import GridStop
+
+    console = Console(stderr=True)
+    run_set = config.run_set
+    config = replace(config, blob_dir=settings.runs_dir / run_set / "blobs")  # large diffs, beside the log
+    root_file = record_path(settings.runs_dir, run_set)
+    # a first Ctrl-C / SIGTERM starts no further unit and gives the running ones a grace period; a
+    # second (or the period's end) fences the log and kills their sandboxes (membench/stopping.py).
+    # Installed around the whole body: a signal during recovery, the report or the log root is
+    # a stop too (exit 130), never a traceback or a death that leaves the log root unwritten.
+    stop = GridStop(stop_grace, say=lambda text: console.print(text, highlight=False, markup=False,
+                                                                soft_wrap=True))
+    with stop.installed():
+        _run_body(console, run_set, config, root_file, pack, units, sandbox_name, settings, workers,
+                  agent_for, verb, signer, report_options, stop)
+
+
+def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, settings, workers, agent_for,
+              verb, signer, report_options, stop) -> None:
     from membench.embedded import EmbeddedPipeline
-    from membench.log_root import LogRootError, check_warehouse, describes, read_record, record_path, warehouse_state
+    from membench.log_root import LogRootError, check_warehouse, describes, read_record, warehouse_state
     from producers.attempts import LogError, describe
     from producers.bus.base import run_set_log_path
-    from membench.stopping import EXIT_STOPPED, GridStop, StoppableSandbox, run_units
+    from membench.stopping import EXIT_STOPPED, StoppableSandbox, run_units
     from producers.runner import run_unit
     from sandbox.registry import get_sandbox
     from warehouse import queries
     from membench.report_inputs import build_full_report
     from reports.build import ReportError
 
-    console = Console(stderr=True)
-    run_set = config.run_set
-    config = replace(config, blob_dir=settings.runs_dir / run_set / "blobs")  # large diffs, beside the log
-    root_file = record_path(settings.runs_dir, run_set)
     warehouse = open_warehouse(settings)
     try:
         if root_file.exists():
@@ -267,6 +285,7 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
                 if problems:
                     refuse(console, problems, verb)
         pipeline = EmbeddedPipeline(run_set_log_path(settings.runs_dir, run_set), warehouse)
+        stop.on_kill.append(pipeline.fence)
         try:
             try:
                 recovery = pipeline.recover(run_set)
@@ -282,6 +301,7 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
             done = queries.completed_units(warehouse, run_set)
             attempts = {u: n + 1 for u, n in queries.attempts_started(warehouse, run_set).items()}
             todo = [u for u in units if u.unit_id not in done]
+            # printed with the stop handlers installed (run_embedded): a signal from here on is a clean stop
             console.print(f"run set [bold]{run_set}[/]: {len(units)} units, {len(units) - len(todo)} already "
                           f"complete, {len(todo)} to {verb} with {workers} workers")
             if not todo and config.gateway is not None and config.gateway.settings.record:
@@ -289,21 +309,17 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
                 console.print(f"--model-record: nothing was recorded: every unit of run set {run_set} is already "
                               "complete, so no model was called; to record this grid, run it into a new run set "
                               "(--run-set NAME)", highlight=False, markup=False, soft_wrap=True)
-            # a first Ctrl-C / SIGTERM starts no further unit and gives the running ones a grace period; a
-            # second (or the period's end) fences the log and kills their sandboxes (membench/stopping.py)
-            stop = GridStop(stop_grace, say=lambda text: console.print(text, highlight=False, markup=False,
-                                                                        soft_wrap=True))
-            stop.on_kill.append(pipeline.fence)
             sandbox = StoppableSandbox(get_sandbox(sandbox_name), stop.killed)
             with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), console=console, transient=False) as progress, stop.installed():
+                          TimeElapsedColumn(), console=console, transient=False) as progress:
                 bar = progress.add_task("units", total=len(todo))
                 not_started = run_units(
                     lambda unit: run_unit(pack, unit, config, sandbox, pipeline.publish, attempts.get(unit.unit_id, 1),
                                           agent_for(unit) if agent_for else None),
                     todo, workers, lambda unit, run_id: progress.update(bar, advance=1, description=unit.unit_id),
                     stop)
-            abandoned = pipeline.close_open(run_set) if stop.asked else []
+            cut = stop.asked  # the grid was stopped (a later signal finds it complete)
+            abandoned = pipeline.close_open(run_set) if cut else []
             for event in abandoned:
                 console.print(describe(event), highlight=False, markup=False, soft_wrap=True)
         finally:
@@ -321,7 +337,7 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
         warehouse.close()
     write_log_root(console, root_file, state, signer, settings.warehouse)
     resume = None
-    if stop.asked:
+    if cut:
         resume = "membench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
         if refused is None:
             from reports.model import PartialRun
@@ -329,13 +345,17 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
             report = replace(report, partial=PartialRun(
                 reason="stopped by a signal before the grid finished", units_planned=len(units),
                 units_not_started=len(not_started), attempts_abandoned=len(abandoned), resume=resume))
+    if refused is not None and cut:  # e.g. stopped before any unit ran: nothing to report, still a stop
+        console.print(f"stopped: no report ({refused}); resume with the same command: {resume}",
+                      highlight=False, markup=False, soft_wrap=True)
+        raise SystemExit(EXIT_STOPPED)
     if refused is not None:  # what ran is recorded (log, warehouse, log root); only the report is not written
         raise UsageError(f"{refused}; the run set is recorded, rebuild its report with `membench report {run_set}`")
     out = write_report(settings, report, secrets)
     print_table(Console(), report)
     console.print(f"report: {out / 'report.json'}  ·  log: {out / 'events.avro'}  ·  log root: {state.root}",
                   highlight=False, markup=False, soft_wrap=True)
-    if stop.asked:
+    if cut:
         console.print(f"stopped: the report is partial ({len(not_started)} units not started, {len(abandoned)} "
                       f"attempts closed as abandoned); resume with the same command: {resume}",
                       highlight=False, markup=False, soft_wrap=True)
@@ -343,6 +363,10 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
         sys.stderr.flush()
         if any(t.name.startswith("membench-unit") and t.is_alive() for t in threading.enumerate()):
             os._exit(EXIT_STOPPED)  # a unit thread still blocked (its log is fenced): do not wait for it
+        raise SystemExit(EXIT_STOPPED)
+    if stop.asked:  # the signal came after the grid: what ran is complete and written
+        console.print("stopped after the grid finished: the report and the log root are complete",
+                      highlight=False, markup=False, soft_wrap=True)
         raise SystemExit(EXIT_STOPPED)
 
 

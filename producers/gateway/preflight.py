@@ -13,8 +13,11 @@ The probe runs twice in a run's life (docs/gateway.md, "Pre-flight"):
   the gateway probes the *configured* model again. A failing probe proves the harness is
   misconfigured (the unit is excluded, `model_misconfigured`); a passing one proves the refused
   request was the agent's own choice (its path or its model), which counts against the agent as
-  any other 4xx does. The probe never uses a model the agent named, except to prove a refused key
-  (401/403 hold for any model): an agent cannot exclude its own cell by asking for a bogus model.
+  any other 4xx does. The probe only ever uses a target the run configured for that caller, never
+  the model or path the agent named: a refusal on a provider the run never configured for it (or
+  anything a `command:` agent calls) proves nothing, and on another wire API of a configured
+  provider only a refused key does (ModelGateway.verify). An agent cannot exclude its own cell by
+  asking for a bogus model or calling another provider.
 
 The probe's call is a `ModelCall` payload of purpose `preflight`, built by the same code as every
 other; it is returned to the caller, never written to a run's log, so it is in no cell's tokens or

@@ -25,7 +25,8 @@ misconfigured). The agent gets an error answer
 the agent then raises it and the runner records the unit as `excluded` with the reason
 (`model_unavailable`, `model_replay_miss`, `model_misconfigured`) — never as an agent failure. A
 4xx other than 429 (e.g. a context that is too long, or a model the agent chose itself) is the
-agent's own request: passed through, status `client_error`, not excluding.
+agent's own request: passed through, status `client_error`, not excluding; so is a call to a
+provider the run never configured for the caller (no upstream: a 404 from the gateway).
 """
 
 from __future__ import annotations
@@ -106,24 +107,27 @@ class ModelGateway:
         self.replay = replay
         self.targets = tuple(targets)  # preflight.Target: what the run is configured to call
 
-    def verify(self, provider: str, api: str, role: str, requested: str | None):
-        """After a refused call: the gateway's own probe (preflight.py). The configured model of this
-        role and API is probed; with none configured (a `command:` agent) the requested model is,
-        but then only a refused key (401/403, whatever the model) proves anything. Returns the failing
-        ProbeResult when the harness is proven misconfigured, else None."""
-        from producers.gateway.preflight import Target, probe
+    def verify(self, provider: str, api: str, role: str):
+        """After a refused call: the gateway's own probe (preflight.py) of what the harness configured
+        for this role, never of the model or path the agent requested (an agent could name a bogus
+        one, or another provider's path, to exclude its own cell). The configured
+        target of this (provider, API, role) is probed, and any refusal it meets (key, wire API,
+        model) proves the harness misconfigured. With none, a configured target of the same provider
+        and role is probed (another wire API), and only a refused key proves anything (a key is the
+        provider's, whatever the path). A provider the harness never configured for this role — and
+        so anything a `command:` agent calls — proves nothing: the refusal is the agent's own.
+        Returns the failing ProbeResult when the harness is proven misconfigured, else None."""
+        from producers.gateway.preflight import probe
 
-        target = next((t for t in self.targets if (t.provider, t.api, t.role) == (provider, api, role)), None)
-        if target is None and requested:
-            target = Target(provider, api, requested, role, f"the {role}'s own model")
+        same = [t for t in self.targets if (t.provider, t.role) == (provider, role)]
+        target = next((t for t in same if t.api == api), None)
+        proofs: tuple[str, ...] = ("key", "wire_api", "model")
+        if target is None and same:
+            target, proofs = same[0], ("key",)
         if target is None:
             return None
         result = probe(self, target)
-        if result.ok or result.problem not in ("key", "wire_api", "model"):
-            return None
-        if target not in self.targets and result.problem != "key":
-            return None
-        return result
+        return None if result.ok or result.problem not in proofs else result
 
     @property
     def mode(self) -> str:
@@ -199,7 +203,8 @@ class Channel:
 
     @property
     def role(self) -> str:
-        """Whose configured model a refused call is checked against (ModelGateway.verify)."""
+        """Whose configured model a refused call is checked against (ModelGateway.verify); the model
+        user's channel (producers/transfer/model_user.py, `_UserChannel`) answers `user`."""
         return "memory" if self.purpose == "memory" else "agent"
 
     @property
@@ -386,8 +391,13 @@ class _ModelCall:
     def _forward(self, settings: GatewaySettings) -> None:
         base = settings.base_url(self.provider)
         if base is None:
-            self.channel.fail(ModelUnavailable(f"no upstream configured for {self.provider} (--model-base-url)"))
-            self._refuse(502, "upstream_unreachable", "model_unavailable", f"no upstream for {self.provider}")
+            message = f"no upstream configured for {self.provider} (--model-base-url)"
+            if any((t.provider, t.role) == (self.provider, self.channel.role) for t in self.channel.gateway.targets):
+                # the harness configured this provider for this caller and gave it no upstream
+                self.channel.fail(ModelMisconfigured(f"the model is misconfigured: {message}"))
+                self._refuse(502, "misconfigured", "model_misconfigured", message)
+            else:  # a provider the run never configured for this caller: the agent's own request, not an exclusion
+                self._refuse(404, "client_error", "not_found", f"{message}: this run does not serve it")
             return
         url = urlsplit(base)
         suffix = self.handler.path[3:] if self.handler.path.startswith("/v1/") else self.handler.path
@@ -427,10 +437,11 @@ class _ModelCall:
             if self.channel.checked:
                 return
             self.channel.checked = True
-        found = self.channel.gateway.verify(self.provider, self.api, self.channel.role, self.model)
-        if found is not None:
-            self.status, self.error = "misconfigured", found.message
-            self.channel.fail(ModelMisconfigured(f"the model is misconfigured: {found.message}"))
+        found = self.channel.gateway.verify(self.provider, self.api, self.channel.role)
+        if found is not None:  # the probe's message may quote the upstream's answer: redacted like any
+            message = error_text(found.message, tuple(self.channel.gateway.settings.keys.values()))
+            self.status, self.error = "misconfigured", message
+            self.channel.fail(ModelMisconfigured(f"the model is misconfigured: {message}"))
 
     def _unavailable(self, status: str, message: str) -> None:
         if self.channel.closing:  # cut by the session's end, not the upstream's failure

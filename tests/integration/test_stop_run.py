@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -30,9 +31,27 @@ print(json.dumps({"type": "turn", "text": "done waiting"}))
 
 
 def agent(tmp_path: Path, seconds: float) -> Path:
-    path = tmp_path / f"slow_{int(seconds)}.py"
+    # a name no other test's agent has: the test finds its process by it (wait_for_agent)
+    path = tmp_path / f"slow_{int(seconds)}_{uuid.uuid4().hex[:12]}.py"
     path.write_text(SLOW_AGENT.replace("SECONDS", str(seconds)))
     return path
+
+
+def wait_for_agent(proc: subprocess.Popen, agent_path: Path, timeout: float = 300) -> None:
+    """Until the agent's process runs (inside its sandbox, at /agent/<name>): the event a signal
+    must land in, waited for instead of a fixed sleep that a loaded machine can outrun."""
+    marker = f"/agent/{agent_path.name}".encode()
+    deadline = time.monotonic() + timeout
+    while True:
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                if marker in cmdline.read_bytes():
+                    return
+            except OSError:  # the process ended while we looked
+                pass
+        assert proc.poll() is None, f"membench exited {proc.returncode} before its agent ran"
+        assert time.monotonic() < deadline, f"the agent {agent_path.name} never started"
+        time.sleep(0.1)
 
 
 @pytest.fixture(scope="module")
@@ -41,16 +60,17 @@ def pack(tmp_path_factory) -> Path:
     return smoke_cut_to(tmp_path_factory.mktemp("pack") / "smoke-currency")
 
 
-def start(home: Path, pack: Path, agent_path: Path, run_set: str, *more: str) -> tuple[subprocess.Popen, Path]:
+def start(home: Path, pack: Path, agent_path: Path, run_set: str, *more: str,
+          program: tuple[str, ...] = ("-m", "membench")) -> tuple[subprocess.Popen, Path]:
     err = home.parent / f"{run_set}.stderr"
-    proc = subprocess.Popen([sys.executable, "-m", "membench", "run", str(pack), "--agent", f"command:{agent_path}",
+    proc = subprocess.Popen([sys.executable, *program, "run", str(pack), "--agent", f"command:{agent_path}",
                              "--conditions", "B0,B5", "--seeds", "1", "--run-set", run_set, "--workers", "1", *more],
                             env={**os.environ, "MEMBENCH_HOME": str(home)}, cwd=str(home.parent),
                             stdout=subprocess.PIPE, stderr=err.open("w"), text=True)
     return proc, err
 
 
-def wait_for(path: Path, text: str, timeout: float = 120) -> None:
+def wait_for(path: Path, text: str, timeout: float = 300) -> None:
     deadline = time.monotonic() + timeout
     while text not in (path.read_text() if path.exists() else ""):
         assert time.monotonic() < deadline, f"no {text!r} in {path.read_text() if path.exists() else ''}"
@@ -63,11 +83,12 @@ def ends(home: Path, run_set: str) -> list[tuple[str, str]]:
 
 
 def test_a_first_signal_lets_the_running_unit_finish_and_starts_no_other(home, bwrap_sandbox, tmp_path, pack):
-    proc, err = start(home, pack, agent(tmp_path, 2), "graceful", "--stop-grace", "120")
-    wait_for(err, "to run with 1 workers")
-    time.sleep(1.5)  # inside the first unit's first session
+    slow = agent(tmp_path, 4)  # the signal lands in its first session, long before it ends
+    proc, err = start(home, pack, slow, "graceful", "--stop-grace", "300")
+    wait_for(err, "to run with 1 workers")  # printed once the stop handlers are installed
+    wait_for_agent(proc, slow)
     proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=300)
+    out, _ = proc.communicate(timeout=600)
     stderr = err.read_text()
     assert proc.returncode == 130, stderr
     assert "SIGTERM received: no further unit starts" in stderr
@@ -86,16 +107,17 @@ def test_a_first_signal_lets_the_running_unit_finish_and_starts_no_other(home, b
 
 
 def test_a_second_signal_kills_the_running_sandbox_and_the_log_still_verifies(home, bwrap_sandbox, tmp_path, pack):
-    proc, err = start(home, pack, agent(tmp_path, 300), "killed")
-    wait_for(err, "to run with 1 workers")
-    time.sleep(1.5)
+    slow = agent(tmp_path, 900)
+    proc, err = start(home, pack, slow, "killed", "--stop-grace", "900")
+    wait_for(err, "to run with 1 workers")  # printed once the stop handlers are installed
+    wait_for_agent(proc, slow)
     started = time.monotonic()
     proc.send_signal(signal.SIGINT)
-    wait_for(err, "SIGINT received: no further unit starts", timeout=30)
+    wait_for(err, "SIGINT received: no further unit starts")
     proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=120)
+    proc.communicate(timeout=600)
     assert proc.returncode == 130, err.read_text()
-    assert time.monotonic() - started < 60  # not the agent's 300 s
+    assert time.monotonic() - started < 600  # the second signal, not the agent's 900 s or the grace period
     stderr = err.read_text()
     assert "SIGINT received again" in stderr and "closed at seq" in stderr
     assert [s for _, s in ends(home, "killed")] == ["abandoned"]
@@ -103,3 +125,43 @@ def test_a_second_signal_kills_the_running_sandbox_and_the_log_still_verifies(ho
     assert verified.returncode == 0, verified.stdout + verified.stderr
     report = json.loads((home / "runs" / "killed" / "report.json").read_text())
     assert report["partial"]["attempts_abandoned"] == 1 and report["partial"]["units_not_started"] == 1
+
+
+# `membench` with one step of run_embedded wrapped so the process signals itself while that step runs
+SIGNAL_DURING = """import os, signal, sys
+import membench.commands.run as run
+import membench.embedded as embedded
+owner, name = (embedded.EmbeddedPipeline, "recover") if STEP == "recover" else (run, "write_log_root")
+original = getattr(owner, name)
+def signalled(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGTERM)
+    return original(*args, **kwargs)
+setattr(owner, name, signalled)
+from membench.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("step", ["recover", "write_log_root"])
+def test_a_signal_outside_the_grid_is_a_clean_stop_too(home, bwrap_sandbox, tmp_path, pack, step):
+    """Issue 30 review: the handlers cover the whole run, not only the grid. A SIGTERM during the
+    recovery starts no unit (no report: nothing ran; exit 130); one while the log root is written lets
+    it and the complete report be written, then exits 130. Without them the process died of the
+    signal (-15) with no log root."""
+    wrapper = tmp_path / "membench_signalled.py"
+    wrapper.write_text(SIGNAL_DURING.replace("STEP", repr(step)))
+    run_set = f"signal-{step.replace('_', '-')}"
+    proc, err = start(home, pack, agent(tmp_path, 0), run_set, program=(str(wrapper),))
+    proc.communicate(timeout=300)
+    stderr = err.read_text()
+    assert proc.returncode == 130, stderr
+    assert "SIGTERM received" in stderr and (home / "runs" / run_set / "log_root.json").exists()
+    if step == "recover":  # nothing ran, so there is nothing to report
+        assert "stopped: no report" in stderr and "resume with the same command: membench run" in stderr
+        assert ends(home, run_set) == [] and not (home / "runs" / run_set / "report.json").exists()
+    else:
+        report = json.loads((home / "runs" / run_set / "report.json").read_text())
+        assert report.get("partial") is None and "stopped after the grid finished" in stderr
+        assert sorted(s for _, s in ends(home, run_set)) == ["completed", "completed"]
+        verified = run_cli("replay", str(home / "runs" / run_set / "events.avro"), "--verify", home=home)
+        assert verified.returncode == 0, verified.stdout + verified.stderr

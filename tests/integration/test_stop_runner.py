@@ -14,6 +14,7 @@ import pytest
 from tests.conftest import run_cli
 from tests.integration.kafka_helpers import SINGLE, membench, namespace, require_broker
 from tests.integration.pack_helpers import smoke_cut_to
+from tests.integration.test_stop_run import agent, wait_for_agent
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka]
 
@@ -22,8 +23,7 @@ def test_a_signalled_runner_finishes_its_unit_and_leaves_the_rest_queued(tmp_pat
     require_broker()
     home = tmp_path / "home"
     pack = smoke_cut_to(tmp_path / "smoke-currency")  # B0 and B5 at one seed: two orders
-    slow = tmp_path / "slow.py"
-    slow.write_text("import json, time\ntime.sleep(2)\nprint(json.dumps({'type': 'turn', 'text': 'waited'}))\n")
+    slow = agent(tmp_path, 4)  # the signal lands in its first session, long before it ends
     dsn = f"kafka://{SINGLE}/{namespace()}"
     grid = ["run", str(pack), "--agent", f"command:{slow}", "--conditions", "B0,B5", "--seeds", "1", "--bus", dsn]
     run_set = run_cli(*grid, "--enqueue", home=home, check=True).stdout.strip().splitlines()[-1]
@@ -31,10 +31,11 @@ def test_a_signalled_runner_finishes_its_unit_and_leaves_the_rest_queued(tmp_pat
     log = tmp_path / "runner.log"
     with log.open("w") as handle:
         proc = membench("runner", "--bus", dsn, "--stop-grace", "120", home=home, stdout=handle, stderr=handle)
-    deadline = time.monotonic() + 180
-    while "claimed" not in log.read_text():
+    deadline = time.monotonic() + 300
+    while "claimed" not in log.read_text():  # printed with the stop handlers installed
         assert time.monotonic() < deadline and proc.poll() is None, log.read_text()
         time.sleep(0.2)
+    wait_for_agent(proc, slow)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=300) == 130, log.read_text()
     text = log.read_text()

@@ -114,15 +114,39 @@ def test_an_agents_own_bad_model_is_not_an_exclusion():
     assert probe_body["model"] == "gpt-4o-mini"  # the configured model, never the agent's
 
 
-def test_without_a_configured_model_only_a_refused_key_is_proof():
-    """A `command:` agent names its own model: a 404 on it proves nothing (the agent could name a
-    bogus one to exclude itself), but a 401 holds for any model."""
+def test_without_a_configured_model_no_refusal_is_proof():
+    """A `command:` agent names its own model and path: neither a 404 on a bogus model nor a 401
+    proves the harness misconfigured (the agent could provoke either to exclude its own cell), and
+    nothing is probed."""
     with ScriptedUpstream(models=("real-model",)) as upstream:
         channel, calls, _ = _agent_call(upstream, GatewaySettings({"*": upstream.base_url}), [], "bogus")
     assert channel.failure is None and calls[0]["status"] == "client_error"
     with ScriptedUpstream(key=KEY) as upstream:
         channel, calls, _ = _agent_call(upstream, GatewaySettings({"*": upstream.base_url}), [], "anything")
-    assert isinstance(channel.failure, ModelMisconfigured) and calls[0]["status"] == "misconfigured"
+    assert channel.failure is None and calls[0]["status"] == "client_error" and len(upstream.requests) == 1
+
+
+def test_a_refusal_on_a_provider_the_run_never_configured_is_the_agents_own():
+    """Issue 30 review: a codex run with only an OpenAI key; the agent POSTs Anthropic's
+    /v1/messages, which has no key, and is refused 401. That proves nothing about the harness: no
+    probe, no exclusion, the agent's client_error. The control: the same refusal on the configured
+    provider's other wire API probes the configured target (never the agent's model) and a refused
+    key there is proof."""
+    events = Events()
+    with ScriptedUpstream(key=KEY) as upstream:
+        gateway = ModelGateway(GatewaySettings({"*": upstream.base_url}, {"openai": KEY}), targets=[CODEX])
+        with gateway.open_channel("suite/task/B0/1", events) as channel:
+            status, _ = post(channel, "/v1/messages", {"model": "claude-x", "max_tokens": 1,
+                                                       "messages": [{"role": "user", "content": "hi"}]})
+    assert status == 401 and channel.failure is None
+    assert [c["status"] for c in events.of("ModelCall")] == ["client_error"] and len(upstream.requests) == 1
+    # the control: a wrong OpenAI key, the agent asks for Chat Completions and its own model
+    with ScriptedUpstream(key=KEY) as upstream:
+        channel, calls, status = _agent_call(upstream, GatewaySettings({"*": upstream.base_url}, {"openai": "bad"}),
+                                             [CODEX], "agents-own-model")
+        probed = upstream.requests[1]
+    assert status == 401 and isinstance(channel.failure, ModelMisconfigured) and calls[0]["status"] == "misconfigured"
+    assert probed["path"] == "/v1/responses" and json.loads(probed["body"])["model"] == "gpt-5-codex"
 
 
 @pytest.mark.parametrize("status", [400, 422])
@@ -161,3 +185,81 @@ def test_an_upstream_error_text_is_kept_with_the_key_redacted():
     assert status == 400 and calls[0]["status"] == "client_error"
     assert calls[0]["error"].startswith("HTTP 400: context too long for Bearer [redacted]")
     assert "plain-key-value-77" not in calls[0]["error"]
+
+
+def test_a_provider_with_no_upstream_is_the_agents_request_unless_the_run_configured_it():
+    """Issue 30 review: a run whose only upstream is OpenAI's; an agent POSTing Anthropic's path
+    gets a 404 that counts against it (client_error), it does not exclude its own unit. The
+    control: when the run configured that provider for the agent, the missing upstream is the
+    harness's (excluded model_misconfigured)."""
+    claude = Target("anthropic", "messages", "claude-x", "agent", "--agent claude-code:claude-x")
+    request = {"model": "claude-x", "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}
+    with ScriptedUpstream() as upstream:
+        for targets, expected in (([CODEX], "client_error"), ([claude], "misconfigured")):
+            events = Events()
+            gateway = ModelGateway(GatewaySettings({"openai": upstream.base_url}), targets=targets)
+            with gateway.open_channel("suite/task/B0/1", events) as channel:
+                status, body = post(channel, "/v1/messages", request)
+            (call,) = events.of("ModelCall")
+            assert call["status"] == expected and "no upstream configured for anthropic" in call["error"]
+            if expected == "client_error":
+                assert status == 404 and channel.failure is None
+            else:
+                assert status == 502 and isinstance(channel.failure, ModelMisconfigured)
+    assert upstream.requests == []
+
+
+def test_a_proven_misconfiguration_keeps_the_upstreams_words_with_the_key_redacted():
+    """Issue 30 review: the probe's message quotes the upstream's answer (up to 160 characters); an
+    upstream that echoes the key in a 404 'model not found' must not put it into the ModelCall's
+    error or the unit's exclusion reason."""
+    import http.server
+    import threading
+
+    class Echo(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            key = self.headers["Authorization"].removeprefix("Bearer ")
+            body = json.dumps({"error": {"message": f"model not found for key {key}"}}).encode()
+            self.send_response(404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        channel, calls, status = _agent_call(None, GatewaySettings({"*": f"http://127.0.0.1:{server.server_port}/v1"},
+                                                                   {"*": "plain-key-value-77"}), [CHAT], "gpt-4o-mini")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert status == 404 and calls[0]["status"] == "misconfigured"
+    assert isinstance(channel.failure, ModelMisconfigured)
+    assert "model not found for key [redacted]" in calls[0]["error"]
+    assert "plain-key-value-77" not in calls[0]["error"] and "plain-key-value-77" not in str(channel.failure)
+
+
+def test_the_model_users_refusal_is_checked_against_the_user_target():
+    """Issue 30 review (item 4): the transfer model user's channel checks a refusal against the
+    `--user model:M` target, not the agent's: the user's configured model is unknown to the
+    upstream while the agent's is known, so the probe (of the user's model) proves the harness
+    misconfigured. Checked against the agent's target, the probe would pass and the refusal would
+    count as the user's client_error."""
+    from producers.transfer.model_user import _UserChannel
+
+    user = Target("openai", "chat_completions", "user-model", "user", "--user model:user-model")
+    events = Events()
+    with ScriptedUpstream(models=("gpt-4o-mini",)) as upstream:
+        gateway = ModelGateway(GatewaySettings({"*": upstream.base_url}), targets=[CHAT, user])
+        with _UserChannel(gateway, "suite/task/B0/1", events) as channel:
+            status, _ = post(channel, "/v1/chat/completions", {"model": "user-model",
+                                                               "messages": [{"role": "user", "content": "hi"}]})
+        probed = json.loads(upstream.requests[1]["body"])["model"]
+    assert channel.role == "user" and probed == "user-model"
+    assert status == 404 and isinstance(channel.failure, ModelMisconfigured)
+    assert "--user model:user-model" in str(channel.failure)
