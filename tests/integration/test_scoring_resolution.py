@@ -3,8 +3,8 @@
 The same correct patch, submitted by an agent that timed out, is scored under both resolution
 policies: an imported A/B pack (`agent_must_finish`) and the same pack declared
 `patch_as_submitted`. session_results, run_results, failures and the report must agree in both;
-a citation under a condition without memory is no memory failure and shows in the contract panel;
-`remem`, the A/B bench's condition name, is accepted as a label of scored predictions."""
+`remem`, the A/B bench's condition name, is accepted as a label of scored predictions, and keeps the
+memory contract its pack declares (issue 25): a citation of an id that memory never held fails it."""
 
 from __future__ import annotations
 
@@ -80,8 +80,10 @@ def test_a_timed_out_agent_with_a_passing_patch_gets_one_verdict_per_policy(cli,
                      "WHERE kind = 'RunStarted' ORDER BY 1") == [["agent_must_finish"], ["patch_as_submitted"]]
 
     for scored in (ab_report, native_report):
-        # no memory read under the label: the contract is not applicable, the citation is no memory failure
+        # remem had memory — the pack declares what it held (issue 25) — so its contract applies: citing an id that
+        # memory never held fails the contract, a runtime failure apart from the task's verdict (timeout under
+        # agent_must_finish, resolved under patch_as_submitted), so no memory failure reason is counted
         assert scored["remem"]["memory_failure_counts"] == {}
         contract = scored["remem"]["memory_contract"]
-        assert contract["status_counts"] == {"not_applicable": 1} and contract["citations_without_memory"] == 1
+        assert contract["status_counts"] == {"failed": 1} and contract["citations_without_memory"] == 0
         assert scored["no_memory"]["memory_contract"]["citations_without_memory"] == 0
