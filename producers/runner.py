@@ -208,6 +208,15 @@ def _run_sessions(pack: Pack, seq: Sequence, base: dict[str, bytes], memory, age
                 "provenance_event_ids": list(item.provenance_event_ids), "content": bounded_text(item.text)})
 
 
+def verdict_payload(oracle_id: str, result) -> dict:
+    """The `OracleVerdict` payload of a scoring result (`sandbox.scoring.ScoreResult`)."""
+    return {"oracle_id": oracle_id, "outcome": result.outcome,
+            "cases": [{"case_id": c["case_id"], "outcome": c["outcome"], "duration_ms": c.get("duration_ms", 0)}
+                      for c in result.cases],
+            "exit_status": result.exit_status, "inconclusive": result.inconclusive,
+            "duration_ms": result.duration_ms, "isolation": result.isolation}
+
+
 def _act_and_score(pack: Pack, seq: Sequence, session, start: dict[str, bytes], workspace: Path, memory, agent,
                    emitter: RunEmitter, sandbox: Sandbox, config: RunConfig, base: dict[str, bytes] | None = None,
                    progress: _Progress | None = None) -> tuple[dict[str, bytes], AgentOutcome]:
@@ -253,12 +262,7 @@ def _act_and_score(pack: Pack, seq: Sequence, session, start: dict[str, bytes], 
             "diff_sha256": diff.sha256,
             **patch_fields("production_diff", production.text, config.blob_dir),
             **patch_fields("stripped_diff", stripped.text, config.blob_dir)})
-        emitter.emit("OracleVerdict", {
-            "oracle_id": session.oracle_id, "outcome": result.outcome,
-            "cases": [{"case_id": c["case_id"], "outcome": c["outcome"], "duration_ms": c.get("duration_ms", 0)}
-                      for c in result.cases],
-            "exit_status": result.exit_status, "inconclusive": result.inconclusive,
-            "duration_ms": result.duration_ms, "isolation": result.isolation}, visibility="harness")
+        emitter.emit("OracleVerdict", verdict_payload(session.oracle_id, result), visibility="harness")
         verdict_emitted = True
     except (IsolationUnavailable, ModelUnavailable):
         raise

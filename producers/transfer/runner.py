@@ -26,7 +26,7 @@ from producers.memory_systems.base import MemoryContext, MemoryItem, MemorySetup
 from producers.memory_systems.skill_bank import SkillBankMemory
 from producers.memory_systems.text import tfidf_scores
 from producers.runner import (PATCH_BROKE_SCORING, RunConfig, RunUnit, oracle_isolation_proven, patch_fields,
-                              run_id_for)
+                              run_id_for, verdict_payload)
 from producers.transfer.agent_bank import (AGENT, SCRIPTED, MountedBankAgent, distill_instruction,
                                            distill_with_agent, runs_in_sandbox)
 from producers.transfer.bank import (ABLATED, CONDITION_BANKS, LEARNED, NATIVE, check_frozen, copy_bank, distill,
@@ -190,12 +190,7 @@ def run_learning(study: Study, seed: int, config: RunConfig, sandbox: Sandbox, p
                           visibility="harness")
                     result = replace(result, outcome=PATCH_BROKE_SCORING)
                 _emit_patch(emitter, start, result.scored_tree, config)
-                emitter.emit("OracleVerdict", {
-                    "oracle_id": task.task_id, "outcome": result.outcome,
-                    "cases": [{"case_id": c["case_id"], "outcome": c["outcome"], "duration_ms": c.get("duration_ms", 0)}
-                              for c in result.cases],
-                    "exit_status": result.exit_status, "inconclusive": result.inconclusive,
-                    "duration_ms": result.duration_ms, "isolation": result.isolation}, visibility="harness")
+                emitter.emit("OracleVerdict", verdict_payload(task.task_id, result), visibility="harness")
                 if result.outcome == "isolation_unavailable":
                     raise IsolationUnavailable(result.detail)
                 emitter.emit("SessionEnded", {"session_index": index, "status": outcome.status})
