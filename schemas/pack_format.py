@@ -525,6 +525,12 @@ LITERAL_CONSTRUCTS = tuple(f"C{i}" for i in range(1, 9))
 
 
 def _check_decisive_literals(root: Path, seq: Sequence, format_version: int, where: str) -> None:
+    problem = decisive_literal_problem(root, seq, format_version)
+    if problem is not None:
+        raise PackError(f"{where}: {problem}")
+
+
+def decisive_literal_problem(root: Path, seq: Sequence, format_version: int) -> str | None:
     """Each decisive literal must occur in the scored session's hidden material (its oracle, or for a
     rules-scored session its hidden files and patch patterns): a misspelt one names nothing, and the
     gates keyed on it (no literal in an instruction or the public repository, no single event with all
@@ -532,23 +538,28 @@ def _check_decisive_literals(root: Path, seq: Sequence, format_version: int, whe
     C1-C8."""
     scored = seq.scored_session
     if scored.scoring is None:
-        texts = [read_input_text(root / "hidden" / seq.seq_id / f"{scored.oracle_id}.py", PackError)]
+        oracle = root / "hidden" / seq.seq_id / f"{scored.oracle_id}.py"
+        if not oracle.is_file():
+            return None  # reported as missing hidden material
+        texts = [read_input_text(oracle, PackError)]
         material = f"hidden/{seq.seq_id}/{scored.oracle_id}.py"
     else:
         base = root / "hidden" / seq.seq_id / scored.oracle_id
-        texts = [read_input_text(base / rel, PackError) for rel in scored.scoring.hidden_files]
+        texts = [read_input_text(base / rel, PackError) for rel in scored.scoring.hidden_files
+                 if (base / rel).is_file()]
         texts += list(scored.scoring.required_patch_patterns) + list(scored.scoring.forbidden_patch_patterns)
         material = f"the hidden files and patch patterns of session {scored.index}"
     for k, literal in enumerate(seq.decisive_literals):
         if not literal:
-            raise PackError(f"{where}: field 'decisive_literals[{k}]' is empty")
+            return f"field 'decisive_literals[{k}]' is empty"
         if not any(literal in text for text in texts):
             # the literal itself is not printed: in a finalized pack it holds a secret value
-            raise PackError(f"{where}: field 'decisive_literals[{k}]' occurs nowhere in {material}: "
-                            "a decisive literal must be a string the scored oracle checks (misspelt?)")
+            return (f"field 'decisive_literals[{k}]' occurs nowhere in {material}: "
+                    "a decisive literal must be a string the scored oracle checks (misspelt?)")
     if format_version >= 2 and seq.construct in LITERAL_CONSTRUCTS and not seq.decisive_literals:
-        raise PackError(f"{where}: field 'decisive_literals' is required for construct {seq.construct}: name the "
-                        "string(s) the scored oracle checks and only memory can supply")
+        return (f"field 'decisive_literals' is required for construct {seq.construct}: name the "
+                "string(s) the scored oracle checks and only memory can supply")
+    return None
 
 
 def _oracle_labels(raw: dict[str, Any], where: str) -> tuple[dict[str, Any], ...]:
