@@ -25,3 +25,16 @@ def test_one_row_per_scheduled_case_with_outcome_and_blocker():
 def test_an_excluded_run_has_no_case_rows():
     assert derived(events_of({}, ended="excluded", error="skill_bank_modified"), "TransferCase") == []
 
+
+
+def test_the_report_says_which_hard_caps_cannot_fire():
+    from reports.transfer import transfer_markdown
+
+    row = {"project": "escrow", "condition": "learned_bank", "runs": 1, "excluded": 0, "exclusion_reasons": {},
+           "ccpf_micro": 0.5, "weighted_score_mean": 50.0, "all_cases_pass_runs": 0, "caps_fired": [],
+           "cap_reasons": [], "dimensions": []}
+    section = {"baseline": None, "projects": [dict(row, caps_without_cases=["BOOT"])], "conditions": [], "banks": []}
+    text = transfer_markdown({"transfer": section})
+    assert "hard cap BOOT cannot fire without a case mapping" in text
+    # control: a project whose caps are all mapped says nothing of the kind
+    assert "cannot fire" not in transfer_markdown({"transfer": dict(section, projects=[row])})
