@@ -247,3 +247,15 @@ def test_ccpf_accepts_every_status_the_evaluator_emits():
     assert (run.passed, run.applicable, run.not_applicable_v1) == (1, 3, 1)
     assert run.statuses["blocked"] == 1 and "not_applicable" not in run.statuses
     assert ccpf(rows).runs[0].applicable == 3  # without a manifest too
+
+
+# ------------------------------------------------------------------------------ usage errors (exit 2)
+
+def test_the_cli_refuses_these_mistakes_as_usage_errors(cli_inproc, tmp_path):
+    study = _study(tmp_path, "study.json", lambda d: d.update(ablate_skil="L1-fees"))
+    proc = cli_inproc("transfer", str(study))
+    assert proc.returncode == 2 and "unknown key 'ablate_skil'; did you mean 'ablate_skill'?" in proc.stderr
+    copy = tmp_path / "copy"
+    finalize_pack(FIXTURES / "smoke", copy)
+    proc = cli_inproc("run", str(copy), "--conditions", "B0", "--seeds", "1")
+    assert proc.returncode == 2 and "Run the skeleton instead" in proc.stderr
