@@ -51,6 +51,19 @@ def test_every_manifest_key_is_in_the_guide():
     assert "`no_such_key`" not in text
 
 
-def test_example_manifest_is_valid_json():
+def test_pack_new_writes_the_guides_example(cli_inproc, tmp_path):
+    from producers.skeletons import EXAMPLE_PACK
+
     blocks = dict(BLOCK.findall(GUIDE.read_text(encoding="utf-8")))
-    assert json.loads(blocks["manifest.json"])["format"] == "membench-pack"
+    assert blocks == EXAMPLE_PACK  # the guide and `membench pack new` show the same pack
+    from click.testing import CliRunner
+
+    from membench.cli import main
+
+    out = tmp_path / "mine"  # `pack new` opens no warehouse, so click's runner in this process is enough
+    result = CliRunner().invoke(main, ["pack", "new", "mine", str(out)], env={"MEMBENCH_HOME": str(tmp_path / "h")})
+    assert result.exit_code == 0, result.output
+    assert load_pack(out).name == "mine" and json.loads((out / "manifest.json").read_text())["pack"] == "mine"
+    again = cli_inproc("pack", "new", "mine", str(out))
+    assert again.returncode == 2 and "already exists" in again.stderr
+    assert cli_inproc("pack", "new", "../x", str(tmp_path / "y")).returncode == 2
