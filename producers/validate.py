@@ -17,7 +17,7 @@ Static gates, per trap:
   them (event_fact_map), no single event contains every decisive literal, and for C7 no event
   contains a decisive literal at all (the answer must be composed);
 - `no_public_leak`: no decisive literal is in any session instruction or in the public repository
-  (the message names the literal's index and the secrets in it, never the value);
+  (the message names the literal's index and the trap's secrets, never the value);
 - `oracle_hidden`: no file of the base repository or of any reference solution equals an oracle
   (the oracle is mounted only into the scoring sandbox, never into a workspace).
 
