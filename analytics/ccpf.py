@@ -11,7 +11,8 @@ Applicability (EngramBench §4.1 and ``shared/external/README.md``):
   reached — a scheduled case with no outcome row counts as unreached;
 - without a manifest, the case rows given are the scheduled cases;
 - a case with status ``excluded`` is dropped from the denominator (it is "non-excluded
-  evaluation cases" that form C);
+  evaluation cases" that form C), and so is one the evaluator marked ``not_applicable`` (a V1
+  prerequisite it found unmet); a ``blocked`` case (a prerequisite case did not pass) stays in it;
 - agent-written tests never appear here: only hidden-evaluator cases are inputs.
 
 Averages: the *micro* average pools case-runs, Σ passed / Σ applicable, over all runs (the
@@ -27,7 +28,13 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-CASE_STATUSES = ("passed", "failed", "error", "unreached", "excluded")
+#: every status membench's evaluator emits (producers/transfer/evaluator.py) and EngramBench's CSVs use:
+#: ``blocked`` (a prerequisite case did not pass) stays in the denominator like a failure;
+#: ``not_applicable`` (the evaluator found a V1 prerequisite unmet) leaves it, like ``excluded``
+CASE_STATUSES = ("passed", "failed", "error", "unreached", "blocked", "not_applicable", "excluded")
+DROPPED_STATUSES = frozenset({"excluded", "not_applicable"})
+#: the same V1 checkpoint names as ``schemas.transfer_format.V1_CHECKPOINTS`` (analytics imports nothing
+#: of the project; tests/analytics/test_ccpf_vocabulary.py keeps the two equal)
 V1_PREREQUISITES = frozenset({"V1", "V1_CHECKPOINT", "FROZEN_V1_CHECKPOINT"})
 
 
@@ -88,7 +95,7 @@ class RunCCPF:
     passed: int
     applicable: int
     excluded: int  # status "excluded": dropped from the denominator
-    not_applicable_v1: int  # V1-prerequisite cases without a V1 checkpoint
+    not_applicable_v1: int  # V1-prerequisite cases without a V1 checkpoint, or marked not_applicable
     missing: int
     statuses: dict[str, int]
 
@@ -167,13 +174,16 @@ def ccpf(
                 if status is None:
                     missing += 1
                     status = "unreached"
-                if status == "excluded":
-                    excluded += 1
+                if status in DROPPED_STATUSES:
+                    excluded += status == "excluded"
+                    not_v1 += status == "not_applicable"
                     continue
                 statuses[status] += 1
         else:
             for status in cases.values():
-                if status == "excluded":
+                if status == "not_applicable":
+                    not_v1 += 1
+                elif status == "excluded":
                     excluded += 1
                 else:
                     statuses[status] += 1
@@ -186,7 +196,7 @@ def ccpf(
                 excluded=excluded,
                 not_applicable_v1=not_v1,
                 missing=missing,
-                statuses={s: statuses[s] for s in CASE_STATUSES if s != "excluded"},
+                statuses={s: statuses[s] for s in CASE_STATUSES if s not in DROPPED_STATUSES},
             )
         )
     runs.sort(key=lambda r: (r.task, r.run))

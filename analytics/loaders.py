@@ -10,7 +10,7 @@ columns are ignored. ``passed``/``valid`` take 1/0, true/false, yes/no (any case
 ``construct`` means none. A repeated (unit, seed, condition) is an error (dedup belongs upstream).
 
 Cases CSV: columns ``run,task,case,status`` with status one of passed, failed, error, unreached,
-excluded (any case), and optional ``v1_checkpoint`` (binary, the same for every row of a
+blocked, not_applicable, excluded (any case; the statuses membench's evaluator emits), and optional ``v1_checkpoint`` (binary, the same for every row of a
 (run, task); absent or empty means no V1 checkpoint). A repeated (run, task, case) is an error, and
 so is a case missing from its task's manifest when one is given.
 

@@ -121,6 +121,12 @@ def find_secrets(home: Path, digests: list[str], pack_spec: str | None,
         except PackError as exc:
             return None, None, f"--pack: {exc}"
     candidates = [skeleton] if skeleton is not None else _builtin_dirs()
+    from producers.pack_resolver import finalized_skeleton_name
+
+    if skeleton is not None and finalized_skeleton_name(skeleton) is not None:
+        # a finalized copy has no placeholders but does have secrets: never report it as secret-free
+        return None, skeleton.name, (f"--pack {pack_spec} is a finalized copy; give the skeleton it was made from "
+                                     f"('{finalized_skeleton_name(skeleton)}') with --pack")
     for root in candidates:  # the run used the pack itself: it has no placeholders, hence no secrets
         if not has_placeholders(root) and pack_digest(root) == digest:
             return [], root.name, ""

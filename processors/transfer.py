@@ -17,8 +17,13 @@ At `RunEnded` of a run that carried an `EvaluatorPlan` it derives one `TransferR
   evaluation time = delivery (the public check) + freezing + testing, agent time = implementing.
   A phase lasts from its `TransferPhase` event to the next one (event timestamps: no clock here).
 
+It also derives one `TransferCase` per case the plan scheduled (derived v4, table `transfer_cases`):
+the case's dimension, weight and prerequisites from the plan, its status from its `EvaluatorCase`
+(`unreached` without one), whether it is applicable (every status but `not_applicable`), and for a
+`blocked` case the prerequisite cases that did not pass (`blocked_by`).
+
 An excluded run (`skill_bank_modified`, missing isolation) yields a TransferResult with
-`excluded` true and the reason, and no dimensions.
+`excluded` true and the reason, and no dimensions or cases.
 """
 
 from __future__ import annotations
@@ -139,6 +144,17 @@ class TransferFold:
                 reasons.append(f"{cap['cap_id']} (cap {cap['cap']:g}): case {', '.join(failing)} did not pass"
                                + (f" — {cap['invariant']}" if cap["invariant"] else ""))
                 capped = min(capped, cap["cap"])
+        for position, c in enumerate(self.plan["cases"]):
+            got = self.cases.get(c["case_id"], {})
+            prereqs = list(c.get("prerequisites", []))
+            out.append(make_derived(self.key, "TransferCase", event.seq, {
+                "project": self.key.task, "case_id": c["case_id"], "dimension": c["dimension"],
+                "weight": float(c["weight"]), "prerequisites": prereqs, "status": status[c["case_id"]],
+                "applicable": status[c["case_id"]] != "not_applicable",
+                "blocked_by": [q for q in prereqs if q in status and status[q] != "passed"]
+                if status[c["case_id"]] == "blocked" else [],
+                "position": position, "duration_ms": int(got.get("duration_ms", 0) or 0),
+                "evidence_sha256": str(got.get("evidence_sha256", "") or "")}, "case", c["case_id"]))
         count = lambda s: sum(1 for c in applicable if status[c["case_id"]] == s)  # noqa: E731
         out.insert(0, make_derived(self.key, "TransferResult", event.seq, {
             **base, "cases": len(self.plan["cases"]), "applicable": len(applicable), "passed": len(passed),

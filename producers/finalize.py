@@ -30,6 +30,7 @@ import hashlib
 import inspect
 import json
 import os
+import re
 import secrets
 import shutil
 import string
@@ -51,6 +52,70 @@ GENERATORS = {
     "int": lambda: str(1000 + secrets.randbelow(9000)),
 }
 assert tuple(GENERATORS) == SECRET_CLASSES
+# values each class can draw, edge shapes included (all digits, all letters, boundaries): a slot
+# pattern must find its answer under every one of them, or memory-literal fails that trap for some
+# draws only (a pattern that can never match its secret's class fails it always)
+SAMPLES = {
+    "hex8": ("0123abcd", "ffffffff", "13572468"),
+    "hex12": ("0123456789ab", "ffffffffffff", "135724681357"),
+    "hex16": ("0123456789abcdef", "ffffffffffffffff", "1357246813572468"),
+    "token": ("Ab3xYz09QwErTy12", "abcdefghijklmnop", "1234567890123456"),
+    "word": ("ABCDEFGH", "ZZZZZZZZ", "QWERTYUI"),
+    "int": ("1000", "9999", "4711"),
+}
+assert tuple(SAMPLES) == SECRET_CLASSES
+
+
+def slot_problem(name: str, answer: str, pattern: str, default: str, visible: list[str]) -> str | None:
+    """Why `scripted:memory-literal` could never fill slot NAME from what the agent sees, or None.
+
+    A slot whose answer is empty or its own default needs no memory (C5's out-of-scope slot, C9/C10's
+    "carry nothing over"); any other must be found by its pattern — group 1 equal to the answer — in
+    at least one agent-visible text (a session instruction, an event, the curated context). The
+    answer's value is never part of the message: it may be a secret."""
+    if not answer or answer == default:
+        return None
+    try:
+        compiled = re.compile(pattern)
+    except re.error as exc:
+        return f"slot '{name}': field 'pattern' is not a regex ({exc})"
+    for text in visible:
+        for found in compiled.finditer(text):
+            if found.group(1) == answer:
+                return None
+    return (f"slot '{name}': its pattern never captures its answer in any instruction, event or curated "
+            "context the agent sees (memory-literal could never pass this trap; check the pattern against "
+            "the secret class's value shape, docs/authoring.md)")
+
+
+def _sample(text: str, k: int) -> str:
+    return SECRET.sub(lambda m: SAMPLES[m.group(2)][k] if m.group(2) in SAMPLES else m.group(0), text)
+
+
+def skeleton_slot_problems(skeleton: Path, seq: dict[str, Any], where: str) -> list[str]:
+    """`slot_problem` for every slot of a skeleton's sequence, with each placeholder replaced by each
+    of its class's SAMPLES in turn (the pattern must hold for any value finalize may draw)."""
+    visible = [e.get("content", "") for e in seq.get("events", []) if isinstance(e, dict)]
+    visible += [s.get("instruction", "") for s in seq.get("sessions", []) if isinstance(s, dict)]
+    visible += [seq.get("curated_context") or ""]
+    visible = [t for t in visible if isinstance(t, str)]
+    problems = []
+    hidden = skeleton / "hidden" / str(seq.get("seq_id", "?"))
+    for path in sorted(hidden.glob("s*.solution.json")) if hidden.is_dir() else []:
+        try:
+            slots = json.loads(_read(path)).get("slots", {})
+        except (json.JSONDecodeError, AttributeError):
+            continue  # the loader names a malformed solution
+        for name, slot in slots.items() if isinstance(slots, dict) else ():
+            if not isinstance(slot, dict) or not all(isinstance(slot.get(k), str) for k in ("answer", "pattern", "default")):
+                continue
+            for k in range(3):
+                problem = slot_problem(name, _sample(slot["answer"], k), _sample(slot["pattern"], k),
+                                       _sample(slot["default"], k), [_sample(t, k) for t in visible])
+                if problem is not None:
+                    problems.append(f"{path}: sequence {seq.get('seq_id')}: {problem}")
+                    break
+    return problems
 
 _TEXT_SUFFIXES = {".py", ".json", ".md", ".txt", ".toml", ".cfg", ".ini", ".yaml", ".yml", ".csv", ".sha256", ""}
 
@@ -179,6 +244,7 @@ def scan_placeholders(skeleton: Path) -> dict[str, Any]:
                 if name not in entry["used"]:
                     entry["problems"].append(f"{where}: field 'secrets' declares '{name}', which no event, oracle "
                                              "or solution uses (unused placeholder)")
+        entry["problems"] += skeleton_slot_problems(skeleton, seq, where)
         for name in set(entry["used"]) | set(entry["declared"]):
             if name in owner and owner[name] != seq_id:
                 problem = (f"{where}: placeholder '{name}' is also used by sequence {owner[name]} "

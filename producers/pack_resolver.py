@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from producers.finalize import TargetExistsError, finalize_pack
@@ -32,8 +33,39 @@ def open_pack(spec: str, home: Path) -> Pack:
     root = resolve_pack_dir(spec)
     load_pack(root, check_hidden=True)  # reject a malformed skeleton before anything is written
     if not has_placeholders(root):
+        refuse_finalized_copy(root, home)
         return load_pack(root)
     return load_pack(finalized_copy(root, home))
+
+
+def finalized_skeleton_name(root: Path) -> str | None:
+    """The skeleton's name when ROOT is a finalized copy (its provenance.json is finalize's record),
+    else None."""
+    try:
+        record = json.loads((Path(root) / "provenance.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(record, dict) and "generator_sha256" in record and isinstance(record.get("sequences"), dict):
+        return str(record.get("skeleton") or "?")
+    return None
+
+
+def refuse_finalized_copy(root: Path, home: Path) -> None:
+    """A finalized copy given as PACK is refused (PackError, a usage error) unless it is the very copy
+    MEMBENCH_HOME/packs holds for its skeleton: run from anywhere else, its runs carry a digest no
+    finalized copy in MEMBENCH_HOME matches and a report cannot tell its secret values from its
+    text, so the canary proof is lost (`no_secrets`) without a word. The fix is to run the skeleton:
+    membench finalizes it once into MEMBENCH_HOME/packs and every run and report finds it there."""
+    skeleton = finalized_skeleton_name(root)
+    if skeleton is None:
+        return
+    packs = (Path(home) / "packs").resolve()
+    if Path(root).resolve().parent == packs:
+        return  # the cached copy itself: reports find it by digest in MEMBENCH_HOME/packs
+    raise PackError(f"{root}: is a finalized copy of the skeleton '{skeleton}' (its provenance.json is finalize's "
+                    "record); running it would lose the canary proof (the report could not recover its secrets). "
+                    f"Run the skeleton instead: membench run <path of {skeleton}> — membench finalizes it once into "
+                    "MEMBENCH_HOME/packs and every run and report of it uses that copy")
 
 
 def finalized_copy(root: Path, home: Path) -> Path:

@@ -7,16 +7,23 @@ Static gates, per trap:
   problem); it has at least one CSPRNG secret; every secret was injected into an agent-visible
   event and into hidden material; every decisive literal contains a generated secret; nothing that
   looks like a placeholder is left after finalizing;
+- `decisive_literals`: every decisive literal occurs in the scored session's oracle (a misspelt one
+  names nothing and the leak gates would check nothing); a format-2 pack's C1-C8 trap declares one;
+- `slot_patterns`: every slot of a reference solution whose answer needs memory (not empty, not its
+  default) is captured by its pattern in some agent-visible text (an instruction, an event, the
+  curated context), or `scripted:memory-literal` could never pass the trap;
 - `why_not_verbatim`: every non-C1 trap says why verbatim replay of one event is insufficient;
 - `no_single_event` (C2, C3, C6, C7): at least two required facts, no single event carries all of
   them (event_fact_map), no single event contains every decisive literal, and for C7 no event
   contains a decisive literal at all (the answer must be composed);
-- `no_public_leak`: no decisive literal is in any session instruction or in the public repository;
+- `no_public_leak`: no decisive literal is in any session instruction or in the public repository
+  (the message names the literal's index and the trap's secrets, never the value);
 - `oracle_hidden`: no file of the base repository or of any reference solution equals an oracle
   (the oracle is mounted only into the scoring sandbox, never into a workspace).
 
 Live gates, per statically valid trap (each a real run through the runner, scored in the sandbox):
-- `reference_passes`: `scripted:refsol` passes every session in order;
+- `reference_passes`: `scripted:refsol` passes every session in order (a failure names the
+  session and its failing oracle tests);
 - `b0_headroom`: `scripted:memory-literal` under B0 fails S3 for C1–C8, and passes it for C9/C10
   (there the trap runs the other way);
 - `verbatim_trap` (C9/C10 only): `scripted:memory-literal` under B5, a verbatim memory that
@@ -42,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from producers.finalize import finalize_pack, scan_placeholders, staged_directory
+from producers.finalize import finalize_pack, scan_placeholders, slot_problem, staged_directory
 from producers.pack_resolver import finalized_copy, resolve_pack_dir
 from producers.runner import RunConfig, RunUnit, run_unit
 from sandbox.base import Sandbox
@@ -56,6 +63,7 @@ from schemas.pack_format import (
     Pack,
     PackError,
     Sequence,
+    decisive_literal_problem,
     has_placeholders,
     load_pack,
     load_solution,
@@ -63,7 +71,8 @@ from schemas.pack_format import (
 )
 
 REVERSED_CONSTRUCTS = ("C9", "C10")
-STATIC_GATES = ("hidden_material", "secrets", "why_not_verbatim", "no_single_event", "no_public_leak", "oracle_hidden")
+STATIC_GATES = ("hidden_material", "secrets", "decisive_literals", "slot_patterns", "why_not_verbatim", "no_single_event",
+                "no_public_leak", "oracle_hidden")
 LIVE_GATES = ("reference_passes", "b0_headroom", "verbatim_trap")
 
 
@@ -159,7 +168,7 @@ def static_gates(pack: Pack, seq: Sequence, provenance: dict[str, Any] | None, b
             else:
                 oracles.append(oracle.read_bytes())
         try:
-            solutions.append(load_solution(pack.solution_path(seq, session), seq.seq_id))
+            solutions.append((session.index, load_solution(pack.solution_path(seq, session), seq.seq_id)))
         except PackError as exc:
             problems.append(f"session {session.index}: {exc}")
     v.gate("hidden_material", not problems, "; ".join(problems))
@@ -191,6 +200,16 @@ def static_gates(pack: Pack, seq: Sequence, provenance: dict[str, Any] | None, b
             v.gate("secrets", False, f"decisive literal {literal[0]!r} contains no generated secret")
         else:
             v.gate("secrets", True, ok=f"{len(record['secrets'])} secrets injected")
+    # decisive literals name something the scored oracle checks
+    problem = decisive_literal_problem(pack.root, seq, pack.format_version)
+    v.gate("decisive_literals", problem is None, problem or "",
+           ok=f"{len(seq.decisive_literals)} literals, each checked by the scored oracle")
+    # slot patterns can find their answers
+    visible = [e.content for e in seq.events] + [s.instruction for s in seq.sessions] + [seq.curated_context]
+    slot_problems = [f"session {sol_index}: {problem}" for sol_index, solution in solutions
+                     for name, slot in solution.slots.items()
+                     if (problem := slot_problem(name, slot.answer, slot.pattern, slot.default, visible)) is not None]
+    v.gate("slot_patterns", not slot_problems, "; ".join(slot_problems[:3]))
     # why not verbatim
     if seq.construct == "C1":
         v.gate("why_not_verbatim", True, ok="C1: verbatim retention is the construct")
@@ -216,17 +235,21 @@ def static_gates(pack: Pack, seq: Sequence, provenance: dict[str, Any] | None, b
             v.gate("no_single_event", True, ok=f"{len(required)} facts over {len(seq.event_fact_map)} events")
     # public leak
     leaks = []
-    for lit in seq.decisive_literals:
+    secret_names = _trap_secrets(pack, seq)
+    for k, lit in enumerate(seq.decisive_literals):
+        # named by index and the trap's secrets, never quoted: the literal holds a secret value, and this
+        # message goes to a terminal, a JSON report and CI logs
+        named = f"decisive_literals[{k}]" + (f" (trap secrets: {', '.join(secret_names)})" if secret_names else "")
         for session in seq.sessions:
             if lit in session.instruction:
-                leaks.append(f"session {session.index} instruction reveals {lit!r}")
+                leaks.append(f"session {session.index} instruction reveals {named}")
         for rel, content in base.items():
             if lit.encode() in content:
-                leaks.append(f"repository file {rel} contains {lit!r}")
+                leaks.append(f"repository file {rel} contains {named}")
     v.gate("no_public_leak", not leaks, "; ".join(leaks[:3]))
     # oracle hidden
     workspace_files = list(base.values())
-    for solution in solutions:
+    for _, solution in solutions:
         try:
             workspace_files += [t.encode() for t in solution.reference().values()]
         except KeyError:
@@ -236,6 +259,18 @@ def static_gates(pack: Pack, seq: Sequence, provenance: dict[str, Any] | None, b
     v.gate("oracle_hidden", not equal and not inside,
            "an oracle equals a workspace file" if equal else ("hidden/ lies inside a repository" if inside else ""))
     return v
+
+
+def _trap_secrets(pack: Pack, seq: Sequence) -> list[str]:
+    """The names of the trap's secrets (its declaration, else its provenance record): what a message
+    names instead of a value, which is never stored outside the trap's own material."""
+    if seq.secrets:
+        return sorted(seq.secrets)
+    provenance = pack.root / "provenance.json"
+    if provenance.is_file():
+        record = json.loads(provenance.read_text(encoding="utf-8")).get("sequences", {}).get(seq.seq_id, {})
+        return sorted(record.get("secrets", {}))
+    return []
 
 
 def _raw_sequence(pack: Pack, seq_id: str) -> dict[str, Any]:
@@ -252,6 +287,14 @@ class _Collector:
 
     def verdicts(self) -> dict[int, str]:
         return {e.session_index: e.payload["outcome"] for e in self.events if e.kind == "OracleVerdict"}
+
+    def failing_cases(self, session: int) -> str:
+        """' (failing: test_a, test_b)' — the oracle tests of SESSION that did not pass, or ''."""
+        for e in self.events:
+            if e.kind == "OracleVerdict" and e.session_index == session:
+                bad = [f"{c['case_id']} {c['outcome']}" for c in e.payload.get("cases", []) if c.get("outcome") != "pass"]
+                return f" (failing: {', '.join(bad[:5])}{', …' if len(bad) > 5 else ''})" if bad else ""
+        return ""
 
     def ended(self) -> tuple[str, str | None]:
         end = next((e for e in self.events if e.kind == "RunEnded"), None)
@@ -270,7 +313,8 @@ def live_gates(pack: Pack, seq: Sequence, verdict: TrapVerdict, sandbox: Sandbox
     ref = _live_run(pack, seq, "B0", "scripted:refsol", sandbox, timeout_s)
     status, error = ref.ended()
     outcomes = ref.verdicts()
-    failing = [f"S{i}: {outcomes.get(s.index, 'no verdict')}" for i, s in enumerate(seq.sessions, 1)
+    failing = [f"S{i}: {outcomes.get(s.index, 'no verdict')}{ref.failing_cases(s.index)}"
+               for i, s in enumerate(seq.sessions, 1)
                if getattr(s, "mode", "task") == "task" and outcomes.get(s.index) != "pass"]
     if status != "completed":
         verdict.gate("reference_passes", False, f"reference run ended {status} ({error})")

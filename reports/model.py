@@ -539,6 +539,8 @@ class TransferProjectRow:
     caps_fired: list[str]  # every cap that fired in any run
     cap_reasons: list[str]
     dimensions: list[TransferDimensionScore]
+    # hard caps whose manifest entry lists no case and cases.json maps none: they can never fire
+    caps_without_cases: list[str] | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,10 @@ BASELINE = "no_memory"
 CONDITION_ORDER = ("no_memory", "learned_bank", "native_bank", "ablated_bank")
 RESOURCE_METRICS = ("agent_turns", "user_turns", "patch_invocations", "compactions", "lines_added", "agent_time_ms",
                     "user_time_ms", "total_tokens")
-# evaluator statuses -> analytics.ccpf statuses: blocked and unreached cases stay in the denominator
+# evaluator statuses -> analytics.ccpf statuses (the same names): blocked and unreached cases stay in the
+# denominator, not_applicable leaves it
 CCPF_STATUS = {"passed": "passed", "failed": "failed", "error": "error", "unreached": "unreached",
-               "blocked": "unreached"}
+               "blocked": "blocked", "not_applicable": "not_applicable"}
 
 
 def _order(condition: str) -> tuple[int, str]:
@@ -51,6 +52,7 @@ def transfer_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[s
         dims[d["run_id"]].append(d)
     manifests: dict[str, EvaluatorManifest] = {}
     outcomes: dict[str, list[CaseOutcome]] = defaultdict(list)
+    unmapped: dict[str, list[str]] = {}  # run -> hard caps of its plan that no case can fire
     for row in warehouse.query_dicts(
             "SELECT run_id, kind, payload FROM trajectory_events WHERE run_set = {rs:String} "
             "AND kind IN ('EvaluatorPlan', 'EvaluatorCase') ORDER BY run_id, seq LIMIT 1 BY event_id", {"rs": run_set}):
@@ -58,6 +60,7 @@ def transfer_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[s
             continue
         p = json.loads(row["payload"])
         if row["kind"] == "EvaluatorPlan":
+            unmapped[row["run_id"]] = [c["cap_id"] for c in p.get("hard_caps", []) if not c.get("cases")]
             manifests[p["task_id"]] = EvaluatorManifest(p["task_id"], tuple(
                 ManifestCase(c["case_id"], c["dimension"], c["weight"], tuple(c["prerequisites"])) for c in p["cases"]))
         elif p["status"] in CCPF_STATUS:
@@ -99,7 +102,8 @@ def transfer_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[s
             weighted_score_mean=_mean([r["weighted_score"] for r in valid]),
             raw_score_mean=_mean([r["raw_score"] for r in valid]),
             all_cases_pass_runs=sum(1 for r in valid if r["all_cases_pass"]), caps_fired=fired,
-            cap_reasons=sorted({reason for r in valid for reason in r["cap_reasons"]}), dimensions=dimensions))
+            cap_reasons=sorted({reason for r in valid for reason in r["cap_reasons"]}), dimensions=dimensions,
+            caps_without_cases=sorted({c for r in rows for c in unmapped.get(r["run_id"], [])}) or None))
 
     by_condition: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in results:
@@ -177,6 +181,9 @@ def transfer_markdown(report: dict[str, Any]) -> str:
         out.append(f"- {p['project']} / {p['condition']}: {dims or '—'}")
         for reason in p["cap_reasons"]:
             out.append(f"  - cap fired: {reason}")
+        for cap in p.get("caps_without_cases") or ():
+            out.append(f"  - hard cap {cap} cannot fire without a case mapping (cases.json `hardCaps`, "
+                       "docs/transfer.md)")
         for reason, n in p["exclusion_reasons"].items():
             out.append(f"  - excluded ({n}): {reason}")
     if section["banks"]:

@@ -12,6 +12,7 @@ traceback), and any name in it that becomes a path component must be a plain nam
 
 from __future__ import annotations
 
+import difflib
 import re
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -108,3 +109,19 @@ def utf8_error_message(path: str | Path, data: bytes, offset: int, base: int = 0
 def read_input_text(path: str | Path, error: type[Exception], *, limit: int = MAX_INPUT_BYTES) -> str:
     """PATH as UTF-8 text, within the size limit (`read_input_bytes`, `decode_utf8`)."""
     return decode_utf8(read_input_bytes(path, error, limit=limit), path, error)
+
+
+def unknown_key_problem(obj: dict[str, Any], known: frozenset[str] | set[str] | tuple[str, ...],
+                        path: str = "") -> str | None:
+    """None when every key of OBJ is in KNOWN; otherwise one line naming the first unknown key (as a
+    key path under PATH, e.g. 'sequences[2].sessions[0].oracle') and the nearest known key, so a
+    misspelt field is refused instead of silently ignored (a loader that ignores it would fall back
+    to the field's default and run a different benchmark than the one authored)."""
+    for key in obj:
+        if key in known:
+            continue
+        name = f"{path}.{key}" if path else str(key)
+        near = difflib.get_close_matches(str(key), sorted(known), n=1, cutoff=0.6)
+        hint = f"; did you mean '{near[0]}'?" if near else f"; known keys: {', '.join(sorted(known))}"
+        return f"unknown key '{name}'{hint}"
+    return None

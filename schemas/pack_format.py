@@ -55,7 +55,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schemas.fields import PLAIN_NAME_RULE, is_plain_name, read_input_text, relative_path_problem, typed_field
+from schemas.fields import (PLAIN_NAME_RULE, is_plain_name, read_input_text, relative_path_problem, typed_field,
+                           unknown_key_problem)
 
 FORMAT = "membench-pack"
 CONSTRUCTS = tuple(f"C{i}" for i in range(1, 11))
@@ -84,6 +85,45 @@ NO_SINGLE_EVENT_CONSTRUCTS = ("C2", "C3", "C6", "C7")
 
 class PackError(ValueError):
     """A pack that cannot be used; the message names the file, the sequence and the field."""
+
+
+# Every key the format knows, per object (docs/authoring.md lists them with their meaning). Any other
+# key is refused with its key path and the nearest known key: a misspelt optional field would
+# otherwise fall back to its default silently. Keys marked "recorded" are kept in the manifest for
+# provenance and never read by membench (docs/authoring.md, "Fields membench does not read").
+MANIFEST_KEYS = frozenset({
+    "format", "format_version", "pack", "description", "repos", "sequences", "curated_context", "conditions",
+    "resolution_policy", "skill_bank",
+    "source",  # recorded: where an imported pack came from
+})
+SEQUENCE_KEYS = frozenset({
+    "seq_id", "construct", "family", "repo", "sessions", "events", "clean_start_s3", "oracle_labels",
+    "decisive_literals", "required_fact_ids", "event_fact_map", "why_not_verbatim", "gold_labels",
+    "curated_context", "secrets", "anti_hoarding", "skeleton_id", "source_memories",
+    # recorded: DreamBench-SWE's record fields and an importer's notes
+    "initial_state", "newest_event_heuristic_fails", "smoke", "timeout_ms",
+})
+SESSION_KEYS = frozenset({"index", "instruction", "oracle_id", "visible_files", "inject_after", "start_state", "mode",
+                          "scoring"})
+EVENT_KEYS = frozenset({"event_id", "after_session", "kind", "content", "scope"})
+SCOPE_KEYS = frozenset({"files", "symbols", "repo", "sequence_id"})
+SCORING_KEYS = frozenset({"commands", "hidden_files", "allowed_paths", "forbidden_paths", "required_patch_patterns",
+                          "forbidden_patch_patterns", "timeout_s"})
+ORACLE_LABEL_KEYS = frozenset({
+    "label_id", "type", "active_session", "event_ids", "fact_ids", "cases",
+    # recorded: DreamBench-SWE's per-type label detail (kept in the OracleLabel's `detail`)
+    "metric", "stale_fact", "active_fact", "old_memory", "new_memory", "bad_action", "required_memory",
+    "harmful_memory",
+})
+GOLD_LABEL_KEYS = frozenset({"label_id", "label_type", "active_session", "event_ids", "fact_ids"})
+SOLUTION_KEYS = frozenset({"files", "slots"})
+SLOT_KEYS = frozenset({"answer", "pattern", "default"})
+
+
+def _known(obj: dict[str, Any], known: frozenset[str], where: str, path: str = "") -> None:
+    problem = unknown_key_problem(obj, known, path)
+    if problem is not None:
+        raise PackError(f"{where}: {problem}")
 
 
 SESSION_MODES = ("task", "history")
@@ -273,6 +313,7 @@ def load_solution(path: Path, seq_id: str = "?") -> Solution:
         raise PackError(f"{where}: not valid JSON ({exc})") from None
     if not isinstance(raw, dict):
         raise PackError(f"{where}: must be a JSON object")
+    _known(raw, SOLUTION_KEYS, where)
     files = _require(raw, "files", dict, where)
     for rel in files:  # written into the agent's workspace by the scripted agents
         problem = relative_path_problem(rel)
@@ -281,6 +322,9 @@ def load_solution(path: Path, seq_id: str = "?") -> Solution:
     slots = {}
     for name, spec in _require(raw, "slots", dict, where).items():
         slot_where = f"{where}: slot '{name}'"
+        if not isinstance(spec, dict):
+            raise PackError(f"{slot_where}: must be an object {{answer, pattern, default}}")
+        _known(spec, SLOT_KEYS, where, f"slots.{name}")
         slots[name] = Slot(name, _require(spec, "answer", str, slot_where), _require(spec, "pattern", str, slot_where),
                            _require(spec, "default", str, slot_where))
         try:
@@ -310,6 +354,7 @@ def load_pack(root: Path, check_hidden: bool = True) -> Pack:
         raise PackError(f"{where}: must be a JSON object")
     if raw.get("format") != FORMAT:
         raise PackError(f"{where}: field 'format' must be '{FORMAT}'")
+    _known(raw, MANIFEST_KEYS, where)
     name = _plain_name(raw, "pack", where)
     format_version = raw.get("format_version", 1)
     if isinstance(format_version, bool) or not isinstance(format_version, int) or format_version not in (1, 2):
@@ -327,6 +372,7 @@ def load_pack(root: Path, check_hidden: bool = True) -> Pack:
         if not isinstance(seq_raw, dict):
             raise PackError(f"{seq_where}: must be an object")
         seq_id = _plain_name(seq_raw, "seq_id", seq_where)
+        _known(seq_raw, SEQUENCE_KEYS, f"{where}: sequence {seq_id}", f"sequences[{i}]")
         seq_where = f"{where}: sequence {seq_id}"
         if seq_id in seen:
             raise PackError(f"{seq_where}: field 'seq_id' is duplicated")
@@ -342,6 +388,7 @@ def load_pack(root: Path, check_hidden: bool = True) -> Pack:
             s_where = f"{seq_where}: sessions[{j}]"
             if not isinstance(s, dict):
                 raise PackError(f"{s_where}: must be an object")
+            _known(s, SESSION_KEYS, seq_where, f"sequences[{i}].sessions[{j}]")
             index = _require(s, "index", int, s_where)
             if index != j + 1:
                 raise PackError(f"{s_where}: field 'index' must be {j + 1}")
@@ -375,9 +422,11 @@ def load_pack(root: Path, check_hidden: bool = True) -> Pack:
             e_where = f"{seq_where}: events[{j}]"
             if not isinstance(e, dict):
                 raise PackError(f"{e_where}: must be an object")
+            _known(e, EVENT_KEYS, seq_where, f"sequences[{i}].events[{j}]")
             scope = e.get("scope", {}) or {}
             if not isinstance(scope, dict):
                 raise PackError(f"{e_where}: field 'scope' must be an object")
+            _known(scope, SCOPE_KEYS, seq_where, f"sequences[{i}].events[{j}].scope")
             for rel in _str_list(scope, "files", f"{e_where}: scope"):
                 problem = relative_path_problem(rel)
                 if problem is not None:
@@ -396,7 +445,7 @@ def load_pack(root: Path, check_hidden: bool = True) -> Pack:
         seq = Sequence(
             seq_id=seq_id, construct=construct, family=_require(seq_raw, "family", str, seq_where), repo=repo,
             sessions=tuple(sessions), events=tuple(events), clean_start_s3=clean,
-            oracle_labels=tuple(seq_raw.get("oracle_labels", [])),
+            oracle_labels=_oracle_labels(seq_raw, seq_where),
             decisive_literals=tuple(seq_raw.get("decisive_literals", [])),
             required_fact_ids=tuple(seq_raw.get("required_fact_ids", [])),
             event_fact_map=dict(seq_raw.get("event_fact_map", {})),
@@ -426,6 +475,7 @@ def load_pack(root: Path, check_hidden: bool = True) -> Pack:
                     raise PackError(f"{seq_where}: session {session.index}: field 'oracle_id' names a missing "
                                     f"oracle hidden/{seq_id}/{session.oracle_id}.py")
                 load_solution(root / "hidden" / seq_id / f"s{session.index}.solution.json", seq_id)
+            _check_decisive_literals(root, seq, format_version, seq_where)
         sequences.append(seq)
     if not sequences:
         raise PackError(f"{where}: field 'sequences' is empty")
@@ -469,6 +519,60 @@ def _source_memories(raw: dict[str, Any], event_ids: set[str], conditions: Any, 
     return out
 
 
+# constructs whose trap is decided by a literal the scored oracle checks (C9/C10 run the other way: the
+# trap is that nothing may be carried over, so there is no literal to carry)
+LITERAL_CONSTRUCTS = tuple(f"C{i}" for i in range(1, 9))
+
+
+def _check_decisive_literals(root: Path, seq: Sequence, format_version: int, where: str) -> None:
+    problem = decisive_literal_problem(root, seq, format_version)
+    if problem is not None:
+        raise PackError(f"{where}: {problem}")
+
+
+def decisive_literal_problem(root: Path, seq: Sequence, format_version: int) -> str | None:
+    """Each decisive literal must occur in the scored session's hidden material (its oracle, or for a
+    rules-scored session its hidden files and patch patterns): a misspelt one names nothing, and the
+    gates keyed on it (no literal in an instruction or the public repository, no single event with all
+    of them) would then check nothing. A native hygiene pack (format_version 2) must declare one for
+    C1-C8."""
+    scored = seq.scored_session
+    if scored.scoring is None:
+        oracle = root / "hidden" / seq.seq_id / f"{scored.oracle_id}.py"
+        if not oracle.is_file():
+            return None  # reported as missing hidden material
+        texts = [read_input_text(oracle, PackError)]
+        material = f"hidden/{seq.seq_id}/{scored.oracle_id}.py"
+    else:
+        base = root / "hidden" / seq.seq_id / scored.oracle_id
+        texts = [read_input_text(base / rel, PackError) for rel in scored.scoring.hidden_files
+                 if (base / rel).is_file()]
+        texts += list(scored.scoring.required_patch_patterns) + list(scored.scoring.forbidden_patch_patterns)
+        material = f"the hidden files and patch patterns of session {scored.index}"
+    for k, literal in enumerate(seq.decisive_literals):
+        if not literal:
+            return f"field 'decisive_literals[{k}]' is empty"
+        if not any(literal in text for text in texts):
+            # the literal itself is not printed: in a finalized pack it holds a secret value
+            return (f"field 'decisive_literals[{k}]' occurs nowhere in {material}: "
+                    "a decisive literal must be a string the scored oracle checks (misspelt?)")
+    if format_version >= 2 and seq.construct in LITERAL_CONSTRUCTS and not seq.decisive_literals:
+        return (f"field 'decisive_literals' is required for construct {seq.construct}: name the "
+                "string(s) the scored oracle checks and only memory can supply")
+    return None
+
+
+def _oracle_labels(raw: dict[str, Any], where: str) -> tuple[dict[str, Any], ...]:
+    labels = raw.get("oracle_labels", [])
+    if not isinstance(labels, list):
+        raise PackError(f"{where}: field 'oracle_labels' must be a list of objects")
+    for j, label in enumerate(labels):
+        if not isinstance(label, dict):
+            raise PackError(f"{where}: oracle_labels[{j}]: must be an object")
+        _known(label, ORACLE_LABEL_KEYS, where, f"oracle_labels[{j}]")
+    return tuple(labels)
+
+
 def _str_list(obj: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
     value = obj.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -480,6 +584,7 @@ def _scoring_rules(raw: Any, where: str) -> ScoringRules:
     where = f"{where}: scoring"
     if not isinstance(raw, dict):
         raise PackError(f"{where}: must be an object")
+    _known(raw, SCORING_KEYS, where)
     commands = _require(raw, "commands", list, where)
     if not commands or not all(isinstance(c, list) and c and all(isinstance(a, str) for a in c) for c in commands):
         raise PackError(f"{where}: field 'commands' must be a non-empty list of non-empty argv lists")
@@ -500,6 +605,7 @@ def _scoring_rules(raw: Any, where: str) -> ScoringRules:
 def _gold_label(raw: Any, where: str) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise PackError(f"{where}: must be an object")
+    _known(raw, GOLD_LABEL_KEYS, where)
     return {
         "label_id": _require(raw, "label_id", str, where),
         "label_type": _require(raw, "label_type", str, where),

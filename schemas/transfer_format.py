@@ -24,23 +24,52 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from schemas.fields import MAX_INPUT_BYTES, is_plain_name, relative_path_problem
+from schemas.fields import MAX_INPUT_BYTES, is_plain_name, relative_path_problem, unknown_key_problem
 from schemas.pack_format import PackError, Solution, load_solution
 
 FORMAT = "membench-transfer/1"
 CONDITIONS = ("no_memory", "learned_bank", "native_bank", "ablated_bank")
 PHASES = ("plan_handoff", "implementing", "delivery", "delivery_review", "freezing", "testing", "test_feedback",
           "finished")
-#: prerequisites naming a checkpoint rather than a case: FINAL and PERF (the EngramBench manifests' final and
-#: performance checkpoints) are both the frozen submission here, always there;
-#: a V1 checkpoint does not exist in this protocol, so such a case is not applicable (analytics/ccpf.py)
-CHECKPOINTS = frozenset({"FINAL", "PERF"})
+#: prerequisites naming a checkpoint or an evaluator capability rather than a case, as EngramBench's
+#: published v2 manifests use them (docs/transfer.md, "Prerequisites"): FINAL is the final submission;
+#: PERF and PERF_V1 the performance profile (version 1 of the evaluator's load profile) run against that
+#: submission; CHROMIUM the headless browser the evaluator drives for UI cases. Here each is the frozen
+#: submission or something the case's own executable check provides, so it is always there and the
+#: case stays applicable. A V1 checkpoint (a frozen mid-project submission) does not exist in this
+#: protocol, so such a case is not applicable (analytics/ccpf.py keeps the same two sets).
+CHECKPOINTS = frozenset({"FINAL", "PERF", "PERF_V1", "CHROMIUM"})
 V1_CHECKPOINTS = frozenset({"V1", "V1_CHECKPOINT", "FROZEN_V1_CHECKPOINT"})
+
+# the keys each object may carry (published manifest keys included); any other is refused naming the
+# file, the key path and the nearest known key
+STUDY_KEYS = frozenset({"format", "name", "description", "learning", "projects", "native_bank", "ablate_skill",
+                        "conditions"})
+LEARNING_KEYS = frozenset({"id", "repo", "instruction", "oracle", "solution"})
+PROJECT_KEYS = frozenset({"id", "workspace", "public_check", "scenario", "evaluator", "cases", "solution"})
+SCENARIO_KEYS = frozenset({"plan", "answers", "default_answer", "accept", "public_check_failed", "test_feedback",
+                           "max_review_rounds"})
+ANSWER_KEYS = frozenset({"match", "reply"})
+CHECKS_KEYS = frozenset({"module", "cases", "hardCaps"})
+CHECK_KEYS = frozenset({"call", "args", "expect", "raises"})
+#: EngramBench's `*.manifest.v2.json` as published (schemaVersion 2); `_provenance` is added by copies
+MANIFEST_KEYS = frozenset({"schemaVersion", "taskId", "profile", "maxScore", "acceptance", "dimensions", "hardCaps",
+                           "specGaps", "resolvedSpecGaps", "cases", "formalReady", "alignmentNotes", "_provenance"})
+DIMENSION_KEYS = frozenset({"title", "name", "weight"})
+CASE_KEYS = frozenset({"id", "title", "dimension", "weight", "prerequisites"})
+HARD_CAP_KEYS = frozenset({"id", "cap", "publicInvariant", "cases"})
 DIMENSION = re.compile(r"[A-Z]")
 
 
 class TransferFormatError(ValueError):
     """A malformed study: the message names the file and the field."""
+
+
+def _known(obj: Any, known: frozenset[str], path: Path, where: str) -> None:
+    if isinstance(obj, dict):
+        problem = unknown_key_problem(obj, known, where)
+        if problem is not None:
+            raise TransferFormatError(f"{path}: {problem}")
 
 
 @dataclass(frozen=True)
@@ -64,7 +93,7 @@ class HardCap:
     cap_id: str
     cap: float
     invariant: str
-    cases: tuple[str, ...]  # membench's addition: the cap fires when any of these does not pass
+    cases: tuple[str, ...]  # the cap fires when any of these does not pass: cases.json's hardCaps mapping
 
 
 @dataclass(frozen=True)
@@ -86,7 +115,8 @@ class Evaluator:
     spec_gaps: tuple[Any, ...]
     cases: tuple[EvalCase, ...]
     sha256: str
-    checks_path: Path  # cases.json: {"module": ..., "cases": {case id: check}}
+    checks_path: Path  # cases.json: {"module": ..., "cases": {case id: check}, "hardCaps": {cap id: [case id]}}
+    warnings: tuple[str, ...] = ()  # e.g. a hard cap with no case mapping, which can never fire
 
 
 @dataclass(frozen=True)
@@ -187,6 +217,7 @@ def load_evaluator(path: Path, checks_path: Path) -> Evaluator:
     data = _read_json(path)
     if not isinstance(data, dict):
         raise TransferFormatError(f"{path}: field '$' must be an object")
+    _known(data, MANIFEST_KEYS, path, "")
     task_id = _field(data, "taskId", str, path, "")
     max_score = float(_field(data, "maxScore", (int, float), path, "", 100))
     raw_dims = _field(data, "dimensions", dict, path, "")
@@ -195,10 +226,14 @@ def load_evaluator(path: Path, checks_path: Path) -> Evaluator:
         if not DIMENSION.fullmatch(key):
             raise TransferFormatError(f"{path}: field 'dimensions.{key}' must be one capital letter")
         d = raw_dims[key]
+        _known(d, DIMENSION_KEYS, path, f"dimensions.{key}")
         weight = _field(d, "weight", (int, float), path, f"dimensions.{key}")
         if weight < 0:
             raise TransferFormatError(f"{path}: field 'dimensions.{key}.weight' must not be negative")
-        dims.append(Dimension(key, _field(d, "title", str, path, f"dimensions.{key}", ""), float(weight)))
+        # published manifests title a dimension with `title` or (escrowguard's form) `name`
+        title = _field(d, "title", str, path, f"dimensions.{key}", "") or _field(d, "name", str, path,
+                                                                                 f"dimensions.{key}", "")
+        dims.append(Dimension(key, title, float(weight)))
     if not dims:
         raise TransferFormatError(f"{path}: field 'dimensions' must name at least one dimension")
     raw_cases = _field(data, "cases", list, path, "")
@@ -206,6 +241,7 @@ def load_evaluator(path: Path, checks_path: Path) -> Evaluator:
     seen: set[str] = set()
     for i, c in enumerate(raw_cases):
         where = f"cases[{i}]"
+        _known(c, CASE_KEYS, path, where)
         cid = _field(c, "id", str, path, where)
         if cid in seen:
             raise TransferFormatError(f"{path}: field '{where}.id' repeats case id {cid!r}")
@@ -221,31 +257,59 @@ def load_evaluator(path: Path, checks_path: Path) -> Evaluator:
                 raise TransferFormatError(f"{path}: field '{where}.prerequisites[{j}]' must be str")
             # a prerequisite case must come earlier, so evaluation order is the manifest's order (no cycles)
             if p.upper() not in CHECKPOINTS | V1_CHECKPOINTS and p not in seen:
-                raise TransferFormatError(f"{path}: field '{where}.prerequisites[{j}]': {p!r} is neither a "
-                                          "checkpoint (FINAL, V1) nor an earlier case id")
+                raise TransferFormatError(
+                    f"{path}: field '{where}.prerequisites[{j}]': {p!r} is neither a checkpoint "
+                    f"({', '.join(sorted(CHECKPOINTS | V1_CHECKPOINTS))}) nor an earlier case id"
+                    + (f" (earlier cases: {', '.join(sorted(seen))})" if seen else " (no case comes before it)"))
         seen.add(cid)
         cases.append(EvalCase(cid, _field(c, "title", str, path, where, ""), dim, float(weight), tuple(prereq)))
     if not cases:
         raise TransferFormatError(f"{path}: field 'cases' must hold at least one case")
-    caps = []
+    checks = _read_json(checks_path)
+    _known(checks, CHECKS_KEYS, checks_path, "")
+    # published hard caps carry no case list: the mapping from a cap to the cases whose failure fires
+    # it is authored in cases.json's `hardCaps` ({cap id: [case id]}), so the manifest stays unmodified
+    cap_map = _field(checks, "hardCaps", dict, checks_path, "", {})
+    caps, warnings = [], []
     for i, cap in enumerate(_field(data, "hardCaps", list, path, "", [])):
         where = f"hardCaps[{i}]"
+        _known(cap, HARD_CAP_KEYS, path, where)
+        cap_id = _field(cap, "id", str, path, where)
         cap_cases = _field(cap, "cases", list, path, where, [])
+        mapped = _field(cap_map, cap_id, list, checks_path, "hardCaps", [])
+        if cap_cases and mapped:
+            raise TransferFormatError(f"{checks_path}: field 'hardCaps.{cap_id}' maps a cap whose manifest entry "
+                                      f"{path.name} '{where}.cases' already lists its cases (give one of the two)")
         for j, cid in enumerate(cap_cases):
             if cid not in seen:
                 raise TransferFormatError(f"{path}: field '{where}.cases[{j}]' names unknown case {cid!r}")
-        caps.append(HardCap(_field(cap, "id", str, path, where), float(_field(cap, "cap", (int, float), path, where)),
-                            _field(cap, "publicInvariant", str, path, where, ""), tuple(cap_cases)))
+        for j, cid in enumerate(mapped):
+            if cid not in seen:
+                raise TransferFormatError(f"{checks_path}: field 'hardCaps.{cap_id}[{j}]' names unknown case {cid!r} "
+                                          f"(not a case of {path.name})")
+        cases_of_cap = tuple(cap_cases or mapped)
+        if not cases_of_cap:
+            warnings.append(f"{path}: hard cap {cap_id} cannot fire without a case mapping: list the cases whose "
+                            f"failure breaks its invariant in {checks_path.name} as \"hardCaps\": "
+                            f"{{\"{cap_id}\": [case id, ...]}}")
+        caps.append(HardCap(cap_id, float(_field(cap, "cap", (int, float), path, where)),
+                            _field(cap, "publicInvariant", str, path, where, ""), cases_of_cap))
+    for extra in sorted(set(cap_map) - {c.cap_id for c in caps}):
+        raise TransferFormatError(f"{checks_path}: field 'hardCaps.{extra}' is not a hard cap of {path.name}")
     gaps = tuple(_field(data, "specGaps", list, path, "", []))
-    checks = _read_json(checks_path)
     module = _field(checks, "module", str, checks_path, "")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", module):
         raise TransferFormatError(f"{checks_path}: field 'module' must be a Python module name")
     defined = _field(checks, "cases", dict, checks_path, "")
     for case in cases:
         check = _field(defined, case.case_id, dict, checks_path, "cases")
+        _known(check, CHECK_KEYS, checks_path, f"cases.{case.case_id}")
         _field(check, "call", str, checks_path, f"cases.{case.case_id}")
         _field(check, "args", list, checks_path, f"cases.{case.case_id}", [])
+        if "expect" in check and "raises" in check:
+            # the case runner would check only `raises`: the expected value would be dead text
+            raise TransferFormatError(f"{checks_path}: field 'cases.{case.case_id}' gives both 'expect' and "
+                                      "'raises': a case either returns a value or raises, give one")
         if "expect" not in check and "raises" not in check:
             raise TransferFormatError(f"{checks_path}: field 'cases.{case.case_id}.expect' is missing "
                                       "(or give 'raises')")
@@ -256,13 +320,15 @@ def load_evaluator(path: Path, checks_path: Path) -> Evaluator:
     for extra in sorted(set(defined) - seen):
         raise TransferFormatError(f"{checks_path}: field 'cases.{extra}' is not a case of {path.name}")
     return Evaluator(path, task_id, max_score, tuple(dims), tuple(caps), gaps, tuple(cases),
-                     hashlib.sha256(path.read_bytes()).hexdigest(), checks_path)
+                     hashlib.sha256(path.read_bytes()).hexdigest(), checks_path, tuple(warnings))
 
 
 def load_scenario(path: Path) -> Scenario:
     data = _read_json(path)
+    _known(data, SCENARIO_KEYS, path, "")
     answers = []
     for i, a in enumerate(_field(data, "answers", list, path, "", [])):
+        _known(a, ANSWER_KEYS, path, f"answers[{i}]")
         pattern = _field(a, "match", str, path, f"answers[{i}]")
         try:
             re.compile(pattern)
@@ -285,6 +351,41 @@ def _solution(path: Path, owner: str) -> Solution:
         raise TransferFormatError(str(exc)) from None
 
 
+BANK_MANIFEST = "MANIFEST.sha256"
+
+
+def _verify_native_bank(bank: Path, path: Path) -> None:
+    """The hand-authored bank must match its `MANIFEST.sha256` (`sha256sum` format: one line
+    `<64 hex>  <path relative to the bank>` per file, the manifest itself not listed), as
+    producers/memory_systems/skill_bank.py verifies every bank it mounts. A missing or stale manifest
+    is the author's mistake to fix, not something to re-freeze silently: the run would otherwise
+    record a digest of a bank nobody reviewed."""
+    manifest = bank / BANK_MANIFEST
+    fix = (f"regenerate it after editing the skills: (cd {bank.name} && find . -type f ! -name {BANK_MANIFEST} "
+           f"-printf '%P\\n' | sort | xargs sha256sum > {BANK_MANIFEST})")
+    if not manifest.is_file():
+        raise TransferFormatError(f"{path}: field 'native_bank': {manifest} is missing; {fix}")
+    listed: dict[str, str] = {}
+    text = manifest.read_text(encoding="utf-8", errors="replace")
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        digest, _, rel = line.partition("  ")
+        if not re.fullmatch(r"[0-9a-f]{64}", digest) or not rel:
+            raise TransferFormatError(f"{manifest}: line {n}: expected '<sha256>  <path>'")
+        listed[rel] = digest
+    present = {q.relative_to(bank).as_posix() for q in bank.rglob("*") if q.is_file() and q.name != BANK_MANIFEST}
+    for rel in sorted(present - set(listed)):
+        raise TransferFormatError(f"{path}: field 'native_bank': {rel} is not listed in {manifest} (stale); {fix}")
+    for rel, digest in sorted(listed.items()):
+        target = bank / rel
+        if not target.is_file():
+            raise TransferFormatError(f"{path}: field 'native_bank': {rel} is listed in {manifest} but missing; {fix}")
+        if hashlib.sha256(target.read_bytes()).hexdigest() != digest:
+            raise TransferFormatError(f"{path}: field 'native_bank': {rel} does not match its SHA-256 in {manifest} "
+                                      f"(stale); {fix}")
+
+
 def study_digest(root: Path) -> str:
     """SHA-256 over every file of the study (path and content), in path order."""
     digest = hashlib.sha256()
@@ -302,6 +403,7 @@ def load_study(root: Path) -> Study:
     fmt = _field(data, "format", str, path, "")
     if fmt != FORMAT:
         raise TransferFormatError(f"{path}: field 'format' must be {FORMAT!r}, got {fmt!r}")
+    _known(data, STUDY_KEYS, path, "")
     name = _plain(_field(data, "name", str, path, ""), path, "name")
     learning = []
     ids: set[str] = set()
@@ -310,6 +412,7 @@ def load_study(root: Path) -> Study:
         raise TransferFormatError(f"{path}: field 'learning' must list at least one learning task")
     for i, t in enumerate(raw_learning):
         where = f"learning[{i}]"
+        _known(t, LEARNING_KEYS, path, where)
         tid = _plain(_field(t, "id", str, path, where), path, f"{where}.id")
         if tid in ids:
             raise TransferFormatError(f"{path}: field '{where}.id' repeats {tid!r}")
@@ -325,6 +428,7 @@ def load_study(root: Path) -> Study:
         raise TransferFormatError(f"{path}: field 'projects' must list at least one transfer project")
     for i, p in enumerate(raw_projects):
         where = f"projects[{i}]"
+        _known(p, PROJECT_KEYS, path, where)
         pid = _plain(_field(p, "id", str, path, where), path, f"{where}.id")
         if pid in ids or pid == "learning":
             raise TransferFormatError(f"{path}: field '{where}.id' repeats {pid!r}")
@@ -341,6 +445,7 @@ def load_study(root: Path) -> Study:
             evaluator,
             _solution(_inside(root, _field(p, "solution", str, path, where), path, f"{where}.solution"), pid)))
     native = _inside(root, _field(data, "native_bank", str, path, ""), path, "native_bank", directory=True)
+    _verify_native_bank(native, path)
     ablate = _field(data, "ablate_skill", str, path, "")
     if ablate not in {t.task_id for t in learning}:
         raise TransferFormatError(f"{path}: field 'ablate_skill': {ablate!r} is not a learning task id "

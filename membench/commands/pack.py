@@ -1,4 +1,4 @@
-"""`membench pack finalize SKELETON OUT` and `membench validate PACK`."""
+"""`membench pack new NAME DIR`, `membench pack finalize SKELETON OUT` and `membench validate PACK`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,28 @@ from sandbox.registry import BACKENDS
 
 @click.group()
 def pack() -> None:
-    """Task packs: finalize a skeleton's secrets."""
+    """Task packs: write a new skeleton, finalize a skeleton's secrets."""
+
+
+@pack.command("new")
+@click.argument("name")
+@click.argument("out", type=click.Path(path_type=Path))
+def new(name: str, out: Path) -> None:
+    """Write a runnable skeleton pack NAME into OUT: docs/authoring.md's minimal example (one C1 trap).
+
+    Edit it from there (docs/authoring.md explains every field), then `membench validate OUT` and
+    `membench run OUT`."""
+    from producers.skeletons import write_example_pack
+    from schemas.pack_format import PackError
+
+    try:
+        write_example_pack(name, out)
+    except PackError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"{out}: cannot write the skeleton ({exc.strerror or exc})") from None
+    click.echo(f"wrote skeleton pack {name} to {out}: one C1 trap (docs/authoring.md); next: "
+               f"membench validate {out}, then membench run {out}")
 
 
 @pack.command()

@@ -114,6 +114,9 @@ def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, wo
         loaded = load_study(resolve_study(study))
     except TransferFormatError as exc:
         raise UsageError(str(exc)) from None
+    for project in loaded.projects:  # e.g. a published hard cap with no case mapping: it can never fire
+        for warning in project.evaluator.warnings:
+            click.echo(f"warning: {warning}", err=True)
     run_set = run_set or default_transfer_run_set(loaded, agent, condition_list, seed_list, user,
                                                   replay=bool(model.replay))
     if model.replay == run_set:

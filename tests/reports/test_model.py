@@ -96,7 +96,7 @@ def _full_report() -> dict:
         "project": "settle", "condition": "learned_bank", "runs": 1, "excluded": 0, "exclusion_reasons": {},
         "passed": 41, "applicable": 41, "ccpf_micro": 1.0, "ccpf_macro": 1.0, "weighted_score_mean": 100.0,
         "raw_score_mean": 100.0, "all_cases_pass_runs": 1, "caps_fired": [], "cap_reasons": [],
-        "dimensions": [{"dimension": "A", "title": "t", "weight": 30.0, "cases": 11, "passed": 11, "score_mean": 1.0}]}],
+        "caps_without_cases": ["BOOT"], "dimensions": [{"dimension": "A", "title": "t", "weight": 30.0, "cases": 11, "passed": 11, "score_mean": 1.0}]}],
         "conditions": [{"condition": "learned_bank", "runs": 2, "excluded": 0, "ccpf_micro": 1.0,
                         "ccpf_macro_over_projects": 1.0, "weighted_score_mean": 100.0,
                         "resources": {"agent_turns": 1.0}, "reduction_vs_baseline": {"agent_turns": 0.0}}],
