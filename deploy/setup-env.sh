@@ -31,6 +31,18 @@ if [ "${#need_apt[@]}" -gt 0 ]; then
 fi
 
 PYTHON="${PYTHON:-python3}"
+# Python packages are installed by uv (a pinned release from PyPI, kept in a tools virtualenv under
+# the user's cache): it downloads in parallel and installs from its own cache (~/.cache/uv), which
+# makes a clean clone's set-up a matter of seconds once the cache is warm; pip took minutes.
+UV_VERSION="${UV_VERSION:-0.13.9}"
+TOOLS="${MEMBENCH_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/membench-tools}"
+UV="$TOOLS/bin/uv"
+if [ ! -x "$UV" ] || [ "$("$UV" --version 2>/dev/null | cut -d' ' -f2)" != "$UV_VERSION" ]; then
+  echo "setup-env: installing uv $UV_VERSION into $TOOLS" >&2
+  "$PYTHON" -m venv "$TOOLS"
+  "$TOOLS/bin/python" -m pip install -q "uv==$UV_VERSION"
+fi
+
 # Arize Phoenix, the OTLP receiver `membench export otel` is tested against, in a virtualenv of its
 # own: its client package registers a pytest plugin that would load the whole server into every
 # test run of .venv. Its install is mostly download time, so it runs beside the main one.
@@ -39,9 +51,8 @@ phoenix_pid=""
 if [ "$DEV" = 1 ] && { [ ! -x .venv-phoenix/bin/phoenix ] || [ "$(cat .venv-phoenix/.version 2>/dev/null)" != "$PHOENIX_VERSION" ]; }; then
   echo "setup-env: installing arize-phoenix $PHOENIX_VERSION into .venv-phoenix" >&2
   (
-    "$PYTHON" -m venv .venv-phoenix
-    .venv-phoenix/bin/python -m pip install -q --upgrade pip >/dev/null
-    .venv-phoenix/bin/python -m pip install -q "arize-phoenix==$PHOENIX_VERSION"
+    "$UV" venv -q --python "$PYTHON" .venv-phoenix
+    "$UV" pip install -q --python .venv-phoenix/bin/python "arize-phoenix==$PHOENIX_VERSION"
     echo "$PHOENIX_VERSION" > .venv-phoenix/.version
   ) &
   phoenix_pid=$!
@@ -49,13 +60,12 @@ fi
 
 if [ ! -x .venv/bin/python ]; then
   echo "setup-env: creating .venv with $($PYTHON --version)" >&2
-  "$PYTHON" -m venv .venv
+  "$UV" venv -q --seed --python "$PYTHON" .venv  # --seed: pip too, for a user's own installs
 fi
-.venv/bin/python -m pip install -q --upgrade pip >/dev/null
 if [ "$DEV" = 1 ]; then
-  .venv/bin/python -m pip install -q -e '.[dev]'
+  "$UV" pip install -q --python .venv/bin/python -e '.[dev]'
 else
-  .venv/bin/python -m pip install -q -e .
+  "$UV" pip install -q --python .venv/bin/python -e .
 fi
 if [ "${MEMBENCH_SKIP_AGENTS:-0}" != "1" ]; then
   bash deploy/agents/install.sh

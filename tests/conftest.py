@@ -65,6 +65,34 @@ def require_backend(name: str):
     return backend
 
 
+# Longest modules first. CI runs the suite on two pytest-xdist workers with `--dist loadfile` (a
+# module runs whole on one worker, so its module and session fixtures are built once there), and
+# xdist hands modules out in collection order: starting the longest ones first keeps both workers
+# busy to the end instead of leaving one module running alone (longest-processing-time-first).
+# The order comes from the last measured suite (docs/benchmarks.md, "Test suite"); a module not
+# listed keeps its place after these. A wrong or stale entry costs time, never a result.
+LONGEST_FIRST = (
+    "tests/integration/test_kafka_pipeline.py",
+    "tests/integration/test_hygiene_pack.py",
+    "tests/integration/test_runners.py",
+    "tests/integration/test_kafka_broker_loss.py",
+    "tests/integration/test_user_paths.py",
+    "tests/integration/test_model_agents.py",
+    "tests/integration/test_audit.py",
+    "tests/exports/test_tables_export.py",
+    "tests/schemas/test_pack_format_hygiene.py",
+    "tests/integration/test_dreambench_conditions.py",
+    "tests/integration/test_bench_bus.py",
+    "tests/producers/test_transfer_evaluator_isolation.py",
+    "tests/sandbox/test_hostile_agent.py",
+)
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    rank = {module: i for i, module in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: modules stay whole
+
+
 @pytest.fixture(scope="session")
 def bwrap_sandbox():
     return require_backend("bwrap")

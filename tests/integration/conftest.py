@@ -1,4 +1,5 @@
-"""Run sets shared by the integration modules: built once per test session and served read-only.
+"""Run sets shared by the integration modules: built once per test session (once per pytest-xdist
+worker: the modules that use one may land on either) and served read-only.
 
 The `smoke` grid (B0 and B5 × seeds 1, 2, `scripted:memory-literal`, bubblewrap oracles) is what
 most modules that read a finished run set need; building it once instead of once per module is
