@@ -177,7 +177,7 @@ _WORD = re.compile(r"[a-z0-9_]+")
 def mem0_answer(text: str) -> str:
     """Mem0's additive extraction answered literally: each line of `## New Messages` (up to the next
     `## ` heading), its `role: ` prefix dropped, becomes one memory."""
-    section = text.split(_MEM0_NEW, 1)[1].split("\n## ", 1)[0]
+    section = text.rsplit(_MEM0_NEW, 1)[1].split("\n## ", 1)[0]  # the user prompt's (the system prompt has one too)
     memories = []
     for line in section.splitlines():
         line = re.sub(r"^(?:user|assistant|system):\s*", "", line.strip())
