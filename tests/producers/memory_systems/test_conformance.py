@@ -2,7 +2,7 @@
 passing control beside each); `membench memory check` runs the suite in two fresh processes and
 records it under the configuration digest; a deliberately non-deterministic adapter — a test double
 of the JSON *protocol* (shuffling_adapter.py), not of a library — fails the cross-process identity
-gate and nothing else, while the same double in stable order passes; `run` then refuses it naming
+gate and nothing else; `run` then refuses it naming
 the gate, and a condition with no record naming the command that makes one."""
 
 from __future__ import annotations
@@ -91,14 +91,13 @@ def test_a_nondeterministic_adapter_fails_identity_only_and_run_refuses_it(cli, 
     assert (home / "conformance" / f"{record['digest']}.json").exists()
     evidence = record["gates"]["cross_process_identity"]["evidence"]
     assert evidence["digests"][0] != evidence["digests"][1]
-    # control: the same double in a stable order passes every gate
-    proc = cli("memory", "check", "steady", env=env, timeout=600)
-    assert proc.returncode == 0 and "verdict: pass" in proc.stdout, proc.stdout + proc.stderr[-2000:]
+    # control (in grade's test above): the same reads in the same order pass the identity gate
 
     refused = cli_inproc("run", "smoke", "--conditions", "B0,shuffler", "--agent", "scripted:memory-literal", env=env)
     assert refused.returncode == 2 and "cross_process_identity" in refused.stderr, refused.stderr
     missing = cli_inproc("run", "smoke", "--conditions", "B0,nobody", "--agent", "scripted:memory-literal",
                          env={"MEMBENCH_MEMORY_ADAPTERS": json.dumps({"nobody": {"command": ["true"]}})})
     assert missing.returncode == 2 and "membench memory check nobody" in missing.stderr, missing.stderr
-    assert conformance_status(home, "steady", None)[0] == "conformant"  # registered by the calls above
+    assert conformance_status(home, "shuffler", None)[0] == "failed"  # registered by the calls above
+    assert conformance_status(home, "steady", None)[0] == "missing"
     assert conformance_status(home, "B5", None)[0] == "built_in"  # built-ins need no record
