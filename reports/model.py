@@ -510,6 +510,35 @@ class AdmissionFunnel:
     admitted: int | None
 
 
+CONFORMANCE_UNAVAILABLE = "conformance-unavailable, not an observed loss"
+
+
+@dataclass(frozen=True)
+class ConformanceEntry:
+    """One registered condition in the conformance funnel (`membench memory check`, issue 31):
+    `status` built_in (conformant by membench's tests), conformant, failed, missing (no record for
+    the configuration) or unknown (not a memory system of this installation); `label` is
+    CONFORMANCE_UNAVAILABLE for a registered condition that was not evaluated for that reason."""
+
+    condition: str
+    status: str
+    conformant: bool
+    evaluated: bool
+    failed_gates: list[str]
+    record: str | None
+    label: str | None
+
+
+@dataclass(frozen=True)
+class ConformanceFunnel:
+    """registered (run or named in a registered family) -> conformant -> evaluated (has runs)."""
+
+    registered: int
+    conformant: int
+    evaluated: int
+    conditions: list[ConformanceEntry]
+
+
 @dataclass(frozen=True)
 class TransferDimensionScore:
     """One evaluator dimension (A–E) of a project under a condition, over its non-excluded runs."""
@@ -613,6 +642,8 @@ class Report:
     hygiene_panel: dict[str, HygieneRate] | None = field(default=None, metadata=OMIT_IF_NONE)
     # issue 30: set when `membench run` was stopped before its grid finished
     partial: PartialRun | None = field(default=None, metadata=OMIT_IF_NONE)
+    # issue 31: set when a registered condition is a library, external or plug-in memory system
+    conformance: ConformanceFunnel | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 # ------------------------------------------------------------------------------------- JSON form
