@@ -101,3 +101,13 @@ def test_a_nondeterministic_adapter_fails_identity_only_and_run_refuses_it(cli, 
     assert conformance_status(home, "shuffler", None)[0] == "failed"  # registered by the calls above
     assert conformance_status(home, "steady", None)[0] == "missing"
     assert conformance_status(home, "B5", None)[0] == "built_in"  # built-ins need no record
+
+
+def test_memory_check_usage_errors_name_the_condition_and_the_options(cli_inproc, home) -> None:
+    unknown = cli_inproc("memory", "check", "no-such-memory")
+    assert unknown.returncode == 2 and "unknown condition 'no-such-memory'" in unknown.stderr
+    bare = cli_inproc("memory", "check", "B5-MEM0-LIT")  # a library calls its embedder through the gateway
+    assert bare.returncode == 2 and "--memory-model MODEL and --model-base-url URL" in bare.stderr
+    stray = cli_inproc("memory", "check", "B5", "--memory-model", "m")
+    assert stray.returncode == 2 and "B5 calls no model" in stray.stderr
+    assert not (home / "conformance").exists()  # nothing recorded for a refused check
