@@ -417,9 +417,9 @@ class MemoryPolicy:
     memory_model: str | None
     sleep_calls: int
     judge_calls: int
-    input_tokens: int  # over the sleep and judge calls
+    input_tokens: int  # over the sleep and judge calls, and a memory library's embed calls (issue 31)
     output_tokens: int
-    cost_usd: float  # over the priced sleep and judge calls
+    cost_usd: float  # over the priced sleep, judge and embed calls
 
 
 @dataclass(frozen=True)
