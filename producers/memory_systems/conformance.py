@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import secrets
+import shutil
 import string
 import subprocess
 import sys
@@ -201,6 +202,7 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
         audit.active = False
         for model in models:
             model.close()
+        shutil.rmtree(store, ignore_errors=True)  # the probe's store is this process's alone
     return {"reads": reads, "small": None if small is None else {"tokens": small.tokens_admitted,
                                                                   "budget": SMALL_BUDGET},
             "ops": ops, "network": audit.violations, "calls": calls}

@@ -149,7 +149,9 @@ def _shared(path: Path, make) -> _Store:
 
 def _import_mem0() -> Any:
     os.environ["MEM0_TELEMETRY"] = "False"
-    os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="membench-mem0-home-"))
+    # Mem0 keeps a config.json (an anonymous id) in MEM0_DIR, by default ~/.mem0: a private directory
+    # instead, one per user (written atomically by Mem0, so concurrent processes may share it)
+    os.environ.setdefault("MEM0_DIR", os.path.join(tempfile.gettempdir(), f"membench-mem0-home-{os.getuid()}"))
     try:
         import mem0
         from mem0.memory import telemetry
