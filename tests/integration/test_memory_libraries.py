@@ -1,4 +1,4 @@
-"""The memory libraries end to end (issue 31): the real CLI runs the smoke pack with
+"""The memory libraries end to end (issue 31): the real CLI runs a trap of the smoke pack with
 `scripted:memory-literal` under B0 and B5-MEM0-LIT (real Mem0, real embedded Qdrant under the run
 set), its embeddings through the real model gateway to `ScriptedUpstream` — a local scripted
 server whose vectors are deterministic hashed bags of words (no model API is reachable here).
@@ -18,18 +18,23 @@ from pathlib import Path
 import pytest
 
 from membench.bench.upstream import ScriptedUpstream
+from tests.producers.hygiene_helpers import subset_pack
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("bwrap_sandbox")]
 MODEL = "gpt-5-mini"
 
 
-def _run(cli, run_set: str, study: Path, *model_args: str):
-    return cli("run", "smoke", "--conditions", "B0,B5-MEM0-LIT,B5-MEM0", "--seeds", "1", "--agent",
+def _run(cli, pack: Path, run_set: str, study: Path, *model_args: str):
+    return cli("run", str(pack), "--conditions", "B0,B5-MEM0-LIT,B5-MEM0", "--seeds", "1", "--agent",
                "scripted:memory-literal", "--run-set", run_set, "--memory-model", MODEL, "--study", str(study),
                *model_args, timeout=900)
 
 
 def test_mem0_literal_is_conformant_carries_secrets_and_replays(cli, home: Path, tmp_path: Path) -> None:
+    # one trap of the smoke pack (CI budget): B0 fails it without memory, so a literal lane must carry it
+    pack = subset_pack(FIXTURES / "smoke", tmp_path / "smoke", ["smoke-client-header"], name="smoke")
     study = tmp_path / "study.json"
     study.write_text(json.dumps({"baseline": "B0", "families": [{
         "name": "A", "role": "primary", "comparisons": [["B5-MEM0-LIT", "B0"], ["B5-MEM0", "B0"]],
@@ -39,7 +44,7 @@ def test_mem0_literal_is_conformant_carries_secrets_and_replays(cli, home: Path,
                     upstream.base_url, "--json", timeout=600)
         assert check.returncode == 0, check.stdout[-2000:] + check.stderr[-2000:]
         assert json.loads(check.stdout)["verdict"] == "pass"
-        proc = _run(cli, "memrec", study, "--model-base-url", upstream.base_url, "--model-record")
+        proc = _run(cli, pack, "memrec", study, "--model-base-url", upstream.base_url, "--model-record")
         assert proc.returncode == 0, proc.stderr[-3000:]
     assert "B5-MEM0 is conformance-unavailable" in proc.stderr
     recorded = json.loads((home / "runs" / "memrec" / "report.json").read_text())
@@ -67,7 +72,7 @@ def test_mem0_literal_is_conformant_carries_secrets_and_replays(cli, home: Path,
                       "AND kind = 'ModelCall'")
     assert proc.stdout.split() == ["embeddings", "embed", "1"], proc.stdout
 
-    proc = _run(cli, "memrep", study, "--model-replay", "memrec")  # no upstream at all
+    proc = _run(cli, pack, "memrep", study, "--model-replay", "memrec")  # no upstream at all
     assert proc.returncode == 0, proc.stderr[-3000:]
     replayed = json.loads((home / "runs" / "memrep" / "report.json").read_text())
     assert replayed["outcome_matrix"]["conditions"] == recorded["outcome_matrix"]["conditions"]
