@@ -220,4 +220,45 @@ def build_full_report(warehouse: Any, run_set: str, home: Path, *, baseline: str
     proof, secrets = canary_for(warehouse, run_set, home, digests, pack_spec, blob_dir, kafka)
     report = build_report(warehouse, run_set, baseline=baseline, study=study or DEFAULT_STUDY, canary=proof,
                           admission=admission_for(home, digests))
+    models = sorted({json.loads(r["payload"]).get("memory_model") or "" for r in queries.run_started(warehouse, run_set)}
+                    - {""})
+    funnel = conformance_funnel(home, [c.condition for c in report.conditions], study or DEFAULT_STUDY,
+                                models[0] if len(models) == 1 else None)
+    if funnel is not None:
+        import dataclasses
+
+        report = dataclasses.replace(report, conformance=funnel)
     return report, secrets
+
+
+def conformance_funnel(home: Path, evaluated: list[str], study: Any, memory_model: str | None):
+    """The conformance funnel (registered -> conformant -> evaluated) of a run set whose registered
+    conditions (evaluated, or named in a study family) include a library, external or plug-in
+    condition; None when every one is built in."""
+    from membench.commands.memory import conformance_status, load_record
+    from producers.memory_systems.registry import (MEMORY_SYSTEMS, configuration, configuration_digest,
+                                                   needs_conformance)
+    from reports.model import CONFORMANCE_UNAVAILABLE, ConformanceEntry, ConformanceFunnel
+
+    registered = list(dict.fromkeys([*evaluated, *(c for fam in study.families for pair in fam.comparisons
+                                                   for c in pair)]))
+    if not any(c not in MEMORY_SYSTEMS or needs_conformance(c) for c in registered):
+        return None
+    entries = []
+    for c in registered:
+        if c not in MEMORY_SYSTEMS:
+            status, failed, record = "unknown", [], None
+        else:
+            status = conformance_status(home, c, memory_model)[0]
+            record, failed = None, []
+            if status in ("conformant", "failed"):
+                digest = configuration_digest(configuration(c, memory_model))
+                record = f"conformance/{digest}.json"
+                failed = list((load_record(home, digest) or {}).get("failed") or [])
+        conformant = status in ("built_in", "conformant")
+        done = c in evaluated
+        entries.append(ConformanceEntry(condition=c, status=status, conformant=conformant, evaluated=done,
+                                        failed_gates=failed, record=record,
+                                        label=None if done or conformant else CONFORMANCE_UNAVAILABLE))
+    return ConformanceFunnel(registered=len(entries), conformant=sum(e.conformant for e in entries),
+                             evaluated=sum(e.evaluated for e in entries), conditions=entries)

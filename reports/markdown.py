@@ -118,7 +118,11 @@ def _families_markdown(report: dict[str, Any]) -> str:
             if c.get("per_seed"):
                 tests.append("per seed " + ", ".join(f"{s}: {_p(t['p_holm'])}" for s, t in c["per_seed"].items()))
             if not c["available"]:
-                lines.append(f"| {c['a']} | {c['b']} | unavailable (p = 1) | — | — | {'; '.join(tests)} | — |")
+                labels = {e["condition"]: e["label"] for e in (report.get("conformance") or {}).get("conditions", [])
+                          if e.get("label")}
+                why = labels.get(c["a"]) or labels.get(c["b"])
+                lines.append(f"| {c['a']} | {c['b']} | {why + ' ' if why else ''}unavailable (p = 1) | — | — | "
+                             f"{'; '.join(tests)} | — |")
                 continue
             e, pw = c["effect"], c["power"]
             low, high = e["ci95"]
@@ -183,6 +187,14 @@ def _study_parts_markdown(report: dict[str, Any]) -> str:
             from reports.html.study import admission_text
 
             lines.append(f"- admission funnel: {admission_text(admission)}")
+        funnel = report.get("conformance")
+        if funnel:  # issue 31: library, external and plug-in memory systems pass `membench memory check` first
+            lines.append(f"- conformance funnel: registered {funnel['registered']} → conformant "
+                         f"{funnel['conformant']} → evaluated {funnel['evaluated']}")
+            for e in funnel["conditions"]:
+                gates = f", failed {', '.join(e['failed_gates'])}" if e["failed_gates"] else ""
+                lines.append(f"  - {e['condition']}: {e['status']}{gates}"
+                             + (f" — {e['label']}" if e["label"] else ""))
         lines.append("")
     proof = report.get("canary")
     if proof:

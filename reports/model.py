@@ -417,9 +417,9 @@ class MemoryPolicy:
     memory_model: str | None
     sleep_calls: int
     judge_calls: int
-    input_tokens: int  # over the sleep and judge calls
+    input_tokens: int  # over the sleep and judge calls, and a memory library's embed calls (issue 31)
     output_tokens: int
-    cost_usd: float  # over the priced sleep and judge calls
+    cost_usd: float  # over the priced sleep, judge and embed calls
 
 
 @dataclass(frozen=True)
@@ -508,6 +508,35 @@ class AdmissionFunnel:
     authored: int | None
     valid: int | None
     admitted: int | None
+
+
+CONFORMANCE_UNAVAILABLE = "conformance-unavailable, not an observed loss"
+
+
+@dataclass(frozen=True)
+class ConformanceEntry:
+    """One registered condition in the conformance funnel (`membench memory check`, issue 31):
+    `status` built_in (conformant by membench's tests), conformant, failed, missing (no record for
+    the configuration) or unknown (not a memory system of this installation); `label` is
+    CONFORMANCE_UNAVAILABLE for a registered condition that was not evaluated for that reason."""
+
+    condition: str
+    status: str
+    conformant: bool
+    evaluated: bool
+    failed_gates: list[str]
+    record: str | None
+    label: str | None
+
+
+@dataclass(frozen=True)
+class ConformanceFunnel:
+    """registered (run or named in a registered family) -> conformant -> evaluated (has runs)."""
+
+    registered: int
+    conformant: int
+    evaluated: int
+    conditions: list[ConformanceEntry]
 
 
 @dataclass(frozen=True)
@@ -615,6 +644,8 @@ class Report:
     hygiene_panel: dict[str, HygieneRate] | None = field(default=None, metadata=OMIT_IF_NONE)
     # issue 30: set when `membench run` was stopped before its grid finished
     partial: PartialRun | None = field(default=None, metadata=OMIT_IF_NONE)
+    # issue 31: set when a registered condition is a library, external or plug-in memory system
+    conformance: ConformanceFunnel | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 # ------------------------------------------------------------------------------------- JSON form

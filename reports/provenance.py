@@ -73,12 +73,13 @@ def memory_policies(warehouse: WarehouseReader, run_set: str, starts: list[dict[
         "JSONExtractInt(payload, 'input_tokens') AS input, JSONExtractInt(payload, 'output_tokens') AS output, "
         "if(JSONExtract(payload, 'price', 'Nullable(String)') IS NULL, 0, JSONExtractFloat(payload, 'cost_usd')) AS usd "
         "FROM trajectory_events WHERE run_set = {rs:String} AND kind = 'ModelCall' ORDER BY event_id "
-        "LIMIT 1 BY event_id) WHERE purpose IN ('sleep', 'judge') GROUP BY unit_id, purpose", {"rs": run_set})
+        "LIMIT 1 BY event_id) WHERE purpose IN ('sleep', 'judge', 'embed') GROUP BY unit_id, purpose", {"rs": run_set})
     calls: dict[str, list] = defaultdict(lambda: [0, 0, 0, 0, 0.0])  # sleep, judge, input, output, usd
     for row in rows:
         parts = row["unit_id"].split("/")
         acc = calls[parts[-2] if len(parts) >= 2 else row["unit_id"]]
-        acc[0 if row["purpose"] == "sleep" else 1] += int(row["calls"])
+        if row["purpose"] != "embed":  # a library's embedding calls count in its tokens and cost, not its calls
+            acc[0 if row["purpose"] == "sleep" else 1] += int(row["calls"])
         acc[2] += int(row["input"])
         acc[3] += int(row["output"])
         acc[4] += float(row["usd"])

@@ -25,6 +25,15 @@ new memory whose text signals a correction supersedes the other memories that sh
 with it. The script's `"memory"` key changes that: `"invalid"` answers text that is not JSON
 (the policies' fallback), `"echo"` (default) as above.
 
+Embeddings (`POST …/embeddings`, for the memory libraries behind the gateway): deterministic
+vectors, not a model's — `scripted_embedding`: each lower-cased word (runs of [a-z0-9_]) adds 1 to
+the dimension its SHA-256 picks, the vector is L2-normalized; `dimensions` of the request sets the
+length (default 1536). Texts sharing words get a positive cosine, so retrieval by similarity is
+meaningful, and the same text always gets the same vector. A Mem0 fact-extraction request (its
+user prompt has a `## New Messages` section, `response_format` json_object) is answered by
+`mem0_answer`: one memory per new message line, its text verbatim (a literal stand-in for the
+fact-extracting model).
+
 An entry with `"reply": TEXT` instead answers every request it matches with that plain text (an
 assistant message with no tool call): the simulated user's model in transfer tests.
 
@@ -38,7 +47,9 @@ knows: another gets 404 `model_not_found`).
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import re
 import shlex
 import threading
@@ -104,6 +115,8 @@ class ScriptedModel:
         text = "\n".join(texts)
         if MEMORY_MARKER in text and api == "chat_completions":
             return {"content": memory_answer(body, self.memory_mode)}
+        if api == "chat_completions" and _MEM0_NEW in text:
+            return {"content": mem0_answer(text)}
         entry = next((s for s in self.sessions if s["when"] in text), None)
         if entry is None:
             return {"text": "I have no task I recognise. Memory citations: none"}
@@ -157,6 +170,44 @@ def memory_answer(body: dict[str, Any], mode: str = "echo") -> str:
     return "{}"
 
 
+_MEM0_NEW = "## New Messages\n"
+_WORD = re.compile(r"[a-z0-9_]+")
+
+
+def mem0_answer(text: str) -> str:
+    """Mem0's additive extraction answered literally: each line of `## New Messages` (up to the next
+    `## ` heading), its `role: ` prefix dropped, becomes one memory."""
+    section = text.rsplit(_MEM0_NEW, 1)[1].split("\n## ", 1)[0]  # the user prompt's (the system prompt has one too)
+    memories = []
+    for line in section.splitlines():
+        line = re.sub(r"^(?:user|assistant|system):\s*", "", line.strip())
+        if line and line not in memories:
+            memories.append(line)
+    return json.dumps({"memory": [{"id": str(i), "text": m} for i, m in enumerate(memories)]})
+
+
+def scripted_embedding(text: str, dimensions: int = 1536) -> list[float]:
+    """A deterministic stand-in for an embedding model (module docstring): hashed bag of words."""
+    vector = [0.0] * dimensions
+    for word in _WORD.findall(text.lower()):
+        vector[int.from_bytes(hashlib.sha256(word.encode()).digest()[:4], "big") % dimensions] += 1.0
+    norm = math.sqrt(sum(v * v for v in vector))
+    if norm == 0:  # a text without words still gets a unit vector (an embedding API never answers zeros)
+        vector[0], norm = 1.0, 1.0
+    return [round(v / norm, 6) for v in vector]
+
+
+def _embeddings(body: dict[str, Any]) -> dict[str, Any]:
+    inputs = body.get("input")
+    texts = [inputs] if isinstance(inputs, str) else [str(t) for t in (inputs or [])]
+    dims = body.get("dimensions") if isinstance(body.get("dimensions"), int) and body["dimensions"] > 0 else 1536
+    tokens = sum(max(1, len(t) // 4) for t in texts)
+    return {"object": "list", "model": body.get("model"),
+            "data": [{"object": "embedding", "index": i, "embedding": scripted_embedding(t, dims)}
+                     for i, t in enumerate(texts)],
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+
+
 def _write_command(files: dict[str, str]) -> str:
     program = ("import json, pathlib, sys\n"
                "for path, text in json.loads(sys.argv[1]).items():\n"
@@ -196,12 +247,16 @@ class _Handler(BaseHTTPRequestHandler):
             return
         path = self.path.split("?")[0]
         api = ("responses" if path.endswith("/responses") else "messages" if path.endswith("/messages")
-               else "chat_completions" if path.endswith("/chat/completions") else None)
+               else "chat_completions" if path.endswith("/chat/completions")
+               else "embeddings" if path.endswith("/embeddings") else None)
         refused = upstream.refusal(api, self.headers, raw)
         if refused is not None:
             self._send(refused[0], json.dumps(refused[1]).encode(), "application/json")
             return
         body = json.loads(raw)
+        if api == "embeddings":
+            self._send(200, json.dumps(_embeddings(body)).encode(), "application/json")
+            return
         decision = upstream.model.decide(api, body)
         n_in, n_out = _usage_numbers(len(raw), json.dumps(decision))
         render = {"responses": _responses, "messages": _messages, "chat_completions": _chat}[api]

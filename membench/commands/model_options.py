@@ -86,7 +86,8 @@ def check_model_options(options: ModelOptions, agent, model_driven: list[str] | 
         raise UsageError(f"--conditions {','.join(model_driven)}: a model-driven memory policy needs --memory-model "
                          "MODEL (and --model-base-url URL or --model-replay RUN_SET)")
     if options.memory_model and not model_driven:
-        raise UsageError("--memory-model: no condition of this run is model-driven (B3-llm, DF-llm, DF-hybrid-llm)")
+        raise UsageError("--memory-model: no condition of this run is model-driven (B3-llm, DF-llm, DF-hybrid-llm, "
+                         "and the memory libraries B5-MEM0, B5-MEM0-LIT, B2-dense)")
     if model_driven and not (options.base_urls or options.replay):
         raise UsageError(f"--memory-model {options.memory_model}: the memory model is reached through the model "
                          "gateway: give --model-base-url URL (key in MEMBENCH_MODEL_API_KEY) or --model-replay RUN_SET")

@@ -73,6 +73,11 @@ def score(pack: str, predictions_path: Path, agent_name: str | None, condition: 
     except (PackError, PredictionError) as exc:
         raise UsageError(str(exc)) from None
     check_baseline(sorted({p.condition for p in predictions}), baseline, study)  # before anything is scored
+    from membench.commands.memory import require_conformant
+    from producers.memory_systems.registry import MEMORY_SYSTEMS
+
+    require_conformant(settings.home, sorted({p.condition for p in predictions} & set(MEMORY_SYSTEMS)), None,
+                       "--predictions")
     digest = hashlib.sha256(predictions_path.read_bytes()).hexdigest()
     if condition is not None:  # the option changes which units the same file scores
         digest = hashlib.sha256(f"{digest}:condition={condition}".encode()).hexdigest()

@@ -28,6 +28,9 @@ DEFAULT_PRICES: dict[str, dict[str, float]] = {
     "claude-sonnet-4*": {"input": 3.0, "cached_input": 0.3, "output": 15.0},
     "claude-opus-4*": {"input": 15.0, "cached_input": 1.5, "output": 75.0},
     "claude-haiku-4*": {"input": 1.0, "cached_input": 0.1, "output": 5.0},
+    # embeddings (the memory libraries' embedders): input only
+    "text-embedding-3-small*": {"input": 0.02, "cached_input": 0.02, "output": 0.0},
+    "text-embedding-3-large*": {"input": 0.13, "cached_input": 0.13, "output": 0.0},
 }
 FIELDS = ("input", "cached_input", "output")
 

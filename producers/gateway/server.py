@@ -6,7 +6,7 @@ port, so agents reach a model with no network. A call is attributed to the sessi
 socket it came through — nothing the agent sends can claim another session.
 
 What a channel answers:
-- `POST …/chat/completions`, `…/responses`, `…/messages` (wire.APIS): forwarded to the upstream
+- `POST …/chat/completions`, `…/responses`, `…/messages`, `…/embeddings` (wire.APIS): forwarded to the upstream
   with the real key added (forward mode), or answered from a recording (replay mode). Streams
   (SSE) are relayed chunk by chunk as they arrive. Every call becomes a `ModelCall` event.
 - `POST /membench/memory/search|get`: the session's memory tools (gateway/memory.py).
@@ -61,7 +61,9 @@ MAX_RECORDED_RESPONSE = 256 << 20
 # identifiers — stays behind)
 FORWARDED_HEADERS = ("content-type", "accept", "anthropic-version", "anthropic-beta", "openai-beta", "user-agent")
 PROVIDERS = ("openai", "anthropic")
-MEMORY_PURPOSES = ("sleep", "judge")  # ModelCall.purpose of a memory policy's calls (event v6)
+# ModelCall.purpose of a memory policy's calls (event v6): `embed` is a memory library's embedding
+# call (POST …/embeddings), the string field needs no new schema version
+MEMORY_PURPOSES = ("sleep", "judge", "embed")
 PREFLIGHT = "preflight"  # ModelCall.purpose of the gateway's own probe (preflight.py); never in a run's log
 
 
@@ -339,10 +341,11 @@ class _ModelCall:
         self.response_complete = False
         self._recorded = False
         self.call_id = channel.next_call_id()  # arrival order
-        # a memory policy names its call's purpose (sleep / judge) in a header the upstream never sees
+        # a memory policy names its call's purpose (sleep / judge) in a header the upstream never sees;
+        # a memory channel's embedding call is `embed` whatever it claims (the wire says what it is)
+        named = handler.headers.get("X-Membench-Purpose")
         self.purpose = channel.purpose if channel.purpose in ("agent", PREFLIGHT) else (
-            handler.headers.get("X-Membench-Purpose") if handler.headers.get("X-Membench-Purpose") in MEMORY_PURPOSES
-            else "sleep")
+            "embed" if api == "embeddings" else named if named in MEMORY_PURPOSES and named != "embed" else "sleep")
 
     def run(self) -> None:
         gateway = self.channel.gateway

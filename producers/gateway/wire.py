@@ -1,9 +1,12 @@
-"""The three model wire APIs agents speak, as far as the gateway needs them (pure functions).
+"""The model wire APIs the gateway relays, as far as it needs them (pure functions).
 
 - OpenAI Chat Completions (`POST …/chat/completions`): vLLM, llama.cpp, Ollama, OpenAI; the
   built-in `openai:` agent;
 - OpenAI Responses (`POST …/responses`): Codex;
-- Anthropic Messages (`POST …/messages`): Claude Code.
+- Anthropic Messages (`POST …/messages`): Claude Code;
+- OpenAI Embeddings (`POST …/embeddings`): the memory libraries' embedders (Mem0, the dense
+  baseline; producers/memory_systems/libraries.py). Never streamed; its usage has only
+  `prompt_tokens` (input), no output tokens.
 
 What the gateway reads: which API a path is, the model a request names, whether it asked for a
 stream, and the token usage of the answer, from a JSON body or from its server-sent events as
@@ -26,6 +29,7 @@ APIS = {
     "/chat/completions": ("chat_completions", "openai"),
     "/responses": ("responses", "openai"),
     "/messages": ("messages", "anthropic"),
+    "/embeddings": ("embeddings", "openai"),
 }
 
 
@@ -64,6 +68,8 @@ def usage_of(api: str, usage: Any) -> Usage:
         return Usage(_n(usage.get("prompt_tokens")), _n(_get(usage, "prompt_tokens_details", "cached_tokens")),
                      _n(usage.get("completion_tokens")),
                      _n(_get(usage, "completion_tokens_details", "reasoning_tokens")))
+    if api == "embeddings":  # an embedding has no output tokens
+        return Usage(_n(usage.get("prompt_tokens")), 0, 0, 0)
     if api == "responses":
         return Usage(_n(usage.get("input_tokens")), _n(_get(usage, "input_tokens_details", "cached_tokens")),
                      _n(usage.get("output_tokens")), _n(_get(usage, "output_tokens_details", "reasoning_tokens")))

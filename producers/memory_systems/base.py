@@ -69,13 +69,17 @@ class MemorySetup:
     metadata an injected event carries in DreamBench-SWE; a system may use an event's scope only
     once that event has been delivered to it. Systems that need it set `accepts_setup = True` and
     take it as the second argument. `model` is the unit's memory-model client
-    (model_client.MemoryModel) for a model-driven policy, set by the runner; None otherwise."""
+    (model_client.MemoryModel) for a model-driven policy, set by the runner; None otherwise.
+    `store_dir`: below."""
 
     curated_context: str = ""
     pack_curated_context: str = ""
     skill_bank: Path | None = None
     event_scopes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     model: Any = None
+    # where a memory library keeps its on-disk store (runs/<run set>/memory), set by the runner; None:
+    # a private temporary directory (producers/memory_systems/libraries.py)
+    store_dir: Path | None = None
 
     @classmethod
     def for_sequence(cls, pack: Any, seq: Any) -> "MemorySetup":

@@ -151,6 +151,8 @@ def external_factory(name: str, command: list[str] | None = None, url: str | Non
 
     make.condition = name  # type: ignore[attr-defined]
     make.accepts_setup = True  # type: ignore[attr-defined]
+    # what the adapter is (its conformance configuration, registry.configuration)
+    make.spec = {"command": command, "url": url, "timeout_s": timeout_s}  # type: ignore[attr-defined]
     return make
 
 

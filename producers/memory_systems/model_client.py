@@ -46,6 +46,11 @@ class MemoryModel:
             self._channel = self.gateway.open_channel(self.unit_id, self.emit, purpose="memory")
         return self._channel
 
+    def channel(self):
+        """The unit's memory channel (opened now if need be): a memory library's own clients call
+        through its socket (producers/memory_systems/libraries.py)."""
+        return self._open()
+
     def ask(self, purpose: str, system: str, user: str) -> str | None:
         channel = self._open()
         body = json.dumps({"model": self.model, "temperature": 0, "messages": [

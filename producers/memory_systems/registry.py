@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from producers.memory_systems.base import MemorySetup, MemorySystem, Namespace
 from producers.memory_systems.curated import CuratedFileMemory
 from producers.memory_systems.episodic import RawEpisodicMemory
+from producers.memory_systems.libraries import LIBRARY_SYSTEMS
 from producers.memory_systems.model_driven import MODEL_DRIVEN, UNDEFINED_ABLATIONS
 from producers.memory_systems.external import adapters_from_env, external_factory
 from producers.memory_systems.reflection import ReflectionMemory
@@ -39,6 +40,9 @@ MEMORY_SYSTEMS: dict[str, type] = {
     # model-driven policies: the memory model (--memory-model) writes and judges through the model
     # gateway (producers/memory_systems/model_driven.py)
     **MODEL_DRIVEN,
+    # real memory libraries in-process (Mem0 native and literal, dense retrieval on embedded Qdrant):
+    # their model and embedding calls go through the gateway (producers/memory_systems/libraries.py)
+    **LIBRARY_SYSTEMS,
     "curated_file": CuratedFileMemory,
     "skill_bank": SkillBankMemory,
     # the coding-agent A/B benchmark's name for B0 (imported packs run no_memory / curated_file / B5)
@@ -64,6 +68,67 @@ def register_adapters_from_env(environ: Mapping[str, str]) -> list[str]:
             MEMORY_SYSTEMS[name] = factory  # type: ignore[assignment]
             added.append(name)
     return added
+
+
+# the conditions membench ships whose behaviour its own tests pin down; everything else (a library
+# condition, an external adapter, a plug-in) must pass `membench memory check` before it is measured
+BUILT_IN: frozenset[str] = frozenset(c for c in MEMORY_SYSTEMS if c not in LIBRARY_SYSTEMS)
+PLUGIN_GROUP = "membench.memory_systems"
+
+
+def register_plugins(entry_points=None) -> list[str]:
+    """Register the memory systems vendors ship as Python packages: each entry point of the group
+    `membench.memory_systems` names a factory (a class or a callable taking (namespace) or, with
+    `accepts_setup = True`, (namespace, setup)) under the condition name it is registered as. Called
+    explicitly (the CLI, once at start-up); names already registered keep their system. A plug-in
+    that cannot be loaded raises ValueError naming it."""
+    if entry_points is None:
+        from importlib.metadata import entry_points as all_entry_points
+
+        entry_points = all_entry_points(group=PLUGIN_GROUP)
+    added = []
+    for point in entry_points:
+        if point.name in MEMORY_SYSTEMS:
+            continue
+        try:
+            factory = point.load()
+        except Exception as exc:  # noqa: BLE001 (a vendor's package: its error, named)
+            raise ValueError(f"memory-system plug-in '{point.name}' ({point.value}) cannot be loaded: "
+                             f"{type(exc).__name__}: {exc}") from None
+        MEMORY_SYSTEMS[point.name] = factory  # type: ignore[assignment]
+        added.append(point.name)
+    return added
+
+
+def needs_conformance(condition: str) -> bool:
+    """Whether CONDITION is measured only with a passing conformance record (library, external, plug-in)."""
+    return condition not in BUILT_IN
+
+
+def configuration(condition: str, memory_model: str | None = None) -> dict:
+    """What decides CONDITION's behaviour, as recorded with its conformance record; its digest keys
+    the record (a changed setting, version or memory model is a new configuration)."""
+    from producers.memory_systems.libraries import settings_record
+
+    factory = MEMORY_SYSTEMS[condition]
+    if condition in LIBRARY_SYSTEMS:
+        kind, detail = "library", settings_record(condition)
+    elif condition in BUILT_IN:
+        kind, detail = "built_in", {"class": f"{factory.__module__}.{getattr(factory, '__qualname__', factory)}"}
+    elif getattr(factory, "spec", None) is not None:
+        kind, detail = "external", dict(factory.spec)
+    else:
+        kind, detail = "plugin", {"factory": f"{getattr(factory, '__module__', '?')}."
+                                             f"{getattr(factory, '__qualname__', repr(factory))}"}
+    return {"condition": condition, "kind": kind, "detail": detail,
+            "memory_model": memory_model if is_model_driven(condition) else None}
+
+
+def configuration_digest(config: dict) -> str:
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(config, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def is_model_driven(condition: str) -> bool:

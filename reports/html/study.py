@@ -45,6 +45,9 @@ def families_html(report: dict[str, Any]) -> str | None:
            f'{esc(fams.get("study"))}. Holm is applied within each family, separately for each test (per seed: '
            'within each seed). Δ = paired pass-rate difference A − B with a trap-cluster bootstrap 95% CI; power: '
            'the exact sign test over the paired traps.</p>']
+    # issue 31: a slot whose condition failed or lacks its conformance record says so
+    labels = {e["condition"]: e["label"] for e in (report.get("conformance") or {}).get("conditions", [])
+              if e.get("label")}
     for fam in fams["families"]:
         rows = []
         for c in fam["comparisons"]:
@@ -58,7 +61,9 @@ def families_html(report: dict[str, Any]) -> str | None:
                 q8 = (power.get("by_q") or {}).get("0.8")
                 power_text = ("no split rejects" if threshold is None else
                               f"{esc(threshold)}/{esc(power['units'])} traps; at q = 0.8: {fmt_p(q8)}")
-            rows.append([esc(c["a"]), esc(c["b"]), "yes" if c["available"] else "<strong>unavailable</strong>",
+            why = labels.get(c["a"]) or labels.get(c["b"])
+            rows.append([esc(c["a"]), esc(c["b"]), "yes" if c["available"] else
+                         "<strong>unavailable</strong>" + (f" ({esc(why)})" if why else ""),
                          _signed(effect["difference"]) if effect else "—",
                          fmt_ci(effect["ci95"]) if effect else "—",
                          f"{esc(effect['discordant_a'])} / {esc(effect['discordant_b'])}" if effect else "—",

@@ -104,6 +104,12 @@ def _full_report() -> dict:
                    "distiller": "scripted"}]}
     report["partial"] = {"reason": "stopped by a signal before the grid finished", "units_planned": 4,
                          "units_not_started": 2, "attempts_abandoned": 1, "resume": "membench run smoke"}
+    report["conformance"] = {"registered": 2, "conformant": 1, "evaluated": 1, "conditions": [
+        {"condition": "B0", "status": "built_in", "conformant": True, "evaluated": True, "failed_gates": [],
+         "record": None, "label": None},
+        {"condition": "B5-MEM0", "status": "failed", "conformant": False, "evaluated": False,
+         "failed_gates": ["cross_process_identity"], "record": "conformance/ab.json",
+         "label": "conformance-unavailable, not an observed loss"}]}
     return {key: report[key] for key in [f for f, _ in key_reference() if "." not in f and "[" not in f]}
 
 

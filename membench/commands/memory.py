@@ -1,0 +1,129 @@
+"""`membench memory check CONDITION`: the frozen conformance suite (producers/memory_systems/conformance.py)
+against a configured memory system, recorded under its configuration's digest in
+`$MEMBENCH_HOME/conformance/<digest>.json`, beside the admission funnel's `validations/`. `run` and
+`score` refuse a library, external or plug-in condition without a passing record for the
+configuration they would run (`require_conformant`); docs/memory-systems.md.
+
+Exit status: 0 conformant, 1 a gate failed (or the repair budget is spent), 2 usage errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from membench.errors import UsageError
+from membench.settings import load_settings
+
+
+def record_path(home: Path, digest: str) -> Path:
+    return home / "conformance" / f"{digest}.json"
+
+
+def attempts_path(home: Path, condition: str) -> Path:
+    safe = "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in condition)
+    return home / "conformance" / "attempts" / f"{safe}.json"
+
+
+def load_record(home: Path, digest: str) -> dict[str, Any] | None:
+    try:
+        return json.loads(record_path(home, digest).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def conformance_status(home: Path, condition: str, memory_model: str | None) -> tuple[str, str]:
+    """("conformant" | "built_in" | "missing" | "failed", why) for CONDITION as it would run now."""
+    from producers.memory_systems.conformance import SUITE_VERSION
+    from producers.memory_systems.registry import configuration, configuration_digest, needs_conformance
+
+    if not needs_conformance(condition):
+        return "built_in", "a built-in condition: conformant by membench's own tests"
+    digest = configuration_digest(configuration(condition, memory_model))
+    record = load_record(home, digest)
+    if record is None:
+        return "missing", (f"no conformance record for its configuration (digest {digest[:12]}); run "
+                           f"`membench memory check {condition}`" + (f" --memory-model {memory_model}" if memory_model
+                                                                      else ""))
+    if record.get("suite_version") != SUITE_VERSION:
+        return "missing", f"its record (digest {digest[:12]}) is of suite version {record.get('suite_version')}"
+    if record.get("verdict") != "pass":
+        return "failed", f"it failed the conformance gate(s) {', '.join(record.get('failed') or ['?'])} " \
+                         f"(record conformance/{digest}.json)"
+    return "conformant", f"conformance/{digest}.json"
+
+
+def require_conformant(home: Path, conditions: list[str], memory_model: str | None, option: str) -> None:
+    """A usage error naming the first condition that may not be measured and why."""
+    for condition in conditions:
+        status, why = conformance_status(home, condition, memory_model)
+        if status in ("missing", "failed"):
+            raise UsageError(f"{option}: condition '{condition}' is not admitted for evaluation: {why}")
+
+
+@click.group()
+def memory() -> None:
+    """Memory systems: the conformance gate before evaluation."""
+
+
+@memory.command("check")
+@click.argument("condition")
+@click.option("--json", "as_json", is_flag=True, help="print the record as JSON")
+@click.option("--memory-model", "memory_model", metavar="MODEL", default=None,
+              help="the model a library condition calls (as `run --memory-model`)")
+@click.option("--model-base-url", "base_urls", multiple=True, metavar="[PROVIDER=]URL",
+              help="the upstream its model and embedding calls reach through the gateway (as for `run`)")
+@click.option("--model-timeout", type=click.FloatRange(0.1), default=120.0, show_default=True)
+def check(condition: str, as_json: bool, memory_model: str | None, base_urls: tuple[str, ...],
+          model_timeout: float) -> None:
+    """Run the frozen conformance suite against CONDITION in two fresh processes and record it."""
+    from membench.commands.model_options import parse_base_urls
+    from producers.memory_systems.conformance import REPAIR_BUDGET, check as run_check
+    from producers.memory_systems.registry import (MEMORY_SYSTEMS, configuration, configuration_digest,
+                                                   is_model_driven, needs_conformance)
+
+    if condition not in MEMORY_SYSTEMS:
+        raise UsageError(f"CONDITION: unknown condition '{condition}' (known: {', '.join(sorted(MEMORY_SYSTEMS))})")
+    if is_model_driven(condition) and not (memory_model and base_urls):
+        raise UsageError(f"{condition} calls a model through the gateway: give --memory-model MODEL and "
+                         "--model-base-url URL")
+    if memory_model and not is_model_driven(condition):
+        raise UsageError(f"--memory-model: {condition} calls no model")
+    urls = parse_base_urls(base_urls)
+    settings = load_settings()
+    config = configuration(condition, memory_model)
+    digest = configuration_digest(config)
+    ledger_path = attempts_path(settings.home, condition)
+    try:
+        ledger = json.loads(ledger_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        ledger = {"condition": condition, "budget": REPAIR_BUDGET, "attempts": []}
+    earlier = [a for a in ledger["attempts"] if a["digest"] != digest]
+    passed_before = any(a["verdict"] == "pass" for a in ledger["attempts"])
+    if needs_conformance(condition) and not passed_before and len(earlier) >= REPAIR_BUDGET:
+        raise click.ClickException(f"{condition}: the repair budget is spent ({REPAIR_BUDGET} recorded attempts "
+                                   f"with other settings, none conformant); this configuration is not checked")
+    result = run_check(condition, memory_model, urls, model_timeout)
+    ledger["attempts"] = earlier + [{"digest": digest, "verdict": result["verdict"], "failed": result["failed"]}]
+    record = {"condition": condition, "configuration": config, "digest": digest, **result,
+              "control": not needs_conformance(condition),
+              "repair_budget": {"budget": REPAIR_BUDGET, "used": len(ledger["attempts"]),
+                                "attempts": ledger["attempts"]}}
+    path = record_path(settings.home, digest)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ledger_path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    ledger_path.write_text(json.dumps(ledger, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    if as_json:
+        click.echo(json.dumps(record, indent=2, sort_keys=True))
+    else:
+        click.echo(f"# Conformance — {condition} (configuration {digest[:12]}{', control' if record['control'] else ''})")
+        for gate, found in result["gates"].items():
+            click.echo(f"- {gate}: {found['verdict']}")
+        click.echo(f"verdict: {result['verdict']}" + (f" (failed: {', '.join(result['failed'])})" if result["failed"]
+                                                        else "") + f"; recorded: conformance/{digest}.json; repair "
+                   f"budget {len(ledger['attempts'])}/{REPAIR_BUDGET}")
+    sys.exit(0 if result["verdict"] == "pass" else 1)
