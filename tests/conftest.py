@@ -77,6 +77,7 @@ LONGEST_FIRST = (
     "tests/integration/test_runners.py",
     "tests/integration/test_kafka_broker_loss.py",
     "tests/integration/test_user_paths.py",
+    "tests/integration/test_memory_libraries.py",
     "tests/integration/test_model_agents.py",
     "tests/integration/test_audit.py",
     "tests/exports/test_tables_export.py",
