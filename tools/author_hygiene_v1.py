@@ -65,10 +65,10 @@ def solution(files: dict[str, str], slots: dict[str, tuple[str, str, str]] | Non
                                                  for n, (a, p, d) in slots.items()}}, indent=1) + "\n"
 
 
-def c8_material(t: dict) -> tuple[dict[str, str], str]:
+def c8_material(t: dict, repos: dict | None = None) -> tuple[dict[str, str], str]:
     """Solution files and oracle of a generated-files trap (computed from the repository's generator)."""
     spec = t["c8"]
-    repo = REPOS[t["repo"]]
+    repo = (repos or REPOS)[t["repo"]]
     namespace: dict = {"__file__": spec["gen"], "__name__": "gen"}
     exec(compile(repo[spec["gen"]], spec["gen"], "exec"), namespace)  # the generator's render()
     data = json.loads(repo[spec["src"]])
@@ -77,7 +77,7 @@ def c8_material(t: dict) -> tuple[dict[str, str], str]:
     artifact = namespace["render"](data, "{{SLOT:channel}}")
     chan = t["slots"]["channel"][0]
     top = spec["pkg_mod"].split(".")[0]
-    table = {"taskq": "STATES", "tabular": "DIALECTS", "httpmini": "ERRORS"}[top]
+    table = spec.get("table") or {"taskq": "STATES", "tabular": "DIALECTS", "httpmini": "ERRORS"}[top]
     key = int(spec["name"]) if top == "httpmini" else spec["name"]
     oracle = (
         "import importlib\nimport json\nimport pathlib\n\nfrom membench_oracle import load_production_file\n\n"
@@ -99,6 +99,17 @@ def c8_material(t: dict) -> tuple[dict[str, str], str]:
 
 
 def main(out: Path) -> None:
+    write_pack(out, name="hygiene-v1", traps=TRAPS, repos=REPOS, generated=GENERATED, warmups=W, checks=CHECKS,
+               description=("Memory-hygiene traps (DreamBench-SWE constructs C1-C10) over three small Python libraries: "
+                            "S1/S2 set up evidence, S3 is the scored trap; secrets are CSPRNG placeholders filled at finalize."),
+               curated=PACK_CURATED, skills=SKILLS)
+
+
+def write_pack(out: Path, *, name: str, traps: list, repos: dict, generated: dict, warmups: dict, checks: dict,
+               description: str, curated: str, skills: dict) -> None:
+    """Write the skeleton pack OUT from trap definitions (shared by author_hygiene_v1/_v2.py)."""
+    REPOS, GENERATED, W, CHECKS, TRAPS, SKILLS, PACK_CURATED = repos, generated, warmups, checks, traps, skills, curated  # noqa: N806
+    pack_name = name
     if out.exists():
         shutil.rmtree(out)
     # repositories (generated artifacts rendered by their own generator, channel "dev")
@@ -141,7 +152,7 @@ def main(out: Path) -> None:
                              "inject_after": [e["event_id"] for e in events if e["after_session"] < index],
                              "oracle_id": oracle_id})
         if t.get("c8"):
-            files, oracle = c8_material(t)
+            files, oracle = c8_material(t, REPOS)
         else:
             files, oracle = t["files"], t["oracle"]
         oracle_id = f"s3_{slug(list(files)[-1].split('/')[-1].removesuffix('.py').removesuffix('.json'))}"
@@ -156,8 +167,9 @@ def main(out: Path) -> None:
         texts = json.dumps([events, [scoped(d, seq_id) for d in t["decisive"]], scoped(t["curated"], seq_id), sessions]) + "".join(
             p.read_text() for p in hidden.iterdir())
         declared = {name: cls for name, cls in sorted(set(SECRET.findall(texts)))}
-        checks = [{"type": f"{kind}-check", "cases": CHECKS[seq_id][kind]}
-                  for kind in ("commission", "omission") if CHECKS[seq_id].get(kind)]
+        declared_checks = t.get("checks") or CHECKS[seq_id]
+        checks = [{"type": f"{kind}-check", "cases": declared_checks[kind]}
+                  for kind in ("commission", "omission") if declared_checks.get(kind)]
         labels = [dict({"label_id": f"{seq_id}-l{n}", "active_session": 3}, **label)
                   for n, label in enumerate(t["labels"] + checks, 1)]
         seq = {
@@ -176,9 +188,8 @@ def main(out: Path) -> None:
             seq["curated_context"] = scoped(t["curated"], seq_id)
         sequences.append(seq)
     manifest = {
-        "format": "membench-pack", "format_version": 2, "pack": "hygiene-v1",
-        "description": ("Memory-hygiene traps (DreamBench-SWE constructs C1-C10) over three small Python libraries: "
-                        "S1/S2 set up evidence, S3 is the scored trap; secrets are CSPRNG placeholders filled at finalize."),
+        "format": "membench-pack", "format_version": 2, "pack": pack_name,
+        "description": description,
         "repos": {name: f"repos/{name}" for name in REPOS},
         "curated_context": PACK_CURATED,
         "skill_bank": "skills",
