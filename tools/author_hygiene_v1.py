@@ -108,13 +108,12 @@ def main(out: Path) -> None:
 def write_pack(out: Path, *, name: str, traps: list, repos: dict, generated: dict, warmups: dict, checks: dict,
                description: str, curated: str, skills: dict) -> None:
     """Write the skeleton pack OUT from trap definitions (shared by author_hygiene_v1/_v2.py)."""
-    REPOS, GENERATED, W, CHECKS, TRAPS, SKILLS, PACK_CURATED = repos, generated, warmups, checks, traps, skills, curated  # noqa: N806
     pack_name = name
     if out.exists():
         shutil.rmtree(out)
     # repositories (generated artifacts rendered by their own generator, channel "dev")
-    for name, files in REPOS.items():
-        gen, src, artifact = GENERATED[name]
+    for name, files in repos.items():
+        gen, src, artifact = generated[name]
         for rel, text in files.items():
             if text is None:
                 namespace: dict = {"__file__": gen, "__name__": "gen"}
@@ -124,13 +123,13 @@ def write_pack(out: Path, *, name: str, traps: list, repos: dict, generated: dic
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
     # skill bank
-    for name, text in SKILLS.items():
+    for name, text in skills.items():
         path = out / "skills" / name / "SKILL.md"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     write_manifest(out / "skills")
     sequences = []
-    for t in TRAPS:
+    for t in traps:
         seq_id = t["id"]
         hidden = out / "hidden" / seq_id
         hidden.mkdir(parents=True)
@@ -140,7 +139,7 @@ def write_pack(out: Path, *, name: str, traps: list, repos: dict, generated: dic
             events.append({"event_id": f"{seq_id}-e{n}", "after_session": after, "kind": kind, "content": content,
                            "scope": {"repo": t["repo"], "sequence_id": seq_id, "files": files, "symbols": []},
                            "_facts": facts})
-        warm = [W[t["repo"]][i] if i is not None else None for i in t["warm"]]
+        warm = [warmups[t["repo"]][i] if i is not None else None for i in t["warm"]]
         if t["s2"] is not None:
             warm[1] = t["s2"]
         for index, spec in enumerate(warm, 1):
@@ -152,7 +151,7 @@ def write_pack(out: Path, *, name: str, traps: list, repos: dict, generated: dic
                              "inject_after": [e["event_id"] for e in events if e["after_session"] < index],
                              "oracle_id": oracle_id})
         if t.get("c8"):
-            files, oracle = c8_material(t, REPOS)
+            files, oracle = c8_material(t, repos)
         else:
             files, oracle = t["files"], t["oracle"]
         oracle_id = f"s3_{slug(list(files)[-1].split('/')[-1].removesuffix('.py').removesuffix('.json'))}"
@@ -167,11 +166,11 @@ def write_pack(out: Path, *, name: str, traps: list, repos: dict, generated: dic
         texts = json.dumps([events, [scoped(d, seq_id) for d in t["decisive"]], scoped(t["curated"], seq_id), sessions]) + "".join(
             p.read_text() for p in hidden.iterdir())
         declared = {name: cls for name, cls in sorted(set(SECRET.findall(texts)))}
-        declared_checks = t.get("checks") or CHECKS[seq_id]
-        checks = [{"type": f"{kind}-check", "cases": declared_checks[kind]}
-                  for kind in ("commission", "omission") if declared_checks.get(kind)]
+        declared_checks = t.get("checks") or checks[seq_id]
+        check_labels = [{"type": f"{kind}-check", "cases": declared_checks[kind]}
+                        for kind in ("commission", "omission") if declared_checks.get(kind)]
         labels = [dict({"label_id": f"{seq_id}-l{n}", "active_session": 3}, **label)
-                  for n, label in enumerate(t["labels"] + checks, 1)]
+                  for n, label in enumerate(t["labels"] + check_labels, 1)]
         seq = {
             "seq_id": seq_id, "construct": t["construct"], "family": t["family"], "repo": t["repo"],
             "skeleton_id": f"{t['construct'].lower()}-{t['family']}", "initial_state": "base",
@@ -190,8 +189,8 @@ def write_pack(out: Path, *, name: str, traps: list, repos: dict, generated: dic
     manifest = {
         "format": "membench-pack", "format_version": 2, "pack": pack_name,
         "description": description,
-        "repos": {name: f"repos/{name}" for name in REPOS},
-        "curated_context": PACK_CURATED,
+        "repos": {name: f"repos/{name}" for name in repos},
+        "curated_context": curated,
         "skill_bank": "skills",
         "sequences": sequences,
     }
