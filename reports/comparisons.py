@@ -26,7 +26,8 @@ Top level:
 - `families`: {"baseline", "baseline_source", "study", "families": [...]}: every registered family
   (the study's, or the default primary family: every other condition vs the baseline) with, per
   comparison, the effect size (paired pass-rate difference with its trap-cluster bootstrap CI),
-  the design's power (exact sign test over its paired traps) and, for each registered test
+  the design's power (exact sign test over its paired traps) with the minimum detectable
+  difference at 80 % power (when every paired trap differs, and for the traps that did differ) and, for each registered test
   (clustered, mcnemar, majority, per_seed), raw p, Holm-adjusted p within the family and
   rejection, and `primary`: the primary test's (`primary_test`, the exact trap-clustered
   sign-flip) raw and Holm p and verdict, present whether or not the family registers that test,
@@ -41,7 +42,7 @@ from typing import Any
 
 from analytics.cells import Cell, dedup_cells, pair_cells
 from analytics.compare import FamilyResult, compare_family
-from analytics.effects import design_power, paired_difference_ci
+from analytics.effects import design_power, minimum_detectable_difference, paired_difference_ci
 from analytics.export import family_json
 from analytics.resources import ResourceUsage, cost_per_success, resource_reductions, resource_totals
 from reports.conventions import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, condition_order, exclusion_of, valid_run
@@ -51,6 +52,7 @@ from reports.model import (
     ComparisonFamilies,
     ComparisonFamily,
     DesignPower,
+    DetectableDifference,
     EffectSize,
     FamilyComparison,
     HolmTest,
@@ -206,13 +208,19 @@ def _family_entry(cells: list[Cell], result: FamilyResult, i: int, tests: tuple[
     effect = paired_difference_ci({u: list(seeds.values()) for u, seeds in paired.pairs.items()},
                                   resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
     power = design_power(comp.units, alpha=result.holm_clustered.alpha)
+    seeds = max((len(s) for s in paired.pairs.values()), default=0)
+    detectable = [minimum_detectable_difference(comp.units, m, seeds=seeds, alpha=power.alpha)
+                  for m in (comp.units, comp.clustered.nonzero_units)]
     return FamilyComparison(
         a=a, b=b, available=True, D=comp.statistic, units=comp.units, paired_cells=comp.paired_cells,
         effect=EffectSize(difference=effect.difference, ci95=[effect.low, effect.high], paired_cells=effect.paired_cells,
                           discordant_a=comp.discordant_a, discordant_b=comp.discordant_b,
                           bootstrap=BootstrapSettings(resamples=effect.resamples, seed=effect.seed, level=effect.level)),
         power=DesignPower(units=power.units, alpha=power.alpha, threshold=power.threshold,
-                          p_at_threshold=power.p_at_threshold, by_q=power.by_q),
+                          p_at_threshold=power.p_at_threshold, by_q=power.by_q,
+                          detectable=[DetectableDifference(power=d.power, traps=d.traps, differing=d.differing,
+                                                           seeds=seeds, q=d.q, difference=d.difference)
+                                      for d in detectable]),
         tests={t: held(h, raw[t]) for t, h in chosen.items()}, per_seed=per_seed,
         primary=held(result.holm_clustered, raw[PRIMARY_TEST]))
 

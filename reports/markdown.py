@@ -109,7 +109,9 @@ def _families_markdown(report: dict[str, Any]) -> str:
              f"Baseline {fams['baseline']} ({fams['baseline_source']}); study {fams['study']}. Holm within each "
              "family, separately for each test (per seed: within each seed). Δ: paired pass-rate difference A − B, "
              "trap-cluster bootstrap 95% CI. Power: exact sign test over the paired traps (rejecting split; power "
-             "when each trap favours one side with probability q = 0.8)."]
+             "when each trap favours one side with probability q = 0.8); MDD: the smallest Δ the exact trap-clustered "
+             "test detects with 80 % power at α, when every paired trap differs and when as many differ as did "
+             "(docs/reports.md)."]
     for fam in fams["families"]:
         lines += ["", f"### {fam['name']} ({fam['role']}, {fam['family_size']} comparisons, α = {fam['alpha']})", "",
                   "| A | B | Δ | 95% CI | A-only / B-only | p → p Holm | power |", "|---|---|---:|---|---:|---|---|"]
@@ -130,9 +132,20 @@ def _families_markdown(report: dict[str, Any]) -> str:
             diff = "—" if e["difference"] is None else f"{100 * e['difference']:+.1f} pp"
             power = ("no split rejects" if pw["threshold"] is None else
                      f"{pw['threshold']}/{pw['units']} traps; {_p(pw['by_q'].get('0.8'))} at q = 0.8")
+            power += "; " + detectable_text(pw)
             lines.append(f"| {c['a']} | {c['b']} | {diff} | {ci} | {e['discordant_a']} / {e['discordant_b']} "
                          f"| {'; '.join(tests)} | {power} |")
     return "\n".join(lines) + "\n"
+
+
+def detectable_text(power: dict[str, Any]) -> str:
+    """The minimum detectable differences of a comparison's `power` entry, e.g.
+    "MDD₈₀ 38.3 pp (60/60 traps differ), 24.9 pp (30/60 did)"."""
+    parts = []
+    for i, d in enumerate(power.get("detectable") or []):
+        value = "none" if d["difference"] is None else f"{100 * d['difference']:.1f} pp"
+        parts.append(f"{value} ({d['differing']}/{d['traps']} traps {'differ' if i == 0 else 'did'})")
+    return ("MDD at 80 %: " + ", ".join(parts)) if parts else "MDD —"
 
 
 def _family_tests_markdown(c: dict[str, Any], primary_test: str | None) -> list[str]:

@@ -308,6 +308,22 @@ class EffectSize:
 
 
 @dataclass(frozen=True)
+class DetectableDifference:
+    """The smallest paired pass-rate difference Δ the exact trap-clustered test detects with
+    probability `power` at the family's alpha, when `differing` of `traps` paired traps differ
+    (each the same way in all of its `seeds`): Δ = differing / traps · (2q − 1), q the smallest
+    share of the differing traps favouring one side that reaches `power`; null when no split of
+    `differing` traps can reject."""
+
+    power: float
+    traps: int
+    differing: int
+    seeds: int
+    q: float | None
+    difference: float | None
+
+
+@dataclass(frozen=True)
 class DesignPower:
     """The exact sign test's power with `units` equal-weight trap clusters (DreamBench-SWE Appendix
     E.6): `threshold` winning traps reject at `alpha`; `by_q` q -> chance of reaching it when each
@@ -318,6 +334,9 @@ class DesignPower:
     threshold: int | None
     p_at_threshold: float | None
     by_q: dict[str, float | None]
+    # the minimum detectable difference at 80 % power (analytics/effects.py): when every paired trap
+    # differs, then for the differing traps observed (a count that says nothing of direction)
+    detectable: list[DetectableDifference]
 
 
 @dataclass(frozen=True)

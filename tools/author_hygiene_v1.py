@@ -65,10 +65,10 @@ def solution(files: dict[str, str], slots: dict[str, tuple[str, str, str]] | Non
                                                  for n, (a, p, d) in slots.items()}}, indent=1) + "\n"
 
 
-def c8_material(t: dict) -> tuple[dict[str, str], str]:
+def c8_material(t: dict, repos: dict | None = None) -> tuple[dict[str, str], str]:
     """Solution files and oracle of a generated-files trap (computed from the repository's generator)."""
     spec = t["c8"]
-    repo = REPOS[t["repo"]]
+    repo = (repos or REPOS)[t["repo"]]
     namespace: dict = {"__file__": spec["gen"], "__name__": "gen"}
     exec(compile(repo[spec["gen"]], spec["gen"], "exec"), namespace)  # the generator's render()
     data = json.loads(repo[spec["src"]])
@@ -77,7 +77,7 @@ def c8_material(t: dict) -> tuple[dict[str, str], str]:
     artifact = namespace["render"](data, "{{SLOT:channel}}")
     chan = t["slots"]["channel"][0]
     top = spec["pkg_mod"].split(".")[0]
-    table = {"taskq": "STATES", "tabular": "DIALECTS", "httpmini": "ERRORS"}[top]
+    table = spec.get("table") or {"taskq": "STATES", "tabular": "DIALECTS", "httpmini": "ERRORS"}[top]
     key = int(spec["name"]) if top == "httpmini" else spec["name"]
     oracle = (
         "import importlib\nimport json\nimport pathlib\n\nfrom membench_oracle import load_production_file\n\n"
@@ -99,11 +99,21 @@ def c8_material(t: dict) -> tuple[dict[str, str], str]:
 
 
 def main(out: Path) -> None:
+    write_pack(out, name="hygiene-v1", traps=TRAPS, repos=REPOS, generated=GENERATED, warmups=W, checks=CHECKS,
+               description=("Memory-hygiene traps (DreamBench-SWE constructs C1-C10) over three small Python libraries: "
+                            "S1/S2 set up evidence, S3 is the scored trap; secrets are CSPRNG placeholders filled at finalize."),
+               curated=PACK_CURATED, skills=SKILLS)
+
+
+def write_pack(out: Path, *, name: str, traps: list, repos: dict, generated: dict, warmups: dict, checks: dict,
+               description: str, curated: str, skills: dict) -> None:
+    """Write the skeleton pack OUT from trap definitions (shared by author_hygiene_v1/_v2.py)."""
+    pack_name = name
     if out.exists():
         shutil.rmtree(out)
     # repositories (generated artifacts rendered by their own generator, channel "dev")
-    for name, files in REPOS.items():
-        gen, src, artifact = GENERATED[name]
+    for name, files in repos.items():
+        gen, src, artifact = generated[name]
         for rel, text in files.items():
             if text is None:
                 namespace: dict = {"__file__": gen, "__name__": "gen"}
@@ -113,13 +123,13 @@ def main(out: Path) -> None:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
     # skill bank
-    for name, text in SKILLS.items():
+    for name, text in skills.items():
         path = out / "skills" / name / "SKILL.md"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     write_manifest(out / "skills")
     sequences = []
-    for t in TRAPS:
+    for t in traps:
         seq_id = t["id"]
         hidden = out / "hidden" / seq_id
         hidden.mkdir(parents=True)
@@ -129,7 +139,7 @@ def main(out: Path) -> None:
             events.append({"event_id": f"{seq_id}-e{n}", "after_session": after, "kind": kind, "content": content,
                            "scope": {"repo": t["repo"], "sequence_id": seq_id, "files": files, "symbols": []},
                            "_facts": facts})
-        warm = [W[t["repo"]][i] if i is not None else None for i in t["warm"]]
+        warm = [warmups[t["repo"]][i] if i is not None else None for i in t["warm"]]
         if t["s2"] is not None:
             warm[1] = t["s2"]
         for index, spec in enumerate(warm, 1):
@@ -141,7 +151,7 @@ def main(out: Path) -> None:
                              "inject_after": [e["event_id"] for e in events if e["after_session"] < index],
                              "oracle_id": oracle_id})
         if t.get("c8"):
-            files, oracle = c8_material(t)
+            files, oracle = c8_material(t, repos)
         else:
             files, oracle = t["files"], t["oracle"]
         oracle_id = f"s3_{slug(list(files)[-1].split('/')[-1].removesuffix('.py').removesuffix('.json'))}"
@@ -156,10 +166,11 @@ def main(out: Path) -> None:
         texts = json.dumps([events, [scoped(d, seq_id) for d in t["decisive"]], scoped(t["curated"], seq_id), sessions]) + "".join(
             p.read_text() for p in hidden.iterdir())
         declared = {name: cls for name, cls in sorted(set(SECRET.findall(texts)))}
-        checks = [{"type": f"{kind}-check", "cases": CHECKS[seq_id][kind]}
-                  for kind in ("commission", "omission") if CHECKS[seq_id].get(kind)]
+        declared_checks = t.get("checks") or checks[seq_id]
+        check_labels = [{"type": f"{kind}-check", "cases": declared_checks[kind]}
+                        for kind in ("commission", "omission") if declared_checks.get(kind)]
         labels = [dict({"label_id": f"{seq_id}-l{n}", "active_session": 3}, **label)
-                  for n, label in enumerate(t["labels"] + checks, 1)]
+                  for n, label in enumerate(t["labels"] + check_labels, 1)]
         seq = {
             "seq_id": seq_id, "construct": t["construct"], "family": t["family"], "repo": t["repo"],
             "skeleton_id": f"{t['construct'].lower()}-{t['family']}", "initial_state": "base",
@@ -176,11 +187,10 @@ def main(out: Path) -> None:
             seq["curated_context"] = scoped(t["curated"], seq_id)
         sequences.append(seq)
     manifest = {
-        "format": "membench-pack", "format_version": 2, "pack": "hygiene-v1",
-        "description": ("Memory-hygiene traps (DreamBench-SWE constructs C1-C10) over three small Python libraries: "
-                        "S1/S2 set up evidence, S3 is the scored trap; secrets are CSPRNG placeholders filled at finalize."),
-        "repos": {name: f"repos/{name}" for name in REPOS},
-        "curated_context": PACK_CURATED,
+        "format": "membench-pack", "format_version": 2, "pack": pack_name,
+        "description": description,
+        "repos": {name: f"repos/{name}" for name in repos},
+        "curated_context": curated,
         "skill_bank": "skills",
         "sequences": sequences,
     }

@@ -33,3 +33,34 @@ def remem(source: Path, out_dir: Path, name: str | None) -> None:
         raise UsageError(str(exc)) from None
     click.echo(f"imported {len(pack.sequences)} tasks from {source.name} into {out} "
                f"(pack '{pack.name}', conditions {', '.join(pack.conditions)})")
+
+
+@import_.command("dreambench")
+@click.argument("source", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--repos", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="directory holding each record's fixture repository as <repo>/, checked out at its initial_commit")
+@click.option("--hidden", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="directory holding the unpublished hidden parts: <seq_id>/<oracle_id>.py and <seq_id>/s<i>.solution.json")
+@click.option("--construct", "constructs", multiple=True, metavar="SEQ_ID=Cn",
+              help="the construct of a record that carries no construct_label (v1-shaped records); repeatable")
+@click.option("--name", default=None, help="pack name (default: dreambench-<source file stem>)")
+def dreambench(source: Path, out_dir: Path, repos: Path | None, hidden: Path | None, constructs: tuple[str, ...],
+               name: str | None) -> None:
+    """Import DreamBench-SWE sequence records (JSON lines) as a native pack in OUT_DIR.
+
+    The records publish sessions, events and labels, not hidden oracles, reference solutions or
+    fixture repositories: supply them with --hidden and --repos, or afterwards at the paths the
+    pack's SUPPLY.md lists; `membench validate OUT_DIR` refuses the pack until they are there."""
+    from producers.importers.dreambench import import_dreambench, parse_constructs
+    from schemas.pack_format import PackError
+
+    try:
+        result = import_dreambench(source, out_dir, repos=repos, hidden=hidden,
+                                   constructs=parse_constructs(constructs), name=name)
+    except PackError as exc:
+        raise UsageError(str(exc)) from None
+    click.echo(f"imported {result.sequences} sequences from {source.name} into {result.out_dir}")
+    if result.missing:
+        click.echo(f"not runnable yet: {len(result.missing)} files to supply, listed in {result.out_dir / 'SUPPLY.md'} "
+                   "(hidden oracles and fixture repositories are not published)")

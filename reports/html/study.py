@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from reports.html.format import esc, fmt_ci, fmt_p
+from reports.markdown import detectable_text
 from reports.html.tables import html_table
 
 TEST_LABELS = {"clustered": "clustered", "mcnemar": "McNemar", "majority": "majority"}
@@ -44,7 +45,8 @@ def families_html(report: dict[str, Any]) -> str | None:
     out = [f'<p class="caption">Baseline {esc(fams.get("baseline"))} ({esc(fams.get("baseline_source"))}); study '
            f'{esc(fams.get("study"))}. Holm is applied within each family, separately for each test (per seed: '
            'within each seed). Δ = paired pass-rate difference A − B with a trap-cluster bootstrap 95% CI; power: '
-           'the exact sign test over the paired traps.</p>']
+           'the exact sign test over the paired traps; MDD: the smallest Δ the exact trap-clustered test detects with '
+           '80 % power at α, when every paired trap differs and when as many differ as did.</p>']
     # issue 31: a slot whose condition failed or lacks its conformance record says so
     labels = {e["condition"]: e["label"] for e in (report.get("conformance") or {}).get("conditions", [])
               if e.get("label")}
@@ -61,6 +63,7 @@ def families_html(report: dict[str, Any]) -> str | None:
                 q8 = (power.get("by_q") or {}).get("0.8")
                 power_text = ("no split rejects" if threshold is None else
                               f"{esc(threshold)}/{esc(power['units'])} traps; at q = 0.8: {fmt_p(q8)}")
+                power_text += "<br>" + esc(detectable_text(power))
             why = labels.get(c["a"]) or labels.get(c["b"])
             rows.append([esc(c["a"]), esc(c["b"]), "yes" if c["available"] else
                          "<strong>unavailable</strong>" + (f" ({esc(why)})" if why else ""),

@@ -35,3 +35,60 @@ def test_power_is_the_upper_binomial_tail_at_the_sign_tests_threshold():
     assert power.by_q["0.8"] == pytest.approx(comb(10, 9) * 0.8**9 * 0.2 + 0.8**10)
     tiny = design_power(5)
     assert tiny.threshold is None and all(v is None for v in tiny.by_q.values())  # 5 traps can never reject
+
+
+# ---- minimum detectable difference (issue 28) ------------------------------------------------
+
+import random  # noqa: E402
+import re  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from analytics.effects import detectable_difference_table, minimum_detectable_difference  # noqa: E402
+from analytics.exact import sign_flip_test, sign_test_power  # noqa: E402
+
+STUDY_DOC = Path(__file__).resolve().parents[2] / "docs" / "study.md"
+
+
+@pytest.mark.parametrize("traps", [6, 34, 60, 120])
+def test_mdd_is_the_smallest_q_reaching_80_percent_power(traps):
+    mdd = minimum_detectable_difference(traps, seeds=3)
+    assert sign_test_power(traps, mdd.q).power >= 0.8
+    assert sign_test_power(traps, mdd.q - 1e-4).power < 0.8  # one step less does not reach it
+    assert mdd.difference == pytest.approx(2 * mdd.q - 1, abs=1e-4) and mdd.differing == traps
+
+
+def test_six_traps_reject_only_all_one_way_so_q_is_the_sixth_root_of_the_power():
+    mdd = minimum_detectable_difference(6)
+    assert mdd.q == pytest.approx(0.8 ** (1 / 6), abs=1e-4) and mdd.q >= 0.8 ** (1 / 6)
+    assert minimum_detectable_difference(5).difference is None  # 5 traps can never reject
+    assert minimum_detectable_difference(60, 0).difference is None
+
+
+def test_fewer_differing_traps_scale_the_difference_by_their_share():
+    half = minimum_detectable_difference(60, 30)
+    assert half.q == minimum_detectable_difference(30).q
+    assert half.difference == pytest.approx(30 / 60 * (2 * half.q - 1), abs=1e-4)
+    with pytest.raises(ValueError):
+        minimum_detectable_difference(10, 11)
+
+
+def test_the_clustered_test_itself_reaches_the_stated_power_at_the_mdd():
+    # the model behind the figure, simulated through the real sign-flip test: 34 traps × 3 seeds,
+    # each trap differing in all its seeds, favouring A with probability q
+    rng = random.Random(7)
+    q = minimum_detectable_difference(34, seeds=3).q
+    def rate(q: float) -> float:
+        runs = 400
+        return sum(sign_flip_test([3 if rng.random() < q else -3 for _ in range(34)]).p_value < 0.05
+                   for _ in range(runs)) / runs
+    assert 0.74 <= rate(q) <= 0.88
+    assert rate(0.6) < 0.5  # control: well below the MDD the test mostly misses
+
+
+def test_docs_study_table_is_generated_from_the_code():
+    text = STUDY_DOC.read_text(encoding="utf-8")
+    block = re.search(r"<!-- detectable difference table: begin -->\n(.*?)<!-- detectable difference table: end -->",
+                      text, re.S)
+    assert block, "docs/study.md lost its generated detectable-difference table"
+    assert block.group(1) == detectable_difference_table(), "regenerate it with: python -m analytics.effects"
+    assert "| 60 × 3 | 180 | 39 / 60 | 0.6916 | 38.3 pp |" in block.group(1)

@@ -188,6 +188,12 @@ def test_default_family_holm_per_test_effects_and_power():
     # six equal-weight traps: the sign test rejects only at 6 of 6 (p = 1/32)
     assert family["comparisons"][1]["power"]["threshold"] == 6
     assert family["comparisons"][1]["power"]["by_q"]["0.9"] == pytest.approx(0.9 ** 6)
+    # the minimum detectable difference: all 6 traps one way with probability 0.8 needs q = 0.8^(1/6),
+    # then again for the traps that did differ (every one of the 6: B5 passes where B0 fails)
+    all_differ, observed = family["comparisons"][1]["power"]["detectable"]
+    assert (all_differ["traps"], all_differ["differing"], all_differ["seeds"]) == (6, 6, 3)
+    assert all_differ["difference"] == pytest.approx(2 * 0.8 ** (1 / 6) - 1, abs=2e-4)
+    assert observed["differing"] == family_result.comparisons[1].clustered.nonzero_units
     # the published `comparisons` key is unchanged by the families
     assert [c.p_holm for c in section.comparisons.comparisons] == list(family_result.holm_clustered.adjusted)
 
@@ -210,3 +216,15 @@ def test_study_families_holm_within_each_family_and_unavailable_slots():
     # a family of one: Holm leaves its p as it is, whatever family A holds
     assert b["comparisons"][0]["tests"]["majority"]["p_holm"] == b["comparisons"][0]["tests"]["majority"]["p"]
     assert set(b["comparisons"][0]["tests"]) == {"majority"}
+
+
+def test_markdown_and_html_state_the_minimum_detectable_difference():
+    from reports.html.study import families_html
+    from reports.markdown import _families_markdown
+
+    section = comparisons_section(NoWarehouse(), "rs", make_rows())
+    report = {"families": to_json(section.families)}
+    power = report["families"]["families"][0]["comparisons"][1]["power"]
+    expected = f"MDD at 80 %: {100 * power['detectable'][0]['difference']:.1f} pp (6/6 traps differ)"
+    assert expected in _families_markdown(report)
+    assert expected in families_html(report)

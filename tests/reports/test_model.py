@@ -75,7 +75,9 @@ def _full_report() -> dict:
              {"a": "B5", "b": "B0", "available": True, "D": 3, "units": 4, "paired_cells": 8,
               "effect": {"difference": 0.375, "ci95": [0.125, 0.625], "paired_cells": 8, "discordant_a": 3,
                          "discordant_b": 0, "bootstrap": {"resamples": 2000, "seed": 1, "level": 0.95}},
-              "power": {"units": 4, "alpha": 0.05, "threshold": None, "p_at_threshold": None, "by_q": {"0.9": None}},
+              "power": {"units": 4, "alpha": 0.05, "threshold": None, "p_at_threshold": None, "by_q": {"0.9": None},
+                        "detectable": [{"power": 0.8, "traps": 4, "differing": 4, "seeds": 2, "q": None,
+                                        "difference": None}]},
               "tests": {"clustered": held}, "per_seed": {"1": held}},
              {"a": "B7", "b": "B0", "available": False, "D": None, "units": None, "paired_cells": None, "effect": None,
               "power": None, "tests": {"clustered": {"p": None, "p_holm": 1.0, "rejected": False}}, "per_seed": None}]}]}
