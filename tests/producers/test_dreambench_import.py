@@ -127,7 +127,10 @@ def _supplied(tmp_path: Path, records: list[dict]) -> tuple[Path, Path]:
         for s in record["sessions"]:
             base = hidden / record["seq_id"]
             base.mkdir(parents=True, exist_ok=True)
-            (base / f"{s['oracle_id']}.py").write_text("def test_ok():\n    assert True\n")
+            # a supplied oracle checks the record's decisive literals (the loader requires them in it)
+            literals = record.get("decisive_oracle_literals") or []
+            (base / f"{s['oracle_id']}.py").write_text(f"LITERALS = {literals!r}\n\n\ndef test_ok():\n"
+                                                      "    assert LITERALS is not None\n")
             (base / f"s{s['session_index']}.solution.json").write_text('{"files": {}, "slots": {}}\n')
     return repos, hidden
 
