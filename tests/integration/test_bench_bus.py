@@ -19,8 +19,9 @@ def test_bench_bus_reports_every_event_through_every_stage(home):
     require_broker(SINGLE)
     # 20 runs: 1,300 events, more than one consumer batch of 500, so the floors have a rate.
     # --memory-runs 200 and --replay-runs 2: here only that the command reports those sections over
-    # the runs asked for. 200 runs are as far below the workers' ended window (16,384) as 2,000 were,
-    # so they fold the same way; the replay figures themselves are tests/membench/test_bench_replay.py's
+    # the runs asked for. 200 runs, like the 2,000 asked before, stay below the workers' ended window
+    # (16,384): no ended run is evicted in either, so they fold the same way; the replay figures
+    # themselves are tests/membench/test_bench_replay.py's
     proc = run_cli("bench", "bus", "--bus", f"kafka://{SINGLE}", "--runs", "20", "--threads", "2",
                    "--engine-runs", "10", "--memory-runs", "200", "--replay-runs", "2", "--json", home=home,
                    timeout=1200)
