@@ -17,13 +17,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.kafka]
 
 def test_bench_bus_reports_every_event_through_every_stage(home):
     require_broker(SINGLE)
-    # 20 runs: 1,300 events, more than one consumer batch of 500, so the floors have a rate.
-    # --memory-runs 200 and --replay-runs 2: here only that the command reports those sections over
-    # the runs asked for. 200 runs, like the 2,000 asked before, stay below the workers' ended window
-    # (16,384): no ended run is evicted in either, so they fold the same way; the replay figures
-    # themselves are tests/membench/test_bench_replay.py's
+    # 20 runs: 1,300 events, more than one consumer batch of 500, so the floors have a rate
     proc = run_cli("bench", "bus", "--bus", f"kafka://{SINGLE}", "--runs", "20", "--threads", "2",
-                   "--engine-runs", "10", "--memory-runs", "200", "--replay-runs", "2", "--json", home=home,
+                   "--engine-runs", "10", "--memory-runs", "2000", "--replay-runs", "10", "--json", home=home,
                    timeout=1200)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
@@ -53,9 +49,9 @@ def test_bench_bus_reports_every_event_through_every_stage(home):
     assert engines["kafka_consumer"]["cpu_us_per_message"] > 0 and engines["faust_noop"]["cpu_us_per_message"] > 0
     assert engines["ratios"]["kafka_engine_over_floor"] > 0 and engines["ratios"]["faust_engine_rate_over_noop"] > 0
     memory = result["worker_memory"]
-    assert memory["runs"] == 200 and memory["open_runs"] == 0 and memory["rss_bytes"]["200"] > 0
+    assert memory["runs"] == 2000 and memory["open_runs"] == 0 and memory["rss_bytes"]["2000"] > 0
     replay = result["replay"]  # the figures themselves: tests/membench/test_bench_replay.py
-    assert replay["events"] == 2 * 65 and set(replay["replay_verify"]) == set(replay["rederive"]) == {"1", "2"}
+    assert replay["events"] == 10 * 65 and set(replay["replay_verify"]) == set(replay["rederive"]) == {"1", "2"}
 
 
 def _derived_per_run() -> int:
