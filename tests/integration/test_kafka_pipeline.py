@@ -19,6 +19,7 @@ import pytest
 from tests.conftest import run_cli
 from tests.integration.kafka_helpers import (CONSOLE_CONSUMER, ENGINES, SINGLE, Worker, consumer_group_caught_up,
                                              membench, namespace, require_broker, topic_size, wait_for)
+from tests.integration.sql_batch import sql_batch
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka]
 
@@ -72,15 +73,25 @@ def engine_run(request, tmp_path_factory):
 
 
 def _sql(run, query, warehouse=None):
-    args = ["sql", query] + (["--warehouse", warehouse] if warehouse else [])
-    return run_cli(*args, home=run["home"], check=True).stdout
+    return sql_batch(run["home"], [query], warehouse)[0]
+
+
+def _tables(run, warehouse=None) -> list[str]:
+    """The run set's session and run tables (SESSION_SQL, RUN_SQL) from WAREHOUSE, in one
+    subprocess; the embedded path's (WAREHOUSE None) read once per pipeline run and kept: the
+    embedded run is the fixture's, and nothing later writes that run set into the embedded warehouse
+    (the later runs of these tests publish to Kafka)."""
+    queries = [template.format(rs=run["run_set"]) for template in (SESSION_SQL, RUN_SQL)]
+    if warehouse is not None:
+        return sql_batch(run["home"], queries, warehouse)
+    if "embedded_tables" not in run:
+        run["embedded_tables"] = sql_batch(run["home"], queries)
+    return run["embedded_tables"]
 
 
 def test_kafka_path_derives_the_same_tables_as_the_embedded_path(engine_run):
     rs = engine_run["run_set"]
-    for template in (SESSION_SQL, RUN_SQL):
-        embedded = _sql(engine_run, template.format(rs=rs))
-        distributed = _sql(engine_run, template.format(rs=rs), engine_run["warehouse"])
+    for embedded, distributed in zip(_tables(engine_run), _tables(engine_run, engine_run["warehouse"])):
         assert embedded.strip() and embedded == distributed
     report = run_cli("report", rs, "--json", "--warehouse", engine_run["warehouse"], home=engine_run["home"],
                      check=True)
@@ -286,7 +297,5 @@ def test_two_workers_share_the_partitions_and_derive_the_embedded_tables(engine_
             worker.stop()
     warehouse = f"chdb://{tmp_path / 'wh'}"
     run_cli("sink", "--bus", dsn, "--warehouse", warehouse, "--until-idle", home=home, check=True)
-    rs = engine_run["run_set"]
-    for template in (SESSION_SQL, RUN_SQL):
-        embedded = _sql(engine_run, template.format(rs=rs))
-        assert embedded.strip() and embedded == _sql(engine_run, template.format(rs=rs), warehouse)
+    for embedded, distributed in zip(_tables(engine_run), _tables(engine_run, warehouse)):
+        assert embedded.strip() and embedded == distributed

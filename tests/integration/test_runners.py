@@ -18,6 +18,7 @@ from schemas.topics import topics_from_dsn
 from tests.conftest import run_cli
 from tests.integration.kafka_helpers import (SINGLE, Worker, consumer_group_caught_up, membench, namespace,
                                              require_broker, topic_size, wait_for)
+from tests.integration.sql_batch import sql_batch
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka]
 
@@ -109,26 +110,24 @@ def test_three_runners_split_a_grid_and_survive_a_kill9_mid_unit(tmp_path):
     sink = run_cli("sink", "--bus", dsn, "--warehouse", kafka_warehouse, "--until-idle", home=home, check=True)
     assert json.loads(sink.stdout.strip().splitlines()[-1])["raw"] == topic_size(SINGLE, f"{ns}.membench.trajectory")
 
-    def sql(query, warehouse=None):
-        args = ["sql", query] + (["--warehouse", warehouse] if warehouse else [])
-        return run_cli(*args, home=home, check=True).stdout
-
+    # every query on a warehouse in one subprocess (one interpreter start each, not one per query)
+    tables = [template.format(rs=run_set) for template in (SESSION_SQL, RUN_SQL)]
+    per_unit, ended, *distributed = sql_batch(home, [
+        f"SELECT unit_id, countIf(status = 'completed'), countIf(status = 'abandoned') FROM "
+        f"(SELECT * FROM run_results WHERE run_set = '{run_set}' LIMIT 1 BY derived_id) GROUP BY unit_id "
+        f"ORDER BY unit_id",
+        f"SELECT JSONExtractString(payload, 'status'), JSONExtractString(payload, 'error_type'), producer "
+        f"FROM trajectory_events WHERE run_id = '{run_id}' AND kind = 'RunEnded' LIMIT 1 BY event_id",
+        *tables], kafka_warehouse)
     # no unit completed twice, none lost
-    per_unit = sql(f"SELECT unit_id, countIf(status = 'completed'), countIf(status = 'abandoned') FROM "
-                   f"(SELECT * FROM run_results WHERE run_set = '{run_set}' LIMIT 1 BY derived_id) GROUP BY unit_id "
-                   f"ORDER BY unit_id", kafka_warehouse)
     rows = [line.split("\t") for line in per_unit.strip().splitlines()]
     assert len(rows) == 24 and all(done == "1" for _, done, _ in rows), per_unit
     assert [unit for unit, _, abandoned in rows if abandoned != "0"] == [unit_key.split("/", 1)[1]]
     # the abandoned attempt is visible in the log: its own chain ends with RunEnded{abandoned}
-    ended = sql(f"SELECT JSONExtractString(payload, 'status'), JSONExtractString(payload, 'error_type'), producer "
-                f"FROM trajectory_events WHERE run_id = '{run_id}' AND kind = 'RunEnded' LIMIT 1 BY event_id",
-                kafka_warehouse)
     assert ended.strip().split("\t") == ["abandoned", "abandoned_attempt", "membench-attempts/0.1"]
     # the derived tables equal the embedded path's
-    for template in (SESSION_SQL, RUN_SQL):
-        embedded = sql(template.format(rs=run_set))
-        assert embedded.strip() and embedded == sql(template.format(rs=run_set), kafka_warehouse)
+    for embedded, kafka_table in zip(sql_batch(home, tables), distributed):
+        assert embedded.strip() and embedded == kafka_table
     # every chain verifies from the topic, the closed attempt included
     replay = run_cli("replay", dsn, "--verify", "--warehouse", kafka_warehouse, home=home)
     assert replay.returncode == 0, replay.stdout + replay.stderr
@@ -241,26 +240,28 @@ def test_a_stalled_runner_is_fenced_when_it_resumes_after_another_ran_its_unit(t
 
     run_cli("sink", "--bus", dsn, "--warehouse", kafka_warehouse, "--until-idle", home=home, check=True)
 
-    def sql(query, warehouse=None):
-        args = ["sql", query] + (["--warehouse", warehouse] if warehouse else [])
-        return run_cli(*args, home=home, check=True).stdout
-
-    per_unit = sql(f"SELECT unit_id, countIf(status = 'completed'), countIf(status = 'abandoned') FROM "
-                   f"(SELECT * FROM run_results WHERE run_set = '{run_set}' LIMIT 1 BY derived_id) GROUP BY unit_id "
-                   f"ORDER BY unit_id", kafka_warehouse)
+    tables = [template.format(rs=run_set) for template in (SESSION_SQL, RUN_SQL)]
+    status_sql = f"SELECT status FROM run_results WHERE run_id = '{run_id}' LIMIT 1 BY derived_id"
+    # every query on a warehouse in one subprocess (one interpreter start each, not one per query);
+    # the embedded tables are read once: only the Kafka warehouse is re-derived below
+    per_unit, status, ends, *distributed = sql_batch(home, [
+        f"SELECT unit_id, countIf(status = 'completed'), countIf(status = 'abandoned') FROM "
+        f"(SELECT * FROM run_results WHERE run_set = '{run_set}' LIMIT 1 BY derived_id) GROUP BY unit_id "
+        f"ORDER BY unit_id",
+        status_sql,
+        f"SELECT producer, JSONExtractString(payload, 'status') FROM trajectory_events WHERE run_id = "
+        f"'{run_id}' AND kind = 'RunEnded' LIMIT 1 BY event_id",
+        *tables], kafka_warehouse)
+    embedded_tables = sql_batch(home, tables)
     rows = [line.split("\t") for line in per_unit.strip().splitlines()]
     assert len(rows) == 6 and all(done == "1" for _, done, _ in rows), per_unit
     assert [unit for unit, _, abandoned in rows if abandoned != "0"] == [unit_key.split("/", 1)[1]]
-    status = sql(f"SELECT status FROM run_results WHERE run_id = '{run_id}' LIMIT 1 BY derived_id", kafka_warehouse)
     assert status.split() == ["abandoned"]
     # in the log: B's close, then A's own RunEnded published after it (fenced: it derived nothing)
-    ends = sql(f"SELECT producer, JSONExtractString(payload, 'status') FROM trajectory_events WHERE run_id = "
-               f"'{run_id}' AND kind = 'RunEnded' LIMIT 1 BY event_id", kafka_warehouse)
     producers_ = sorted(line.split("\t")[0] for line in ends.strip().splitlines())
     assert len(producers_) == 2 and "membench-attempts/0.1" in producers_, ends
-    for template in (SESSION_SQL, RUN_SQL):
-        embedded = sql(template.format(rs=run_set))
-        assert embedded.strip() and embedded == sql(template.format(rs=run_set), kafka_warehouse)
+    for embedded, kafka_table in zip(embedded_tables, distributed):
+        assert embedded.strip() and embedded == kafka_table
     progress = json.loads(run_cli("runner", "--bus", dsn, "--progress", "--json", home=home, check=True).stdout)
     assert progress[run_set]["completed"] == 6 and progress[run_set]["attempts_abandoned"] == 1
     # the audit reads the run by the same rule: A's late events are fenced (listed, not a break), the
@@ -274,8 +275,9 @@ def test_a_stalled_runner_is_fenced_when_it_resumes_after_another_ran_its_unit(t
     # re-deriving from the warehouse's raw rows keeps the verdict: they are read in partition order,
     # so the close still comes before the stalled attempt's events at the same seqs
     run_cli("rederive", run_set, "--warehouse", kafka_warehouse, home=home, check=True)
-    assert sql(f"SELECT status FROM run_results WHERE run_id = '{run_id}'", kafka_warehouse).split() == ["abandoned"]
-    for template in (SESSION_SQL, RUN_SQL):
-        assert sql(template.format(rs=run_set)) == sql(template.format(rs=run_set), kafka_warehouse)
+    status, *rederived = sql_batch(home, [f"SELECT status FROM run_results WHERE run_id = '{run_id}'", *tables],
+                                   kafka_warehouse)
+    assert status.split() == ["abandoned"]
+    assert rederived == embedded_tables
     from_table = run_cli("replay", f"warehouse:{run_set}", "--warehouse", kafka_warehouse, "--json", home=home)
     assert from_table.returncode == 0, from_table.stdout[-3000:] + from_table.stderr[-3000:]

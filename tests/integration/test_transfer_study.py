@@ -1,6 +1,7 @@
 """Issue 15 acceptance, embedded path: the built-in study `transfer-v1` end to end through the real CLI
 (bubblewrap sandboxes for oracles, public checks and the hidden evaluator; the chDB warehouse; the
-Avro log), figures read back from the warehouse with `membench sql`."""
+Avro log), figures read back from the warehouse as `membench sql` reads them (tests/integration/sql_batch.py:
+every query of the module in one subprocess)."""
 
 from __future__ import annotations
 
@@ -11,15 +12,17 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli, run_cli_inprocess
+from tests.integration.sql_batch import sql_batch
 
 pytestmark = pytest.mark.integration
 
 STUDY = Path(__file__).parents[2] / "fixtures" / "transfer-v1"
 
 
-def sql(home: Path, query: str) -> list[dict]:
-    proc = run_cli("sql", query, "--format", "JSONEachRow", home=home, check=True)
-    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+def sql(home: Path, *queries: str) -> list[list[dict]]:
+    """Each query's rows (JSONEachRow) from HOME's warehouse, all in one subprocess."""
+    return [[json.loads(line) for line in out.splitlines() if line.strip()]
+            for out in sql_batch(home, list(queries), fmt="JSONEachRow")]
 
 
 def run_set_of(home: Path, agent: str) -> str:
@@ -27,25 +30,63 @@ def run_set_of(home: Path, agent: str) -> str:
     return next(p.name for p in (home / "runs").iterdir() if p.name.startswith(f"transfer-v1-{short}-"))
 
 
-def results(home: Path, run_set: str) -> dict[tuple[str, str], dict]:
-    rows = sql(home, "SELECT * FROM transfer_results WHERE run_set = '" + run_set + "' LIMIT 1 BY derived_id")
+def results_sql(run_set: str) -> str:
+    return "SELECT * FROM transfer_results WHERE run_set = '" + run_set + "' LIMIT 1 BY derived_id"
+
+
+def by_task(rows: list[dict]) -> dict[tuple[str, str], dict]:
     return {(r["task"], r["condition"]): r for r in rows}
+
+
+def null_passed_sql(run_set: str) -> str:
+    return ("SELECT unit_id, JSONExtractString(payload, 'case_id') AS case_id FROM trajectory_events "
+            f"WHERE run_set = '{run_set}' AND kind = 'EvaluatorCase' "
+            "AND JSONExtractString(payload, 'status') = 'passed' LIMIT 1 BY event_id")
+
+
+def reviews_sql(run_set: str) -> str:
+    return ("SELECT count() AS n FROM trajectory_events WHERE run_set = '" + run_set + "' "
+            "AND kind = 'Turn' AND JSONExtractString(payload, 'role') = 'simulated_user' "
+            "AND JSONExtractString(payload, 'text', 'text') LIKE 'The public check fails%'")
+
+
+def phases_sql(run_set: str) -> str:
+    return ("SELECT unit_id, groupArray(JSONExtractString(payload, 'phase')) AS phases FROM "
+            f"(SELECT unit_id, payload FROM trajectory_events WHERE run_set = '{run_set}' "
+            "AND kind = 'TransferPhase' ORDER BY unit_id, seq LIMIT 1 BY event_id) GROUP BY unit_id")
+
+
+def frozen_sql(run_set: str) -> str:
+    return ("SELECT JSONExtractString(payload, 'bank') AS bank, JSONExtractString(payload, 'digest') AS d, "
+            "JSONLength(payload, 'files') AS n FROM trajectory_events WHERE run_set = '" + run_set + "' "
+            "AND kind = 'SkillBankFrozen' LIMIT 1 BY event_id")
+
+
+def started_sql(run_set: str) -> str:
+    return ("SELECT JSONExtractString(payload, 'condition') AS c, "
+            "JSONExtractString(payload, 'skill_bank_digest') AS d FROM trajectory_events "
+            f"WHERE run_set = '{run_set}' AND kind = 'RunStarted' LIMIT 1 BY event_id")
 
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory, bwrap_sandbox):
-    """The three scripted agents over the whole study (2 projects × 4 conditions, seed 1)."""
+    """The three scripted agents over the whole study (2 projects × 4 conditions, seed 1), and what
+    the tests read of it from the warehouse: every query in one `sql_batch` subprocess (one
+    interpreter start, not one per query); the warehouse does not change after the runs."""
     home = tmp_path_factory.mktemp("transfer") / "home"
     out = {}
     for agent in ("scripted:refsol", "scripted:null", "scripted:memory-literal"):
         proc = run_cli("transfer", "transfer-v1", "--agent", agent, home=home, check=True)
         out[agent] = (proc, run_set_of(home, agent))
-    return home, out
+    refsol, null, literal = (out[a][1] for a in ("scripted:refsol", "scripted:null", "scripted:memory-literal"))
+    names = ["refsol", "null", "literal", "null_passed", "null_reviews", "phases", "frozen", "started"]
+    rows = sql(home, results_sql(refsol), results_sql(null), results_sql(literal), null_passed_sql(null),
+               reviews_sql(null), phases_sql(literal), frozen_sql(literal), started_sql(literal))
+    return home, out, dict(zip(names, rows))
 
 
 def test_refsol_reaches_ccpf_1_on_both_projects(study):
-    home, runs = study
-    got = results(home, runs["scripted:refsol"][1])
+    got = by_task(study[2]["refsol"])
     assert {k[0] for k in got} == {"settle", "jobqueue"} and len(got) == 8
     for key, row in got.items():
         assert row["ccpf"] == 1.0 and row["all_cases_pass"] and row["weighted_score"] == 100.0, key
@@ -58,11 +99,8 @@ def test_null_gets_only_what_the_starting_point_passes(study, bwrap_sandbox, tmp
     from producers.transfer.evaluator import freeze_submission, run_evaluator
     from schemas.transfer_format import load_study
 
-    home, runs = study
-    run_set = runs["scripted:null"][1]
-    passed = sql(home, "SELECT unit_id, JSONExtractString(payload, 'case_id') AS case_id FROM trajectory_events "
-                       f"WHERE run_set = '{run_set}' AND kind = 'EvaluatorCase' "
-                       "AND JSONExtractString(payload, 'status') = 'passed' LIMIT 1 BY event_id")
+    tables = study[2]
+    passed = tables["null_passed"]
     loaded = load_study(STUDY)
     for project in loaded.projects:
         frozen = tmp_path / project.project_id
@@ -73,18 +111,15 @@ def test_null_gets_only_what_the_starting_point_passes(study, bwrap_sandbox, tmp
         for condition in ("no_memory", "learned_bank", "native_bank", "ablated_bank"):
             unit = f"transfer-v1/{project.project_id}/{condition}/1"
             assert {r["case_id"] for r in passed if r["unit_id"] == unit} == baseline, unit
-    got = results(home, run_set)
+    got = by_task(tables["null"])
     assert all(not r["public_check_passed"] and r["ccpf"] < 0.3 for r in got.values())
     # the failing public check went back to the agent as delivery-review turns of the simulated user
-    reviews = sql(home, "SELECT count() AS n FROM trajectory_events WHERE run_set = '" + run_set + "' "
-                        "AND kind = 'Turn' AND JSONExtractString(payload, 'role') = 'simulated_user' "
-                        "AND JSONExtractString(payload, 'text', 'text') LIKE 'The public check fails%'")
+    reviews = tables["null_reviews"]
     assert reviews[0]["n"] == 8 * 2  # two review rounds per unit (scenario max_review_rounds)
 
 
 def test_memory_literal_scores_higher_with_the_learned_bank(study):
-    home, runs = study
-    got = results(home, runs["scripted:memory-literal"][1])
+    got = by_task(study[2]["literal"])
     for project in ("settle", "jobqueue"):
         learned, none = got[(project, "learned_bank")], got[(project, "no_memory")]
         assert learned["ccpf"] > none["ccpf"] and learned["weighted_score"] > none["weighted_score"]
@@ -97,28 +132,22 @@ def test_memory_literal_scores_higher_with_the_learned_bank(study):
 
 
 def test_protocol_events_and_resources(study):
-    home, runs = study
+    home, runs, tables = study
     run_set = runs["scripted:memory-literal"][1]
-    phases = sql(home, "SELECT unit_id, groupArray(JSONExtractString(payload, 'phase')) AS phases FROM "
-                       f"(SELECT unit_id, payload FROM trajectory_events WHERE run_set = '{run_set}' "
-                       "AND kind = 'TransferPhase' ORDER BY unit_id, seq LIMIT 1 BY event_id) GROUP BY unit_id")
+    phases = tables["phases"]
     assert len(phases) == 8
     for row in phases:
         assert row["phases"] == ["plan_handoff", "implementing", "delivery", "delivery_review", "freezing", "testing",
                                  "test_feedback", "finished"], row
-    frozen = sql(home, "SELECT JSONExtractString(payload, 'bank') AS bank, JSONExtractString(payload, 'digest') AS d, "
-                       "JSONLength(payload, 'files') AS n FROM trajectory_events WHERE run_set = '" + run_set + "' "
-                       "AND kind = 'SkillBankFrozen' LIMIT 1 BY event_id")
+    frozen = tables["frozen"]
     banks = {r["bank"]: r for r in frozen}
     assert set(banks) == {"learned", "ablated", "native"}
     assert (banks["learned"]["n"], banks["ablated"]["n"], banks["native"]["n"]) == (6, 5, 3)
-    started = sql(home, "SELECT JSONExtractString(payload, 'condition') AS c, "
-                        "JSONExtractString(payload, 'skill_bank_digest') AS d FROM trajectory_events "
-                        f"WHERE run_set = '{run_set}' AND kind = 'RunStarted' LIMIT 1 BY event_id")
+    started = tables["started"]
     for row in started:
         if row["c"] in ("learned_bank", "ablated_bank", "native_bank"):
             assert row["d"] == banks[row["c"].split("_")[0]]["d"]
-    got = results(home, run_set)
+    got = by_task(tables["literal"])
     for row in got.values():
         assert row["agent_turns"] == 1 and row["user_turns"] == 3  # plan, acceptance, test feedback
         assert row["lines_added"] > 0 and row["patch_invocations"] == 1 and row["submission_digest"]
@@ -148,15 +177,16 @@ def test_tampered_bank_excludes_the_condition(tmp_path, bwrap_sandbox):
     skill.write_text(skill.read_text() + "\nMAX_RETRIES = 9\n")
     run_cli("transfer", "transfer-v1", "--agent", "scripted:memory-literal", "--phase", "transfer", home=home,
             check=True)
-    got = results(home, run_set)
+    results, reasons = sql(home, results_sql(run_set), (
+        "SELECT JSONExtractString(payload, 'text', 'text') AS t FROM trajectory_events "
+        f"WHERE run_set = '{run_set}' AND kind = 'Turn' AND JSONExtractString(payload, 'role') = 'system'"
+        " LIMIT 1 BY event_id"))
+    got = by_task(results)
     for project in ("settle", "jobqueue"):
         row = got[(project, "learned_bank")]
         assert row["excluded"] and row["exclusion_reason"] == "skill_bank_modified" and row["ccpf"] is None
         for other in ("no_memory", "native_bank", "ablated_bank"):
             assert not got[(project, other)]["excluded"]
-    reasons = sql(home, "SELECT JSONExtractString(payload, 'text', 'text') AS t FROM trajectory_events "
-                        f"WHERE run_set = '{run_set}' AND kind = 'Turn' AND JSONExtractString(payload, 'role') = 'system'"
-                        " LIMIT 1 BY event_id")
     assert len(reasons) == 2 and all("skill_bank_modified" in r["t"] and "L3-retries/SKILL.md" in r["t"] for r in reasons)
     report = json.loads((home / "runs" / run_set / "report.json").read_text())
     rows = {(p["project"], p["condition"]): p for p in report["transfer"]["projects"]}

@@ -1,6 +1,6 @@
 """The native pack format: the loader rejects malformed packs naming file, sequence and field;
 the built-in hygiene-v1 pack meets its authoring requirements, and its oracles fail the null
-patch and pass the reference solution."""
+patch (that they pass the reference solution is validate's gate, tests/integration/test_hygiene_pack.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from producers.finalize import finalize_pack
-from sandbox.scoring import score_session
+from sandbox.scoring import production_change, score_session
 from sandbox.workspace import snapshot, write_tree
 from schemas.pack_format import NO_SINGLE_EVENT_CONSTRUCTS, Pack, PackError, Sequence, load_pack
 from tests.producers.hygiene_helpers import FIXTURES, edit_manifest
@@ -88,10 +88,13 @@ def test_hygiene_pack_composition() -> None:
     assert pack.skill_bank is not None and (pack.skill_bank / "MANIFEST.sha256").is_file()
 
 
-def _oracle_verdicts(pack: Pack, seq: Sequence, sandbox) -> list[str]:
-    """Each session's hidden oracle scored twice from the tree the agent starts from, as
-    producers.runner walks a sequence: unchanged (the null patch) and with the reference solution.
-    Returns the problems: a null patch that does not fail, a reference that does not pass."""
+def _null_patch_verdicts(pack: Pack, seq: Sequence, sandbox) -> list[str]:
+    """Each session's hidden oracle scored from the tree the agent starts from, as producers.runner
+    walks a sequence, unchanged (the null patch). Returns the problems: a null patch that does not
+    fail. The reference half (every session's oracle passes the reference solution, applied in
+    order as the runner does) is `membench validate`'s `reference_passes` gate, which
+    tests/integration/test_hygiene_pack.py::test_validate_admits_every_hygiene_trap requires of
+    every trap; scoring it here again doubled this test's sandboxes for nothing new."""
     base = snapshot(pack.repos[seq.repo])
     tree, problems = base, []
     for session in seq.sessions:
@@ -106,25 +109,27 @@ def _oracle_verdicts(pack: Pack, seq: Sequence, sandbox) -> list[str]:
             for rel, text in pack.solution(seq, session).reference().items():
                 (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
                 (workspace / rel).write_text(text, encoding="utf-8")
-            ref = score_session(sandbox, start, workspace, oracle)
+            # the next session continues from the reference's result: the tree score_session would
+            # have scored (its own production_change), built without running the oracle
+            _, scored_tree, rejected = production_change(start, workspace)
         if null.outcome != "fail" or null.inconclusive:
             problems.append(f"{seq.seq_id} S{session.index}: null patch {null.outcome} (exit {null.exit_status})")
-        if ref.outcome != "pass":
-            problems.append(f"{seq.seq_id} S{session.index}: reference {ref.outcome} (exit {ref.exit_status}): "
-                            f"{ref.detail[-300:]}")
-        tree = ref.scored_tree  # the next session continues from the reference's result
+        if rejected is not None:
+            problems.append(f"{seq.seq_id} S{session.index}: reference refused: {rejected.outcome}")
+        tree = scored_tree
     return problems
 
 
 @pytest.mark.integration
-def test_hygiene_oracles_fail_the_null_patch_and_pass_the_reference(bwrap_sandbox, tmp_path: Path) -> None:
-    """Every session of every trap: its oracle rejects doing nothing and accepts the reference solution,
-    run for real in the scoring sandbox on the finalized pack (secrets filled)."""
+def test_hygiene_oracles_fail_the_null_patch(bwrap_sandbox, tmp_path: Path) -> None:
+    """Every session of every trap: its oracle rejects doing nothing, run for real in the scoring
+    sandbox on the finalized pack (secrets filled), from the tree the runner would start it from.
+    That the oracles accept the reference solution: test_validate_admits_every_hygiene_trap."""
     finalize_pack(HYGIENE, tmp_path / "final")
     pack = load_pack(tmp_path / "final")
     assert all(s.mode == "task" and s.scoring is None for q in pack.sequences for s in q.sessions)  # pytest oracles
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        problems = [p for found in pool.map(lambda q: _oracle_verdicts(pack, q, bwrap_sandbox), pack.sequences)
+        problems = [p for found in pool.map(lambda q: _null_patch_verdicts(pack, q, bwrap_sandbox), pack.sequences)
                     for p in found]
     assert not problems, "\n".join(problems)
 
