@@ -1,36 +1,58 @@
-"""The `membench` command line. Each command group lives in `membench/commands/`; every command is
-imported and registered explicitly here, so a renamed or broken command module fails at start-up."""
+"""The `membench` command line. Each command group lives in `membench/commands/`; `COMMANDS` names
+every command's module and object, and a command is imported when it is invoked (or listed by
+`--help`): `membench sql …` does not import the statistics, the exports and the runner, which made
+every invocation pay about a second of imports (issue 26). tests/membench/test_cli_commands.py
+imports every entry, so a renamed or broken command module still fails the suite."""
 
 from __future__ import annotations
 
+import importlib
 import os
 
 import click
 
-from membench.commands.bench import bench
-from membench.commands.doctor import doctor
-from membench.commands.export import export
-from membench.commands.imports import import_
-from membench.commands.kafka import process, sink
-from membench.commands.memory import memory
-from membench.commands.pack import pack, validate
-from membench.commands.rederive import rederive
-from membench.commands.replay import replay
-from membench.commands.report import report
-from membench.commands.run import run
-from membench.commands.runner import runner
-from membench.commands.score import score
-from membench.commands.sql import sql
-from membench.commands.stats import stats
-from membench.commands.transfer import transfer
-from membench.commands.view import view
 from membench.errors import UsageError
 
-COMMANDS = (run, report, sql, replay, stats, doctor, bench, process, sink, pack, validate, import_, score, export,
-            view, runner, transfer, rederive, memory)
+# command name -> "module:object"
+COMMANDS = {
+    "run": "membench.commands.run:run",
+    "report": "membench.commands.report:report",
+    "sql": "membench.commands.sql:sql",
+    "replay": "membench.commands.replay:replay",
+    "stats": "membench.commands.stats:stats",
+    "doctor": "membench.commands.doctor:doctor",
+    "bench": "membench.commands.bench:bench",
+    "process": "membench.commands.kafka:process",
+    "sink": "membench.commands.kafka:sink",
+    "pack": "membench.commands.pack:pack",
+    "validate": "membench.commands.pack:validate",
+    "import": "membench.commands.imports:import_",
+    "score": "membench.commands.score:score",
+    "export": "membench.commands.export:export",
+    "view": "membench.commands.view:view",
+    "runner": "membench.commands.runner:runner",
+    "transfer": "membench.commands.transfer:transfer",
+    "rederive": "membench.commands.rederive:rederive",
+    "memory": "membench.commands.memory:memory",
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def load_command(name: str) -> click.Command:
+    module, _, attr = COMMANDS[name].partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return load_command(cmd_name) if cmd_name in COMMANDS else None
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="membench")
 def main() -> None:
     """membench: measure whether a coding agent's memory helps or hurts it across sessions."""
@@ -43,7 +65,3 @@ def main() -> None:
         register_plugins()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-
-
-for _command in COMMANDS:
-    main.add_command(_command)

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import run_cli
+from tests.integration.sql_batch import sql_batch
 from tests.membench.test_score_swebench import PREDICTIONS, write_pack_source
 
 from warehouse.tables import derived_columns, table_for_kind
@@ -32,6 +33,12 @@ IDENT = {t: "event_id" if t == "trajectory_events" else "derived_id" for t in TA
 
 def tsv(home: Path, query: str) -> list[list[str]]:
     return [line.split("\t") for line in run_cli("sql", query, home=home, check=True).stdout.splitlines()]
+
+
+def tsv_many(home: Path, queries: list[str]) -> list[list[list[str]]]:
+    """`tsv` of each query, all in one subprocess (tests/integration/sql_batch.py): what `membench
+    sql` prints, without an interpreter start per query."""
+    return [[line.split("\t") for line in out.splitlines()] for out in sql_batch(home, queries)]
 
 
 @pytest.fixture(scope="module")
@@ -132,26 +139,30 @@ def test_export_parquet_writes_every_table_of_the_run_set(warehouse_home, tmp_pa
     assert manifest["run_set"] == "tbl" and sorted(manifest["tables"]) == sorted(TABLES)
     assert set(CORE_TABLES) <= set(TABLES)
     assert sorted(p.name for p in out.iterdir()) == sorted([f"{t}.parquet" for t in TABLES] + ["manifest.json"])
+    queries = []
     for table in TABLES:
+        ident = IDENT[table]
+        queries += [f"SELECT uniqExact({ident}) FROM {table} WHERE run_set = 'tbl'",
+                    f"SELECT DISTINCT {ident} FROM {table} WHERE run_set = 'tbl' ORDER BY 1",
+                    f"SELECT name FROM system.columns WHERE table = '{table}' AND database = currentDatabase() "
+                    "ORDER BY position"]
+    *per_table, passed = tsv_many(warehouse_home, queries + [
+        "SELECT condition, task FROM run_results WHERE run_set = 'tbl' AND scored_passed ORDER BY condition, task"])
+    for index, table in enumerate(TABLES):
         path = out / f"{table}.parquet"
         data = pq.read_table(path)
         ident = IDENT[table]
-        (count,), = tsv(warehouse_home, f"SELECT uniqExact({ident}) FROM {table} WHERE run_set = 'tbl'")
+        ((count,),), distinct, columns = per_table[3 * index:3 * index + 3]
         assert data.num_rows == int(count) == manifest["tables"][table]["rows"], table
         assert manifest["tables"][table]["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
         assert set(data.column("run_set").to_pylist()) <= {"tbl"}
         ids = sorted(data.column(ident).to_pylist())
-        assert ids == [r[0] for r in tsv(warehouse_home, f"SELECT DISTINCT {ident} FROM {table} "
-                                                         "WHERE run_set = 'tbl' ORDER BY 1")], table
-        columns = [r[0] for r in tsv(warehouse_home, f"SELECT name FROM system.columns WHERE table = '{table}' "
-                                                     "AND database = currentDatabase() ORDER BY position")]
-        assert data.column_names == columns, table
+        assert ids == [r[0] for r in distinct], table
+        assert data.column_names == [r[0] for r in columns], table
     events = pq.read_table(out / "trajectory_events.parquet").to_pandas()
     assert int(events["kind"].eq("RunStarted").sum()) == 6
     assert list(events.groupby("run_id")["seq"].apply(lambda s: s.is_monotonic_increasing)) == [True] * 6
     runs = pq.read_table(out / "run_results.parquet").to_pandas()
-    passed = tsv(warehouse_home, "SELECT condition, task FROM run_results WHERE run_set = 'tbl' AND scored_passed "
-                                 "ORDER BY condition, task")
     assert sorted(runs.loc[runs["scored_passed"], ["condition", "task"]].values.tolist()) == passed
 
 
@@ -193,19 +204,19 @@ def test_frames_api_returns_the_tables_as_sql_sees_them(warehouse_home):
                           cwd=warehouse_home.parent, timeout=300)
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
-    assert got["runs"] == [r[0] for r in tsv(warehouse_home, "SELECT DISTINCT unit_id FROM run_results "
-                                                             "WHERE run_set = 'tbl' ORDER BY 1")]
+    contract_tables = (("failures", "failures"), ("contracts", "memory_contracts"), ("hygiene", "hygiene_observations"))
+    units, keys, ids, ((n_calls,),), *counts = tsv_many(warehouse_home, [
+        "SELECT DISTINCT unit_id FROM run_results WHERE run_set = 'tbl' ORDER BY 1",
+        "SELECT DISTINCT run_id, session_index FROM session_results WHERE run_set = 'tbl' ORDER BY 1, 2",
+        "SELECT DISTINCT event_id FROM trajectory_events WHERE run_set = 'tbl' ORDER BY 1",
+        "SELECT uniqExact(event_id) FROM trajectory_events WHERE run_set = 'tbl' AND kind = 'ToolResult'",
+        *(f"SELECT uniqExact(derived_id) FROM {table} WHERE run_set = 'tbl'" for _, table in contract_tables)])
+    assert got["runs"] == [r[0] for r in units]
     assert got["passed"] == 2 and got["run_sets"] == ["other", "tbl"] and got["every"] == 7
-    keys = tsv(warehouse_home, "SELECT DISTINCT run_id, session_index FROM session_results WHERE run_set = 'tbl' "
-                               "ORDER BY 1, 2")
     assert got["sessions"] == len(keys) and got["session_keys"] == [[r, int(i)] for r, i in keys]
-    ids = [r[0] for r in tsv(warehouse_home, "SELECT DISTINCT event_id FROM trajectory_events WHERE run_set = 'tbl' "
-                                             "ORDER BY 1")]
+    ids = [r[0] for r in ids]
     assert got["events"] == len(ids) and got["event_ids"] == ids and not got["has_datum"]
     assert got["ts"].startswith("datetime64") and got["calls"] == ["ToolResult"]
-    (n_calls,), = tsv(warehouse_home, "SELECT uniqExact(event_id) FROM trajectory_events WHERE run_set = 'tbl' "
-                                      "AND kind = 'ToolResult'")
     assert got["n_calls"] == int(n_calls)
-    for key, table in (("failures", "failures"), ("contracts", "memory_contracts"), ("hygiene", "hygiene_observations")):
-        (count,), = tsv(warehouse_home, f"SELECT uniqExact(derived_id) FROM {table} WHERE run_set = 'tbl'")
+    for (key, table), ((count,),) in zip(contract_tables, counts):
         assert got[key] == int(count), table

@@ -6,12 +6,18 @@ most modules that read a finished run set need; building it once instead of once
 most of what it costs. A test that only reads (reports, `sql`, exports, replay of a copy of the
 log) uses `smoke_run_set` directly; a test that writes into a MEMBENCH_HOME builds its own.
 At the end of the session the fixture checks that nothing under `runs/` of the shared home was
-changed, added or removed, so a test that wrote into it fails instead of skewing the others."""
+changed, added or removed, so a test that wrote into it fails instead of skewing the others.
+
+A test that needs the smoke grid's embedded run as its reference and then writes (publishes the same
+grid to Kafka, queues it for runners, edits the warehouse) starts from `copy_home(smoke_run_set, …)`:
+the same finalized pack (so the same run set and run ids) and the finished embedded run, without
+running it again."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +40,22 @@ def _digest(root: Path) -> dict[str, str]:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+TRANSFER_AGENTS = ("scripted:refsol", "scripted:null", "scripted:memory-literal")
+
+
+@pytest.fixture(scope="session")
+def transfer_study_home(tmp_path_factory, bwrap_sandbox) -> Path:
+    """`membench transfer transfer-v1` (2 projects × 4 conditions, seed 1) under each scripted agent,
+    once per session, in a home of its own (read-only: test_transfer_study reads it,
+    test_transfer_kafka copies it for the embedded reference)."""
+    home = tmp_path_factory.mktemp("shared-transfer") / "home"
+    for agent in TRANSFER_AGENTS:
+        run_cli("transfer", "transfer-v1", "--agent", agent, home=home, check=True)
+    before = _digest(home / "runs")
+    yield home
+    assert _digest(home / "runs") == before, "a test wrote into the shared transfer study's home"
+
+
 @pytest.fixture(scope="session")
 def smoke_run_set(tmp_path_factory, bwrap_sandbox):
     """`membench run` of the smoke grid, once per session, in a home of its own (read-only)."""
@@ -44,3 +66,21 @@ def smoke_run_set(tmp_path_factory, bwrap_sandbox):
     before = _digest(home / "runs")
     yield shared
     assert _digest(home / "runs") == before, "a test wrote into the shared smoke run set's home"
+
+
+def copy_home(shared: RunSet | Path, target: Path) -> Path:
+    """A writable copy of a shared MEMBENCH_HOME (a `RunSet`'s, or the home itself) at TARGET: its
+    finalized packs, run directories and warehouse (the shared runs have ended, so nothing holds its
+    warehouse), with each run set's `log_root.json` naming the copy's warehouse, as if the run had
+    been made there (so `report` checks the copy's rows against it). The shared run sets are
+    unsigned: a signed root could not be moved this way."""
+    source = shared.home if isinstance(shared, RunSet) else shared
+    # symlinks kept: chDB's Atomic database links metadata/ and data/ to store/ (relative links)
+    shutil.copytree(source, target, symlinks=True, ignore=shutil.ignore_patterns("warehouse.lock"))
+    for root_file in (target / "runs").glob("*/log_root.json"):
+        record = json.loads(root_file.read_text(encoding="utf-8"))
+        assert record.get("signature") is None, f"{root_file}: a signed log root cannot be moved"
+        if isinstance(record.get("warehouse"), str):
+            record["warehouse"] = record["warehouse"].replace(str(source), str(target))
+        root_file.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    return target

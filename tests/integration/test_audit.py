@@ -17,10 +17,13 @@ import fastavro
 import pytest
 
 from tests.conftest import run_cli
+from tests.integration.conftest import SMOKE_GRID, copy_home
+from tests.integration.sql_batch import sql_batch
 
 pytestmark = pytest.mark.integration
 
-GRID = ("--conditions", "B0,B5", "--seeds", "1,2,3")
+GRID = ("--conditions", "B0,B5", "--seeds", "1,2")
+UNITS = 3 * 2 * 2  # the smoke pack's 3 sequences × 2 conditions × 2 seeds
 
 
 def _log_runs(path: Path) -> dict[str, dict]:
@@ -125,11 +128,11 @@ def test_every_unit_is_complete_once_and_abandoned_runs_are_no_cells(crashed):
     home = crashed["home"]
     report = json.loads((home / "runs" / "crash-rs" / "report.json").read_text())
     by_condition = {c["condition"]: c for c in report["conditions"]}
-    assert by_condition["B0"]["cells"] == by_condition["B5"]["cells"] == 9  # one cell per unit, not per attempt
+    assert by_condition["B0"]["cells"] == by_condition["B5"]["cells"] == UNITS // 2  # one cell per unit, not per attempt
     assert all(c["excluded"] == 0 for c in report["conditions"])  # the unit's completed attempt is its cell
     completed = run_cli("sql", "SELECT unit_id, count() FROM run_results WHERE run_set = 'crash-rs' AND status = "
                         "'completed' GROUP BY unit_id", home=home, check=True).stdout.splitlines()
-    assert len(completed) == 18 and all(line.endswith("\t1") for line in completed)
+    assert len(completed) == UNITS and all(line.endswith("\t1") for line in completed)
     rows = run_cli("sql", "SELECT run_id, status, error_type FROM run_results WHERE run_set = 'crash-rs' "
                    "AND status = 'abandoned' ORDER BY run_id", home=home, check=True).stdout.splitlines()
     assert {line.split("\t")[0] for line in rows} == set(crashed["abandoned"])
@@ -194,10 +197,9 @@ def test_an_edited_log_changes_the_root_and_fails_the_signature(crashed, tmp_pat
 
 
 @pytest.fixture(scope="module")
-def small(tmp_path_factory, bwrap_sandbox):
-    home = tmp_path_factory.mktemp("small") / "home"
-    run_cli("run", "smoke", "--conditions", "B0,B5", "--seeds", "1", "--run-set", "small-rs", home=home, check=True)
-    return home
+def small(tmp_path_factory, smoke_run_set):
+    """A writable copy of the session's shared smoke run set (B0, B5 × seeds 1, 2): its home and run set."""
+    return copy_home(smoke_run_set, tmp_path_factory.mktemp("small") / "home"), smoke_run_set.run_set
 
 
 @pytest.mark.parametrize("query", [
@@ -208,33 +210,46 @@ def small(tmp_path_factory, bwrap_sandbox):
     "TRUNCATE TABLE session_results",
     "SELECT count() FROM run_results SETTINGS readonly = 0",
 ])
-def test_sql_refuses_every_write_with_one_line_exit_2(small, query):
-    before = run_cli("sql", "SELECT count(), sum(scored_passed) FROM run_results", home=small, check=True).stdout
-    proc = run_cli("sql", query, home=small)
+def test_sql_refuses_every_write_with_one_line_exit_2(unwritten, query):
+    home, run_set, before = unwritten
+    proc = run_cli("sql", query.replace("small-rs", run_set), home=home)
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1
     assert "read-only" in proc.stderr and "--allow-write" in proc.stderr
-    assert run_cli("sql", "SELECT count(), sum(scored_passed) FROM run_results", home=small, check=True).stdout == before
-    assert run_cli("sql", "EXISTS TABLE failures", home=small, check=True).stdout == "1\n"
+    assert sql_batch(home, UNWRITTEN) == before  # nothing changed, nothing dropped
+
+
+UNWRITTEN = ["SELECT count(), sum(scored_passed) FROM run_results", "EXISTS TABLE failures",
+             "SELECT count() FROM trajectory_events", "SELECT count() FROM session_results"]
+
+
+@pytest.fixture(scope="module")
+def unwritten(tmp_path_factory, smoke_run_set):
+    """Another copy of the shared run set, which only refused writes reach, and its rows' counts."""
+    home = copy_home(smoke_run_set, tmp_path_factory.mktemp("unwritten") / "home")
+    before = sql_batch(home, UNWRITTEN)
+    assert before[1] == "1\n" and int(before[0].split()[0]) > 0
+    return home, smoke_run_set.run_set, before
 
 
 def test_report_refuses_a_warehouse_edited_with_allow_write_and_names_run_and_table(small):
-    assert run_cli("report", "small-rs", home=small).returncode == 0
-    b0 = run_cli("sql", "SELECT run_id FROM run_results WHERE run_set = 'small-rs' AND condition = 'B0' "
+    small, run_set = small
+    assert run_cli("report", run_set, home=small).returncode == 0
+    b0 = run_cli("sql", f"SELECT run_id FROM run_results WHERE run_set = '{run_set}' AND condition = 'B0' "
                  "ORDER BY run_id LIMIT 1", home=small, check=True).stdout.strip()
     edit = run_cli("sql", "--allow-write", f"ALTER TABLE run_results UPDATE scored_passed = 1 WHERE run_id = '{b0}' "
                    "SETTINGS mutations_sync = 1", home=small)
     assert edit.returncode == 0 and "breaks the audit trail" in edit.stderr.replace("\n", " ")
-    report_json = small / "runs" / "small-rs" / "report.json"
+    report_json = small / "runs" / run_set / "report.json"
     written = report_json.stat().st_mtime_ns
-    proc = run_cli("report", "small-rs", home=small)
+    proc = run_cli("report", run_set, home=small)
     assert proc.returncode == 1
     assert f"run {b0}: its rows in run_results differ" in proc.stderr.replace("\n", " ")
     assert report_json.stat().st_mtime_ns == written  # nothing written
-    forced = run_cli("report", "small-rs", "--allow-mismatch", home=small)
+    forced = run_cli("report", run_set, "--allow-mismatch", home=small)
     assert forced.returncode == 0 and "WARNING" in forced.stderr
     # a resumed run refuses too, instead of writing a new log root over the edited rows
-    resumed = run_cli("run", "smoke", "--conditions", "B0,B5", "--seeds", "1", "--run-set", "small-rs", home=small)
+    resumed = run_cli("run", *SMOKE_GRID, home=small)
     assert resumed.returncode == 1 and f"run {b0}" in resumed.stderr.replace("\n", " ")
 
 

@@ -3,7 +3,11 @@ conditions, secrets that never leave their trap, and memory that never crosses n
 validity gate has a verdict and every hygiene rate a non-zero denominator (issue 14).
 
 The full 34-trap × 6-condition × 3-seed grid takes about 7 minutes on two cores (docs: see the
-report); this test runs one trap per construct (10 traps, 180 units) to stay lean."""
+report); this test runs one trap per construct on two seeds (10 traps, 120 units) to stay lean: two
+seeds are what the paired-coverage gate needs (a trap counts with ≥ 2 paired seeds). It is also the
+user path `membench run <pack dir>` under `scripted:memory-literal` with memory conditions: it exits 0
+and `membench report` rebuilds its three reports byte for byte (test_user_paths runs the other
+agents and grids)."""
 
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ SUBSET = ["c1-http-partner-key", "c2-http-webhook-signing", "c3-taskq-backoff-pr
           "c5-taskq-log-prefix", "c6-taskq-queue-depth", "c7-tab-export-filename", "c8-tab-dialects",
           "c9-http-upload-header", "c10-taskq-settlement-marker"]
 CONDITIONS = ["B0", "B1", "B2", "B4", "B5", "curated_file"]
+SEEDS = (1, 2)
 
 
 def _scrub(payload: str) -> str:
@@ -60,7 +65,7 @@ def test_six_condition_run_separates_conditions_and_contains_secrets(cli, home: 
     values: dict[str, dict[str, str]] = {}
     finalized = home / "packs" / f"{skeleton.name}-{pack_digest(skeleton)[:12]}"
     finalize_pack(skeleton, finalized, reveal=values)  # the run reuses this finalization
-    proc = cli("run", str(skeleton), "--conditions", ",".join(CONDITIONS), "--seeds", "1,2,3",
+    proc = cli("run", str(skeleton), "--conditions", ",".join(CONDITIONS), "--seeds", ",".join(map(str, SEEDS)),
                "--agent", "scripted:memory-literal", "--run-set", "hyg", timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     run_dir = home / "runs" / "hyg"
@@ -80,15 +85,17 @@ def test_six_condition_run_separates_conditions_and_contains_secrets(cli, home: 
     assert gates["b0_headroom"]["failing_constructs"] == [] and set(gates["b0_headroom"]["by_construct"]) == {
         f"C{i}" for i in range(1, 9)}
     assert {k: (g["numerator"], g["denominator"], g["passed"]) for k, g in gates["b0_headroom"]["reversed"].items()} \
-        == {"C9": (3, 3, True), "C10": (3, 3, True)}
+        == {"C9": (len(SEEDS), len(SEEDS), True), "C10": (len(SEEDS), len(SEEDS), True)}
     assert all(g["passed"] for g in gates["paired_coverage"].values())
-    assert all(entry["by_construct"]["C9"]["cells"] == 3 for entry in report["conditions"])
+    assert all(entry["by_construct"]["C9"]["cells"] == len(SEEDS) for entry in report["conditions"])
     assert set(gates["stratum_validity"]) == {f"C{i}" for i in range(1, 11)}
     assert gates["stratum_validity"]["C9"]["reversed"] and gates["stratum_validity"]["C9"]["b0_rate"]["passed"]
-    assert gates["warmup"]["denominator"] == len(SUBSET) * 3 * 2 and gates["warmup"]["passed"]  # S1, S2 of B0
+    assert gates["warmup"]["denominator"] == len(SUBSET) * len(SEEDS) * 2 and gates["warmup"]["passed"]  # S1, S2 of B0
     audit = gates["continuation_audit"]
-    assert (audit["numerator"], audit["denominator"], audit["findings"]) == (180, 180, [])
-    assert audit["continuation_cells"] == 6 * 3 * (len(SUBSET) - report["strata"]["clean_start"]["traps"])
+    units = len(CONDITIONS) * len(SEEDS) * len(SUBSET)
+    assert (audit["numerator"], audit["denominator"], audit["findings"]) == (units, units, [])
+    assert audit["continuation_cells"] == len(CONDITIONS) * len(SEEDS) * (
+        len(SUBSET) - report["strata"]["clean_start"]["traps"])
     expected = {"b0_headroom", "warmup", "continuation_audit"} | {f"exclusions {c}" for c in CONDITIONS} | {
         f"paired_coverage {c} vs B0" for c in CONDITIONS if c != "B0"} | {
         f"exclusion_balance {c} vs B0" for c in CONDITIONS if c != "B0"} | {
@@ -103,6 +110,11 @@ def test_six_condition_run_separates_conditions_and_contains_secrets(cli, home: 
             "memory_bloat", "commission_trip", "omission_trip"} <= set(panel)
     assert panel["overscope"]["conditions"]["B5"]["denominator"] > 0  # B5 memories carry their event's scope
     md = (run_dir / "report.md").read_text()
+    written = {name: (run_dir / name).read_bytes() for name in ("report.json", "report.md", "report.html")}
+    rebuilt = cli("report", "hyg", "--pack", str(skeleton))
+    assert rebuilt.returncode == 0, rebuilt.stderr[-3000:]
+    for name, content in written.items():
+        assert content and (run_dir / name).read_bytes() == content, f"membench report changed {name}"
     assert "## Hygiene rates" in md and "continuation audit" in md and "B0 passes reversed C9" in md
 
     every = {v: seq for seq, secrets in values.items() for v in secrets.values()}

@@ -1,9 +1,13 @@
 """Issue 3 acceptance against the real Apache Kafka broker started by deploy/kafka/start.sh:
 equality with the embedded path, crash recovery, poison messages, interoperability — for each
 processor engine (`membench process --engine kafka|faust`, issue 17) where the engine is what is
-under test: the derived tables, dead letters, kill -9 recovery and a shared consumer group run on
-both engines (`engine_run`); what only the runner, the topics, the sink and replay do runs once
-(`kafka_run`, the kafka engine)."""
+under test: the derived tables (by two workers sharing the partitions), dead letters and kill -9
+recovery run on both engines (`engine_run`); what only the runner, the topics, the sink and replay
+do runs once (`kafka_run`, the kafka engine).
+
+The embedded path, the reference, is the session's shared smoke run set (`smoke_run_set`: the same
+pack, agent and grid), copied into each pipeline's home, so the published run has the same run set
+and run ids without the grid being run embedded again (issue 26)."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import json
 import pytest
 
 from tests.conftest import run_cli
+from tests.integration.conftest import SMOKE_GRID, copy_home
 from tests.integration.kafka_helpers import (CONSOLE_CONSUMER, ENGINES, SINGLE, Worker, consumer_group_caught_up,
                                              membench, namespace, require_broker, topic_size, wait_for)
 from tests.integration.sql_batch import sql_batch
@@ -35,41 +40,50 @@ def _wait_worker(ns: str, timeout: float = 180) -> None:
              timeout, "the processor worker to commit the whole trajectory topic")
 
 
-def _pipeline_run(engine: str, tmp_path_factory) -> dict:
-    """The smoke pack on both paths: embedded into the default warehouse, Kafka → worker (of the
-    engine under test) → sink into a second warehouse. Same finalized pack and grid, so the same
-    run set and run ids."""
+def _pipeline_run(engine: str, tmp_path_factory, smoke_run_set) -> dict:
+    """The smoke grid on both paths: embedded (a copy of the session's shared run set), and Kafka →
+    two workers (of the engine under test) → sink into a second warehouse. The second worker joins
+    while the first processes the run, so the group splits the partitions mid-run. Same finalized
+    pack and grid, so the same run set and run ids."""
     require_broker()
     root = tmp_path_factory.mktemp(f"kafka-{engine}")
-    home = root / "home"
+    home = copy_home(smoke_run_set, root / "home")
     ns = namespace()
     dsn = f"kafka://{SINGLE}/{ns}"
     other = f"chdb://{root / 'kafka-warehouse'}"
-    run_cli("run", "smoke", "--seeds", "1,2", home=home, check=True)
-    worker = Worker(dsn, home, root / "worker.log", engine)
+    group = f"{ns}.membench.processor"
+    workers = [Worker(dsn, home, root / "worker1.log", engine)]
     try:
-        published = run_cli("run", "smoke", "--seeds", "1,2", "--bus", dsn, home=home, check=True)
-        run_set = published.stdout.strip().splitlines()[-1]
+        runner = membench("run", *SMOKE_GRID, "--bus", dsn, home=home)
+        wait_for(lambda: topic_size(SINGLE, f"{ns}.membench.trajectory") > 50, 120, "events to flow")
+        workers.append(Worker(dsn, home, root / "worker2.log", engine))
+        out, err = runner.communicate(timeout=600)
+        assert runner.returncode == 0, err
+        run_set = out.strip().splitlines()[-1]
+        wait_for(lambda: len(_group_assignment(group)) == 2, 120, "both workers to be members of the group")
         _wait_worker(ns)
+        assignment = _group_assignment(group)
     finally:
-        worker.stop()
+        for worker in workers:
+            worker.stop()
     sink = run_cli("sink", "--bus", dsn, "--warehouse", other, "--until-idle", home=home, check=True)
     return {"home": home, "ns": ns, "dsn": dsn, "warehouse": other, "run_set": run_set,
+            "shared_run_set": smoke_run_set.run_set, "assignment": assignment,
             "sink": json.loads(sink.stdout.strip().splitlines()[-1]), "root": root, "engine": engine}
 
 
 @pytest.fixture(scope="module")
-def kafka_run(tmp_path_factory):
+def kafka_run(tmp_path_factory, smoke_run_set):
     """The pipeline with the kafka engine, for the tests whose subject does not depend on the engine."""
-    return _pipeline_run("kafka", tmp_path_factory)
+    return _pipeline_run("kafka", tmp_path_factory, smoke_run_set)
 
 
 @pytest.fixture(scope="module", params=ENGINES)
-def engine_run(request, tmp_path_factory):
+def engine_run(request, tmp_path_factory, smoke_run_set):
     """The pipeline with each processor engine (the kafka one is `kafka_run` itself, built once)."""
     if request.param == "kafka":
         return request.getfixturevalue("kafka_run")
-    return _pipeline_run(request.param, tmp_path_factory)
+    return _pipeline_run(request.param, tmp_path_factory, smoke_run_set)
 
 
 def _sql(run, query, warehouse=None):
@@ -90,7 +104,13 @@ def _tables(run, warehouse=None) -> list[str]:
 
 
 def test_kafka_path_derives_the_same_tables_as_the_embedded_path(engine_run):
+    """Two workers of one consumer group derived the published run (the second joined mid-run): the
+    group split the partitions, each worker owned some, and the tables equal the embedded path's."""
     rs = engine_run["run_set"]
+    assert rs == engine_run["shared_run_set"]  # the same run set as the embedded reference
+    assignment = engine_run["assignment"]
+    assert sorted(p for parts in assignment.values() for p in parts) == [0, 1, 2, 3]
+    assert len(assignment) == 2 and all(assignment.values()), assignment  # each worker owns partitions
     for embedded, distributed in zip(_tables(engine_run), _tables(engine_run, engine_run["warehouse"])):
         assert embedded.strip() and embedded == distributed
     report = run_cli("report", rs, "--json", "--warehouse", engine_run["warehouse"], home=engine_run["home"],
@@ -270,32 +290,3 @@ def _group_assignment(group: str) -> dict[str, list[int]]:
     except (KafkaException, FutureTimeout):
         return {}
     return {m.member_id: sorted(tp.partition for tp in m.assignment.topic_partitions) for m in description.members}
-
-
-def test_two_workers_share_the_partitions_and_derive_the_embedded_tables(engine_run, tmp_path):
-    """Several workers form one consumer group: a second worker joins while the first processes a
-    run set, the group splits the partitions, and the derived tables are still the embedded ones."""
-    ns = namespace()
-    dsn = f"kafka://{SINGLE}/{ns}"
-    home, group = engine_run["home"], f"{ns}.membench.processor"
-    workers = [Worker(dsn, home, tmp_path / "worker1.log", engine_run["engine"])]
-    try:
-        # the same pack, agent and grid as the embedded run: the same run set and run ids
-        runner = membench("run", "smoke", "--seeds", "1,2", "--bus", dsn, home=home)
-        wait_for(lambda: topic_size(SINGLE, f"{ns}.membench.trajectory") > 50, 120, "events to flow")
-        workers.append(Worker(dsn, home, tmp_path / "worker2.log", engine_run["engine"]))
-        out, err = runner.communicate(timeout=600)
-        assert runner.returncode == 0, err
-        assert out.strip().splitlines()[-1] == engine_run["run_set"]
-        wait_for(lambda: len(_group_assignment(group)) == 2, 120, "both workers to be members of the group")
-        _wait_worker(ns)
-        assignment = _group_assignment(group)
-        assert sorted(p for parts in assignment.values() for p in parts) == [0, 1, 2, 3]
-        assert all(assignment.values()), assignment  # each worker owns partitions
-    finally:
-        for worker in workers:
-            worker.stop()
-    warehouse = f"chdb://{tmp_path / 'wh'}"
-    run_cli("sink", "--bus", dsn, "--warehouse", warehouse, "--until-idle", home=home, check=True)
-    for embedded, distributed in zip(_tables(engine_run), _tables(engine_run, warehouse)):
-        assert embedded.strip() and embedded == distributed

@@ -16,13 +16,16 @@ import pytest
 from membench.distributed.topic_reads import read_run_head
 from schemas.topics import topics_from_dsn
 from tests.conftest import run_cli
+from tests.integration.conftest import SMOKE_GRID, copy_home
 from tests.integration.kafka_helpers import (SINGLE, Worker, consumer_group_caught_up, membench, namespace,
                                              require_broker, topic_size, wait_for)
 from tests.integration.sql_batch import sql_batch
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka]
 
-SEEDS = "1,2,3,4"  # 24 units of the smoke pack (3 sequences × B0, B5 × 4 seeds)
+# the shared smoke grid: 12 units of the smoke pack (3 sequences × B0, B5 × seeds 1, 2), whose
+# embedded run (the session's `smoke_run_set`, copied into the test's home) is the reference
+UNITS = 12
 CLAIMED = re.compile(r"claimed (\S+) attempt (\d+) run (\S+)")
 COMPLETED = re.compile(r"completed (\S+) attempt (\d+) run (\S+)")
 # one row per unit: its completed run, without what identifies one execution (run and derived ids,
@@ -38,18 +41,18 @@ def _lines(path, pattern):
     return pattern.findall(path.read_text()) if path.exists() else []
 
 
-def test_three_runners_split_a_grid_and_survive_a_kill9_mid_unit(tmp_path):
+def test_three_runners_split_a_grid_and_survive_a_kill9_mid_unit(tmp_path, smoke_run_set):
     require_broker()
-    home = tmp_path / "home"
+    home = copy_home(smoke_run_set, tmp_path / "home")  # the embedded path, the reference
     ns = namespace()
     dsn = f"kafka://{SINGLE}/{ns}"
     kafka_warehouse = f"chdb://{tmp_path / 'kafka-warehouse'}"
-    run_cli("run", "smoke", "--seeds", SEEDS, home=home, check=True)  # the embedded path, the reference
-    queued = run_cli("run", "smoke", "--seeds", SEEDS, "--bus", dsn, "--enqueue", home=home, check=True)
+    queued = run_cli("run", *SMOKE_GRID, "--bus", dsn, "--enqueue", home=home, check=True)
     run_set = queued.stdout.strip().splitlines()[-1]
-    assert "24 queued" in queued.stderr
+    assert run_set == smoke_run_set.run_set
+    assert f"{UNITS} queued" in queued.stderr
     # enqueueing again adds nothing: every unit is queued already
-    again = run_cli("run", "smoke", "--seeds", SEEDS, "--bus", dsn, "--enqueue", home=home, check=True)
+    again = run_cli("run", *SMOKE_GRID, "--bus", dsn, "--enqueue", home=home, check=True)
     assert "0 queued" in again.stderr
 
     topics = topics_from_dsn(dsn)
@@ -104,7 +107,7 @@ def test_three_runners_split_a_grid_and_survive_a_kill9_mid_unit(tmp_path):
     assert f"run {run_id} ({unit_key.split('/', 1)[1]}) closed at seq" in texts
     completions = [c for log in logs for c in _lines(log, COMPLETED)]
     assert sorted(unit for unit, _, _ in completions) == sorted({unit for unit, _, _ in completions})
-    assert len(completions) == 24
+    assert len(completions) == UNITS
     assert (unit_key, str(int(attempt) + 1)) in {(u, a) for u, a, _ in completions}
 
     sink = run_cli("sink", "--bus", dsn, "--warehouse", kafka_warehouse, "--until-idle", home=home, check=True)
@@ -121,7 +124,7 @@ def test_three_runners_split_a_grid_and_survive_a_kill9_mid_unit(tmp_path):
         *tables], kafka_warehouse)
     # no unit completed twice, none lost
     rows = [line.split("\t") for line in per_unit.strip().splitlines()]
-    assert len(rows) == 24 and all(done == "1" for _, done, _ in rows), per_unit
+    assert len(rows) == UNITS and all(done == "1" for _, done, _ in rows), per_unit
     assert [unit for unit, _, abandoned in rows if abandoned != "0"] == [unit_key.split("/", 1)[1]]
     # the abandoned attempt is visible in the log: its own chain ends with RunEnded{abandoned}
     assert ended.strip().split("\t") == ["abandoned", "abandoned_attempt", "membench-attempts/0.1"]
@@ -132,7 +135,7 @@ def test_three_runners_split_a_grid_and_survive_a_kill9_mid_unit(tmp_path):
     replay = run_cli("replay", dsn, "--verify", "--warehouse", kafka_warehouse, home=home)
     assert replay.returncode == 0, replay.stdout + replay.stderr
     progress = json.loads(run_cli("runner", "--bus", dsn, "--progress", "--json", home=home, check=True).stdout)
-    assert progress[run_set]["completed"] == 24 and progress[run_set]["attempts_abandoned"] == 1
+    assert progress[run_set]["completed"] == UNITS and progress[run_set]["attempts_abandoned"] == 1
 
 
 def test_a_runner_without_the_queued_pack_leaves_the_unit_to_others(tmp_path):

@@ -10,6 +10,7 @@ import json
 import pytest
 
 from tests.conftest import run_cli
+from tests.integration.conftest import copy_home
 from tests.integration.kafka_helpers import SINGLE, Worker, consumer_group_caught_up, namespace, require_broker, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka]
@@ -21,14 +22,15 @@ DIMENSION_SQL = ("SELECT * FROM transfer_dimensions WHERE run_set = '{rs}' ORDER
                  "LIMIT 1 BY derived_id")
 
 
-def test_transfer_study_through_kafka_equals_the_embedded_path(tmp_path, bwrap_sandbox):
+def test_transfer_study_through_kafka_equals_the_embedded_path(tmp_path, transfer_study_home):
     require_broker()
-    home = tmp_path / "home"
+    # the embedded path, the reference: the session's shared transfer study (the same finalized study
+    # and agent, so the same run set), copied
+    home = copy_home(transfer_study_home, tmp_path / "home")
     ns = namespace()
     dsn = f"kafka://{SINGLE}/{ns}"
     other = f"chdb://{tmp_path / 'kafka-warehouse'}"
     args = ("transfer", "transfer-v1", "--agent", "scripted:memory-literal")
-    run_cli(*args, home=home, check=True)
     worker = Worker(dsn, home, tmp_path / "worker.log")
     try:
         published = run_cli(*args, "--bus", dsn, home=home, check=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli, run_cli_inprocess
+from tests.integration.conftest import TRANSFER_AGENTS
 from tests.integration.sql_batch import sql_batch
 
 pytestmark = pytest.mark.integration
@@ -69,16 +70,14 @@ def started_sql(run_set: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory, bwrap_sandbox):
-    """The three scripted agents over the whole study (2 projects × 4 conditions, seed 1), and what
-    the tests read of it from the warehouse: every query in one `sql_batch` subprocess (one
-    interpreter start, not one per query); the warehouse does not change after the runs."""
-    home = tmp_path_factory.mktemp("transfer") / "home"
-    out = {}
-    for agent in ("scripted:refsol", "scripted:null", "scripted:memory-literal"):
-        proc = run_cli("transfer", "transfer-v1", "--agent", agent, home=home, check=True)
-        out[agent] = (proc, run_set_of(home, agent))
-    refsol, null, literal = (out[a][1] for a in ("scripted:refsol", "scripted:null", "scripted:memory-literal"))
+def study(transfer_study_home):
+    """The three scripted agents over the whole study (2 projects × 4 conditions, seed 1: the
+    session's shared run, tests/integration/conftest.py), and what the tests read of it from the
+    warehouse: every query in one `sql_batch` subprocess (one interpreter start, not one per query);
+    the warehouse does not change after the runs."""
+    home = transfer_study_home
+    out = {agent: run_set_of(home, agent) for agent in TRANSFER_AGENTS}
+    refsol, null, literal = (out[a] for a in ("scripted:refsol", "scripted:null", "scripted:memory-literal"))
     names = ["refsol", "null", "literal", "null_passed", "null_reviews", "phases", "frozen", "started"]
     rows = sql(home, results_sql(refsol), results_sql(null), results_sql(literal), null_passed_sql(null),
                reviews_sql(null), phases_sql(literal), frozen_sql(literal), started_sql(literal))
@@ -133,7 +132,7 @@ def test_memory_literal_scores_higher_with_the_learned_bank(study):
 
 def test_protocol_events_and_resources(study):
     home, runs, tables = study
-    run_set = runs["scripted:memory-literal"][1]
+    run_set = runs["scripted:memory-literal"]
     phases = tables["phases"]
     assert len(phases) == 8
     for row in phases:

@@ -28,11 +28,16 @@ RUN = ("run", "smoke", "--conditions", "B0,B5", "--agent", "scripted:memory-lite
 
 
 @pytest.fixture(scope="module")
-def smoke_home(bwrap_sandbox, tmp_path_factory) -> Path:
-    """One finished run set `S`: the smoke pack's 3 traps under B0 and B5, seed 1 (6 units)."""
-    home = tmp_path_factory.mktemp("view") / "home"
-    run_cli(*RUN, "--seeds", "1", "--run-set", "S", home=home, check=True)
-    return home
+def smoke_home(smoke_run_set) -> Path:
+    """One finished run set: the session's shared smoke grid, the smoke pack's 3 traps under B0 and
+    B5, seeds 1 and 2 (12 units), served read-only (tests/integration/conftest.py)."""
+    return smoke_run_set.home
+
+
+@pytest.fixture(scope="module")
+def S(smoke_run_set) -> str:
+    """The shared run set's id."""
+    return smoke_run_set.run_set
 
 
 def _warehouse_rows(home: Path, run_set: str) -> dict:
@@ -56,24 +61,24 @@ def _warehouse_rows(home: Path, run_set: str) -> dict:
     return json.loads(proc.stdout)
 
 
-def test_the_api_agrees_with_the_report_and_the_warehouse(smoke_home):
+def test_the_api_agrees_with_the_report_and_the_warehouse(smoke_home, S):
     app = ViewApp(smoke_home / "runs")
-    assert [rs["run_set"] for rs in app.run_sets()["run_sets"]] == ["S"]
-    detail = app.run_set("S")
-    log = smoke_home / "runs" / "S" / "events.avro"
+    assert [rs["run_set"] for rs in app.run_sets()["run_sets"]] == [S]
+    detail = app.run_set(S)
+    log = smoke_home / "runs" / S / "events.avro"
     assert detail["events"] == sum(1 for _ in read_log(log))
     assert detail["chain"] == {"ok": True, "events_checked": detail["events"], "breaks": []}
     assert detail["dead_letters"] == [] and detail["log"]["pending_bytes"] == 0 and detail["log"]["error"] is None
     progress = {row["condition"]: row for row in detail["progress"]}
     assert {c: (r["units_started"], r["completed"], r["passed"], r["running"]) for c, r in progress.items()} == \
-        {"B0": (3, 3, 0, 0), "B5": (3, 3, 3, 0)}
+        {"B0": (6, 6, 0, 0), "B5": (6, 6, 6, 0)}
 
-    report = json.loads((smoke_home / "runs" / "S" / "report.json").read_text())
+    report = json.loads((smoke_home / "runs" / S / "report.json").read_text())
     keys = ("condition", "cells", "passed", "pass_rate", "ci95", "excluded")
     assert [{k: row[k] for k in keys} for row in detail["ladder"]] == \
         [{k: row[k] for k in keys} for row in report["conditions"]]
 
-    stored = _warehouse_rows(smoke_home, "S")
+    stored = _warehouse_rows(smoke_home, S)
     assert sorted((u["unit_id"], u["run_id"], u["status"], u["passed"]) for u in detail["units"]) == \
         sorted((r["unit_id"], r["run_id"], r["status"], bool(r["scored_passed"])) for r in stored["runs"])
     failures = {(f["run_id"], f["session_index"]): f["failure_reason"] for f in stored["failures"]}
@@ -143,13 +148,13 @@ def page_of(browser):
         page.close()
 
 
-def test_the_page_lists_the_run_set_and_shows_a_unit_trajectory(smoke_home, browser):
+def test_the_page_lists_the_run_set_and_shows_a_unit_trajectory(smoke_home, S, browser):
     with viewer(smoke_home) as url, page_of(browser) as (page, problems):
         page.goto(url)
-        page.locator("a.runset-link[data-run-set='S']").click(timeout=30_000)
+        page.locator(f"a.runset-link[data-run-set='{S}']").click(timeout=30_000)
         page.wait_for_selector("#progress")
-        assert page.locator("#total-completed").inner_text() == "6"
-        assert page.locator("#progress tr[data-condition='B5'] td[data-field='passed']").inner_text() == "3"
+        assert page.locator("#total-completed").inner_text() == "12"
+        assert page.locator("#progress tr[data-condition='B5'] td[data-field='passed']").inner_text() == "6"
         assert page.locator("#ladder .row[data-condition='B5'] [data-field='pass_rate']").inner_text().startswith("100.0%")
         page.locator("a.unit-link[data-unit-id='smoke/smoke-client-header/B5/1']").click()
         page.wait_for_selector("section.session[data-session='3']", timeout=30_000)
@@ -160,7 +165,7 @@ def test_the_page_lists_the_run_set_and_shows_a_unit_trajectory(smoke_home, brow
         assert scored.locator(".event[data-kind='MemoryRead'] .memory-candidates li.admitted").count() >= 1
         assert "+++ b/" in scored.locator(".event[data-kind='PatchProduced'] pre.diff").inner_text()
         assert scored.locator(".verdict[data-outcome='pass']").count() == 1
-        page.locator("#crumbs").get_by_role("link", name="S", exact=True).click()
+        page.locator("#crumbs").get_by_role("link", name=S, exact=True).click()
         page.wait_for_selector("#units")
         failed = page.locator("tr[data-unit-id='smoke/smoke-client-header/B0/1']")
         assert "test_failure" in failed.inner_text()
@@ -168,14 +173,14 @@ def test_the_page_lists_the_run_set_and_shows_a_unit_trajectory(smoke_home, brow
 
 
 def test_the_page_follows_a_run_while_it_runs(bwrap_sandbox, tmp_path, browser):
-    """The viewer is up before the run starts (the run set does not exist yet); the run, 12 units, runs
+    """The viewer is up before the run starts (the run set does not exist yet); the run, 6 units, runs
     beside it — so the viewer must not hold the chDB lock — and the page's completed count grows
     while the run is still going."""
     home = tmp_path / "home"
     with viewer(home) as url, page_of(browser) as (page, problems):
         page.goto(url + "#/rs/LIVE")
         env = {**os.environ, "MEMBENCH_HOME": str(home)}
-        run = subprocess.Popen([sys.executable, "-m", "membench", *RUN, "--seeds", "1,2", "--run-set", "LIVE",
+        run = subprocess.Popen([sys.executable, "-m", "membench", *RUN, "--seeds", "1", "--run-set", "LIVE",
                                 "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env=env, cwd=str(home.parent))
         seen_while_running: list[int] = []
@@ -195,12 +200,12 @@ def test_the_page_follows_a_run_while_it_runs(bwrap_sandbox, tmp_path, browser):
                 run.wait()
         assert run.returncode == 0, f"membench run exited {run.returncode}\n{out}\n{err}"
         increases = [b for a, b in zip(seen_while_running, seen_while_running[1:]) if b > a]
-        assert increases and 0 < increases[0] < 12, \
+        assert increases and 0 < increases[0] < 6, \
             f"the completed count never grew while the run ran (seen: {seen_while_running})"
         from playwright.sync_api import expect  # (the page's CSP forbids evaluating strings: no wait_for_function)
 
-        expect(page.locator("#total-completed")).to_have_text("12", timeout=60_000)
-        assert page.locator("#progress tr[data-condition='B5'] td[data-field='passed']").inner_text() == "6"
+        expect(page.locator("#total-completed")).to_have_text("6", timeout=60_000)
+        assert page.locator("#progress tr[data-condition='B5'] td[data-field='passed']").inner_text() == "3"
         assert problems == [] or all("404" in p for p in problems), problems  # before the log existed: 404s
 
 
