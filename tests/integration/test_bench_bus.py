@@ -19,7 +19,7 @@ def test_bench_bus_reports_every_event_through_every_stage(home):
     require_broker(SINGLE)
     # 20 runs: 1,300 events, more than one consumer batch of 500, so the floors have a rate
     proc = run_cli("bench", "bus", "--bus", f"kafka://{SINGLE}", "--runs", "20", "--threads", "2",
-                   "--engine-runs", "10", "--memory-runs", "2000", "--replay-runs", "10", "--json", home=home,
+                   "--engine-runs", "10", "--memory-runs", "500", "--replay-runs", "10", "--json", home=home,
                    timeout=1200)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
@@ -49,7 +49,7 @@ def test_bench_bus_reports_every_event_through_every_stage(home):
     assert engines["kafka_consumer"]["cpu_us_per_message"] > 0 and engines["faust_noop"]["cpu_us_per_message"] > 0
     assert engines["ratios"]["kafka_engine_over_floor"] > 0 and engines["ratios"]["faust_engine_rate_over_noop"] > 0
     memory = result["worker_memory"]
-    assert memory["runs"] == 2000 and memory["open_runs"] == 0 and memory["rss_bytes"]["2000"] > 0
+    assert memory["runs"] == 500 and memory["open_runs"] == 0 and memory["rss_bytes"]["500"] > 0
     replay = result["replay"]  # the figures themselves: tests/membench/test_bench_replay.py
     assert replay["events"] == 10 * 65 and set(replay["replay_verify"]) == set(replay["rederive"]) == {"1", "2"}
 

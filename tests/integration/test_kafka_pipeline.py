@@ -212,13 +212,15 @@ def test_kill9_of_worker_and_sink_mid_run_loses_and_duplicates_nothing(engine_ru
     warehouse = f"chdb://{tmp_path / 'wh'}"
     worker = Worker(dsn, home, tmp_path / "worker1.log", engine_run["engine"])
     sink_log = open(tmp_path / "sink1.log", "w")
-    runner = membench("run", "smoke", "--seeds", "11,12,13,14", "--bus", dsn, home=home)
+    # 12 units; the crash comes once about two units' events are on the topic (a smoke unit publishes
+    # 30-40), so most of the grid is still to run when the worker and the sink die
+    runner = membench("run", "smoke", "--seeds", "11,12", "--bus", dsn, home=home)
     sink = None
     try:
         wait_for(lambda: _topic_exists(ns), 60, "the runner to create its topics")
         sink = membench("sink", "--bus", dsn, "--warehouse", warehouse, home=home, stdout=sink_log,
                         stderr=subprocess.STDOUT)
-        wait_for(lambda: topic_size(SINGLE, f"{ns}.membench.trajectory") > 150, 120, "events to flow")
+        wait_for(lambda: topic_size(SINGLE, f"{ns}.membench.trajectory") > 60, 120, "events to flow")
         time.sleep(2)
         worker.kill9()
         import os
@@ -238,7 +240,7 @@ def test_kill9_of_worker_and_sink_mid_run_loses_and_duplicates_nothing(engine_ru
     count, unique, runs = run_cli("sql", "SELECT count(), uniqExact(event_id), uniqExact(run_id) FROM "
                                   "trajectory_events", "--warehouse", warehouse, home=home, check=True).stdout.split()
     assert int(count) == int(unique) == topic_size(SINGLE, f"{ns}.membench.trajectory")
-    assert int(runs) == 24
+    assert int(runs) == 12
     proc = run_cli("replay", dsn, "--verify", "--warehouse", warehouse, home=home)
     assert proc.returncode == 0, proc.stderr
 
@@ -255,7 +257,7 @@ def test_several_runner_processes_share_one_bus(kafka_run, tmp_path):
     ns = namespace()
     dsn = f"kafka://{SINGLE}/{ns}"
     home = kafka_run["home"]
-    runners = [membench("run", "smoke", "--seeds", seeds, "--bus", dsn, home=home) for seeds in ("21,22", "23")]
+    runners = [membench("run", "smoke", "--seeds", seeds, "--bus", dsn, home=home) for seeds in ("21", "22")]
     outputs = [runner.communicate(timeout=600) for runner in runners]
     assert [r.returncode for r in runners] == [0, 0], [err for _, err in outputs]
     run_sets = [out.strip().splitlines()[-1] for out, _ in outputs]
@@ -267,7 +269,7 @@ def test_several_runner_processes_share_one_bus(kafka_run, tmp_path):
         worker.stop()
     warehouse = f"chdb://{tmp_path / 'wh'}"
     run_cli("sink", "--bus", dsn, "--warehouse", warehouse, "--until-idle", home=home, check=True)
-    for run_set, cells in zip(run_sets, (12, 6)):
+    for run_set, cells in zip(run_sets, (6, 6)):
         report = json.loads(run_cli("report", run_set, "--json", "--warehouse", warehouse, home=home,
                                     check=True).stdout)
         assert sum(c["cells"] for c in report["conditions"]) == cells

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from membench.bench.upstream import ScriptedUpstream
+from tests.integration.sql_batch import sql_batch
 from tests.producers.hygiene_helpers import FIXTURES, subset_pack
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("bwrap_sandbox")]
@@ -29,6 +30,11 @@ def _sql(cli, query: str) -> list[list[str]]:
     proc = cli("sql", query)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return [line.split("\t") for line in proc.stdout.splitlines() if line]
+
+
+def _sql_many(home: Path, *queries: str) -> list[list[list[str]]]:
+    """`_sql` of each query, in one subprocess (tests/integration/sql_batch.py)."""
+    return [[line.split("\t") for line in out.splitlines() if line] for out in sql_batch(home, list(queries))]
 
 
 def _run(cli, pack: Path, run_set: str, conditions: list[str], *model_args: str):
@@ -62,23 +68,25 @@ def test_model_driven_conditions_record_then_replay_with_the_same_verdicts(cli, 
     assert "model_driven" in (home / "runs" / "mdrec" / "report.html").read_text()
 
     # the calls, per condition, from the log: sleep/judge purposes, recorded, and counted in the runs' tokens
-    calls = _sql(cli, "SELECT splitByChar('/', unit_id)[3] AS c, JSONExtractString(payload, 'purpose'), count(), "
-                      "sum(JSONExtractInt(payload, 'input_tokens')), min(JSONExtractBool(payload, 'recorded')) "
-                      "FROM trajectory_events WHERE run_set = 'mdrec' AND kind = 'ModelCall' GROUP BY c, 2 ORDER BY c, 2")
+    calls, totals, starts, writes = _sql_many(
+        home,
+        "SELECT splitByChar('/', unit_id)[3] AS c, JSONExtractString(payload, 'purpose'), count(), "
+        "sum(JSONExtractInt(payload, 'input_tokens')), min(JSONExtractBool(payload, 'recorded')) "
+        "FROM trajectory_events WHERE run_set = 'mdrec' AND kind = 'ModelCall' GROUP BY c, 2 ORDER BY c, 2",
+        "SELECT condition, sum(input_tokens) FROM run_results WHERE run_set = 'mdrec' GROUP BY condition",
+        "SELECT DISTINCT splitByChar('/', unit_id)[3], JSONExtractString(payload, 'memory_model') "
+        "FROM trajectory_events WHERE run_set = 'mdrec' AND kind = 'RunStarted'",
+        "SELECT DISTINCT splitByChar('/', unit_id)[3] FROM trajectory_events "
+        "WHERE run_set = 'mdrec' AND kind = 'MemoryWrite'")
     assert {(c, purpose) for c, purpose, *_ in calls} == {("B3-llm", "sleep"), ("DF-llm", "sleep"), ("DF-llm", "judge"),
                                                           ("DF-hybrid-llm", "sleep"), ("DF-hybrid-llm", "judge")}
     assert all(r == "1" for *_, r in calls)
     sleep_in = {c: 0 for c in DRIVEN}
     for c, _, _, tokens, _ in calls:
         sleep_in[c] += int(tokens)
-    totals = dict((c, int(n)) for c, n in _sql(cli, "SELECT condition, sum(input_tokens) FROM run_results "
-                                                    "WHERE run_set = 'mdrec' GROUP BY condition"))
+    totals = dict((c, int(n)) for c, n in totals)
     assert all(totals[c] >= sleep_in[c] > 0 for c in DRIVEN)  # TotalTokens = wake + sleep + judge
-    starts = _sql(cli, "SELECT DISTINCT splitByChar('/', unit_id)[3], JSONExtractString(payload, 'memory_model') "
-                       "FROM trajectory_events WHERE run_set = 'mdrec' AND kind = 'RunStarted'")
     assert dict(starts) == {"B0": "", **{c: MODEL for c in DRIVEN}}
-    writes = _sql(cli, "SELECT DISTINCT splitByChar('/', unit_id)[3] FROM trajectory_events "
-                       "WHERE run_set = 'mdrec' AND kind = 'MemoryWrite'")
     assert {c for (c,) in writes} == set(DRIVEN)
     assert cli("replay", str(home / "runs" / "mdrec" / "events.avro"), "--verify").returncode == 0
 
@@ -101,13 +109,14 @@ def test_an_invalid_answer_stores_nothing_new_and_an_unavailable_model_excludes(
         proc = _run(cli, pack, "mdbad", ["B3-llm", "DF-hybrid-llm"], "--model-base-url", upstream.base_url,
                     "--baseline", "B3-llm")
         assert proc.returncode == 0, proc.stderr[-3000:]
-    status = _sql(cli, "SELECT condition, status FROM run_results WHERE run_set = 'mdbad' ORDER BY condition")
+    status, writes, notes = _sql_many(
+        home, "SELECT condition, status FROM run_results WHERE run_set = 'mdbad' ORDER BY condition",
+        "SELECT DISTINCT JSONExtractString(payload, 'memory_type') FROM trajectory_events "
+        "WHERE run_set = 'mdbad' AND kind = 'MemoryWrite'",
+        "SELECT count() FROM trajectory_events WHERE run_set = 'mdbad' AND kind = 'Turn' "
+        "AND visibility = 'harness' AND JSONExtractString(payload, 'source_kind') = 'memory_policy_error'")
     assert status == [["B3-llm", "completed"], ["DF-hybrid-llm", "completed"]]  # never a crash
-    writes = _sql(cli, "SELECT DISTINCT JSONExtractString(payload, 'memory_type') FROM trajectory_events "
-                       "WHERE run_set = 'mdbad' AND kind = 'MemoryWrite'")
     assert writes == [["episodic"]]  # only DF-hybrid-llm's raw-evidence capsules: nothing from the model
-    notes = _sql(cli, "SELECT count() FROM trajectory_events WHERE run_set = 'mdbad' AND kind = 'Turn' "
-                      "AND visibility = 'harness' AND JSONExtractString(payload, 'source_kind') = 'memory_policy_error'")
     assert int(notes[0][0]) > 0
 
     with ScriptedUpstream(status=503) as upstream:

@@ -1,4 +1,6 @@
-"""`membench run --sandbox docker`: the same run through the Docker API (podman's socket)."""
+"""`membench run --sandbox docker`: the same run through the Docker API (podman's socket). One
+sequence of the smoke pack (3 sessions: the agent and both scoring sandboxes of each in
+containers) shows the whole path; every trap's attacks on both backends are the sandbox tests'."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ import os
 
 import pytest
 
+from tests.integration.pack_helpers import smoke_cut_to
+
 
 def _report(home):
     return json.loads(max((home / "runs").glob("*/report.json"), key=os.path.getmtime).read_text())
@@ -14,11 +18,12 @@ def _report(home):
 
 @pytest.mark.integration
 @pytest.mark.docker
-def test_run_with_docker_sandbox(docker_sandbox, cli, home):
-    proc = cli("run", "smoke", "--seeds", "1", "--conditions", "B5", "--sandbox", "docker", timeout=900)
+def test_run_with_docker_sandbox(docker_sandbox, cli, home, tmp_path):
+    pack = smoke_cut_to(tmp_path / "smoke-currency")
+    proc = cli("run", str(pack), "--seeds", "1", "--conditions", "B5", "--sandbox", "docker", timeout=900)
     assert proc.returncode == 0, proc.stderr
     (b5,) = _report(home)["conditions"]
-    assert b5["cells"] == b5["passed"] == 3 and b5["excluded"] == 0
+    assert b5["cells"] == b5["passed"] == 1 and b5["excluded"] == 0
 
 
 @pytest.mark.integration
