@@ -258,7 +258,22 @@ class Mem0Memory(_LibraryMemory):
         self._store.handle.embedding_model.client = self._embed_client
 
     def _reset(self) -> None:
+        """The namespace starts empty: its memories (Qdrant) and its session context — Mem0 keeps the last
+        10 messages added per session scope (here the user_id) in its SQLite `messages` table and puts
+        them into every native extraction prompt; `delete_all` leaves them, so an abandoned attempt's
+        messages would reach the retried unit's first extraction (and make its request differ from a
+        replay's)."""
         self._guarded(self._store.handle.delete_all, user_id=self.user_id)
+        self._guarded(self._forget_messages)
+
+    def _forget_messages(self) -> None:
+        from mem0.memory.main import _build_session_scope  # the scope Mem0 saves and reads messages under
+
+        db = self._store.handle.db
+        with db._lock:
+            db.connection.execute("DELETE FROM messages WHERE session_scope = ?",
+                                  (_build_session_scope({"user_id": self.user_id}),))
+            db.connection.commit()
 
     def write(self, events: Sequence[Event]) -> list[MemoryItem]:
         found = pieces(events)
