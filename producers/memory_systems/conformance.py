@@ -283,8 +283,12 @@ def check(condition: str, memory_model: str | None = None, base_urls: dict[str, 
     first, second = run_child(request), run_child(request)
     gates = grade(tokens, first, second)
     failed = [g for g in GATES if gates[g]["verdict"] != "pass"]
+    calls = first.get("calls", []) + second.get("calls", [])
+    by_purpose: dict[str, int] = {}
+    for call in calls:  # which of the system's calls the gate exercised (e.g. native Mem0's extraction: `sleep`)
+        by_purpose[str(call.get("purpose"))] = by_purpose.get(str(call.get("purpose")), 0) + 1
     return {"suite_version": SUITE_VERSION, "gates": gates, "verdict": "fail" if failed else "pass", "failed": failed,
-            "model_calls": len(first.get("calls", [])) + len(second.get("calls", []))}
+            "model_calls": len(calls), "model_calls_by_purpose": dict(sorted(by_purpose.items()))}
 
 
 def main() -> None:

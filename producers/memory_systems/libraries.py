@@ -12,7 +12,8 @@ All three run in-process, on an embedded Qdrant store on disk under the run set
 `user_id` (external.mem0_ids: one per run set, condition, seed and sequence; reset when a unit
 starts, so a retried unit never reads its earlier attempt). Their model calls — Mem0's fact
 extraction and every embedding — go through the run set's model gateway on the unit's memory
-channel (the OpenAI client is given an HTTP transport over the channel's Unix socket): keys,
+channel (Mem0's OpenAI clients are given an HTTP transport over the channel's Unix socket; B2-dense
+posts its `/v1/embeddings` requests to that socket itself, without the OpenAI SDK): keys,
 ModelCall events (purpose `sleep` for extraction, `embed` for embeddings), prices, record and
 replay apply as for every model call. Nothing else leaves the process: Mem0's telemetry is off
 (MEM0_TELEMETRY=False before it is imported; checked after), its config directory is private, and
@@ -69,6 +70,10 @@ SETTINGS: dict[str, LibrarySettings] = {
 
 class LibraryUnavailable(RuntimeError):
     """The library cannot run here (not installed, telemetry could not be turned off, no gateway)."""
+
+
+class EmbeddingError(RuntimeError):
+    """An embeddings call answered, but not with the vectors asked for (an error status, a wrong shape)."""
 
 
 def library_version(name: str) -> str:
@@ -253,7 +258,22 @@ class Mem0Memory(_LibraryMemory):
         self._store.handle.embedding_model.client = self._embed_client
 
     def _reset(self) -> None:
+        """The namespace starts empty: its memories (Qdrant) and its session context — Mem0 keeps the last
+        10 messages added per session scope (here the user_id) in its SQLite `messages` table and puts
+        them into every native extraction prompt; `delete_all` leaves them, so an abandoned attempt's
+        messages would reach the retried unit's first extraction (and make its request differ from a
+        replay's)."""
         self._guarded(self._store.handle.delete_all, user_id=self.user_id)
+        self._guarded(self._forget_messages)
+
+    def _forget_messages(self) -> None:
+        from mem0.memory.main import _build_session_scope  # the scope Mem0 saves and reads messages under
+
+        db = self._store.handle.db
+        with db._lock:
+            db.connection.execute("DELETE FROM messages WHERE session_scope = ?",
+                                  (_build_session_scope({"user_id": self.user_id}),))
+            db.connection.commit()
 
     def write(self, events: Sequence[Event]) -> list[MemoryItem]:
         found = pieces(events)
@@ -314,7 +334,6 @@ class DenseQdrantMemory(_LibraryMemory):
             return client
 
         self._store = _shared(self._root, make)
-        self._embed_client = gateway_client(self._channel, "embed")
 
     def _bind(self) -> None:
         pass
@@ -328,9 +347,32 @@ class DenseQdrantMemory(_LibraryMemory):
                       points_selector=self._models.FilterSelector(filter=self._filter()))
 
     def _embed(self, texts: list[str]) -> list[list[float]]:
-        answer = self._embed_client.embeddings.create(model=self.settings.embed_model, input=texts,
-                                                      dimensions=self.settings.embed_dims, encoding_format="float")
-        return [d.embedding for d in sorted(answer.data, key=lambda d: d.index)]
+        """One `POST /v1/embeddings` on the unit's memory channel, spoken directly (http.client over the
+        channel's socket, as the model-driven policies ask): the OpenAI SDK, which Mem0 needs, would
+        cost this condition ~2 s of CPU per process to import for one plain JSON call."""
+        body = json.dumps({"model": self.settings.embed_model, "input": texts, "dimensions": self.settings.embed_dims,
+                           "encoding_format": "float"}).encode()
+        connection = self._channel.http_connection(self._channel.gateway.settings.timeout_s + 30)
+        try:
+            connection.request("POST", "/v1/embeddings", body=body,
+                               headers={"Content-Type": "application/json", PURPOSE_HEADER: "embed"})
+            response = connection.getresponse()
+            status, data = response.status, response.read()
+        finally:
+            connection.close()
+        if self._channel.failure is not None:  # unavailable or a replay miss: the unit is excluded
+            raise self._channel.failure
+        if status >= 400:
+            raise EmbeddingError(f"the embeddings call was answered HTTP {status}: {data[:300]!r}")
+        try:
+            rows = sorted(json.loads(data)["data"], key=lambda d: d["index"])
+            vectors = [[float(x) for x in row["embedding"]] for row in rows]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise EmbeddingError(f"the embeddings answer is not an embeddings list: {exc}") from None
+        if len(vectors) != len(texts) or any(len(v) != self.settings.embed_dims for v in vectors):
+            raise EmbeddingError(f"the embeddings answer has {len(vectors)} vectors for {len(texts)} texts "
+                                 f"(or not {self.settings.embed_dims} dimensions)")
+        return vectors
 
     def write(self, events: Sequence[Event]) -> list[MemoryItem]:
         found = pieces(events)
