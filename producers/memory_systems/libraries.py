@@ -76,7 +76,8 @@ class LibrarySettings:
 # B5-LANGMEM: LangMem's memory store manager as its documentation sets it up (its default
 # instructions and Memory schema; inserts, updates and deletes on; the 5 existing memories most like
 # the session's last message shown to the model; one extraction step), its model through LangChain's
-# ChatOpenAI on Chat Completions at temperature 0, over LangGraph's InMemoryStore indexed on the whole
+# ChatOpenAI on Chat Completions at temperature 0 (which langchain-openai drops for gpt-5 models but
+# gpt-5-chat: they take only the default), over LangGraph's InMemoryStore indexed on the whole
 # stored value ("$", LangGraph's default) with the embedder below; reads are the store's top 6 by cosine.
 LANGMEM_OPTIONS: tuple[tuple[str, Any], ...] = (
     ("api", "create_memory_store_manager"), ("schemas", "Memory"), ("instructions", "langmem default"),
