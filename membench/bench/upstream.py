@@ -32,7 +32,10 @@ length (default 1536). Texts sharing words get a positive cosine, so retrieval b
 meaningful, and the same text always gets the same vector. A Mem0 fact-extraction request (its
 user prompt has a `## New Messages` section, `response_format` json_object) is answered by
 `mem0_answer`: one memory per new message line, its text verbatim (a literal stand-in for the
-fact-extracting model).
+fact-extracting model). A LangMem memory-manager request (a `<session_…>` block in its prompt, a
+`Memory` tool offered) is answered by `langmem_answer`: one `Memory` tool call per line of the
+session, verbatim, leaving out lines the request shows as memories already stored (a plain reply
+when nothing is new).
 
 An entry with `"reply": TEXT` instead answers every request it matches with that plain text (an
 assistant message with no tool call): the simulated user's model in transfer tests.
@@ -117,6 +120,8 @@ class ScriptedModel:
             return {"content": memory_answer(body, self.memory_mode)}
         if api == "chat_completions" and _MEM0_NEW in text:
             return {"content": mem0_answer(text)}
+        if api == "chat_completions" and _LANGMEM_SESSION.search(text) and _tool_names(body) >= {"Memory"}:
+            return {"calls": langmem_answer(text)}
         entry = next((s for s in self.sessions if s["when"] in text), None)
         if entry is None:
             return {"text": "I have no task I recognise. Memory citations: none"}
@@ -184,6 +189,27 @@ def mem0_answer(text: str) -> str:
         if line and line not in memories:
             memories.append(line)
     return json.dumps({"memory": [{"id": str(i), "text": m} for i, m in enumerate(memories)]})
+
+
+_LANGMEM_SESSION = re.compile(r"<session_([0-9a-f-]+)>\n(.*?)\n</session_\1>", re.S)
+_LANGMEM_HEADER = re.compile(r"^=+ \w+ Message =+$")
+
+
+def _tool_names(body: dict[str, Any]) -> set[str]:
+    return {t.get("function", {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+
+
+def langmem_answer(text: str) -> list[dict[str, Any]]:
+    """LangMem's memory manager answered literally: one `Memory` tool call per line of the last
+    `<session_…>` block (its message headers dropped), its text verbatim, except lines already
+    stored — shown to the model as an existing instance `{'content': LINE}`."""
+    *_, (_, session) = _LANGMEM_SESSION.findall(text)
+    memories: list[str] = []
+    for line in session.splitlines():
+        line = line.strip()
+        if line and not _LANGMEM_HEADER.match(line) and line not in memories and str({"content": line}) not in text:
+            memories.append(line)
+    return [{"name": "Memory", "arguments": {"content": m}} for m in memories]
 
 
 def scripted_embedding(text: str, dimensions: int = 1536) -> list[float]:
@@ -347,6 +373,13 @@ def _chat(decision, body, n_in, n_out, chunks):
              "prompt_tokens_details": {"cached_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 0}}
     if "content" in decision:  # a memory policy's call: a plain message
         message = {"role": "assistant", "content": decision["content"]}
+    elif "calls" in decision:  # a memory library's call of its own tools (LangMem's `Memory`); none: a plain reply
+        message = {"role": "assistant", "content": "Nothing new to remember."}
+        if decision["calls"]:
+            message = {"role": "assistant", "content": None, "tool_calls": [{
+                "id": f"call_{i}", "type": "function", "function": {"name": c["name"],
+                                                                    "arguments": json.dumps(c["arguments"])}}
+                for i, c in enumerate(decision["calls"], 1)]}
     elif "run" in decision:  # a command the script asks the built-in loop to run (its output joins the history)
         message = {"role": "assistant", "content": None, "tool_calls": [{
             "id": "call_run", "type": "function",
@@ -375,7 +408,8 @@ def _chat(decision, body, n_in, n_out, chunks):
                 {"summary": decision["text"], "cited_memory_ids": cited})}}]}
     whole = {"id": "chatcmpl-1", "object": "chat.completion", "model": body.get("model"),
              "choices": [{"index": 0, "message": message,
-                          "finish_reason": "stop" if "content" in decision or decision.get("reply") else "tool_calls"}],
+                          "finish_reason": "stop" if "content" in decision or decision.get("reply")
+                          or decision.get("calls") == [] else "tool_calls"}],
              "usage": usage}
     base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": body.get("model")}
     events = [f"data: {json.dumps({**base, 'choices': [{'index': 0, 'delta': message}]})}\n\n".encode()]

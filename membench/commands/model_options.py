@@ -87,7 +87,7 @@ def check_model_options(options: ModelOptions, agent, model_driven: list[str] | 
                          "MODEL (and --model-base-url URL or --model-replay RUN_SET)")
     if options.memory_model and not model_driven:
         raise UsageError("--memory-model: no condition of this run is model-driven (B3-llm, DF-llm, DF-hybrid-llm, "
-                         "and the memory libraries B5-MEM0, B5-MEM0-LIT, B2-dense)")
+                         "and the memory libraries B5-MEM0, B5-MEM0-LIT, B2-dense, B5-LANGMEM)")
     if model_driven and not (options.base_urls or options.replay):
         raise UsageError(f"--memory-model {options.memory_model}: the memory model is reached through the model "
                          "gateway: give --model-base-url URL (key in MEMBENCH_MODEL_API_KEY) or --model-replay RUN_SET")

@@ -6,19 +6,25 @@
   literally, one memory per text (DreamBench-SWE's literal lane).
 - `B2-dense` — dense retrieval on a real vector database (Qdrant's embedded local mode): every
   agent-visible text is one point, a read is the top 6 by cosine similarity of the query's vector.
+- `B5-LANGMEM` — LangMem (`langmem`) as its documentation sets it up: its memory store manager
+  extracts, updates and deletes memories after each session (its model sees the session and the
+  namespace's most similar memories) over LangGraph's InMemoryStore; a read is the store's top 6.
 
-All three run in-process, on an embedded Qdrant store on disk under the run set
+The Mem0 and Qdrant conditions run in-process on an embedded Qdrant store on disk under the run set
 (`runs/<run set>/memory/<condition>/`), shared by the condition's namespaces and isolated by
 `user_id` (external.mem0_ids: one per run set, condition, seed and sequence; reset when a unit
-starts, so a retried unit never reads its earlier attempt). Their model calls — Mem0's fact
-extraction and every embedding — go through the run set's model gateway on the unit's memory
-channel (Mem0's OpenAI clients are given an HTTP transport over the channel's Unix socket; B2-dense
-posts its `/v1/embeddings` requests to that socket itself, without the OpenAI SDK): keys,
-ModelCall events (purpose `sleep` for extraction, `embed` for embeddings), prices, record and
+starts, so a retried unit never reads its earlier attempt). B5-LANGMEM keeps one InMemoryStore per
+unit, under the LangGraph namespace ("membench", user_id), that lives and dies with the unit
+(LangMemMemory). Their model calls — Mem0's and LangMem's extraction and every embedding — go
+through the run set's model gateway on the unit's memory channel (Mem0's and LangChain's OpenAI
+clients are given an HTTP transport over the channel's Unix socket; B2-dense and LangMem's store
+post their `/v1/embeddings` requests to that socket themselves, without the OpenAI SDK or tiktoken):
+keys, ModelCall events (purpose `sleep` for extraction, `embed` for embeddings), prices, record and
 replay apply as for every model call. Nothing else leaves the process: Mem0's telemetry is off
 (MEM0_TELEMETRY=False before it is imported; checked after), its config directory is private, and
 spaCy (whose absence makes Mem0 skip lemmatization and entity extraction, and whose presence could
-download a model) is never installed by membench.
+download a model) is never installed by membench; LangSmith tracing is off for every LangMem call
+(checked at each).
 
 Each is `model_driven` (it needs `--memory-model`, the model its library calls; `B2-dense` and
 `B5-MEM0-LIT` only embed, but through the same gateway channel). The settings of a condition
@@ -59,12 +65,33 @@ class LibrarySettings:
     embed_model: str = "text-embedding-3-small"
     embed_dims: int = 1536
     vector_store: str = "qdrant-local"
+    # the library's own settings beyond those above, recorded as they are; and the packages besides the
+    # library whose versions decide its behaviour (recorded as `<name>: version`). Neither adds a key to
+    # the record of a condition that has none, so the Mem0 and Qdrant records (and the digests of their
+    # conformance configurations) are what they were before LangMem.
+    options: tuple[tuple[str, Any], ...] = ()
+    companions: tuple[str, ...] = ("qdrant-client",)
 
+
+# B5-LANGMEM: LangMem's memory store manager as its documentation sets it up (its default
+# instructions and Memory schema; inserts, updates and deletes on; the 5 existing memories most like
+# the session's last message shown to the model; one extraction step), its model through LangChain's
+# ChatOpenAI on Chat Completions at temperature 0 (which langchain-openai drops for gpt-5 models but
+# gpt-5-chat: they take only the default), over LangGraph's InMemoryStore indexed on the whole
+# stored value ("$", LangGraph's default) with the embedder below; reads are the store's top 6 by cosine.
+LANGMEM_OPTIONS: tuple[tuple[str, Any], ...] = (
+    ("api", "create_memory_store_manager"), ("schemas", "Memory"), ("instructions", "langmem default"),
+    ("enable_inserts", True), ("enable_updates", True), ("enable_deletes", True), ("query_limit", 5),
+    ("max_steps", 1), ("chat_model", "langchain_openai.ChatOpenAI"), ("chat_api", "chat_completions"),
+    ("temperature", 0), ("index_fields", ("$",)), ("store_scope", "unit"))
 
 SETTINGS: dict[str, LibrarySettings] = {
     "B5-MEM0": LibrarySettings("mem0ai", infer=True),
     "B5-MEM0-LIT": LibrarySettings("mem0ai", infer=False),
     "B2-dense": LibrarySettings("qdrant-client"),
+    "B5-LANGMEM": LibrarySettings("langmem", infer=True, vector_store="langgraph-inmemory", options=LANGMEM_OPTIONS,
+                                  companions=("trustcall", "langgraph", "langgraph-checkpoint", "langchain-core",
+                                              "langchain-openai")),
 }
 
 
@@ -87,8 +114,9 @@ def library_version(name: str) -> str:
 
 def settings_record(condition: str) -> dict[str, Any]:
     s = SETTINGS[condition]
-    return {"condition": condition, **asdict(s), "version": library_version(s.library),
-            "qdrant_client": library_version("qdrant-client")}
+    fields = {k: v for k, v in asdict(s).items() if k not in ("options", "companions")}
+    return {"condition": condition, **fields, **{k: list(v) if isinstance(v, tuple) else v for k, v in s.options},
+            "version": library_version(s.library), **{c.replace("-", "_"): library_version(c) for c in s.companions}}
 
 
 # ------------------------------------------------------------------------------ the gateway client
@@ -104,6 +132,36 @@ def gateway_client(channel: Any, purpose: str) -> Any:
     # connection may be kept alive past its call
     return openai.OpenAI(api_key=PLACEHOLDER_KEY, base_url=GATEWAY_BASE, http_client=http, max_retries=0,
                          default_headers={PURPOSE_HEADER: purpose, "Connection": "close"})
+
+
+def post_embeddings(channel: Any, settings: LibrarySettings, texts: list[str]) -> list[list[float]]:
+    """One `POST /v1/embeddings` on a unit's memory channel, spoken directly (http.client over the
+    channel's socket, as the model-driven policies ask): the OpenAI SDK, which Mem0 needs, would
+    cost B2-dense ~2 s of CPU per process to import for one plain JSON call, and LangChain's OpenAI
+    embeddings would count tokens with tiktoken, which downloads its encodings."""
+    body = json.dumps({"model": settings.embed_model, "input": texts, "dimensions": settings.embed_dims,
+                       "encoding_format": "float"}).encode()
+    connection = channel.http_connection(channel.gateway.settings.timeout_s + 30)
+    try:
+        connection.request("POST", "/v1/embeddings", body=body,
+                           headers={"Content-Type": "application/json", PURPOSE_HEADER: "embed"})
+        response = connection.getresponse()
+        status, data = response.status, response.read()
+    finally:
+        connection.close()
+    if channel.failure is not None:  # unavailable or a replay miss: the unit is excluded
+        raise channel.failure
+    if status >= 400:
+        raise EmbeddingError(f"the embeddings call was answered HTTP {status}: {data[:300]!r}")
+    try:
+        rows = sorted(json.loads(data)["data"], key=lambda d: d["index"])
+        vectors = [[float(x) for x in row["embedding"]] for row in rows]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise EmbeddingError(f"the embeddings answer is not an embeddings list: {exc}") from None
+    if len(vectors) != len(texts) or any(len(v) != settings.embed_dims for v in vectors):
+        raise EmbeddingError(f"the embeddings answer has {len(vectors)} vectors for {len(texts)} texts "
+                             f"(or not {settings.embed_dims} dimensions)")
+    return vectors
 
 
 def _channel(setup: MemorySetup, condition: str) -> Any:
@@ -347,32 +405,7 @@ class DenseQdrantMemory(_LibraryMemory):
                       points_selector=self._models.FilterSelector(filter=self._filter()))
 
     def _embed(self, texts: list[str]) -> list[list[float]]:
-        """One `POST /v1/embeddings` on the unit's memory channel, spoken directly (http.client over the
-        channel's socket, as the model-driven policies ask): the OpenAI SDK, which Mem0 needs, would
-        cost this condition ~2 s of CPU per process to import for one plain JSON call."""
-        body = json.dumps({"model": self.settings.embed_model, "input": texts, "dimensions": self.settings.embed_dims,
-                           "encoding_format": "float"}).encode()
-        connection = self._channel.http_connection(self._channel.gateway.settings.timeout_s + 30)
-        try:
-            connection.request("POST", "/v1/embeddings", body=body,
-                               headers={"Content-Type": "application/json", PURPOSE_HEADER: "embed"})
-            response = connection.getresponse()
-            status, data = response.status, response.read()
-        finally:
-            connection.close()
-        if self._channel.failure is not None:  # unavailable or a replay miss: the unit is excluded
-            raise self._channel.failure
-        if status >= 400:
-            raise EmbeddingError(f"the embeddings call was answered HTTP {status}: {data[:300]!r}")
-        try:
-            rows = sorted(json.loads(data)["data"], key=lambda d: d["index"])
-            vectors = [[float(x) for x in row["embedding"]] for row in rows]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise EmbeddingError(f"the embeddings answer is not an embeddings list: {exc}") from None
-        if len(vectors) != len(texts) or any(len(v) != self.settings.embed_dims for v in vectors):
-            raise EmbeddingError(f"the embeddings answer has {len(vectors)} vectors for {len(texts)} texts "
-                                 f"(or not {self.settings.embed_dims} dimensions)")
-        return vectors
+        return post_embeddings(self._channel, self.settings, texts)
 
     def write(self, events: Sequence[Event]) -> list[MemoryItem]:
         found = pieces(events)
@@ -398,10 +431,134 @@ class DenseQdrantMemory(_LibraryMemory):
         return self._admit(found, budget_tokens)
 
 
+# ------------------------------------------------------------------------------ LangMem
+LANGSMITH_VARIABLES = ("LANGSMITH_TRACING", "LANGSMITH_TRACING_V2", "LANGCHAIN_TRACING", "LANGCHAIN_TRACING_V2")
+
+
+def _import_langmem() -> dict[str, Any]:
+    """LangMem and the LangChain / LangGraph parts it runs on, with LangSmith tracing off: the variables
+    that turn it on are set to false before the first import (LangSmith caches them when it first
+    reads them), and every call runs inside `langsmith.tracing_context(enabled=False)`, which overrides
+    the environment and any global setting (checked there: `_no_tracing`)."""
+    for variable in LANGSMITH_VARIABLES:
+        os.environ[variable] = "false"
+    try:
+        import langsmith
+        from langchain_core.tracers.context import _tracing_v2_is_enabled
+        from langchain_openai import ChatOpenAI
+        from langgraph.store.memory import InMemoryStore
+        from langmem import create_memory_store_manager
+    except ImportError as exc:
+        raise LibraryUnavailable(f"langmem is not installed ({exc}); deploy/setup-env.sh installs it") from None
+    return {"langsmith": langsmith, "tracing_enabled": _tracing_v2_is_enabled, "ChatOpenAI": ChatOpenAI,
+            "InMemoryStore": InMemoryStore, "create_memory_store_manager": create_memory_store_manager}
+
+
+def _memory_text(value: Any) -> str:
+    """The text of a LangMem store value ({"kind": "Memory", "content": {"content": TEXT}}); another
+    schema's content as sorted JSON."""
+    content = value.get("content") if isinstance(value, dict) else None
+    if isinstance(content, dict) and isinstance(content.get("content"), str) and len(content) == 1:
+        return content["content"]
+    return json.dumps(content if content is not None else value, sort_keys=True, ensure_ascii=False)
+
+
+class LangMemMemory(_LibraryMemory):
+    """B5-LANGMEM: LangMem's memory store manager (`create_memory_store_manager`) over LangGraph's
+    InMemoryStore. After a session, the manager embeds the session's last message, shows the model the
+    namespace's 5 most similar memories and the session, and applies what the model calls (new
+    memories, patches, deletions) to the store, each stored value embedded on put; a read is the
+    store's top 6 of the query by cosine.
+
+    The store is the unit's own (one InMemoryStore per memory instance, LangGraph namespace
+    ("membench", user_id)): a unit's sessions run in one call of the runner, in one process, and
+    nothing reads a unit's memory after it, so the store lives exactly as long as the unit — a retried
+    unit (a new instance) starts from an empty namespace by construction, and a finished unit's
+    memories and vectors are freed with it (docs/memory-systems.md)."""
+
+    condition = "B5-LANGMEM"
+
+    def __init__(self, namespace: Namespace, setup: MemorySetup):
+        self._model_name = setup.model.model if setup.model is not None else ""
+        super().__init__(namespace, setup)
+
+    def _open(self) -> None:
+        import httpx
+
+        lib = _import_langmem()
+        self._lib = lib
+        self._ns = ("membench", self.user_id)
+        channel, settings = self._channel, self.settings
+        self._embed_errors: list[BaseException] = []
+
+        def embed(texts: Sequence[str]) -> list[list[float]]:
+            # LangMem puts memories from a thread pool and never looks at those futures: a failed
+            # embedding there would vanish with its memory, so it is kept and raised after the call
+            try:
+                return post_embeddings(channel, settings, list(texts))
+            except BaseException as exc:
+                self._embed_errors.append(exc)
+                raise
+
+        # LangGraph wraps a function of a list of texts as its Embeddings; ours posts them to the gateway
+        store = lib["InMemoryStore"](index={"dims": settings.embed_dims, "embed": embed,
+                                            "fields": list(dict(settings.options)["index_fields"])})
+        self._store = _Store(store, threading.Lock())
+        http = httpx.Client(transport=httpx.HTTPTransport(uds=str(channel.socket_path)),
+                            timeout=channel.gateway.settings.timeout_s + 30)
+        options = dict(settings.options)
+        # no retries (a failed call is the gateway's to record); `Connection: close` as for Mem0's clients
+        model = lib["ChatOpenAI"](model=self._model_name, temperature=options["temperature"],
+                                  api_key=PLACEHOLDER_KEY, base_url=GATEWAY_BASE, http_client=http, max_retries=0,
+                                  use_responses_api=False,
+                                  default_headers={PURPOSE_HEADER: "sleep", "Connection": "close"})
+        self._manager = lib["create_memory_store_manager"](
+            model, namespace=self._ns, store=store, enable_inserts=options["enable_inserts"],
+            enable_deletes=options["enable_deletes"], query_limit=options["query_limit"])
+
+    def _bind(self) -> None:
+        pass
+
+    def _reset(self) -> None:
+        pass  # a fresh store per instance: the namespace is empty (class docstring)
+
+    def _guarded(self, fn, *args, **kwargs):
+        self._embed_errors.clear()
+        with self._lib["langsmith"].tracing_context(enabled=False):
+            self._no_tracing()
+            result = super()._guarded(fn, *args, **kwargs)
+        if self._embed_errors:  # one LangMem dropped (above): the channel's failure, when there is one, first
+            _raise_channel_failure(self._channel, self._embed_errors[0])
+        return result
+
+    def _no_tracing(self) -> None:
+        if self._lib["tracing_enabled"]():
+            raise LibraryUnavailable("LangSmith tracing could not be turned off")
+
+    def write(self, events: Sequence[Event]) -> list[MemoryItem]:
+        found = pieces(events)
+        if not found:
+            return []
+        messages = [{"role": _role(p.label), "content": p.text} for p in found]
+        # one worker: LangMem submits the store's searches and puts to a thread pool, and in parallel
+        # their order (and with it the order of equal-scored hits) would differ from run to run
+        puts = self._guarded(self._manager.invoke, {"messages": messages}, config={"max_concurrency": 1})
+        provenance = tuple(p.event_id for p in found)
+        return [MemoryItem(f"langmem:{put['key']}", self.condition, _memory_text(put["value"]), provenance)
+                for put in puts or []]
+
+    def read(self, query: str, budget_tokens: int) -> MemoryContext:
+        hits = self._guarded(self._store.handle.search, self._ns, query=query.strip() or "(no query)",
+                             limit=self.settings.top_k)
+        found = [(f"langmem:{h.key}", _memory_text(h.value)) for h in hits if tuple(h.namespace) == self._ns]
+        return self._admit(found, budget_tokens)
+
+
 def _uuid_of(text: str):
     import uuid
 
     return uuid.UUID(hashlib.sha256(text.encode()).hexdigest()[:32])
 
 
-LIBRARY_SYSTEMS: dict[str, type] = {"B5-MEM0": Mem0Native, "B5-MEM0-LIT": Mem0Literal, "B2-dense": DenseQdrantMemory}
+LIBRARY_SYSTEMS: dict[str, type] = {"B5-MEM0": Mem0Native, "B5-MEM0-LIT": Mem0Literal, "B2-dense": DenseQdrantMemory,
+                                     "B5-LANGMEM": LangMemMemory}

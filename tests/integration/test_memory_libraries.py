@@ -1,18 +1,20 @@
 """The memory libraries end to end (issue 31): the real CLI runs a trap of the smoke pack with
-`scripted:memory-literal` under B0, B5-MEM0-LIT (real Mem0, real embedded Qdrant under the run set)
-and B2-dense (real Qdrant local mode), their embeddings through the real model gateway to
-`ScriptedUpstream` — a local scripted server whose vectors are deterministic hashed bags of words
-(no model API is reachable here).
+`scripted:memory-literal` under B0, B5-MEM0-LIT (real Mem0, real embedded Qdrant under the run set),
+B2-dense (real Qdrant local mode) and B5-LANGMEM (real LangMem over LangGraph's InMemoryStore), their
+model calls and embeddings through the real model gateway to `ScriptedUpstream` — a local scripted
+server whose vectors are deterministic hashed bags of words and whose answer to LangMem's memory
+manager is one `Memory` call per new line of the session, verbatim (no model API is reachable here).
 
-B5-MEM0-LIT and B2-dense pass the conformance suite (`membench memory check`, two fresh processes
-each), complete with every embedding a gateway ModelCall (purpose `embed`, recorded), B5-MEM0-LIT
-carries the secrets (pass rate above B0's), and the recorded run replays with no upstream to the
-same verdicts for every condition, its embeddings answered from the recording. Under the scripted
-embeddings B2-dense carries the secret too (asserted as observed: `pass`). A study registers
-B5-MEM0 too, which has no conformance record: it is not run, its slot stays in the family at p = 1,
-and Holm adjusts the other slot over the full family size (2); the report's conformance funnel
-(registered 4 → conformant 3 → evaluated 3) labels it "conformance-unavailable, not an observed
-loss". One test, one recorded and one replayed run set for both libraries (CI's time budget)."""
+B5-MEM0-LIT, B2-dense and B5-LANGMEM pass the conformance suite (`membench memory check`, two fresh
+processes each), complete with every embedding a gateway ModelCall (purpose `embed`, recorded) and
+each LangMem extraction one too (purpose `sleep`, chat_completions), B5-MEM0-LIT carries the secrets
+(pass rate above B0's), and the recorded run replays with no upstream to the same verdicts for every
+condition, its calls answered from the recording. Under the scripted upstream B2-dense and
+B5-LANGMEM carry the secret too (asserted as observed: `pass`). A study registers B5-MEM0 too,
+which has no conformance record: it is not run, its slot stays in the family at p = 1, and Holm
+adjusts the other slot over the full family size (2); the report's conformance funnel (registered
+5 → conformant 4 → evaluated 4) labels it "conformance-unavailable, not an observed loss". One
+test, one recorded and one replayed run set for all three libraries (CI's time budget)."""
 
 from __future__ import annotations
 
@@ -31,12 +33,12 @@ MODEL = "gpt-5-mini"
 
 
 def _run(cli, pack: Path, run_set: str, study: Path, *model_args: str):
-    return cli("run", str(pack), "--conditions", "B0,B5-MEM0-LIT,B2-dense,B5-MEM0", "--seeds", "1", "--agent",
-               "scripted:memory-literal", "--run-set", run_set, "--memory-model", MODEL, "--study", str(study),
+    return cli("run", str(pack), "--conditions", "B0,B5-MEM0-LIT,B2-dense,B5-LANGMEM,B5-MEM0", "--seeds", "1",
+               "--agent", "scripted:memory-literal", "--run-set", run_set, "--memory-model", MODEL, "--study", str(study),
                *model_args, timeout=900)
 
 
-def test_mem0_literal_and_dense_are_conformant_complete_and_replay(cli, home: Path, tmp_path: Path) -> None:
+def test_mem0_literal_dense_and_langmem_are_conformant_complete_and_replay(cli, home: Path, tmp_path: Path) -> None:
     # one trap of the smoke pack (CI budget): B0 fails it without memory, so a literal lane must carry it
     pack = subset_pack(FIXTURES / "smoke", tmp_path / "smoke", ["smoke-client-header"], name="smoke")
     study = tmp_path / "study.json"
@@ -44,24 +46,29 @@ def test_mem0_literal_and_dense_are_conformant_complete_and_replay(cli, home: Pa
         "name": "A", "role": "primary", "comparisons": [["B5-MEM0-LIT", "B0"], ["B5-MEM0", "B0"]],
         "tests": ["clustered"]}]}))
     with ScriptedUpstream() as upstream:
-        for condition in ("B5-MEM0-LIT", "B2-dense"):
+        for condition in ("B5-MEM0-LIT", "B2-dense", "B5-LANGMEM"):
             check = cli("memory", "check", condition, "--memory-model", MODEL, "--model-base-url",
                         upstream.base_url, "--json", timeout=600)
             assert check.returncode == 0, check.stdout[-2000:] + check.stderr[-2000:]
             record = json.loads(check.stdout)
             assert (record["condition"], record["verdict"], record["failed"]) == (condition, "pass", [])
             assert record["model_calls"] > 0  # its embeddings went through the probes' gateways
+            # LangMem's extraction ran: one call per written session, two sessions per probe, two probes
+            assert record["model_calls_by_purpose"].get("sleep", 0) == (4 if condition == "B5-LANGMEM" else 0)
         proc = _run(cli, pack, "memrec", study, "--model-base-url", upstream.base_url, "--model-record")
         assert proc.returncode == 0, proc.stderr[-3000:]
     assert "B5-MEM0 is conformance-unavailable" in proc.stderr
     recorded = json.loads((home / "runs" / "memrec" / "report.json").read_text())
     passed = {c["condition"]: c["passed"] for c in recorded["conditions"]}
-    assert set(passed) == {"B0", "B5-MEM0-LIT", "B2-dense"} and passed["B5-MEM0-LIT"] > passed["B0"], passed
-    # every unit completed (a valid cell, none excluded); both libraries carried the secret, B0 did not
+    assert set(passed) == {"B0", "B5-MEM0-LIT", "B2-dense", "B5-LANGMEM"} and passed["B5-MEM0-LIT"] > passed["B0"], \
+        passed
+    # every unit completed (a valid cell, none excluded); the libraries carried the secret, B0 did not
     assert recorded["outcome_matrix"]["conditions"] == {
         c: {"smoke-client-header": {"1": verdict}} for c, verdict in
-        (("B0", "fail"), ("B5-MEM0-LIT", "pass"), ("B2-dense", "pass"))}, recorded["outcome_matrix"]
-    assert {c["condition"]: c["excluded"] for c in recorded["conditions"]} == {"B0": 0, "B5-MEM0-LIT": 0, "B2-dense": 0}
+        (("B0", "fail"), ("B5-MEM0-LIT", "pass"), ("B2-dense", "pass"), ("B5-LANGMEM", "pass"))}, \
+        recorded["outcome_matrix"]
+    assert {c["condition"]: c["excluded"] for c in recorded["conditions"]} == \
+        {"B0": 0, "B5-MEM0-LIT": 0, "B2-dense": 0, "B5-LANGMEM": 0}
     (family,) = recorded["families"]["families"]
     assert family["family_size"] == 2
     lit, native = family["comparisons"]
@@ -71,13 +78,15 @@ def test_mem0_literal_and_dense_are_conformant_complete_and_replay(cli, home: Pa
     assert lit["available"] and lit["primary"]["p_holm"] == pytest.approx(min(1.0, 2 * raw))  # m = 2, not 1
     for condition in ("B5-MEM0-LIT", "B2-dense"):  # the stores live under the run set
         assert (home / "runs" / "memrec" / "memory" / condition / "qdrant").is_dir()
+    assert not (home / "runs" / "memrec" / "memory" / "B5-LANGMEM").exists()  # LangMem's store is in memory
     funnel = recorded["conformance"]
-    assert (funnel["registered"], funnel["conformant"], funnel["evaluated"]) == (4, 3, 3)
+    assert (funnel["registered"], funnel["conformant"], funnel["evaluated"]) == (5, 4, 4)
     status = {e["condition"]: (e["status"], e["label"]) for e in funnel["conditions"]}
     assert status == {"B0": ("built_in", None), "B5-MEM0-LIT": ("conformant", None), "B2-dense": ("conformant", None),
+                      "B5-LANGMEM": ("conformant", None),
                       "B5-MEM0": ("missing", "conformance-unavailable, not an observed loss")}
     markdown = (home / "runs" / "memrec" / "report.md").read_text()
-    assert "conformance funnel: registered 4 → conformant 3 → evaluated 3" in markdown
+    assert "conformance funnel: registered 5 → conformant 4 → evaluated 4" in markdown
     assert "| B5-MEM0 | B0 | conformance-unavailable, not an observed loss unavailable (p = 1)" in markdown
 
     proc = _run(cli, pack, "memrep", study, "--model-replay", "memrec")  # no upstream at all
@@ -88,7 +97,8 @@ def test_mem0_literal_and_dense_are_conformant_complete_and_replay(cli, home: Pa
         {c: (n, 0) for c, n in passed.items()}
 
     # every library call of both run sets, per condition (one query: a CLI process costs CI time):
-    # embeddings only, through the gateway, recorded in memrec and answered from it in memrep
+    # through the gateway, recorded in memrec and answered from it in memrep — embeddings, and
+    # LangMem's extraction (chat_completions, purpose `sleep`)
     proc = cli("sql", "SELECT run_set, splitByChar('/', unit_id)[3] AS c, JSONExtractString(payload, 'api'), "
                       "JSONExtractString(payload, 'purpose'), JSONExtractString(payload, 'mode'), "
                       "JSONExtractString(payload, 'status'), JSONExtractBool(payload, 'recorded') "
@@ -96,6 +106,9 @@ def test_mem0_literal_and_dense_are_conformant_complete_and_replay(cli, home: Pa
                       "GROUP BY ALL ORDER BY ALL")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert [line.split("\t") for line in proc.stdout.splitlines()] == [
-        [run_set, condition, "embeddings", "embed", mode, "ok", recorded]
+        [run_set, condition, api, purpose, mode, "ok", recorded]
         for run_set, mode, recorded in (("memrec", "forward", "1"), ("memrep", "replay", "0"))
-        for condition in ("B2-dense", "B5-MEM0-LIT")], proc.stdout
+        for condition, api, purpose in (("B2-dense", "embeddings", "embed"),
+                                        ("B5-LANGMEM", "chat_completions", "sleep"),
+                                        ("B5-LANGMEM", "embeddings", "embed"),
+                                        ("B5-MEM0-LIT", "embeddings", "embed"))], proc.stdout

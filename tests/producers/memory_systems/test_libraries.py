@@ -1,14 +1,19 @@
 """The memory libraries in-process (issue 31): real Mem0 (mem0ai) and real Qdrant local mode on disk,
-their model and embedding calls through the real model gateway to `ScriptedUpstream` — a local
-scripted server (no model API is reachable here): its embeddings are deterministic hashed bags of
-words and its answer to Mem0's fact extraction is the new messages verbatim, not a model's.
+real LangMem over LangGraph's InMemoryStore, their model and embedding calls through the real model
+gateway to `ScriptedUpstream` — a local scripted server (no model API is reachable here): its
+embeddings are deterministic hashed bags of words and its answer to Mem0's fact extraction (and to
+LangMem's memory manager) is the new messages' lines verbatim, not a model's.
 
 What is proved: a literal lane returns the secrets byte-exact within the read budget; every call is
 a ModelCall (purpose `embed` / `sleep`), recorded and replayed with no upstream to the same context;
 namespaces sharing one store are isolated by user_id (the control reads the store unfiltered and
 sees both); a retried unit starts empty — also after an abandoned attempt, its store reopened from
 disk, with Mem0's session messages gone too; native Mem0 passes the conformance gate against this
-stand-in (and why that is the stand-in's doing); the settings are in the log."""
+stand-in (and why that is the stand-in's doing); the settings are in the log. LangMem: one
+extraction call per session that shows the model the namespace's memories, recorded and replayed;
+a store per unit, so namespaces never meet and a retried unit starts empty; no tiktoken encoding is
+ever asked for and no LangSmith run is posted even with tracing on in the environment; adding it
+left the other conditions' settings records (their conformance digests) as they were."""
 
 from __future__ import annotations
 
@@ -23,7 +28,8 @@ from producers.gateway.recording import RecordedAnswer, Recording
 from producers.gateway.server import GatewaySettings, ModelGateway, ModelReplayMiss
 from producers.memory_systems.base import MemorySetup, Namespace
 from producers.memory_systems.conformance import GATES
-from producers.memory_systems.libraries import LibraryUnavailable, Mem0Literal, Mem0Native, DenseQdrantMemory
+from producers.memory_systems.libraries import (SETTINGS, DenseQdrantMemory, LangMemMemory, LibraryUnavailable,
+                                                Mem0Literal, Mem0Native, settings_record)
 from producers.memory_systems.model_client import MemoryModel
 from tests.producers.memory_systems.test_model_client import Events
 from tests.producers.test_memory_systems import session
@@ -31,6 +37,7 @@ from tests.producers.test_memory_systems import session
 # installed by deploy/setup-env.sh (pyproject.toml pins it); found, not imported: the adapter imports it
 # with its telemetry off
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("mem0") is None, reason="mem0ai is not installed")
+needs_langmem = pytest.mark.skipif(importlib.util.find_spec("langmem") is None, reason="langmem is not installed")
 
 SECRET = "ZQX-7f3a-PARTNER-KEY-41"
 QUERY = "Which partner key does the http client send?"
@@ -263,3 +270,150 @@ def test_a_retried_unit_starts_from_an_empty_namespace_after_an_abandoned_attemp
     texts, messages = after[first.user_id]
     assert texts and not any(SECRET in t for t in texts + messages), after[first.user_id]
     assert any("Logs rotate daily." in t for t in texts) and bool(messages) == native
+
+
+# ------------------------------------------------------------------ LangMem (B5-LANGMEM, issue 31)
+def _langmem_texts(items) -> list[str]:
+    return [i.text for i in items]
+
+
+@needs_langmem
+def test_langmem_extracts_per_session_with_its_memories_in_view_and_replays_with_no_upstream(upstream,
+                                                                                             tmp_path) -> None:
+    """One `sleep` call (chat_completions, LangMem's trustcall extraction through ChatOpenAI) per
+    session; the second session's call shows the model the namespace's memories, so the stand-in
+    (one `Memory` call per new line, a line already stored is not repeated) stores only what is new;
+    every stored value and query is an `embed` call; a fresh store replays the same calls with no
+    upstream to the same context."""
+    blobs = tmp_path / "blobs"
+    gateway = ModelGateway(GatewaySettings({"*": upstream.base_url}, {"*": "sk-test"}, record=True), blob_dir=blobs)
+    memory, model, events = _memory(LangMemMemory, gateway, tmp_path / "store")
+    second_session = session(2, "Tidy the logging.", ("e3", f"The partner key the http client sends is {SECRET}."),
+                             ("e4", "Log lines are JSON objects."))
+    first, second = memory.write(_session()), memory.write(second_session)
+    context = memory.read(QUERY, 400)
+    model.close()
+    fact = f"The partner key the http client sends is {SECRET}."
+    assert _langmem_texts(first) == ["Configure the http client.", "Filled 0 of 0 decisive slots from context.", fact,
+                                     "Amounts are integer cents."]
+    assert _langmem_texts(second) == ["Tidy the logging.", "Log lines are JSON objects."]
+    assert all(i.provenance_event_ids and i.memory_id.startswith("langmem:") for i in first + second)
+    assert fact in _langmem_texts(context.items) and "harness-only secret" not in context.render()
+    assert len(set(_langmem_texts(context.items))) == len(context.items) <= 6 and context.tokens_admitted <= 400
+    calls = events.of("ModelCall")
+    assert {(c["api"], c["purpose"], c["status"], c["recorded"]) for c in calls} == \
+        {("chat_completions", "sleep", "ok", True), ("embeddings", "embed", "ok", True)}
+    sleeps = [c for c in calls if c["purpose"] == "sleep"]
+    assert len(sleeps) == 2  # one extraction per session
+    first_prompt, second_prompt = [(blobs / c["request_digest"]).read_text() for c in sleeps]
+    assert "<existing>" not in first_prompt and SECRET in first_prompt
+    assert repr({"content": fact}) in json.loads(second_prompt)["messages"][0]["content"]  # what it already holds
+    (settings,) = [p for k, p, _ in events.all if k == "Turn" and p["source_kind"] == "memory_settings"]
+    recorded = json.loads(settings["text"]["text"])
+    assert (recorded["library"], recorded["infer"], recorded["top_k"], recorded["vector_store"],
+            recorded["query_limit"], recorded["enable_deletes"]) == ("langmem", True, 6, "langgraph-inmemory", 5, True)
+    assert "not installed" not in [recorded[k] for k in ("version", "trustcall", "langgraph", "langgraph_checkpoint",
+                                                         "langchain_core", "langchain_openai")]
+
+    answers: dict = {}
+    for c in calls:
+        answers.setdefault((f"smoke/c1/{LangMemMemory.condition}/1", c["match_digest"]), []).append(
+            RecordedAnswer(200, False, c["response_digest"]))
+    replay = ModelGateway(GatewaySettings(), blob_dir=tmp_path / "rblobs", replay=Recording(blobs, answers, "rec"))
+    again, model, replayed = _memory(LangMemMemory, replay, tmp_path / "store-replay")
+    assert (_langmem_texts(again.write(_session())), _langmem_texts(again.write(second_session))) == \
+        (_langmem_texts(first), _langmem_texts(second))  # LangMem's random session tags and ids are masked
+    assert _langmem_texts(again.read(QUERY, 400).items) == _langmem_texts(context.items)
+    with pytest.raises(ModelReplayMiss):  # control: a query never recorded is a miss, not an answer
+        again.read("something nobody asked before", 400)
+    model.close()
+    assert {c["mode"] for c in replayed.of("ModelCall")} == {"replay"}
+
+    # LangMem embeds each memory it puts on a thread pool whose futures it never reads: a recording
+    # without those embeddings still fails the write (a replay miss excludes the unit), not a silent loss
+    puts = {c["match_digest"] for c in calls if c["purpose"] == "embed"
+            and '"kind": "Memory"' in json.loads((blobs / c["request_digest"]).read_text())["input"][0]}
+    assert len(puts) == 6  # control: the six memories put
+    partial = Recording(blobs, {k: v for k, v in answers.items() if k[1] not in puts}, "rec")
+    replay = ModelGateway(GatewaySettings(), blob_dir=tmp_path / "pblobs", replay=partial)
+    lossy, model, _ = _memory(LangMemMemory, replay, tmp_path / "store-partial")
+    with pytest.raises(ModelReplayMiss):
+        lossy.write(_session())
+    model.close()
+
+
+@needs_langmem
+def test_langmem_keeps_a_store_per_unit_so_namespaces_never_meet_and_a_retry_starts_empty(upstream,
+                                                                                          tmp_path) -> None:
+    gateway = ModelGateway(GatewaySettings({"*": upstream.base_url}, {"*": "sk-test"}), blob_dir=tmp_path / "b")
+    first, m1, _ = _memory(LangMemMemory, gateway, tmp_path / "store", seed=1)
+    other, m2, _ = _memory(LangMemMemory, gateway, tmp_path / "store", seed=2)
+    first.write(_session())
+    assert other.read(QUERY, 400).items == ()  # another namespace reads nothing of it
+    retried, m3, _ = _memory(LangMemMemory, gateway, tmp_path / "store", seed=1)  # the same namespace again
+    assert retried.user_id == first.user_id and retried.read(QUERY, 400).items == ()
+    # control: the first attempt's memories are there, under LangGraph namespace ("membench", its user_id)
+    assert any(SECRET in i.text for i in first.read(QUERY, 400).items)
+    held = first._store.handle.search(("membench",), limit=100)
+    assert held and {tuple(h.namespace) for h in held} == {("membench", first.user_id)}
+    for m in (m1, m2, m3):
+        m.close()
+
+
+@needs_langmem
+def test_langmem_asks_tiktoken_for_nothing_and_posts_no_langsmith_run(upstream, tmp_path, monkeypatch) -> None:
+    """tiktoken would download its encodings (blocked here, and a leak anywhere): asking it for one
+    fails the test. LangSmith tracing turned on in the environment after the adapter's import
+    (LangSmith re-reads it) is on outside the adapter and posts runs — the controls: LangChain says
+    so, and a traced function's run reaches the spy — but no run comes from the adapter's writes and
+    reads, which run with tracing off."""
+    import tiktoken
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"tiktoken was asked for an encoding: {args}")
+
+    monkeypatch.setattr(tiktoken, "get_encoding", refuse)
+    monkeypatch.setattr(tiktoken, "encoding_for_model", refuse)
+    gateway = ModelGateway(GatewaySettings({"*": upstream.base_url}, {"*": "sk-test"}), blob_dir=tmp_path / "b")
+    memory, model, events = _memory(LangMemMemory, gateway, tmp_path / "store")
+    import langsmith
+    import langsmith.utils
+    from langsmith.run_trees import RunTree
+
+    posted: list[str] = []
+    monkeypatch.setattr(RunTree, "post", lambda self, *a, **k: posted.append(f"post {self.name}"))
+    monkeypatch.setattr(RunTree, "patch", lambda self, *a, **k: posted.append(f"patch {self.name}"))
+    for variable in ("LANGSMITH_TRACING", "LANGSMITH_TRACING_V2", "LANGCHAIN_TRACING_V2"):  # the adapter's
+        monkeypatch.setenv(variable, "true")  # import set them to false (LANGCHAIN_TRACING is the retired v1 tracer)
+    monkeypatch.setenv("LANGSMITH_API_KEY", "lsv2-not-a-key")
+    langsmith.utils.get_env_var.cache_clear()
+    try:
+        from langchain_core.tracers.context import _tracing_v2_is_enabled
+
+        assert _tracing_v2_is_enabled()  # control: outside the adapter, LangChain would trace
+        # control: a traced function posts its run to the spy (a stub client: nothing is sent anywhere)
+        langsmith.traceable(name="control", client=type("StubClient", (), {"otel_exporter": None})())(lambda: None)()
+        assert posted == ["post control", "patch control"], posted
+        memory.write(_session())
+        assert any(SECRET in i.text for i in memory.read(QUERY, 400).items)
+    finally:
+        monkeypatch.undo()
+        langsmith.utils.get_env_var.cache_clear()
+        model.close()
+    assert posted == ["post control", "patch control"], posted
+    assert {c["purpose"] for c in events.of("ModelCall")} == {"sleep", "embed"}
+
+
+def test_the_settings_records_name_each_library_and_left_the_earlier_ones_as_they_were() -> None:
+    """A condition's settings record is its conformance configuration's `detail`, whose digest keys
+    its record: LangMem's options and companion versions are its own, and the Mem0 / Qdrant records
+    keep exactly their earlier keys (their recorded checks still admit them)."""
+    earlier = {"condition", "library", "infer", "top_k", "threshold", "embed_model", "embed_dims", "vector_store",
+               "version", "qdrant_client"}
+    for condition in ("B5-MEM0", "B5-MEM0-LIT", "B2-dense"):
+        assert set(settings_record(condition)) == earlier
+    record = settings_record("B5-LANGMEM")
+    assert set(record) == earlier - {"qdrant_client"} | {k for k, _ in SETTINGS["B5-LANGMEM"].options} | {
+        "trustcall", "langgraph", "langgraph_checkpoint", "langchain_core", "langchain_openai"}
+    assert record["index_fields"] == ["$"] and record["chat_api"] == "chat_completions"
+    json.dumps(record)  # JSON as recorded
