@@ -1,5 +1,7 @@
-"""Run sets shared by the integration modules: built once per test session (once per pytest-xdist
-worker: the modules that use one may land on either) and served read-only.
+"""Run sets shared by the integration modules: built once per test session and served read-only.
+Under pytest-xdist the first worker that needs one builds it, under a file lock in the session's
+common temporary directory; every worker then reads its own copy (a chDB warehouse has one owner
+process at a time, so two workers cannot read one home at once).
 
 The `smoke` grid (B0 and B5 × seeds 1, 2, `scripted:memory-literal`, bubblewrap oracles) is what
 most modules that read a finished run set need; building it once instead of once per module is
@@ -15,8 +17,10 @@ running it again."""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,14 +47,36 @@ def _digest(root: Path) -> dict[str, str]:
 TRANSFER_AGENTS = ("scripted:refsol", "scripted:null", "scripted:memory-literal")
 
 
+def built_once(tmp_path_factory, name: str, build) -> Path:
+    """The home `build(home)` fills, built once per test session: by this process, or under
+    pytest-xdist by whichever worker asks first (the others wait on the lock, then find it built).
+    Read it only through a copy (`copy_home`): a chDB warehouse has one owner process at a time."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the session's directory, common to its workers
+    home = base / f"shared-{name}" / "home"
+    with open(base / f"shared-{name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = home.parent / "built"
+        if not done.exists():
+            if home.parent.exists():  # a build that failed in another worker: start again
+                shutil.rmtree(home.parent)
+            home.parent.mkdir(parents=True)
+            build(home)
+            done.write_text("ok\n")
+    return home
+
+
 @pytest.fixture(scope="session")
 def transfer_study_home(tmp_path_factory, bwrap_sandbox) -> Path:
     """`membench transfer transfer-v1` (2 projects × 4 conditions, seed 1) under each scripted agent,
-    once per session, in a home of its own (read-only: test_transfer_study reads it,
+    built once per session; this worker's copy (read-only: test_transfer_study reads it,
     test_transfer_kafka copies it for the embedded reference)."""
-    home = tmp_path_factory.mktemp("shared-transfer") / "home"
-    for agent in TRANSFER_AGENTS:
-        run_cli("transfer", "transfer-v1", "--agent", agent, home=home, check=True)
+    def build(home: Path) -> None:
+        for agent in TRANSFER_AGENTS:
+            run_cli("transfer", "transfer-v1", "--agent", agent, home=home, check=True)
+
+    home = copy_home(built_once(tmp_path_factory, "transfer", build), tmp_path_factory.mktemp("transfer") / "home")
     before = _digest(home / "runs")
     yield home
     assert _digest(home / "runs") == before, "a test wrote into the shared transfer study's home"
@@ -58,11 +84,16 @@ def transfer_study_home(tmp_path_factory, bwrap_sandbox) -> Path:
 
 @pytest.fixture(scope="session")
 def smoke_run_set(tmp_path_factory, bwrap_sandbox):
-    """`membench run` of the smoke grid, once per session, in a home of its own (read-only)."""
-    home = tmp_path_factory.mktemp("shared-smoke") / "home"
-    proc = run_cli("run", *SMOKE_GRID, home=home, check=True)
+    """`membench run` of the smoke grid, built once per session; this worker's copy (read-only)."""
+    def build(home: Path) -> None:
+        proc = run_cli("run", *SMOKE_GRID, home=home, check=True)
+        (home.parent / "stdout.txt").write_text(proc.stdout, encoding="utf-8")
+
+    built = built_once(tmp_path_factory, "smoke", build)
+    home = copy_home(built, tmp_path_factory.mktemp("smoke") / "home")
     (report,) = (home / "runs").glob("*/report.json")
-    shared = RunSet(home, json.loads(report.read_text())["run_set"], proc.stdout)
+    shared = RunSet(home, json.loads(report.read_text())["run_set"],
+                    (built.parent / "stdout.txt").read_text(encoding="utf-8"))
     before = _digest(home / "runs")
     yield shared
     assert _digest(home / "runs") == before, "a test wrote into the shared smoke run set's home"
