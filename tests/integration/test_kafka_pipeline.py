@@ -11,7 +11,9 @@ and run ids without the grid being run embedded again (issue 26)."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import time
 
@@ -53,6 +55,7 @@ def _pipeline_run(engine: str, tmp_path_factory, smoke_run_set) -> dict:
     other = f"chdb://{root / 'kafka-warehouse'}"
     group = f"{ns}.membench.processor"
     workers = [Worker(dsn, home, root / "worker1.log", engine)]
+    runner = None
     try:
         runner = membench("run", *SMOKE_GRID, "--bus", dsn, home=home)
         wait_for(lambda: topic_size(SINGLE, f"{ns}.membench.trajectory") > 50, 120, "events to flow")
@@ -64,6 +67,9 @@ def _pipeline_run(engine: str, tmp_path_factory, smoke_run_set) -> dict:
         _wait_worker(ns)
         assignment = _group_assignment(group)
     finally:
+        if runner is not None and runner.poll() is None:  # a failed wait: the run must not outlive the test
+            os.killpg(runner.pid, signal.SIGKILL)
+            runner.wait(30)
         for worker in workers:
             worker.stop()
     sink = run_cli("sink", "--bus", dsn, "--warehouse", other, "--until-idle", home=home, check=True)
@@ -223,9 +229,6 @@ def test_kill9_of_worker_and_sink_mid_run_loses_and_duplicates_nothing(engine_ru
         wait_for(lambda: topic_size(SINGLE, f"{ns}.membench.trajectory") > 60, 120, "events to flow")
         time.sleep(2)
         worker.kill9()
-        import os
-        import signal
-
         os.killpg(sink.pid, signal.SIGKILL)
         sink.wait(30)
         assert runner.poll() is None, "the runner finished before the crash; the test needs a longer grid"
