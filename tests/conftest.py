@@ -65,10 +65,10 @@ def require_backend(name: str):
     return backend
 
 
-# Longest modules first. CI runs the suite on two pytest-xdist workers with `--dist loadfile` (a
+# Longest modules first. CI runs the suite on three pytest-xdist workers with `--dist loadfile` (a
 # module runs whole on one worker, so its module and session fixtures are built once there), and
 # xdist hands modules out in collection order (with `--no-loadscope-reorder`; by default it would
-# start the modules with the most tests, which are the quick ones): starting the longest ones first keeps both workers
+# start the modules with the most tests, which are the quick ones): starting the longest ones first keeps every worker
 # busy to the end instead of leaving one module running alone (longest-processing-time-first).
 # The order comes from the last measured suite (docs/benchmarks.md, "Test suite"); a module not
 # listed keeps its place after these. A wrong or stale entry costs time, never a result.

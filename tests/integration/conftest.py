@@ -6,7 +6,8 @@ process at a time, so two workers cannot read one home at once).
 The `smoke` grid (B0 and B5 × seeds 1, 2, `scripted:memory-literal`, bubblewrap oracles) is what
 most modules that read a finished run set need; building it once instead of once per module is
 most of what it costs. A test that only reads (reports, `sql`, exports, replay of a copy of the
-log) uses `smoke_run_set` directly; a test that writes into a MEMBENCH_HOME builds its own.
+log) uses `smoke_run_set` directly; a test that writes into a MEMBENCH_HOME builds its own or starts
+from a copy (below).
 At the end of the session the fixture checks that nothing under `runs/` of the shared home was
 changed, added or removed, so a test that wrote into it fails instead of skewing the others.
 

@@ -202,6 +202,19 @@ def small(tmp_path_factory, smoke_run_set):
     return copy_home(smoke_run_set, tmp_path_factory.mktemp("small") / "home"), smoke_run_set.run_set
 
 
+UNWRITTEN = ["SELECT count(), sum(scored_passed) FROM run_results", "EXISTS TABLE failures",
+             "SELECT count() FROM trajectory_events", "SELECT count() FROM session_results"]
+
+
+@pytest.fixture(scope="module")
+def unwritten(tmp_path_factory, smoke_run_set):
+    """Another copy of the shared run set, which only refused writes reach, and its rows' counts."""
+    home = copy_home(smoke_run_set, tmp_path_factory.mktemp("unwritten") / "home")
+    before = sql_batch(home, UNWRITTEN)
+    assert before[1] == "1\n" and int(before[0].split()[0]) > 0
+    return home, smoke_run_set.run_set, before
+
+
 @pytest.mark.parametrize("query", [
     "INSERT INTO run_results (run_id, run_set) VALUES ('forged', 'small-rs')",
     "ALTER TABLE run_results UPDATE scored_passed = 1 WHERE 1",
@@ -219,37 +232,24 @@ def test_sql_refuses_every_write_with_one_line_exit_2(unwritten, query):
     assert sql_batch(home, UNWRITTEN) == before  # nothing changed, nothing dropped
 
 
-UNWRITTEN = ["SELECT count(), sum(scored_passed) FROM run_results", "EXISTS TABLE failures",
-             "SELECT count() FROM trajectory_events", "SELECT count() FROM session_results"]
-
-
-@pytest.fixture(scope="module")
-def unwritten(tmp_path_factory, smoke_run_set):
-    """Another copy of the shared run set, which only refused writes reach, and its rows' counts."""
-    home = copy_home(smoke_run_set, tmp_path_factory.mktemp("unwritten") / "home")
-    before = sql_batch(home, UNWRITTEN)
-    assert before[1] == "1\n" and int(before[0].split()[0]) > 0
-    return home, smoke_run_set.run_set, before
-
-
 def test_report_refuses_a_warehouse_edited_with_allow_write_and_names_run_and_table(small):
-    small, run_set = small
-    assert run_cli("report", run_set, home=small).returncode == 0
+    home, run_set = small
+    assert run_cli("report", run_set, home=home).returncode == 0
     b0 = run_cli("sql", f"SELECT run_id FROM run_results WHERE run_set = '{run_set}' AND condition = 'B0' "
-                 "ORDER BY run_id LIMIT 1", home=small, check=True).stdout.strip()
+                 "ORDER BY run_id LIMIT 1", home=home, check=True).stdout.strip()
     edit = run_cli("sql", "--allow-write", f"ALTER TABLE run_results UPDATE scored_passed = 1 WHERE run_id = '{b0}' "
-                   "SETTINGS mutations_sync = 1", home=small)
+                   "SETTINGS mutations_sync = 1", home=home)
     assert edit.returncode == 0 and "breaks the audit trail" in edit.stderr.replace("\n", " ")
-    report_json = small / "runs" / run_set / "report.json"
+    report_json = home / "runs" / run_set / "report.json"
     written = report_json.stat().st_mtime_ns
-    proc = run_cli("report", run_set, home=small)
+    proc = run_cli("report", run_set, home=home)
     assert proc.returncode == 1
     assert f"run {b0}: its rows in run_results differ" in proc.stderr.replace("\n", " ")
     assert report_json.stat().st_mtime_ns == written  # nothing written
-    forced = run_cli("report", run_set, "--allow-mismatch", home=small)
+    forced = run_cli("report", run_set, "--allow-mismatch", home=home)
     assert forced.returncode == 0 and "WARNING" in forced.stderr
     # a resumed run refuses too, instead of writing a new log root over the edited rows
-    resumed = run_cli("run", *SMOKE_GRID, home=small)
+    resumed = run_cli("run", *SMOKE_GRID, home=home)
     assert resumed.returncode == 1 and f"run {b0}" in resumed.stderr.replace("\n", " ")
 
 

@@ -35,7 +35,7 @@ def smoke_home(smoke_run_set) -> Path:
 
 
 @pytest.fixture(scope="module")
-def S(smoke_run_set) -> str:
+def run_set_id(smoke_run_set) -> str:
     """The shared run set's id."""
     return smoke_run_set.run_set
 
@@ -61,11 +61,11 @@ def _warehouse_rows(home: Path, run_set: str) -> dict:
     return json.loads(proc.stdout)
 
 
-def test_the_api_agrees_with_the_report_and_the_warehouse(smoke_home, S):
+def test_the_api_agrees_with_the_report_and_the_warehouse(smoke_home, run_set_id):
     app = ViewApp(smoke_home / "runs")
-    assert [rs["run_set"] for rs in app.run_sets()["run_sets"]] == [S]
-    detail = app.run_set(S)
-    log = smoke_home / "runs" / S / "events.avro"
+    assert [rs["run_set"] for rs in app.run_sets()["run_sets"]] == [run_set_id]
+    detail = app.run_set(run_set_id)
+    log = smoke_home / "runs" / run_set_id / "events.avro"
     assert detail["events"] == sum(1 for _ in read_log(log))
     assert detail["chain"] == {"ok": True, "events_checked": detail["events"], "breaks": []}
     assert detail["dead_letters"] == [] and detail["log"]["pending_bytes"] == 0 and detail["log"]["error"] is None
@@ -73,12 +73,12 @@ def test_the_api_agrees_with_the_report_and_the_warehouse(smoke_home, S):
     assert {c: (r["units_started"], r["completed"], r["passed"], r["running"]) for c, r in progress.items()} == \
         {"B0": (6, 6, 0, 0), "B5": (6, 6, 6, 0)}
 
-    report = json.loads((smoke_home / "runs" / S / "report.json").read_text())
+    report = json.loads((smoke_home / "runs" / run_set_id / "report.json").read_text())
     keys = ("condition", "cells", "passed", "pass_rate", "ci95", "excluded")
     assert [{k: row[k] for k in keys} for row in detail["ladder"]] == \
         [{k: row[k] for k in keys} for row in report["conditions"]]
 
-    stored = _warehouse_rows(smoke_home, S)
+    stored = _warehouse_rows(smoke_home, run_set_id)
     assert sorted((u["unit_id"], u["run_id"], u["status"], u["passed"]) for u in detail["units"]) == \
         sorted((r["unit_id"], r["run_id"], r["status"], bool(r["scored_passed"])) for r in stored["runs"])
     failures = {(f["run_id"], f["session_index"]): f["failure_reason"] for f in stored["failures"]}
@@ -148,10 +148,10 @@ def page_of(browser):
         page.close()
 
 
-def test_the_page_lists_the_run_set_and_shows_a_unit_trajectory(smoke_home, S, browser):
+def test_the_page_lists_the_run_set_and_shows_a_unit_trajectory(smoke_home, run_set_id, browser):
     with viewer(smoke_home) as url, page_of(browser) as (page, problems):
         page.goto(url)
-        page.locator(f"a.runset-link[data-run-set='{S}']").click(timeout=30_000)
+        page.locator(f"a.runset-link[data-run-set='{run_set_id}']").click(timeout=30_000)
         page.wait_for_selector("#progress")
         assert page.locator("#total-completed").inner_text() == "12"
         assert page.locator("#progress tr[data-condition='B5'] td[data-field='passed']").inner_text() == "6"
@@ -165,7 +165,7 @@ def test_the_page_lists_the_run_set_and_shows_a_unit_trajectory(smoke_home, S, b
         assert scored.locator(".event[data-kind='MemoryRead'] .memory-candidates li.admitted").count() >= 1
         assert "+++ b/" in scored.locator(".event[data-kind='PatchProduced'] pre.diff").inner_text()
         assert scored.locator(".verdict[data-outcome='pass']").count() == 1
-        page.locator("#crumbs").get_by_role("link", name=S, exact=True).click()
+        page.locator("#crumbs").get_by_role("link", name=run_set_id, exact=True).click()
         page.wait_for_selector("#units")
         failed = page.locator("tr[data-unit-id='smoke/smoke-client-header/B0/1']")
         assert "test_failure" in failed.inner_text()
