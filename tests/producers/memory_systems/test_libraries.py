@@ -55,6 +55,23 @@ def _memory(cls, gateway, store: Path, seed: int = 1):
     return cls(namespace, MemorySetup(model=model, store_dir=store)), model, events
 
 
+def _settings_record(events) -> dict:
+    """The settings the condition logged (its one `memory_settings` harness turn)."""
+    (settings,) = [p for k, p, _ in events.all if k == "Turn" and p["source_kind"] == "memory_settings"]
+    return json.loads(settings["text"]["text"])
+
+
+def _replay_gateway(cls, calls, blobs, blob_dir: Path, leave_out: frozenset = frozenset()) -> ModelGateway:
+    """A gateway with no upstream that answers CALLS (the recorded run's ModelCall events) from BLOBS,
+    except the requests whose match digest is in LEAVE_OUT (a partial recording)."""
+    answers: dict = {}
+    for c in calls:
+        if c["match_digest"] not in leave_out:
+            answers.setdefault((f"smoke/c1/{cls.condition}/1", c["match_digest"]), []).append(
+                RecordedAnswer(200, False, c["response_digest"]))
+    return ModelGateway(GatewaySettings(), blob_dir=blob_dir, replay=Recording(blobs, answers, "rec"))
+
+
 @pytest.fixture(scope="module")
 def upstream():
     with ScriptedUpstream() as up:
@@ -76,17 +93,11 @@ def test_a_literal_library_round_trips_secrets_and_replays_with_no_upstream(cls,
     calls = events.of("ModelCall")
     assert calls and {(c["api"], c["purpose"], c["status"], c["recorded"]) for c in calls} == \
         {("embeddings", "embed", "ok", True)}
-    (settings,) = [p for k, p, _ in events.all if k == "Turn" and p["source_kind"] == "memory_settings"]
-    recorded = json.loads(settings["text"]["text"])
+    recorded = _settings_record(events)
     assert recorded["top_k"] == 6 and recorded["infer"] is False and recorded["version"] != "not installed"
 
     # replay: no upstream, a fresh store; the same writes and query give the same context
-    answers: dict = {}
-    for c in calls:
-        answers.setdefault((f"smoke/c1/{cls.condition}/1", c["match_digest"]), []).append(
-            RecordedAnswer(200, False, c["response_digest"]))
-    replay = ModelGateway(GatewaySettings(), blob_dir=tmp_path / "rblobs", replay=Recording(blobs, answers, "rec"))
-    again, model, replayed = _memory(cls, replay, tmp_path / "store-replay")
+    again, model, replayed = _memory(cls, _replay_gateway(cls, calls, blobs, tmp_path / "rblobs"), tmp_path / "store-replay")
     again.write(_session())
     assert [i.text for i in again.read(QUERY, 400).items] == [i.text for i in context.items]
     with pytest.raises(ModelReplayMiss):  # control: a query never recorded is a miss, not an answer
@@ -308,19 +319,14 @@ def test_langmem_extracts_per_session_with_its_memories_in_view_and_replays_with
     first_prompt, second_prompt = [(blobs / c["request_digest"]).read_text() for c in sleeps]
     assert "<existing>" not in first_prompt and SECRET in first_prompt
     assert repr({"content": fact}) in json.loads(second_prompt)["messages"][0]["content"]  # what it already holds
-    (settings,) = [p for k, p, _ in events.all if k == "Turn" and p["source_kind"] == "memory_settings"]
-    recorded = json.loads(settings["text"]["text"])
+    recorded = _settings_record(events)
     assert (recorded["library"], recorded["infer"], recorded["top_k"], recorded["vector_store"],
             recorded["query_limit"], recorded["enable_deletes"]) == ("langmem", True, 6, "langgraph-inmemory", 5, True)
     assert "not installed" not in [recorded[k] for k in ("version", "trustcall", "langgraph", "langgraph_checkpoint",
                                                          "langchain_core", "langchain_openai")]
 
-    answers: dict = {}
-    for c in calls:
-        answers.setdefault((f"smoke/c1/{LangMemMemory.condition}/1", c["match_digest"]), []).append(
-            RecordedAnswer(200, False, c["response_digest"]))
-    replay = ModelGateway(GatewaySettings(), blob_dir=tmp_path / "rblobs", replay=Recording(blobs, answers, "rec"))
-    again, model, replayed = _memory(LangMemMemory, replay, tmp_path / "store-replay")
+    again, model, replayed = _memory(LangMemMemory, _replay_gateway(LangMemMemory, calls, blobs, tmp_path / "rblobs"),
+                                     tmp_path / "store-replay")
     assert (_langmem_texts(again.write(_session())), _langmem_texts(again.write(second_session))) == \
         (_langmem_texts(first), _langmem_texts(second))  # LangMem's random session tags and ids are masked
     assert _langmem_texts(again.read(QUERY, 400).items) == _langmem_texts(context.items)
@@ -334,8 +340,7 @@ def test_langmem_extracts_per_session_with_its_memories_in_view_and_replays_with
     puts = {c["match_digest"] for c in calls if c["purpose"] == "embed"
             and '"kind": "Memory"' in json.loads((blobs / c["request_digest"]).read_text())["input"][0]}
     assert len(puts) == 6  # control: the six memories put
-    partial = Recording(blobs, {k: v for k, v in answers.items() if k[1] not in puts}, "rec")
-    replay = ModelGateway(GatewaySettings(), blob_dir=tmp_path / "pblobs", replay=partial)
+    replay = _replay_gateway(LangMemMemory, calls, blobs, tmp_path / "pblobs", leave_out=frozenset(puts))
     lossy, model, _ = _memory(LangMemMemory, replay, tmp_path / "store-partial")
     with pytest.raises(ModelReplayMiss):
         lossy.write(_session())
