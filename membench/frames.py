@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from exports.tables import raw_query, table_key
-from membench.settings import load_settings
+from pipeline.settings import load_settings
 
 __all__ = ["runs", "sessions", "events", "failures", "memory_contracts", "hygiene", "table"]
 

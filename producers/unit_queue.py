@@ -2,7 +2,7 @@
 
 `membench run PACK --bus kafka://… --enqueue` puts one order per unit of the grid on the `units`
 topic (key `<run_set>/<unit_id>`); `membench runner` processes on any machine claim them through
-a consumer group (`membench/distributed/runner.py`). An order carries everything a runner needs besides
+a consumer group (`pipeline/distributed/group_member.py`). An order carries everything a runner needs besides
 the pack itself, which it opens by its spec and must find with the same digest (a finalized pack
 is copied to the runner's `MEMBENCH_HOME/packs/`, or the same directory is mounted).
 
@@ -18,7 +18,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from producers.runner import RunUnit
+from producers.grid import RunUnit
 
 ORDER_VERSION = 1
 DONE_STATUSES = ("completed", "excluded")  # a unit with this status is never run again

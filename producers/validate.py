@@ -51,7 +51,7 @@ from typing import Any
 
 from producers.finalize import finalize_pack, scan_placeholders, slot_problem, staged_directory
 from producers.pack_resolver import finalized_copy, resolve_pack_dir
-from producers.runner import RunConfig, RunUnit, run_unit
+from producers.grid import RunConfig, RunUnit, run_unit
 from sandbox.base import Sandbox
 from sandbox.workspace import snapshot
 from schemas.fields import read_input_text

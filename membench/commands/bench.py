@@ -47,7 +47,7 @@ def machine() -> dict[str, object]:
 def stats_bench(units: int, seeds: int, n_cells: int, resamples: int, repeats: int, seed: int, compare_units: int,
                 as_json: bool) -> None:
     """Time the P1–P6 comparison family with bootstraps, and a pass-fraction report over many cells."""
-    from membench.bench.stats import bench_compare_csv, bench_family, bench_pass_fractions
+    from bench.stats import bench_compare_csv, bench_family, bench_pass_fractions
 
     click.echo(f"timing the P1-P6 family on {units} units x {seeds} seeds ({repeats} repeats)...", err=True)
     family = bench_family(units=units, seeds=seeds, resamples=resamples, repeats=repeats, seed=seed)
@@ -96,10 +96,10 @@ def bus_bench(bus_dsn: str, runs: int, threads: int, sessions: int, turns: int, 
     workers and 1 faust worker, each engine's CPU per event beside its floors, the producer-side emit
     cost, worker memory after many runs, the embedded path's figure on the same synthetic runs, and
     replay/rederive rates with --jobs 1 and 2 beside the read and chDB insert floors and replay's memory."""
-    from membench.bench.bus import bench_embedded, bench_emit, bench_kafka
-    from membench.bench.replay import bench_replay, format_lines
-    from membench.bench.engines import bench_engines
-    from membench.bench.memory import worker_memory
+    from bench.bus import bench_embedded, bench_emit, bench_kafka
+    from bench.replay_rates import bench_replay, format_lines
+    from bench.engines import bench_engines
+    from bench.memory import worker_memory
     from schemas.topics import topics_from_dsn
 
     log = lambda msg: click.echo(msg, err=True)  # noqa: E731
@@ -173,7 +173,7 @@ def bus_bench(bus_dsn: str, runs: int, threads: int, sessions: int, turns: int, 
 def claims_bench(bus_dsn: str, units: int, as_json: bool) -> None:
     """What a runner's claim on a unit's status costs per unit (docs/design.md §2 Claims): the status
     read before deciding, recording `started` without and with the claim check, and a lost claim."""
-    from membench.bench.claims import bench_claims, format_lines
+    from bench.claim_cost import bench_claims, format_lines
     from schemas.topics import topics_from_dsn
 
     result = {"machine": machine(), **bench_claims(topics_from_dsn(bus_dsn).bootstrap, units,
@@ -206,7 +206,7 @@ def gateway_bench(calls: int, chunks: int, chunk_calls: int, warmup: int, fresh_
                   prompt_kb: int, pause_ms: float, as_json: bool) -> None:
     """Latency the model gateway adds per call (p50, p95) and per streamed chunk, against a local
     scripted upstream measured directly in the same run."""
-    from membench.bench.gateway import bench_gateway, format_table
+    from bench.gateway import bench_gateway, format_table
 
     result = bench_gateway(calls=calls, chunks=chunks, chunk_calls=chunk_calls, warmup=warmup,
                            keepalive=not fresh_connections, isolate=not one_process, prompt_bytes=prompt_kb * 1024,

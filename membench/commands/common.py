@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from membench.errors import UsageError
-from membench.settings import Settings, load_settings
+from pipeline.settings import Settings, load_settings
 from schemas.fields import PLAIN_NAME_RULE, is_plain_name
 
 

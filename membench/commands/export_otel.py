@@ -13,7 +13,7 @@ import click
 
 from membench.commands.common import dsn_options, validate_run_set_id
 from membench.errors import UsageError
-from membench.settings import Settings
+from pipeline.settings import Settings
 
 
 def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from membench.commands.common import dsn_options, validate_run_set_id
 from membench.errors import UsageError
-from membench.settings import Settings
+from pipeline.settings import Settings
 
 
 @click.command("parquet")

@@ -10,7 +10,7 @@ import click
 
 from membench.commands.common import dsn_options, open_warehouse
 from membench.errors import UsageError
-from membench.settings import Settings
+from pipeline.settings import Settings
 
 
 def _require_kafka(settings: Settings) -> None:
@@ -39,12 +39,12 @@ def process(engine: str, ended_window: int | None, until_idle: float | None, log
 
     ensure_topics(topics_from_dsn(settings.bus))
     if engine == "kafka":
-        from membench.kafka_engine import run_engine
+        from pipeline.kafka_engine import run_engine
 
         done = run_engine(settings.bus, loglevel, until_idle, ended_window)
         click.echo(json.dumps({"messages": done.messages, "dead_letters": done.dead_letters}))
         return
-    from membench.worker import run_worker
+    from pipeline.faust_worker import run_worker
 
     sys.argv = [sys.argv[0]]  # faust's Worker parses the command line itself
     run_worker(settings.bus, loglevel, ended_window)

@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from membench.errors import UsageError
-from membench.settings import load_settings
+from pipeline.settings import load_settings
 
 
 def record_path(home: Path, digest: str) -> Path:

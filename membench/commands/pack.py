@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 
 from membench.errors import UsageError
-from membench.settings import load_settings
+from pipeline.settings import load_settings
 from sandbox.registry import BACKENDS
 
 

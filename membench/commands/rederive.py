@@ -9,7 +9,7 @@ import click
 
 from membench.commands.common import dsn_options, open_warehouse, validate_run_set_id
 from membench.errors import UsageError
-from membench.settings import Settings
+from pipeline.settings import Settings
 from schemas.fields import is_plain_name
 
 
@@ -25,8 +25,8 @@ def rederive(run_set: str | None, all_run_sets: bool, jobs: int, as_json: bool, 
     every derived table (after a processor change). New rows are staged first and swapped in at the
     end, so a crash mid-way leaves the old rows in place; the raw log is never written. Updates the
     run set's log_root.json row digests when its raw log is unchanged."""
-    from membench.rederive import RederiveError, rederive as do_rederive, refresh_log_root
-    from membench.log_root import record_path
+    from audit.rederive import RederiveError, rederive as do_rederive, refresh_log_root
+    from audit.log_root_record import record_path
     from warehouse.queries import raw_run_sets
 
     if all_run_sets == (run_set is not None):

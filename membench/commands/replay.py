@@ -9,7 +9,7 @@ import click
 
 from membench.commands.common import dsn_options, open_warehouse, validate_run_set_id
 from membench.errors import UsageError
-from membench.settings import Settings
+from pipeline.settings import Settings
 from schemas.fields import is_plain_name
 
 MAX_PRINTED = 50
@@ -36,8 +36,8 @@ def replay(source: str, verify: bool, pubkey_path: Path | None, log_root_path: P
     prints each run set's log root, and with --verify diffs the result against the warehouse and
     the root against log_root.json; --pubkey also verifies its signature. Exits 1 naming the run
     and seq of every break."""
-    from membench.log_root import LogRootError, load_public_key
-    from membench.replay import (Finding, SourceDirs, check_log_root, events_from_file, events_from_warehouse,
+    from audit.log_root_record import LogRootError, load_public_key
+    from audit.replayer import (Finding, SourceDirs, check_log_root, events_from_file, events_from_warehouse,
                                  replay as do_replay, replay_file_jobs)
 
     public_key = None
@@ -60,7 +60,7 @@ def replay(source: str, verify: bool, pubkey_path: Path | None, log_root_path: P
             warehouse = open_warehouse(settings, create=False)
             events = events_from_warehouse(warehouse, source[len("warehouse:"):] or None, findings)
         elif source.startswith("kafka://"):
-            from membench.distributed.topic_reads import events_from_kafka
+            from pipeline.distributed.topic_reads import events_from_kafka
 
             events = events_from_kafka(source, findings)
             warehouse = open_warehouse(settings, create=False) if verify else None

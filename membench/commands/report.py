@@ -18,7 +18,7 @@ from pathlib import Path
 from membench.commands.common import dsn_options, open_warehouse, validate_run_set_id
 from membench.commands.run import baseline_options, print_table, refuse, write_report
 from membench.errors import UsageError
-from membench.settings import Settings
+from pipeline.settings import Settings
 
 
 @click.command()
@@ -45,7 +45,7 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
     derived tables against the raw log and against runs/RUN_SET/log_root.json (written at the end of
     the run set): a disagreement (rows edited, added or deleted) exits 1 naming the run and table.
     With --format swebench, print the SWE-bench harness's run summary instead (no report files)."""
-    from membench.log_root import LogRootError, check_warehouse, describes, read_record, record_path, warehouse_state
+    from audit.log_root_record import LogRootError, check_warehouse, describes, read_record, record_path, warehouse_state
     from membench.report_inputs import build_full_report, load_study
     from reports.build import ReportError
 

@@ -20,7 +20,7 @@ from rich.text import Text
 from membench.commands.model_options import ModelOptions, check_model_options, model_options, start_gateway
 from membench.commands.common import dsn_options, open_warehouse, parse_list, parse_seeds, validate_run_set_id
 from membench.errors import UsageError
-from membench.settings import Settings
+from pipeline.settings import Settings
 from sandbox.registry import BACKENDS
 
 if TYPE_CHECKING:
@@ -169,8 +169,8 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
         if signer is not None:
             raise UsageError("--sign-key: the log root is written and signed on the embedded bus only (file://); "
                              "on Kafka the runner does not see the whole run set")
-        from membench.distributed.enqueue import enqueue_grid
-        from membench.distributed.kafka_run import run_distributed
+        from pipeline.distributed.enqueue import enqueue_grid
+        from pipeline.distributed.kafka_run import run_distributed
 
         if enqueue:
             enqueue_grid(pack, condition_list, seed_list, agent, run_set, sandbox_name, read_budget, settings)
@@ -181,7 +181,7 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
         loaded = open_pack(pack, settings.home)
     except PackError as exc:
         raise UsageError(str(exc)) from None
-    from producers.runner import RunConfig, code_digest, default_run_set, plan_grid
+    from producers.grid import RunConfig, code_digest, default_run_set, plan_grid
 
     # a replay is a new run set of its own, not the recorded one resumed
     run_set = run_set or default_run_set(
@@ -218,7 +218,7 @@ def load_signer(sign_key: Path | None):
     error, exit 2, naming the file)."""
     if sign_key is None:
         return None
-    from membench.log_root import LogRootError, load_signing_key
+    from audit.log_root_record import LogRootError, load_signing_key
 
     try:
         return load_signing_key(sign_key)
@@ -254,7 +254,7 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
     `partial`, the command to resume is printed, and the exit status is 130. A signal before the
     grid (during recovery) starts no unit; one after it (the report, the log root) lets them be
     written whole, then exits 130."""
-    from membench.log_root import record_path
+    from audit.log_root_record import record_path
     from membench.stopping import GridStop
 
     console = Console(stderr=True)
@@ -274,12 +274,12 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
 
 def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, settings, workers, agent_for,
               verb, signer, report_options, stop) -> None:
-    from membench.embedded import EmbeddedPipeline
-    from membench.log_root import LogRootError, check_warehouse, describes, read_record, warehouse_state
+    from pipeline.embedded import EmbeddedPipeline
+    from audit.log_root_record import LogRootError, check_warehouse, describes, read_record, warehouse_state
     from producers.attempts import LogError, describe
     from producers.bus.base import run_set_log_path
     from membench.stopping import EXIT_STOPPED, StoppableSandbox, run_units
-    from producers.runner import run_unit
+    from producers.grid import run_unit
     from sandbox.registry import get_sandbox
     from warehouse import queries
     from membench.report_inputs import build_full_report
@@ -386,7 +386,7 @@ def write_log_root(console: Console, path: Path, state, signer, warehouse_dsn: s
     """runs/<run_set>/log_root.json at the end of the run set: root, heads, row digests, signature.
     Without a key, a signature already there is kept while it signs the same root (a re-run that ran
     nothing); a root that changed loses it, with a warning, since it would no longer verify."""
-    from membench.log_root import LogRootError, describes, read_record, sign, write_record
+    from audit.log_root_record import LogRootError, describes, read_record, sign, write_record
 
     for lines in state.problems.values():  # the run just wrote these rows: a disagreement is a bug
         for line in lines:

@@ -9,7 +9,7 @@ import click
 
 from membench.commands.common import dsn_options
 from membench.errors import UsageError
-from membench.settings import Settings
+from pipeline.settings import Settings
 
 
 @click.command()
@@ -35,8 +35,8 @@ def runner(workers: int, until_idle: bool, idle_seconds: float, max_poll_s: floa
         raise UsageError("--bus: `membench runner` needs a Kafka bus (--bus kafka://HOST:PORT)")
     if not progress and (run_set is not None or as_json):
         raise UsageError("--run-set and --json go with --progress")
-    from membench.distributed.progress import grid_progress
-    from membench.distributed.runner import RunnerError, UnitRunner
+    from pipeline.distributed.progress import grid_progress
+    from pipeline.distributed.group_member import RunnerError, UnitRunner
     from producers.bus.kafka import ensure_topics
     from schemas.topics import topics_from_dsn
 

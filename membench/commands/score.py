@@ -22,7 +22,7 @@ import click
 from membench.commands.common import dsn_options, validate_run_set_id
 from membench.commands.run import ReportOptions, baseline_options, load_signer, run_embedded
 from membench.errors import UsageError
-from membench.settings import Settings
+from pipeline.settings import Settings
 from sandbox.registry import BACKENDS
 
 
@@ -111,7 +111,7 @@ def score_conditions(pack) -> list[str]:
 def _score_embedded(pack, predictions, agent_name, run_set, workers, sandbox_name, read_budget, settings,
                     signer=None, report_options=None) -> None:
     from producers.predictions import PredictionAgent, group_units
-    from producers.runner import RunConfig, RunUnit, code_digest
+    from producers.grid import RunConfig, RunUnit, code_digest
 
     units = {RunUnit(pack.name, unit, condition, seed): by_session
              for (unit, condition, seed), by_session in sorted(group_units(predictions).items())}

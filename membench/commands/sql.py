@@ -25,7 +25,7 @@ import click
 
 from membench.commands.common import dsn_options
 from membench.errors import UsageError
-from membench.settings import Settings
+from pipeline.settings import Settings
 
 READONLY_ERROR = 164  # ClickHouse's READONLY error code
 ROW_STATEMENTS = ("SELECT", "WITH", "SHOW", "DESCRIBE", "DESC", "EXISTS", "EXPLAIN")

@@ -21,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from membench.commands.common import dsn_options, open_warehouse, parse_list, parse_seeds, validate_run_set_id
 from membench.commands.model_options import ModelOptions, check_model_options, model_options, start_gateway
 from membench.errors import UsageError
-from membench.settings import Settings
+from pipeline.settings import Settings
 from sandbox.registry import BACKENDS
 
 BUILT_IN = Path(__file__).resolve().parent.parent.parent / "fixtures"
@@ -39,7 +39,7 @@ def default_transfer_run_set(study, agent: str, conditions: list[str], seeds: li
                              replay: bool = False) -> str:
     """As `membench run`'s default id; a model user, or a replay, makes a run set of its own (the
     scripted user's ids stay as they were)."""
-    from producers.runner import default_run_set
+    from producers.grid import default_run_set
 
     key = agent + ("" if user == "scripted" else f"+user={user}") + ("+replay" if replay else "")
     run_set = default_run_set(study.name, study.digest, key, conditions, seeds)
@@ -81,7 +81,7 @@ def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, wo
     """Run the transfer study STUDY (a built-in name such as transfer-v1, or a study directory)."""
     from producers.agents.model_agents import LoopLimits
     from producers.agents.registry import make_agent
-    from producers.runner import RunConfig, code_digest
+    from producers.grid import RunConfig, code_digest
     from producers.transfer.model_user import model_of
     from schemas.transfer_format import CONDITIONS, TransferFormatError, load_study
 
@@ -158,7 +158,7 @@ def _frozen_from_topic(topics, study, seeds: list[int], status: dict[str, dict])
     """(seed, bank) -> digest from the SkillBankFrozen events of each seed's completed learning run
     (its run id from the unit-status topic), read from the trajectory topic."""
     from producers.bus.kafka import read_run_events
-    from producers.transfer.runner import learning_unit
+    from producers.transfer.transfer_units import learning_unit
 
     runs = {}
     for seed in seeds:
@@ -177,7 +177,7 @@ def _phases(study, conditions, seeds, phase, new_agent, workers, config, sandbox
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
     from producers.transfer.bank import CONDITION_BANKS
-    from producers.transfer.runner import FrozenBank, bank_dir, learning_unit, plan_transfer, run_learning, run_transfer
+    from producers.transfer.transfer_units import FrozenBank, bank_dir, learning_unit, plan_transfer, run_learning, run_transfer
     from sandbox.registry import get_sandbox
 
     sandbox = get_sandbox(sandbox_name)
@@ -218,8 +218,8 @@ def _phases(study, conditions, seeds, phase, new_agent, workers, config, sandbox
 
 def _run_embedded(study, conditions, seeds, phase, new_agent, workers, config, sandbox_name, settings) -> None:
     from membench.commands.run import print_table, refuse, write_log_root, write_report
-    from membench.embedded import EmbeddedPipeline
-    from membench.log_root import LogRootError, check_warehouse, describes, read_record, record_path, warehouse_state
+    from pipeline.embedded import EmbeddedPipeline
+    from audit.log_root_record import LogRootError, check_warehouse, describes, read_record, record_path, warehouse_state
     from producers.bus.base import run_set_log_path
     from reports.build import ReportError, build_report
     from warehouse import queries
@@ -292,8 +292,8 @@ def _run_kafka(study, conditions, seeds, phase, new_agent, workers, config, sand
     digests of completed learning units come from their `SkillBankFrozen` events on the trajectory
     topic (`_frozen_from_topic`), so `--phase transfer` runs on any machine that holds the banks."""
     from producers.bus.kafka import KafkaBus, SharedUnitBus, read_unit_status
-    from producers.runner import run_id_for
-    from producers.transfer.runner import learning_unit, plan_transfer
+    from producers.grid import run_id_for
+    from producers.transfer.transfer_units import learning_unit, plan_transfer
 
     console = Console(stderr=True)
     run_set = config.run_set

@@ -204,7 +204,7 @@ class KafkaBus:
 
     def mark_record(self, unit_id: str, record: dict) -> None:
         """A claim's record (one with `base`): once flushed, `status_positions["<run_set>/<unit_id>"]`
-        is where it landed, until the claim check takes it (`membench/distributed/claims.py`)."""
+        is where it landed, until the claim check takes it (`pipeline/distributed/unit_claims.py`)."""
         self._produce(self.topics.unit_status, f"{self.run_set}/{unit_id}".encode(), json.dumps(record).encode(),
                       self._on_status_delivery if "base" in record else None)
 

@@ -42,7 +42,7 @@ from typing import Any
 
 GATES = ("literal_round_trip", "cross_process_identity", "namespace_isolation", "empty_namespace", "read_budget",
          "errors_timeouts", "no_network")
-CHECK_BUDGET = 2000  # the runner's default read budget (producers/runner.py DEFAULT_READ_BUDGET)
+CHECK_BUDGET = 2000  # the runner's default read budget (producers/grid.py DEFAULT_READ_BUDGET)
 SMALL_BUDGET = 24
 OP_TIMEOUT_S = 60.0
 CHILD_TIMEOUT_S = 900.0

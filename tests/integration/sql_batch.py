@@ -15,7 +15,7 @@ from pathlib import Path
 _SCRIPT = """
 import json, sys
 from exports.tables import raw_query
-from membench.settings import load_settings
+from pipeline.settings import load_settings
 from warehouse.client import connect
 dsn, queries, fmt = json.loads(sys.stdin.read())
 warehouse = connect(load_settings(warehouse=dsn).warehouse, create=False, read_only=True)

@@ -21,7 +21,7 @@ import pytest
 
 from processors import derive_all
 from producers.pack_resolver import open_pack
-from producers.runner import RunConfig, RunUnit, run_unit
+from producers.grid import RunConfig, RunUnit, run_unit
 
 pytestmark = pytest.mark.integration
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from membench.bench.bus import synthetic_run
+from bench.bus import synthetic_run
 from processors import derive_all
 from producers.emitter import RunEmitter
 from tests.conftest import run_cli

@@ -11,13 +11,13 @@ import json
 
 import pytest
 
-from membench.distributed.progress import grid_progress
-from membench.distributed.runner import UnitRunner
-from membench.distributed.topic_reads import read_run_head
-from membench.settings import Settings
+from pipeline.distributed.progress import grid_progress
+from pipeline.distributed.group_member import UnitRunner
+from pipeline.distributed.topic_reads import read_run_head
+from pipeline.settings import Settings
 from producers.bus.kafka import KafkaBus, ensure_topics, read_unit_status
 from producers.pack_resolver import open_pack
-from producers.runner import plan_grid
+from producers.grid import plan_grid
 from producers.unit_queue import KeyStatus, UnitOrder
 from schemas.topics import topics_from_dsn
 from tests.conftest import run_cli

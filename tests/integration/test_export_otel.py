@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from exports.otel import span_id_of
-from membench.bench.upstream import ScriptedUpstream, script_from_pack
+from bench.scripted_model_server import ScriptedUpstream, script_from_pack
 from producers.attempts import read_log
 from tests.conftest import REPO, skip_or_fail
 

@@ -123,7 +123,7 @@ def test_six_condition_run_separates_conditions_and_contains_secrets(cli, home: 
         text = _scrub(text) if name.endswith(".json") else re.sub(r"[0-9a-f]{16,}", "", text)
         assert not [v for v in every if _occurs(v, text)], name
 
-    from membench.settings import load_settings
+    from pipeline.settings import load_settings
     from warehouse.client import connect
 
     warehouse = connect(load_settings().warehouse)

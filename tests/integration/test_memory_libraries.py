@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from membench.bench.upstream import ScriptedUpstream
+from bench.scripted_model_server import ScriptedUpstream
 from tests.producers.hygiene_helpers import subset_pack
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from membench.bench.upstream import ScriptedUpstream
+from bench.scripted_model_server import ScriptedUpstream
 from producers.attempts import read_log
 from tests.conftest import REPO
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from membench.bench.upstream import ScriptedUpstream, script_from_pack
+from bench.scripted_model_server import ScriptedUpstream, script_from_pack
 from producers.attempts import read_log
 from tests.integration.pack_helpers import smoke_cut_to
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from membench.bench.upstream import ScriptedUpstream, script_from_pack
+from bench.scripted_model_server import ScriptedUpstream, script_from_pack
 from membench.report_inputs import find_secrets
 from producers.attempts import read_log
 from tests.conftest import run_cli, run_cli_inprocess

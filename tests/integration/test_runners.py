@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from membench.distributed.topic_reads import read_run_head
+from pipeline.distributed.topic_reads import read_run_head
 from schemas.topics import topics_from_dsn
 from tests.conftest import run_cli
 from tests.integration.conftest import SMOKE_GRID, copy_home

@@ -1,5 +1,5 @@
 """The built-in `openai:` loop through `membench transfer`, the model scripted
-(`membench.bench.upstream.ScriptedUpstream`: no model runs; its answers come from a script): the loop
+(`bench.scripted_model_server.ScriptedUpstream`: no model runs; its answers come from a script): the loop
 solves the learning tasks from their instructions, distils a skill into /skills in each distillation
 session (a `run` call through the real gateway, in bubblewrap), the learned bank is the agent's, and
 in the transfer units the prompt the model receives says where the read-only bank is."""
@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from membench.bench.upstream import ScriptedUpstream
+from bench.scripted_model_server import ScriptedUpstream
 from producers.attempts import read_log
 from schemas.transfer_format import load_study
 from tests.conftest import REPO, run_cli

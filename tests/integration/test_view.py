@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from membench.view.server import ViewApp
+from viewer.http_server import ViewApp
 from producers.attempts import read_log
 from tests.conftest import run_cli, skip_or_fail
 
@@ -45,7 +45,7 @@ def _warehouse_rows(home: Path, run_set: str) -> dict:
     one owner of the chDB path at a time; the run has ended)."""
     script = (
         "import json, sys\n"
-        "from membench.settings import load_settings\n"
+        "from pipeline.settings import load_settings\n"
         "from warehouse.client import connect\n"
         "from warehouse import queries\n"
         "w = connect(load_settings().warehouse, create=False, read_only=True)\n"
@@ -212,7 +212,7 @@ def test_the_page_follows_a_run_while_it_runs(bwrap_sandbox, tmp_path, browser):
 def test_the_page_shows_model_calls_memory_and_a_broken_chain(tmp_path, browser):
     """A synthetic log (no sandbox): model calls, a memory read's candidates, and a run whose event
     was edited after sealing, shown as broken at its seq."""
-    from membench.view.server import ViewServer
+    from viewer.http_server import ViewServer
     from schemas.codec import encode_datum
     from tests.membench.test_view_logs import SCHEMA, LogWriter, emit_run
 

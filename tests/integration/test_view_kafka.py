@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from membench.view.server import ViewApp, ViewServer
+from viewer.http_server import ViewApp, ViewServer
 from producers.bus.kafka import KafkaBus
 from schemas.codec import encode_datum
 from tests.integration.kafka_helpers import SINGLE, membench, namespace, require_broker

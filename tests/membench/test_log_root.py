@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from membench.log_root import (
+from audit.log_root_record import (
     LogRootError,
     RunHead,
     WarehouseState,
@@ -26,7 +26,7 @@ from membench.log_root import (
     verify_signature,
     write_record,
 )
-from membench.replay import BlobStore, check_log_root, diff_findings, events_from_file, replay
+from audit.replayer import BlobStore, check_log_root, diff_findings, events_from_file, replay
 from producers.attempts import close_abandoned, closing_event, scan_log
 from producers.bus.file import FileBus
 from schemas.chain import seal
@@ -350,9 +350,9 @@ def test_replay_checks_the_diffs_of_a_log_against_its_blob_store(tmp_path):
 
 
 def test_replay_names_the_last_good_event_before_an_undecodable_block(tmp_path):
-    """Replay's log reader (membench.logscan): a damaged block is a finding naming the byte offset
+    """Replay's log reader (audit.logscan): a damaged block is a finding naming the byte offset
     and the run and seq of the last event before it."""
-    from membench.replay import events_from_file
+    from audit.replayer import events_from_file
     from producers.bus.file import FileBus
     from producers.emitter import RunEmitter
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from membench.rederive import derived_tables
+from audit.rederive import derived_tables
 from schemas.codec import encode_datum
 from schemas.registry import default_registry
 from tests.membench.test_log_root import rechain
@@ -32,7 +32,7 @@ def _snapshot(warehouse, run_set):
 def home(tmp_path):
     """Two run sets (five and four runs) through the embedded pipeline into a real chDB warehouse;
     the derived rows it wrote, per run set."""
-    from membench.embedded import EmbeddedPipeline
+    from pipeline.embedded import EmbeddedPipeline
     from warehouse.client import connect
 
     dsn = f"chdb://{tmp_path / 'wh'}"
@@ -125,7 +125,7 @@ def test_an_undecodable_raw_row_replaces_nothing(home):
 
 
 def test_log_root_json_is_refreshed_only_while_the_raw_log_is_the_recorded_one(home):
-    from membench.log_root import check_warehouse, read_record, record_path, warehouse_state, write_record
+    from audit.log_root_record import check_warehouse, read_record, record_path, warehouse_state, write_record
     from warehouse.client import connect
 
     runs_dir = Path(home["env"]["MEMBENCH_HOME"]) / "runs"

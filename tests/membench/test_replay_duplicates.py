@@ -10,7 +10,7 @@ import dataclasses
 
 import pytest
 
-from membench.replay import SourceDirs, events_from_file, replay, replay_file_jobs
+from audit.replayer import SourceDirs, events_from_file, replay, replay_file_jobs
 from tests.membench.test_replay_jobs import SCHEMA, _interleaved, _write
 from tests.processors.test_verdicts import build_run
 

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from membench.replay import SourceDirs, events_from_file, replay, replay_file_jobs
+from audit.replayer import SourceDirs, events_from_file, replay, replay_file_jobs
 from producers.bus.file import FileBus
 from producers.emitter import RunEmitter
 from producers.memory_systems.skill_bank import MANIFEST, write_manifest
@@ -44,7 +44,7 @@ def _write(path, events):
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     """Twelve runs of two run sets through the embedded pipeline (log + chDB), interleaved."""
-    from membench.embedded import EmbeddedPipeline
+    from pipeline.embedded import EmbeddedPipeline
     from warehouse.client import connect
 
     root = tmp_path_factory.mktemp("replay-jobs")

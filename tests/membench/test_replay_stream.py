@@ -8,8 +8,8 @@ import dataclasses
 
 import pytest
 
-import membench.replay as replay_module
-from membench.replay import replay
+import audit.replayer as replay_module
+from audit.replayer import replay
 from schemas.chain import seal
 from schemas.registry import default_registry
 from tests.processors.test_verdicts import build_run
@@ -18,7 +18,7 @@ from tests.processors.test_verdicts import build_run
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     """Seven runs through the embedded pipeline: the log and the warehouse agree."""
-    from membench.embedded import EmbeddedPipeline
+    from pipeline.embedded import EmbeddedPipeline
     from warehouse.client import connect
 
     root = tmp_path_factory.mktemp("replay-stream")
@@ -76,7 +76,7 @@ def test_an_edited_verdict_differs_from_the_warehouse(recorded, batch, monkeypat
 def test_the_warehouse_source_pages_through_run_ids_and_replays_as_the_log_does(recorded, monkeypatch):
     """`replay warehouse:` reads run ids a page at a time (`raw_run_id_pages`, keyed on the last id
     of the page before): with pages of 2 runs every one of the 7 runs is read, once."""
-    from membench.replay import events_from_file, events_from_warehouse
+    from audit.replayer import events_from_file, events_from_warehouse
     from warehouse.queries import raw_run_count, raw_run_id_pages
 
     pages = list(raw_run_id_pages(recorded["warehouse"], "rs", 2))

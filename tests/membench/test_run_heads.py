@@ -10,10 +10,10 @@ import random
 
 import pytest
 
-import membench.replay as replay_module
-import membench.run_heads as run_heads_module
-from membench.replay import replay
-from membench.run_heads import RunHeads
+import audit.replayer as replay_module
+import audit.run_heads as run_heads_module
+from audit.replayer import replay
+from audit.run_heads import RunHeads
 from producers.attempts import RunChain, closing_event
 from schemas.log_root import log_root, log_root_of_sorted
 from schemas.registry import default_registry

@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from membench.commands.view import view
-from membench.view.server import ViewApp, ViewServer, is_loopback
-from membench.view.state import LiveRunSet
+from viewer.http_server import ViewApp, ViewServer, is_loopback
+from viewer.state import LiveRunSet
 from reports.conventions import pass_summary
 from schemas.codec import encode_datum
 from tests.membench.test_view_logs import SCHEMA, LogWriter, emit_run, write_log

@@ -1,4 +1,4 @@
-"""The viewer's log tail (membench/view/tail.py) over logs written here, and the synthetic runs the
+"""The viewer's log tail (viewer/tail.py) over logs written here, and the synthetic runs the
 other viewer tests share: sealed events of realistic runs, appended block by block like the
 embedded pipeline does."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import fastavro
 import pytest
 
-from membench.view.tail import LogTail
+from viewer.tail import LogTail
 from producers.attempts import read_log
 from producers.bus.ocf import OcfAppender
 from producers.emitter import RunEmitter

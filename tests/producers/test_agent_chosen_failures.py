@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-import producers.runner as runner
+import producers.grid as runner
 from processors import derive_all
 from producers.agents.base import AgentOutcome
 from producers.pack_resolver import open_pack
-from producers.runner import RunConfig, RunUnit, run_unit
+from producers.grid import RunConfig, RunUnit, run_unit
 from reports.conventions import exclusion_of, valid_run
 from sandbox.base import IsolationUnavailable
 from sandbox.workspace import DIFF_STORE_LIMIT

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
-from producers.runner import INLINE_DIFF_LIMIT, patch_fields
+from producers.grid import INLINE_DIFF_LIMIT, patch_fields
 from sandbox.workspace import diff_trees, render_patch
 
 

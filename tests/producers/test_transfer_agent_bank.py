@@ -16,9 +16,9 @@ import pytest
 from producers.agents.command import CommandAgent
 from producers.agents.scripted import RefsolAgent
 from producers.memory_systems.skill_bank import MANIFEST
-from producers.runner import RunConfig, RunUnit
+from producers.grid import RunConfig, RunUnit
 from producers.transfer.agent_bank import MAX_ENTRIES, MAX_SKILL_BYTES, collect
-from producers.transfer.runner import FrozenBank, bank_dir, run_learning, run_transfer
+from producers.transfer.transfer_units import FrozenBank, bank_dir, run_learning, run_transfer
 from schemas.transfer_format import load_study
 
 STUDY = load_study(Path(__file__).parents[2] / "fixtures" / "transfer-v1")

@@ -5,7 +5,7 @@ as completed (`harness_error:…`, a valid, failed cell); before, it is still th
 from __future__ import annotations
 
 from producers.emitter import RunEmitter
-from producers.transfer.runner import _close, _Progress
+from producers.transfer.transfer_units import _close, _Progress
 from reports.conventions import valid_run
 
 

@@ -1,5 +1,5 @@
 """The model-driven simulated user against the real model gateway (host side, no sandbox needed),
-whose upstream is the scripted model server (`membench.bench.upstream.ScriptedUpstream`): the
+whose upstream is the scripted model server (`bench.scripted_model_server.ScriptedUpstream`): the
 model's replies are scripted, so these tests show what the user sends and how it fails, not a
 model's judgement. The whole CLI path is in tests/integration/test_transfer_model_user.py."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from membench.bench.upstream import ScriptedUpstream
+from bench.scripted_model_server import ScriptedUpstream
 from producers.gateway.server import GatewaySettings, ModelGateway, ModelUnavailable
 from producers.transfer.model_user import ModelUser, _reply_text, model_of
 from schemas.transfer_format import Scenario

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-import producers.transfer.runner as transfer_runner
+import producers.transfer.transfer_units as transfer_runner
 from producers.agents.base import AgentOutcome
 from producers.agents.scripted import RefsolAgent, _say
-from producers.runner import RunConfig, RunUnit
+from producers.grid import RunConfig, RunUnit
 from producers.transfer.evaluator import freeze_submission, run_evaluator
-from producers.transfer.runner import run_transfer
+from producers.transfer.transfer_units import run_transfer
 from producers.transfer.user import ScriptedUser
 from schemas.transfer_format import load_study
 

@@ -112,7 +112,7 @@ def test_packs_without_injected_secrets_are_refused(tmp_path: Path, home: Path) 
 def test_skill_bank_digest_recorded_in_run_started(tmp_path: Path, home: Path) -> None:
     from producers.memory_systems.skill_bank import verify_bank
     from producers.pack_resolver import open_pack
-    from producers.runner import RunConfig, RunUnit, run_unit
+    from producers.grid import RunConfig, RunUnit, run_unit
     from tests.producers.hygiene_helpers import subset_pack
 
     skeleton = subset_pack(FIXTURES / "hygiene-v1", tmp_path / "one", ["c8-taskq-states"], name="one")

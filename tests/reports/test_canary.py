@@ -10,7 +10,7 @@ import pytest
 from processors import derive_all
 from producers.blobs import get_blob
 from producers.emitter import RunEmitter
-from producers.runner import INLINE_DIFF_LIMIT, patch_fields
+from producers.grid import INLINE_DIFF_LIMIT, patch_fields
 from reports.canary import Secret, search_events
 from schemas.chain import seal
 from schemas.events import bounded_text

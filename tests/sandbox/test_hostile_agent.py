@@ -24,7 +24,7 @@ import pytest
 
 from producers.bus.file import FileBus
 from producers.pack_resolver import open_pack
-from producers.runner import RunConfig, RunUnit, run_unit
+from producers.grid import RunConfig, RunUnit, run_unit
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,7 @@ import dataclasses
 import fastavro
 import pytest
 
-from membench.replay import events_from_file, events_from_warehouse, replay
+from audit.replayer import events_from_file, events_from_warehouse, replay
 from producers.bus.ocf import OcfAppender
 from schemas.chain import ChainVerifier, seal
 from schemas.events import GENESIS_HASH, Event, bounded_text

@@ -89,7 +89,7 @@ def test_hygiene_pack_composition() -> None:
 
 
 def _null_patch_verdicts(pack: Pack, seq: Sequence, sandbox) -> list[str]:
-    """Each session's hidden oracle scored from the tree the agent starts from, as producers.runner
+    """Each session's hidden oracle scored from the tree the agent starts from, as producers.grid
     walks a sequence, unchanged (the null patch). Returns the problems: a null patch that does not
     fail. The reference half (every session's oracle passes the reference solution, applied in
     order as the runner does) is `membench validate`'s `reference_passes` gate, which

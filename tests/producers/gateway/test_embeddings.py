@@ -1,5 +1,5 @@
 """The gateway's embeddings wire (`POST …/embeddings`, issue 31) against a real local upstream
-(membench.bench.upstream.ScriptedUpstream): its vectors are deterministic hashed bags of words, not
+(bench.scripted_model_server.ScriptedUpstream): its vectors are deterministic hashed bags of words, not
 a model's (said so here and in its docstring). An embedding call gets the real key, a ModelCall of
 purpose `embed` on a memory channel, its usage and cost; it is recorded and replayed with no
 upstream, and a request the recording lacks is a replay miss."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 
-from membench.bench.upstream import ScriptedUpstream, scripted_embedding
+from bench.scripted_model_server import ScriptedUpstream, scripted_embedding
 from producers.blobs import get_blob
 from producers.gateway.recording import RecordedAnswer, Recording
 from producers.gateway.server import GatewaySettings, ModelGateway, ModelReplayMiss

@@ -1,5 +1,5 @@
 """The gateway's pre-flight probe and its in-run re-check, against membench's scripted local upstream
-(membench.bench.upstream; no model API is reachable from the test machines) configured as a
+(bench.scripted_model_server; no model API is reachable from the test machines) configured as a
 misconfigured real provider would answer: a key it requires, the wire APIs it speaks, the models it
 knows. The probe goes through a real gateway channel, so it proves what an agent's call would meet."""
 
@@ -10,7 +10,7 @@ import socket
 
 import pytest
 
-from membench.bench.upstream import ScriptedUpstream
+from bench.scripted_model_server import ScriptedUpstream
 from producers.gateway.preflight import Target, probe, targets_for
 from producers.gateway.server import GatewaySettings, ModelGateway, ModelMisconfigured
 from tests.producers.gateway.test_server import Events, post

@@ -1,4 +1,4 @@
-"""The gateway against a real local upstream (membench.bench.upstream, loopback only): calls are
+"""The gateway against a real local upstream (bench.scripted_model_server, loopback only): calls are
 relayed with the real key added, streams pass through byte for byte, usage and failures land in
 ModelCall events, and failures that are not the agent's mark the channel (the unit is excluded)."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from membench.bench.upstream import ScriptedUpstream
+from bench.scripted_model_server import ScriptedUpstream
 from producers.blobs import get_blob
 from producers.gateway.memory import SessionMemoryTools
 from producers.gateway.recording import RecordedAnswer, Recording

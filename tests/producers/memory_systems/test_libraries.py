@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from membench.bench.upstream import ScriptedUpstream
+from bench.scripted_model_server import ScriptedUpstream
 from producers.gateway.recording import RecordedAnswer, Recording
 from producers.gateway.server import GatewaySettings, ModelGateway, ModelReplayMiss
 from producers.memory_systems.base import MemorySetup, Namespace

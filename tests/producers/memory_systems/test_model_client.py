@@ -1,5 +1,5 @@
 """The memory model's client against the real model gateway and a real local upstream — the
-scripted model server `membench.bench.upstream` (no model API is reachable here; its answers are
+scripted model server `bench.scripted_model_server` (no model API is reachable here; its answers are
 scripted): every call is a ModelCall of purpose sleep or judge with its tokens and cost, recorded and
 replayed like an agent's; an unavailable model or a replay miss raises the exclusion the runner
 records; the purpose header never reaches the upstream and an agent cannot claim it."""
@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from membench.bench.upstream import ScriptedUpstream
+from bench.scripted_model_server import ScriptedUpstream
 from producers.gateway.recording import RecordedAnswer, Recording
 from producers.gateway.server import GatewaySettings, ModelGateway, ModelReplayMiss, ModelUnavailable
 from producers.memory_systems.model_client import PURPOSE_HEADER, MemoryModel

@@ -11,8 +11,8 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from membench.distributed.topic_reads import StatusView, read_run_head
-from membench.settings import Settings
+from pipeline.distributed.topic_reads import StatusView, read_run_head
+from pipeline.settings import Settings
 
 RUNNER_SESSION_TIMEOUT_MS = 10_000  # a dead runner's units move to another runner after about this long
 RUNNER_MAX_POLL_INTERVAL_MS = 6 * 3600 * 1000  # a rebalance waits this long for running units to finish
@@ -79,7 +79,7 @@ class UnitRunner:
         from confluent_kafka import Consumer
 
         from producers.bus.kafka import ensure_topics
-        from producers.runner import code_digest
+        from producers.grid import code_digest
         from schemas.topics import topics_from_dsn
 
         self.settings = settings
@@ -307,7 +307,7 @@ class UnitRunner:
         """Skip a done unit, or close the earlier attempt the plan takes over; the run id of the
         attempt to claim, or None when there is nothing to run here."""
         from producers.attempts import RunHead
-        from producers.runner import run_id_for
+        from producers.grid import run_id_for
 
         decision, bus = plan.decision, self._bus(order.run_set)
         if decision.action == "skip":
@@ -339,11 +339,11 @@ class UnitRunner:
 
     def _record_claim(self, order, plan: "Plan", status: str, run_id: str, attempt: int, claimed_run: str) -> bool:
         """Record STATUS with our claim and base and read the status topic up to it
-        (`membench/distributed/claims.py`): it counts unless another claim's `started` (or a
+        (`pipeline/distributed/unit_claims.py`): it counts unless another claim's `started` (or a
         completed/excluded mark) landed after our base (`KeyStatus`). A loser publishes nothing of
         the attempt, repeats the record that counts after its own so the key's newest record is true
         again, and leaves the unit to the winner."""
-        from membench.distributed.claims import record_claim, restate
+        from pipeline.distributed.unit_claims import record_claim, restate
 
         bus, unit_id = self._bus(order.run_set), order.unit.unit_id
         if record_claim(self._status, bus, unit_id, status, run_id, attempt, plan.claim, plan.base):
@@ -360,7 +360,7 @@ class UnitRunner:
         return False
 
     def _execute(self, order, plan: "Plan", run_id: str) -> None:
-        from producers.runner import RunConfig, run_unit
+        from producers.grid import RunConfig, run_unit
         from sandbox.registry import get_sandbox
 
         bus, attempt, unit = self._bus(order.run_set), plan.decision.attempt, order.unit

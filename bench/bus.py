@@ -4,7 +4,7 @@ Figures: the producer-side cost of emitting one event (seal + hash chain + hand-
 Kafka producer; median and p95 over every emit, as the emitting thread's CPU time and as elapsed
 time), the producer rate, the end-to-end rate through runner → Kafka → `membench process`
 workers (of either engine, one or more) → `membench sink` → warehouse (events whose raw row and derived rows are in the warehouse,
-per second of wall time), the consumer floors of `membench.bench.floor` on the same topic, and the
+per second of wall time), the consumer floors of `bench.floor` on the same topic, and the
 embedded path's rate (file log + in-process processors + chDB) on the same runs.
 
 Emit cost is the CPU time because that is the cost: with more runner threads than cores the
@@ -114,7 +114,7 @@ class _Discard(list):
 
 
 def bench_embedded(runs: int, threads: int, sessions: int, turns: int) -> dict:
-    from membench.embedded import EmbeddedPipeline
+    from pipeline.embedded import EmbeddedPipeline
     from warehouse.client import connect
 
     with tempfile.TemporaryDirectory(prefix="membench-bench-") as tmp:
@@ -133,7 +133,7 @@ def bench_embedded(runs: int, threads: int, sessions: int, turns: int) -> dict:
 
 def bench_kafka(bootstrap: str, runs: int, threads: int, sessions: int, turns: int, log, engine: str = "kafka",
                 workers: int = 1, floors: bool = True) -> dict:
-    from membench.bench.floor import faust_noop_rate, kafka_consume_rate
+    from bench.floor import faust_noop_rate, kafka_consume_rate
     from producers.bus.kafka import KafkaBus
     from schemas.topics import topics_from_dsn
 

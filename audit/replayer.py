@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from membench.run_heads import RunHeads
+from audit.run_heads import RunHeads
 from processors import RunSetProcessor
 from schemas.chain import ChainVerifier, sealed_as_written
 from schemas.codec import DecodeError
@@ -80,7 +80,7 @@ class ReplayResult:
     diffs_checked: int = 0
     findings: list[Finding] = field(default_factory=list)
     run_sets: dict[str, RunSetSummary] = field(default_factory=dict)
-    heads: RunHeads | None = None  # every run's head, on disk (membench.run_heads)
+    heads: RunHeads | None = None  # every run's head, on disk (audit.run_heads)
 
     @property
     def ok(self) -> bool:
@@ -107,7 +107,7 @@ def owns(run_id: str, part: tuple[int, int] | None) -> bool:
 
 
 def events_from_file(path: Path, findings: list[Finding], part: tuple[int, int] | None = None) -> Iterator[Logged]:
-    """(event, writer schema, datum) of an Avro container log (`membench.logscan`), the datum the
+    """(event, writer schema, datum) of an Avro container log (`audit.logscan`), the datum the
     exact bytes written. With `part` = (k, n) only the events of the runs worker k owns (`owns`),
     each with a fourth element, its position in the whole log; the others are walked over without
     being decoded.
@@ -115,7 +115,7 @@ def events_from_file(path: Path, findings: list[Finding], part: tuple[int, int] 
     A block that does not decode (or whose sync marker is wrong) is a finding naming its byte offset
     and the last event of the block before it; nothing from it on is trusted. Blocks are decoded
     whole before their events are used, so every worker names the same last good event."""
-    from membench.logscan import BlockError, LogFile, run_and_seq, run_of
+    from audit.logscan import BlockError, LogFile, run_and_seq, run_of
 
     last: tuple[str, int | None] = ("?", None)
     position = 0  # events before this block, every worker's included: the run sets' order of appearance
@@ -673,7 +673,7 @@ def replay(events: Iterable[Logged], findings: list[Finding], warehouse: Any | N
 
     Streams: what memory holds is the open runs (chain, folds, derived events) and, with a
     warehouse, the derived events of up to `VERIFY_BATCH_RUNS` ended runs not compared yet; every
-    ended run's head goes to disk (`membench.run_heads`), so memory does not grow with the log."""
+    ended run's head goes to disk (`audit.run_heads`), so memory does not grow with the log."""
     replayer = _Replayer(findings, None, blobs_for, file_log=file_log)
     if warehouse is not None:
         replayer.comparer = _Comparer(warehouse, replayer.result, findings)
@@ -717,7 +717,7 @@ def replay_file_jobs(path: Path, jobs: int, findings: list[Finding], warehouse: 
                      dirs: SourceDirs | None = None) -> ReplayResult:
     """`replay` of a log file by `jobs` worker processes, each owning the runs whose CRC-32 falls to
     it (runs are independent: a chain, a fold and a diff check never cross runs). Every worker reads
-    the whole file, walking over other workers' events without decoding them (`membench.logscan`);
+    the whole file, walking over other workers' events without decoding them (`audit.logscan`);
     the parent compares the derived events the workers send with the warehouse, merges heads, run
     sets and findings, and checks the skill banks across runs. The result equals `replay`'s."""
     import multiprocessing
@@ -819,7 +819,7 @@ def check_log_root(result: ReplayResult, path: Path, public_key=None, required: 
     and with `public_key` verifies the signature over the recomputed root. Every disagreement
     becomes a finding. A missing file is a finding only when `required` (a --pubkey was given);
     with `warehouse_dsn`, a file written for another warehouse is skipped (a finding if required)."""
-    from membench.log_root import LogRootError, describes, read_record, verify_signature
+    from audit.log_root_record import LogRootError, describes, read_record, verify_signature
 
     check = RootCheck(path)
     if not path.is_file():

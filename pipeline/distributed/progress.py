@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from membench.distributed.topic_reads import StatusView
-from membench.settings import Settings
+from pipeline.distributed.topic_reads import StatusView
+from pipeline.settings import Settings
 
 
 def grid_progress(settings: Settings, run_set: str | None) -> dict:

@@ -1,6 +1,6 @@
 """What the viewer knows of a run set, folded from its event log alone (docs/viewer.md).
 
-A `LiveRunSet` tails `runs/<run_set>/events.avro` (`membench.view.tail.LogTail`) and feeds every new
+A `LiveRunSet` tails `runs/<run_set>/events.avro` (`viewer.tail.LogTail`) and feeds every new
 event, in file order, to
 
 - `processors.RunSetProcessor`: the same pure folds that make the warehouse's derived rows
@@ -34,7 +34,7 @@ from reports.conventions import condition_order, pass_summary, valid_run
 from schemas.chain import ChainVerifier
 from schemas.derived import DerivedEvent
 from schemas.events import Event
-from membench.view.tail import LogTail
+from viewer.tail import LogTail
 
 LOG_NAME = "events.avro"
 QUIET_AFTER_S = 10.0  # a run set whose log has not changed for this long and has no open run is idle
@@ -480,12 +480,12 @@ class Catalog:
 
 
 class KafkaCatalog(Catalog):
-    """The run sets on a Kafka namespace's trajectory topic (`membench.view.kafka_feed`), each folded
+    """The run sets on a Kafka namespace's trajectory topic (`viewer.kafka_feed`), each folded
     like a file log. Blobs (scored diffs, model recordings) are read from `runs_dir`, the runs
     directory of the machine that ran the units, when it is this one."""
 
     def __init__(self, dsn: str, runs_dir: Path):
-        from membench.view.kafka_feed import TopicFeed
+        from viewer.kafka_feed import TopicFeed
 
         super().__init__(runs_dir)
         self.feed = TopicFeed(dsn).start()

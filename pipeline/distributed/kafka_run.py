@@ -6,14 +6,14 @@ from __future__ import annotations
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from membench.settings import Settings
+from pipeline.settings import Settings
 
 
 def run_distributed(pack_spec, conditions, seeds, agent, workers, run_set, sandbox_name, read_budget,
                     settings: Settings) -> str:
     from producers.bus.kafka import KafkaBus, SharedUnitBus, read_unit_status
     from producers.pack_resolver import open_pack
-    from producers.runner import RunConfig, code_digest, default_run_set, plan_grid, run_grid, run_id_for
+    from producers.grid import RunConfig, code_digest, default_run_set, plan_grid, run_grid, run_id_for
     from sandbox.registry import get_sandbox
 
     console = Console(stderr=True)

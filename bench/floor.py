@@ -55,7 +55,7 @@ def faust_noop_rate(dsn: str, messages: int, timeout_s: float = 600.0) -> dict:
     """Runs the no-op agent in its own process (faust owns the process's event loop and signals)."""
     with tempfile.TemporaryDirectory(prefix="membench-floor-") as tmp:
         out = Path(tmp) / "floor.json"
-        proc = subprocess.Popen([sys.executable, "-m", "membench.bench.floor", dsn, str(messages), str(out),
+        proc = subprocess.Popen([sys.executable, "-m", "bench.floor", dsn, str(messages), str(out),
                                  "worker"],
                                 stdout=subprocess.DEVNULL, stderr=open(Path(tmp) / "floor.log", "w"))
         deadline = time.monotonic() + timeout_s
@@ -86,7 +86,7 @@ def _rate(seen: int, messages: int, first: float | None, last: float | None, cpu
 def _noop_worker(dsn: str, messages: int, out: Path) -> None:
     import faust
 
-    from membench.worker import app_settings
+    from pipeline.faust_worker import app_settings
     from schemas.topics import topics_from_dsn
 
     topics = topics_from_dsn(dsn)

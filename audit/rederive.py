@@ -185,7 +185,7 @@ def refresh_log_root(warehouse: Any, run_set: str, path: Path, dsn: str) -> str 
     the derived tables' new row digests. Written only when the raw log still is the one it records
     (same runs, last hashes, raw rows and root), so a rederive never launders an edited raw table;
     the signature (over the root, which a rederive does not change) is kept."""
-    from membench.log_root import LogRootError, describes, read_record, warehouse_state, write_record
+    from audit.log_root_record import LogRootError, describes, read_record, warehouse_state, write_record
 
     if not path.is_file():
         return None

@@ -1,10 +1,10 @@
 """`membench bench bus`, replay part (issue 17): replay and rederive rates with --jobs 1 and 2, the
 floors under them, and replay's peak memory on two log sizes.
 
-On one log of synthetic runs (`membench.bench.bus.synthetic_run`, written by the embedded pipeline,
+On one log of synthetic runs (`bench.bus.synthetic_run`, written by the embedded pipeline,
 so a real events.avro and a real chDB warehouse that agree):
 
-- **read floor**: the log's blocks decoded by fastavro alone (`membench.logscan`), CPU µs per event;
+- **read floor**: the log's blocks decoded by fastavro alone (`audit.logscan`), CPU µs per event;
 - **replay**: `replay --verify` of the log (chains, diffs, folds, the comparison with the warehouse),
   with jobs 1 (in this process: CPU µs per event and the rate) and jobs 2 (worker processes: wall
   time, the rate);
@@ -13,11 +13,11 @@ so a real events.avro and a real chDB warehouse that agree):
 - **chDB insert floor**: the run set's trajectory_events rows, as RowBinary, inserted alone into an
   empty table of the same structure (process CPU, chDB's threads included, µs per row);
 - **replay memory**: the peak RSS (VmHWM) of a fresh process replaying a log of N runs and one
-  of 4·N runs (`python -m membench.bench.replay rss LOG`): memory holds the open runs, the ended
-  runs' heads are on disk (`membench.run_heads`), so the two should be about equal.
+  of 4·N runs (`python -m bench.replay_rates rss LOG`): memory holds the open runs, the ended
+  runs' heads are on disk (`audit.run_heads`), so the two should be about equal.
 
-Command: `PYTHONPATH=. .venv/bin/python -m membench.bench.replay 500` (or `membench bench bus`);
-`… -m membench.bench.replay log EVENTS.avro` profiles an in-process replay of a real log.
+Command: `PYTHONPATH=. .venv/bin/python -m bench.replay_rates 500` (or `membench bench bus`);
+`… -m bench.replay_rates log EVENTS.avro` profiles an in-process replay of a real log.
 """
 
 from __future__ import annotations
@@ -34,13 +34,13 @@ from pathlib import Path
 
 def write_runs(directory: Path, runs: int, sessions: int = 3, turns: int = 8, warehouse=None) -> Path:
     """`runs` synthetic runs as a log file (and into `warehouse`, when given, through the embedded pipeline)."""
-    from membench.bench.bus import _Discard, synthetic_run
+    from bench.bus import _Discard, synthetic_run
     from producers.bus.file import FileBus
     from producers.emitter import RunEmitter
 
     path = directory / "events.avro"
     if warehouse is not None:
-        from membench.embedded import EmbeddedPipeline
+        from pipeline.embedded import EmbeddedPipeline
 
         sink = EmbeddedPipeline(path, warehouse)
     else:
@@ -54,7 +54,7 @@ def write_runs(directory: Path, runs: int, sessions: int = 3, turns: int = 8, wa
 
 
 def read_floor(path: Path) -> dict:
-    from membench.logscan import LogFile
+    from audit.logscan import LogFile
 
     log = LogFile(path)
     started = time.process_time()
@@ -88,7 +88,7 @@ def _cpu() -> float:
 
 
 def replay_rates(path: Path, warehouse, jobs_list=(1, 2)) -> dict:
-    from membench.replay import SourceDirs, events_from_file, replay, replay_file_jobs
+    from audit.replayer import SourceDirs, events_from_file, replay, replay_file_jobs
 
     out = {}
     for jobs in jobs_list:
@@ -110,7 +110,7 @@ def replay_rates(path: Path, warehouse, jobs_list=(1, 2)) -> dict:
 
 
 def rederive_rates(warehouse, run_set: str, jobs_list=(1, 2)) -> dict:
-    from membench.rederive import rederive
+    from audit.rederive import rederive
 
     out = {}
     for jobs in jobs_list:
@@ -126,7 +126,7 @@ def rederive_rates(warehouse, run_set: str, jobs_list=(1, 2)) -> dict:
 
 def replay_rss(path: Path) -> int:
     """Peak RSS in bytes of a fresh process that replays `path` (no warehouse)."""
-    proc = subprocess.run([sys.executable, "-m", "membench.bench.replay", "rss", str(path)], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "bench.replay_rates", "rss", str(path)], capture_output=True,
                           text=True, check=True)
     return int(json.loads(proc.stdout.strip().splitlines()[-1])["rss_bytes"])
 
@@ -181,8 +181,8 @@ def format_lines(result: dict) -> list[str]:
 def profile_log(path: Path, repeats: int = 3) -> dict:
     """CPU µs per event of an in-process replay of a real log (no warehouse), best of `repeats`, and
     of its parts alone: decode, decode + `Event`, the chain check, the fold."""
-    from membench.logscan import LogFile
-    from membench.replay import events_from_file, replay
+    from audit.logscan import LogFile
+    from audit.replayer import events_from_file, replay
     from processors import RunSetProcessor
     from schemas.chain import ChainVerifier
 
@@ -216,7 +216,7 @@ def profile_log(path: Path, repeats: int = 3) -> dict:
 
 
 def _rss_main(path: str) -> None:
-    from membench.replay import events_from_file, replay
+    from audit.replayer import events_from_file, replay
 
     findings: list = []
     replay(events_from_file(Path(path), findings), findings)
@@ -228,7 +228,7 @@ def _rss_main(path: str) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "rss":
         _rss_main(sys.argv[2])
-    elif sys.argv[1] == "log":  # python -m membench.bench.replay log EVENTS.avro
+    elif sys.argv[1] == "log":  # python -m bench.replay_rates log EVENTS.avro
         print(json.dumps(profile_log(Path(sys.argv[2])), indent=2))
     else:
         figures = bench_replay(int(sys.argv[1]), log=lambda msg: print(msg, file=sys.stderr))

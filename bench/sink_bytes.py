@@ -4,7 +4,7 @@ against the RowBinary path it uses now (`warehouse.sink.RawRowEncoder` → one b
 floors that bound the new path: the payload decode and its JSON alone, and the chDB insert of the
 finished RowBinary alone. Figures are CPU µs per raw event (process CPU: chDB's insert threads
 count), so they do not depend on how busy the machine is. `membench bench bus` can call
-`bench_sink`; `python -m membench.bench.sink_bytes [RUNS]` prints it."""
+`bench_sink`; `python -m bench.sink_bytes [RUNS]` prints it."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import time
 import uuid
 from pathlib import Path
 
-from membench.bench.bus import _Discard, synthetic_run
+from bench.bus import _Discard, synthetic_run
 from producers.emitter import RunEmitter
 from schemas.codec import decode_datum, frame, unframe
 from schemas.events import Event

@@ -1,6 +1,6 @@
 """`membench bench gateway`: the latency the model gateway adds, per call and per streamed chunk.
 
-Set-up (one run, one upstream): a `ScriptedUpstream` (membench/bench/upstream.py) on loopback
+Set-up (one run, one upstream): a `ScriptedUpstream` (bench/scripted_model_server.py) on loopback
 TCP, and a gateway channel (producers/gateway/server.py, forward mode) whose upstream it is. By
 default each runs in its own process (`isolate=True`), as in a real run, where the agent, the
 runner holding the gateway, and the model server are different processes; otherwise three
@@ -286,7 +286,7 @@ def _pair(direct: _Client, via: _Client, path: str, body: bytes, calls: int, war
 def scripted_upstream(script: dict[str, Any]) -> Any:
     """A `ScriptedUpstream` (not started; it sends with TCP_NODELAY, as model servers do) that keeps
     only its last few requests (it keeps every one otherwise)."""
-    from membench.bench.upstream import ScriptedUpstream
+    from bench.scripted_model_server import ScriptedUpstream
 
     upstream = ScriptedUpstream(script)
     upstream.requests = collections.deque(maxlen=8)

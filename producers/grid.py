@@ -356,7 +356,8 @@ def code_digest() -> str:
     """SHA-256 over membench's own Python sources: which code produced a run."""
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
-    for package in ("producers", "processors", "sandbox", "schemas", "warehouse", "analytics", "reports", "membench"):
+    for package in ("producers", "processors", "sandbox", "schemas", "warehouse", "analytics", "reports", "audit",
+                    "pipeline", "viewer", "bench", "membench"):
         for path in sorted((root / package).rglob("*.py")):
             digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from membench.settings import Settings
+from pipeline.settings import Settings
 
 
 def enqueue_grid(pack_spec, conditions, seeds, agent, run_set, sandbox_name, read_budget, settings: Settings) -> str:
@@ -15,7 +15,7 @@ def enqueue_grid(pack_spec, conditions, seeds, agent, run_set, sandbox_name, rea
 
     from producers.bus.kafka import KafkaBus, read_unit_status
     from producers.pack_resolver import open_pack
-    from producers.runner import default_run_set, plan_grid
+    from producers.grid import default_run_set, plan_grid
     from producers.unit_queue import DONE_STATUSES, UnitOrder
 
     console = Console(stderr=True)

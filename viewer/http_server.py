@@ -1,7 +1,7 @@
 """The viewer's HTTP server: the page's three static files and a read-only JSON API (docs/viewer.md).
 
 Standard library only (`http.server.ThreadingHTTPServer`). Every answer is computed from the run
-sets' event logs by `membench.view.state`; nothing is written, and no warehouse is opened.
+sets' event logs by `viewer.state`; nothing is written, and no warehouse is opened.
 
     GET /                                  the page (index.html; app.js and style.css under /static/)
     GET /api/run_sets                      every run set under the runs directory, with its progress
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from membench.view.state import Catalog
+from viewer.state import Catalog
 
 STATIC = {
     "/": ("index.html", "text/html; charset=utf-8"),
@@ -69,7 +69,7 @@ def _host_of(header: str) -> str:
 
 
 def static_file(name: str) -> bytes:
-    return resources.files("membench.view").joinpath("static", name).read_bytes()
+    return resources.files("viewer").joinpath("static", name).read_bytes()
 
 
 class ViewApp:
@@ -186,7 +186,7 @@ class ViewServer:
         trajectory topic (blobs still read from `runs_dir`)."""
         catalog = None
         if kafka_dsn is not None:
-            from membench.view.state import KafkaCatalog
+            from viewer.state import KafkaCatalog
 
             catalog = KafkaCatalog(kafka_dsn, runs_dir)
         self.app = ViewApp(runs_dir, catalog)

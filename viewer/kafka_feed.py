@@ -6,7 +6,7 @@ partition of the namespace's trajectory topic from the earliest offset, in a bac
 without a consumer group commit (it assigns partitions itself, so it never disturbs the workers'
 or the sink's groups), and routes each event by run set to a `TopicLog`.
 
-A `TopicLog` offers what `membench.view.tail.LogTail` offers a `LiveRunSet` — `poll()` returns the
+A `TopicLog` offers what `viewer.tail.LogTail` offers a `LiveRunSet` — `poll()` returns the
 events gained since the last poll as blocks, `read_block(offset)` reads one back — except that
 its blocks are batches of messages kept in memory (the topic cannot be re-read by a file offset).
 Each event comes with the writer schema its message names, so the chain is checked with the
@@ -24,7 +24,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from membench.view.tail import Block, Poll
+from viewer.tail import Block, Poll
 from schemas.events import Event
 from schemas.registry import SchemaVersion
 

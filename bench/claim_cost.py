@@ -18,8 +18,8 @@ def _figure(seconds: list[float]) -> dict:
 
 
 def bench_claims(bootstrap: str, units: int, log) -> dict:
-    from membench.distributed.claims import record_claim, restate
-    from membench.distributed.topic_reads import StatusView
+    from pipeline.distributed.unit_claims import record_claim, restate
+    from pipeline.distributed.topic_reads import StatusView
     from producers.bus.kafka import KafkaBus
     from schemas.topics import topics_from_dsn
 

@@ -1,7 +1,7 @@
 """`membench process --engine kafka`: the processors on the confluent-kafka (librdkafka) consumer
 (docs/design.md §2, §7).
 
-The same contract as the faust worker (`membench/worker.py`), without faust's per-message
+The same contract as the faust worker (`pipeline/faust_worker.py`), without faust's per-message
 machinery: one consumer group (start more processes to scale out, up to the partition count),
 raw bytes decoded and folded by the same pure `RunSetProcessor`, derived events (Avro
 single-object encoding, key run_id) produced to the derived topic, undecodable or rejected

@@ -1,6 +1,6 @@
 """`membench bench bus`: CPU per event of each processor engine, and the floors under it (issue 17).
 
-The same framed messages (synthetic runs, as `membench.bench.bus` builds them) are used for
+The same framed messages (synthetic runs, as `bench.bus` builds them) are used for
 everything:
 
 - **in-process floors**, on this process's CPU time (`time.process_time`): decoding a message
@@ -26,7 +26,7 @@ import time
 import uuid
 from pathlib import Path
 
-from membench.bench.bus import _Discard, _process_cpu_seconds, synthetic_run
+from bench.bus import _Discard, _process_cpu_seconds, synthetic_run
 
 
 def synthetic_messages(runs: int, sessions: int, turns: int) -> list[tuple[bytes, bytes]]:
@@ -162,7 +162,7 @@ def engine_drain(bootstrap: str, engine: str, messages: list[tuple[bytes, bytes]
 
 
 def bench_engines(bootstrap: str, runs: int, sessions: int, turns: int, log) -> dict:
-    from membench.bench.floor import faust_noop_rate, kafka_consume_rate
+    from bench.floor import faust_noop_rate, kafka_consume_rate
 
     log(f"engines: building {runs} synthetic runs ...")
     messages = synthetic_messages(runs, sessions, turns)

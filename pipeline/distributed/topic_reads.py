@@ -20,7 +20,7 @@ def events_from_kafka(dsn: str, findings: list, timeout: float = 30.0) -> Iterat
 
     from confluent_kafka import Consumer, TopicPartition
 
-    from membench.replay import Finding
+    from audit.replayer import Finding
     from schemas.codec import DecodeError, decode_datum, unframe
     from schemas.topics import topics_from_dsn
 

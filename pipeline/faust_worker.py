@@ -19,7 +19,7 @@ import logging
 
 import faust
 
-from membench.kafka_engine import MessageFolder
+from pipeline.kafka_engine import MessageFolder
 from processors import RunSetProcessor
 from schemas.codec import encode
 from schemas.registry import default_registry

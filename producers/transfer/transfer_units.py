@@ -25,7 +25,7 @@ from producers.gateway.server import ModelUnavailable
 from producers.memory_systems.base import MemoryContext, MemoryItem, MemorySetup, Namespace
 from producers.memory_systems.skill_bank import SkillBankMemory
 from producers.memory_systems.text import tfidf_scores
-from producers.runner import (PATCH_BROKE_SCORING, RunConfig, RunUnit, oracle_isolation_proven, patch_fields,
+from producers.grid import (PATCH_BROKE_SCORING, RunConfig, RunUnit, oracle_isolation_proven, patch_fields,
                               run_id_for, verdict_payload)
 from producers.transfer.agent_bank import (AGENT, SCRIPTED, MountedBankAgent, distill_instruction,
                                            distill_with_agent, runs_in_sandbox)
