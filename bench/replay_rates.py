@@ -88,7 +88,10 @@ def _cpu() -> float:
 
 
 def replay_rates(path: Path, warehouse, jobs_list=(1, 2)) -> dict:
-    from audit.replayer import SourceDirs, events_from_file, replay, replay_file_jobs
+    from audit.checks import SourceDirs
+    from audit.file_source import events_from_file
+    from audit.parallel_replay import replay_file_jobs
+    from audit.replayer import replay
 
     out = {}
     for jobs in jobs_list:
@@ -182,7 +185,8 @@ def profile_log(path: Path, repeats: int = 3) -> dict:
     """CPU µs per event of an in-process replay of a real log (no warehouse), best of `repeats`, and
     of its parts alone: decode, decode + `Event`, the chain check, the fold."""
     from audit.logscan import LogFile
-    from audit.replayer import events_from_file, replay
+    from audit.file_source import events_from_file
+    from audit.replayer import replay
     from processors import RunSetProcessor
     from schemas.chain import ChainVerifier
 
@@ -216,7 +220,8 @@ def profile_log(path: Path, repeats: int = 3) -> dict:
 
 
 def _rss_main(path: str) -> None:
-    from audit.replayer import events_from_file, replay
+    from audit.file_source import events_from_file
+    from audit.replayer import replay
 
     findings: list = []
     replay(events_from_file(Path(path), findings), findings)

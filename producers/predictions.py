@@ -7,7 +7,7 @@ belongs to; default the scored session), `cited_memory_ids` (list of str), `usag
 `cached_tokens`, `output_tokens`, `reasoning_tokens`, `latency_ms`: ints), `status`
 (`completed` / `timeout` / `error` / `context_overflow`), and `transcript` with
 `transcript_format` (the agent CLI's own JSON-lines transcript of the session: a path relative to
-the predictions file, in one of `producers.transcripts.base.FORMATS`; docs/transcripts.md).
+the predictions file, in one of `producers.transcripts.registry.FORMATS`; docs/transcripts.md).
 Unknown fields are ignored.
 
 Each (unit, condition, seed) runs through the very runner an agent runs through, with a
@@ -57,7 +57,8 @@ from typing import Any
 
 from producers.agents.base import AgentOutcome, AgentTask
 from producers.emitter import RunEmitter
-from producers.transcripts.base import FORMATS, Transcript, TranscriptError, parse_transcript
+from producers.transcripts.base import Transcript, TranscriptError
+from producers.transcripts.registry import FORMATS, parse_transcript
 from schemas.events import bounded_text
 from schemas.fields import (REQUIRED, decode_utf8, read_input_bytes, read_input_text, relative_path_problem,
                             typed_field)

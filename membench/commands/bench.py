@@ -47,7 +47,7 @@ def machine() -> dict[str, object]:
 def stats_bench(units: int, seeds: int, n_cells: int, resamples: int, repeats: int, seed: int, compare_units: int,
                 as_json: bool) -> None:
     """Time the P1–P6 comparison family with bootstraps, and a pass-fraction report over many cells."""
-    from bench.stats import bench_compare_csv, bench_family, bench_pass_fractions
+    from bench.stats_timings import bench_compare_csv, bench_family, bench_pass_fractions
 
     click.echo(f"timing the P1-P6 family on {units} units x {seeds} seeds ({repeats} repeats)...", err=True)
     family = bench_family(units=units, seeds=seeds, resamples=resamples, repeats=repeats, seed=seed)
@@ -99,7 +99,7 @@ def bus_bench(bus_dsn: str, runs: int, threads: int, sessions: int, turns: int, 
     from bench.bus import bench_embedded, bench_emit, bench_kafka
     from bench.replay_rates import bench_replay, format_lines
     from bench.engines import bench_engines
-    from bench.memory import worker_memory
+    from bench.worker_memory import worker_memory
     from schemas.topics import topics_from_dsn
 
     log = lambda msg: click.echo(msg, err=True)  # noqa: E731

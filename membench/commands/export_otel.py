@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from membench.commands.common import dsn_options, validate_run_set_id
+from membench.commands.cli_helpers import dsn_options, validate_run_set_id
 from membench.errors import UsageError
 from pipeline.settings import Settings
 

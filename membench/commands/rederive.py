@@ -7,7 +7,7 @@ import time
 
 import click
 
-from membench.commands.common import dsn_options, open_warehouse, validate_run_set_id
+from membench.commands.cli_helpers import dsn_options, open_warehouse, validate_run_set_id
 from membench.errors import UsageError
 from pipeline.settings import Settings
 from schemas.fields import is_plain_name

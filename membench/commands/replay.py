@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from membench.commands.common import dsn_options, open_warehouse, validate_run_set_id
+from membench.commands.cli_helpers import dsn_options, open_warehouse, validate_run_set_id
 from membench.errors import UsageError
 from pipeline.settings import Settings
 from schemas.fields import is_plain_name
@@ -37,8 +37,13 @@ def replay(source: str, verify: bool, pubkey_path: Path | None, log_root_path: P
     the root against log_root.json; --pubkey also verifies its signature. Exits 1 naming the run
     and seq of every break."""
     from audit.log_root_record import LogRootError, load_public_key
-    from audit.replayer import (Finding, SourceDirs, check_log_root, events_from_file, events_from_warehouse,
-                                 replay as do_replay, replay_file_jobs)
+    from audit.checks import SourceDirs
+    from audit.file_source import events_from_file
+    from audit.findings import Finding
+    from audit.parallel_replay import replay_file_jobs
+    from audit.replayer import replay as do_replay
+    from audit.root_check import check_log_root
+    from audit.warehouse_source import events_from_warehouse
 
     public_key = None
     if pubkey_path is not None:
@@ -60,7 +65,7 @@ def replay(source: str, verify: bool, pubkey_path: Path | None, log_root_path: P
             warehouse = open_warehouse(settings, create=False)
             events = events_from_warehouse(warehouse, source[len("warehouse:"):] or None, findings)
         elif source.startswith("kafka://"):
-            from pipeline.distributed.topic_reads import events_from_kafka
+            from audit.kafka_source import events_from_kafka
 
             events = events_from_kafka(source, findings)
             warehouse = open_warehouse(settings, create=False) if verify else None

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from pathlib import Path
 
-from membench.commands.common import dsn_options, open_warehouse, validate_run_set_id
+from membench.commands.cli_helpers import dsn_options, open_warehouse, validate_run_set_id
 from membench.commands.run import baseline_options, print_table, refuse, write_report
 from membench.errors import UsageError
 from pipeline.settings import Settings

@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from membench.commands.model_options import ModelOptions, check_model_options, model_options, start_gateway
-from membench.commands.common import dsn_options, open_warehouse, parse_list, parse_seeds, validate_run_set_id
+from membench.commands.cli_helpers import dsn_options, open_warehouse, parse_list, parse_seeds, validate_run_set_id
 from membench.errors import UsageError
 from pipeline.settings import Settings
 from sandbox.registry import BACKENDS

@@ -7,7 +7,7 @@ import json
 
 import click
 
-from membench.commands.common import dsn_options
+from membench.commands.cli_helpers import dsn_options
 from membench.errors import UsageError
 from pipeline.settings import Settings
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import click
 
-from membench.commands.common import dsn_options, validate_run_set_id
+from membench.commands.cli_helpers import dsn_options, validate_run_set_id
 from membench.commands.run import ReportOptions, baseline_options, load_signer, run_embedded
 from membench.errors import UsageError
 from pipeline.settings import Settings

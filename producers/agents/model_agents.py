@@ -191,7 +191,7 @@ class ModelAgent:
     def _translate(self, stdout: str, emitter: RunEmitter) -> list[str]:
         if self.transcript_format is None:
             return CommandAgent._replay(stdout, emitter)
-        from producers.transcripts.base import parse_transcript
+        from producers.transcripts.registry import parse_transcript
 
         # split on "\n" only: a raw U+2028 inside a JSON string is not a line break of the stream
         transcript = parse_transcript(stdout.split("\n"), self.transcript_format, f"{self.name} stdout",

@@ -1,4 +1,6 @@
-"""What a parsed agent CLI transcript is, the citation convention, and the one entry point.
+"""What a parsed agent CLI transcript is, and the citation convention; the interface the format
+parsers import. The one entry point, `producers.transcripts.registry.parse_transcript`, imports
+the parsers and picks one by format name.
 
 `parse_transcript(lines, fmt, source, strict)` turns the JSON-lines stream an agent CLI writes on
 stdout into membench events (docs/transcripts.md has the translation table and the token
@@ -17,12 +19,8 @@ emits `Transcript.events` in order (`emitter.emit(event.kind, event.payload, eve
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
-
-FORMATS = ("codex-exec-json", "claude-stream-json")
-
 
 class TranscriptError(ValueError):
     """A transcript line that cannot be translated: the message names the source, the 1-based line
@@ -76,16 +74,3 @@ def parse_citations(text: str) -> list[str]:
         if ident and ident not in out:
             out.append(ident)
     return out
-
-
-def parse_transcript(lines: Iterable[str], fmt: str, source: str, strict: bool = True) -> Transcript:
-    """The events of one transcript in format `fmt` (one of `FORMATS`); `source` names it in
-    errors (a file name). Raises TranscriptError (strict) or ValueError for an unknown format."""
-    # the format modules import this module for the types, so they are imported here, on use
-    if fmt == "codex-exec-json":
-        from producers.transcripts.codex_exec_json import parse
-    elif fmt == "claude-stream-json":
-        from producers.transcripts.claude_stream_json import parse
-    else:
-        raise ValueError(f"unknown transcript format '{fmt}' (known: {', '.join(FORMATS)})")
-    return parse(lines, source, strict)

@@ -280,7 +280,8 @@ def test_recover_copies_what_the_warehouse_lacks_and_closes_the_open_run(tmp_pat
     and the first half of another that the warehouse never saw. `recover` copies both in and closes
     the open one; replay of the log against the warehouse then agrees."""
     from pipeline.embedded import EmbeddedPipeline
-    from audit.replayer import events_from_file, replay
+    from audit.file_source import events_from_file
+    from audit.replayer import replay
     from schemas.chain import seal
     from schemas.registry import default_registry
     from tests.processors.test_verdicts import build_run

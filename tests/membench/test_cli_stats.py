@@ -265,7 +265,7 @@ def test_compare_beyond_the_exact_bound_names_its_method(tmp_path):
 
 
 def test_bench_compare_csv_workload():
-    from bench.stats import bench_compare_csv
+    from bench.stats_timings import bench_compare_csv
 
     timing = bench_compare_csv(units=2000, seeds=3, repeats=1)
     assert timing.detail["rows"] == 12_000 and timing.detail["clustered_method"] in ("exact", "monte_carlo")

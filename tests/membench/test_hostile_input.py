@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from membench.commands.common import validate_run_set_id
+from membench.commands.cli_helpers import validate_run_set_id
 from membench.errors import UsageError
 from schemas.fields import MAX_INPUT_BYTES
 from tests.producers.hygiene_helpers import FIXTURES

@@ -26,7 +26,10 @@ from audit.log_root_record import (
     verify_signature,
     write_record,
 )
-from audit.replayer import BlobStore, check_log_root, diff_findings, events_from_file, replay
+from audit.checks import BlobStore, diff_findings
+from audit.file_source import events_from_file
+from audit.replayer import replay
+from audit.root_check import check_log_root
 from producers.attempts import close_abandoned, closing_event, scan_log
 from producers.bus.file import FileBus
 from schemas.chain import seal
@@ -352,7 +355,7 @@ def test_replay_checks_the_diffs_of_a_log_against_its_blob_store(tmp_path):
 def test_replay_names_the_last_good_event_before_an_undecodable_block(tmp_path):
     """Replay's log reader (audit.logscan): a damaged block is a finding naming the byte offset
     and the run and seq of the last event before it."""
-    from audit.replayer import events_from_file
+    from audit.file_source import events_from_file
     from producers.bus.file import FileBus
     from producers.emitter import RunEmitter
 

@@ -63,7 +63,8 @@ def test_a_damaged_block_is_refused_with_its_offset(tmp_path):
 def test_a_log_repacked_with_deflate_replays_like_the_original(tmp_path):
     import fastavro
 
-    from audit.replayer import events_from_file, replay
+    from audit.file_source import events_from_file
+    from audit.replayer import replay
 
     schema = default_registry().latest("event")
     path = tmp_path / "events.avro"

@@ -10,7 +10,10 @@ import dataclasses
 
 import pytest
 
-from audit.replayer import SourceDirs, events_from_file, replay, replay_file_jobs
+from audit.checks import SourceDirs
+from audit.file_source import events_from_file
+from audit.parallel_replay import replay_file_jobs
+from audit.replayer import replay
 from tests.membench.test_replay_jobs import SCHEMA, _interleaved, _write
 from tests.processors.test_verdicts import build_run
 

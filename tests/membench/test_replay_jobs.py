@@ -12,7 +12,10 @@ import sys
 
 import pytest
 
-from audit.replayer import SourceDirs, events_from_file, replay, replay_file_jobs
+from audit.checks import SourceDirs
+from audit.file_source import events_from_file
+from audit.parallel_replay import replay_file_jobs
+from audit.replayer import replay
 from producers.bus.file import FileBus
 from producers.emitter import RunEmitter
 from producers.memory_systems.skill_bank import MANIFEST, write_manifest

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import confluent_kafka
 
-from pipeline.distributed.topic_reads import events_from_kafka
+from audit.kafka_source import events_from_kafka
 from schemas.chain import seal
 from schemas.codec import frame
 from schemas.registry import default_registry

@@ -8,7 +8,8 @@ import dataclasses
 
 import pytest
 
-import audit.replayer as replay_module
+import audit.comparison as comparison
+import audit.warehouse_source as warehouse_source
 from audit.replayer import replay
 from schemas.chain import seal
 from schemas.registry import default_registry
@@ -35,7 +36,7 @@ def recorded(tmp_path_factory):
 
 
 def _replay(recorded, runs, batch, monkeypatch):
-    monkeypatch.setattr(replay_module, "VERIFY_BATCH_RUNS", batch)
+    monkeypatch.setattr(comparison, "VERIFY_BATCH_RUNS", batch)
     schema = recorded["schema"]
     findings: list = []
     result = replay(((e, schema) for events in runs for e in events), findings, recorded["warehouse"])
@@ -76,14 +77,15 @@ def test_an_edited_verdict_differs_from_the_warehouse(recorded, batch, monkeypat
 def test_the_warehouse_source_pages_through_run_ids_and_replays_as_the_log_does(recorded, monkeypatch):
     """`replay warehouse:` reads run ids a page at a time (`raw_run_id_pages`, keyed on the last id
     of the page before): with pages of 2 runs every one of the 7 runs is read, once."""
-    from audit.replayer import events_from_file, events_from_warehouse
+    from audit.file_source import events_from_file
+    from audit.warehouse_source import events_from_warehouse
     from warehouse.queries import raw_run_count, raw_run_id_pages
 
     pages = list(raw_run_id_pages(recorded["warehouse"], "rs", 2))
     assert [len(p) for p in pages] == [2, 2, 2, 1]
     assert [r for p in pages for r in p] == sorted(f"run-{i}" for i in range(7)) and \
         raw_run_count(recorded["warehouse"], "rs") == 7
-    monkeypatch.setattr(replay_module, "RUNS_PER_QUERY", 2)
+    monkeypatch.setattr(warehouse_source, "RUNS_PER_QUERY", 2)
     findings: list = []
     from_warehouse = replay(events_from_warehouse(recorded["warehouse"], "rs", findings), findings)
     from_log = replay(events_from_file(recorded["log"], []), [])

@@ -9,7 +9,9 @@ import dataclasses
 import fastavro
 import pytest
 
-from audit.replayer import events_from_file, events_from_warehouse, replay
+from audit.file_source import events_from_file
+from audit.replayer import replay
+from audit.warehouse_source import events_from_warehouse
 from producers.bus.ocf import OcfAppender
 from schemas.chain import ChainVerifier, seal
 from schemas.events import GENESIS_HASH, Event, bounded_text

@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from membench.commands.common import dsn_options, open_warehouse
+from membench.commands.cli_helpers import dsn_options, open_warehouse
 from membench.errors import UsageError
 from pipeline.settings import Settings
 

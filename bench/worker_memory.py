@@ -6,7 +6,7 @@ synthetic runs (RunStarted, RunEnded: the smallest complete run, so a million fi
 through one `RunSetProcessor` with the workers' window, in a fresh process so nothing else
 counts, and samples the process's resident set (VmRSS) at checkpoints.
 
-    python -m bench.memory RUNS [--window N|none]   # prints JSON
+    python -m bench.worker_memory RUNS [--window N|none]   # prints JSON
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def fold_runs(runs: int, window: int | None, checkpoints: list[int]) -> dict:
 
 def worker_memory(runs: int, window: int | None = None, checkpoints: tuple[int, ...] = (100_000,)) -> dict:
     """Runs `fold_runs` in a fresh interpreter (window None: the workers' default window)."""
-    args = [sys.executable, "-m", "bench.memory", str(runs),
+    args = [sys.executable, "-m", "bench.worker_memory", str(runs),
             "--checkpoints", ",".join(str(c) for c in checkpoints)]
     if window is not None:
         args += ["--window", str(window)]
