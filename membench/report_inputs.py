@@ -205,7 +205,7 @@ def check_baseline(conditions: list[str], baseline: str | None, study) -> None:
 def build_full_report(warehouse: Any, run_set: str, home: Path, *, baseline: str | None = None, study=None,
                       pack_spec: str | None = None, blob_dir: Path | None = None, kafka: bool = False):
     """(report, secrets): `build_report` with the canary proof over the warehouse (and the diffs stored
-    as blobs in BLOB_DIR) and the admission funnel; `membench.commands.run.write_report(settings,
+    as blobs in BLOB_DIR) and the admission funnel; `pipeline.grid_run.write_report(settings,
     report, secrets)` adds the reports' search. KAFKA: the run set's bus is Kafka (for the reasons)."""
     from reports.build import build_report
     from reports.study import DEFAULT_STUDY

@@ -1,9 +1,12 @@
-"""Options and helpers shared by the commands."""
+"""Options and helpers shared by the commands: the DSN options, list and seed parsing, run-set ids;
+the report options of `run`, `score` and `report`, the signing key, and the embedded grid run."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import click
@@ -75,3 +78,59 @@ def validate_run_set_id(value: str | None, where: str = "--run-set") -> str | No
     if value is None or is_plain_name(value):
         return value
     raise UsageError(f"{where}: invalid run-set id {value!r} ({PLAIN_NAME_RULE})")
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """How `run` and `score` build the report at the end: the baseline, the study, the pack (canary)."""
+
+    baseline: str | None = None
+    study: Any = None  # reports.study.Study; None: the default study
+    pack_spec: str | None = None
+
+    def builder(self, home: Path):
+        """What `pipeline.grid_run.run_embedded` calls to build the report at the end: the full report
+        (canary proof, admission and conformance funnels, `membench.report_inputs`) with these options."""
+        from membench.report_inputs import build_full_report
+
+        def build(warehouse, run_set: str, blob_dir: Path | None):
+            return build_full_report(warehouse, run_set, home, baseline=self.baseline, study=self.study,
+                                     pack_spec=self.pack_spec, blob_dir=blob_dir)
+
+        return build
+
+
+def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, workers: int, agent_for=None,
+                 verb: str = "run", signer=None, report_options: ReportOptions | None = None,
+                 stop_grace: float = 30.0) -> None:
+    """`pipeline.grid_run.run_embedded` with the report `report_options` describe; what the pipeline
+    refuses is a usage error (exit 2)."""
+    from pipeline.grid_run import RunRefused, run_embedded as run_grid
+
+    try:
+        run_grid(pack, units, config, sandbox_name, settings, workers, agent_for, verb, signer,
+                 build_report=(report_options or ReportOptions()).builder(settings.home), stop_grace=stop_grace)
+    except RunRefused as exc:
+        raise UsageError(str(exc)) from None
+
+
+def baseline_options(f):
+    """--baseline COND and --study FILE (docs/study.md), shared by run, score and report."""
+    f = click.option("--study", "study_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                     help="study file (JSON, docs/study.md): baseline and registered comparison families")(f)
+    return click.option("--baseline", default=None, metavar="COND",
+                        help="the condition comparisons are made against (default: the study's, else B0, else "
+                        "no_memory; with neither and no study baseline the report is refused)")(f)
+
+
+def load_signer(sign_key: Path | None):
+    """The Ed25519 private key of --sign-key, read before anything is written (a bad key is a usage
+    error, exit 2, naming the file)."""
+    if sign_key is None:
+        return None
+    from audit.log_root_record import LogRootError, load_signing_key
+
+    try:
+        return load_signing_key(sign_key)
+    except LogRootError as exc:
+        raise UsageError(f"--sign-key: {exc}") from None

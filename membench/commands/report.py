@@ -15,9 +15,9 @@ from rich.text import Text
 
 from pathlib import Path
 
-from membench.commands.cli_helpers import dsn_options, open_warehouse, validate_run_set_id
-from membench.commands.run import baseline_options, print_table, refuse, write_report
+from membench.commands.cli_helpers import baseline_options, dsn_options, open_warehouse, validate_run_set_id
 from membench.errors import UsageError
+from pipeline.grid_run import print_table, refuse, write_report
 from pipeline.settings import Settings
 
 

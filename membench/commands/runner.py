@@ -54,7 +54,7 @@ def runner(workers: int, until_idle: bool, idle_seconds: float, max_poll_s: floa
     import os
     import sys
 
-    from membench.stopping import EXIT_STOPPED, GridStop
+    from pipeline.stopping import EXIT_STOPPED, GridStop
 
     # a first SIGINT/SIGTERM claims nothing more and lets the running units finish within --stop-grace;
     # a second (or the period's end) exits at once, as `kill -9` would: the group hands the unfinished

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import click
 
-from membench.commands.cli_helpers import dsn_options, validate_run_set_id
-from membench.commands.run import ReportOptions, baseline_options, load_signer, run_embedded
+from membench.commands.cli_helpers import (ReportOptions, baseline_options, dsn_options, load_signer, run_embedded,
+                                           validate_run_set_id)
 from membench.errors import UsageError
 from pipeline.settings import Settings
 from sandbox.registry import BACKENDS

@@ -175,7 +175,7 @@ class UnitRunner:
         return lag
 
     def run(self, until_idle: bool = False, idle_seconds: float = 5.0, stop=None) -> RunnerStats:
-        """`stop` (membench.stopping.GridStop): once asked, no further order is claimed; the running
+        """`stop` (pipeline.stopping.GridStop): once asked, no further order is claimed; the running
         units finish and are committed, then this returns (the remaining orders stay queued for the
         group). Its kill path is the caller's: the process exits, as a `kill -9` would."""
         from concurrent.futures import FIRST_COMPLETED, wait

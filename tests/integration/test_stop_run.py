@@ -129,7 +129,7 @@ def test_a_second_signal_kills_the_running_sandbox_and_the_log_still_verifies(ho
 
 # `membench` with one step of run_embedded wrapped so the process signals itself while that step runs
 SIGNAL_DURING = """import os, signal, sys
-import membench.commands.run as run
+import pipeline.grid_run as run
 import pipeline.embedded as embedded
 owner, name = (embedded.EmbeddedPipeline, "recover") if STEP == "recover" else (run, "write_log_root")
 original = getattr(owner, name)

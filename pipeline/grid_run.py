@@ -1,0 +1,267 @@
+"""The embedded grid run, as `membench run` and `membench score` do it: recover the run set from its
+log, run the units not complete yet on the embedded pipeline with a progress bar and a clean stop
+(`pipeline.stopping`), then write the report (report.json, report.md, report.html) and the run
+set's log root. `membench transfer` and `membench report` use its report and log-root writers."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from pipeline.settings import Settings
+
+if TYPE_CHECKING:
+    from reports.model import Report
+
+# (warehouse, run set, blob directory) -> (report, secrets): how the caller builds the run set's report
+ReportBuilder = Callable[[Any, str, "Path | None"], "tuple[Report, list]"]
+
+
+class RunRefused(Exception):
+    """What the pipeline refuses on the user's input (a warehouse it cannot open, a report it cannot
+    build): the CLI shows it as a usage error (exit status 2), one line."""
+
+
+def open_warehouse(settings: Settings, create: bool = True):
+    from warehouse.client import WarehouseError, connect
+
+    try:
+        return connect(settings.warehouse, create=create)
+    except WarehouseError as exc:
+        raise RunRefused(str(exc)) from None
+
+
+def print_table(console: Console, report: Report) -> None:
+    table = Table(title=f"{report.suite} · {report.agent} · run set {report.run_set}")
+    for column in ("condition", "cells", "passed", "pass rate", "95% CI", "excluded"):
+        table.add_column(column, justify="left" if column == "condition" else "right")
+    gates = getattr(report, "validity_gates", None)
+    for c in report.conditions:
+        low, high = c.ci95
+        rate = "—" if c.pass_rate is None else f"{100 * c.pass_rate:.1f}%"
+        ci = "—" if low is None else f"{100 * low:.1f}–{100 * high:.1f}%"
+        if c.ci_method == "clopper_pearson_traps":  # all or none passed: the bootstrap has zero width there
+            ci += " exact"
+        # why, where the user looks: a misconfigured model must not read as a bare count
+        gate = gates.exclusions.get(c.condition) if gates is not None else None
+        reasons = ", ".join(f"{reason} {n}" for reason, n in (gate.reasons if gate else {}).items())
+        table.add_row(c.condition, str(c.cells), str(c.passed), rate, ci,
+                      f"{c.excluded} ({reasons})" if c.excluded and reasons else str(c.excluded))
+    console.print(table)
+
+
+def write_report(settings: Settings, report: Report, secrets=()) -> Path:
+    """report.json (the JSON form of the typed report), and report.md and report.html rendered from it.
+    With a canary proof that searched the events, the rendered texts are searched for `secrets` too
+    and the proof records it (it names secrets, never their values, so rendering it again adds none)."""
+    from reports.canary import search_reports
+    from reports.html import render_html
+    from reports.markdown import render_markdown
+    from reports.model import to_json
+
+    def render(document) -> dict[str, str]:
+        return {"report.json": json.dumps(document, indent=2) + "\n", "report.md": render_markdown(document),
+                "report.html": render_html(document)}
+
+    texts = render(to_json(report))
+    if report.canary is not None and report.canary.searched is not None:
+        report = replace(report, canary=search_reports(report.canary, list(secrets), texts))
+        texts = render(to_json(report))
+    out = settings.runs_dir / report.run_set
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in texts.items():
+        (out / name).write_text(text, encoding="utf-8")
+    return out
+
+
+def refuse(console: Console, lines: list[str], what: str, hint: str = "") -> None:
+    """Print each problem and exit 1: an audit failure, not a usage error."""
+    for line in lines:
+        console.print(Text.assemble(("MISMATCH ", "bold red"), line), highlight=False, soft_wrap=True)
+    console.print(f"{what}: the warehouse disagrees with the log (above); nothing was written{hint}",
+                  highlight=False, markup=False, soft_wrap=True)
+    raise SystemExit(1)
+
+
+def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, workers: int, agent_for=None,
+                 verb: str = "run", signer=None, *, build_report: ReportBuilder, stop_grace: float = 30.0) -> None:
+    """Run `units` on the embedded pipeline, skipping those already complete in the warehouse, with a
+    progress bar; then rebuild (`build_report(warehouse, run_set, blob_dir)` → (report, secrets)), write
+    and print the report, and write (and with `signer`, an Ed25519
+    private key, sign) the run set's log root. `agent_for(unit)`, when given, supplies each unit's
+    agent (`membench score` replays given patches that way).
+
+    Before anything runs: the warehouse must still agree with the log_root.json of the run set's
+    last end (a tampered warehouse is refused, not laundered into a new root), and
+    `EmbeddedPipeline.recover` brings the warehouse up to the log and closes every attempt a crash
+    abandoned, so attempt numbers and completed units are counted from the whole log.
+
+    A first SIGINT/SIGTERM starts no further unit and gives the running ones `stop_grace` seconds; a
+    second one (or the period's end) fences the log and kills their sandboxes (pipeline/stopping.py).
+    Every unfinished attempt is then closed `RunEnded{abandoned}`, the report is written marked
+    `partial`, the command to resume is printed, and the exit status is 130. A signal before the
+    grid (during recovery) starts no unit; one after it (the report, the log root) lets them be
+    written whole, then exits 130. A report refused after the run (e.g. no baseline in a resumed run
+    set) raises `RunRefused` once what ran is recorded; so does a warehouse that cannot be opened."""
+    from audit.log_root_record import record_path
+    from pipeline.stopping import GridStop
+
+    console = Console(stderr=True)
+    run_set = config.run_set
+    config = replace(config, blob_dir=settings.runs_dir / run_set / "blobs")  # large diffs, beside the log
+    root_file = record_path(settings.runs_dir, run_set)
+    # a first Ctrl-C / SIGTERM starts no further unit and gives the running ones a grace period; a
+    # second (or the period's end) fences the log and kills their sandboxes (pipeline/stopping.py).
+    # Installed around the whole body: a signal during recovery, the report or the log root is
+    # a stop too (exit 130), never a traceback or a death that leaves the log root unwritten.
+    stop = GridStop(stop_grace, say=lambda text: console.print(text, highlight=False, markup=False,
+                                                                soft_wrap=True))
+    with stop.installed():
+        _run_body(console, run_set, config, root_file, pack, units, sandbox_name, settings, workers,
+                  agent_for, verb, signer, build_report, stop)
+
+
+def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, settings, workers, agent_for,
+              verb, signer, build_report, stop) -> None:
+    from pipeline.embedded import EmbeddedPipeline
+    from audit.log_root_record import LogRootError, check_warehouse, describes, read_record, warehouse_state
+    from producers.attempts import LogError, describe
+    from producers.bus.base import run_set_log_path
+    from pipeline.stopping import EXIT_STOPPED, StoppableSandbox, run_units
+    from producers.grid import run_unit
+    from sandbox.registry import get_sandbox
+    from warehouse import queries
+    from reports.build import ReportError
+
+    warehouse = open_warehouse(settings)
+    try:
+        if root_file.exists():
+            try:
+                recorded = read_record(root_file)
+            except LogRootError as exc:
+                refuse(console, [str(exc)], verb)
+            if describes(recorded, settings.warehouse):
+                problems = check_warehouse(warehouse_state(warehouse, run_set), recorded, new_runs_allowed=True)
+                if problems:
+                    refuse(console, problems, verb)
+        pipeline = EmbeddedPipeline(run_set_log_path(settings.runs_dir, run_set), warehouse)
+        stop.on_kill.append(pipeline.fence)
+        try:
+            try:
+                recovery = pipeline.recover(run_set)
+            except LogError as exc:
+                console.print(f"{verb}: {exc}; the log must be repaired before run set {run_set} can resume",
+                              highlight=False, markup=False, soft_wrap=True)
+                raise SystemExit(1) from None
+            if recovery.raw_rows or recovery.derived_rows:
+                console.print(f"recovered from the log: {recovery.raw_rows} raw events and {recovery.derived_rows} "
+                              "derived events the warehouse lacked", highlight=False)
+            for event in recovery.closed:
+                console.print(describe(event), highlight=False, markup=False, soft_wrap=True)
+            done = queries.completed_units(warehouse, run_set)
+            attempts = {u: n + 1 for u, n in queries.attempts_started(warehouse, run_set).items()}
+            todo = [u for u in units if u.unit_id not in done]
+            # printed with the stop handlers installed (run_embedded): a signal from here on is a clean stop
+            console.print(f"run set [bold]{run_set}[/]: {len(units)} units, {len(units) - len(todo)} already "
+                          f"complete, {len(todo)} to {verb} with {workers} workers")
+            if not todo and config.gateway is not None and config.gateway.settings.record:
+                # a recording is made by running units: a complete grid runs none, so it would be silent
+                console.print(f"--model-record: nothing was recorded: every unit of run set {run_set} is already "
+                              "complete, so no model was called; to record this grid, run it into a new run set "
+                              "(--run-set NAME)", highlight=False, markup=False, soft_wrap=True)
+            sandbox = StoppableSandbox(get_sandbox(sandbox_name), stop.killed)
+            with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn(), console=console, transient=False) as progress:
+                bar = progress.add_task("units", total=len(todo))
+                not_started = run_units(
+                    lambda unit: run_unit(pack, unit, config, sandbox, pipeline.publish, attempts.get(unit.unit_id, 1),
+                                          agent_for(unit) if agent_for else None),
+                    todo, workers, lambda unit, run_id: progress.update(bar, advance=1, description=unit.unit_id),
+                    stop)
+            cut = stop.asked  # the grid was stopped (a later signal finds it complete)
+            abandoned = pipeline.close_open(run_set) if cut else []
+            for event in abandoned:
+                console.print(describe(event), highlight=False, markup=False, soft_wrap=True)
+        finally:
+            pipeline.close()
+        refused = None
+        try:
+            report, secrets = build_report(warehouse, run_set, config.blob_dir)
+        except ReportError as exc:  # checked before the run; a resumed run set may hold other conditions
+            refused = exc
+        state = warehouse_state(warehouse, run_set)
+    finally:
+        warehouse.close()
+    write_log_root(console, root_file, state, signer, settings.warehouse)
+    resume = None
+    if cut:
+        resume = "membench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+        if refused is None:
+            from reports.model import PartialRun
+
+            report = replace(report, partial=PartialRun(
+                reason="stopped by a signal before the grid finished", units_planned=len(units),
+                units_not_started=len(not_started), attempts_abandoned=len(abandoned), resume=resume))
+    if refused is not None and cut:  # e.g. stopped before any unit ran: nothing to report, still a stop
+        console.print(f"stopped: no report ({refused}); resume with the same command: {resume}",
+                      highlight=False, markup=False, soft_wrap=True)
+        raise SystemExit(EXIT_STOPPED)
+    if refused is not None:  # what ran is recorded (log, warehouse, log root); only the report is not written
+        raise RunRefused(f"{refused}; the run set is recorded, rebuild its report with `membench report {run_set}`")
+    out = write_report(settings, report, secrets)
+    print_table(Console(), report)
+    console.print(f"report: {out / 'report.json'}  ·  log: {out / 'events.avro'}  ·  log root: {state.root}",
+                  highlight=False, markup=False, soft_wrap=True)
+    if cut:
+        console.print(f"stopped: the report is partial ({len(not_started)} units not started, {len(abandoned)} "
+                      f"attempts closed as abandoned); resume with the same command: {resume}",
+                      highlight=False, markup=False, soft_wrap=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if any(t.name.startswith("membench-unit") and t.is_alive() for t in threading.enumerate()):
+            os._exit(EXIT_STOPPED)  # a unit thread still blocked (its log is fenced): do not wait for it
+        raise SystemExit(EXIT_STOPPED)
+    if stop.asked:  # the signal came after the grid: what ran is complete and written
+        console.print("stopped after the grid finished: the report and the log root are complete",
+                      highlight=False, markup=False, soft_wrap=True)
+        raise SystemExit(EXIT_STOPPED)
+
+
+def write_log_root(console: Console, path: Path, state, signer, warehouse_dsn: str) -> None:
+    """runs/<run_set>/log_root.json at the end of the run set: root, heads, row digests, signature.
+    Without a key, a signature already there is kept while it signs the same root (a re-run that ran
+    nothing); a root that changed loses it, with a warning, since it would no longer verify."""
+    from audit.log_root_record import LogRootError, describes, read_record, sign, write_record
+
+    for lines in state.problems.values():  # the run just wrote these rows: a disagreement is a bug
+        for line in lines:
+            console.print(Text.assemble(("WARNING ", "bold red"), line), highlight=False, soft_wrap=True)
+    signature = sign(signer, state.run_set, state.root) if signer is not None else None
+    if signer is None and path.exists():
+        try:
+            before = read_record(path)
+        except LogRootError:
+            before = None
+        if before is not None and before.signature is not None and describes(before, warehouse_dsn):
+            if before.log_root == state.root:
+                signature = before.signature
+            else:
+                console.print(f"WARNING the log root changed to {state.root}; the signature of the previous root "
+                              "was dropped (sign again with --sign-key)", highlight=False, markup=False,
+                              soft_wrap=True)
+    write_record(path, state.record(signature, warehouse_dsn))
+    if signature is not None:
+        console.print(f"log root {state.root} signed (Ed25519, key id {signature.key_id})", highlight=False,
+                      markup=False, soft_wrap=True)
