@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from exports.tables import raw_query, table_key
+from exports.table_formats import raw_query, table_key
 from pipeline.settings import load_settings
 
 __all__ = ["runs", "sessions", "events", "failures", "memory_contracts", "hygiene", "table"]

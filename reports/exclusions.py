@@ -108,7 +108,7 @@ def exclusions_html(report: dict[str, Any]) -> str | None:
     """The body of the page's Exclusions section (None: a report.json written before the gate)."""
     # imported here: reports.html's page imports this module
     from reports.html.format import esc
-    from reports.html.tables import _verdict, html_table
+    from reports.html.table_markup import _verdict, html_table
 
     balance = (report.get("validity_gates") or {}).get("exclusion_balance")
     if balance is None:

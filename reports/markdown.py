@@ -187,17 +187,17 @@ def _study_parts_markdown(report: dict[str, Any]) -> str:
                   f"- code: {', '.join(f'`{d}`' for d in prov['code_digests'])}",
                   f"- seeds: {', '.join(str(s) for s in prov['seeds'])}; runs started: {prov['runs']}"]
         if prov.get("memory_policies"):
-            from reports.html.study import memory_policy_text
+            from reports.provenance_text import memory_policy_text
 
             lines.append(f"- memory policies: {memory_policy_text(prov['memory_policies'])}")
         cost = report.get("cost_usd")
         if cost:
-            from reports.html.study import cost_text
+            from reports.provenance_text import cost_text
 
             lines.append(f"- USD cost: {cost_text(cost)}")
         admission = report.get("admission")
         if admission:
-            from reports.html.study import admission_text
+            from reports.provenance_text import admission_text
 
             lines.append(f"- admission funnel: {admission_text(admission)}")
         funnel = report.get("conformance")
@@ -214,7 +214,7 @@ def _study_parts_markdown(report: dict[str, Any]) -> str:
         lines += ["## Canary proof", "", f"**{proof['status'].upper()}**" + (f" — {proof['reason']}" if proof.get("reason") else "")]
         searched = proof.get("searched")
         if searched:
-            from reports.html.study import blobs_text
+            from reports.provenance_text import blobs_text
 
             lines += ["", f"{proof['secrets']} secrets of pack `{proof['pack']}` searched in "
                           f"{searched['agent_visible_events']} agent-visible events ({searched['agent_visible_bytes']} "

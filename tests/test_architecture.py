@@ -1,5 +1,7 @@
 """The folders are the architecture (docs/design.md §1): each package imports only the packages
-upstream of it, and interface modules hold protocols and types, not the implementations."""
+upstream of it, interface modules hold protocols and types, not the implementations, no two
+modules import each other (directly or round a circle), and a module's name says its job, so the
+same name in two rooms is the same job."""
 
 from __future__ import annotations
 
@@ -18,10 +20,31 @@ ALLOWED = {
     "analytics": set(),
     "reports": {"analytics", "warehouse", "schemas"},
     "exports": {"analytics", "warehouse", "schemas", "reports"},
-    "membench": {"schemas", "producers", "processors", "sandbox", "warehouse", "analytics", "reports", "exports"},
+    "audit": {"schemas", "processors", "warehouse", "producers"},
+    "viewer": {"schemas", "processors", "reports", "producers"},
+    "pipeline": {"schemas", "processors", "warehouse", "producers", "sandbox", "reports", "audit"},
+    "bench": {"schemas", "processors", "warehouse", "producers", "sandbox", "analytics", "audit", "pipeline"},
+    "membench": {"schemas", "producers", "processors", "sandbox", "warehouse", "analytics", "reports", "exports",
+                 "audit", "viewer", "pipeline", "bench"},
 }
 INTERFACES = ("producers/bus/base.py", "producers/agents/base.py", "producers/memory_systems/base.py",
-              "sandbox/base.py", "warehouse/protocol.py")
+              "producers/transcripts/base.py", "sandbox/base.py", "warehouse/protocol.py")
+
+# A module's name may repeat across the rooms only where it is the same job in each:
+SAME_JOB = {
+    "__init__": "a package's own module",
+    "base": "a room's interface: its protocols and types (INTERFACES)",
+    "registry": "a room's implementations (or schemas) by name",
+}
+# ... or where each room does its own job on one subject, the room naming the job and the module
+# the subject: the fold (processors/), the report section (reports/) and the command (membench/commands/)
+SAME_SUBJECT = {
+    "hygiene": {"processors/hygiene.py", "reports/hygiene.py"},
+    "transfer": {"processors/transfer.py", "reports/transfer.py", "membench/commands/transfer.py"},
+    "study": {"reports/study.py", "reports/html/study.py"},  # the study file; its HTML section
+}
+# A CLI command's module (membench/commands/) is named after its verb (membench/cli.py COMMANDS), so
+# it may share the name of the module that does the work (membench/commands/rederive.py -> audit/rederive.py).
 
 
 def _imports(path: Path) -> set[str]:
@@ -31,6 +54,16 @@ def _imports(path: Path) -> set[str]:
             out |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             out.add(node.module)
+    return out
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the project's packages, by dotted name (a package by its own name)."""
+    out = {}
+    for package in ALLOWED:
+        for path in sorted((REPO / package).rglob("*.py")):
+            parts = list(path.relative_to(REPO).with_suffix("").parts)
+            out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return out
 
 
@@ -62,3 +95,89 @@ def test_programs_that_run_inside_the_sandbox_use_the_standard_library_only():
     for path in inside:
         foreign = {m for m in _imports(path) if m.split(".")[0] not in sys.stdlib_module_names}
         assert not foreign, f"{path.relative_to(REPO)} imports {sorted(foreign)}"
+
+
+def test_no_module_imports_itself_round_a_circle():
+    """Imports inside functions count: deferring an import hides a circle from the interpreter, not
+    from a reader (producers/transcripts/base.py once imported the parsers that import it)."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                edges |= {alias.name for alias in node.names if alias.name in modules}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                for alias in node.names:  # `from package import module` imports the module
+                    full = f"{node.module}.{alias.name}"
+                    edges.add(full if full in modules else node.module)
+        graph[name] = {e for e in edges if e in modules and e != name}
+    # Tarjan's strongly connected components, iteratively: a component of two or more is a circle
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        circles.append(sorted(component))
+    assert not circles, "modules that import each other:\n" + "\n".join(" <-> ".join(c) for c in circles)
+
+
+def test_a_module_name_is_one_job():
+    """No two modules share a name across the rooms unless it is the same job (SAME_JOB), one subject
+    seen by each room's job (SAME_SUBJECT), or a CLI command named after its verb: five `runner.py`,
+    three `replay.py` and two `log_root.py` once did different things under one name."""
+    from membench.cli import COMMANDS
+
+    verbs = {spec.partition(":")[0].rsplit(".", 1)[1] for spec in COMMANDS.values()}
+    by_name: dict[str, list[str]] = {}
+    for path in _modules().values():
+        by_name.setdefault(path.stem, []).append(path.relative_to(REPO).as_posix())
+    repeated = []
+    for name, paths in sorted(by_name.items()):
+        if len(paths) < 2 or name in SAME_JOB:
+            continue
+        others = {p for p in paths if not (p == f"membench/commands/{name}.py" and name in verbs)}
+        if len(others) < 2 or others <= SAME_SUBJECT.get(name, set()):
+            continue
+        repeated.append(f"{name}: {', '.join(sorted(paths))}")
+    assert not repeated, "one name, different jobs:\n" + "\n".join(repeated)
+
+
+def test_the_allow_lists_name_what_exists():
+    """An allow-list entry whose modules are gone would silently allow a new repeat."""
+    for name, paths in SAME_SUBJECT.items():
+        for rel in paths:
+            assert (REPO / rel).is_file(), f"SAME_SUBJECT[{name!r}] names {rel}, which does not exist"
+    for rel in INTERFACES:
+        assert (REPO / rel).is_file(), rel

@@ -1,5 +1,5 @@
 """`membench export parquet RUN_SET OUT_DIR`: every table of a run set as Parquet files
-(exports/tables.py, docs/exports/tables.md)."""
+(exports/table_formats.py, docs/exports/tables.md)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def parquet(run_set: str, out_dir: Path, settings: Settings) -> None:
     """Write RUN_SET's rows of trajectory_events and of every derived table (session_results,
     run_results, failures, memory_contracts, hygiene_observations) to OUT_DIR/<table>.parquet, with
     OUT_DIR/manifest.json (rows and SHA-256 per file). The warehouse is opened read-only."""
-    from exports.tables import TableExportError, export_parquet
+    from exports.table_formats import TableExportError, export_parquet
     from warehouse.client import WarehouseError, connect
 
     validate_run_set_id(run_set, "RUN_SET")

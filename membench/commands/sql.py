@@ -57,7 +57,7 @@ def sql(query: str, allow_write: bool, fmt: str, output: Path | None, settings: 
     """Run QUERY against the warehouse, read-only, and print the result as TabSeparated (or --format
     NAME, any ClickHouse output format). A query that would write is refused (exit 2) unless
     --allow-write is given."""
-    from exports.tables import TableExportError, raw_query, resolve_format
+    from exports.table_formats import TableExportError, raw_query, resolve_format
     from warehouse.client import WarehouseError, connect
 
     if allow_write:

@@ -94,10 +94,9 @@ def probe_body(api: str, model: str) -> bytes:
 
 def probe(gateway: Any, target: Target) -> ProbeResult:
     """One call for `target` through a channel of `gateway` (purpose `preflight`, never recorded)."""
-    from producers.gateway.server import GatewaySettings, ModelGateway
-
-    settings: GatewaySettings = gateway.settings
-    quiet = ModelGateway(replace(settings, record=False, timeout_s=min(settings.timeout_s, PROBE_TIMEOUT_S)))
+    # the gateway's own class (producers.gateway.server.ModelGateway, which imports this module)
+    settings = gateway.settings
+    quiet = type(gateway)(replace(settings, record=False, timeout_s=min(settings.timeout_s, PROBE_TIMEOUT_S)))
     calls: list[dict[str, Any]] = []
     url = settings.base_url(target.provider) or "(none)"
     body, http_status = b"", 0

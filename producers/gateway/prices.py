@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from producers.gateway.wire import Usage
+from producers.gateway.wire_apis import Usage
 
 DEFAULT_PRICES: dict[str, dict[str, float]] = {
     "gpt-5*": {"input": 1.25, "cached_input": 0.125, "output": 10.0},

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from producers.blobs import get_blob
-from producers.gateway.wire import loose_digest, match_digest
+from producers.gateway.wire_apis import loose_digest, match_digest
 
 REPLAYABLE = ("ok", "client_error")
 

@@ -52,7 +52,7 @@ from producers.gateway.preflight import MISCONFIGURED_STATUSES
 from producers.gateway.prices import PriceTable
 from producers.gateway.recording import Recording, ReplayCursor
 from schemas.events import error_text
-from producers.gateway.wire import StreamUsage, Usage, api_of, loose_digest, match_digest, request_model, usage_of_body
+from producers.gateway.wire_apis import StreamUsage, Usage, api_of, loose_digest, match_digest, request_model, usage_of_body
 
 SOCKET_NAME = "gateway.sock"
 MAX_REQUEST_BYTES = 64 << 20

@@ -7,7 +7,7 @@ from typing import Any
 from reports.html.format import CSS, condition_colors, esc, report_baseline
 from reports.html.plots import frontier_svg, ladder_svg, strata_svg
 from reports.html.study import canary_html, families_html, matrix_html, provenance_html
-from reports.html.tables import (
+from reports.html.table_markup import (
     comparisons_table,
     conditions_table,
     counts_table,

@@ -8,7 +8,8 @@ from typing import Any
 
 from reports.html.format import esc, fmt_ci, fmt_p
 from reports.markdown import detectable_text
-from reports.html.tables import html_table
+from reports.provenance_text import admission_text, blobs_text, cost_text, memory_policy_text
+from reports.html.table_markup import html_table
 
 TEST_LABELS = {"clustered": "clustered", "mcnemar": "McNemar", "majority": "majority"}
 
@@ -121,46 +122,6 @@ def provenance_html(report: dict[str, Any]) -> str | None:
     if admission:
         rows.append(["admission funnel", esc(admission_text(admission))])
     return html_table(["what", "value"], rows, left_cols=2)
-
-
-def memory_policy_text(policies: dict[str, Any]) -> str:
-    """Each condition's memory policy; a model-driven one with its model and its sleep/judge calls."""
-    parts = []
-    for condition, p in policies.items():
-        if p["policy"] != "model_driven":
-            parts.append(f"{condition}: model_free")
-            continue
-        parts.append(f"{condition}: model_driven ({p['memory_model']}; {p['sleep_calls']} sleep + {p['judge_calls']} "
-                     f"judge calls, {p['input_tokens']} input + {p['output_tokens']} output tokens, "
-                     f"${p['cost_usd']:.4f})")
-    return "; ".join(parts)
-
-
-def cost_text(cost: dict[str, Any]) -> str:
-    if cost["status"] == "no_model_calls":
-        return "no model calls (no USD cost recorded)"
-    if cost["status"] == "unpriced":
-        return f"{cost['model_calls']} model calls, none priced"
-    per = "; ".join(f"{c}: ${v['cost_usd']:.4f}" + (f" (${v['cost_per_success_usd']:.4f} per success)"
-                                                    if v["cost_per_success_usd"] is not None else "")
-                    for c, v in cost["conditions"].items())
-    return f"${cost['cost_usd']:.4f} over {cost['priced_calls']}/{cost['model_calls']} priced calls — {per}"
-
-
-def admission_text(admission: dict[str, Any]) -> str:
-    if admission["status"] != "validated":
-        return "not validated (run `membench validate PACK` to record the funnel)"
-    return (f"{admission['authored']} authored → {admission['valid']} valid → {admission['admitted']} admitted "
-            f"({admission['source']})")
-
-
-def blobs_text(searched: dict[str, Any]) -> str:
-    """", N scored diffs stored as blobs (B bytes)" when the run set has any (plain text; empty for a
-    run set without, or a report.json from before they were searched)."""
-    if not searched.get("blobs") and not searched.get("blobs_missing"):
-        return ""
-    return (f", {searched['blobs']} scored diffs stored as blobs ({searched['blob_bytes']} bytes"
-            + (f"; {searched['blobs_missing']} unreadable" if searched.get("blobs_missing") else "") + ")")
 
 
 def canary_html(report: dict[str, Any]) -> str | None:

@@ -1,5 +1,5 @@
 """Several read-only queries on one warehouse in one subprocess: what `membench sql QUERY` prints
-(TabSeparated or --format, read-only connection, `exports.tables.raw_query`), for each query, without one
+(TabSeparated or --format, read-only connection, `exports.table_formats.raw_query`), for each query, without one
 interpreter start and import per query (1–3 s each on the CI machine). A subprocess, not this
 process: a chDB path has one owner process and chDB keeps one session per process
 (warehouse/client.py), so the test process must not open one."""
@@ -14,7 +14,7 @@ from pathlib import Path
 
 _SCRIPT = """
 import json, sys
-from exports.tables import raw_query
+from exports.table_formats import raw_query
 from pipeline.settings import load_settings
 from warehouse.client import connect
 dsn, queries, fmt = json.loads(sys.stdin.read())

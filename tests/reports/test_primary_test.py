@@ -8,7 +8,7 @@ from __future__ import annotations
 from analytics.cells import Cell
 from reports.comparisons import PRIMARY_TEST, comparisons_from_cells, families_from_cells
 from reports.html.study import families_html
-from reports.html.tables import comparisons_table
+from reports.html.table_markup import comparisons_table
 from reports.markdown import _family_tests_markdown, render_markdown
 from reports.model import to_json
 

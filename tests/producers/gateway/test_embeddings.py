@@ -13,7 +13,7 @@ from bench.scripted_model_server import ScriptedUpstream, scripted_embedding
 from producers.blobs import get_blob
 from producers.gateway.recording import RecordedAnswer, Recording
 from producers.gateway.server import GatewaySettings, ModelGateway, ModelReplayMiss
-from producers.gateway.wire import api_of, usage_of_body
+from producers.gateway.wire_apis import api_of, usage_of_body
 from tests.producers.gateway.test_server import KEY, Events, post
 
 MODEL = "text-embedding-3-small"

@@ -11,7 +11,7 @@ import pytest
 
 from producers.blobs import put_blob
 from producers.gateway.recording import RecordedAnswer, Recording
-from producers.gateway.wire import loose_digest, match_digest
+from producers.gateway.wire_apis import loose_digest, match_digest
 
 LS_1 = ("total 8\ndrwxr-xr-x 2 1727527128 1727527128 4096 Wed Dec  2 00:51 .\n"
         "-rw-r--r-- 1 1727527128 1727527128   12 Wed Dec  2 00:51 app.py\nuid=1727527128 gid=1727527128\n"

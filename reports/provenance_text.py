@@ -1,0 +1,47 @@
+"""Plain-text lines of a report's provenance and canary facts (memory policies, USD cost, admission
+funnel, scored diffs stored as blobs), shared by the Markdown (`reports.markdown`) and the HTML
+(`reports.html.study`) renderings, so neither imports the other for them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def memory_policy_text(policies: dict[str, Any]) -> str:
+    """Each condition's memory policy; a model-driven one with its model and its sleep/judge calls."""
+    parts = []
+    for condition, p in policies.items():
+        if p["policy"] != "model_driven":
+            parts.append(f"{condition}: model_free")
+            continue
+        parts.append(f"{condition}: model_driven ({p['memory_model']}; {p['sleep_calls']} sleep + {p['judge_calls']} "
+                     f"judge calls, {p['input_tokens']} input + {p['output_tokens']} output tokens, "
+                     f"${p['cost_usd']:.4f})")
+    return "; ".join(parts)
+
+
+def cost_text(cost: dict[str, Any]) -> str:
+    if cost["status"] == "no_model_calls":
+        return "no model calls (no USD cost recorded)"
+    if cost["status"] == "unpriced":
+        return f"{cost['model_calls']} model calls, none priced"
+    per = "; ".join(f"{c}: ${v['cost_usd']:.4f}" + (f" (${v['cost_per_success_usd']:.4f} per success)"
+                                                    if v["cost_per_success_usd"] is not None else "")
+                    for c, v in cost["conditions"].items())
+    return f"${cost['cost_usd']:.4f} over {cost['priced_calls']}/{cost['model_calls']} priced calls — {per}"
+
+
+def admission_text(admission: dict[str, Any]) -> str:
+    if admission["status"] != "validated":
+        return "not validated (run `membench validate PACK` to record the funnel)"
+    return (f"{admission['authored']} authored → {admission['valid']} valid → {admission['admitted']} admitted "
+            f"({admission['source']})")
+
+
+def blobs_text(searched: dict[str, Any]) -> str:
+    """", N scored diffs stored as blobs (B bytes)" when the run set has any (plain text; empty for a
+    run set without, or a report.json from before they were searched)."""
+    if not searched.get("blobs") and not searched.get("blobs_missing"):
+        return ""
+    return (f", {searched['blobs']} scored diffs stored as blobs ({searched['blob_bytes']} bytes"
+            + (f"; {searched['blobs_missing']} unreadable" if searched.get("blobs_missing") else "") + ")")
