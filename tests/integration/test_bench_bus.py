@@ -50,7 +50,7 @@ def test_bench_bus_reports_every_event_through_every_stage(home):
     assert engines["ratios"]["kafka_engine_over_floor"] > 0 and engines["ratios"]["faust_engine_rate_over_noop"] > 0
     memory = result["worker_memory"]
     assert memory["runs"] == 500 and memory["open_runs"] == 0 and memory["rss_bytes"]["500"] > 0
-    replay = result["replay"]  # the figures themselves: tests/membench/test_bench_replay.py
+    replay = result["replay"]  # the figures themselves: tests/bench/test_bench_replay.py
     assert replay["events"] == 10 * 65 and set(replay["replay_verify"]) == set(replay["rederive"]) == {"1", "2"}
 
 

@@ -214,7 +214,7 @@ def test_the_page_shows_model_calls_memory_and_a_broken_chain(tmp_path, browser)
     was edited after sealing, shown as broken at its seq."""
     from viewer.http_server import ViewServer
     from schemas.codec import encode_datum
-    from tests.membench.test_view_logs import SCHEMA, LogWriter, emit_run
+    from tests.viewer.test_view_logs import SCHEMA, LogWriter, emit_run
 
     writer = LogWriter(tmp_path / "runs" / "rs" / "events.avro")
     emit_run(writer.publish, "rs", "t1", "B5", 1)

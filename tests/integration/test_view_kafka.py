@@ -19,8 +19,8 @@ from viewer.http_server import ViewApp, ViewServer
 from producers.bus.kafka import KafkaBus
 from schemas.codec import encode_datum
 from tests.integration.kafka_helpers import SINGLE, membench, namespace, require_broker
-from tests.membench.test_view_api import RUNS
-from tests.membench.test_view_logs import SCHEMA, emit_run, write_log
+from tests.viewer.test_view_api import RUNS
+from tests.viewer.test_view_logs import SCHEMA, emit_run, write_log
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka]
 

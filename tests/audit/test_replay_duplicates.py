@@ -14,7 +14,7 @@ from audit.checks import SourceDirs
 from audit.file_source import events_from_file
 from audit.parallel_replay import replay_file_jobs
 from audit.replayer import replay
-from tests.membench.test_replay_jobs import SCHEMA, _interleaved, _write
+from tests.audit.test_replay_jobs import SCHEMA, _interleaved, _write
 from tests.processors.test_verdicts import build_run
 
 
@@ -116,7 +116,7 @@ def test_the_cli_exits_1_naming_the_duplicate(tmp_path):
     import subprocess
     import sys
 
-    from tests.membench.test_replay_jobs import _env
+    from tests.audit.test_replay_jobs import _env
 
     runs = _runs()
     runs[1].insert(4, runs[1][3])

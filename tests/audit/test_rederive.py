@@ -16,7 +16,7 @@ import pytest
 from audit.rederive import derived_tables
 from schemas.codec import encode_datum
 from schemas.registry import default_registry
-from tests.membench.test_log_root import rechain
+from tests.audit.test_log_root import rechain
 from tests.processors.test_verdicts import build_run
 
 SCHEMA = default_registry().latest("event")

@@ -17,7 +17,7 @@ from viewer.http_server import ViewApp, ViewServer, is_loopback
 from viewer.state import LiveRunSet
 from reports.conventions import pass_summary
 from schemas.codec import encode_datum
-from tests.membench.test_view_logs import SCHEMA, LogWriter, emit_run, write_log
+from tests.viewer.test_view_logs import SCHEMA, LogWriter, emit_run, write_log
 
 RUNS = [
     dict(run_set="rs", task="t1", condition="B0", seed=1, outcome="fail"),
@@ -222,7 +222,7 @@ def test_cli_refuses_a_bad_bus_and_a_busy_port(tmp_path):
 def test_an_excluded_runs_own_words_are_in_its_unit_row_and_detail(tmp_path):
     """Issue 30: why a unit was excluded (the run-level system Turn: the model's or adapter's words)
     is shown where the user looks, not only its reason code."""
-    from tests.membench.test_view_logs import _turn
+    from tests.viewer.test_view_logs import _turn
 
     path = tmp_path / "events.avro"
     writer = LogWriter(path)

@@ -21,7 +21,7 @@ from producers.emitter import RunEmitter
 from producers.memory_systems.skill_bank import MANIFEST, write_manifest
 from schemas.codec import encode_datum
 from schemas.registry import default_registry
-from tests.membench.test_log_root import rechain
+from tests.audit.test_log_root import rechain
 from tests.processors.test_verdicts import build_run
 
 SCHEMA = default_registry().latest("event")

@@ -10,7 +10,7 @@ from audit.logscan import BlockError, LogFile, compile_skipper, run_and_seq
 from producers.bus.file import FileBus
 from schemas.codec import encode_datum
 from schemas.registry import default_registry
-from tests.membench.test_replay_jobs import _transfer_runs
+from tests.audit.test_replay_jobs import _transfer_runs
 from tests.processors.test_verdicts import build_run
 
 
