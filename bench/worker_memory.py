@@ -75,7 +75,7 @@ def worker_memory(runs: int, window: int | None = None, checkpoints: tuple[int, 
 
 
 def main(argv: list[str]) -> None:
-    from processors.pipeline import ENDED_WINDOW
+    from processors.run_set_processor import ENDED_WINDOW
 
     runs = int(argv[0])
     window: int | None = ENDED_WINDOW

@@ -4,6 +4,6 @@
 runs in-process (embedded bus), in faust-streaming workers (Kafka) and in replay.
 """
 
-from processors.pipeline import RunSetProcessor, derive_all
+from processors.run_set_processor import RunSetProcessor, derive_all
 
 __all__ = ["RunSetProcessor", "derive_all"]

@@ -61,7 +61,7 @@ class RunHead:
 
 class RunChain:
     """One run's events in log (partition) order, followed by the rule the processors follow
-    (processors/pipeline.py `RunSetProcessor`): the first event at each seq counts, an early one
+    (processors/run_set_processor.py `RunSetProcessor`): the first event at each seq counts, an early one
     waits for its gap, and the run ends at the first RunEnded so applied. Every other event of the
     run is fenced: it stays in the log, and nothing is derived from it. A runner that takes over a
     unit (and the stalled runner that finishes it late) read the run this way, so they agree with

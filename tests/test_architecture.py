@@ -171,6 +171,10 @@ def test_a_module_name_is_one_job():
         if len(others) < 2 or others <= SAME_SUBJECT.get(name, set()):
             continue
         repeated.append(f"{name}: {', '.join(sorted(paths))}")
+    for package in ALLOWED:  # nor does a module take a room's name (processors/pipeline.py beside pipeline/)
+        for path in by_name.get(package, []):
+            if not (path == f"membench/commands/{package}.py" and package in verbs):
+                repeated.append(f"{package}: the room {package}/ and {path}")
     assert not repeated, "one name, different jobs:\n" + "\n".join(repeated)
 
 

@@ -22,7 +22,7 @@ def _require_kafka(settings: Settings) -> None:
 @click.option("--engine", type=click.Choice(["kafka", "faust"]), default="kafka", show_default=True,
               help="kafka: the confluent-kafka consumer (faster, docs/benchmarks.md); faust: faust-streaming")
 @click.option("--ended-window", default=None, type=click.IntRange(min=1),
-              help="ended run ids remembered to drop redelivered events (default: processors.pipeline.ENDED_WINDOW)")
+              help="ended run ids remembered to drop redelivered events (default: processors.run_set_processor.ENDED_WINDOW)")
 @click.option("--until-idle", default=None, type=click.FloatRange(min=0.1),
               help="kafka engine: exit after this many seconds without a message")
 @click.option("--loglevel", default="WARNING", show_default=True)

@@ -5,7 +5,7 @@ is derived again with the same deterministic ids."""
 import pytest
 
 from processors import RunSetProcessor
-from processors.pipeline import ENDED_WINDOW
+from processors.run_set_processor import ENDED_WINDOW
 from tests.processors.test_verdicts import build_run
 
 

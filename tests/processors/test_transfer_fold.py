@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-from processors.pipeline import derive_all
+from processors.run_set_processor import derive_all
 from producers.emitter import RunEmitter
 from analytics.loaders import load_manifest
 from tests.analytics.test_ccpf import table_2_outcomes
