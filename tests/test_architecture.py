@@ -185,3 +185,10 @@ def test_the_allow_lists_name_what_exists():
             assert (REPO / rel).is_file(), f"SAME_SUBJECT[{name!r}] names {rel}, which does not exist"
     for rel in INTERFACES:
         assert (REPO / rel).is_file(), rel
+
+
+def test_membench_holds_the_cli_alone():
+    """The command line, its errors and the notebook API; the work is done in the rooms below it."""
+    entries = {p.name for p in (REPO / "membench").iterdir() if p.name != "__pycache__"}
+    assert entries == {"__init__.py", "__main__.py", "cli.py", "commands", "errors.py", "frames.py",
+                       "report_inputs.py"}, sorted(entries)
