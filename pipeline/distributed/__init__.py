@@ -2,8 +2,9 @@
 
 - `kafka_run`: `membench run --bus kafka://…` runs a grid here and publishes its events;
 - `enqueue`: `membench run … --enqueue` puts a grid's units on the units topic;
-- `runner`: `membench runner`, a process of the `runner` consumer group that claims and runs them;
-- `topic_reads`: what these read back from the topics (a run's head, unit statuses, the whole
-  trajectory for replay);
+- `group_member`: `membench runner`, a process of the `runner` consumer group that claims and runs them;
+- `unit_claims`: a runner's claim on a unit's status, and a losing claim's restatement;
+- `topic_reads`: what these read back from the topics (a run's head, unit statuses; replay reads
+  the whole trajectory with `audit.kafka_source`);
 - `progress`: `membench runner --progress`, every grid's unit counts from the unit-status topic.
 """
