@@ -192,3 +192,23 @@ def test_membench_holds_the_cli_alone():
     entries = {p.name for p in (REPO / "membench").iterdir() if p.name != "__pycache__"}
     assert entries == {"__init__.py", "__main__.py", "cli.py", "commands", "errors.py", "frames.py",
                        "report_inputs.py"}, sorted(entries)
+
+
+def test_every_room_is_a_package():
+    """A folder of modules without __init__.py is a namespace package, which setuptools' package
+    discovery (pyproject.toml) does not ship. The programs copied into the sandbox are files, not a
+    package."""
+    for package in ALLOWED:
+        assert (REPO / package / "__init__.py").is_file(), package
+        for path in (REPO / package).rglob("*.py"):
+            folder = path.parent
+            if folder.name != "inside" or folder.parent.name != "agents":
+                assert (folder / "__init__.py").is_file(), f"{folder.relative_to(REPO)} has no __init__.py"
+
+
+def test_pyproject_ships_every_room():
+    import tomllib
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    include = config["tool"]["setuptools"]["packages"]["find"]["include"]
+    assert sorted(f"{package}*" for package in ALLOWED) == sorted(include)
