@@ -82,8 +82,9 @@ def in_process_floors(messages: list[tuple[bytes, bytes]]) -> dict:
 def _produce(bootstrap: str, topic: str, messages: list[tuple[bytes, bytes]]) -> None:
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-                         "linger.ms": 20, "compression.type": "none", "queue.buffering.max.messages": 2_000_000})
+    from schemas.kafka_config import producer_config
+
+    producer = Producer(producer_config(bootstrap, {"linger.ms": 20, "queue.buffering.max.messages": 2_000_000}))
     for key, value in messages:
         while True:
             try:
@@ -98,7 +99,9 @@ def _caught_up(bootstrap: str, group: str, topic: str) -> bool:
     """Whether the group's committed offsets reached every partition's end."""
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    from schemas.kafka_config import consumer_config
+
+    consumer = Consumer(consumer_config(bootstrap, group))
     try:
         meta = consumer.list_topics(topic, timeout=20)
         parts = [TopicPartition(topic, p) for p in meta.topics[topic].partitions]

@@ -25,12 +25,13 @@ from pathlib import Path
 
 from confluent_kafka import Consumer
 
+from schemas.kafka_config import consumer_config
+
 BATCH = 500
 
 
 def kafka_consume_rate(bootstrap: str, topic: str, messages: int, timeout_s: float = 600.0) -> dict:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-floor-{uuid.uuid4().hex[:8]}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer = Consumer(consumer_config(bootstrap, f"bench-floor-{uuid.uuid4().hex[:8]}"))
     consumer.subscribe([topic])
     seen, timed, first, last = 0, 0, None, None
     cpu_first = cpu_last = 0.0

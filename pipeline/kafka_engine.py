@@ -27,7 +27,6 @@ time (the broker refuses a member whose assignment protocol differs from the gro
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import time
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from processors import RunSetProcessor
 from schemas.codec import DecodeError, decode, encode
 from schemas.derived import DerivedEvent
 from schemas.events import Event
+from schemas.kafka_config import consumer_config, producer_config
 from schemas.registry import default_registry
 from schemas.topics import Topics, topics_from_dsn
 
@@ -52,29 +52,29 @@ def earlier_events(topics: Topics, partition: int, before_offset: int, run_id: s
     """The run's events read back from its partition (offsets < before_offset), in partition order:
     folded in that order they take the same path through `RunSetProcessor` as they did live — the
     first event at a seq counts and the first RunEnded ends the run, so a fenced attempt's late
-    events (docs/design.md §2) derive nothing here either. `before_seq` is kept for callers."""
-    consumer = Consumer({"bootstrap.servers": topics.bootstrap, "group.id": topics.group(f"backfill-{os.getpid()}"),
-                         "enable.auto.commit": False})
+    events (docs/design.md §2) derive nothing here either. `before_seq` is kept for callers.
+
+    The read is `read_to_end`'s: a partition that stalls before `before_offset` raises `ShortRead`
+    (the run cannot be folded from its start; the worker stops without committing, and the
+    partition's next owner reads it again). A message of the run that does not decode is left out,
+    as the live fold left it out (it went to the dead-letter topic when it was first met), and is
+    named in a warning."""
+    from producers.bus.kafka_read import ShortRead, open_reader, read_to_end
+
+    key = run_id.encode()
     found: list[Event] = []
+    consumer = open_reader(topics, "backfill")
     try:
-        low, _ = consumer.get_watermark_offsets(TopicPartition(topics.trajectory, partition), timeout=30)
-        consumer.assign([TopicPartition(topics.trajectory, partition, low)])
-        position = low
-        while position < before_offset:
-            batch = consumer.consume(5000, 5.0)
-            if not batch:
-                break
-            for msg in batch:
-                if msg.error():
-                    continue
-                position = msg.offset() + 1
-                if msg.offset() >= before_offset or msg.key() != run_id.encode():
-                    continue
-                try:
-                    event = Event.from_record(decode(msg.value() or b"", plain=True)[1])
-                except DecodeError:
-                    continue
-                found.append(event)
+        for _, event in read_to_end(consumer, topics.trajectory, [partition], ends={partition: before_offset},
+                                    keep=lambda m: m.key() == key,
+                                    decode=lambda m: Event.from_record(decode(m.value() or b"", plain=True)[1])):
+            found.append(event)
+    except ShortRead as short:
+        if any(gap.stalled for gap in short.gaps):
+            raise
+        for gap in short.gaps:
+            log.warning("read-back of run %s: %s %s; left out, as when it was first folded (dead-lettered then)",
+                        run_id, topics.trajectory, gap)
     finally:
         consumer.close()
     return found
@@ -123,23 +123,11 @@ class KafkaEngine:
         self.folder = MessageFolder(self.topics, processor)
         self.batch = batch
         self._derived_schema = default_registry().latest("derived")
-        self._consumer = Consumer({
-            "bootstrap.servers": self.topics.bootstrap,
-            "group.id": self.topics.group("processor"),
-            "enable.auto.commit": False,
+        self._consumer = Consumer(consumer_config(self.topics.bootstrap, self.topics.group("processor"), {
             "enable.auto.offset.store": False,
-            "auto.offset.reset": "earliest",
             "enable.partition.eof": False,
-        })
-        self._producer = Producer({
-            "bootstrap.servers": self.topics.bootstrap,
-            "enable.idempotence": True,
-            "acks": "all",
-            "linger.ms": 5,
-            "compression.type": "none",
-            "queue.buffering.max.messages": 1_000_000,
-            "on_delivery": self._on_delivery,
-        })
+        }))
+        self._producer = Producer(producer_config(self.topics.bootstrap, {"on_delivery": self._on_delivery}))
         self._failures: list[str] = []
         self._next: dict[int, int] = {}  # partition -> next offset to commit (processed, not yet committed)
         self._runs_of: dict[int, set[str]] = {}  # partition -> runs seen there (pruned at commits)

@@ -21,6 +21,8 @@ from sandbox.registry import get_sandbox
 
 REPO = Path(__file__).resolve().parent.parent
 
+pytest_plugins = ["tests.cpu_accounting"]  # per-test CPU when MEMBENCH_TEST_CPU is set (docs/benchmarks.md)
+
 
 def _find_shared() -> Path:
     """The team's shared reference data: `../shared` beside the repository, or beside a folder that

@@ -127,11 +127,10 @@ class TopicFeed:
         from confluent_kafka import Consumer, KafkaException, TopicPartition
 
         from schemas.codec import decode_datum, unframe
+        from schemas.kafka_config import consumer_config
 
         topic = self.topics.trajectory
-        consumer = Consumer({"bootstrap.servers": self.topics.bootstrap,
-                             "group.id": self.topics.group(f"view-{os.getpid()}"),
-                             "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+        consumer = Consumer(consumer_config(self.topics.bootstrap, self.topics.group(f"view-{os.getpid()}")))
         assigned: set[int] = set()
         next_metadata = 0.0
         try:

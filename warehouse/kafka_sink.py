@@ -26,6 +26,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from schemas.codec import DecodeError, unframe, decode_datum
 from schemas.derived import DerivedEvent
+from schemas.kafka_config import consumer_config
 from schemas.registry import default_registry
 from schemas.topics import topics_from_dsn
 from warehouse.protocol import WarehouseReader, WarehouseStore
@@ -60,14 +61,8 @@ class KafkaSink:
         self._encoder = RawRowEncoder(self._registry)
         self.topics = topics_from_dsn(dsn)
         self._watermarks: dict[int, int] = {}
-        self._consumer = Consumer({
-            "bootstrap.servers": self.topics.bootstrap,
-            "group.id": self.topics.group("sink"),
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "isolation.level": "read_committed",
-            "max.poll.interval.ms": 600_000,
-        })
+        self._consumer = Consumer(consumer_config(self.topics.bootstrap, self.topics.group("sink"),
+                                                  {"max.poll.interval.ms": 600_000}))
         self._consumer.subscribe([self.topics.trajectory, self.topics.derived], on_assign=self._on_assign)
         self._assigned: list[TopicPartition] = []
 

@@ -17,6 +17,7 @@ def enqueue_grid(pack_spec, conditions, seeds, agent, run_set, sandbox_name, rea
     from producers.pack_resolver import open_pack
     from producers.grid import default_run_set, plan_grid
     from producers.unit_queue import DONE_STATUSES, UnitOrder
+    from schemas.kafka_config import producer_config
 
     console = Console(stderr=True)
     pack = open_pack(pack_spec, settings.home)
@@ -26,7 +27,7 @@ def enqueue_grid(pack_spec, conditions, seeds, agent, run_set, sandbox_name, rea
     units = plan_grid(pack, conditions, seeds)
     # a unit already queued or running has its order on the topic; a second order would only be skipped
     todo = [u for u in units if status.get(u.unit_id, {}).get("status") not in (*DONE_STATUSES, "queued", "started")]
-    producer = Producer({"bootstrap.servers": bus.bootstrap, "enable.idempotence": True, "acks": "all"})
+    producer = Producer(producer_config(bus.bootstrap))
     for unit in todo:
         order = UnitOrder(run_set, pack_spec, pack.digest, agent, sandbox_name, read_budget, unit.suite, unit.task,
                           unit.condition, unit.seed)

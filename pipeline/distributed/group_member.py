@@ -80,6 +80,7 @@ class UnitRunner:
 
         from producers.bus.kafka import ensure_topics
         from producers.grid import code_digest
+        from schemas.kafka_config import consumer_config
         from schemas.topics import topics_from_dsn
 
         self.settings = settings
@@ -102,13 +103,11 @@ class UnitRunner:
         self._generation = 0  # bumped when partitions are lost: a unit claimed before marks no offset after
         self._keys: set[str] = set()  # units running here (a duplicate order waits for no one: it is skipped)
         self._offsets: dict[int, dict[int, bool]] = {}  # partition -> offset -> done
-        self._consumer = Consumer({
-            "bootstrap.servers": self.topics.bootstrap, "group.id": self.topics.group("runner"),
-            "enable.auto.commit": False, "auto.offset.reset": "earliest",
+        self._consumer = Consumer(consumer_config(self.topics.bootstrap, self.topics.group("runner"), {
             "session.timeout.ms": RUNNER_SESSION_TIMEOUT_MS, "heartbeat.interval.ms": 2000,
             "max.poll.interval.ms": max_poll_interval_ms,
             "enable.partition.eof": False, "fetch.wait.max.ms": 200,
-        })
+        }))
         self._consumer.subscribe([self.topics.units], on_revoke=self._on_revoke, on_lost=self._on_lost)
 
     # -- the consumer side (main thread) --

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 from schemas.events import Event
 
@@ -15,42 +14,25 @@ def read_run_head(topics, run_id: str, timeout: float = 30.0):
     """Where `run_id` stands on the trajectory topic (a `producers.attempts.RunHead`), or None when
     the run has no event: its events followed in partition order by the processors' rule
     (`RunChain`: the first RunEnded ends it, later or duplicate events are fenced). Every partition
-    is scanned by key, decoding only the run's messages."""
-    import os
-
-    from confluent_kafka import Consumer, TopicPartition
-
+    is scanned by key, decoding only the run's messages, up to the end it has when called; a short
+    read raises `ShortRead` (a head read short could hide the run's end)."""
     from producers.attempts import RunChain
+    from producers.bus.kafka_read import open_reader, read_to_end
     from schemas.codec import decode_datum, unframe
 
+    def decode(msg) -> Event:
+        writer, datum = unframe(msg.value() or b"")
+        return Event.from_record(decode_datum(writer, datum))
+
     key = run_id.encode()
-    consumer = Consumer({"bootstrap.servers": topics.bootstrap, "group.id": topics.group(f"head-{os.getpid()}"),
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                         "fetch.wait.max.ms": 10})  # reads to a known end: no batching delay
     chain = None
+    consumer = open_reader(topics, "head")
     try:
-        meta = consumer.list_topics(topics.trajectory, timeout=timeout)
-        for partition in sorted(meta.topics[topics.trajectory].partitions):
-            low, high = consumer.get_watermark_offsets(TopicPartition(topics.trajectory, partition), timeout=timeout)
-            if high <= low:
-                continue
-            consumer.assign([TopicPartition(topics.trajectory, partition, low)])
-            position, deadline = low, time.monotonic() + timeout
-            while position < high:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{topics.trajectory} partition {partition}: could not read to offset "
-                                       f"{high} within {timeout:.0f}s")
-                for msg in consumer.consume(1000, 0.05):  # a short wait: consume() waits it out for < 1000
-                    if msg.error():
-                        continue
-                    position = msg.offset() + 1
-                    if msg.key() != key:
-                        continue
-                    writer, datum = unframe(msg.value() or b"")
-                    event = Event.from_record(decode_datum(writer, datum))
-                    if chain is None:
-                        chain = RunChain(event.run_set, event.run_id, event.unit_id)
-                    chain.add(event)
+        for _, event in read_to_end(consumer, topics.trajectory, keep=lambda m: m.key() == key, decode=decode,
+                                    timeout=timeout):
+            if chain is None:
+                chain = RunChain(event.run_set, event.run_id, event.unit_id)
+            chain.add(event)
     finally:
         consumer.close()
     return None if chain is None else chain.head
@@ -64,21 +46,17 @@ class StatusView:
     def __init__(self, topics, claims_prefix: str | None = None):
         """`claims_prefix`: keep the verdicts of those claims only (a runner's own, until it reads
         them), not of every claim of every unit; None keeps all."""
-        import os
+        from confluent_kafka import TopicPartition
 
-        from confluent_kafka import Consumer, TopicPartition
+        from producers.bus.kafka_read import open_reader, partitions_of
 
         self.topics = topics
         self._lock = threading.Lock()
         self._claims_prefix = claims_prefix
         self.keys: dict = {}  # "<run_set>/<unit_id>" -> KeyStatus
         self.claims: dict[tuple[str, str, str], bool] = {}  # (key, claim, status) -> whether that record counted
-        self._consumer = Consumer({"bootstrap.servers": topics.bootstrap,
-                                   "group.id": topics.group(f"status-view-{os.getpid()}"),
-                                   "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                                   "fetch.wait.max.ms": 10})  # reads to a known end: no batching delay
-        meta = self._consumer.list_topics(topics.unit_status, timeout=30)
-        self._partitions = sorted(meta.topics[topics.unit_status].partitions)
+        self._consumer = open_reader(topics, "status-view")
+        self._partitions = partitions_of(self._consumer, topics.unit_status)
         self._consumer.assign([TopicPartition(topics.unit_status, p, -2) for p in self._partitions])  # -2: beginning
         self._positions = {p: 0 for p in self._partitions}
 
@@ -86,8 +64,7 @@ class StatusView:
         """Read every partition up to the end it has when called; with `until` (partition, offset),
         only that partition up to and including that offset (a runner's own acknowledged record: the
         claim check reads from where the last refresh stopped, at most its base, up to it)."""
-        from confluent_kafka import TopicPartition
-
+        from producers.bus.kafka_read import read_assigned, watermarks
         from producers.unit_queue import KeyStatus
 
         with self._lock:
@@ -96,27 +73,18 @@ class StatusView:
                 if until[1] + 1 > self._positions[until[0]]:
                     ends[until[0]] = until[1] + 1
             for p in self._partitions if until is None else ():
-                _, high = self._consumer.get_watermark_offsets(TopicPartition(self.topics.unit_status, p),
-                                                               timeout=timeout)
+                _, high = watermarks(self._consumer, self.topics.unit_status, p)
                 if high > self._positions[p]:
                     ends[p] = high
-            deadline = time.monotonic() + timeout
-            while any(self._positions[p] < high for p, high in ends.items()):
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"could not read {self.topics.unit_status} to its end within {timeout:.0f}s")
-                # ask for what is missing: consume() returns once it has that many, or waits its timeout
-                # out (a gap that compaction left costs that short wait, no more)
-                missing = sum(max(0, high - self._positions[p]) for p, high in ends.items())
-                for msg in self._consumer.consume(min(1000, missing), 0.05):
-                    if msg.error():
-                        continue
-                    self._positions[msg.partition()] = msg.offset() + 1
-                    if msg.value():
-                        key, record = msg.key().decode(), json.loads(msg.value())
-                        counted = self.keys.setdefault(key, KeyStatus()).add(msg.offset(), record)
-                        if "claim" in record and "base" in record and "restates" not in record and (
-                                self._claims_prefix is None or record["claim"].startswith(self._claims_prefix)):
-                            self.claims[(key, record["claim"], record.get("status"))] = counted
+            # every message this consumer receives is folded, past the ends too: it will not fetch it again
+            for msg, record in read_assigned(self._consumer, self.topics.unit_status, self._positions, ends,
+                                             keep=lambda m: bool(m.value()), decode=lambda m: json.loads(m.value()),
+                                             timeout=timeout, beyond_end=True):
+                key = msg.key().decode()
+                counted = self.keys.setdefault(key, KeyStatus()).add(msg.offset(), record)
+                if "claim" in record and "base" in record and "restates" not in record and (
+                        self._claims_prefix is None or record["claim"].startswith(self._claims_prefix)):
+                    self.claims[(key, record["claim"], record.get("status"))] = counted
 
     @property
     def records(self) -> dict[str, dict]:

@@ -21,7 +21,9 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from producers.bus.base import BusError
+from producers.bus.kafka_read import open_reader, read_to_end
 from schemas.events import Event
+from schemas.kafka_config import admin_config, producer_config
 from schemas.registry import default_registry
 from schemas.topics import TopicLayout, Topics, topics_from_dsn
 
@@ -32,7 +34,7 @@ POLL_EVERY = 256  # messages between two polls for delivery reports
 def ensure_topics(topics: Topics, layout: TopicLayout | None = None, timeout: float = 30.0) -> None:
     layout = layout or topics.layout
     bootstrap = topics.bootstrap
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(admin_config(bootstrap))
     existing = set(admin.list_topics(timeout=timeout).topics)
     wanted = [NewTopic(name, num_partitions=layout.partitions, replication_factor=layout.replication_factor,
                        config=config)
@@ -130,17 +132,11 @@ class KafkaBus:
         self.bootstrap = self.topics.bootstrap
         self.run_set = run_set
         ensure_topics(self.topics, layout)
-        self._producer = Producer({
-            "bootstrap.servers": self.bootstrap,
-            "enable.idempotence": True,
-            "acks": "all",
-            "linger.ms": 5,
-            "compression.type": "none",  # aiokafka (the faust worker) reads it without extra codecs
+        self._producer = Producer(producer_config(self.bootstrap, {
             "message.timeout.ms": message_timeout_ms,
-            "queue.buffering.max.messages": 1_000_000,
             # one delivery callback for every message: cheaper than a callable per produce()
             "on_delivery": self._on_delivery,
-        })
+        }))
         self._fingerprint = default_registry().latest("event").fingerprint
         self._header = b"\xc3\x01" + self._fingerprint
         self._trajectory = self.topics.trajectory  # the emit path: no property call per event
@@ -258,94 +254,44 @@ class SharedUnitBus:
             self.bus.flush()
 
 
-def _watermarks(consumer, partition, timeout: float) -> tuple[int, int]:
-    """Watermarks, retried while a just-created partition elects its leader."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return consumer.get_watermark_offsets(partition, timeout=timeout)
-        except KafkaException as exc:
-            retriable = exc.args[0].code() in (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
-                                               KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._TRANSPORT)
-            if not retriable or time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
-
-
 def read_unit_status(topics: Topics, run_set: str, timeout: float = 30.0) -> dict[str, dict]:
-    """unit_id -> newest status record of the run set that counts, read from the compacted topic."""
-    from confluent_kafka import Consumer, TopicPartition
-
+    """unit_id -> newest status record of the run set that counts, read from the compacted topic to
+    the end it has when called. A short read raises `ShortRead` (`producers/bus/kafka_read.py`): a
+    partial map would let `run --bus` re-run a unit whose `completed` record it did not reach."""
     from producers.unit_queue import KeyStatus
 
-    UNIT_STATUS = topics.unit_status
-    consumer = Consumer({"bootstrap.servers": topics.bootstrap, "group.id": topics.group(f"status-{os.getpid()}"),
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    prefix = f"{run_set}/"
+    out: dict[str, KeyStatus] = {}
+    consumer = open_reader(topics, "status")
     try:
-        meta = consumer.list_topics(UNIT_STATUS, timeout=timeout)
-        partitions = list(meta.topics[UNIT_STATUS].partitions) if UNIT_STATUS in meta.topics else []
-        ends = {}
-        assignment = []
-        for p in partitions:
-            low, high = _watermarks(consumer, TopicPartition(UNIT_STATUS, p), timeout)
-            if high > low:
-                ends[p] = high
-                assignment.append(TopicPartition(UNIT_STATUS, p, low))
-        consumer.assign(assignment)
-        out: dict[str, KeyStatus] = {}
-        prefix = f"{run_set}/"
-        deadline = time.monotonic() + timeout
-        while ends and time.monotonic() < deadline:
-            for msg in consumer.consume(1000, 1.0):
-                if msg.error():
-                    continue
-                key = msg.key().decode()
-                if key.startswith(prefix) and msg.value():  # folded by the claim rule: a lost claim is ignored
-                    out.setdefault(key[len(prefix):], KeyStatus()).add(msg.offset(), json.loads(msg.value()))
-                if msg.offset() + 1 >= ends.get(msg.partition(), 0):
-                    ends.pop(msg.partition(), None)
-        return {unit: state.record for unit, state in out.items() if state.record is not None}
+        for msg, record in read_to_end(consumer, topics.unit_status, timeout=timeout,
+                                       keep=lambda m: m.key().startswith(prefix.encode()) and bool(m.value()),
+                                       decode=lambda m: json.loads(m.value())):
+            # folded by the claim rule: a lost claim is ignored
+            out.setdefault(msg.key().decode()[len(prefix):], KeyStatus()).add(msg.offset(), record)
     finally:
         consumer.close()
+    return {unit: state.record for unit, state in out.items() if state.record is not None}
 
 
 def read_run_events(topics: Topics, run_ids: set[str], kinds: set[str], timeout: float = 60.0) -> list[Event]:
     """The events of KINDS of the runs RUN_IDS, read from the trajectory topic (up to its end when
-    called). Messages are keyed by run id, so only the runs' own messages are decoded; the rest of
-    the topic is only scanned. Each event is decoded with the writer schema its message names."""
-    from confluent_kafka import Consumer, TopicPartition
-
+    called; a short read raises `ShortRead`). Messages are keyed by run id, so only the runs' own
+    messages are decoded; the rest of the topic is only scanned. Each event is decoded with the
+    writer schema its message names."""
     from schemas.codec import decode_datum, unframe
 
-    topic = topics.trajectory
     keys = {r.encode() for r in run_ids}
-    consumer = Consumer({"bootstrap.servers": topics.bootstrap, "group.id": topics.group(f"runs-{os.getpid()}"),
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+
+    def decode(msg) -> Event:
+        writer, datum = unframe(msg.value())
+        return Event.from_record(decode_datum(writer, datum))
+
+    consumer = open_reader(topics, "runs")
     try:
-        meta = consumer.list_topics(topic, timeout=timeout)
-        partitions = list(meta.topics[topic].partitions) if topic in meta.topics else []
-        ends, assignment = {}, []
-        for p in partitions:
-            low, high = _watermarks(consumer, TopicPartition(topic, p), timeout)
-            if high > low:
-                ends[p] = high
-                assignment.append(TopicPartition(topic, p, low))
-        consumer.assign(assignment)
-        out: list[Event] = []
-        deadline = time.monotonic() + timeout
-        while ends and time.monotonic() < deadline:
-            for msg in consumer.consume(1000, 1.0):
-                if msg.error() or msg.partition() not in ends:
-                    continue
-                if msg.offset() < ends[msg.partition()] and msg.key() in keys:
-                    writer, datum = unframe(msg.value())
-                    event = Event.from_record(decode_datum(writer, datum))
-                    if event.kind in kinds:
-                        out.append(event)
-                if msg.offset() + 1 >= ends[msg.partition()]:
-                    ends.pop(msg.partition(), None)
-        if ends:
-            raise BusError(f"{topic}: could not read partitions {sorted(ends)} to their end within {timeout:.0f}s")
-        return sorted(out, key=lambda e: (e.run_id, e.seq))
+        out = [event for _, event in read_to_end(consumer, topics.trajectory, timeout=timeout,
+                                                 keep=lambda m: m.key() in keys, decode=decode)
+               if event.kind in kinds]
     finally:
         consumer.close()
+    return sorted(out, key=lambda e: (e.run_id, e.seq))

@@ -23,8 +23,14 @@ class _Message:
     def error(self):
         return None
 
+    def partition(self) -> int:
+        return 0
+
     def offset(self) -> int:
         return self._offset
+
+    def key(self) -> bytes:
+        return b"run-k"
 
     def value(self) -> bytes:
         return self._value

@@ -253,20 +253,19 @@ def test_report_refuses_a_warehouse_edited_with_allow_write_and_names_run_and_ta
     assert resumed.returncode == 1 and f"run {b0}" in resumed.stderr.replace("\n", " ")
 
 
-def test_report_refuses_deleted_rows(tmp_path, bwrap_sandbox):
-    home = tmp_path / "home"
-    run_cli("run", "smoke", "--conditions", "B5", "--seeds", "1", "--run-set", "del-rs", home=home, check=True)
-    victim = run_cli("sql", "SELECT run_id FROM session_results WHERE run_set = 'del-rs' ORDER BY run_id LIMIT 1",
+def test_report_refuses_deleted_rows(tmp_path, smoke_run_set):
+    home, rs = copy_home(smoke_run_set, tmp_path / "home"), smoke_run_set.run_set  # a copy: this test edits it
+    victim = run_cli("sql", f"SELECT run_id FROM session_results WHERE run_set = '{rs}' ORDER BY run_id LIMIT 1",
                      home=home, check=True).stdout.strip()
     run_cli("sql", "--allow-write", f"DELETE FROM session_results WHERE run_id = '{victim}'", home=home, check=True)
-    proc = run_cli("report", "del-rs", home=home)
+    proc = run_cli("report", rs, home=home)
     assert proc.returncode == 1 and f"run {victim}: its rows in session_results differ" in proc.stderr.replace("\n", " ")
     # without the recorded file the raw log still catches a summary that contradicts it
-    (home / "runs" / "del-rs" / "log_root.json").unlink()
-    assert run_cli("report", "del-rs", home=home).returncode == 0  # session rows are not checkable without it
+    (home / "runs" / rs / "log_root.json").unlink()
+    assert run_cli("report", rs, home=home).returncode == 0  # session rows are not checkable without it
     run_cli("sql", "--allow-write", f"ALTER TABLE run_results UPDATE last_hash = '{'f' * 64}' WHERE run_id = "
             f"'{victim}' SETTINGS mutations_sync = 1", home=home, check=True)
-    proc = run_cli("report", "del-rs", home=home)
+    proc = run_cli("report", rs, home=home)
     assert proc.returncode == 1
     assert f"run {victim}: run_results.last_hash differs from the hash of its last raw event" in proc.stderr.replace(
         "\n", " ")

@@ -2,7 +2,7 @@
 answers "equal" must not pass the oracle's `assert value == expected`, and the oracle's expected
 value must never reach production code as the operand of a comparison.
 
-Each attack is a memory-blind patch (it does not know the secrets) on both backends; the units
+Each attack is a memory-blind patch (it does not know the secrets), scored in the sandbox; the units
 below are the controls: the same objects pass when production answers the comparison (the old
 proxy path), and the stealthy one then sees the secret."""
 
@@ -275,8 +275,12 @@ def test_an_honest_solution_passes_with_a_str_subclass(any_sandbox, tmp_path):
 
 @pytest.mark.integration
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
-def test_an_always_equal_value_fails_every_case(any_sandbox, tmp_path, attack):
-    result = _score(any_sandbox, tmp_path, ATTACKS[attack] + FUNCTIONS)
+def test_an_always_equal_value_fails_every_case(bwrap_sandbox, tmp_path, attack):
+    """On one backend: what defeats these objects is the harness's protocol (the oracle's side never
+    sends a comparison to production), the same code inside either backend's sandbox; that scoring
+    through the proxy works on each backend, and fails an always-equal patch end to end, is the
+    honest-solution and `membench score` tests, which run on both (issue 26)."""
+    result = _score(bwrap_sandbox, tmp_path, ATTACKS[attack] + FUNCTIONS)
     assert result.outcome == "fail", result.detail
     assert {c["case_id"]: c["outcome"] for c in result.cases} == {f"test_{name}": "fail" for name in EXPECTED}
     production_log = result.detail.partition("[production]")[2]
