@@ -156,10 +156,10 @@ class EvidenceCollector:
             self.key = UnitKey(event.run_set, event.run_id, event.unit_id, p["suite"], p["task"],
                                p["condition"], p["seed"], p["agent"])
             self.construct, self.family = p.get("construct"), p.get("family")
-            budget = (p.get("budgets") or {}).get("context_tokens")
+            budget = p["budgets"].get("context_tokens")
             self.context_budget = int(budget) if budget else None
-            # a log written before event v5 has no policy: the oracle's verdict decided there
-            policy = p.get("resolution_policy") or "patch_as_submitted"
+            # a log written before event v5 has no policy (it decodes to this default): the oracle's verdict decided
+            policy = p.get("resolution_policy", "patch_as_submitted")
             if policy not in RESOLUTION_POLICIES:
                 raise ValueError(f"run {event.run_id} seq {event.seq}: RunStarted.resolution_policy '{policy}' "
                                  f"is not one of {', '.join(RESOLUTION_POLICIES)}")
@@ -169,9 +169,9 @@ class EvidenceCollector:
             raise ValueError(f"run {event.run_id} seq {event.seq}: {kind} before RunStarted")
         if kind == "OracleLabel":
             self.labels.append(Label(p["label_id"], p["label_type"], p["active_session"], frozenset(p["event_ids"]),
-                                     tuple(p.get("fact_ids") or ())))
-        elif kind == "Turn" and p.get("source_event_id"):
-            self.delivered[event.event_id] = p["source_event_id"]
+                                     tuple(p.get("fact_ids", []))))
+        elif kind == "Turn" and (source := p.get("source_event_id")):
+            self.delivered[event.event_id] = source
         elif kind == "MemoryWrite":
             evidence = frozenset(self.delivered.get(e, e) for e in p["provenance_event_ids"])
             self.memories[p["memory_id"]] = Memory(p["memory_id"], p["memory_type"], tuple(p["scope"]), evidence)
@@ -198,7 +198,7 @@ class EvidenceCollector:
             s.max_input = max(s.max_input, p.get("input_tokens", 0))
             if p.get("purpose", "agent") == "agent":
                 s.calls += 1
-                s.answers += p.get("status") == "ok"
+                s.answers += p["status"] == "ok"
         elif kind == "PatchProduced":
             s.patch_files = tuple(p["files"])
         elif kind == "OracleVerdict":

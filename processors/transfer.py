@@ -29,10 +29,13 @@ An excluded run (`skill_bank_modified`, missing isolation) yields a TransferResu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from schemas.derived import DerivedEvent, UnitKey, make_derived
 from schemas.events import Event
+
+if TYPE_CHECKING:
+    from schemas.payloads import EvaluatorCase, EvaluatorPlan, RunEnded
 
 USER_PHASES = frozenset({"plan_handoff", "delivery_review", "test_feedback"})
 EVALUATION_PHASES = frozenset({"delivery", "freezing", "testing"})
@@ -43,8 +46,8 @@ AGENT_PHASES = frozenset({"implementing"})
 class TransferFold:
     key: UnitKey | None = None
     bank_digest: str | None = None
-    plan: dict[str, Any] | None = None
-    cases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    plan: EvaluatorPlan | None = None
+    cases: dict[str, EvaluatorCase] = field(default_factory=dict)
     public_check_passed: bool = False
     submission_digest: str | None = None
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
@@ -78,14 +81,17 @@ class TransferFold:
             role = p["role"]
             self.counts["agent_turns"] += role == "agent"
             self.counts["user_turns"] += role == "simulated_user"
-            for token in ("input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens"):
-                self.counts[token] += p.get(token, 0)
+            counts = self.counts
+            counts["input_tokens"] += p.get("input_tokens", 0)
+            counts["cached_tokens"] += p.get("cached_tokens", 0)
+            counts["output_tokens"] += p.get("output_tokens", 0)
+            counts["reasoning_tokens"] += p.get("reasoning_tokens", 0)
         elif kind == "ToolCall":
-            self.counts["patch_invocations"] += bool(p.get("is_patch"))
+            self.counts["patch_invocations"] += bool(p.get("is_patch", False))
         elif kind == "ContextCompaction":
             self.counts["compactions"] += 1
         elif kind == "PatchProduced":
-            self.counts["lines_added"] += p.get("added_lines", 0)
+            self.counts["lines_added"] += p["added_lines"]
         elif kind == "RunEnded":
             self._close_phase(event.ts)
             if self.plan is None:
@@ -105,7 +111,7 @@ class TransferFold:
             self.times["evaluation"] += ms
         self.phase = None
 
-    def _derive(self, event: Event, ended: dict[str, Any]) -> list[DerivedEvent]:
+    def _derive(self, event: Event, ended: RunEnded) -> list[DerivedEvent]:
         assert self.key is not None and self.plan is not None
         excluded = ended["status"] != "completed"
         base = {"excluded": excluded, "exclusion_reason": ended.get("error_type") if excluded else None,
@@ -118,7 +124,10 @@ class TransferFold:
                 **base, "cases": len(self.plan["cases"]), "applicable": 0, "passed": 0, "failed": 0, "errored": 0,
                 "blocked": 0, "ccpf": None, "raw_score": 0.0, "weighted_score": 0.0, "caps_fired": [],
                 "cap_reasons": [], "all_cases_pass": False}, "result")]
-        status = {c["case_id"]: self.cases.get(c["case_id"], {}).get("status", "unreached") for c in self.plan["cases"]}
+        status: dict[str, str] = {}
+        for c in self.plan["cases"]:
+            got = self.cases.get(c["case_id"])
+            status[c["case_id"]] = got["status"] if got is not None else "unreached"
         applicable = [c for c in self.plan["cases"] if status[c["case_id"]] != "not_applicable"]
         passed = [c for c in applicable if status[c["case_id"]] == "passed"]
         out: list[DerivedEvent] = []
@@ -145,16 +154,16 @@ class TransferFold:
                                + (f" — {cap['invariant']}" if cap["invariant"] else ""))
                 capped = min(capped, cap["cap"])
         for position, c in enumerate(self.plan["cases"]):
-            got = self.cases.get(c["case_id"], {})
-            prereqs = list(c.get("prerequisites", []))
+            got = self.cases.get(c["case_id"])
+            prereqs = list(c["prerequisites"])
             out.append(make_derived(self.key, "TransferCase", event.seq, {
                 "project": self.key.task, "case_id": c["case_id"], "dimension": c["dimension"],
                 "weight": float(c["weight"]), "prerequisites": prereqs, "status": status[c["case_id"]],
                 "applicable": status[c["case_id"]] != "not_applicable",
                 "blocked_by": [q for q in prereqs if q in status and status[q] != "passed"]
                 if status[c["case_id"]] == "blocked" else [],
-                "position": position, "duration_ms": int(got.get("duration_ms", 0) or 0),
-                "evidence_sha256": str(got.get("evidence_sha256", "") or "")}, "case", c["case_id"]))
+                "position": position, "duration_ms": int(got["duration_ms"] or 0) if got is not None else 0,
+                "evidence_sha256": str(got["evidence_sha256"] or "") if got is not None else ""}, "case", c["case_id"]))
         count = lambda s: sum(1 for c in applicable if status[c["case_id"]] == s)  # noqa: E731
         out.insert(0, make_derived(self.key, "TransferResult", event.seq, {
             **base, "cases": len(self.plan["cases"]), "applicable": len(applicable), "passed": len(passed),

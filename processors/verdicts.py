@@ -16,12 +16,15 @@ the difference of event timestamps, the only wall-clock fields.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from processors.evidence import EvidenceCollector
 from processors.failure import resolve
 from schemas.derived import DerivedEvent, ResourceTotals, UnitKey, make_derived, shallow_fields
 from schemas.events import Event, agent_model_call
+
+if TYPE_CHECKING:
+    from schemas.payloads import RunEnded
 
 EXCLUDING_OUTCOMES = frozenset({"isolation_unavailable"})
 
@@ -38,10 +41,10 @@ class _Counts(ResourceTotals):
             self.reasoning_tokens += p.get("reasoning_tokens", 0)
         elif event.kind == "ToolCall":
             self.tool_calls += 1
-            self.patch_invocations += 1 if p.get("is_patch") else 0
+            self.patch_invocations += 1 if p.get("is_patch", False) else 0
         elif event.kind == "MemoryRead":
             self.memory_reads += 1
-            self.memory_tokens_admitted += p.get("tokens_admitted", 0)
+            self.memory_tokens_admitted += p["tokens_admitted"]
         elif event.kind == "ContextCompaction":
             self.compactions += 1
 
@@ -122,7 +125,7 @@ class VerdictFold:
 
     def _run_summary(self, event: Event) -> DerivedEvent:
         assert self.key is not None
-        p = event.payload
+        p: RunEnded = event.payload
         # an attempt closed as abandoned (a crashed runner's) is excluded like one that could not run
         excluded_reason = self.scored_excluded or (p.get("error_type") if p["status"] in ("excluded", "abandoned")
                                                    else None)

@@ -6,7 +6,10 @@ import datetime as _dt
 import hashlib
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the payload types cost an import; annotations only (docs/design.md §3, typed payloads)
+    from schemas.payloads import ModelCall
 
 NAMESPACE = "membench."
 GENESIS_HASH = "0" * 64
@@ -21,8 +24,8 @@ RAW_KINDS = (
 SIMULATED_USER_CALL_PREFIX = "user-"
 
 
-def agent_model_call(payload: dict[str, Any]) -> bool:
-    return not str(payload.get("call_id", "")).startswith(SIMULATED_USER_CALL_PREFIX)
+def agent_model_call(payload: ModelCall) -> bool:
+    return not payload["call_id"].startswith(SIMULATED_USER_CALL_PREFIX)
 
 
 ERROR_TEXT_BOUND = 500  # an upstream's or a memory adapter's own error text, as kept in an event

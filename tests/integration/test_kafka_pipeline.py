@@ -183,13 +183,17 @@ def test_garbage_and_schema_violations_go_to_the_dead_letter_topic(engine_run, t
     dsn = f"kafka://{SINGLE}/{ns}"
     home = engine_run["home"]
     fingerprint = default_registry().latest("event").fingerprint
-    # the topics exist once a run has published; publish one unit first, then poison, then more
-    run_cli("run", "smoke", "--seeds", "7", "--conditions", "B5", "--bus", dsn, home=home, check=True)
+    # the topics exist once a run has published; publish one unit first, then poison, then more. The
+    # runs' outcomes are not the subject (only that both are processed): `scripted:null` changes no
+    # file, so nothing is scored and each run costs the bus's work alone
+    run_cli("run", "smoke", "--seeds", "7", "--conditions", "B5", "--agent", "scripted:null", "--bus", dsn,
+            home=home, check=True)
     producer = Producer({"bootstrap.servers": SINGLE})
     producer.produce(f"{ns}.membench.trajectory", b"this is not avro", b"poison-1")
     producer.produce(f"{ns}.membench.trajectory", b"\xc3\x01" + fingerprint + b"\x02\x04\xff\xff", b"poison-2")
     producer.flush(30)
-    run_cli("run", "smoke", "--seeds", "8", "--conditions", "B5", "--bus", dsn, home=home, check=True)
+    run_cli("run", "smoke", "--seeds", "8", "--conditions", "B5", "--agent", "scripted:null", "--bus", dsn,
+            home=home, check=True)
     worker = Worker(dsn, home, tmp_path / "worker.log", engine_run["engine"])
     try:
         _wait_worker(ns)
@@ -256,11 +260,13 @@ def _topic_exists(ns: str) -> bool:
 
 def test_several_runner_processes_share_one_bus(kafka_run, tmp_path):
     """Two `membench run` processes publish at once (different run sets); one worker and one sink
-    serve both, and each run set's report is complete."""
+    serve both, and each run set's report is complete. The agent is `scripted:null` (nothing to
+    score): what is under test is two producers on one bus, not the units' outcomes."""
     ns = namespace()
     dsn = f"kafka://{SINGLE}/{ns}"
     home = kafka_run["home"]
-    runners = [membench("run", "smoke", "--seeds", seeds, "--bus", dsn, home=home) for seeds in ("21", "22")]
+    runners = [membench("run", "smoke", "--seeds", seeds, "--agent", "scripted:null", "--bus", dsn, home=home)
+               for seeds in ("21", "22")]
     outputs = [runner.communicate(timeout=600) for runner in runners]
     assert [r.returncode for r in runners] == [0, 0], [err for _, err in outputs]
     run_sets = [out.strip().splitlines()[-1] for out, _ in outputs]
