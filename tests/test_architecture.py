@@ -212,3 +212,23 @@ def test_pyproject_ships_every_room():
     config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
     include = config["tool"]["setuptools"]["packages"]["find"]["include"]
     assert sorted(f"{package}*" for package in ALLOWED) == sorted(include)
+
+
+def test_every_room_imports_outside_the_repository():
+    """The commands the tests start run in other directories: each room must import from this
+    checkout there too. An editable install made before a room existed does not know it (run
+    deploy/setup-env.sh again)."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import importlib.util, sys\n"
+              "for name in sys.argv[1:]:\n"
+              "    spec = importlib.util.find_spec(name)\n"
+              "    print(name, spec.submodule_search_locations[0] if spec else None)\n")
+    proc = subprocess.run([sys.executable, "-c", script, *ALLOWED], capture_output=True, text=True, timeout=60,
+                          cwd=os.path.abspath(os.sep))
+    assert proc.returncode == 0, proc.stderr
+    found = dict(line.split(" ", 1) for line in proc.stdout.splitlines())
+    stale = {name: where for name, where in found.items() if where != str(REPO / name)}
+    assert not stale, f"rooms that do not import from {REPO}: {stale} (run deploy/setup-env.sh again)"
