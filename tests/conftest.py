@@ -75,20 +75,22 @@ def require_backend(name: str):
 # The order comes from the last measured suite (docs/benchmarks.md, "Test suite"); a module not
 # listed keeps its place after these. A wrong or stale entry costs time, never a result.
 LONGEST_FIRST = (
-    "tests/integration/test_kafka_pipeline.py",
     "tests/integration/test_hygiene_pack.py",
-    "tests/integration/test_model_agents.py",
-    "tests/integration/test_runners.py",
-    "tests/integration/test_dreambench_conditions.py",
-    "tests/integration/test_user_paths.py",
+    "tests/integration/test_kafka_pipeline.py",
     "tests/integration/test_kafka_broker_loss.py",
+    "tests/integration/test_model_agents.py",
+    "tests/integration/test_user_paths.py",
+    "tests/integration/test_runners.py",
     "tests/integration/test_audit.py",
-    "tests/schemas/test_pack_format_hygiene.py",
-    "tests/producers/test_transfer_evaluator_isolation.py",
-    "tests/integration/test_bench_bus.py",
-    "tests/integration/test_model_driven_memory.py",
     "tests/integration/test_memory_libraries.py",
+    "tests/integration/test_dreambench_conditions.py",
+    "tests/schemas/test_pack_format_hygiene.py",
+    "tests/integration/test_model_driven_memory.py",
     "tests/integration/test_report_study.py",
+    "tests/exports/test_tables_export.py",
+    "tests/integration/test_bench_bus.py",
+    "tests/producers/test_validate_gates.py",
+    "tests/producers/test_transfer_evaluator_isolation.py",
     "tests/sandbox/test_hostile_agent.py",
 )
 
