@@ -23,7 +23,7 @@ reversed ones included; it changes no file, so nothing is scored and its 136 uni
 `scripted:refsol` / `scripted:memory-literal` on a copy of hygiene-v1 holding the first trap of four
 constructs: C1 and C3, and the reversed C9 and C10, whose gates are reported apart (a pack
 directory, which `membench run` accepts like a built-in name). An agent that passes scores every
-session, about 2 s of CPU a unit here; every construct's rows and gates under a passing agent are
+session, about 2 s of CPU a unit here; every construct's rows and gates with passing cells are
 test_hygiene_pack's six-condition run (issue 26: the subset had all ten constructs, 50 units).
 """
 
