@@ -78,6 +78,7 @@ LONGEST_FIRST = (
     "tests/integration/test_hygiene_pack.py",
     "tests/integration/test_kafka_pipeline.py",
     "tests/integration/test_kafka_broker_loss.py",
+    "tests/integration/test_hygiene_admission.py",
     "tests/integration/test_model_agents.py",
     "tests/integration/test_user_paths.py",
     "tests/integration/test_runners.py",

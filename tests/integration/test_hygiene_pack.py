@@ -1,10 +1,12 @@
-"""hygiene-v1 end to end: every trap admitted live, a six-condition run that separates the
-conditions, secrets that never leave their trap, and memory that never crosses namespaces; every
-validity gate has a verdict and every hygiene rate a non-zero denominator (issue 14).
+"""hygiene-v1 end to end: a run of B0 and four memory conditions that separates the conditions,
+secrets that never leave their trap, and memory that never crosses namespaces; every validity gate
+has a verdict and every hygiene rate a non-zero denominator (issue 14). That every trap is admitted
+live is tests/integration/test_hygiene_admission.py (a module of its own, so the two long runs go to
+different test workers).
 
-The full 34-trap × 6-condition × 3-seed grid takes about 7 minutes on two cores (docs: see the
-report); this test runs one trap per construct on two seeds (10 traps, 120 units) to stay lean: two
-seeds are what the paired-coverage gate needs (a trap counts with ≥ 2 paired seeds). It is also the
+This test runs one trap per construct on two seeds (10 traps × 5 conditions × 2 seeds, 100 units)
+to stay lean: two seeds are what the paired-coverage gate needs (a trap counts with ≥ 2 paired
+seeds); the full pack is `membench run hygiene-v1 --conditions … --seeds 1,2,3`. It is also the
 user path `membench run <pack dir>` under `scripted:memory-literal` with memory conditions: it exits 0
 and `membench report` rebuilds its three reports byte for byte (test_user_paths runs the other
 agents and grids)."""
@@ -26,7 +28,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("bwrap_sandbox")]
 SUBSET = ["c1-http-partner-key", "c2-http-webhook-signing", "c3-taskq-backoff-profile", "c4-taskq-failure-tag",
           "c5-taskq-log-prefix", "c6-taskq-queue-depth", "c7-tab-export-filename", "c8-tab-dialects",
           "c9-http-upload-header", "c10-taskq-settlement-marker"]
-CONDITIONS = ["B0", "B1", "B2", "B4", "B5", "curated_file"]
+# B1 (raw episodic) left this grid at issue 26: it runs end to end under memory-literal in
+# test_user_paths' memory grid (smoke) and under refsol there on hygiene traps; B2, B4, B5 and the
+# curated file run end to end only here
+CONDITIONS = ["B0", "B2", "B4", "B5", "curated_file"]
 SEEDS = (1, 2)
 
 
@@ -53,16 +58,7 @@ def _occurs(secret: str, text: str) -> bool:
     return secret in text
 
 
-def test_validate_admits_every_hygiene_trap(cli) -> None:
-    proc = cli("validate", "hygiene-v1", "--json", timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    report = json.loads(proc.stdout)
-    assert report["authored"] == report["admitted"] >= 30
-    assert set(report["by_construct"]) == {f"C{i}" for i in range(1, 11)}
-    assert all(row["admitted"] == row["authored"] >= 2 for row in report["by_construct"].values())
-
-
-def test_six_condition_run_separates_conditions_and_contains_secrets(cli, home: Path, tmp_path: Path) -> None:
+def test_memory_conditions_run_separates_conditions_and_contains_secrets(cli, home: Path, tmp_path: Path) -> None:
     skeleton = subset_pack(FIXTURES / "hygiene-v1", tmp_path / "hygiene-sub", SUBSET, name="hygiene-sub")
     values: dict[str, dict[str, str]] = {}
     finalized = home / "packs" / f"{skeleton.name}-{pack_digest(skeleton)[:12]}"
