@@ -169,32 +169,24 @@ def run_transfer_kafka(study, conditions, seeds, phase, new_agent, workers, conf
     """Publish to Kafka; unit status on the compacted topic makes the run resumable. The frozen bank
     digests of completed learning units come from their `SkillBankFrozen` events on the trajectory
     topic (`_frozen_from_topic`), so `--phase transfer` runs on any machine that holds the banks."""
-    from producers.bus.kafka import KafkaBus, SharedUnitBus, read_unit_status
-    from producers.grid import run_id_for
+    from pipeline.distributed.publication import KafkaPublication
     from producers.transfer.transfer_units import learning_unit, plan_transfer
 
     console = Console(stderr=True)
-    run_set = config.run_set
-    bus = KafkaBus(settings.bus, run_set, settings.runs_dir / run_set / "spool")
-    status = read_unit_status(bus.topics, run_set)
+    publication = KafkaPublication(settings, config.run_set)
     units = ([learning_unit(study, s) for s in seeds] if phase != "transfer" else []) + (
         plan_transfer(study, conditions, seeds) if phase != "learning" else [])
-    done = {u.unit_id for u in units if status.get(u.unit_id, {}).get("status") in ("completed", "excluded")}
+    todo = publication.todo(units)
+    done = {u.unit_id for u in units} - {u.unit_id for u in todo}
     frozen = {}
     if phase != "learning":
-        frozen = _frozen_from_topic(bus.topics, study, seeds, status)
+        frozen = _frozen_from_topic(publication.topics, study, seeds, publication.status)
         missing = [s for s in seeds if not any(seed == s for seed, _ in frozen)]
         if phase == "transfer" and missing:
             console.print(f"no completed learning unit of seed(s) {', '.join(map(str, missing))} on the trajectory "
                           f"topic: their bank conditions are excluded (skill_bank_modified)", highlight=False,
                           markup=False)
-    attempts = {u.unit_id: status.get(u.unit_id, {}).get("attempt", 0) + 1 for u in units}
-    shared = SharedUnitBus(bus, attempts)
-    shared.mark_started({u.unit_id: run_id_for(run_set, u, attempts[u.unit_id]) for u in units
-                         if u.unit_id not in done})
-    _phases(study, conditions, seeds, phase, new_agent, workers, config, sandbox_name, settings, shared.publish,
-            done, attempts, frozen, lambda unit, run_id: shared.completed(unit.unit_id, run_id))
-    bus.close()
-    console.print(f"published run set {run_set}; when `membench sink --until-idle` has drained the topics, "
-                  f"`membench report {run_set}` builds the report", highlight=False, markup=False)
-    print(run_set)
+    publication.start(todo)
+    _phases(study, conditions, seeds, phase, new_agent, workers, config, sandbox_name, settings, publication.publish,
+            done, publication.attempts, frozen, publication.completed)
+    publication.close(console)
