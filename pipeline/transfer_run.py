@@ -12,8 +12,8 @@ import threading
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pipeline.embedded import EmbeddedPipeline
-from pipeline.grid_run import RunRefused, open_warehouse, print_table, refuse, write_log_root, write_report
+from pipeline.grid_run import (RunRefused, open_embedded, open_warehouse, print_table, resume_point, write_log_root,
+                               write_report)
 
 
 def _frozen_from_events(events) -> dict[tuple[int, str], str]:
@@ -97,30 +97,19 @@ def _phases(study, conditions, seeds, phase, new_agent, workers, config, sandbox
 
 
 def run_transfer_embedded(study, conditions, seeds, phase, new_agent, workers, config, sandbox_name, settings) -> None:
-    from audit.log_root_record import LogRootError, check_warehouse, describes, read_record, record_path, warehouse_state
-    from producers.bus.base import run_set_log_path
+    from audit.log_root_record import record_path, warehouse_state
     from reports.build import ReportError, build_report
-    from warehouse import queries
 
     console = Console(stderr=True)
     run_set = config.run_set
     root_file = record_path(settings.runs_dir, run_set)
     warehouse = open_warehouse(settings)
     try:
-        if root_file.exists():  # as `membench run`: an edited warehouse is refused, not laundered into a new root
-            try:
-                recorded = read_record(root_file)
-            except LogRootError as exc:
-                refuse(console, [str(exc)], "transfer")
-            if describes(recorded, settings.warehouse):
-                problems = check_warehouse(warehouse_state(warehouse, run_set), recorded, new_runs_allowed=True)
-                if problems:
-                    refuse(console, problems, "transfer")
-        pipeline = EmbeddedPipeline(run_set_log_path(settings.runs_dir, run_set), warehouse)
+        # as `membench run`: an edited warehouse is refused, not laundered into a new root
+        pipeline = open_embedded(console, settings, warehouse, run_set, "transfer")
         try:
             pipeline.recover(run_set)
-            done = queries.completed_units(warehouse, run_set)
-            attempts = {u: n + 1 for u, n in queries.attempts_started(warehouse, run_set).items()}
+            done, attempts = resume_point(warehouse, run_set)
             frozen = _frozen_from_warehouse(warehouse, run_set)
             total = len(seeds) * (phase != "transfer") + len(study.projects) * len(conditions) * len(seeds) * (
                 phase != "learning")
