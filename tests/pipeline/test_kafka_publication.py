@@ -4,7 +4,6 @@ The broker end to end: tests/integration/test_kafka_pipeline.py, test_transfer_k
 
 from __future__ import annotations
 
-
 import producers.bus.kafka as kafka_bus
 from pipeline.distributed.publication import KafkaPublication
 from pipeline.settings import Settings
