@@ -95,30 +95,11 @@ def _produce(bootstrap: str, topic: str, messages: list[tuple[bytes, bytes]]) ->
     producer.flush(600)
 
 
-def _caught_up(bootstrap: str, group: str, topic: str) -> bool:
-    """Whether the group's committed offsets reached every partition's end."""
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
-
-    from schemas.kafka_config import consumer_config
-
-    consumer = Consumer(consumer_config(bootstrap, group))
-    try:
-        meta = consumer.list_topics(topic, timeout=20)
-        parts = [TopicPartition(topic, p) for p in meta.topics[topic].partitions]
-        for tp in consumer.committed(parts, timeout=20):
-            _, high = consumer.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=20)
-            if high > 0 and tp.offset < high:
-                return False
-        return True
-    except (KafkaException, KeyError):
-        return False
-    finally:
-        consumer.close()
-
-
 def _wait_caught_up(bootstrap: str, group: str, topic: str, timeout_s: float, procs, what: str) -> None:
+    from producers.bus.kafka_read import consumer_group_caught_up
+
     deadline = time.monotonic() + timeout_s
-    while not _caught_up(bootstrap, group, topic):
+    while not consumer_group_caught_up(bootstrap, group, topic):
         if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
             raise RuntimeError(f"the workers did not {what}")
         time.sleep(0.2)

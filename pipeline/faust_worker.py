@@ -1,9 +1,10 @@
 """`membench process --engine faust`: the processors inside a faust-streaming worker (docs/design.md §2, §7).
 
-The worker consumes the trajectory topic (raw bytes), decodes each message, runs the same pure
-`RunSetProcessor` as the embedded path, and publishes derived events (Avro single-object
-encoding, key run_id) to the derived topic. A message that does not decode or that a processor
-rejects goes to the dead-letter topic with the reason; the stream goes on.
+The worker interprets the route both engines share (`pipeline/processor_route.py`): it consumes
+the trajectory topic (raw bytes), decodes each message, runs the same pure `RunSetProcessor` as the
+embedded path, and publishes derived events (Avro single-object encoding, key run_id) to the
+derived topic. A message that does not decode or that a processor rejects goes to the dead-letter
+topic with the reason; the stream goes on.
 
 Crash recovery is event sourcing: the fold state of a run lives only in memory, and the log is
 the truth. After a crash (or a rebalance) a worker may meet a run in the middle, after the
@@ -20,9 +21,8 @@ import logging
 import faust
 
 from pipeline.kafka_engine import MessageFolder
+from pipeline.processor_route import ProcessorRoute
 from processors import RunSetProcessor
-from schemas.codec import encode
-from schemas.registry import default_registry
 from schemas.topics import Topics, topics_from_dsn
 
 log = logging.getLogger("membench.worker")
@@ -50,18 +50,17 @@ def app_settings(topics: Topics) -> dict:
 
 def build_app(dsn: str, ended_window: int | None = None) -> faust.App:
     topics = topics_from_dsn(dsn)
-    app = faust.App(topics.group("processor"), **app_settings(topics))
-    raw = app.topic(topics.trajectory, key_type=bytes, value_type=bytes, allow_empty=True)
-    derived_topic = app.topic(topics.derived, key_type=bytes, value_type=bytes)
-    dead_topic = app.topic(topics.deadletter, key_type=bytes, value_type=bytes)
-    derived_schema = default_registry().latest("derived")
+    route = ProcessorRoute(topics)
+    app = faust.App(route.group, **app_settings(topics))
+    raw = app.topic(route.consumes, key_type=bytes, value_type=bytes, allow_empty=True)
+    derived_topic = app.topic(route.derived, key_type=bytes, value_type=bytes)
+    dead_topic = app.topic(route.dead_letters, key_type=bytes, value_type=bytes)
     # the decode and fold both engines share (a run met mid-way is folded from its start)
     folder = MessageFolder(topics, RunSetProcessor(ended_window) if ended_window else RunSetProcessor())
 
     async def dead_letter(event, reason: str) -> None:
-        sent = await dead_topic.send(key=event.key, value=event.value or b"",
-                                     headers={"reason": reason.encode()[:1000],
-                                              "source": f"{event.message.partition}:{event.message.offset}".encode()})
+        headers = route.dead_letter_headers(reason, event.message.partition, event.message.offset)
+        sent = await dead_topic.send(key=event.key, value=event.value or b"", headers=dict(headers))
         await sent
 
     async def handle(event) -> list:
@@ -79,9 +78,8 @@ def build_app(dsn: str, ended_window: int | None = None) -> faust.App:
             derived = []
             for event in batch:
                 derived += await handle(event)
-            pending = [await derived_topic.send(key=item.run_id.encode(),
-                                                value=encode(derived_schema, item.to_record()))
-                       for item in derived]
+            pending = [await derived_topic.send(key=key, value=value)
+                       for key, value in map(route.derived_message, derived)]
             for sent in pending:
                 await sent
 

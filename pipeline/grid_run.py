@@ -1,7 +1,9 @@
 """The embedded grid run, as `membench run` and `membench score` do it: recover the run set from its
 log, run the units not complete yet on the embedded pipeline with a progress bar and a clean stop
 (`pipeline.stopping`), then write the report (report.json, report.md, report.html) and the run
-set's log root. `membench transfer` and `membench report` use its report and log-root writers."""
+set's log root. `membench transfer` and `membench report` use its report and log-root writers, and the
+transfer study opens and resumes its embedded run set with the same steps (`open_embedded`,
+`resume_point`)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from rich.text import Text
 from pipeline.settings import Settings
 
 if TYPE_CHECKING:
+    from pipeline.embedded import EmbeddedPipeline
     from reports.model import Report
 
 # (warehouse, run set, blob directory) -> (report, secrets): how the caller builds the run set's report
@@ -95,6 +98,38 @@ def refuse(console: Console, lines: list[str], what: str, hint: str = "") -> Non
     raise SystemExit(1)
 
 
+def open_embedded(console: Console, settings: Settings, warehouse, run_set: str, verb: str) -> EmbeddedPipeline:
+    """The embedded pipeline on the run set's log, as a grid run and a transfer run open it: first,
+    the warehouse must still agree with the log_root.json of the run set's last end (a tampered
+    warehouse is refused, exit 1, not laundered into a new root). Recover it (`recover`) before
+    anything is published."""
+    from audit.log_root_record import (LogRootError, check_warehouse, describes, read_record, record_path,
+                                       warehouse_state)
+    from pipeline.embedded import EmbeddedPipeline
+    from producers.bus.base import run_set_log_path
+
+    root_file = record_path(settings.runs_dir, run_set)
+    if root_file.exists():
+        try:
+            recorded = read_record(root_file)
+        except LogRootError as exc:
+            refuse(console, [str(exc)], verb)
+        if describes(recorded, settings.warehouse):
+            problems = check_warehouse(warehouse_state(warehouse, run_set), recorded, new_runs_allowed=True)
+            if problems:
+                refuse(console, problems, verb)
+    return EmbeddedPipeline(run_set_log_path(settings.runs_dir, run_set), warehouse)
+
+
+def resume_point(warehouse, run_set: str) -> tuple[set[str], dict[str, int]]:
+    """(the units complete in the warehouse, unit id -> its next attempt number), after `recover`:
+    what a resumed run set skips and how it numbers the attempts it starts."""
+    from warehouse import queries
+
+    return (queries.completed_units(warehouse, run_set),
+            {u: n + 1 for u, n in queries.attempts_started(warehouse, run_set).items()})
+
+
 def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, workers: int, agent_for=None,
                  verb: str = "run", signer=None, *, build_report: ReportBuilder, stop_grace: float = 30.0) -> None:
     """Run `units` on the embedded pipeline, skipping those already complete in the warehouse, with a
@@ -135,28 +170,16 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
 
 def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, settings, workers, agent_for,
               verb, signer, build_report, stop) -> None:
-    from pipeline.embedded import EmbeddedPipeline
-    from audit.log_root_record import LogRootError, check_warehouse, describes, read_record, warehouse_state
+    from audit.log_root_record import warehouse_state
     from producers.attempts import LogError, describe
-    from producers.bus.base import run_set_log_path
     from pipeline.stopping import EXIT_STOPPED, StoppableSandbox, run_units
     from producers.grid import run_unit
     from sandbox.registry import get_sandbox
-    from warehouse import queries
     from reports.build import ReportError
 
     warehouse = open_warehouse(settings)
     try:
-        if root_file.exists():
-            try:
-                recorded = read_record(root_file)
-            except LogRootError as exc:
-                refuse(console, [str(exc)], verb)
-            if describes(recorded, settings.warehouse):
-                problems = check_warehouse(warehouse_state(warehouse, run_set), recorded, new_runs_allowed=True)
-                if problems:
-                    refuse(console, problems, verb)
-        pipeline = EmbeddedPipeline(run_set_log_path(settings.runs_dir, run_set), warehouse)
+        pipeline = open_embedded(console, settings, warehouse, run_set, verb)
         stop.on_kill.append(pipeline.fence)
         try:
             try:
@@ -170,8 +193,7 @@ def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, se
                               "derived events the warehouse lacked", highlight=False)
             for event in recovery.closed:
                 console.print(describe(event), highlight=False, markup=False, soft_wrap=True)
-            done = queries.completed_units(warehouse, run_set)
-            attempts = {u: n + 1 for u, n in queries.attempts_started(warehouse, run_set).items()}
+            done, attempts = resume_point(warehouse, run_set)
             todo = [u for u in units if u.unit_id not in done]
             # printed with the stop handlers installed (run_embedded): a signal from here on is a clean stop
             console.print(f"run set [bold]{run_set}[/]: {len(units)} units, {len(units) - len(todo)} already "

@@ -2,10 +2,10 @@
 (docs/design.md §2, §7).
 
 The same contract as the faust worker (`pipeline/faust_worker.py`), without faust's per-message
-machinery: one consumer group (start more processes to scale out, up to the partition count),
-raw bytes decoded and folded by the same pure `RunSetProcessor`, derived events (Avro
-single-object encoding, key run_id) produced to the derived topic, undecodable or rejected
-messages to the dead-letter topic with the reason.
+machinery: the route both engines interpret (`pipeline/processor_route.py`: the trajectory topic
+consumed in one consumer group, derived events keyed by run_id to the derived topic, undecodable or
+rejected messages to the dead-letter topic with the reason), raw bytes decoded and folded by the
+same pure `RunSetProcessor`; start more processes to scale out, up to the partition count.
 
 Guarantees, and how:
 - derived events are acknowledged before the offsets of their sources commit: a commit first
@@ -33,12 +33,12 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
+from pipeline.processor_route import ProcessorRoute
 from processors import RunSetProcessor
-from schemas.codec import DecodeError, decode, encode
+from schemas.codec import DecodeError, decode
 from schemas.derived import DerivedEvent
 from schemas.events import Event
 from schemas.kafka_config import consumer_config, producer_config
-from schemas.registry import default_registry
 from schemas.topics import Topics, topics_from_dsn
 
 log = logging.getLogger("membench.kafka_engine")
@@ -120,10 +120,10 @@ class DeliveryFailed(RuntimeError):
 class KafkaEngine:
     def __init__(self, dsn: str, processor: RunSetProcessor | None = None, batch: int = BATCH):
         self.topics = topics_from_dsn(dsn)
+        self.route = ProcessorRoute(self.topics)
         self.folder = MessageFolder(self.topics, processor)
         self.batch = batch
-        self._derived_schema = default_registry().latest("derived")
-        self._consumer = Consumer(consumer_config(self.topics.bootstrap, self.topics.group("processor"), {
+        self._consumer = Consumer(consumer_config(self.topics.bootstrap, self.route.group, {
             "enable.auto.offset.store": False,
             "enable.partition.eof": False,
         }))
@@ -164,12 +164,13 @@ class KafkaEngine:
         partition, offset = msg.partition(), msg.offset()
         key, value = msg.key(), msg.value()
         folded = self.folder.fold(value, partition, offset)
+        route = self.route
         for item in folded.derived:
-            self._send(self.topics.derived, item.run_id.encode(), encode(self._derived_schema, item.to_record()))
+            self._send(route.derived, *route.derived_message(item))
         for reason in folded.dead:
             self.dead_letters += 1
-            self._send(self.topics.deadletter, key or b"", value or b"",
-                       [("reason", reason.encode()[:1000]), ("source", f"{partition}:{offset}".encode())])
+            self._send(route.dead_letters, key or b"", value or b"",
+                       route.dead_letter_headers(reason, partition, offset))
         if key:
             self._runs_of.setdefault(partition, set()).add(key.decode("utf-8", "replace"))
         self._next[partition] = offset + 1
@@ -185,7 +186,7 @@ class KafkaEngine:
         if self._failures:
             raise DeliveryFailed(f"{len(self._failures)} derived/dead-letter messages not acknowledged "
                                  f"(first: {self._failures[0]}); offsets not committed")
-        self._consumer.commit(offsets=[TopicPartition(self.topics.trajectory, p, o) for p, o in pending.items()],
+        self._consumer.commit(offsets=[TopicPartition(self.route.consumes, p, o) for p, o in pending.items()],
                               asynchronous=False)
         for partition in pending:
             del self._next[partition]
@@ -199,7 +200,7 @@ class KafkaEngine:
 
     def run(self, until_idle_s: float | None = None) -> None:
         """Consume until stopped (SIGTERM/SIGINT), or until `until_idle_s` without a message."""
-        self._consumer.subscribe([self.topics.trajectory], on_assign=self._on_assign, on_revoke=self._on_revoke)
+        self._consumer.subscribe([self.route.consumes], on_assign=self._on_assign, on_revoke=self._on_revoke)
         last_commit = last_message = time.monotonic()
         try:
             while not self._stop:

@@ -12,8 +12,8 @@ import threading
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pipeline.embedded import EmbeddedPipeline
-from pipeline.grid_run import RunRefused, open_warehouse, print_table, refuse, write_log_root, write_report
+from pipeline.grid_run import (RunRefused, open_embedded, open_warehouse, print_table, resume_point, write_log_root,
+                               write_report)
 
 
 def _frozen_from_events(events) -> dict[tuple[int, str], str]:
@@ -97,30 +97,19 @@ def _phases(study, conditions, seeds, phase, new_agent, workers, config, sandbox
 
 
 def run_transfer_embedded(study, conditions, seeds, phase, new_agent, workers, config, sandbox_name, settings) -> None:
-    from audit.log_root_record import LogRootError, check_warehouse, describes, read_record, record_path, warehouse_state
-    from producers.bus.base import run_set_log_path
+    from audit.log_root_record import record_path, warehouse_state
     from reports.build import ReportError, build_report
-    from warehouse import queries
 
     console = Console(stderr=True)
     run_set = config.run_set
     root_file = record_path(settings.runs_dir, run_set)
     warehouse = open_warehouse(settings)
     try:
-        if root_file.exists():  # as `membench run`: an edited warehouse is refused, not laundered into a new root
-            try:
-                recorded = read_record(root_file)
-            except LogRootError as exc:
-                refuse(console, [str(exc)], "transfer")
-            if describes(recorded, settings.warehouse):
-                problems = check_warehouse(warehouse_state(warehouse, run_set), recorded, new_runs_allowed=True)
-                if problems:
-                    refuse(console, problems, "transfer")
-        pipeline = EmbeddedPipeline(run_set_log_path(settings.runs_dir, run_set), warehouse)
+        # as `membench run`: an edited warehouse is refused, not laundered into a new root
+        pipeline = open_embedded(console, settings, warehouse, run_set, "transfer")
         try:
             pipeline.recover(run_set)
-            done = queries.completed_units(warehouse, run_set)
-            attempts = {u: n + 1 for u, n in queries.attempts_started(warehouse, run_set).items()}
+            done, attempts = resume_point(warehouse, run_set)
             frozen = _frozen_from_warehouse(warehouse, run_set)
             total = len(seeds) * (phase != "transfer") + len(study.projects) * len(conditions) * len(seeds) * (
                 phase != "learning")
@@ -169,32 +158,24 @@ def run_transfer_kafka(study, conditions, seeds, phase, new_agent, workers, conf
     """Publish to Kafka; unit status on the compacted topic makes the run resumable. The frozen bank
     digests of completed learning units come from their `SkillBankFrozen` events on the trajectory
     topic (`_frozen_from_topic`), so `--phase transfer` runs on any machine that holds the banks."""
-    from producers.bus.kafka import KafkaBus, SharedUnitBus, read_unit_status
-    from producers.grid import run_id_for
+    from pipeline.distributed.publication import KafkaPublication
     from producers.transfer.transfer_units import learning_unit, plan_transfer
 
     console = Console(stderr=True)
-    run_set = config.run_set
-    bus = KafkaBus(settings.bus, run_set, settings.runs_dir / run_set / "spool")
-    status = read_unit_status(bus.topics, run_set)
+    publication = KafkaPublication(settings, config.run_set)
     units = ([learning_unit(study, s) for s in seeds] if phase != "transfer" else []) + (
         plan_transfer(study, conditions, seeds) if phase != "learning" else [])
-    done = {u.unit_id for u in units if status.get(u.unit_id, {}).get("status") in ("completed", "excluded")}
+    todo = publication.todo(units)
+    done = {u.unit_id for u in units} - {u.unit_id for u in todo}
     frozen = {}
     if phase != "learning":
-        frozen = _frozen_from_topic(bus.topics, study, seeds, status)
+        frozen = _frozen_from_topic(publication.topics, study, seeds, publication.status)
         missing = [s for s in seeds if not any(seed == s for seed, _ in frozen)]
         if phase == "transfer" and missing:
             console.print(f"no completed learning unit of seed(s) {', '.join(map(str, missing))} on the trajectory "
                           f"topic: their bank conditions are excluded (skill_bank_modified)", highlight=False,
                           markup=False)
-    attempts = {u.unit_id: status.get(u.unit_id, {}).get("attempt", 0) + 1 for u in units}
-    shared = SharedUnitBus(bus, attempts)
-    shared.mark_started({u.unit_id: run_id_for(run_set, u, attempts[u.unit_id]) for u in units
-                         if u.unit_id not in done})
-    _phases(study, conditions, seeds, phase, new_agent, workers, config, sandbox_name, settings, shared.publish,
-            done, attempts, frozen, lambda unit, run_id: shared.completed(unit.unit_id, run_id))
-    bus.close()
-    console.print(f"published run set {run_set}; when `membench sink --until-idle` has drained the topics, "
-                  f"`membench report {run_set}` builds the report", highlight=False, markup=False)
-    print(run_set)
+    publication.start(todo)
+    _phases(study, conditions, seeds, phase, new_agent, workers, config, sandbox_name, settings, publication.publish,
+            done, publication.attempts, frozen, publication.completed)
+    publication.close(console)

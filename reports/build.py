@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import Any
 
 from reports.comparisons import comparisons_section
-from reports.conventions import ci_method, condition_order, pass_summary, valid_run
+from reports.conventions import ci_method, condition_pass_summaries
 from reports.failures import failures_section
 from reports.hygiene import hygiene_section
 from reports.model import AdmissionFunnel, CanaryProof, ConditionSummary, Inputs, Report, SuiteIsolation, shallow_fields
@@ -55,21 +54,13 @@ def build_report(warehouse: WarehouseReader, run_set: str, *, baseline: str | No
     failures = failures_section(warehouse, run_set, runs)
     hygiene = hygiene_section(warehouse, run_set, runs, comparisons.comparisons.baseline)
     transfer = transfer_section(warehouse, run_set, runs)
-    by_condition: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in runs:
-        by_condition[row["condition"]].append(row)
     conditions = []
-    for condition in sorted(by_condition, key=condition_order):
-        rows = by_condition[condition]
-        outcomes: dict[str, list[bool]] = defaultdict(list)
-        for r in rows:
-            if valid_run(r):
-                outcomes[r["task"]].append(bool(r["scored_passed"]))
-        passed, valid, rate, ci95, bootstrap = pass_summary(outcomes)
+    for condition, cells, (passed, valid, rate, ci95, bootstrap) in condition_pass_summaries(
+            (row["condition"], row) for row in runs):
         conditions.append(ConditionSummary(
-            condition=condition, cells=len(rows), passed=passed, pass_rate=rate, ci95=ci95,
+            condition=condition, cells=cells, passed=passed, pass_rate=rate, ci95=ci95,
             ci_method=ci_method(passed, valid),
-            excluded=len(rows) - valid, bootstrap=bootstrap,
+            excluded=cells - valid, bootstrap=bootstrap,
             **shallow_fields(failures.conditions[condition]), **shallow_fields(hygiene.conditions[condition])))
     digests = sorted({json.loads(r["payload"])["pack_digest"] for r in queries.run_started(warehouse, run_set)})
     return Report(

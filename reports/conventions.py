@@ -50,8 +50,11 @@ def ci_method(passed: int, valid: int) -> str | None:
     return None if not valid else CI_EXACT if passed in (0, valid) else CI_BOOTSTRAP
 
 
-def pass_summary(outcomes: dict[str, list[bool]]
-                 ) -> tuple[int, int, float | None, list[float | None], BootstrapSettings]:
+# (passed, valid, pass rate, 95% CI, bootstrap settings): what `pass_summary` returns
+PassSummary = tuple[int, int, float | None, list[float | None], BootstrapSettings]
+
+
+def pass_summary(outcomes: dict[str, list[bool]]) -> PassSummary:
     """(passed, valid, pass rate, 95% CI, bootstrap settings) of unit -> outcomes of its valid cells
     (`ci_method` names the interval). The CI is the trap-cluster percentile bootstrap with the report's fixed resamples
     and seed — except where every valid cell passed or none did: every resample then has the same
@@ -69,6 +72,26 @@ def pass_summary(outcomes: dict[str, list[bool]]
         interval = list(clopper_pearson(0 if passed == 0 else traps, traps, level=ci.level))
     return (passed, valid, passed / valid if valid else None, interval,
             BootstrapSettings(resamples=ci.resamples, seed=ci.seed, level=ci.level))
+
+
+def condition_pass_summaries(cells: Iterable[tuple[str, dict[str, Any]]]
+                             ) -> list[tuple[str, int, PassSummary]]:
+    """(condition, cells, `pass_summary` of its valid cells' outcomes by task) for each condition,
+    in `condition_order`. CELLS: (condition, run row) pairs, one a unit, a row as `run_results`
+    holds it (`task`, `status`, `excluded`, `scored_passed`). The report's base figures and the live
+    viewer's ladder are both this."""
+    by_condition: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for condition, row in cells:
+        by_condition[condition].append(row)
+    out = []
+    for condition in sorted(by_condition, key=condition_order):
+        rows = by_condition[condition]
+        outcomes: dict[str, list[bool]] = defaultdict(list)
+        for r in rows:
+            if valid_run(r):
+                outcomes[r["task"]].append(bool(r["scored_passed"]))
+        out.append((condition, len(rows), pass_summary(outcomes)))
+    return out
 
 
 def cell_summary(cells: Iterable[Cell]) -> CellSummary:

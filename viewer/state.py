@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from processors import RunSetProcessor
-from reports.conventions import condition_order, pass_summary, valid_run
+from reports.conventions import condition_order, condition_pass_summaries, valid_run
 from schemas.chain import ChainVerifier
 from schemas.derived import DerivedEvent
 from schemas.events import Event
@@ -288,24 +288,15 @@ class LiveRunSet:
     def ladder(self) -> list[dict[str, Any]]:
         """Pass rate per condition with its 95% CI, as reports/build.py computes it from
         `run_results`: one cell per unit, valid cells only, trap-cluster bootstrap by task with the
-        report's resamples and seed (reports.conventions.pass_summary)."""
+        report's resamples and seed (reports.conventions.condition_pass_summaries, as the report)."""
         if self._ladder_cache is not None and self._ladder_cache[0] == self._summaries:
             return self._ladder_cache[1]
-        by_condition: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for runs in self._units().values():
-            cell = unit_row(runs)
-            if cell is not None:
-                by_condition[cell.condition].append(cell.summary())
+        cells = (unit_row(runs) for runs in self._units().values())
         out = []
-        for condition in sorted(by_condition, key=condition_order):
-            rows = by_condition[condition]
-            outcomes: dict[str, list[bool]] = defaultdict(list)
-            for r in rows:
-                if valid_run(r):
-                    outcomes[r["task"]].append(bool(r["scored_passed"]))
-            passed, valid, rate, ci95, bootstrap = pass_summary(outcomes)
-            out.append({"condition": condition, "cells": len(rows), "valid": valid, "passed": passed,
-                        "pass_rate": rate, "ci95": ci95, "excluded": len(rows) - valid,
+        for condition, count, (passed, valid, rate, ci95, bootstrap) in condition_pass_summaries(
+                (cell.condition, cell.summary()) for cell in cells if cell is not None):
+            out.append({"condition": condition, "cells": count, "valid": valid, "passed": passed,
+                        "pass_rate": rate, "ci95": ci95, "excluded": count - valid,
                         "bootstrap": {"resamples": bootstrap.resamples, "seed": bootstrap.seed,
                                       "level": bootstrap.level}})
         self._ladder_cache = (self._summaries, out)

@@ -1,5 +1,8 @@
 """The distributed wiring over Kafka, one job per module:
 
+- `publication`: `KafkaPublication`, the steps of a run set published from this process (unit
+  statuses read, complete units skipped, attempts numbered and marked started, units completed,
+  the closing message), shared by `kafka_run` and the transfer study (`pipeline.transfer_run`);
 - `kafka_run`: `membench run --bus kafka://…` runs a grid here and publishes its events;
 - `enqueue`: `membench run … --enqueue` puts a grid's units on the units topic;
 - `group_member`: `membench runner`, a process of the `runner` consumer group that claims and runs them;

@@ -30,7 +30,7 @@ import confluent_kafka  # the module, not its names: a test may stand in a consu
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from producers.bus.base import BusError
-from schemas.kafka_config import reader_config
+from schemas.kafka_config import consumer_config, reader_config
 from schemas.topics import Topics
 
 BATCH = 1000  # messages per consume() at most
@@ -157,3 +157,23 @@ def read_assigned(consumer, topic: str, positions: dict[int, int], ends: dict[in
             yield msg, item
     if gaps:
         raise ShortRead(topic, gaps)
+
+
+def consumer_group_caught_up(bootstrap: str, group: str, topic: str) -> bool:
+    """Whether GROUP's committed offsets reached the end (high watermark) of every partition of TOPIC
+    that holds a message; False when the topic or an offset cannot be read. Asked by whoever waits
+    for the processors to drain a topic (`membench bench bus`, the integration tests). The probe
+    joins no group and commits nothing: GROUP only names whose offsets to read."""
+    consumer = confluent_kafka.Consumer(consumer_config(bootstrap, group))
+    try:
+        meta = consumer.list_topics(topic, timeout=20)
+        parts = [TopicPartition(topic, p) for p in meta.topics[topic].partitions]
+        for tp in consumer.committed(parts, timeout=20):
+            _, high = consumer.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=20)
+            if high > 0 and tp.offset < high:
+                return False
+        return True
+    except (KafkaException, KeyError):
+        return False
+    finally:
+        consumer.close()

@@ -11,6 +11,7 @@ import time
 import uuid
 from pathlib import Path
 
+from producers.bus.kafka_read import consumer_group_caught_up  # noqa: F401 - the tests' wait for the processors
 from tests.conftest import REPO, skip_or_fail
 
 SINGLE = "127.0.0.1:9092"
@@ -100,27 +101,6 @@ def _topic_size(bootstrap: str, topic: str) -> int:
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=20)
             total += high - low
         return total
-    finally:
-        consumer.close()
-
-
-def consumer_group_caught_up(bootstrap: str, group: str, topic: str) -> bool:
-    from confluent_kafka import Consumer, TopicPartition
-
-    from confluent_kafka import KafkaException
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        meta = consumer.list_topics(topic, timeout=20)
-        parts = [TopicPartition(topic, p) for p in meta.topics[topic].partitions]
-        committed = consumer.committed(parts, timeout=20)
-        for tp in committed:
-            _, high = consumer.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=20)
-            if high > 0 and tp.offset < high:
-                return False
-        return True
-    except (KafkaException, KeyError):
-        return False
     finally:
         consumer.close()
 
