@@ -73,7 +73,8 @@ def memory_policies(warehouse: WarehouseReader, run_set: str, starts: list[dict[
         "JSONExtractInt(payload, 'input_tokens') AS input, JSONExtractInt(payload, 'output_tokens') AS output, "
         "if(JSONExtract(payload, 'price', 'Nullable(String)') IS NULL, 0, JSONExtractFloat(payload, 'cost_usd')) AS usd "
         "FROM trajectory_events WHERE run_set = {rs:String} AND kind = 'ModelCall' ORDER BY event_id "
-        "LIMIT 1 BY event_id) WHERE purpose IN ('sleep', 'judge', 'embed') GROUP BY unit_id, purpose", {"rs": run_set})
+        "LIMIT 1 BY event_id) WHERE purpose IN ('sleep', 'judge', 'embed') GROUP BY unit_id, purpose "
+        "ORDER BY unit_id, purpose", {"rs": run_set})  # ordered: the float sums below add in one order
     calls: dict[str, list] = defaultdict(lambda: [0, 0, 0, 0, 0.0])  # sleep, judge, input, output, usd
     for row in rows:
         parts = row["unit_id"].split("/")
@@ -99,7 +100,8 @@ def cost_usd(warehouse: WarehouseReader, run_set: str, runs: list[dict[str, Any]
         "SELECT unit_id, count() AS calls, countIf(isNotNull(cost) AND isNotNull(price)) AS priced, "
         "sum(ifNull(cost, 0)) AS usd FROM (SELECT unit_id, JSONExtract(payload, 'cost_usd', 'Nullable(Float64)') AS "
         "cost, JSONExtract(payload, 'price', 'Nullable(String)') AS price FROM trajectory_events "
-        "WHERE run_set = {rs:String} AND kind = 'ModelCall' ORDER BY event_id LIMIT 1 BY event_id) GROUP BY unit_id",
+        "WHERE run_set = {rs:String} AND kind = 'ModelCall' ORDER BY event_id LIMIT 1 BY event_id) GROUP BY unit_id "
+        "ORDER BY unit_id",
         {"rs": run_set})
     successes: dict[str, int] = defaultdict(int)
     for r in runs:
