@@ -194,7 +194,11 @@ def test_a_stalled_runner_is_fenced_when_it_resumes_after_another_ran_its_unit(t
     worker = Worker(dsn, home, tmp_path / "worker.log")
     logs = {name: tmp_path / f"runner-{name}.log" for name in "AB"}
     handles = {name: open(log, "w") for name, log in logs.items()}
-    runner_args = ("runner", "--bus", dsn, "--until-idle", "--max-poll-interval", "10")
+    # the rebalance B's join starts waits this long for the stopped A (its rebalance timeout), and a
+    # runner finishing its running unit during a rebalance must do so within it: at 10 s a smoke unit
+    # under CI's load outran it, B was put out of the group while finishing its own unit and the two
+    # runners passed a second unit back and forth (stop 36); 30 s is three times that unit's time
+    runner_args = ("runner", "--bus", dsn, "--until-idle", "--max-poll-interval", "30")
     procs = {"A": membench(*runner_args, home=home, stdout=handles["A"], stderr=handles["A"])}
     try:
         # stop A while a unit's run has events on the topic and no RunEnded (checked again once stopped)
