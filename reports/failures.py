@@ -48,7 +48,8 @@ def failures_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[s
     params = {"rs": run_set}
     failures = _by_run(warehouse.query_dicts(
         "SELECT run_id, failure_reason, memory_failure FROM failures WHERE run_set = {rs:String} AND scored "
-        "AND NOT resolved AND NOT excluded ORDER BY run_id, session_index LIMIT 1 BY run_id, session_index", params), condition_of)
+        "AND NOT resolved AND NOT excluded ORDER BY run_id, session_index LIMIT 1 BY run_id, session_index", params),
+        condition_of)
     contracts = _by_run(warehouse.query_dicts(
         "SELECT run_id, session_index, memory_contract_status, runtime_contract_failure_reason, memory_helped, "
         "memory_hurt FROM memory_contracts WHERE run_set = {rs:String} AND scored "
@@ -59,7 +60,8 @@ def failures_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[s
         "AND kind = 'MemoryCitation' AND length(JSONExtractArrayRaw(payload, 'memory_ids')) > 0", params)}
     hygiene = _by_run(warehouse.query_dicts(
         "SELECT run_id, construct, metric, numerator, denominator FROM hygiene_observations "
-        "WHERE run_set = {rs:String} AND scored ORDER BY run_id, derived_id LIMIT 1 BY derived_id", params), condition_of)
+        "WHERE run_set = {rs:String} AND scored ORDER BY run_id, derived_id LIMIT 1 BY derived_id", params),
+        condition_of)
 
     out: dict[str, dict[str, Any]] = {}
     for condition in sorted(set(condition_of.values())):

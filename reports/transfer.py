@@ -42,7 +42,8 @@ def transfer_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[s
     """None when the run set holds no transfer run. `runs` is the unit cells (queries.run_results)."""
     cells = {r["run_id"] for r in runs}
     results = [r for r in warehouse.query_dicts(
-        "SELECT * FROM transfer_results WHERE run_set = {rs:String} ORDER BY run_id, derived_id LIMIT 1 BY derived_id", {"rs": run_set})
+        "SELECT * FROM transfer_results WHERE run_set = {rs:String} ORDER BY run_id, derived_id "
+        "LIMIT 1 BY derived_id", {"rs": run_set})
         if r["run_id"] in cells]
     if not results:
         return None
