@@ -4,7 +4,7 @@ chDB returns rows in the order it reads its parts, which depends on how the inse
 and on background merges, so the report `membench run` wrote and the one `membench report` rebuilds
 later may see the same rows in different orders. Before stop 36 the memory-contract status and
 runtime-failure counts kept the order their keys were first met, so a rebuild could reorder them
-and change report.json's bytes (test_hygiene_pack's byte-for-byte check failed once in three runs).
+and change report.json's bytes (the likely cause of a test_hygiene_pack failure at stop 36).
 A stand-in reader isolates the section from chDB: it answers each query with the same rows, in
 the order the test chooses."""
 
