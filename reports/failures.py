@@ -48,20 +48,17 @@ def failures_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[s
     params = {"rs": run_set}
     failures = _by_run(warehouse.query_dicts(
         "SELECT run_id, failure_reason, memory_failure FROM failures WHERE run_set = {rs:String} AND scored "
-        "AND NOT resolved AND NOT excluded ORDER BY run_id, session_index LIMIT 1 BY run_id, session_index", params),
-        condition_of)
+        "AND NOT resolved AND NOT excluded LIMIT 1 BY run_id, session_index", params), condition_of)
     contracts = _by_run(warehouse.query_dicts(
         "SELECT run_id, session_index, memory_contract_status, runtime_contract_failure_reason, memory_helped, "
-        "memory_hurt FROM memory_contracts WHERE run_set = {rs:String} AND scored "
-        "ORDER BY run_id, session_index LIMIT 1 BY run_id, session_index",
+        "memory_hurt FROM memory_contracts WHERE run_set = {rs:String} AND scored LIMIT 1 BY run_id, session_index",
         params), condition_of)
     cited = {(r["run_id"], int(r["session_index"])) for r in warehouse.query_dicts(
         "SELECT DISTINCT run_id, session_index FROM trajectory_events WHERE run_set = {rs:String} "
         "AND kind = 'MemoryCitation' AND length(JSONExtractArrayRaw(payload, 'memory_ids')) > 0", params)}
     hygiene = _by_run(warehouse.query_dicts(
         "SELECT run_id, construct, metric, numerator, denominator FROM hygiene_observations "
-        "WHERE run_set = {rs:String} AND scored ORDER BY run_id, derived_id LIMIT 1 BY derived_id", params),
-        condition_of)
+        "WHERE run_set = {rs:String} AND scored LIMIT 1 BY derived_id", params), condition_of)
 
     out: dict[str, dict[str, Any]] = {}
     for condition in sorted(set(condition_of.values())):
@@ -98,7 +95,9 @@ def failures_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[s
     constructs: dict[str, dict[str, dict[str, Ratio]]] = defaultdict(dict)
     for (condition, construct, metric), (num, den) in sorted(by_construct.items()):
         constructs[condition].setdefault(construct, {})[metric] = _rate(num, den)
-    for entry in out.values():  # in key order: the rows come in whatever order the warehouse reads its parts
+    # every count in key order, and only integer sums above: the rows come in whatever order the
+    # warehouse reads its parts (batching and merges change it), and the report must not
+    for entry in out.values():
         for key in ("failure_counts", "memory_failure_counts"):
             entry[key] = dict(sorted(entry[key].items()))
         for key in ("status_counts", "runtime_failure_counts"):

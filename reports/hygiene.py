@@ -152,8 +152,7 @@ def _hygiene_panel(warehouse: WarehouseReader, run_set: str, cell_runs: dict[str
     sums: dict[str, dict[str, list[int]]] = {}
     for row in warehouse.query_dicts(
             "SELECT run_id, metric, numerator, denominator FROM hygiene_observations "
-            "WHERE run_set = {rs:String} AND scored ORDER BY run_id, derived_id LIMIT 1 BY derived_id",
-            {"rs": run_set}):
+            "WHERE run_set = {rs:String} AND scored LIMIT 1 BY derived_id", {"rs": run_set}):
         if row["run_id"] not in cell_runs:
             continue
         acc = sums.setdefault(row["metric"], {}).setdefault(cell_runs[row["run_id"]]["condition"], [0, 0])
