@@ -14,17 +14,42 @@ from __future__ import annotations
 
 import fcntl
 import os
+import sys
 import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import clickhouse_connect
+from clickhouse_connect.driver import options as _driver_options
 
 from warehouse.tables import ensure_tables
 
 
 class WarehouseError(RuntimeError):
     pass
+
+
+@contextmanager
+def _rows_are_lists() -> Iterator[None]:
+    """Inserts of plain rows without importing pandas.
+
+    clickhouse-connect looks at `options.pd` and `options.np` on every insert to ask whether the
+    data is a DataFrame or an array, and the first look imports pandas and numpy: a fifth to a
+    third of a second of CPU in every CLI process that records a run (measured with
+    `python -X importtime`, docs/benchmarks.md "Test suite"). The rows passed here are lists, so
+    while a library is not imported yet the answer "not installed" is true for them; it is given
+    for this call only (the caller holds the warehouse lock), so a later DataFrame use still
+    imports the library as usual."""
+    injected = [name for name, module in (("pd", "pandas"), ("np", "numpy"))
+                if module not in sys.modules and name not in vars(_driver_options)]
+    for name in injected:
+        setattr(_driver_options, name, None)
+    try:
+        yield
+    finally:
+        for name in injected:
+            vars(_driver_options).pop(name, None)
 
 
 class Warehouse:
@@ -76,7 +101,7 @@ class Warehouse:
     def insert(self, table: str, rows: list[list[Any]], columns: list[str], dedup_token: str) -> None:
         if not rows:
             return
-        with self._lock:
+        with self._lock, _rows_are_lists():
             self._client.insert(table, rows, column_names=columns,
                                 settings={"insert_deduplication_token": dedup_token, **(self._per_call or {})})
 

@@ -157,6 +157,9 @@ elif ! service_pid >/dev/null && ping_ok; then
 else
     stop_service
     rm -f "$SOCK"
+    # conmon, the service's child, writes an `oom` marker into its working directory when a
+    # container is OOM-killed: keep that out of whatever directory this script was started from
+    cd "$WORK"
     nohup setsid podman system service --time=0 "unix://$SOCK" >>"$LOGFILE" 2>&1 </dev/null 9>&- &
     echo $! >"$PIDFILE"
     for _ in $(seq 1 120); do
