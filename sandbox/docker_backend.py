@@ -68,7 +68,7 @@ def _wait(container, wall_time_s: float, stop: threading.Event | None) -> dict:
     This polls the container's state (an inspect) instead of calling the API's blocking `wait`:
     podman's Docker-compatible `wait` (4.3, Debian 12) keeps more than one core busy for as long as
     it waits, measured at 5.6 s of the service's CPU per 4-second container against 0.1 s for
-    polling (docs/benchmarks.md, "Test suite")."""
+    polling alone (docs/benchmarks.md, "Cuts at the source (stop 38)")."""
     deadline = time.monotonic() + wall_time_s
     pause = POLL_FIRST_S
     while True:
