@@ -39,9 +39,8 @@ def _rows_are_lists() -> Iterator[None]:
     third of a second of CPU in every CLI process that records a run (measured with
     `python -X importtime`; docs/benchmarks.md, "Cuts at the source (stop 38)"). The rows passed
     here are lists, so while a library is not imported yet the answer "not installed" is true for
-    them; it is given
-    for this call only (the caller holds the warehouse lock), so a later DataFrame use still
-    imports the library as usual."""
+    them; it is given for this call only (the caller holds the warehouse lock), so a later
+    DataFrame use still imports the library as usual."""
     injected = [name for name, module in (("pd", "pandas"), ("np", "numpy"))
                 if module not in sys.modules and name not in vars(_driver_options)]
     for name in injected:
