@@ -73,8 +73,7 @@ def _wait(container, wall_time_s: float, stop: threading.Event | None) -> dict:
     pause = POLL_FIRST_S
     while True:
         state = container.client.api.inspect_container(container.id).get("State") or {}
-        if state.get("Status") in ("exited", "dead", "stopped") or (
-                state.get("Status") != "created" and not state.get("Running", True)):
+        if not state.get("Running", True) and state.get("Status") != "created":  # exited, dead, stopped
             return {"StatusCode": int(state.get("ExitCode", -1))}
         if stop is not None and stop.is_set():
             raise _Stopped()
