@@ -30,6 +30,7 @@ if [ "${#need_apt[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
+# PYTHON: the interpreter .venv is built on (default: python3 on PATH).
 PYTHON="${PYTHON:-python3}"
 # Python packages are installed by uv (a pinned release from PyPI, kept in a tools virtualenv under
 # the user's cache): it downloads in parallel and installs from its own cache (~/.cache/uv), which
@@ -62,10 +63,13 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup-env: creating .venv with $($PYTHON --version)" >&2
   "$UV" venv -q --seed --python "$PYTHON" .venv  # --seed: pip too, for a user's own installs
 fi
+# --compile-bytecode: the sandboxed interpreters (oracles, production servers) run with -B on a
+# read-only .venv, so they never cache byte code themselves; without it every oracle compiled
+# pytest from source (a 2-unit smoke run: 10.5 s of CPU instead of 6.2 s on a fresh .venv).
 if [ "$DEV" = 1 ]; then
-  "$UV" pip install -q --python .venv/bin/python -e '.[dev]'
+  "$UV" pip install -q --compile-bytecode --python .venv/bin/python -e '.[dev]'
 else
-  "$UV" pip install -q --python .venv/bin/python -e .
+  "$UV" pip install -q --compile-bytecode --python .venv/bin/python -e .
 fi
 if [ "${MEMBENCH_SKIP_AGENTS:-0}" != "1" ]; then
   bash deploy/agents/install.sh
