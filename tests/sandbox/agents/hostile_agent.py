@@ -66,8 +66,10 @@ def read_root():
         entries = sorted(os.listdir("/root"))
     except OSError as exc:
         entries = [type(exc).__name__]
-    # only the read-only Python toolchain may show through (bwrap mounts it at its own path)
-    escaped = any(": b" in s for s in seen) or any(e not in (*TOOLCHAIN_IN_ROOT, "PermissionError") for e in entries)
+    # only the read-only Python toolchain may show through (bwrap mounts it at its own path); with
+    # a toolchain outside /root the sandbox has no /root at all (FileNotFoundError)
+    blocked = (*TOOLCHAIN_IN_ROOT, "PermissionError", "FileNotFoundError")
+    escaped = any(": b" in s for s in seen) or any(e not in blocked for e in entries)
     return escaped, f"/root lists {entries}; " + "; ".join(seen)
 
 
