@@ -63,14 +63,23 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup-env: creating .venv with $($PYTHON --version)" >&2
   "$UV" venv -q --seed --python "$PYTHON" .venv  # --seed: pip too, for a user's own installs
 fi
-# --compile-bytecode: the sandboxed interpreters (oracles, production servers) run with -B on a
-# read-only .venv, so they never cache byte code themselves; without it every oracle compiled
-# pytest from source (a 2-unit smoke run: 10.5 s of CPU instead of 6.2 s on a fresh .venv).
+# Byte code compiled once, here: the sandboxed interpreters (oracles, production servers) run with
+# -B on a read-only .venv, and with PYTHONDONTWRITEBYTECODE set no process caches it at all, so each
+# one compiled pytest, membench and their imports from source again (a 2-unit smoke run on a fresh
+# .venv: 10.5 s of CPU instead of 6.2 s; the whole suite: docs/benchmarks.md, "Test suite").
+# --compile-bytecode covers site-packages; compileall, membench's own packages (an editable
+# install: they stay in the checkout; a stale .pyc is only ignored, never run).
 if [ "$DEV" = 1 ]; then
   "$UV" pip install -q --compile-bytecode --python .venv/bin/python -e '.[dev]'
 else
   "$UV" pip install -q --compile-bytecode --python .venv/bin/python -e .
 fi
+.venv/bin/python - <<'PY'
+import compileall, pathlib, sys, tomllib
+find = tomllib.loads(pathlib.Path("pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+ok = all([compileall.compile_dir(pattern.rstrip("*"), quiet=1, workers=0) for pattern in find["include"]])
+sys.exit(0 if ok else "setup-env: compiling membench's packages failed (above)")
+PY
 if [ "${MEMBENCH_SKIP_AGENTS:-0}" != "1" ]; then
   bash deploy/agents/install.sh
 fi
