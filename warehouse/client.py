@@ -39,8 +39,10 @@ def _rows_are_lists() -> Iterator[None]:
     third of a second of CPU in every CLI process that records a run (measured with
     `python -X importtime`; docs/benchmarks.md, "Cuts at the source (stop 38)"). The rows passed
     here are lists, so while a library is not imported yet the answer "not installed" is true for
-    them; it is given for this call only (the caller holds the warehouse lock), so a later
-    DataFrame use still imports the library as usual."""
+    them; it is given for this call only, so a later DataFrame use still imports the library as
+    usual. The options are the process's, not this warehouse's (its lock does not cover them):
+    this is safe because this module is membench's only user of clickhouse-connect and never
+    passes it a DataFrame or an array, from any thread."""
     injected = [name for name, module in (("pd", "pandas"), ("np", "numpy"))
                 if module not in sys.modules and name not in vars(_driver_options)]
     for name in injected:
