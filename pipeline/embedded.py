@@ -6,9 +6,11 @@ batches (at a run's end once a second has passed, or every 5000 events), and the
 durable (fsync) before each batch: a crash never leaves warehouse rows that the log lacks.
 
 The converse can happen: a crash between the log's fsync and the warehouse insert, or a log block
-written when it filled up mid-run, leaves events in the log the warehouse lacks, and a killed run
-has no RunEnded. `recover` runs before a run set resumes: it brings the warehouse up to the log
-(missing raw rows and the derived events of those runs) and closes every abandoned attempt with a
+written when it filled up mid-run, leaves events in the log the warehouse lacks; a crash between a
+batch's raw insert and its derived inserts leaves a run's raw rows without its derived ones; and a
+killed run has no RunEnded. `recover` runs before a run set resumes: it brings the warehouse up to
+the log (missing raw rows, and the derived events of open runs, of runs whose raw rows lag and of
+ended runs without a summary row) and closes every abandoned attempt with a
 `RunEnded{abandoned}` (producers/attempts.py), so attempt numbers, resumption and replay all see
 the same runs.
 """
@@ -87,17 +89,23 @@ class EmbeddedPipeline:
             self.bus.close()
 
     def recover(self, run_set: str) -> Recovery:
-        """Before `run_set` resumes: copy into the warehouse every raw event of the log it lacks
-        (and the derived events of those runs it lacks), fold every open run into this pipeline's
-        processor, then close those runs as abandoned through `publish`. Call before any publish."""
+        """Before `run_set` resumes: copy into the warehouse every raw event of the log it lacks,
+        and the derived events it lacks of those runs and of every ended run without a summary row;
+        fold every open run into this pipeline's processor, then close those runs as abandoned
+        through `publish`. Call before any publish."""
         self.bus.flush()
         scan = scan_log(self.log_path, run_set)
         stored = queries.events_per_run(self.warehouse, run_set)
         behind = sorted(run_id for run_id, head in scan.runs.items() if stored.get(run_id, 0) < head.events)
         open_runs = {head.run_id for head in scan.open_runs()}
+        # a crash between a batch's raw insert and its derived ones: the run's raw rows are all
+        # there, its summary row (written last, warehouse/sink.py) is not
+        summarised = {row["run_id"] for row in queries.run_results_by_status(self.warehouse, run_set)}
+        unsummarised = {run_id for run_id, head in scan.runs.items() if head.ended and run_id not in summarised}
         recovery = Recovery()
-        if behind or open_runs:
-            recovery.raw_rows, recovery.derived_rows = self._catch_up(scan, behind, sorted(open_runs | set(behind)))
+        folded = open_runs | set(behind) | unsummarised
+        if folded:
+            recovery.raw_rows, recovery.derived_rows = self._catch_up(scan, behind, sorted(folded))
         recovery.closed = close_abandoned(self.log_path, run_set, self.publish, scan)
         with self._lock:
             self.sink.flush()

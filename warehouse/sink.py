@@ -203,12 +203,16 @@ def insert_raw_rowbinary(warehouse: WarehouseStore, data: bytes, token: str) -> 
 
 
 def insert_derived(warehouse: WarehouseStore, derived: Iterable[DerivedEvent], token_prefix: str = "derived") -> int:
+    """One insert per derived table. `run_results` (RunSummary) is written last: a run's summary row
+    is the mark that every derived row of the batch that ended it has landed, so after a crash
+    mid-batch a run that ended in the log without a summary row is one `recover` must fold again
+    (pipeline/embedded.py)."""
     by_kind: dict[str, list[DerivedEvent]] = defaultdict(list)
     for item in derived:
         by_kind[item.kind].append(item)
     columns = derived_columns()
     count = 0
-    for kind, items in sorted(by_kind.items()):
+    for kind, items in sorted(by_kind.items(), key=lambda pair: (pair[0] == "RunSummary", pair[0])):
         names = [name for name, _ in columns[kind]]
         rows = [[item.derived_id, item.source_seq] + [item.payload.get(n) for n in names[2:]] for item in items]
         ids = hashlib.sha256("\n".join(sorted(i.derived_id for i in items)).encode()).hexdigest()

@@ -324,3 +324,79 @@ def test_recover_copies_what_the_warehouse_lacks_and_closes_the_open_run(tmp_pat
         assert (again.raw_rows, again.derived_rows, again.closed) == (0, 0, [])
     finally:
         warehouse.close()
+
+
+class _Killed(Exception):
+    """Stands for the process dying at this insert (nothing after it runs)."""
+
+
+class _DiesAtTable:
+    """The real warehouse, except that the process 'dies' when a batch reaches `table`."""
+
+    def __init__(self, warehouse, table: str):
+        self._warehouse, self._table = warehouse, table
+
+    def insert(self, table, rows, columns, dedup_token):
+        if table == self._table:
+            raise _Killed(table)
+        self._warehouse.insert(table, rows, columns, dedup_token)
+
+    def __getattr__(self, name):
+        return getattr(self._warehouse, name)
+
+
+# the batch's first derived insert; one that sorts after run_results (the summary row must not land
+# before it); the last
+@pytest.mark.parametrize("dies_at", ["failures", "session_results", "run_results"])
+def test_recover_derives_a_finished_run_whose_raw_rows_landed_without_its_derived_rows(tmp_path, dies_at):
+    """A crash inside a batch write: the raw rows of a finished run (and of half of another) are in
+    the warehouse, its derived rows are not, or all but its summary row are. The run's raw count
+    matches the log, so only its missing summary row gives it away; `recover` derives what is
+    missing once, and replay of the log against the warehouse agrees (CI saw this after a kill -9)."""
+    from audit.file_source import events_from_file
+    from audit.log_root_record import warehouse_state
+    from audit.replayer import replay
+    from pipeline.embedded import EmbeddedPipeline
+    from schemas.chain import seal
+    from schemas.registry import default_registry
+    from tests.processors.test_verdicts import build_run
+    from warehouse import queries
+    from warehouse.client import connect
+    from warehouse.tables import derived_columns, table_for_kind
+
+    schema = default_registry().latest("event")
+    log = tmp_path / "runs" / "rs" / "events.avro"
+    done, cut = build_run(run_id="run-done"), build_run(run_id="run-cut")[:9]
+    warehouse = connect(f"chdb://{tmp_path / 'wh'}")
+    pipeline = EmbeddedPipeline(log, _DiesAtTable(warehouse, dies_at))
+    for event in cut[:4] + done + cut[4:]:
+        pipeline.publish(event, seal(schema, event)[1])
+    with pytest.raises(_Killed):
+        pipeline.sink.flush()
+    pipeline.bus.close()
+    warehouse.close()
+
+    warehouse = connect(f"chdb://{tmp_path / 'wh'}")
+    try:
+        assert queries.events_per_run(warehouse, "rs") == {"run-done": len(done), "run-cut": len(cut)}
+        assert any("run_results has no row" in line for line in warehouse_state(warehouse, "rs").problems["run-done"])
+        pipeline = EmbeddedPipeline(log, warehouse)
+        recovery = pipeline.recover("rs")
+        pipeline.close()
+        assert recovery.raw_rows == 0 and recovery.derived_rows > 0
+        assert warehouse_state(warehouse, "rs").problems == {}
+        statuses = dict(warehouse.query_rows("SELECT run_id, status FROM run_results"))
+        assert statuses == {"run-done": "completed", "run-cut": "abandoned"}
+        for kind in derived_columns():  # nothing derived twice (the tables keep every insert)
+            total, distinct = warehouse.query_rows(
+                f"SELECT count(), uniqExact(derived_id) FROM {table_for_kind(kind)}")[0]
+            assert total == distinct, kind
+        findings = []
+        result = replay(events_from_file(log, findings), findings, warehouse)
+        assert result.ok, [str(f) for f in result.findings]
+        pipeline = EmbeddedPipeline(log, warehouse)
+        again = pipeline.recover("rs")
+        pipeline.close()
+        assert (again.raw_rows, again.derived_rows, again.closed) == (0, 0, [])
+    finally:
+        warehouse.close()
