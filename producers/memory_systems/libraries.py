@@ -34,6 +34,7 @@ Each is `model_driven` (it needs `--memory-model`, the model its library calls; 
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
@@ -208,6 +209,26 @@ def _shared(path: Path, make) -> _Store:
             path.mkdir(parents=True, exist_ok=True)
             _STORES[key] = _Store(make(path), threading.Lock())
         return _STORES[key]
+
+
+@atexit.register
+def _close_stores() -> None:
+    """Close every shared store while the interpreter is still whole. An embedded Qdrant client left
+    to the interpreter's teardown closes itself in `__del__` by importing portalocker after the
+    import system is gone, and prints a traceback on every exit of a process that used one."""
+    with _STORES_LOCK:
+        stores = list(_STORES.values())
+        _STORES.clear()
+    for store in stores:
+        # a QdrantClient, or a mem0 Memory (its SQLite history) and the QdrantClient under it
+        vector_client = getattr(getattr(store.handle, "vector_store", None), "client", None)
+        for handle in (store.handle, vector_client):
+            close = getattr(handle, "close", None)
+            if close is not None:
+                try:
+                    close()
+                except Exception:  # noqa: BLE001 — exiting anyway; one store must not keep the rest open
+                    pass
 
 
 def _import_mem0() -> Any:

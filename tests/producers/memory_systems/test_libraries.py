@@ -422,3 +422,18 @@ def test_the_settings_records_name_each_library_and_left_the_earlier_ones_as_the
         "trustcall", "langgraph", "langgraph_checkpoint", "langchain_core", "langchain_openai"}
     assert record["index_fields"] == ["$"] and record["chat_api"] == "chat_completions"
     json.dumps(record)  # JSON as recorded
+
+
+def test_a_process_that_opened_an_embedded_qdrant_store_exits_without_a_traceback(tmp_path) -> None:
+    """The shared stores are closed at exit: left to the interpreter's teardown, Qdrant's local client
+    imports portalocker in `__del__` after the import system is gone and prints a traceback."""
+    import subprocess
+    import sys
+
+    script = ("import sys\nfrom pathlib import Path\nfrom qdrant_client import QdrantClient\n"
+              "from producers.memory_systems.libraries import _shared\n"
+              "_shared(Path(sys.argv[1]), lambda path: QdrantClient(path=str(path / 'qdrant')))\n")
+    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path / "store")], capture_output=True, text=True,
+                          cwd=str(Path(__file__).resolve().parents[3]), timeout=120)
+    assert proc.returncode == 0 and (tmp_path / "store" / "qdrant").is_dir(), proc.stderr
+    assert proc.stderr == "", proc.stderr
