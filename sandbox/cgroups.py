@@ -6,7 +6,8 @@ controllers are mounted writable (`/sys/fs/cgroup/memory`, `/sys/fs/cgroup/pids`
 gets its own pair under `membench/`: `memory.limit_in_bytes` (and `memory.memsw.limit_in_bytes`,
 so swap cannot extend it) = `SandboxSpec.memory_mb`, `pids.max` = `max_processes`, for the
 sandbox and everything it starts. The command joins both before bwrap starts (a shell writes its
-own pid to `cgroup.procs`, then execs), so no process of the sandbox is ever outside them.
+own pid to `cgroup.procs`, then execs), so no process of the sandbox is ever outside them. The
+groups of an owner that died without closing them are cleared by the next sandbox (`reap_orphans`).
 
 Fallback, stated: without them (not root, cgroup v2 without delegation, controllers missing), the
 per-process rlimits stay the only limits (`RLIMIT_AS` per process, `RLIMIT_NPROC` of the
@@ -17,6 +18,7 @@ and `limits_mode()` say which applies. The Docker backend always has a container
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import signal
 import time
@@ -25,6 +27,49 @@ from pathlib import Path
 
 ROOT = Path(os.environ.get("MEMBENCH_CGROUP_ROOT", "/sys/fs/cgroup"))
 PARENT = "membench"
+# sb-<PID namespace>-<owner pid>-<random>: the owner is the membench process that created the group
+_NAME = re.compile(r"^sb-(\d+)-(\d+)-[0-9a-f]+$")
+
+
+def _pid_namespace() -> str:
+    """This process's PID namespace (the inode of /proc/self/ns/pid): an owner pid in a group's name
+    means something only there."""
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "0"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # someone else's process: alive
+        return True
+    return True
+
+
+def reap_orphans() -> list[str]:
+    """Kill what is left in the sandbox groups whose owner is gone, and remove the groups; returns
+    their names. A runner killed with SIGKILL closes none of its sandboxes, and bwrap's sandbox
+    init, caught before `--die-with-parent` took hold, waits forever for a parent that is gone
+    (seen after a runner's kill -9: blocked in an eventfd read, deaf to SIGTERM as a namespace's
+    init). `SandboxCgroup.create` calls this, so the next sandbox on the host clears them.
+    Only groups of this PID namespace are judged, and an owner pid that a live process reuses keeps
+    its group until that process ends: a live sandbox is never touched."""
+    namespace, reaped = _pid_namespace(), []
+    try:
+        names = sorted(entry.name for entry in os.scandir(ROOT / "memory" / PARENT) if entry.is_dir())
+    except OSError:
+        return reaped
+    for name in names:
+        match = _NAME.match(name)
+        if match is None or match.group(1) != namespace or _alive(int(match.group(2))):
+            continue
+        SandboxCgroup(name, ROOT / "memory" / PARENT / name, ROOT / "pids" / PARENT / name).close()
+        reaped.append(name)
+    return reaped
 
 
 def limits_mode() -> tuple[bool, str]:
@@ -54,7 +99,8 @@ class SandboxCgroup:
         ok, _ = limits_mode()
         if not ok:
             return None
-        name = f"sb-{os.getpid()}-{secrets.token_hex(6)}"
+        reap_orphans()
+        name = f"sb-{_pid_namespace()}-{os.getpid()}-{secrets.token_hex(6)}"
         memory, pids = ROOT / "memory" / PARENT / name, ROOT / "pids" / PARENT / name
         try:
             memory.mkdir(parents=True)
