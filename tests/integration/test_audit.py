@@ -274,6 +274,16 @@ def test_report_refuses_deleted_rows(tmp_path, smoke_run_set):
 # --------------------------------------------------- recovery when the warehouse lags the log
 
 
+def _recover(log, warehouse):
+    """`recover` on a fresh pipeline, as a resumed run set starts."""
+    from pipeline.embedded import EmbeddedPipeline
+
+    pipeline = EmbeddedPipeline(log, warehouse)
+    recovery = pipeline.recover("rs")
+    pipeline.close()
+    return recovery
+
+
 def test_recover_copies_what_the_warehouse_lacks_and_closes_the_open_run(tmp_path):
     """A crash after the log's fsync but before the warehouse insert: the log holds a finished run
     and the first half of another that the warehouse never saw. `recover` copies both in and closes
@@ -304,9 +314,7 @@ def test_recover_copies_what_the_warehouse_lacks_and_closes_the_open_run(tmp_pat
     warehouse = connect(f"chdb://{tmp_path / 'wh'}")
     try:
         assert queries.events_per_run(warehouse, "rs") == {"run-done": 5}
-        pipeline = EmbeddedPipeline(log, warehouse)
-        recovery = pipeline.recover("rs")
-        pipeline.close()
+        recovery = _recover(log, warehouse)
         assert recovery.raw_rows == len(done) - 5 + len(cut)
         assert [(e.run_id, e.seq, e.prev_hash) for e in recovery.closed] == [("run-cut", 9, cut[-1].hash)]
         assert queries.events_per_run(warehouse, "rs") == {"run-done": len(done), "run-cut": 10}
@@ -318,9 +326,7 @@ def test_recover_copies_what_the_warehouse_lacks_and_closes_the_open_run(tmp_pat
         assert result.ok, [str(f) for f in result.findings]
         assert result.run_sets["rs"].abandoned == [("run-cut", "suite/task/B5/1", 9)]
         # recovering again finds nothing left to do
-        pipeline = EmbeddedPipeline(log, warehouse)
-        again = pipeline.recover("rs")
-        pipeline.close()
+        again = _recover(log, warehouse)
         assert (again.raw_rows, again.derived_rows, again.closed) == (0, 0, [])
     finally:
         warehouse.close()
@@ -380,9 +386,7 @@ def test_recover_derives_a_finished_run_whose_raw_rows_landed_without_its_derive
     try:
         assert queries.events_per_run(warehouse, "rs") == {"run-done": len(done), "run-cut": len(cut)}
         assert any("run_results has no row" in line for line in warehouse_state(warehouse, "rs").problems["run-done"])
-        pipeline = EmbeddedPipeline(log, warehouse)
-        recovery = pipeline.recover("rs")
-        pipeline.close()
+        recovery = _recover(log, warehouse)
         assert recovery.raw_rows == 0 and recovery.derived_rows > 0
         assert warehouse_state(warehouse, "rs").problems == {}
         statuses = dict(warehouse.query_rows("SELECT run_id, status FROM run_results"))
@@ -394,9 +398,7 @@ def test_recover_derives_a_finished_run_whose_raw_rows_landed_without_its_derive
         findings = []
         result = replay(events_from_file(log, findings), findings, warehouse)
         assert result.ok, [str(f) for f in result.findings]
-        pipeline = EmbeddedPipeline(log, warehouse)
-        again = pipeline.recover("rs")
-        pipeline.close()
+        again = _recover(log, warehouse)
         assert (again.raw_rows, again.derived_rows, again.closed) == (0, 0, [])
     finally:
         warehouse.close()
