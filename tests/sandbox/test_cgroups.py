@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 # an owner: one sandbox group with a process in it (a shell that joined it, then exec'd sleep), then
 # it waits to be killed
 OWNER = """
-import subprocess, sys, time
+import subprocess, time
 from sandbox.cgroups import SandboxCgroup
 group = SandboxCgroup.create(256, 8)
 child = subprocess.Popen(group.wrap(["sleep", "600"]), start_new_session=True)
