@@ -67,7 +67,7 @@ def reap_orphans() -> list[str]:
         match = _NAME.match(name)
         if match is None or match.group(1) != namespace or _alive(int(match.group(2))):
             continue
-        SandboxCgroup(name, ROOT / "memory" / PARENT / name, ROOT / "pids" / PARENT / name).close()
+        SandboxCgroup.named(name).close()
         reaped.append(name)
     return reaped
 
@@ -94,14 +94,19 @@ class SandboxCgroup:
     pids: Path
 
     @classmethod
+    def named(cls, name: str) -> "SandboxCgroup":
+        """The pair of groups called `name` (whether they exist or not)."""
+        return cls(name, ROOT / "memory" / PARENT / name, ROOT / "pids" / PARENT / name)
+
+    @classmethod
     def create(cls, memory_mb: int, max_processes: int) -> "SandboxCgroup | None":
         """The cgroups of a new sandbox, or None when whole-sandbox limits are unavailable here."""
         ok, _ = limits_mode()
         if not ok:
             return None
         reap_orphans()
-        name = f"sb-{_pid_namespace()}-{os.getpid()}-{secrets.token_hex(6)}"
-        memory, pids = ROOT / "memory" / PARENT / name, ROOT / "pids" / PARENT / name
+        group = cls.named(f"sb-{_pid_namespace()}-{os.getpid()}-{secrets.token_hex(6)}")
+        memory, pids = group.memory, group.pids
         try:
             memory.mkdir(parents=True)
             pids.mkdir(parents=True)
@@ -111,9 +116,9 @@ class SandboxCgroup:
                 (memory / "memory.memsw.limit_in_bytes").write_text(limit)
             (pids / "pids.max").write_text(str(max_processes))
         except OSError:
-            cls(name, memory, pids).close()
+            group.close()
             return None
-        return cls(name, memory, pids)
+        return group
 
     def wrap(self, argv: list[str]) -> list[str]:
         """argv that first moves itself into both cgroups, then execs the real command."""

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.cgroups import PARENT, ROOT, SandboxCgroup, limits_mode, reap_orphans
+from sandbox.cgroups import SandboxCgroup, limits_mode, reap_orphans
 from tests.conftest import skip_or_fail
 
 pytestmark = pytest.mark.integration
@@ -58,7 +58,8 @@ def test_a_killed_owners_sandbox_is_killed_and_removed_by_the_next_sandbox():
     try:
         name, pid = owner.stdout.readline().split()
         orphan = int(pid)
-        memory, pids = ROOT / "memory" / PARENT / name, ROOT / "pids" / PARENT / name
+        group = SandboxCgroup.named(name)
+        memory, pids = group.memory, group.pids
         deadline = time.monotonic() + 30
         while orphan not in _members(memory) and time.monotonic() < deadline:
             time.sleep(0.02)
