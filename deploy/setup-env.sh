@@ -4,7 +4,7 @@
 # Claude Code from npm; MEMBENCH_SKIP_AGENTS=1 leaves them out). Safe to run again: it only adds
 # what is missing.
 #   deploy/setup-env.sh          # what `membench run` needs
-#   deploy/setup-env.sh --dev    # plus what only the tests need: pytest and playwright (.[dev]),
+#   deploy/setup-env.sh --dev    # plus what only the tests need: pytest-xdist and playwright (.[dev]),
 #                                # Chromium for the viewer's browser tests, Arize Phoenix for the
 #                                # OTLP export test
 set -euo pipefail
