@@ -235,9 +235,8 @@ def conformance_funnel(home: Path, evaluated: list[str], study: Any, memory_mode
     """The conformance funnel (registered -> conformant -> evaluated) of a run set whose registered
     conditions (evaluated, or named in a study family) include a library, external or plug-in
     condition; None when every one is built in."""
-    from membench.commands.memory import conformance_status, load_record
-    from producers.memory_systems.registry import (MEMORY_SYSTEMS, configuration, configuration_digest,
-                                                   needs_conformance)
+    from membench.commands.memory import admission_record
+    from producers.memory_systems.registry import MEMORY_SYSTEMS, needs_conformance
     from reports.model import CONFORMANCE_UNAVAILABLE, ConformanceEntry, ConformanceFunnel
 
     registered = list(dict.fromkeys([*evaluated, *(c for fam in study.families for pair in fam.comparisons
@@ -249,12 +248,12 @@ def conformance_funnel(home: Path, evaluated: list[str], study: Any, memory_mode
         if c not in MEMORY_SYSTEMS:
             status, failed, record = "unknown", [], None
         else:
-            status = conformance_status(home, c, memory_model)[0]
+            # the run was admitted against its upstream, which the report does not know: any upstream's record
+            status, _, found = admission_record(home, c, memory_model, any_upstream=True)
             record, failed = None, []
-            if status in ("conformant", "failed"):
-                digest = configuration_digest(configuration(c, memory_model))
-                record = f"conformance/{digest}.json"
-                failed = list((load_record(home, digest) or {}).get("failed") or [])
+            if status in ("conformant", "failed") and found is not None:
+                record = f"conformance/{found.get('digest')}.json"
+                failed = list(found.get("failed") or [])
         conformant = status in ("built_in", "conformant")
         done = c in evaluated
         entries.append(ConformanceEntry(condition=c, status=status, conformant=conformant, evaluated=done,

@@ -2,7 +2,8 @@
 against a configured memory system, recorded under its configuration's digest in
 `$MEMBENCH_HOME/conformance/<digest>.json`, beside the admission funnel's `validations/`. `run` and
 `score` refuse a library, external or plug-in condition without a passing record for the
-configuration they would run (`require_conformant`); docs/memory-systems.md.
+configuration they would run, code and upstream included (`require_conformant`; what a record is
+pinned to: producers/memory_systems/admission.py); docs/memory-systems.md.
 
 Exit status: 0 conformant, 1 a gate failed (or the repair budget is spent), 2 usage errors."""
 
@@ -35,32 +36,91 @@ def load_record(home: Path, digest: str) -> dict[str, Any] | None:
         return None
 
 
-def conformance_status(home: Path, condition: str, memory_model: str | None) -> tuple[str, str]:
-    """("conformant" | "built_in" | "missing" | "failed", why) for CONDITION as it would run now."""
+def records_of(home: Path, condition: str) -> list[dict[str, Any]]:
+    """CONDITION's records, newest check first (its attempts ledger's order), then any other record of
+    it (a ledger lost or older than the record)."""
+    found: dict[str, dict[str, Any]] = {}
+    try:
+        ledger = json.loads(attempts_path(home, condition).read_text(encoding="utf-8"))
+        digests = [a["digest"] for a in reversed(ledger.get("attempts") or [])]
+    except (OSError, ValueError, KeyError, TypeError):
+        digests = []
+    for digest in digests:
+        record = load_record(home, digest)
+        if record is not None and record.get("condition") == condition:
+            found.setdefault(digest, record)
+    for path in sorted((home / "conformance").glob("*.json")):
+        if path.stem not in found:
+            record = load_record(home, path.stem)
+            if record is not None and record.get("condition") == condition:
+                found[path.stem] = record
+    return list(found.values())
+
+
+def _check_command(condition: str, memory_model: str | None, base_urls: dict[str, str] | None) -> str:
+    url = (base_urls or {}).get("openai") or (base_urls or {}).get("*")
+    return (f"`membench memory check {condition}" + (f" --memory-model {memory_model}" if memory_model else "")
+            + (f" --model-base-url {url}" if memory_model and url else "") + "`")
+
+
+def admission_record(home: Path, condition: str, memory_model: str | None, base_urls: dict[str, str] | None = None,
+                     any_upstream: bool = False) -> tuple[str, str, dict[str, Any] | None]:
+    """(status, why, record) for CONDITION as it would run now; status "conformant" | "built_in" |
+    "missing" (no record of it) | "failed" (its record failed a gate) | "changed" (no record of it,
+    but its last passing record is of another configuration: an edited module, another version, model
+    or upstream, or a record made before admissions were pinned — `why` names each difference). ANY_UPSTREAM: the run calls no
+    upstream (a replay, or a report of a run already admitted): a record of any upstream serves."""
+    from producers.memory_systems.admission import changes
     from producers.memory_systems.conformance import SUITE_VERSION
-    from producers.memory_systems.registry import configuration, configuration_digest, needs_conformance
+    from producers.memory_systems.registry import (configuration, configuration_digest, is_model_driven,
+                                                   needs_conformance)
 
     if not needs_conformance(condition):
-        return "built_in", "a built-in condition: conformant by membench's own tests"
-    digest = configuration_digest(configuration(condition, memory_model))
+        return "built_in", "a built-in condition: conformant by membench's own tests", None
+    current = configuration(condition, memory_model, base_urls)
+    digest = configuration_digest(current)
+    model = memory_model if is_model_driven(condition) else None
+    again = f"re-run {_check_command(condition, model, base_urls)}"
     record = load_record(home, digest)
-    if record is None:
-        return "missing", (f"no conformance record for its configuration (digest {digest[:12]}); run "
-                           f"`membench memory check {condition}`" + (f" --memory-model {memory_model}" if memory_model
-                                                                      else ""))
-    if record.get("suite_version") != SUITE_VERSION:
-        return "missing", f"its record (digest {digest[:12]}) is of suite version {record.get('suite_version')}"
-    if record.get("verdict") != "pass":
+    if record is None and any_upstream:
+        matching = [r for r in records_of(home, condition)
+                    if {**(r.get("configuration") or {}), "upstream": None} == {**current, "upstream": None}]
+        record = next((r for r in matching if r.get("verdict") == "pass"), matching[0] if matching else None)
+    if record is not None and record.get("suite_version") != SUITE_VERSION:
+        return "missing", f"its record (digest {digest[:12]}) is of suite version {record.get('suite_version')}; " \
+                          f"{again}", record
+    if record is not None and record.get("verdict") != "pass":
         return "failed", f"it failed the conformance gate(s) {', '.join(record.get('failed') or ['?'])} " \
-                         f"(record conformance/{digest}.json)"
-    return "conformant", f"conformance/{digest}.json"
+                         f"(record conformance/{record.get('digest', digest)}.json)", record
+    if record is not None:
+        return "conformant", f"conformance/{record.get('digest', digest)}.json", record
+    # an admission that no longer holds names what changed; a condition never admitted is missing
+    last = next((r for r in records_of(home, condition) if r.get("verdict") == "pass"), None)
+    if last is None:
+        return "missing", (f"no conformance record for its configuration (digest {digest[:12]}); run "
+                           f"{_check_command(condition, model, base_urls)}"), None
+    word = {"plugin": "plug-in", "external": "adapter", "library": "library"}.get(current["kind"], "condition")
+    recorded = last.get("configuration") or {}
+    if any_upstream:  # not a difference: the run calls no upstream
+        current = {**current, "upstream": recorded.get("upstream")}
+    differences = changes(recorded, current) or ["its configuration changed"]
+    return "changed", (f"{word} {condition}: " + "; ".join(differences)
+                       + f" since its record conformance/{last.get('digest', '?')}.json; {again}"), last
 
 
-def require_conformant(home: Path, conditions: list[str], memory_model: str | None, option: str) -> None:
+def conformance_status(home: Path, condition: str, memory_model: str | None, base_urls: dict[str, str] | None = None,
+                       any_upstream: bool = False) -> tuple[str, str]:
+    """(status, why) of `admission_record`."""
+    status, why, _ = admission_record(home, condition, memory_model, base_urls, any_upstream)
+    return status, why
+
+
+def require_conformant(home: Path, conditions: list[str], memory_model: str | None, option: str,
+                       base_urls: dict[str, str] | None = None, any_upstream: bool = False) -> None:
     """A usage error naming the first condition that may not be measured and why."""
     for condition in conditions:
-        status, why = conformance_status(home, condition, memory_model)
-        if status in ("missing", "failed"):
+        status, why = conformance_status(home, condition, memory_model, base_urls, any_upstream)
+        if status in ("missing", "failed", "changed"):
             raise UsageError(f"{option}: condition '{condition}' is not admitted for evaluation: {why}")
 
 
@@ -81,7 +141,8 @@ def check(condition: str, as_json: bool, memory_model: str | None, base_urls: tu
           model_timeout: float) -> None:
     """Run the frozen conformance suite against CONDITION in two fresh processes and record it."""
     from membench.commands.model_options import parse_base_urls
-    from producers.memory_systems.conformance import REPAIR_BUDGET, check as run_check
+    from producers.memory_systems.admission import describe
+    from producers.memory_systems.conformance import REPAIR_BUDGET, check as run_check, evidence_lines
     from producers.memory_systems.registry import (MEMORY_SYSTEMS, configuration, configuration_digest,
                                                    is_model_driven, needs_conformance)
 
@@ -94,7 +155,7 @@ def check(condition: str, as_json: bool, memory_model: str | None, base_urls: tu
         raise UsageError(f"--memory-model: {condition} calls no model")
     urls = parse_base_urls(base_urls)
     settings = load_settings()
-    config = configuration(condition, memory_model)
+    config = configuration(condition, memory_model, urls)  # pinned to the code as it is before the suite runs
     digest = configuration_digest(config)
     ledger_path = attempts_path(settings.home, condition)
     try:
@@ -121,8 +182,12 @@ def check(condition: str, as_json: bool, memory_model: str | None, base_urls: tu
         click.echo(json.dumps(record, indent=2, sort_keys=True))
     else:
         click.echo(f"# Conformance — {condition} (configuration {digest[:12]}{', control' if record['control'] else ''})")
+        click.echo(f"pinned to: {describe(config)}")
         for gate, found in result["gates"].items():
             click.echo(f"- {gate}: {found['verdict']}")
+            if found["verdict"] != "pass":  # the evidence, as --json records it: what leaked, which probe, the values
+                for line in evidence_lines(found["evidence"]):
+                    click.echo(f"    {line}")
         click.echo(f"verdict: {result['verdict']}" + (f" (failed: {', '.join(result['failed'])})" if result["failed"]
                                                         else "") + f"; recorded: conformance/{digest}.json; repair "
                    f"budget {len(ledger['attempts'])}/{REPAIR_BUDGET}")

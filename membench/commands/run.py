@@ -71,17 +71,21 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
         raise UsageError(f"--agent: {exc}") from None
     check_model_options(model, made, [c for c in condition_list if is_model_driven(c)])
     from membench.commands.memory import conformance_status, require_conformant
+    from membench.commands.model_options import parse_base_urls
 
+    # the admission is the record of this code against this upstream (a replay calls none)
+    admission = {"base_urls": parse_base_urls(model.base_urls), "any_upstream": bool(model.replay)}
     if study is not None and study.families:  # a study keeps a non-conformant condition as unavailable slots
-        dropped = [c for c in condition_list if conformance_status(settings.home, c, model.memory_model)[0]
+        dropped = [c for c in condition_list if conformance_status(settings.home, c, model.memory_model, **admission)[0]
                    in ("missing", "failed")]
         for c in dropped:
             click.echo(f"--conditions: {c} is conformance-unavailable, not run; its registered slots stay in their "
-                       f"families at p = 1 ({conformance_status(settings.home, c, model.memory_model)[1]})", err=True)
+                       f"families at p = 1 ({conformance_status(settings.home, c, model.memory_model, **admission)[1]})",
+                       err=True)
         condition_list = [c for c in condition_list if c not in dropped]
         if not condition_list:
             raise UsageError("--conditions: no condition is admitted for evaluation")
-    require_conformant(settings.home, condition_list, model.memory_model, "--conditions")
+    require_conformant(settings.home, condition_list, model.memory_model, "--conditions", **admission)
     seed_list = parse_seeds(seeds)
     if agent == "scripted:refsol":
         refuse_refsol_without_solutions(skeleton)

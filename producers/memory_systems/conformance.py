@@ -19,7 +19,8 @@ by the parent, one per secret class of the pack format: SECRET_CLASSES). Gates:
   configured upstream (a `sys.addaudithook` on `socket.connect` and `socket.getaddrinfo`).
 
 The verdict is `pass` when every gate passes, else `fail` naming the failed gates. A record holds
-the configuration (`configuration`), its digest, each gate's verdict and evidence, and the repair
+the configuration (`configuration`: settings, code digests, versions, memory model and upstream,
+producers/memory_systems/admission.py), its digest, each gate's verdict and evidence, and the repair
 budget: REPAIR_BUDGET recorded attempts (distinct configurations of a condition) — once spent
 without a pass, the condition stays unavailable.
 """
@@ -237,15 +238,19 @@ def grade(tokens: dict[str, dict[str, str]], first: dict[str, Any], second: dict
         return "\n".join((reads.get(key) or {}).get("texts", []))
 
     missing = [cls for cls, tok in tokens["a"].items() if tok not in text(f"a/{cls}")]
+    # what each failing read returned beside the token it should have carried
+    returned = {f"a/{cls}": {"expected": tokens["a"][cls], "returned": text(f"a/{cls}")[:300] or "(nothing)"}
+                for cls in missing}
     gates["literal_round_trip"] = {"verdict": "fail" if missing else "pass",
-                                   "evidence": {"classes": sorted(SECRET_CLASSES), "missing": missing}}
+                                   "evidence": {"classes": sorted(SECRET_CLASSES), "missing": missing,
+                                                "reads": returned}}
     d1, d2 = _normalized(first), _normalized(second)
     differ = [k for k in d1 if d1[k] != d2.get(k)]
     digest = lambda d: hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()  # noqa: E731
     gates["cross_process_identity"] = {"verdict": "fail" if differ else "pass",
                                        "evidence": {"digests": [digest(d1), digest(d2)], "differing_reads": differ}}
-    leaks = [f"{ns}/{cls} holds a token of {other}" for ns, other in (("a", "b"), ("b", "a")) for cls in SECRET_CLASSES
-             for tok in tokens[other].values() if tok in text(f"{ns}/{cls}")]
+    leaks = [f"{ns}/{cls} holds a token of {other} ({other}/{leaked} {tok})" for ns, other in (("a", "b"), ("b", "a"))
+             for cls in SECRET_CLASSES for leaked, tok in tokens[other].items() if tok in text(f"{ns}/{cls}")]
     gates["namespace_isolation"] = {"verdict": "fail" if leaks else "pass", "evidence": {"leaks": leaks[:12]}}
     nonempty = [k for k, v in reads.items() if k.startswith("empty/") and (v is None or v["texts"])]
     gates["empty_namespace"] = {"verdict": "fail" if nonempty else "pass", "evidence": {"nonempty_reads": nonempty}}
@@ -265,6 +270,32 @@ def grade(tokens: dict[str, dict[str, str]], first: dict[str, Any], second: dict
     network = sorted({v for r in (first, second) for v in r.get("network", [])})
     gates["no_network"] = {"verdict": "fail" if network else "pass", "evidence": {"violations": network}}
     return gates
+
+
+def evidence_lines(evidence: Any, limit: int = 6) -> list[str]:
+    """A failed gate's evidence as text lines (`memory check`'s text output): each non-empty field,
+    a list item or a read per line, values cut at 300 characters."""
+    def cut(value: Any) -> str:
+        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+        return text if len(text) <= 300 else text[:297] + "…"
+
+    if not isinstance(evidence, dict):
+        return [cut(evidence)]
+    lines = []
+    for key, value in evidence.items():
+        if value in ([], {}, None, ""):
+            continue
+        if isinstance(value, list) and all(isinstance(item, (str, int, float)) and len(str(item)) < 40
+                                           for item in value):
+            lines.append(f"{key}: {cut(', '.join(map(str, value)))}")
+        elif isinstance(value, list):
+            lines += [f"{key}: {cut(item)}" for item in value[:limit]]
+            lines += [f"{key}: … {len(value) - limit} more"] if len(value) > limit else []
+        elif isinstance(value, dict) and all(isinstance(v, dict) for v in value.values()):
+            lines += [f"{key} {name}: {cut(item)}" for name, item in list(value.items())[:limit]]
+        else:
+            lines.append(f"{key}: {cut(value)}")
+    return lines
 
 
 def check(condition: str, memory_model: str | None = None, base_urls: dict[str, str] | None = None,

@@ -74,6 +74,7 @@ def register_adapters_from_env(environ: Mapping[str, str]) -> list[str]:
 # condition, an external adapter, a plug-in) must pass `membench memory check` before it is measured
 BUILT_IN: frozenset[str] = frozenset(c for c in MEMORY_SYSTEMS if c not in LIBRARY_SYSTEMS)
 PLUGIN_GROUP = "membench.memory_systems"
+PLUGIN_ENTRY_POINTS: dict[str, object] = {}  # a plug-in's entry point: its distribution, for its record
 
 
 def register_plugins(entry_points=None) -> list[str]:
@@ -96,6 +97,7 @@ def register_plugins(entry_points=None) -> list[str]:
             raise ValueError(f"memory-system plug-in '{point.name}' ({point.value}) cannot be loaded: "
                              f"{type(exc).__name__}: {exc}") from None
         MEMORY_SYSTEMS[point.name] = factory  # type: ignore[assignment]
+        PLUGIN_ENTRY_POINTS[point.name] = point
         added.append(point.name)
     return added
 
@@ -105,23 +107,33 @@ def needs_conformance(condition: str) -> bool:
     return condition not in BUILT_IN
 
 
-def configuration(condition: str, memory_model: str | None = None) -> dict:
+def configuration(condition: str, memory_model: str | None = None, base_urls: dict[str, str] | None = None) -> dict:
     """What decides CONDITION's behaviour, as recorded with its conformance record; its digest keys
-    the record (a changed setting, version or memory model is a new configuration)."""
+    the record (a changed setting, version, memory model, upstream or code file is a new
+    configuration): `code` and `upstream` as producers/memory_systems/admission.py says."""
+    from producers.memory_systems import admission
     from producers.memory_systems.libraries import settings_record
 
     factory = MEMORY_SYSTEMS[condition]
+    module = getattr(factory, "__module__", "?")
     if condition in LIBRARY_SYSTEMS:
         kind, detail = "library", settings_record(condition)
+        code = {"membench": admission.own_modules(module)}
     elif condition in BUILT_IN:
-        kind, detail = "built_in", {"class": f"{factory.__module__}.{getattr(factory, '__qualname__', factory)}"}
+        kind, detail = "built_in", {"class": f"{module}.{getattr(factory, '__qualname__', factory)}"}
+        code = {"membench": admission.own_modules(module)}
     elif getattr(factory, "spec", None) is not None:
         kind, detail = "external", dict(factory.spec)
+        code = {"files": admission.argv_files(factory.spec.get("command") or []),
+                "membench": admission.own_modules(module)}
     else:
-        kind, detail = "plugin", {"factory": f"{getattr(factory, '__module__', '?')}."
-                                             f"{getattr(factory, '__qualname__', repr(factory))}"}
-    return {"condition": condition, "kind": kind, "detail": detail,
-            "memory_model": memory_model if is_model_driven(condition) else None}
+        kind, detail = "plugin", {"factory": f"{module}.{getattr(factory, '__qualname__', repr(factory))}",
+                                  "distribution": admission.distribution(PLUGIN_ENTRY_POINTS.get(condition), module)}
+        code = {"modules": admission.package_files(module)}
+    driven = is_model_driven(condition)
+    return {"condition": condition, "kind": kind, "detail": detail, "code": code,
+            "memory_model": memory_model if driven else None,
+            "upstream": admission.upstream(base_urls) if driven else None}
 
 
 def configuration_digest(config: dict) -> str:
