@@ -67,9 +67,10 @@ def admission_record(home: Path, condition: str, memory_model: str | None, base_
                      any_upstream: bool = False) -> tuple[str, str, dict[str, Any] | None]:
     """(status, why, record) for CONDITION as it would run now; status "conformant" | "built_in" |
     "missing" (no record of it) | "failed" (its record failed a gate) | "changed" (no record of it,
-    but its last passing record is of another configuration: an edited module, another version, model
-    or upstream, or a record made before admissions were pinned — `why` names each difference). ANY_UPSTREAM: the run calls no
-    upstream (a replay, or a report of a run already admitted): a record of any upstream serves."""
+    but its last passing record is of another configuration: an edited module, another version,
+    model or upstream, or a record made before admissions were pinned — `why` names each
+    difference). ANY_UPSTREAM: the run calls no upstream (a replay, or the report of a run already
+    admitted): a record of the same configuration against any upstream serves."""
     from producers.memory_systems.admission import changes
     from producers.memory_systems.conformance import SUITE_VERSION
     from producers.memory_systems.registry import (configuration, configuration_digest, is_model_driven,

@@ -76,12 +76,11 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
     # the admission is the record of this code against this upstream (a replay calls none)
     admission = {"base_urls": parse_base_urls(model.base_urls), "any_upstream": bool(model.replay)}
     if study is not None and study.families:  # a study keeps a non-conformant condition as unavailable slots
-        dropped = [c for c in condition_list if conformance_status(settings.home, c, model.memory_model, **admission)[0]
-                   in ("missing", "failed")]
+        statuses = {c: conformance_status(settings.home, c, model.memory_model, **admission) for c in condition_list}
+        dropped = [c for c in condition_list if statuses[c][0] in ("missing", "failed")]
         for c in dropped:
             click.echo(f"--conditions: {c} is conformance-unavailable, not run; its registered slots stay in their "
-                       f"families at p = 1 ({conformance_status(settings.home, c, model.memory_model, **admission)[1]})",
-                       err=True)
+                       f"families at p = 1 ({statuses[c][1]})", err=True)
         condition_list = [c for c in condition_list if c not in dropped]
         if not condition_list:
             raise UsageError("--conditions: no condition is admitted for evaluation")

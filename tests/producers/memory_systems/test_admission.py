@@ -163,7 +163,8 @@ def test_changes_name_each_difference_and_nothing_for_the_same_configuration() -
              "code": {"modules": {"p/a.py": "c" * 64, "p/new.py": "d" * 64}}}
     assert changes(base, other) == [
         'distribution changed ({"name": "d", "version": "1"} → {"name": "d", "version": "2"})',
-        f"module p/a.py changed (sha256 {'a' * 12}… → {'c' * 12}…)", "module p/b.py removed", "module p/new.py added"]
+        f"module p/a.py changed (sha256 {'a' * 12}… → {'c' * 12}…)", "module p/b.py removed",
+        "module p/new.py added"]
 
 
 def test_a_failed_gate_shows_what_leaked_in_text() -> None:
