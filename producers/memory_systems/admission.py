@@ -49,7 +49,10 @@ def package_files(module: str) -> dict[str, str]:
     to the package's parent, e.g. `acme_memory/adapter.py`), or MODULE's own file when it is a
     top-level module. The whole package, because the factory's module may delegate to any of it."""
     top = module.split(".")[0]
-    spec = importlib.util.find_spec(top)
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):  # e.g. a factory defined in __main__: no file to pin
+        spec = None
     if spec is None:
         return {}
     if spec.submodule_search_locations:

@@ -116,7 +116,7 @@ def test_a_record_without_a_code_digest_is_refused_where_the_old_gate_admitted_a
         require_conformant(home, ["vendor"], None, "--conditions")
 
 
-def test_a_stand_in_check_and_a_real_upstream_are_different_records(home) -> None:
+def test_a_stand_in_check_and_a_real_upstream_are_different_records(home, tmp_path) -> None:
     stand_in, real = {"*": "http://127.0.0.1:8123/v1"}, {"openai": "https://api.openai.com/v1"}
     assert upstream(stand_in) == upstream({"*": "http://localhost:9000"}) == STAND_IN
     assert upstream(real) == "api.openai.com" and upstream(None) is None
@@ -135,6 +135,12 @@ def test_a_stand_in_check_and_a_real_upstream_are_different_records(home) -> Non
     assert "`membench memory check B2-dense --memory-model m --model-base-url https://api.openai.com/v1`" in why
     # a replay calls no upstream: the record of the recorded run's upstream serves
     assert conformance_status(home, "B2-dense", "m", None, any_upstream=True)[0] == "conformant"
+    # and the other way round: a check against the real API does not admit a run against a stand-in
+    real_home = tmp_path / "real-home"
+    _pinned_write(real_home, wanted)
+    assert conformance_status(real_home, "B2-dense", "m", real)[0] == "conformant"
+    status, why = conformance_status(real_home, "B2-dense", "m", stand_in)
+    assert status == "changed" and f"upstream changed (api.openai.com → {STAND_IN})" in why
     status, why = conformance_status(home, "B2-dense", "other-model", None, any_upstream=True)
     assert status == "changed" and why.startswith("library B2-dense: memory model changed (m → other-model) since")
 
