@@ -174,7 +174,7 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
                                                                 soft_wrap=True))
     with stop.installed():
         return _run_body(console, run_set, config, root_file, pack, units, sandbox_name, settings, workers,
-                  agent_for, verb, signer, build_report, stop)
+                         agent_for, verb, signer, build_report, stop)
 
 
 def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, settings, workers, agent_for,
