@@ -47,6 +47,8 @@ def open_warehouse(settings: Settings, create: bool = True):
 
 
 def print_table(console: Console, report: Report) -> None:
+    """The pass-rate table, and under it one line per failed validity gate naming the comparisons it
+    invalidates (reports/gate_failures.py)."""
     table = Table(title=f"{report.suite} · {report.agent} · run set {report.run_set}")
     for column in ("condition", "cells", "passed", "pass rate", "95% CI", "excluded"):
         table.add_column(column, justify="left" if column == "condition" else "right")
@@ -63,6 +65,12 @@ def print_table(console: Console, report: Report) -> None:
         table.add_row(c.condition, str(c.cells), str(c.passed), rate, ci,
                       f"{c.excluded} ({reasons})" if c.excluded and reasons else str(c.excluded))
     console.print(table)
+    # a failed validity gate is shown with the numbers it invalidates, never only deep in report.md
+    from reports.gate_failures import failure_lines
+    from reports.model import to_json
+
+    for line in failure_lines(to_json(report)):
+        console.print(Text(line, style="bold red"), soft_wrap=True)
 
 
 def write_report(settings: Settings, report: Report, secrets=()) -> Path:
@@ -131,7 +139,7 @@ def resume_point(warehouse, run_set: str) -> tuple[set[str], dict[str, int]]:
 
 
 def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, workers: int, agent_for=None,
-                 verb: str = "run", signer=None, *, build_report: ReportBuilder, stop_grace: float = 30.0) -> None:
+                 verb: str = "run", signer=None, *, build_report: ReportBuilder, stop_grace: float = 30.0) -> Report:
     """Run `units` on the embedded pipeline, skipping those already complete in the warehouse, with a
     progress bar; then rebuild (`build_report(warehouse, run_set, blob_dir)` → (report, secrets)), write
     and print the report, and write (and with `signer`, an Ed25519
@@ -149,7 +157,8 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
     `partial`, the command to resume is printed, and the exit status is 130. A signal before the
     grid (during recovery) starts no unit; one after it (the report, the log root) lets them be
     written whole, then exits 130. A report refused after the run (e.g. no baseline in a resumed run
-    set) raises `RunRefused` once what ran is recorded; so does a warehouse that cannot be opened."""
+    set) raises `RunRefused` once what ran is recorded; so does a warehouse that cannot be opened.
+    Returns the report written, for the caller's exit status (`membench run --strict`)."""
     from audit.log_root_record import record_path
     from pipeline.stopping import GridStop
 
@@ -164,12 +173,12 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
     stop = GridStop(stop_grace, say=lambda text: console.print(text, highlight=False, markup=False,
                                                                 soft_wrap=True))
     with stop.installed():
-        _run_body(console, run_set, config, root_file, pack, units, sandbox_name, settings, workers,
-                  agent_for, verb, signer, build_report, stop)
+        return _run_body(console, run_set, config, root_file, pack, units, sandbox_name, settings, workers,
+                         agent_for, verb, signer, build_report, stop)
 
 
 def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, settings, workers, agent_for,
-              verb, signer, build_report, stop) -> None:
+              verb, signer, build_report, stop) -> Report:
     from audit.log_root_record import warehouse_state
     from producers.attempts import LogError, describe
     from pipeline.stopping import EXIT_STOPPED, StoppableSandbox, run_units
@@ -259,6 +268,7 @@ def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, se
         console.print("stopped after the grid finished: the report and the log root are complete",
                       highlight=False, markup=False, soft_wrap=True)
         raise SystemExit(EXIT_STOPPED)
+    return report
 
 
 def write_log_root(console: Console, path: Path, state, signer, warehouse_dsn: str) -> None:

@@ -1,10 +1,10 @@
 """`report.md`: the report for people reading a terminal or a pull request, rendered from the JSON
 form of the report (`report.json`), so a report read back from disk renders the same.
 
-Parts, in this order: the header and conditions table, the comparisons, the registered families
-(effect sizes, power, Holm per test), the ladder, construct strata and validity gates, the outcome
-matrix, provenance (versions, seeds, USD cost, admission funnel) and the canary proof. A part whose
-key an older report.json lacks is left out.
+Parts, in this order: the header and conditions table (the failed validity gates under it), the
+comparisons, the registered families (effect sizes, power, Holm per test), the ladder, construct
+strata and validity gates, the outcome matrix, provenance (versions, seeds, USD cost, admission
+funnel) and the canary proof. A part whose key an older report.json lacks is left out.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 from reports.conventions import condition_order, construct_label
 from reports.exclusions import exclusions_markdown
+from reports.gate_failures import failed_gates
 from reports.transfer import transfer_markdown
 
 
@@ -55,6 +56,9 @@ def render_markdown(report: dict[str, Any]) -> str:
     for c in report["conditions"]:
         ci = _ci(c)
         lines.append(f"| {c['condition']} | {c['cells']} | {c['passed']} | {_pct(c['pass_rate'])} | {ci} | {c['excluded']} |")
+    failed = failed_gates(report)  # beside the numbers they invalidate, not only under "Validity gates"
+    if failed:
+        lines += ["", *(f"- **GATE FAILED**: {f.text()}" for f in failed)]
     boot = report["conditions"][0]["bootstrap"] if report["conditions"] else {}
     lines += ["", f"CIs: trap-cluster percentile bootstrap, {boot.get('resamples')} resamples, seed {boot.get('seed')}; "
               "marked exact: Clopper–Pearson over traps, where all or none of the cells passed and the bootstrap "

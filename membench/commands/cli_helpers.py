@@ -1,5 +1,6 @@
 """Options and helpers shared by the commands: the DSN options, list and seed parsing, run-set ids;
-the report options of `run`, `score` and `report`, the signing key, and the embedded grid run."""
+the report options of `run`, `score` and `report`, the signing key, the embedded grid run, and
+`--strict` (exit status 3 when a validity gate failed)."""
 
 from __future__ import annotations
 
@@ -102,13 +103,13 @@ class ReportOptions:
 
 def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, workers: int, agent_for=None,
                  verb: str = "run", signer=None, report_options: ReportOptions | None = None,
-                 stop_grace: float = 30.0) -> None:
+                 stop_grace: float = 30.0):
     """`pipeline.grid_run.run_embedded` with the report `report_options` describe; what the pipeline
-    refuses is a usage error (exit 2)."""
+    refuses is a usage error (exit 2). Returns the report written."""
     from pipeline.grid_run import RunRefused, run_embedded as run_grid
 
     try:
-        run_grid(pack, units, config, sandbox_name, settings, workers, agent_for, verb, signer,
+        return run_grid(pack, units, config, sandbox_name, settings, workers, agent_for, verb, signer,
                  build_report=(report_options or ReportOptions()).builder(settings.home), stop_grace=stop_grace)
     except RunRefused as exc:
         raise UsageError(str(exc)) from None
@@ -134,3 +135,35 @@ def load_signer(sign_key: Path | None):
         return load_signing_key(sign_key)
     except LogRootError as exc:
         raise UsageError(f"--sign-key: {exc}") from None
+
+
+#: the exit status of `run`, `score` and `report` under --strict when a validity gate failed (1 is an
+#: audit failure, 2 a usage error, 130 a stopped run)
+EXIT_GATE_FAILED = 3
+
+
+def strict_option(f):
+    """--strict/--no-strict, shared by run, score and report. Off by default: a grid smaller than the
+    paper's design (one seed, a three-trap pack) fails the design-size gates by construction (paired
+    coverage needs two paired seeds per trap), so strict by default would make every quick run exit 3
+    and teach users to ignore it; the failed gates are printed under the table either way."""
+    return click.option("--strict/--no-strict", "strict", default=False, show_default=True,
+                        help="exit with status 3 when a validity gate failed, once the report, the log and the "
+                        "log root are written (the failed gates and the comparisons they invalidate are printed "
+                        "under the table either way)")(f)
+
+
+def exit_if_gates_failed(report, strict: bool) -> None:
+    """Under --strict, exit 3 when REPORT (a `reports.model.Report` or its JSON form) has a failed
+    validity gate (reports/gate_failures.py). Called last, after everything is written and printed:
+    the exit status is the only thing it changes."""
+    if not strict or report is None:
+        return
+    from reports.gate_failures import failed_gates
+    from reports.model import to_json
+
+    failures = failed_gates(report if isinstance(report, dict) else to_json(report))
+    if failures:
+        click.echo(f"--strict: {len(failures)} validity gate{'s' * (len(failures) > 1)} failed "
+                   f"({'; '.join(f.gate for f in failures)}): exit status {EXIT_GATE_FAILED}", err=True)
+        raise SystemExit(EXIT_GATE_FAILED)

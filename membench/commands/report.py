@@ -15,7 +15,8 @@ from rich.text import Text
 
 from pathlib import Path
 
-from membench.commands.cli_helpers import baseline_options, dsn_options, open_warehouse, validate_run_set_id
+from membench.commands.cli_helpers import (baseline_options, dsn_options, exit_if_gates_failed, open_warehouse,
+                                           strict_option, validate_run_set_id)
 from membench.errors import UsageError
 from pipeline.grid_run import print_table, refuse, write_report
 from pipeline.settings import Settings
@@ -36,15 +37,18 @@ from pipeline.settings import Settings
 @click.option("--pack", "pack_spec", default=None, metavar="PACK",
               help="the run set's pack skeleton (a built-in name or directory), for the canary proof's secrets "
               "(default: the finalized pack found by digest in MEMBENCH_HOME/packs, when its skeleton is built in)")
+@strict_option
 @baseline_options
 @dsn_options
 def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: Path | None, condition: str | None,
-           seed: int | None, pack_spec: str | None, baseline: str | None, study_path: Path | None,
+           seed: int | None, pack_spec: str | None, strict: bool, baseline: str | None, study_path: Path | None,
            settings: Settings) -> None:
     """Rebuild RUN_SET's report.json, report.md and report.html from the warehouse. First checks the
     derived tables against the raw log and against runs/RUN_SET/log_root.json (written at the end of
     the run set): a disagreement (rows edited, added or deleted) exits 1 naming the run and table.
-    With --format swebench, print the SWE-bench harness's run summary instead (no report files)."""
+    With --format swebench, print the SWE-bench harness's run summary instead (no report files).
+    Failed validity gates are printed under the table; with --strict they exit 3, once the report
+    files are written."""
     from audit.log_root_record import LogRootError, check_warehouse, describes, read_record, record_path, warehouse_state
     from membench.report_inputs import build_full_report, load_study
     from reports.build import ReportError
@@ -53,6 +57,8 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
     study = load_study(study_path)
     if fmt == "swebench" and as_json:
         raise UsageError("--json: prints report.json; --format swebench prints the SWE-bench summary: give one")
+    if fmt == "swebench" and strict:
+        raise UsageError("--strict: judges membench's report; --format swebench builds none")
     if fmt != "swebench":
         for name, value in (("--output", output), ("--condition", condition), ("--seed", seed)):
             if value is not None:
@@ -105,6 +111,7 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
     else:
         print_table(Console(), built)
         Console(stderr=True).print(f"report: {out / 'report.json'}")
+    exit_if_gates_failed(built, strict)
 
 
 def write_json(data: object, output: Path | None) -> None:

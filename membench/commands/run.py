@@ -7,8 +7,9 @@ from pathlib import Path
 import click
 
 from membench.commands.model_options import ModelOptions, check_model_options, model_options, start_gateway
-from membench.commands.cli_helpers import (ReportOptions, baseline_options, dsn_options, load_signer, parse_list,
-                                           parse_seeds, run_embedded, validate_run_set_id)
+from membench.commands.cli_helpers import (ReportOptions, baseline_options, dsn_options, exit_if_gates_failed,
+                                           load_signer, parse_list, parse_seeds, run_embedded, strict_option,
+                                           validate_run_set_id)
 from membench.errors import UsageError
 from pipeline.settings import Settings
 from sandbox.registry import BACKENDS
@@ -30,14 +31,19 @@ from sandbox.registry import BACKENDS
                    "at once); their unfinished attempts are closed in the log and retried on resume")
 @click.option("--enqueue", is_flag=True,
               help="with --bus kafka://…: put the units on the units topic for `membench runner` processes and exit")
+@strict_option
 @baseline_options
 @model_options
 @dsn_options
 def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_set: str | None,
         sandbox_name: str, read_budget: int, sign_key: Path | None, stop_grace: float, enqueue: bool,
-        baseline: str | None,
+        strict: bool, baseline: str | None,
         study_path: Path | None, model: ModelOptions, settings: Settings) -> None:
-    """Run PACK (a built-in pack name or a pack directory) under memory conditions and seeds."""
+    """Run PACK (a built-in pack name or a pack directory) under memory conditions and seeds.
+
+    Exit status: 0 done; 1 an audit failure (a log or warehouse that does not check); 2 a usage error
+    (nothing written); 3 with --strict, a validity gate failed (everything is written first); 130
+    stopped by a signal. Failed gates are printed under the table with the comparisons they invalidate."""
     from producers.agents.model_agents import LoopLimits
     from producers.agents.registry import make_agent
     from producers.memory_systems.registry import MEMORY_SYSTEMS, is_model_driven, undefined_ablation
@@ -92,6 +98,9 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
     if enqueue and not settings.bus.startswith("kafka://"):
         raise UsageError("--enqueue: units are queued on a Kafka bus only (--bus kafka://HOST:PORT)")
     if settings.bus.startswith("kafka://"):
+        if strict:
+            raise UsageError("--strict: a run on the Kafka bus builds no report; check its gates with "
+                             "`membench report RUN_SET --bus kafka://… --strict` once the runners are done")
         if model.used:
             raise UsageError("--model-*: model agents run on the embedded bus (file://) for now; the gateway "
                              "and its recordings live beside one runner's log")
@@ -125,8 +134,10 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
                                         else None))
     config = RunConfig(run_set, agent, read_budget=read_budget, code_digest=code_digest(), gateway=gateway, loop=loop,
                        memory_model=model.memory_model)
-    run_embedded(loaded, plan_grid(loaded, condition_list, seed_list), config, sandbox_name, settings, workers,
-                 signer=signer, report_options=ReportOptions(baseline, study, pack), stop_grace=stop_grace)
+    report = run_embedded(loaded, plan_grid(loaded, condition_list, seed_list), config, sandbox_name, settings,
+                          workers, signer=signer, report_options=ReportOptions(baseline, study, pack),
+                          stop_grace=stop_grace)
+    exit_if_gates_failed(report, strict)
 
 
 def refuse_refsol_without_solutions(pack) -> None:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import click
 
-from membench.commands.cli_helpers import (ReportOptions, baseline_options, dsn_options, load_signer, run_embedded,
-                                           validate_run_set_id)
+from membench.commands.cli_helpers import (ReportOptions, baseline_options, dsn_options, exit_if_gates_failed,
+                                           load_signer, run_embedded, strict_option, validate_run_set_id)
 from membench.errors import UsageError
 from pipeline.settings import Settings
 from sandbox.registry import BACKENDS
@@ -42,12 +42,16 @@ from sandbox.registry import BACKENDS
 @click.option("--read-budget", default=2000, show_default=True, type=click.IntRange(0), help="memory read budget (tokens)")
 @click.option("--sign-key", "sign_key", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Ed25519 private key (PEM): sign the run set's log root, as `membench run --sign-key` does")
+@strict_option
 @baseline_options
 @dsn_options
 def score(pack: str, predictions_path: Path, agent_name: str | None, condition: str | None, run_set: str | None,
-          workers: int, sandbox_name: str, read_budget: int, sign_key: Path | None, baseline: str | None,
+          workers: int, sandbox_name: str, read_budget: int, sign_key: Path | None, strict: bool, baseline: str | None,
           study_path: Path | None, settings: Settings) -> None:
-    """Score the given patches of PACK's tasks (a pack name or directory) under their conditions."""
+    """Score the given patches of PACK's tasks (a pack name or directory) under their conditions.
+
+    Exit status as `membench run`'s: 3 with --strict when a validity gate failed (after everything is
+    written); the failed gates are printed under the table either way."""
     from producers.pack_resolver import open_pack, resolve_pack_dir
     from producers.predictions import PredictionError, load_predictions
     from schemas.pack_format import PackError, load_pack
@@ -91,8 +95,9 @@ def score(pack: str, predictions_path: Path, agent_name: str | None, condition: 
     # a plain name by construction: pack names are plain, the label is [A-Za-z0-9_.-] without '..'
     run_set = run_set or validate_run_set_id(f"{loaded.name[:64]}-predictions-{label.lower()[:40]}-{key}",
                                              "the derived run-set id")
-    _score_embedded(loaded, predictions, f"predictions:{label}", run_set, workers, sandbox_name, read_budget, settings,
-                    signer, ReportOptions(baseline, study, pack))
+    report = _score_embedded(loaded, predictions, f"predictions:{label}", run_set, workers, sandbox_name, read_budget,
+                             settings, signer, ReportOptions(baseline, study, pack))
+    exit_if_gates_failed(report, strict)
 
 
 def score_conditions(pack) -> list[str]:
@@ -109,7 +114,7 @@ def score_conditions(pack) -> list[str]:
 
 
 def _score_embedded(pack, predictions, agent_name, run_set, workers, sandbox_name, read_budget, settings,
-                    signer=None, report_options=None) -> None:
+                    signer=None, report_options=None):
     from producers.predictions import PredictionAgent, group_units
     from producers.grid import RunConfig, RunUnit, code_digest
 
@@ -119,6 +124,6 @@ def _score_embedded(pack, predictions, agent_name, run_set, workers, sandbox_nam
 
     labels = frozenset(pack.conditions) - set(MEMORY_SYSTEMS)
     config = RunConfig(run_set, agent_name, read_budget=read_budget, code_digest=code_digest(), label_conditions=labels)
-    run_embedded(pack, list(units), config, sandbox_name, settings, workers,
-                 agent_for=lambda unit: PredictionAgent(agent_name, units[unit]), verb="score", signer=signer,
-                 report_options=report_options)
+    return run_embedded(pack, list(units), config, sandbox_name, settings, workers,
+                        agent_for=lambda unit: PredictionAgent(agent_name, units[unit]), verb="score", signer=signer,
+                        report_options=report_options)

@@ -27,7 +27,7 @@ code { font: 12.5px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; ba
 dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: 3px 14px; margin: 12px 0 0; }
 dl.meta dt { color: var(--muted); }
 dl.meta dd { margin: 0; }
-p.warning { background: #fff4e0; border: 1px solid #f0d3a0; color: #6b4100; padding: 8px 12px; border-radius: 4px; }
+p.warning, div.warning { background: #fff4e0; border: 1px solid #f0d3a0; color: #6b4100; padding: 8px 12px; border-radius: 4px; }
 .badge { display: inline-block; font-size: 11.5px; padding: 1px 7px; border-radius: 9px; margin-left: 6px;
          background: #fff4e0; color: #8a5300; border: 1px solid #f0d3a0; vertical-align: 1px; }
 .pass { color: var(--ok); font-weight: 600; }

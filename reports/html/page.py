@@ -17,6 +17,7 @@ from reports.html.table_markup import (
     resources_table,
 )
 from reports.exclusions import exclusions_html
+from reports.gate_failures import failed_gates
 from reports.transfer import transfer_html
 
 
@@ -68,6 +69,10 @@ def render_html(report: dict[str, Any]) -> str:
         out.append(f'<p class="warning">Oracle isolation of suite <code>{esc(suite)}</code>: <strong>in_process</strong>'
                    ' — its tests ran in the same process as the code under test, so a patch written against the '
                    'oracle could forge its verdicts. Read its results with that in mind (docs/sandbox.md).</p>')
+    failed = failed_gates(report)
+    if failed:  # before the first number they invalidate, not only in the Validity gates section
+        out.append('<div class="warning" id="failed-gates"><ul>' + "".join(
+            f"<li><strong>GATE FAILED</strong>: {esc(f.text())}</li>" for f in failed) + "</ul></div>")
     if scripted:
         out.append('<p class="note">This run set was produced by a scripted reference agent: a fixed policy that '
                    'brackets the harness (e.g. always uses memory literally, or never solves), not a language '
