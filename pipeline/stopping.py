@@ -142,9 +142,9 @@ class HarnessFaultLimit:
                 over = self.faults >= self.minimum and self.faults > self.share * self.ended
                 faults, ended = self.faults, self.ended
             if over:
-                self.stop.halt(f"the oracle's harness produced no outcome in {faults} of {ended} units "
-                               f"(limit: {self.minimum}, and over {self.share:.0%}); last: {cause or 'no cause recorded'}",
-                               EXIT_HARNESS_FAULTS)
+                self.stop.halt(f"the oracle's harness produced no outcome in {faults} of {ended} units (the limit: "
+                               f"{self.minimum}, and over {self.share:.0%} of the units ended); the last cause: "
+                               f"{cause or 'not recorded'}", EXIT_HARNESS_FAULTS)
 
 
 class _Either:

@@ -348,9 +348,8 @@ def settle_harness_fault(emitter: RunEmitter, result: ScoreResult, score_base: C
     `harness_probe`. An agent can make the harness fault on its own tree, never on the base."""
     base = score_base()
     if base.harness_fault:
-        _system_turn(emitter, HARNESS_FAULT, f"the oracle's harness produced no outcome on the agent's tree "
-                                             f"({result.harness_fault}) nor on the pack's base checkout "
-                                             f"({base.harness_fault})")
+        also = "" if base.harness_fault == result.harness_fault else f" (on the agent's tree: {result.harness_fault})"
+        _system_turn(emitter, HARNESS_FAULT, f"{base.harness_fault}, on the pack's base checkout too{also}")
         return dataclasses.replace(result, outcome=HARNESS_FAULT)
     _system_turn(emitter, "harness_probe", f"the oracle's harness produced no outcome on the agent's tree "
                                            f"({result.harness_fault}) but did on the pack's base checkout "
