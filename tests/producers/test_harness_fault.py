@@ -122,3 +122,20 @@ def test_control_without_the_probe_the_agents_tree_would_exclude_its_cell(pack, 
     starving = PytestlessToolchain(bwrap_sandbox, only_with=MARKER)
     events, summary, _ = _run(pack, starving, Agent(_starve_the_harness), tmp_path)
     assert not valid_run(summary) and exclusion_of(summary) == "harness_fault"
+
+
+def test_a_transfer_learning_task_without_pytest_excludes_its_unit_as_a_harness_fault(bwrap_sandbox, tmp_path):
+    from producers.agents.scripted import RefsolAgent
+    from producers.transfer.transfer_units import run_learning
+    from schemas.transfer_format import load_study
+    from tests.conftest import REPO
+
+    events = []
+    run_learning(load_study(REPO / "fixtures" / "transfer-v1"), 1, RunConfig("rs", "scripted:refsol"),
+                 PytestlessToolchain(bwrap_sandbox), lambda event, datum: events.append(event), RefsolAgent(),
+                 tmp_path / "banks")
+    assert events[-1].payload == {"status": "excluded", "error_type": "harness_fault"}
+    assert [e.payload["outcome"] for e in events if e.kind == "OracleVerdict"] == ["harness_fault"]
+    assert "No module named 'pytest'" in _turns(events, "harness_fault")[0]
+    summary = next(d.payload for d in derive_all(events) if d.kind == "RunSummary")
+    assert exclusion_of(summary) == "harness_fault"
