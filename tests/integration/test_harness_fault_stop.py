@@ -75,5 +75,8 @@ def test_a_run_whose_harness_keeps_faulting_stops_naming_the_cause(home, bwrap_s
     assert sorted(status for _, status, _ in ends[3:]) == ["completed"] * 4
     report = json.loads((home / "runs" / "faulty" / "report.json").read_text())
     assert report.get("partial") is None
+    # the faulted cells were re-run, not reused: every cell valid, B5 solving the trap B0 fails
+    assert {c["condition"]: (c["cells"], c["excluded"], c["passed"]) for c in report["conditions"]} == {
+        "B0": (2, 0, 0), "B5": (2, 0, 2)}
     verified = run_cli("replay", str(home / "runs" / "faulty" / "events.avro"), "--verify", home=home)
     assert verified.returncode == 0, verified.stdout + verified.stderr
