@@ -146,7 +146,9 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
     A first SIGINT/SIGTERM starts no further unit and gives the running ones `stop_grace` seconds; a
     second one (or the period's end) fences the log and kills their sandboxes (pipeline/stopping.py).
     Every unfinished attempt is then closed `RunEnded{abandoned}`, the report is written marked
-    `partial`, the command to resume is printed, and the exit status is 130. A signal before the
+    `partial`, the command to resume is printed, and the exit status is 130. A grid whose oracle
+    harness keeps faulting stops itself the same way (`HarnessFaultLimit`), the cause as the
+    report's partial reason, and exits EXIT_HARNESS_FAULTS (4). A signal before the
     grid (during recovery) starts no unit; one after it (the report, the log root) lets them be
     written whole, then exits 130. A report refused after the run (e.g. no baseline in a resumed run
     set) raises `RunRefused` once what ran is recorded; so does a warehouse that cannot be opened."""
