@@ -154,7 +154,9 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
     A first SIGINT/SIGTERM starts no further unit and gives the running ones `stop_grace` seconds; a
     second one (or the period's end) fences the log and kills their sandboxes (pipeline/stopping.py).
     Every unfinished attempt is then closed `RunEnded{abandoned}`, the report is written marked
-    `partial`, the command to resume is printed, and the exit status is 130. A signal before the
+    `partial`, the command to resume is printed, and the exit status is 130. A grid whose oracle
+    harness keeps faulting stops itself the same way (`HarnessFaultLimit`), the cause as the
+    report's partial reason, and exits EXIT_HARNESS_FAULTS (4). A signal before the
     grid (during recovery) starts no unit; one after it (the report, the log root) lets them be
     written whole, then exits 130. A report refused after the run (e.g. no baseline in a resumed run
     set) raises `RunRefused` once what ran is recorded; so does a warehouse that cannot be opened.
@@ -181,7 +183,7 @@ def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, se
               verb, signer, build_report, stop) -> Report:
     from audit.log_root_record import warehouse_state
     from producers.attempts import LogError, describe
-    from pipeline.stopping import EXIT_STOPPED, StoppableSandbox, run_units
+    from pipeline.stopping import HarnessFaultLimit, StoppableSandbox, run_units
     from producers.grid import run_unit
     from sandbox.registry import get_sandbox
     from reports.build import ReportError
@@ -213,11 +215,16 @@ def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, se
                               "complete, so no model was called; to record this grid, run it into a new run set "
                               "(--run-set NAME)", highlight=False, markup=False, soft_wrap=True)
             sandbox = StoppableSandbox(get_sandbox(sandbox_name), stop.killed)
+            faults = HarnessFaultLimit(stop)  # a grid whose oracle harness keeps faulting stops itself
+
+            def publish(event, datum) -> None:
+                pipeline.publish(event, datum)
+                faults.observe(event)
             with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), console=console, transient=False) as progress:
                 bar = progress.add_task("units", total=len(todo))
                 not_started = run_units(
-                    lambda unit: run_unit(pack, unit, config, sandbox, pipeline.publish, attempts.get(unit.unit_id, 1),
+                    lambda unit: run_unit(pack, unit, config, sandbox, publish, attempts.get(unit.unit_id, 1),
                                           agent_for(unit) if agent_for else None),
                     todo, workers, lambda unit, run_id: progress.update(bar, advance=1, description=unit.unit_id),
                     stop)
@@ -243,12 +250,12 @@ def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, se
             from reports.model import PartialRun
 
             report = replace(report, partial=PartialRun(
-                reason="stopped by a signal before the grid finished", units_planned=len(units),
+                reason=stop.cause or "stopped by a signal before the grid finished", units_planned=len(units),
                 units_not_started=len(not_started), attempts_abandoned=len(abandoned), resume=resume))
     if refused is not None and cut:  # e.g. stopped before any unit ran: nothing to report, still a stop
         console.print(f"stopped: no report ({refused}); resume with the same command: {resume}",
                       highlight=False, markup=False, soft_wrap=True)
-        raise SystemExit(EXIT_STOPPED)
+        raise SystemExit(stop.exit_status)
     if refused is not None:  # what ran is recorded (log, warehouse, log root); only the report is not written
         raise RunRefused(f"{refused}; the run set is recorded, rebuild its report with `membench report {run_set}`")
     out = write_report(settings, report, secrets)
@@ -259,15 +266,17 @@ def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, se
         console.print(f"stopped: the report is partial ({len(not_started)} units not started, {len(abandoned)} "
                       f"attempts closed as abandoned); resume with the same command: {resume}",
                       highlight=False, markup=False, soft_wrap=True)
+        if stop.cause is not None:
+            console.print(f"stopped because {stop.cause}", highlight=False, markup=False, soft_wrap=True)
         sys.stdout.flush()
         sys.stderr.flush()
         if any(t.name.startswith("membench-unit") and t.is_alive() for t in threading.enumerate()):
-            os._exit(EXIT_STOPPED)  # a unit thread still blocked (its log is fenced): do not wait for it
-        raise SystemExit(EXIT_STOPPED)
+            os._exit(stop.exit_status)  # a unit thread still blocked (its log is fenced): do not wait for it
+        raise SystemExit(stop.exit_status)
     if stop.asked:  # the signal came after the grid: what ran is complete and written
         console.print("stopped after the grid finished: the report and the log root are complete",
                       highlight=False, markup=False, soft_wrap=True)
-        raise SystemExit(EXIT_STOPPED)
+        raise SystemExit(stop.exit_status)
     return report
 
 

@@ -9,6 +9,13 @@
   and the units retried on resume.
 - A third signal exits at once (status 130), as a last resort.
 
+A grid whose oracle harness keeps faulting stops the same way, by itself (`HarnessFaultLimit`): once
+at least HARNESS_FAULT_MIN units are excluded `harness_fault` and they are more than
+HARNESS_FAULT_SHARE of the units ended so far, no further unit starts, the report is written
+partial with the cause, and the command exits EXIT_HARNESS_FAULTS. Such units are retried on
+resume, so the grid finishes once the installation is fixed. A stray fault in a long healthy grid
+stays one excluded unit; a broken installation costs a few units, not the whole grid.
+
 `run_units` is the grid loop that honours it: at most `workers` units in flight, the next one
 started only while no stop was asked, and after `kill` it returns within KILL_WAIT_S even if a unit
 thread is still blocked (the caller then exits without waiting for it).
@@ -29,6 +36,9 @@ from typing import Any, Iterator
 from sandbox.base import IsolationUnavailable
 
 EXIT_STOPPED = 130  # 128 + SIGINT, as shells report an interrupted command
+EXIT_HARNESS_FAULTS = 4  # the grid stopped itself: its oracle harness kept producing no outcome
+HARNESS_FAULT_MIN = 3  # harness faults before a grid may stop for them ...
+HARNESS_FAULT_SHARE = 0.05  # ... and their share of the units ended (the exclusion-balance gate's 5 %)
 KILL_WAIT_S = 15.0
 
 
@@ -43,6 +53,16 @@ class GridStop:
         self._lock = threading.Lock()
         self._kill_started = False
         self._timer: threading.Timer | None = None
+        self.cause: str | None = None  # why the grid stopped itself (None: a signal)
+        self.exit_status = EXIT_STOPPED
+
+    def halt(self, cause: str, exit_status: int) -> None:
+        """The grid stops itself for CAUSE: as a first signal, and the command exits EXIT_STATUS."""
+        with self._lock:
+            if self.cause is not None or self.stopping.is_set():
+                return
+            self.cause, self.exit_status = cause, exit_status
+        self.request(f"stopping: {cause}")
 
     @property
     def asked(self) -> bool:
@@ -96,6 +116,35 @@ class GridStop:
                 signal.signal(s, handler)
             if self._timer is not None:
                 self._timer.cancel()
+
+
+class HarnessFaultLimit:
+    """Watches a grid's events (every one the units publish) and halts STOP when the units excluded
+    `harness_fault` pass the limit (module doc), naming the last fault's cause."""
+
+    def __init__(self, stop: GridStop, minimum: int = HARNESS_FAULT_MIN, share: float = HARNESS_FAULT_SHARE):
+        self.stop, self.minimum, self.share = stop, minimum, share
+        self.ended = self.faults = 0
+        self.causes: dict[str, str] = {}  # run id -> its harness fault's cause, until its RunEnded
+        self._lock = threading.Lock()
+
+    def observe(self, event: Any) -> None:
+        if event.kind == "Turn" and event.payload.get("source_kind") == "harness_fault":
+            with self._lock:
+                self.causes[event.run_id] = event.payload["text"]["text"]
+        elif event.kind == "RunEnded":
+            with self._lock:
+                self.ended += 1
+                cause = self.causes.pop(event.run_id, None)
+                if event.payload.get("error_type") != "harness_fault":
+                    return
+                self.faults += 1
+                over = self.faults >= self.minimum and self.faults > self.share * self.ended
+                faults, ended = self.faults, self.ended
+            if over:
+                self.stop.halt(f"the oracle's harness produced no outcome in {faults} of {ended} units (the limit: "
+                               f"{self.minimum}, and over {self.share:.0%} of the units ended); the last cause: "
+                               f"{cause or 'not recorded'}", EXIT_HARNESS_FAULTS)
 
 
 class _Either:

@@ -51,8 +51,10 @@ carried in `RunStarted.resolution_policy` (event v5; schemas/pack_format.py):
 - `agent_must_finish` (imported coding-agent A/B packs, as that benchmark's published code does)
   — they fire even when the tests pass: a timed-out or overflowing run is not resolved.
 On a session the oracle did not pass they are the reason under either policy (first rule wins).
-A session whose isolation was unavailable is excluded: neither resolved nor failed, no reason
-imputed.
+A session whose isolation was unavailable, or whose oracle harness produced no outcome
+(`harness_fault`), is excluded: neither resolved nor failed, no reason imputed. Both are decided
+by the runner on the pack's untouched base checkout; on the agent's tree alone they stay failures
+(`patch_broke_scoring`, or the oracle's `fail`).
 """
 
 from __future__ import annotations
@@ -75,7 +77,9 @@ FAILURE_REASONS = (
 INVALID_OUTPUT_OUTCOMES = {"unencodable_workspace_path": "workspace_path_not_utf8",
                            "workspace_too_large": "workspace_over_limit", "patch_too_large": "patch_over_limit",
                            "patch_broke_scoring": "scoring_failed_only_on_agent_tree"}
-EXCLUDING_OUTCOMES = frozenset({"isolation_unavailable"})
+# verdict outcomes that exclude a session: the harness's, proven on the pack's base checkout
+# (sandbox/scoring.py, producers/grid.py), so that no agent can bring them about
+EXCLUDING_OUTCOMES = frozenset({"isolation_unavailable", "harness_fault"})
 
 
 def _failed(cases: list[dict[str, str]]) -> bool:

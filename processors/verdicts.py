@@ -6,7 +6,8 @@ passing tests holds (an inconclusive oracle, a wrong file), and under the run's 
 `agent_must_finish` the agent also finished (no timeout, no context overflow). So
 `SessionVerdict.passed` and `FailureClassified.resolved` are equal by construction; `outcome`
 stays the oracle's own. A session or run is excluded (never a
-fail, never imputed) when isolation was unavailable, or the run ended as excluded or was closed as
+fail, never imputed) when isolation was unavailable or the oracle's harness produced no outcome
+(`harness_fault`, `processors.failure.EXCLUDING_OUTCOMES`), or the run ended as excluded or was closed as
 abandoned (a crashed attempt, `producers/attempts.py`). A run that ended `completed` with an
 `error_type` of `harness_error:…` (the harness raised after the agent started, issue 24) is not
 excluded: its unfinished sessions simply did not pass. Durations are
@@ -19,14 +20,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from processors.evidence import EvidenceCollector
-from processors.failure import resolve
+from processors.failure import EXCLUDING_OUTCOMES, resolve
 from schemas.derived import DerivedEvent, ResourceTotals, UnitKey, make_derived, shallow_fields
 from schemas.events import Event, agent_model_call
 
 if TYPE_CHECKING:
     from schemas.payloads import RunEnded
-
-EXCLUDING_OUTCOMES = frozenset({"isolation_unavailable"})
 
 
 @dataclass

@@ -32,7 +32,7 @@ from producers.memory_systems.declared import DeclaredMemory
 from producers.memory_systems.model_client import MemoryModel
 from producers.memory_systems.registry import is_model_driven, make_memory
 from sandbox.base import IsolationUnavailable, Sandbox
-from sandbox.scoring import score_session, score_with_rules
+from sandbox.scoring import HarnessFault, ScoreResult, score_session, score_with_rules
 from sandbox.workspace import (DIFF_STORE_LIMIT, capped_directory, render_patch_bounded, snapshot, tree_digest,
                                write_files)
 from schemas.events import bounded_text
@@ -140,7 +140,7 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
     progress = _Progress()
     try:
         _run_sessions(pack, seq, base, memory, agent, emitter, sandbox, config, progress)
-    except (IsolationUnavailable, ModelUnavailable) as exc:  # not the agent's failure: the unit is excluded
+    except (IsolationUnavailable, ModelUnavailable, HarnessFault) as exc:  # not the agent's: the unit is excluded
         status, error_type = "excluded", getattr(exc, "reason", "isolation_unavailable")
         emitter.session_index = -1
         emitter.emit("Turn", {"role": "system", "text": bounded_text(str(exc)), "source_event_id": None,
@@ -228,8 +228,9 @@ def _act_and_score(pack: Pack, seq: Sequence, session, start: dict[str, bytes], 
     Once the agent is started, a harness exception is this session's failure, not the unit's
     exclusion: the traceback is recorded in a harness Turn, the verdict is `harness_error`, the
     session's start tree carries on and the run goes on (docs/design.md §5). Only isolation or a
-    model that is unavailable still excludes, and isolation only when the backend also fails on
-    the pack's untouched base checkout (_isolation_proven)."""
+    model that is unavailable still excludes; isolation only when the backend also fails on the
+    pack's untouched base checkout (_isolation_proven), and an oracle harness that produced no
+    outcome only when it produces none on that checkout either (settle_harness_fault)."""
     context = memory.read(session.instruction, config.read_budget)
     if getattr(memory, "uses_memory", True):
         emitter.emit("MemoryRead", {
@@ -251,6 +252,9 @@ def _act_and_score(pack: Pack, seq: Sequence, session, start: dict[str, bytes], 
             _system_turn(emitter, "isolation_probe", f"scoring could not start on the agent's tree but starts on "
                                                      f"the pack's base checkout: {result.detail}")
             result = dataclasses.replace(result, outcome=PATCH_BROKE_SCORING)
+        elif result.harness_fault and session.scoring is None:
+            result = settle_harness_fault(emitter, result, lambda: oracle_base_score(
+                sandbox, base or start, pack.oracle_path(seq, session), config.oracle_timeout_s))
         diff = result.diff
         production = render_patch_bounded(start, diff, diff.production)
         stripped = render_patch_bounded(start, diff, diff.tests + diff.git)
@@ -266,7 +270,7 @@ def _act_and_score(pack: Pack, seq: Sequence, session, start: dict[str, bytes], 
             **patch_fields("stripped_diff", stripped.text, config.blob_dir)})
         emitter.emit("OracleVerdict", verdict_payload(session.oracle_id, result), visibility="harness")
         verdict_emitted = True
-    except (IsolationUnavailable, ModelUnavailable):
+    except (IsolationUnavailable, ModelUnavailable, HarnessFault):
         raise
     except Exception as exc:  # after the agent started: this session fails, the run goes on
         _system_turn(emitter, "harness_error", "".join(traceback.format_exception(exc)))
@@ -277,12 +281,15 @@ def _act_and_score(pack: Pack, seq: Sequence, session, start: dict[str, bytes], 
         return start, outcome or AgentOutcome(status="error")
     if result.outcome == "isolation_unavailable":
         raise IsolationUnavailable(result.detail)
+    if result.outcome == HARNESS_FAULT:
+        raise HarnessFault(result.harness_fault)
     return result.scored_tree, outcome
 
 
 # Verdict outcomes the runner gives (OracleVerdict.outcome is a string; processors/failure.py maps them):
 HARNESS_ERROR = "harness_error"  # the harness raised after the agent started; the traceback is in a harness Turn
 PATCH_BROKE_SCORING = "patch_broke_scoring"  # scoring could not start on the agent's tree, yet does on the base
+HARNESS_FAULT = "harness_fault"  # the oracle's harness produced no outcome, on the base checkout too (excluded)
 
 
 def _score(pack: Pack, seq: Sequence, session, start: dict[str, bytes], workspace: Path, sandbox: Sandbox,
@@ -314,11 +321,40 @@ def oracle_isolation_proven(sandbox: Sandbox, base: dict[str, bytes], oracle_fil
 
 def base_scoring_unavailable(base: dict[str, bytes], rescore) -> bool:
     """`rescore(workspace)` over a fresh copy of `base` is `isolation_unavailable` too."""
+    return _rescore_base(base, rescore).outcome == "isolation_unavailable"
+
+
+def _rescore_base(base: dict[str, bytes], rescore) -> ScoreResult:
     with tempfile.TemporaryDirectory(prefix="membench-probe-") as tmp:
         clean = Path(tmp) / "workspace"
         clean.mkdir()
         write_files(base, clean)
-        return rescore(clean).outcome == "isolation_unavailable"
+        return rescore(clean)
+
+
+def oracle_base_score(sandbox: Sandbox, base: dict[str, bytes], oracle_file: Path, timeout_s: float) -> ScoreResult:
+    """The session's pytest oracle over the untouched base checkout (no change required)."""
+    return _rescore_base(base, lambda clean: score_session(sandbox, base, clean, oracle_file, timeout_s,
+                                                           require_change=False))
+
+
+def settle_harness_fault(emitter: RunEmitter, result: ScoreResult, score_base: Callable[[], ScoreResult]
+                         ) -> ScoreResult:
+    """A scoring whose oracle harness produced no outcome (`result.harness_fault`): a fault of the
+    harness only if it produces none on the pack's untouched base checkout either — nothing of the
+    agent's is there — and then the verdict is `harness_fault` (the unit is excluded, the cause in a
+    harness Turn `harness_fault`). Otherwise the agent's tree caused it (it ended the oracle's run,
+    starved it, made it collect nothing): the `fail` stands, the probe's finding in a harness Turn
+    `harness_probe`. An agent can make the harness fault on its own tree, never on the base."""
+    base = score_base()
+    if base.harness_fault:
+        also = "" if base.harness_fault == result.harness_fault else f" (on the agent's tree: {result.harness_fault})"
+        _system_turn(emitter, HARNESS_FAULT, f"{base.harness_fault}, on the pack's base checkout too{also}")
+        return dataclasses.replace(result, outcome=HARNESS_FAULT)
+    _system_turn(emitter, "harness_probe", f"the oracle's harness produced no outcome on the agent's tree "
+                                           f"({result.harness_fault}) but did on the pack's base checkout "
+                                           f"(outcome {base.outcome}): the agent's failure")
+    return result
 
 
 def _system_turn(emitter: RunEmitter, source_kind: str, text: str) -> None:

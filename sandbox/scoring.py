@@ -17,13 +17,22 @@
    oracle defines (read from its source on the harness side) ran and passed — production code
    that ends the process early or skips the oracle's tests scores `fail`. Wall-time exhaustion is
    `oracle_timeout`. Only the test cases the oracle defines are recorded (name, outcome, duration).
+4a. A run in which the oracle's harness itself produced no outcome — no outcome record (pytest
+   or the harness could not be imported, the interpreter is missing), or pytest's own internal,
+   usage or no-test-collected status (3, 4, 5) — still scores `fail`, and `ScoreResult.harness_fault`
+   names the cause. The oracle's process runs no production code, but what it calls is production
+   code, so this is a suspicion, not a finding: the runner (`producers/grid.py`) scores the pack's untouched
+   base checkout the same way, and only when the harness produces no outcome there either is the
+   session `harness_fault` and the unit excluded; otherwise the `fail` stands (the agent's tree
+   caused it). A collection error (a symbol the code under test lacks, an import that raises
+   there) is pytest's status 2 with an outcome record: an ordinary `fail`, never a suspicion.
 5. Imported packs scored by rules (`score_with_rules`) run their score commands in the checkout:
    tests and code share a process there, and the verdict says so (isolation `in_process`).
 
 Outcomes: `pass`, `fail`, `oracle_timeout`, `production_patch_apply_failed`,
 `empty_production_diff`, `workspace_too_large` (over MEMBENCH_WORKSPACE_MB; nothing was read),
 `patch_too_large` (more new content than MEMBENCH_PATCH_MB; not read), `unencodable_workspace_path`
-(a path that is not UTF-8), `isolation_unavailable`.
+(a path that is not UTF-8), `isolation_unavailable`; the runner adds `harness_fault` (4a).
 """
 
 from __future__ import annotations
@@ -66,18 +75,46 @@ class ScoreResult:
     duration_ms: int = 0
     detail: str = ""
     isolation: str = "in_process"  # ISOLATION_PROCESS or ISOLATION_IN_PROCESS
+    # why the oracle's harness produced no outcome (module doc, 4a); "" when it did. The outcome
+    # stays `fail` until the runner proves the fault on the base checkout.
+    harness_fault: str = ""
 
 
-def _read_outcomes(path: Path) -> list[dict]:
-    """The oracle process's own record of each test (`harness/oracle_client._Outcomes`); [] when
+class HarnessFault(RuntimeError):
+    """The oracle's harness produced no outcome on the agent's tree and on the pack's untouched
+    base checkout alike: the unit is excluded (`harness_fault`), its cause in the message."""
+
+    reason = "harness_fault"
+
+
+def _read_outcomes(path: Path) -> list[dict] | None:
+    """The oracle process's own record of each test (`harness/oracle_client._Outcomes`); None when
     it is missing or malformed (the process died before pytest finished: the session fails)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         cases = [{"case_id": str(c["case_id"]), "outcome": str(c["outcome"]), "duration_ms": int(c["duration_ms"])}
                  for c in data["cases"]]
     except (OSError, ValueError, KeyError, TypeError):
-        return []
+        return None
     return [c for c in cases if c["outcome"] in ("pass", "fail", "error", "excluded")]
+
+
+# pytest's exit statuses that say the oracle's run itself went wrong, not a test
+PYTEST_HARNESS_STATUSES = {3: "pytest's internal error", 4: "pytest's usage error", 5: "no test was collected"}
+
+
+def harness_fault_cause(record: list[dict] | None, result: SandboxResult) -> str:
+    """Why the oracle's harness produced no outcome (module doc, 4a), or "" when it did. Read from
+    the oracle's own process only: its outcome record and its exit status and stderr."""
+    if result.timed_out:
+        return ""  # out of time is `oracle_timeout`
+    last = next((line.strip() for line in reversed(result.stderr.splitlines()) if line.strip()), "")
+    if record is None:
+        return (f"the oracle's harness left no outcome record (exit status {result.exit_code})"
+                + (f": {last[-300:]}" if last else ""))
+    if result.exit_code in PYTEST_HARNESS_STATUSES and not record:
+        return f"{PYTEST_HARNESS_STATUSES[result.exit_code]} (pytest exit status {result.exit_code})"
+    return ""
 
 
 HARNESS = Path(__file__).resolve().parent / "harness"
@@ -246,7 +283,8 @@ def score_session(
                 result = sandbox.run(argv, oracle_spec)
         except IsolationUnavailable as exc:  # no production code ran yet: the harness's failure, never the agent's
             return ScoreResult("isolation_unavailable", diff, scored_tree, detail=str(exc), isolation=ISOLATION_PROCESS)
-        cases = _read_outcomes(results / "outcomes.json")
+        record = _read_outcomes(results / "outcomes.json")
+    cases = record or []
     expected = expected_tests(Path(oracle_file))
     cases = [c for c in cases if c["case_id"].split("[", 1)[0] in expected]  # only the oracle's own tests
     ran = {c["case_id"].split("[", 1)[0] for c in cases}
@@ -264,7 +302,7 @@ def score_session(
     return ScoreResult(outcome, diff, scored_tree, cases, result.exit_code, inconclusive, result.duration_ms,
                        detail=(result.stdout + result.stderr)[-2000:] + (f"\n[production] {server_log}" if server_log
                                                                          else ""),
-                       isolation=ISOLATION_PROCESS)
+                       isolation=ISOLATION_PROCESS, harness_fault=harness_fault_cause(record, result))
 
 
 def path_matches(rel: str, prefixes: tuple[str, ...]) -> bool:

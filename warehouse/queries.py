@@ -34,11 +34,13 @@ def session_results(warehouse: WarehouseReader, run_set: str) -> list[dict[str, 
 def completed_units(warehouse: WarehouseReader, run_set: str) -> set[str]:
     """Units a resumed run set skips: completed, or excluded for a reason that a retry would meet
     again (isolation, a replay miss). An upstream model that was unavailable, or misconfigured (the
-    user fixes the key, URL or model name and runs again), is retried."""
+    user fixes the key, URL or model name and runs again), is retried; so is a unit whose oracle
+    harness faulted (the user fixes the installation and runs again)."""
     rows = warehouse.query_rows(
         "SELECT DISTINCT unit_id FROM run_results WHERE run_set = {rs:String} "
         "AND status IN ('completed', 'excluded') "
-        "AND NOT (status = 'excluded' AND error_type IN ('model_unavailable', 'model_misconfigured'))",
+        "AND NOT (status = 'excluded' AND error_type IN ('model_unavailable', 'model_misconfigured', "
+        "'harness_fault'))",
         {"rs": run_set},
     )
     return {r[0] for r in rows}

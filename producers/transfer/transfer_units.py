@@ -25,8 +25,8 @@ from producers.gateway.server import ModelUnavailable
 from producers.memory_systems.base import MemoryContext, MemoryItem, MemorySetup, Namespace
 from producers.memory_systems.skill_bank import SkillBankMemory
 from producers.memory_systems.text import tfidf_scores
-from producers.grid import (PATCH_BROKE_SCORING, RunConfig, RunUnit, oracle_isolation_proven, patch_fields,
-                              run_id_for, verdict_payload)
+from producers.grid import (HARNESS_FAULT, PATCH_BROKE_SCORING, RunConfig, RunUnit, oracle_base_score,
+                            oracle_isolation_proven, patch_fields, run_id_for, settle_harness_fault, verdict_payload)
 from producers.transfer.agent_bank import (AGENT, SCRIPTED, MountedBankAgent, distill_instruction,
                                            distill_with_agent, runs_in_sandbox)
 from producers.transfer.bank import (ABLATED, CONDITION_BANKS, LEARNED, NATIVE, check_frozen, copy_bank, distill,
@@ -36,7 +36,7 @@ from producers.transfer.evaluator import (EVALUATOR_ISOLATION, freeze_submission
 from producers.transfer.model_user import ModelUser, model_of
 from producers.transfer.user import ScriptedUser
 from sandbox.base import IsolationUnavailable, Sandbox
-from sandbox.scoring import score_session
+from sandbox.scoring import HarnessFault, score_session
 from sandbox.workspace import diff_trees, render_patch, render_patch_bounded, snapshot, tree_digest, write_files
 from schemas.events import bounded_text
 from schemas.transfer_format import Project, Study
@@ -95,8 +95,8 @@ def _close(emitter: RunEmitter, body, progress: _Progress | None = None) -> str:
         result = body()
         if result is not None:
             status, error_type = result
-    except IsolationUnavailable as exc:
-        status, error_type = "excluded", "isolation_unavailable"
+    except (IsolationUnavailable, HarnessFault) as exc:
+        status, error_type = "excluded", getattr(exc, "reason", "isolation_unavailable")
         emitter.session_index = -1
         _turn(emitter, "system", str(exc), visibility="harness")
     except Exception as exc:  # a harness bug still closes the run, saying what broke
@@ -189,10 +189,15 @@ def run_learning(study: Study, seed: int, config: RunConfig, sandbox: Sandbox, p
                                              f"task's base checkout: {result.detail}", source_kind="isolation_probe",
                           visibility="harness")
                     result = replace(result, outcome=PATCH_BROKE_SCORING)
+                elif result.harness_fault:
+                    result = settle_harness_fault(emitter, result, lambda: oracle_base_score(
+                        sandbox, start, task.oracle, config.oracle_timeout_s))
                 _emit_patch(emitter, start, result.scored_tree, config)
                 emitter.emit("OracleVerdict", verdict_payload(task.task_id, result), visibility="harness")
                 if result.outcome == "isolation_unavailable":
                     raise IsolationUnavailable(result.detail)
+                if result.outcome == HARNESS_FAULT:
+                    raise HarnessFault(result.harness_fault)
                 emitter.emit("SessionEnded", {"session_index": index, "status": outcome.status})
                 if runs_in_sandbox(agent):  # the agent distils in its own sandbox session
                     by_task[task.task_id] = _agent_distillation(emitter, agent, sandbox, config, learned, task, start,

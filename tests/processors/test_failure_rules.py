@@ -225,11 +225,16 @@ def test_no_memory_reason_when_every_model_call_of_the_agent_failed():
     assert control.classification()["failure_reason"] == "ignored_memory"
 
 
-def test_isolation_unavailable_is_excluded_not_failed():
+@pytest.mark.parametrize("outcome", ["isolation_unavailable", "harness_fault"])
+def test_a_fault_proven_on_the_base_checkout_is_excluded_not_failed(outcome):
     run = memory_run()
-    run.task(outcome="isolation_unavailable")
+    run.task(outcome=outcome)
     row = run.classification()
     assert row["excluded"] and not row["resolved"] and row["failure_reason"] is None
+    control = memory_run()  # the oracle's `fail` the runner keeps when the base checkout did not fault
+    control.task(outcome="fail")
+    failed = control.classification()
+    assert not failed["excluded"] and not failed["resolved"] and failed["failure_reason"] is not None
 
 
 def test_history_sessions_get_no_classification():

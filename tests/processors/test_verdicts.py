@@ -2,6 +2,8 @@
 
 import dataclasses
 
+import pytest
+
 from processors import RunSetProcessor, derive_all
 from producers.emitter import RunEmitter
 from schemas.events import bounded_text
@@ -58,11 +60,14 @@ def test_scored_pass_passes_the_run():
     assert run.payload["scored_passed"] is True
 
 
-def test_isolation_unavailable_is_excluded_never_a_pass():
-    derived = derive_all(build_run(("isolation_unavailable",), status="excluded", error_type="isolation_unavailable"))
+@pytest.mark.parametrize("outcome", ["isolation_unavailable", "harness_fault"])
+def test_a_fault_proven_on_the_base_checkout_is_excluded_never_a_pass(outcome):
+    derived = derive_all(build_run((outcome,), status="excluded", error_type=outcome))
     run = [d for d in derived if d.kind == "RunSummary"][0].payload
     assert run["excluded"] is True and run["scored_passed"] is False
-    assert run["exclusion_reason"] == "isolation_unavailable"
+    assert run["exclusion_reason"] == outcome
+    (session,) = [d.payload for d in derived if d.kind == "SessionVerdict"]
+    assert session["excluded"] and session["exclusion_reason"] == outcome
 
 
 def test_derived_ids_are_deterministic_across_replays():

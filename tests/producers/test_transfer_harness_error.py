@@ -32,3 +32,18 @@ def test_control_before_the_agent_started_the_same_exception_excludes():
     ended, _ = _closed(acted=False)
     assert ended == {"status": "error", "error_type": "task_exception:UnicodeEncodeError"}
     assert not valid_run({"excluded": False, "status": ended["status"]})
+
+
+def test_a_harness_fault_proven_on_the_base_checkout_excludes_even_after_the_agent_started():
+    # settle_harness_fault raises it only when the task's base checkout faults too (tests/producers/test_harness_fault.py)
+    from sandbox.scoring import HarnessFault
+
+    events = []
+    emitter = RunEmitter("rs", "run", "unit", lambda event, datum: events.append(event))
+
+    def body():
+        raise HarnessFault("No module named 'pytest', on the pack's base checkout too")
+
+    _close(emitter, body, _Progress(agent_acted=True))
+    assert events[-1].payload == {"status": "excluded", "error_type": "harness_fault"}
+    assert any(e.kind == "Turn" and "No module named 'pytest'" in e.payload["text"]["text"] for e in events)
