@@ -192,7 +192,9 @@ def test_default_family_holm_per_test_effects_and_power():
     # then again for the traps that did differ (every one of the 6: B5 passes where B0 fails)
     all_differ, observed = family["comparisons"][1]["power"]["detectable"]
     assert (all_differ["traps"], all_differ["differing"], all_differ["seeds"]) == (6, 6, 3)
-    assert all_differ["difference"] == pytest.approx(2 * 0.8 ** (1 / 6) - 1, abs=2e-4)
+    assert all_differ["all_seeds_alike"] == pytest.approx(2 * 0.8 ** (1 / 6) - 1, abs=2e-4)
+    # each differing trap differing in one of its 3 seeds: a third of that
+    assert all_differ["one_discordant_seed"] == pytest.approx((2 * 0.8 ** (1 / 6) - 1) / 3, abs=1e-4)
     assert observed["differing"] == family_result.comparisons[1].clustered.nonzero_units
     # the published `comparisons` key is unchanged by the families
     assert [c.p_holm for c in section.comparisons.comparisons] == list(family_result.holm_clustered.adjusted)
@@ -225,6 +227,9 @@ def test_markdown_and_html_state_the_minimum_detectable_difference():
     section = comparisons_section(NoWarehouse(), "rs", make_rows())
     report = {"families": to_json(section.families)}
     power = report["families"]["families"][0]["comparisons"][1]["power"]
-    expected = f"MDD at 80 %: {100 * power['detectable'][0]['difference']:.1f} pp (6/6 traps differ)"
+    mdd = power["detectable"][0]
+    expected = (f"MDD at 80 %, one discordant seed per trap / all seeds alike: {100 * mdd['one_discordant_seed']:.1f}"
+                f" / {100 * mdd['all_seeds_alike']:.1f} pp (6/6 traps differ)")
+    assert expected.endswith("30.9 / 92.7 pp (6/6 traps differ)")
     assert expected in _families_markdown(report)
     assert expected in families_html(report)
