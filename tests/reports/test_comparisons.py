@@ -211,7 +211,13 @@ def test_study_families_holm_within_each_family_and_unavailable_slots():
     assert fams["study"] == "study.json" and a["family_size"] == 3 and b["family_size"] == 1
     assert set(a["comparisons"][0]["tests"]) == {"clustered", "mcnemar"} and a["comparisons"][0]["per_seed"] is None
     unavailable = a["comparisons"][2]
-    assert unavailable["available"] is False and unavailable["tests"]["clustered"]["p"] is None
+    # an unavailable slot carries raw p = 1, as the paper writes it, not null
+    assert unavailable["available"] is False and unavailable["tests"]["clustered"]["p"] == 1.0
+    assert unavailable["tests"]["mcnemar"]["p"] == 1.0 and unavailable["primary"]["p"] == 1.0
+    from reports.markdown import _families_markdown
+
+    row = next(line for line in _families_markdown({"families": fams}).splitlines() if line.startswith("| B7 | B0 |"))
+    assert "clustered (primary) 1 → 1 not rejected" in row and "mcnemar 1 → 1" in row, row
     assert unavailable["tests"]["clustered"]["p_holm"] == 1.0
     raw = [c["tests"]["clustered"]["p"] for c in a["comparisons"]]
     assert [c["tests"]["clustered"]["p_holm"] for c in a["comparisons"]] == list(holm(raw).adjusted)

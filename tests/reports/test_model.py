@@ -80,7 +80,7 @@ def _full_report() -> dict:
                                         "one_discordant_seed": None, "all_seeds_alike": None}]},
               "tests": {"clustered": held}, "per_seed": {"1": held}},
              {"a": "B7", "b": "B0", "available": False, "D": None, "units": None, "paired_cells": None, "effect": None,
-              "power": None, "tests": {"clustered": {"p": None, "p_holm": 1.0, "rejected": False}}, "per_seed": None}]}]}
+              "power": None, "tests": {"clustered": {"p": 1.0, "p_holm": 1.0, "rejected": False}}, "per_seed": None}]}]}
     report["outcome_matrix"] = {"traps": ["t1"], "seeds": ["1", "2"],
                                 "conditions": {"B0": {"t1": {"1": "pass", "2": "isolation_unavailable"}}}}
     report["provenance"] = {"agents": ["scripted:null"], "agent_kinds": ["scripted"], "models": [],
