@@ -213,7 +213,8 @@ def _study_parts_markdown(report: dict[str, Any]) -> str:
                          f"{funnel['conformant']} → evaluated {funnel['evaluated']}")
             for e in funnel["conditions"]:
                 gates = f", failed {', '.join(e['failed_gates'])}" if e["failed_gates"] else ""
-                lines.append(f"  - {e['condition']}: {e['status']}{gates}"
+                spent = f" (spent by {e['record']})" if e["status"] == "budget_spent" and e["record"] else ""
+                lines.append(f"  - {e['condition']}: {e['status']}{spent}{gates}"
                              + (f" — {e['label']}" if e["label"] else ""))
         lines.append("")
     proof = report.get("canary")

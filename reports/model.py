@@ -538,7 +538,9 @@ CONFORMANCE_UNAVAILABLE = "conformance-unavailable, not an observed loss"
 class ConformanceEntry:
     """One registered condition in the conformance funnel (`membench memory check`, issue 31):
     `status` built_in (conformant by membench's tests), conformant, failed, missing (no record for
-    the configuration), changed (its last passing record is of other code, versions or model) or unknown (not a memory system of this installation); `label` is
+    the configuration), budget_spent (no record for it and the repair budget is spent without a
+    pass: `record` is the attempt that spent it), changed (its last passing record is of other
+    code, versions or model) or unknown (not a memory system of this installation); `label` is
     CONFORMANCE_UNAVAILABLE for a registered condition that was not evaluated for that reason."""
 
     condition: str
