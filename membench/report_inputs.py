@@ -251,7 +251,8 @@ def conformance_funnel(home: Path, evaluated: list[str], study: Any, memory_mode
             # the run was admitted against its upstream, which the report does not know: any upstream's record
             status, _, found = admission_record(home, c, memory_model, any_upstream=True)
             record, failed = None, []
-            if status in ("conformant", "failed") and found is not None:
+            # budget_spent: the record of the attempt that spent the budget, with its failed gates
+            if status in ("conformant", "failed", "budget_spent") and found is not None:
                 record = f"conformance/{found.get('digest')}.json"
                 failed = list(found.get("failed") or [])
         conformant = status in ("built_in", "conformant")

@@ -192,12 +192,12 @@ def _family_entry(cells: list[Cell], result: FamilyResult, i: int, tests: tuple[
         return HolmTest(p=p, p_holm=h.adjusted[i], rejected=h.rejected[i])
 
     chosen = {t: holms[t] for t in tests if t in holms}
-    if comp is None:
-        per_seed = ({str(s): HolmTest(p=None, p_holm=h.adjusted[i], rejected=h.rejected[i])
+    if comp is None:  # an unavailable slot: raw p = 1, as the paper writes it (Appendix E.3), adjusted p = 1
+        per_seed = ({str(s): HolmTest(p=1.0, p_holm=h.adjusted[i], rejected=h.rejected[i])
                      for s, h in result.holm_per_seed.items()} if "per_seed" in tests else None)
         return FamilyComparison(a=a, b=b, available=False, D=None, units=None, paired_cells=None, effect=None,
-                                power=None, tests={t: held(h, None) for t, h in chosen.items()}, per_seed=per_seed,
-                                primary=held(result.holm_clustered, None))
+                                power=None, tests={t: held(h, 1.0) for t, h in chosen.items()}, per_seed=per_seed,
+                                primary=held(result.holm_clustered, 1.0))
     raw = {"clustered": comp.clustered.p_value, "mcnemar": comp.mcnemar.p_value,
            "majority": comp.majority.mcnemar.p_value}
     per_seed = None
@@ -209,7 +209,7 @@ def _family_entry(cells: list[Cell], result: FamilyResult, i: int, tests: tuple[
                                   resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
     power = design_power(comp.units, alpha=result.holm_clustered.alpha)
     seeds = max((len(s) for s in paired.pairs.values()), default=0)
-    detectable = [minimum_detectable_difference(comp.units, m, seeds=seeds, alpha=power.alpha)
+    detectable = [minimum_detectable_difference(comp.units, max(seeds, 1), m, alpha=power.alpha)
                   for m in (comp.units, comp.clustered.nonzero_units)]
     return FamilyComparison(
         a=a, b=b, available=True, D=comp.statistic, units=comp.units, paired_cells=comp.paired_cells,
@@ -219,7 +219,9 @@ def _family_entry(cells: list[Cell], result: FamilyResult, i: int, tests: tuple[
         power=DesignPower(units=power.units, alpha=power.alpha, threshold=power.threshold,
                           p_at_threshold=power.p_at_threshold, by_q=power.by_q,
                           detectable=[DetectableDifference(power=d.power, traps=d.traps, differing=d.differing,
-                                                           seeds=seeds, q=d.q, difference=d.difference)
+                                                           seeds=seeds, q=d.q,
+                                                           one_discordant_seed=d.one_discordant_seed,
+                                                           all_seeds_alike=d.all_seeds_alike)
                                       for d in detectable]),
         tests={t: held(h, raw[t]) for t, h in chosen.items()}, per_seed=per_seed,
         primary=held(result.holm_clustered, raw[PRIMARY_TEST]))

@@ -113,9 +113,10 @@ def _families_markdown(report: dict[str, Any]) -> str:
              f"Baseline {fams['baseline']} ({fams['baseline_source']}); study {fams['study']}. Holm within each "
              "family, separately for each test (per seed: within each seed). Δ: paired pass-rate difference A − B, "
              "trap-cluster bootstrap 95% CI. Power: exact sign test over the paired traps (rejecting split; power "
-             "when each trap favours one side with probability q = 0.8); MDD: the smallest Δ the exact trap-clustered "
-             "test detects with 80 % power at α, when every paired trap differs and when as many differ as did "
-             "(docs/reports.md)."]
+             "when each trap favours one side with probability q = 0.8); MDD: the Δ at which the exact trap-clustered "
+             "test rejects with 80 % power at α if each differing trap differs in one seed (the smallest such Δ) and "
+             "if in all its seeds alike (the largest), when every paired trap differs and when as many differ as did "
+             "(docs/study.md)."]
     for fam in fams["families"]:
         lines += ["", f"### {fam['name']} ({fam['role']}, {fam['family_size']} comparisons, α = {fam['alpha']})", "",
                   "| A | B | Δ | 95% CI | A-only / B-only | p → p Holm | power |", "|---|---|---:|---|---:|---|---|"]
@@ -143,13 +144,15 @@ def _families_markdown(report: dict[str, Any]) -> str:
 
 
 def detectable_text(power: dict[str, Any]) -> str:
-    """The minimum detectable differences of a comparison's `power` entry, e.g.
-    "MDD₈₀ 38.3 pp (60/60 traps differ), 24.9 pp (30/60 did)"."""
+    """The minimum detectable differences of a comparison's `power` entry under both arrangements, e.g.
+    "MDD at 80 %, one discordant seed per trap / all seeds alike: 12.8 / 38.3 pp (60/60 traps
+    differ), 8.3 / 24.9 pp (30/60 did)"."""
     parts = []
     for i, d in enumerate(power.get("detectable") or []):
-        value = "none" if d["difference"] is None else f"{100 * d['difference']:.1f} pp"
+        value = ("none" if d["all_seeds_alike"] is None else
+                 f"{100 * d['one_discordant_seed']:.1f} / {100 * d['all_seeds_alike']:.1f} pp")
         parts.append(f"{value} ({d['differing']}/{d['traps']} traps {'differ' if i == 0 else 'did'})")
-    return ("MDD at 80 %: " + ", ".join(parts)) if parts else "MDD —"
+    return ("MDD at 80 %, one discordant seed per trap / all seeds alike: " + ", ".join(parts)) if parts else "MDD —"
 
 
 def _family_tests_markdown(c: dict[str, Any], primary_test: str | None) -> list[str]:
@@ -210,7 +213,8 @@ def _study_parts_markdown(report: dict[str, Any]) -> str:
                          f"{funnel['conformant']} → evaluated {funnel['evaluated']}")
             for e in funnel["conditions"]:
                 gates = f", failed {', '.join(e['failed_gates'])}" if e["failed_gates"] else ""
-                lines.append(f"  - {e['condition']}: {e['status']}{gates}"
+                spent = f" (spent by {e['record']})" if e["status"] == "budget_spent" and e["record"] else ""
+                lines.append(f"  - {e['condition']}: {e['status']}{spent}{gates}"
                              + (f" — {e['label']}" if e["label"] else ""))
         lines.append("")
     proof = report.get("canary")

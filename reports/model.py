@@ -309,18 +309,20 @@ class EffectSize:
 
 @dataclass(frozen=True)
 class DetectableDifference:
-    """The smallest paired pass-rate difference Δ the exact trap-clustered test detects with
-    probability `power` at the family's alpha, when `differing` of `traps` paired traps differ
-    (each the same way in all of its `seeds`): Δ = differing / traps · (2q − 1), q the smallest
-    share of the differing traps favouring one side that reaches `power`; null when no split of
-    `differing` traps can reject."""
+    """The paired pass-rate difference Δ at which the exact trap-clustered test rejects with
+    probability `power` at the family's alpha, when `differing` of `traps` paired traps (`seeds`
+    paired seeds each) differ, q the smallest share of them favouring one side that reaches `power`
+    (analytics/effects.py): `one_discordant_seed` = differing / (traps · seeds) · (2q − 1), each
+    differing trap differing in one seed (the smallest Δ), `all_seeds_alike` = differing / traps ·
+    (2q − 1), in all of them (the largest); null when no split of `differing` traps can reject."""
 
     power: float
     traps: int
     differing: int
     seeds: int
     q: float | None
-    difference: float | None
+    one_discordant_seed: float | None
+    all_seeds_alike: float | None
 
 
 @dataclass(frozen=True)
@@ -536,7 +538,9 @@ CONFORMANCE_UNAVAILABLE = "conformance-unavailable, not an observed loss"
 class ConformanceEntry:
     """One registered condition in the conformance funnel (`membench memory check`, issue 31):
     `status` built_in (conformant by membench's tests), conformant, failed, missing (no record for
-    the configuration), changed (its last passing record is of other code, versions or model) or unknown (not a memory system of this installation); `label` is
+    the configuration), budget_spent (no record for it and the repair budget is spent without a
+    pass: `record` is the attempt that spent it), changed (its last passing record is of other
+    code, versions or model) or unknown (not a memory system of this installation); `label` is
     CONFORMANCE_UNAVAILABLE for a registered condition that was not evaluated for that reason."""
 
     condition: str

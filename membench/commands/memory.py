@@ -36,6 +36,15 @@ def load_record(home: Path, digest: str) -> dict[str, Any] | None:
         return None
 
 
+def load_attempts(home: Path, condition: str) -> list[dict[str, Any]]:
+    """CONDITION's repair-budget ledger (its `memory check` attempts, oldest first); empty without one."""
+    try:
+        attempts = json.loads(attempts_path(home, condition).read_text(encoding="utf-8")).get("attempts")
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [a for a in attempts if isinstance(a, dict)] if isinstance(attempts, list) else []
+
+
 def records_of(home: Path, condition: str) -> list[dict[str, Any]]:
     """CONDITION's records, newest check first (its attempts ledger's order), then any other record of
     it (a ledger lost or older than the record)."""
@@ -66,13 +75,15 @@ def _check_command(condition: str, memory_model: str | None, base_urls: dict[str
 def admission_record(home: Path, condition: str, memory_model: str | None, base_urls: dict[str, str] | None = None,
                      any_upstream: bool = False) -> tuple[str, str, dict[str, Any] | None]:
     """(status, why, record) for CONDITION as it would run now; status "conformant" | "built_in" |
-    "missing" (no record of it) | "failed" (its record failed a gate) | "changed" (no record of it,
-    but its last passing record is of another configuration: an edited module, another version,
-    model or upstream, or a record made before admissions were pinned — `why` names each
-    difference). ANY_UPSTREAM: the run calls no upstream (a replay, or the report of a run already
-    admitted): a record of the same configuration against any upstream serves."""
-    from producers.memory_systems.admission import changes
-    from producers.memory_systems.conformance import SUITE_VERSION
+    "missing" (no record of it; `memory check` would make one) | "budget_spent" (no record of it, and
+    its repair budget is spent without a pass, so `memory check` refuses it: the record is the
+    attempt that spent it) | "failed" (its record failed a gate) | "changed" (no record of it, but
+    its last passing record is of another configuration: an edited module, another version, model
+    or upstream, or a record made before admissions were pinned — `why` names each difference).
+    ANY_UPSTREAM: the run calls no upstream (a replay, or the report of a run already admitted): a
+    record of the same configuration against any upstream serves."""
+    from producers.memory_systems.admission import changes, repair_budget_spender
+    from producers.memory_systems.conformance import REPAIR_BUDGET, SUITE_VERSION
     from producers.memory_systems.registry import (configuration, configuration_digest, is_model_driven,
                                                    needs_conformance)
 
@@ -87,6 +98,16 @@ def admission_record(home: Path, condition: str, memory_model: str | None, base_
         matching = [r for r in records_of(home, condition)
                     if {**(r.get("configuration") or {}), "upstream": None} == {**current, "upstream": None}]
         record = next((r for r in matching if r.get("verdict") == "pass"), matching[0] if matching else None)
+    spender = (repair_budget_spender(load_attempts(home, condition), digest, REPAIR_BUDGET)
+               if record is None or record.get("suite_version") != SUITE_VERSION else None)
+    if spender is not None:  # a check would be refused: advising one would mislead
+        spent = load_record(home, spender["digest"]) or {"digest": spender["digest"], "verdict": spender.get("verdict"),
+                                                         "failed": spender.get("failed")}
+        return "budget_spent", (f"its repair budget is spent: {REPAIR_BUDGET} recorded `memory check` attempts with "
+                                "other configurations, none conformant, the last "
+                                f"conformance/{spender['digest']}.json (failed: "
+                                f"{', '.join(spender.get('failed') or ['?'])}); no further configuration of it is "
+                                "checked, so it stays unavailable"), spent
     if record is not None and record.get("suite_version") != SUITE_VERSION:
         return "missing", f"its record (digest {digest[:12]}) is of suite version {record.get('suite_version')}; " \
                           f"{again}", record
@@ -121,7 +142,7 @@ def require_conformant(home: Path, conditions: list[str], memory_model: str | No
     """A usage error naming the first condition that may not be measured and why."""
     for condition in conditions:
         status, why = conformance_status(home, condition, memory_model, base_urls, any_upstream)
-        if status in ("missing", "failed", "changed"):
+        if status not in ("conformant", "built_in"):
             raise UsageError(f"{option}: condition '{condition}' is not admitted for evaluation: {why}")
 
 
@@ -142,7 +163,7 @@ def check(condition: str, as_json: bool, memory_model: str | None, base_urls: tu
           model_timeout: float) -> None:
     """Run the frozen conformance suite against CONDITION in two fresh processes and record it."""
     from membench.commands.model_options import parse_base_urls
-    from producers.memory_systems.admission import describe
+    from producers.memory_systems.admission import describe, repair_budget_spender
     from producers.memory_systems.conformance import REPAIR_BUDGET, check as run_check, evidence_lines
     from producers.memory_systems.registry import (MEMORY_SYSTEMS, configuration, configuration_digest,
                                                    is_model_driven, needs_conformance)
@@ -159,15 +180,13 @@ def check(condition: str, as_json: bool, memory_model: str | None, base_urls: tu
     config = configuration(condition, memory_model, urls)  # pinned to the code as it is before the suite runs
     digest = configuration_digest(config)
     ledger_path = attempts_path(settings.home, condition)
-    try:
-        ledger = json.loads(ledger_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        ledger = {"condition": condition, "budget": REPAIR_BUDGET, "attempts": []}
+    ledger = {"condition": condition, "budget": REPAIR_BUDGET, "attempts": load_attempts(settings.home, condition)}
     earlier = [a for a in ledger["attempts"] if a["digest"] != digest]
-    passed_before = any(a["verdict"] == "pass" for a in ledger["attempts"])
-    if needs_conformance(condition) and not passed_before and len(earlier) >= REPAIR_BUDGET:
+    spender = repair_budget_spender(ledger["attempts"], digest, REPAIR_BUDGET)
+    if needs_conformance(condition) and spender is not None:
         raise click.ClickException(f"{condition}: the repair budget is spent ({REPAIR_BUDGET} recorded attempts "
-                                   f"with other settings, none conformant); this configuration is not checked")
+                                   f"with other settings, none conformant, the last conformance/"
+                                   f"{spender['digest']}.json); this configuration is not checked")
     result = run_check(condition, memory_model, urls, model_timeout)
     ledger["attempts"] = earlier + [{"digest": digest, "verdict": result["verdict"], "failed": result["failed"]}]
     record = {"condition": condition, "configuration": config, "digest": digest, **result,

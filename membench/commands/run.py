@@ -83,7 +83,7 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
     admission = {"base_urls": parse_base_urls(model.base_urls), "any_upstream": bool(model.replay)}
     if study is not None and study.families:  # a study keeps a non-conformant condition as unavailable slots
         statuses = {c: conformance_status(settings.home, c, model.memory_model, **admission) for c in condition_list}
-        dropped = [c for c in condition_list if statuses[c][0] in ("missing", "failed")]
+        dropped = [c for c in condition_list if statuses[c][0] in ("missing", "failed", "budget_spent")]
         for c in dropped:
             click.echo(f"--conditions: {c} is conformance-unavailable, not run; its registered slots stay in their "
                        f"families at p = 1 ({statuses[c][1]})", err=True)

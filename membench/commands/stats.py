@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
@@ -19,42 +20,124 @@ def stats() -> None:
     """Statistics from files: paired condition comparisons and CCPF."""
 
 
-def _parse_pair(raw: str) -> tuple[str, str]:
+def _parse_pair(raw: str, option: str = "--pair") -> tuple[str, str]:
     parts = raw.split(":")
-    if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
-        raise UsageError(f"--pair {raw!r}: expected two condition names as A:B")
+    if len(parts) != 2 or not parts[0].strip() or not parts[1].strip() or parts[0].strip() == parts[1].strip():
+        raise UsageError(f"{option} {raw!r}: expected two different condition names as A:B")
     return parts[0].strip(), parts[1].strip()
 
 
 @stats.command("compare")
 @click.option("--cells", "cells_path", required=True, metavar="FILE.csv",
               help="CSV with columns unit,seed,condition,passed and optional valid,construct.")
-@click.option("--pair", "pair_args", multiple=True, required=True, metavar="A:B",
+@click.option("--pair", "pair_args", multiple=True, metavar="A:B",
               help="A comparison of condition A against condition B; repeat for a family.")
 @click.option("--family-size", type=click.IntRange(min=1), default=None,
               help="Registered family size for Holm; slots beyond the listed pairs are unavailable (p = 1).")
-def compare(cells_path: str, pair_args: tuple[str, ...], family_size: int | None) -> None:
+@click.option("--unavailable", "unavailable_args", multiple=True, metavar="COND|A:B",
+              help="A registered comparison that did not run, kept in the family at p = 1: COND against the "
+                   "pairs' common B, or A:B; repeatable.")
+@click.option("--study", "study_path", type=click.Path(path_type=Path), default=None, metavar="FILE",
+              help="Take the family from a study file (docs/study.md); its pairs without cells are unavailable "
+                   "slots (p = 1).")
+@click.option("--family", "family_name", default=None, metavar="NAME",
+              help="With --study: the family to compare (default: its primary family).")
+def compare(cells_path: str, pair_args: tuple[str, ...], family_size: int | None, unavailable_args: tuple[str, ...],
+            study_path: Path | None, family_name: str | None) -> None:
     """Exact trap-clustered sign-flip test, McNemar variants and Holm for each A:B pair.
 
-    p_holm is the Holm-adjusted p_clustered over the listed pairs (plus unavailable slots up to
-    --family-size). clustered_method says how p_clustered was computed: "exact", or
-    "monte_carlo" (seeded, with its draws and a Clopper-Pearson 95% interval of the exact p) when
-    the exact test would be too large (k * S > 2^24; analytics/exact.py).
+    The Holm family is the study file's (--study), or the pairs given plus unavailable slots
+    (--unavailable, --family-size), each unavailable slot at p = 1. With none of these it is the
+    pairs given alone: said on stderr and in the JSON's `family`, since a registered family whose
+    other pairs did not run is larger and its Holm p-values larger too. p_holm is the
+    Holm-adjusted p_clustered over the family. clustered_method says how p_clustered was
+    computed: "exact", or "monte_carlo" (seeded, with its draws and a Clopper-Pearson 95% interval
+    of the exact p) when the exact test would be too large (k * S > 2^24; analytics/exact.py).
     """
-    pairs = [_parse_pair(raw) for raw in pair_args]
-    if family_size is not None and family_size < len(pairs):
-        raise UsageError(f"--family-size {family_size} is smaller than the {len(pairs)} pairs given")
+    pairs, unavailable, alpha, source = _registered_family(pair_args, family_size, unavailable_args, study_path,
+                                                           family_name)
     with gc_paused():  # hundreds of thousands of acyclic records: no collector passes over them
         try:
             cells = load_cells_csv(cells_path)
         except InputError as exc:
             raise UsageError(str(exc)) from None
-        family = _compare(cells_path, cells, pair_args, pairs, family_size)
-    click.echo(json.dumps(family_json(family), indent=2))
+        if study_path is not None:  # a registered pair whose conditions have no cells stays, at p = 1
+            present = {c.condition for c in cells}
+            unavailable = [p for p in pairs if not set(p) <= present]
+            pairs = [p for p in pairs if set(p) <= present]
+        family = _compare(cells_path, cells, pair_args, pairs, unavailable, family_size, alpha)
+    out = family_json(family)
+    out["family"] = _family_note(family, source, alpha)
+    if source == "--pair":
+        click.echo(f"stats compare: Holm over a family of the {len(pairs)} pair(s) given; if the registered "
+                   "family had more comparisons, give --study FILE, --unavailable COND or --family-size N "
+                   "(an unavailable slot counts at p = 1)", err=True)
+    click.echo(json.dumps(out, indent=2))
+
+
+def _registered_family(pair_args: tuple[str, ...], family_size: int | None, unavailable_args: tuple[str, ...],
+                       study_path: Path | None, family_name: str | None
+                       ) -> tuple[list[tuple[str, str]], list[tuple[str, str]], float, str]:
+    """(pairs, unavailable slots, alpha, what registered the family) from the options; usage errors
+    for a missing or contradictory registration."""
+    if study_path is not None:
+        if pair_args or unavailable_args or family_size is not None:
+            raise UsageError("--study: the study file registers the family; give it without --pair, --unavailable "
+                             "and --family-size")
+        from membench.report_inputs import load_study
+
+        study = load_study(study_path)
+        if not study.families:
+            raise UsageError(f"--study: {study_path.name}: field 'families': registers no family")
+        names = [f.name for f in study.families]
+        spec = (next((f for f in study.families if f.role == "primary"), study.families[0]) if family_name is None
+                else next((f for f in study.families if f.name == family_name), None))
+        if spec is None:
+            raise UsageError(f"--family: {study_path.name} has no family {family_name!r} (its families: "
+                             f"{', '.join(names)})")
+        return list(spec.comparisons), [], study.alpha, f"--study {study_path.name} (family {spec.name})"
+    if family_name is not None:
+        raise UsageError("--family: names a family of a study file; give --study FILE")
+    if not pair_args:
+        raise UsageError("--pair: give at least one A:B pair, or --study FILE")
+    pairs = [_parse_pair(raw) for raw in pair_args]
+    unavailable = [_parse_unavailable(raw, pairs) for raw in unavailable_args]
+    for slot, raw in zip(unavailable, unavailable_args):
+        if slot in pairs or unavailable.count(slot) > 1:
+            raise UsageError(f"--unavailable {raw}: {slot[0]}:{slot[1]} is registered twice")
+    slots = len(pairs) + len(unavailable)
+    if family_size is not None and family_size < slots:
+        raise UsageError(f"--family-size {family_size} is smaller than the {slots} comparisons given "
+                         f"({len(pairs)} --pair, {len(unavailable)} --unavailable)")
+    source = " and ".join(o for o, given in (("--unavailable", unavailable), ("--family-size", family_size is not None))
+                          if given) or "--pair"
+    return pairs, unavailable, 0.05, source
+
+
+def _parse_unavailable(raw: str, pairs: list[tuple[str, str]]) -> tuple[str, str]:
+    """COND (against the B every --pair shares) or A:B."""
+    if ":" in raw:
+        return _parse_pair(raw, option="--unavailable")
+    baselines = sorted({b for _, b in pairs})
+    if not raw.strip():
+        raise UsageError("--unavailable: expected a condition name COND or a pair A:B")
+    if len(baselines) != 1:
+        raise UsageError(f"--unavailable {raw}: the pairs given have no common B ({', '.join(baselines)}); "
+                         f"name the slot as A:B")
+    return raw.strip(), baselines[0]
+
+
+def _family_note(family: FamilyResult, source: str, alpha: float) -> dict[str, object]:
+    """Which family Holm was applied over: what registered it, its size and its unavailable slots."""
+    unavailable = [{"a": s[0] if s else None, "b": s[1] if s else None, "p": family.holm_clustered.raw[i],
+                    "p_holm": family.holm_clustered.adjusted[i]}
+                   for i, (s, c) in enumerate(zip(family.slots, family.comparisons)) if c is None]
+    return {"source": source, "size": family.family_size, "alpha": alpha,
+            "evaluated": sum(c is not None for c in family.comparisons), "unavailable": unavailable}
 
 
 def _compare(cells_path: str, cells: list[Cell], pair_args: tuple[str, ...], pairs: list[tuple[str, str]],
-             family_size: int | None) -> FamilyResult:
+             unavailable: list[tuple[str, str]], family_size: int | None, alpha: float) -> FamilyResult:
     """The family over the loaded cells; a condition no row carries is a usage error naming --pair."""
     conditions = {c.condition for c in cells}
     for raw, (a, b) in zip(pair_args, pairs):
@@ -62,8 +145,9 @@ def _compare(cells_path: str, cells: list[Cell], pair_args: tuple[str, ...], pai
             if name not in conditions:
                 known = ", ".join(sorted(conditions)) or "none"
                 raise UsageError(f"{cells_path}: column 'condition': no data row has condition {name!r} "
-                                 f"(--pair {raw}; conditions present: {known})")
-    return compare_family(cells, pairs, family_size=family_size)
+                                 f"(--pair {raw}; conditions present: {known}); a registered comparison that did "
+                                 f"not run is --unavailable {a}:{b}")
+    return compare_family(cells, pairs, unavailable=unavailable, family_size=family_size, alpha=alpha)
 
 
 @stats.command("ccpf")

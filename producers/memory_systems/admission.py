@@ -152,6 +152,16 @@ def changes(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
     return found
 
 
+def repair_budget_spender(attempts: list[dict[str, Any]], digest: str, budget: int) -> dict[str, Any] | None:
+    """The attempt that spent a condition's repair budget, so that `membench memory check` refuses the
+    configuration DIGEST: none of ATTEMPTS (the condition's ledger, oldest first) passed and BUDGET of
+    them are of other configurations — the BUDGET-th of those spent it. None while a check is allowed."""
+    if any(a.get("verdict") == "pass" for a in attempts):
+        return None
+    others = [a for a in attempts if a.get("digest") != digest]
+    return others[budget - 1] if len(others) >= budget else None
+
+
 def describe(config: dict[str, Any]) -> str:
     """One line of what a configuration is pinned to (`memory check`'s text output)."""
     parts = []

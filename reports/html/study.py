@@ -46,8 +46,9 @@ def families_html(report: dict[str, Any]) -> str | None:
     out = [f'<p class="caption">Baseline {esc(fams.get("baseline"))} ({esc(fams.get("baseline_source"))}); study '
            f'{esc(fams.get("study"))}. Holm is applied within each family, separately for each test (per seed: '
            'within each seed). Δ = paired pass-rate difference A − B with a trap-cluster bootstrap 95% CI; power: '
-           'the exact sign test over the paired traps; MDD: the smallest Δ the exact trap-clustered test detects with '
-           '80 % power at α, when every paired trap differs and when as many differ as did.</p>']
+           'the exact sign test over the paired traps; MDD: the Δ at which the exact trap-clustered test rejects with '
+           '80 % power at α if each differing trap differs in one seed (the smallest such Δ) and if in all its seeds '
+           'alike (the largest), when every paired trap differs and when as many differ as did.</p>']
     # issue 31: a slot whose condition failed or lacks its conformance record says so
     labels = {e["condition"]: e["label"] for e in (report.get("conformance") or {}).get("conditions", [])
               if e.get("label")}

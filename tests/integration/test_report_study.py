@@ -83,6 +83,8 @@ def test_study_file_registers_families_and_a_bad_one_names_file_and_field(b1_b5,
     a, b = fams["families"]
     assert (a["name"], a["role"], a["family_size"], b["role"]) == ("A", "primary", 2, "sensitivity")
     assert a["comparisons"][1]["available"] is False  # B4 did not run: its slot stays at p = 1
+    unavailable = a["comparisons"][1]["tests"]["clustered"]
+    assert (unavailable["p"], unavailable["p_holm"]) == (1.0, 1.0)  # raw p too, as the paper writes it
     assert a["comparisons"][0]["tests"]["clustered"]["p_holm"] == min(1.0, 2 * a["comparisons"][0]["tests"]["clustered"]["p"])
     assert set(b["comparisons"][0]["tests"]) == {"mcnemar"} and set(b["comparisons"][0]["per_seed"]) == {"1"}
     study.write_text(json.dumps({"families": [{"name": "A", "role": "main", "comparisons": [["B5", "B1"]]}]}))

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from membench.commands.bench import bench
+from analytics.holm import holm
 from membench.commands.stats import stats
 from tests.conftest import require_shared
 
@@ -88,6 +89,90 @@ def test_compare_family_holm_and_padding(tmp_path):
     assert p4["D"] == 11 and p4["p_clustered"] == 0.1278667449951172
     assert p4["p_holm"] == pytest.approx(0.7672004699707031, rel=1e-15)  # 6 × p in a six-slot family
     assert p1["p_holm"] == 1.0
+
+
+def _ladder_csv(tmp_path: Path) -> Path:
+    """12 traps × 3 seeds: B0 never passes, X always, Y in the first 8 traps."""
+    rows = [{"unit": f"t{t:02d}", "seed": s, "condition": c, "passed": int(c == "X" or (c == "Y" and t < 8))}
+            for t in range(12) for s in (1, 2, 3) for c in ("B0", "X", "Y")]
+    return write_csv(tmp_path / "ladder.csv", rows, fields=("unit", "seed", "condition", "passed"))
+
+
+def test_compare_without_a_registered_family_says_which_it_used(tmp_path):
+    path = _ladder_csv(tmp_path)
+    result = run(stats, ["compare", "--cells", str(path), "--pair", "X:B0", "--pair", "Y:B0"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["family"] == {"source": "--pair", "size": 2, "alpha": 0.05, "evaluated": 2, "unavailable": []}
+    assert "Holm over a family of the 2 pair(s) given" in result.stderr
+    assert "--unavailable COND" in result.stderr and "--study FILE" in result.stderr
+
+
+def test_unavailable_slots_stay_in_the_family_at_p_1(tmp_path):
+    path = _ladder_csv(tmp_path)
+    pairs = ["--pair", "X:B0", "--pair", "Y:B0"]
+    shrunk = json.loads(run(stats, ["compare", "--cells", str(path), *pairs]).stdout)
+    result = run(stats, ["compare", "--cells", str(path), *pairs, "--unavailable", "Z", "--unavailable", "W:B0"])
+    assert result.exit_code == 0, result.output
+    assert "Holm over a family" not in result.stderr  # the family was registered: nothing to warn of
+    out = json.loads(result.stdout)
+    assert out["family"]["source"] == "--unavailable" and out["family"]["size"] == 4
+    assert out["family"]["unavailable"] == [{"a": "Z", "b": "B0", "p": 1.0, "p_holm": 1.0},
+                                            {"a": "W", "b": "B0", "p": 1.0, "p_holm": 1.0}]
+    raw = [c["p_clustered"] for c in out["comparisons"]]
+    assert [c["p_holm"] for c in out["comparisons"]] == list(holm([*raw, None, None]).adjusted[:2])
+    # the same family registered by size alone gives the same Holm p-values
+    padded = json.loads(run(stats, ["compare", "--cells", str(path), *pairs, "--family-size", "4"]).stdout)
+    assert [c["p_holm"] for c in padded["comparisons"]] == [c["p_holm"] for c in out["comparisons"]]
+    assert padded["family"]["unavailable"] == [{"a": None, "b": None, "p": 1.0, "p_holm": 1.0}] * 2
+    # control: the two-pair family's smallest Holm p is half the four-slot family's
+    assert out["comparisons"][0]["p_holm"] == pytest.approx(2 * shrunk["comparisons"][0]["p_holm"])
+
+
+def test_a_study_file_registers_the_family(tmp_path):
+    path = _ladder_csv(tmp_path)
+    study = tmp_path / "study.json"
+    study.write_text(json.dumps({"families": [
+        {"name": "A", "role": "primary", "comparisons": [["X", "B0"], ["Z", "B0"], ["Y", "B0"], ["W", "B0"]]},
+        {"name": "B", "role": "sensitivity", "comparisons": [["X", "Y"]]}]}), encoding="utf-8")
+    result = run(stats, ["compare", "--cells", str(path), "--study", str(study)])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["family"]["source"] == "--study study.json (family A)" and out["family"]["size"] == 4
+    assert [(u["a"], u["p"]) for u in out["family"]["unavailable"]] == [("Z", 1.0), ("W", 1.0)]
+    by_option = json.loads(run(stats, ["compare", "--cells", str(path), "--pair", "X:B0", "--pair", "Y:B0",
+                                       "--unavailable", "Z", "--unavailable", "W"]).stdout)
+    assert out["comparisons"] == by_option["comparisons"]
+    sensitivity = json.loads(run(stats, ["compare", "--cells", str(path), "--study", str(study),
+                                         "--family", "B"]).stdout)
+    assert sensitivity["family"]["size"] == 1 and sensitivity["comparisons"][0]["a"] == "X"
+
+
+@pytest.mark.parametrize(("args", "needles"), [
+    (["--pair", "X:B0", "--pair", "X:Y", "--unavailable", "Z"], ["--unavailable Z", "no common B", "A:B"]),
+    (["--pair", "X:B0", "--unavailable", "X:B0"], ["--unavailable X:B0", "registered twice"]),
+    (["--pair", "X:B0", "--unavailable", "Z", "--family-size", "1"], ["--family-size 1", "2 comparisons"]),
+    (["--pair", "X:B0", "--study", "study.json"], ["--study", "without --pair"]),
+    (["--pair", "X:B0", "--family", "A"], ["--family", "--study FILE"]),
+    ([], ["--pair", "--study FILE"]),
+    (["--study", "study.json", "--family", "C"], ["--family", "no family 'C'", "A"]),
+    (["--study", "absent.json"], ["--study", "absent.json"]),
+])
+def test_compare_family_usage_errors_exit_2(tmp_path, monkeypatch, args, needles):
+    path = _ladder_csv(tmp_path)
+    (tmp_path / "study.json").write_text(json.dumps({"families": [
+        {"name": "A", "role": "primary", "comparisons": [["X", "B0"]]}]}), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = run(stats, ["compare", "--cells", str(path), *args])
+    assert result.exit_code == 2, result.output
+    for needle in needles:
+        assert needle in result.stderr, result.stderr
+
+
+def test_a_pair_that_did_not_run_points_to_unavailable(tmp_path):
+    result = run(stats, ["compare", "--cells", str(_ladder_csv(tmp_path)), "--pair", "X:B0", "--pair", "Z:B0"])
+    assert result.exit_code == 2 and "no data row has condition 'Z'" in result.stderr
+    assert "--unavailable Z:B0" in result.stderr
 
 
 def test_compare_with_exclusions(tmp_path):

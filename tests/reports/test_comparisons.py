@@ -103,7 +103,9 @@ def test_same_json_as_stats_compare(tmp_path):
     result = CliRunner().invoke(stats, ["compare", "--cells", str(path), "--pair", "B3:B0", "--pair", "B5:B0"])
     assert result.exit_code == 0, result.output
     section = to_json(comparisons_section(NoWarehouse(), "rs", rows).comparisons)
-    assert json.loads(result.output) == {"comparisons": section["comparisons"], "family_size": section["family_size"]}
+    out = json.loads(result.stdout)
+    assert out.pop("family")["source"] == "--pair"  # what stats compare adds: which family Holm ran over
+    assert out == {"comparisons": section["comparisons"], "family_size": section["family_size"]}
 
 
 def test_baseline_choice_and_single_condition():
@@ -192,7 +194,9 @@ def test_default_family_holm_per_test_effects_and_power():
     # then again for the traps that did differ (every one of the 6: B5 passes where B0 fails)
     all_differ, observed = family["comparisons"][1]["power"]["detectable"]
     assert (all_differ["traps"], all_differ["differing"], all_differ["seeds"]) == (6, 6, 3)
-    assert all_differ["difference"] == pytest.approx(2 * 0.8 ** (1 / 6) - 1, abs=2e-4)
+    assert all_differ["all_seeds_alike"] == pytest.approx(2 * 0.8 ** (1 / 6) - 1, abs=2e-4)
+    # each differing trap differing in one of its 3 seeds: a third of that
+    assert all_differ["one_discordant_seed"] == pytest.approx((2 * 0.8 ** (1 / 6) - 1) / 3, abs=1e-4)
     assert observed["differing"] == family_result.comparisons[1].clustered.nonzero_units
     # the published `comparisons` key is unchanged by the families
     assert [c.p_holm for c in section.comparisons.comparisons] == list(family_result.holm_clustered.adjusted)
@@ -209,7 +213,13 @@ def test_study_families_holm_within_each_family_and_unavailable_slots():
     assert fams["study"] == "study.json" and a["family_size"] == 3 and b["family_size"] == 1
     assert set(a["comparisons"][0]["tests"]) == {"clustered", "mcnemar"} and a["comparisons"][0]["per_seed"] is None
     unavailable = a["comparisons"][2]
-    assert unavailable["available"] is False and unavailable["tests"]["clustered"]["p"] is None
+    # an unavailable slot carries raw p = 1, as the paper writes it, not null
+    assert unavailable["available"] is False and unavailable["tests"]["clustered"]["p"] == 1.0
+    assert unavailable["tests"]["mcnemar"]["p"] == 1.0 and unavailable["primary"]["p"] == 1.0
+    from reports.markdown import _families_markdown
+
+    row = next(line for line in _families_markdown({"families": fams}).splitlines() if line.startswith("| B7 | B0 |"))
+    assert "clustered (primary) 1 → 1 not rejected" in row and "mcnemar 1 → 1" in row, row
     assert unavailable["tests"]["clustered"]["p_holm"] == 1.0
     raw = [c["tests"]["clustered"]["p"] for c in a["comparisons"]]
     assert [c["tests"]["clustered"]["p_holm"] for c in a["comparisons"]] == list(holm(raw).adjusted)
@@ -225,6 +235,9 @@ def test_markdown_and_html_state_the_minimum_detectable_difference():
     section = comparisons_section(NoWarehouse(), "rs", make_rows())
     report = {"families": to_json(section.families)}
     power = report["families"]["families"][0]["comparisons"][1]["power"]
-    expected = f"MDD at 80 %: {100 * power['detectable'][0]['difference']:.1f} pp (6/6 traps differ)"
+    mdd = power["detectable"][0]
+    expected = (f"MDD at 80 %, one discordant seed per trap / all seeds alike: {100 * mdd['one_discordant_seed']:.1f}"
+                f" / {100 * mdd['all_seeds_alike']:.1f} pp (6/6 traps differ)")
+    assert expected.endswith("30.9 / 92.7 pp (6/6 traps differ)")
     assert expected in _families_markdown(report)
     assert expected in families_html(report)

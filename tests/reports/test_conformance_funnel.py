@@ -8,7 +8,7 @@ from reports.html.study import families_html
 from reports.markdown import _families_markdown
 from reports.model import CONFORMANCE_UNAVAILABLE
 
-NONE = {"p": None, "p_holm": 1.0, "rejected": False}
+NONE = {"p": 1.0, "p_holm": 1.0, "rejected": False}  # an unavailable slot: raw and adjusted p = 1
 
 
 def _report(with_funnel: bool) -> dict:

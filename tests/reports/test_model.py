@@ -77,10 +77,10 @@ def _full_report() -> dict:
                          "discordant_b": 0, "bootstrap": {"resamples": 2000, "seed": 1, "level": 0.95}},
               "power": {"units": 4, "alpha": 0.05, "threshold": None, "p_at_threshold": None, "by_q": {"0.9": None},
                         "detectable": [{"power": 0.8, "traps": 4, "differing": 4, "seeds": 2, "q": None,
-                                        "difference": None}]},
+                                        "one_discordant_seed": None, "all_seeds_alike": None}]},
               "tests": {"clustered": held}, "per_seed": {"1": held}},
              {"a": "B7", "b": "B0", "available": False, "D": None, "units": None, "paired_cells": None, "effect": None,
-              "power": None, "tests": {"clustered": {"p": None, "p_holm": 1.0, "rejected": False}}, "per_seed": None}]}]}
+              "power": None, "tests": {"clustered": {"p": 1.0, "p_holm": 1.0, "rejected": False}}, "per_seed": None}]}]}
     report["outcome_matrix"] = {"traps": ["t1"], "seeds": ["1", "2"],
                                 "conditions": {"B0": {"t1": {"1": "pass", "2": "isolation_unavailable"}}}}
     report["provenance"] = {"agents": ["scripted:null"], "agent_kinds": ["scripted"], "models": [],

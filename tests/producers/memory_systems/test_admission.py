@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from membench.commands.memory import conformance_status, load_record, record_path, require_conformant
+from membench.commands.memory import (admission_record, attempts_path, conformance_status, load_record, record_path,
+                                      require_conformant)
 from membench.errors import UsageError
-from producers.memory_systems.admission import STAND_IN, changes, upstream
-from producers.memory_systems.conformance import SUITE_VERSION, draw_tokens, evidence_lines, fact, grade
+from producers.memory_systems.admission import STAND_IN, changes, repair_budget_spender, upstream
+from producers.memory_systems.conformance import REPAIR_BUDGET, SUITE_VERSION, draw_tokens, evidence_lines, fact, grade
 from producers.memory_systems.registry import (MEMORY_SYSTEMS, PLUGIN_ENTRY_POINTS, configuration,
                                                configuration_digest, register_adapters_from_env, register_plugins)
 from tests.producers.memory_systems.test_conformance import _result
@@ -182,3 +183,62 @@ def test_a_failed_gate_shows_what_leaked_in_text() -> None:
     assert gate["verdict"] == "fail"
     assert evidence_lines(gate["evidence"]) == [f"leaks: b/int holds a token of a (a/int {tokens['a']['int']})"]
     assert evidence_lines(grade(tokens, good, good)["namespace_isolation"]["evidence"]) == []  # control: nothing
+
+
+def _attempt(home: Path, config: dict) -> dict:
+    """A failed `memory check` of CONFIG as the command records it: its record and a ledger entry."""
+    record = _pinned_write(home, config, verdict="fail")
+    ledger_path = attempts_path(home, config["condition"])
+    ledger = json.loads(ledger_path.read_text()) if ledger_path.exists() else {"condition": config["condition"],
+                                                                              "budget": REPAIR_BUDGET, "attempts": []}
+    ledger["attempts"].append({"digest": record["digest"], "verdict": "fail", "failed": record["failed"]})
+    ledger_path.parent.mkdir(parents=True, exist_ok=True)
+    ledger_path.write_text(json.dumps(ledger))
+    return record
+
+
+def test_a_spent_repair_budget_is_its_own_status_naming_the_record_that_spent_it(home, cli_inproc) -> None:
+    url = "http://127.0.0.1:8123/v1"
+    records = [_attempt(home, configuration("B2-dense", model, {"*": url})) for model in ("m1", "m2")]
+    # control: two failed attempts leave the budget open, so a check of another configuration is advised
+    status, why = conformance_status(home, "B2-dense", "m4", {"*": url})
+    assert status == "missing" and "run `membench memory check B2-dense" in why
+    records.append(_attempt(home, configuration("B2-dense", "m3", {"*": url})))
+    spent_by = f"conformance/{records[2]['digest']}.json"
+
+    status, why, record = admission_record(home, "B2-dense", "m4", {"*": url})
+    assert status == "budget_spent" and record == records[2]
+    assert spent_by in why and "repair budget is spent" in why and "memory check B2-dense" not in why
+    # the check it would have advised is indeed refused, naming the same record
+    check = cli_inproc("memory", "check", "B2-dense", "--memory-model", "m4", "--model-base-url", url)
+    assert check.returncode == 1 and "repair budget is spent" in check.stderr and spent_by in check.stderr
+    with pytest.raises(UsageError, match=f"condition 'B2-dense' is not admitted.*{spent_by}"):
+        require_conformant(home, ["B2-dense"], "m4", "--conditions", {"*": url})
+    refused = cli_inproc("run", "smoke", "--conditions", "B0,B2-dense", "--memory-model", "m4", "--model-base-url",
+                         url, "--agent", "scripted:memory-literal", "--seeds", "1")
+    assert refused.returncode == 2 and "repair budget is spent" in refused.stderr and spent_by in refused.stderr
+    assert "run `membench memory check" not in refused.stderr and not (home / "runs").exists()
+    # each configuration that spent it keeps its own status: its record failed
+    assert conformance_status(home, "B2-dense", "m1", {"*": url})[0] == "failed"
+
+    from membench.report_inputs import conformance_funnel
+    from reports.markdown import _study_parts_markdown
+    from reports.model import to_json
+    from reports.study import FamilySpec, Study
+
+    study = Study(source="s.json", baseline="B0", alpha=0.05,
+                  families=(FamilySpec("A", "primary", (("B2-dense", "B0"),), ("clustered",)),))
+    funnel = conformance_funnel(home, ["B0"], study, "m4")
+    (entry,) = [e for e in funnel.conditions if e.condition == "B2-dense"]
+    assert (entry.status, entry.record, entry.failed_gates, entry.conformant) == ("budget_spent", spent_by, ["x"],
+                                                                                   False)
+    provenance = {"agents": [], "agent_kinds": [], "models": [], "code_digests": [], "seeds": [1], "runs": 1}
+    text = _study_parts_markdown({"provenance": provenance, "conformance": to_json(funnel)})
+    assert f"  - B2-dense: budget_spent (spent by {spent_by}), failed x" in text, text
+
+
+def test_a_pass_before_leaves_the_budget_open() -> None:
+    failed = [{"digest": d, "verdict": "fail"} for d in ("a", "b", "c")]
+    assert repair_budget_spender(failed, "d", 3) == failed[2]
+    assert repair_budget_spender(failed, "c", 3) is None  # a configuration already tried may be re-checked
+    assert repair_budget_spender([*failed, {"digest": "e", "verdict": "pass"}], "d", 3) is None
