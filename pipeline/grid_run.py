@@ -73,6 +73,15 @@ def print_table(console: Console, report: Report) -> None:
         console.print(Text(line, style="bold red"), soft_wrap=True)
 
 
+def plain_progress(console: Console, total: int, what: str = "units", passes: bool = True):
+    """Plain progress lines on CONSOLE's stream when it is not a terminal (pipeline/progress_lines.py);
+    on a terminal the rich bar shows progress and the lines are off."""
+    from pipeline.progress_lines import PlainProgress
+
+    say = lambda text: console.print(text, highlight=False, markup=False, soft_wrap=True)  # noqa: E731
+    return PlainProgress(total, say, interval_s=None if not console.is_terminal else 0, what=what, passes=passes)
+
+
 def write_report(settings: Settings, report: Report, secrets=()) -> Path:
     """report.json (the JSON form of the typed report), and report.md and report.html rendered from it.
     With a canary proof that searched the events, the rendered texts are searched for `secrets` too
@@ -217,17 +226,23 @@ def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, se
             sandbox = StoppableSandbox(get_sandbox(sandbox_name), stop.killed)
             faults = HarnessFaultLimit(stop)  # a grid whose oracle harness keeps faulting stops itself
 
+            lines = plain_progress(console, len(todo))  # a redirected run still reports progress
+
             def publish(event, datum) -> None:
                 pipeline.publish(event, datum)
                 faults.observe(event)
+                lines.observe(event)
+
+            def unit_done(unit, run_id) -> None:
+                progress.update(bar, advance=1, description=unit.unit_id)
+                lines.unit_done()
             with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), console=console, transient=False) as progress:
+                          TimeElapsedColumn(), console=console, transient=False) as progress, lines.running():
                 bar = progress.add_task("units", total=len(todo))
                 not_started = run_units(
                     lambda unit: run_unit(pack, unit, config, sandbox, publish, attempts.get(unit.unit_id, 1),
                                           agent_for(unit) if agent_for else None),
-                    todo, workers, lambda unit, run_id: progress.update(bar, advance=1, description=unit.unit_id),
-                    stop)
+                    todo, workers, unit_done, stop)
             cut = stop.asked  # the grid was stopped (a later signal finds it complete)
             abandoned = pipeline.close_open(run_set) if cut else []
             for event in abandoned:

@@ -12,8 +12,8 @@ import threading
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pipeline.grid_run import (RunRefused, open_embedded, open_warehouse, print_table, resume_point, write_log_root,
-                               write_report)
+from pipeline.grid_run import (RunRefused, open_embedded, open_warehouse, plain_progress, print_table, resume_point,
+                               write_log_root, write_report)
 
 
 def _frozen_from_events(events) -> dict[tuple[int, str], str]:
@@ -115,12 +115,25 @@ def run_transfer_embedded(study, conditions, seeds, phase, new_agent, workers, c
                 phase != "learning")
             console.print(f"run set [bold]{run_set}[/]: study {study.name}, phase {phase}, {total} units "
                           f"(some may be complete already)")
+            from producers.transfer.transfer_units import learning_unit, plan_transfer
+
+            planned = ([learning_unit(study, seed).unit_id for seed in seeds] * (phase != "transfer")
+                       + [u.unit_id for u in plan_transfer(study, conditions, seeds)] * (phase != "learning"))
+            # a redirected run still reports progress (the units this invocation runs)
+            lines = plain_progress(console, len([u for u in planned if u not in done]), passes=False)
+
+            def publish(event, datum) -> None:
+                pipeline.publish(event, datum)
+                lines.observe(event)
+
+            def unit_done(unit, run_id) -> None:
+                progress.update(bar, advance=1, description=unit.unit_id)
+                lines.unit_done()
             with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), console=console) as progress:
+                          TimeElapsedColumn(), console=console) as progress, lines.running():
                 bar = progress.add_task("units", total=total)
                 _phases(study, conditions, seeds, phase, new_agent, workers, config, sandbox_name, settings,
-                        pipeline.publish, done, attempts, frozen,
-                        lambda unit, run_id: progress.update(bar, advance=1, description=unit.unit_id))
+                        publish, done, attempts, frozen, unit_done)
         finally:
             pipeline.close()
         try:

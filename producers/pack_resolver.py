@@ -7,6 +7,7 @@ from pathlib import Path
 
 from producers.finalize import TargetExistsError, finalize_pack
 from schemas.pack_format import Pack, PackError, has_placeholders, load_pack, pack_digest
+from schemas.fields import did_you_mean
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -24,7 +25,8 @@ def resolve_pack_dir(spec: str) -> Path:
     if (BUILTIN_DIR / spec / "manifest.json").exists():
         return BUILTIN_DIR / spec
     known = ", ".join(builtin_packs()) or "none"
-    raise PackError(f"unknown pack '{spec}': not a directory and not a built-in pack (built-in: {known})")
+    raise PackError(f"unknown pack '{spec}': not a directory and not a built-in pack"
+                    f"{did_you_mean(spec, builtin_packs())} (built-in: {known})")
 
 
 def open_pack(spec: str, home: Path) -> Pack:

@@ -121,7 +121,23 @@ def unknown_key_problem(obj: dict[str, Any], known: frozenset[str] | set[str] | 
         if key in known:
             continue
         name = f"{path}.{key}" if path else str(key)
-        near = difflib.get_close_matches(str(key), sorted(known), n=1, cutoff=0.6)
-        hint = f"; did you mean '{near[0]}'?" if near else f"; known keys: {', '.join(sorted(known))}"
+        hint = did_you_mean(str(key), known) or f"; known keys: {', '.join(sorted(known))}"
         return f"unknown key '{name}'{hint}"
     return None
+
+
+def nearest_name(name: str, known) -> str | None:
+    """The known name NAME most likely misspells (a case-only difference first, then the closest
+    spelling), or None when none is close."""
+    by_lower = {k.lower(): k for k in sorted(known)}
+    if name.lower() in by_lower:
+        return by_lower[name.lower()]
+    near = difflib.get_close_matches(name.lower(), sorted(by_lower), n=1, cutoff=0.6)
+    return by_lower[near[0]] if near else None
+
+
+def did_you_mean(name: str, known) -> str:
+    """"; did you mean 'X'?" for the nearest known name (`nearest_name`), or "" when none is close:
+    appended to an "unknown ..." message, before its list of known names."""
+    near = nearest_name(name, known)
+    return f"; did you mean '{near}'?" if near else ""

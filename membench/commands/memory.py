@@ -18,6 +18,7 @@ import click
 
 from membench.errors import UsageError
 from pipeline.settings import load_settings
+from schemas.fields import did_you_mean
 
 
 def record_path(home: Path, digest: str) -> Path:
@@ -169,7 +170,8 @@ def check(condition: str, as_json: bool, memory_model: str | None, base_urls: tu
                                                    is_model_driven, needs_conformance)
 
     if condition not in MEMORY_SYSTEMS:
-        raise UsageError(f"CONDITION: unknown condition '{condition}' (known: {', '.join(sorted(MEMORY_SYSTEMS))})")
+        raise UsageError(f"CONDITION: unknown condition '{condition}'{did_you_mean(condition, MEMORY_SYSTEMS)} "
+                         f"(known: {', '.join(sorted(MEMORY_SYSTEMS))})")
     if is_model_driven(condition) and not (memory_model and base_urls):
         raise UsageError(f"{condition} calls a model through the gateway: give --memory-model MODEL and "
                          "--model-base-url URL")

@@ -98,14 +98,26 @@ def validate(pack_spec: str, as_json: bool, workers: int, sandbox_name: str, out
     if admitted is not None and admitted.exists():  # refused before the (long) live gates
         raise UsageError(f"--admitted: {admitted} already exists (the admitted pack is written to a new directory)")
     done = [0]
+    from pipeline.grid_run import plain_progress
+    from producers.pack_resolver import resolve_pack_dir
+    from schemas.pack_format import load_pack
+
+    try:
+        traps = len(load_pack(resolve_pack_dir(pack_spec), check_hidden=False).sequences)
+    except PackError as exc:
+        raise UsageError(str(exc)) from None
+    # a redirected validate reports counts and an ETA between the per-trap lines
+    lines = plain_progress(console, traps, what="traps", passes=False)
 
     def progress(verdict) -> None:
         done[0] += 1
+        lines.add(excluded=not verdict.admitted)
         mark = "admitted" if verdict.admitted else f"refused ({verdict.first_failure})"
         console.print(f"[{done[0]}] {verdict.seq_id} ({verdict.construct}): {mark}", highlight=False)
 
     try:
-        report = validate_pack(pack_spec, settings.home, get_sandbox(sandbox_name), workers, on_trap=progress)
+        with lines.running():
+            report = validate_pack(pack_spec, settings.home, get_sandbox(sandbox_name), workers, on_trap=progress)
     except PackError as exc:
         raise UsageError(str(exc)) from None
     data = report.to_json()

@@ -13,6 +13,7 @@ from membench.commands.cli_helpers import (ReportOptions, baseline_options, dsn_
 from membench.errors import UsageError
 from pipeline.settings import Settings
 from sandbox.registry import BACKENDS
+from schemas.fields import did_you_mean
 
 
 @click.command()
@@ -65,7 +66,8 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
                                  "benchmark's name), not a memory system membench can run; score predictions made "
                                  "under it with `membench score`, or run a memory system "
                                  f"(known: {', '.join(sorted(MEMORY_SYSTEMS))})")
-            raise UsageError(f"--conditions: unknown condition '{condition}' (known: {', '.join(sorted(MEMORY_SYSTEMS))})")
+            raise UsageError(f"--conditions: unknown condition '{condition}'{did_you_mean(condition, MEMORY_SYSTEMS)} "
+                             f"(known: {', '.join(sorted(MEMORY_SYSTEMS))})")
     from membench.report_inputs import check_baseline, load_study
 
     study = load_study(study_path)

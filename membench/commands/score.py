@@ -24,6 +24,7 @@ from membench.commands.cli_helpers import (ReportOptions, baseline_options, dsn_
 from membench.errors import UsageError
 from pipeline.settings import Settings
 from sandbox.registry import BACKENDS
+from schemas.fields import did_you_mean
 
 
 @click.command()
@@ -67,7 +68,8 @@ def score(pack: str, predictions_path: Path, agent_name: str | None, condition: 
         skeleton = load_pack(resolve_pack_dir(pack))
         known = score_conditions(skeleton)
         if condition is not None and condition not in known:
-            raise UsageError(f"--condition: unknown condition '{condition}' (known: {', '.join(known)})")
+            raise UsageError(f"--condition: unknown condition '{condition}'{did_you_mean(condition, known)} "
+                             f"(known: {', '.join(known)})")
         checked = load_predictions(predictions_path, skeleton, known, condition)  # same units
         if condition is not None and not any(p.model for p in checked):
             raise UsageError("--condition: applies to SWE-bench records only, and "

@@ -19,6 +19,7 @@ from membench.commands.model_options import ModelOptions, check_model_options, m
 from membench.errors import UsageError
 from pipeline.settings import Settings
 from sandbox.registry import BACKENDS
+from schemas.fields import did_you_mean
 
 BUILT_IN = Path(__file__).resolve().parent.parent.parent / "fixtures"
 
@@ -85,7 +86,8 @@ def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, wo
     condition_list = parse_list(conditions, "--conditions")
     for c in condition_list:
         if c not in CONDITIONS:
-            raise UsageError(f"--conditions: unknown transfer condition '{c}' (known: {', '.join(CONDITIONS)})")
+            raise UsageError(f"--conditions: unknown transfer condition '{c}'{did_you_mean(c, CONDITIONS)} "
+                             f"(known: {', '.join(CONDITIONS)})")
     seed_list = parse_seeds(seeds)
     loop = LoopLimits(model.max_steps, model.max_tokens)
     try:

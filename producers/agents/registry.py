@@ -7,6 +7,7 @@ from producers.agents.base import Agent
 from producers.agents.command import CommandAgent
 from producers.agents.model_agents import CommandModelAgent, LoopLimits, make_model_agent
 from producers.agents.scripted import MemoryLiteralAgent, NullAgent, RefsolAgent
+from schemas.fields import did_you_mean
 
 SCRIPTED_AGENTS: dict[str, type] = {a.name: a for a in (NullAgent, RefsolAgent, MemoryLiteralAgent)}
 
@@ -22,5 +23,6 @@ def make_agent(spec: str, loop: LoopLimits | None = None, with_gateway: bool = F
     try:
         return SCRIPTED_AGENTS[spec]()
     except KeyError:
-        raise ValueError(f"unknown agent '{spec}' (known: {', '.join(sorted(SCRIPTED_AGENTS))}, "
+        near = did_you_mean(spec, [*SCRIPTED_AGENTS, "codex", "claude-code"])
+        raise ValueError(f"unknown agent '{spec}'{near} (known: {', '.join(sorted(SCRIPTED_AGENTS))}, "
                          "command:PROGRAM, openai:MODEL, codex[:MODEL], claude-code[:MODEL])") from None

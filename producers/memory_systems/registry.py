@@ -24,6 +24,7 @@ from producers.memory_systems.tracker import TaskTrackerMemory
 from producers.memory_systems.typed import VARIANTS as TYPED_VARIANTS
 from producers.memory_systems.vector import TokenVectorMemory
 from producers.memory_systems.verbatim import NoMemory, VerbatimEventMemory
+from schemas.fields import did_you_mean
 
 MEMORY_SYSTEMS: dict[str, type] = {
     "B0": NoMemory,
@@ -161,7 +162,8 @@ def make_memory(condition: str, namespace: Namespace, setup: MemorySetup | None 
     try:
         factory = MEMORY_SYSTEMS[condition]
     except KeyError:
-        raise ValueError(f"unknown condition '{condition}' (known: {', '.join(memory_conditions())})") from None
+        raise ValueError(f"unknown condition '{condition}'{did_you_mean(condition, MEMORY_SYSTEMS)} "
+                         f"(known: {', '.join(memory_conditions())})") from None
     if getattr(factory, "accepts_setup", False):
         return factory(namespace, setup or MemorySetup())
     return factory(namespace)

@@ -1,0 +1,46 @@
+"""Operating membench unattended, through the real CLI: progress lines when the output is redirected,
+one-line errors for an unreachable bus or warehouse, "did you mean" for misspelt names."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_redirected_run_prints_progress_lines_with_the_counts(cli, home):
+    # captured output is not a terminal: the rich bar draws nothing between its frames there
+    proc = cli("run", "smoke", "--conditions", "B0,B5", "--seeds", "1", check=True,
+               env={"MEMBENCH_PROGRESS_INTERVAL": "1"})
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("progress: ")]
+    assert len(lines) >= 2, proc.stderr  # at least one periodic line and the final one
+    assert re.match(r"progress: \d/6 units \(\d+%\) · passed \d · excluded \d · [\d.]+ units/min", lines[0])
+    run_set = re.search(r"run set (\S+):", proc.stderr).group(1)
+    report = json.loads((home / "runs" / run_set / "report.json").read_text())
+    passed = sum(c["passed"] for c in report["conditions"])
+    excluded = sum(c["excluded"] for c in report["conditions"])
+    assert lines[-1].startswith(f"progress: 6/6 units (100%) · passed {passed} · excluded {excluded} · ")
+    cli("replay", str(home / "runs" / run_set / "events.avro"), "--verify", check=True)
+
+
+@pytest.mark.parametrize("args, wanted", [
+    (("run", "smok"), "unknown pack 'smok': not a directory and not a built-in pack; did you mean 'smoke'?"),
+    (("run", "smoke", "--conditions", "B0,b5"), "unknown condition 'b5'; did you mean 'B5'?"),
+    (("run", "smoke", "--conditions", "DF-hybird"), "unknown condition 'DF-hybird'; did you mean 'DF-hybrid'?"),
+    (("run", "smoke", "--agent", "scripted:memory-litral"),
+     "unknown agent 'scripted:memory-litral'; did you mean 'scripted:memory-literal'?"),
+    (("memory", "check", "B55"), "unknown condition 'B55'; did you mean 'B5'?"),
+])
+def test_a_misspelt_name_gets_the_nearest_known_one(cli_inproc, args, wanted):
+    proc = cli_inproc(*args)
+    assert proc.returncode == 2
+    assert wanted in proc.stderr
+
+
+def test_a_name_near_nothing_gets_no_suggestion(cli_inproc):
+    proc = cli_inproc("run", "smoke", "--conditions", "zzzz")
+    assert proc.returncode == 2
+    assert "unknown condition 'zzzz' (known: " in proc.stderr and "did you mean" not in proc.stderr
