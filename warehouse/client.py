@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import sys
 import threading
 from contextlib import contextmanager
@@ -22,6 +23,7 @@ from typing import Any, Iterator
 
 import clickhouse_connect
 from clickhouse_connect.driver import options as _driver_options
+from clickhouse_connect.driver.exceptions import OperationalError
 
 from warehouse.tables import ensure_tables
 
@@ -132,6 +134,42 @@ class Warehouse:
         self.close()
 
 
+CONNECT_TIMEOUT_S = 5  # a server that does not answer is reported within this, not after the default 10 s
+
+
+@contextmanager
+def _driver_quiet() -> Iterator[None]:
+    """The HTTP driver's own warning about a failed request off while connecting: the failure is
+    raised and reported in one line."""
+    import logging
+
+    driver = logging.getLogger("clickhouse_connect.driver._backend.http_sync")
+    before = driver.level
+    driver.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        driver.setLevel(before)
+
+
+def _address(dsn: str) -> str:
+    """The DSN without its credentials (user:password@)."""
+    scheme, _, rest = dsn.partition("://")
+    return f"{scheme}://{rest.rpartition('@')[2].split('/', 1)[0]}"
+
+
+def _cause(exc: BaseException) -> str:
+    """The innermost reason of a connection failure (e.g. 'Connection refused'), not the retry chain."""
+    text = str(exc)
+    found = re.search(r"\[Errno -?\d+\] ([^'\"()]+)", text)
+    if found:
+        return found.group(1).strip()
+    for marker in ("timed out", "Name or service not known", "Connection refused"):
+        if marker in text:
+            return marker
+    return text.split(" executing HTTP request")[0][:200]
+
+
 def _chdb_path(dsn: str) -> Path:
     path = dsn[len("chdb://"):]
     if not path.startswith("/"):
@@ -161,7 +199,14 @@ def connect(dsn: str, create: bool = True, read_only: bool = False) -> Warehouse
         client = clickhouse_connect.get_client(dsn=f"chdb://{path}")
         warehouse = Warehouse(dsn, client, handle)
     elif dsn.startswith(("http://", "https://")):
-        warehouse = Warehouse(dsn, clickhouse_connect.get_client(dsn=dsn))
+        try:
+            with _driver_quiet():
+                warehouse = Warehouse(dsn, clickhouse_connect.get_client(dsn=dsn, connect_timeout=CONNECT_TIMEOUT_S))
+                ensure_tables(warehouse)
+        except OperationalError as exc:  # the server does not answer: one line, not the HTTP stack's traceback
+            raise WarehouseError(f"the ClickHouse server at {_address(dsn)} is unreachable ({_cause(exc)}); start "
+                                 "it, or use the embedded warehouse (omit --warehouse and MEMBENCH_WAREHOUSE: "
+                                 "chDB under MEMBENCH_HOME)") from None
     else:
         raise WarehouseError(f"unknown warehouse DSN {dsn!r}: expected chdb:///path or http(s)://host:8123")
     ensure_tables(warehouse)

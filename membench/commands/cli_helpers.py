@@ -42,6 +42,24 @@ def dsn_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def require_kafka(dsn: str, where: str = "--bus") -> None:
+    """A UsageError (exit 2, one line) when no Kafka broker of DSN answers (probed with a bounded
+    timeout, librdkafka's log silenced): the address and how to start one. A command that talks to
+    the bus calls it once its own input is checked, before its first Kafka client."""
+    from producers.bus.kafka import probe_brokers
+    from schemas.topics import topics_from_dsn
+
+    try:
+        bootstrap = topics_from_dsn(dsn).bootstrap
+    except ValueError as exc:
+        raise UsageError(f"{where}: {exc}") from None
+    problem = probe_brokers(bootstrap)
+    if problem is not None:
+        raise UsageError(f"{where} {dsn}: the Kafka bus at {bootstrap} is unreachable ({problem}); start a broker "
+                         "(deploy/kafka/start.sh, or deploy/services.sh start) or run on the embedded bus "
+                         "(omit --bus and MEMBENCH_BUS)")
+
+
 def open_warehouse(settings: Settings, create: bool = True):
     from warehouse.client import WarehouseError, connect
 

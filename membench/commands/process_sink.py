@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from membench.commands.cli_helpers import dsn_options, open_warehouse
+from membench.commands.cli_helpers import dsn_options, open_warehouse, require_kafka
 from membench.errors import UsageError
 from pipeline.settings import Settings
 
@@ -34,6 +34,7 @@ def process(engine: str, ended_window: int | None, until_idle: float | None, log
     _require_kafka(settings)
     if until_idle is not None and engine != "kafka":
         raise UsageError("--until-idle: only the kafka engine stops when idle")
+    require_kafka(settings.bus)  # the options checked: now the bus must answer
     from producers.bus.kafka import ensure_topics
     from schemas.topics import topics_from_dsn
 
@@ -58,6 +59,7 @@ def process(engine: str, ended_window: int | None, until_idle: float | None, log
 def sink(until_idle: bool, idle_seconds: float, batch_size: int, settings: Settings) -> None:
     """Move the raw and derived topics into the warehouse, exactly once."""
     _require_kafka(settings)
+    require_kafka(settings.bus)
     from producers.bus.kafka import ensure_topics
     from schemas.topics import topics_from_dsn
     from warehouse.kafka_sink import KafkaSink

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from membench.commands.cli_helpers import dsn_options, open_warehouse, validate_run_set_id
+from membench.commands.cli_helpers import dsn_options, open_warehouse, require_kafka, validate_run_set_id
 from membench.errors import UsageError
 from pipeline.settings import Settings
 from schemas.fields import is_plain_name
@@ -67,6 +67,7 @@ def replay(source: str, verify: bool, pubkey_path: Path | None, log_root_path: P
         elif source.startswith("kafka://"):
             from audit.kafka_source import events_from_kafka
 
+            require_kafka(source, "SOURCE")
             events = events_from_kafka(source, findings)
             warehouse = open_warehouse(settings, create=False) if verify else None
         else:

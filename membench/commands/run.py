@@ -109,7 +109,10 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
         if signer is not None:
             raise UsageError("--sign-key: the log root is written and signed on the embedded bus only (file://); "
                              "on Kafka the runner does not see the whole run set")
+        from membench.commands.cli_helpers import require_kafka
         from pipeline.distributed.enqueue import enqueue_grid
+
+        require_kafka(settings.bus)  # input checked: now the bus must answer
         from pipeline.distributed.kafka_run import run_distributed
 
         if enqueue:

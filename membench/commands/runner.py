@@ -7,7 +7,7 @@ import json
 
 import click
 
-from membench.commands.cli_helpers import dsn_options
+from membench.commands.cli_helpers import dsn_options, require_kafka
 from membench.errors import UsageError
 from pipeline.settings import Settings
 
@@ -40,6 +40,7 @@ def runner(workers: int, until_idle: bool, idle_seconds: float, max_poll_s: floa
     from producers.bus.kafka import ensure_topics
     from schemas.topics import topics_from_dsn
 
+    require_kafka(settings.bus)
     ensure_topics(topics_from_dsn(settings.bus))
     if progress:
         counts = grid_progress(settings, run_set)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from membench.commands.cli_helpers import dsn_options, parse_list, parse_seeds, validate_run_set_id
+from membench.commands.cli_helpers import dsn_options, parse_list, parse_seeds, require_kafka, validate_run_set_id
 from membench.commands.model_options import ModelOptions, check_model_options, model_options, start_gateway
 from membench.errors import UsageError
 from pipeline.settings import Settings
@@ -132,6 +132,7 @@ def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, wo
     from pipeline.transfer_run import run_transfer_embedded, run_transfer_kafka
 
     if settings.bus.startswith("kafka://"):
+        require_kafka(settings.bus)
         run_transfer_kafka(loaded, condition_list, seed_list, phase, new_agent, workers, config, sandbox_name, settings)
         return
     try:

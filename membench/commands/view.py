@@ -31,6 +31,9 @@ def view(host: str, port: int, bus_dsn: str | None) -> None:
             topics_from_dsn(settings.bus)
         except ValueError as exc:
             raise UsageError(f"--bus: {exc}") from None
+        from membench.commands.cli_helpers import require_kafka
+
+        require_kafka(settings.bus)
         kafka_dsn = settings.bus
     elif not settings.bus.startswith("file://"):
         raise UsageError(f"--bus: the viewer reads file://DIR or kafka://HOST:PORT[/NS], not {settings.bus!r}")

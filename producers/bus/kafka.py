@@ -31,6 +31,38 @@ SPOOL_LIMIT_BYTES = 512 * 1024 * 1024
 POLL_EVERY = 256  # messages between two polls for delivery reports
 
 
+PROBE_TIMEOUT_S = 5.0
+
+
+def probe_brokers(bootstrap: str, timeout: float = PROBE_TIMEOUT_S) -> str | None:
+    """None when a Kafka broker of BOOTSTRAP answers a metadata request within TIMEOUT; otherwise why
+    not, in a few words. A plain TCP connect first (a closed port answers at once), then librdkafka's
+    metadata request with its log silenced: unreachable, it would log every reconnect attempt
+    (hundreds of lines) while the caller only needs one."""
+    import logging
+    import socket
+
+    reasons = []
+    for server in bootstrap.split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            socket.create_connection((host.strip("[]") or "localhost", int(port)), timeout=timeout).close()
+            break
+        except (OSError, ValueError) as exc:
+            reasons.append(getattr(exc, "strerror", None) or str(exc))
+    else:
+        return reasons[0] if len(set(reasons)) == 1 else "; ".join(reasons)
+    quiet = logging.getLogger("membench.kafka_probe")
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+    admin = AdminClient({**admin_config(bootstrap), "logger": quiet, "log_level": 0})
+    try:
+        admin.list_topics(timeout=timeout)
+    except KafkaException as exc:
+        return f"no Kafka metadata within {timeout:g} s ({exc.args[0].str()})"
+    return None
+
+
 def ensure_topics(topics: Topics, layout: TopicLayout | None = None, timeout: float = 30.0) -> None:
     layout = layout or topics.layout
     bootstrap = topics.bootstrap

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import time
 
 import pytest
+
+from producers.bus.kafka import probe_brokers
+from tests.integration.kafka_helpers import SINGLE, require_broker
 
 pytestmark = pytest.mark.integration
 
@@ -44,3 +49,44 @@ def test_a_name_near_nothing_gets_no_suggestion(cli_inproc):
     proc = cli_inproc("run", "smoke", "--conditions", "zzzz")
     assert proc.returncode == 2
     assert "unknown condition 'zzzz' (known: " in proc.stderr and "did you mean" not in proc.stderr
+
+
+def _closed_port() -> int:
+    """A port on 127.0.0.1 nothing listens on: bound, then released."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("option, name, fix", [
+    ("--bus", "the Kafka bus", "deploy/kafka/start.sh"),
+    ("--warehouse", "the ClickHouse server", "use the embedded warehouse"),
+])
+def test_an_unreachable_service_is_one_line_and_exit_2(cli, option, name, fix):
+    port = _closed_port()
+    dsn = f"kafka://127.0.0.1:{port}" if option == "--bus" else f"http://127.0.0.1:{port}"
+    started = time.monotonic()
+    proc = cli("run", "smoke", "--seeds", "1", option, dsn, timeout=60)
+    assert time.monotonic() - started < 20
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr  # no librdkafka log, no traceback
+    assert f"{name} at " in lines[0] and f"127.0.0.1:{port} is unreachable (Connection refused)" in lines[0]
+    assert fix in lines[0]
+
+
+def test_a_listener_that_is_not_kafka_is_reported_within_the_timeout():
+    # accepts TCP but never answers Kafka's metadata request: only librdkafka's probe can tell
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        started = time.monotonic()
+        problem = probe_brokers(f"127.0.0.1:{listener.getsockname()[1]}", timeout=1.0)
+    assert problem is not None and problem.startswith("no Kafka metadata within 1 s")
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.kafka
+def test_the_probe_passes_a_live_broker():
+    require_broker(SINGLE)
+    assert probe_brokers(SINGLE) is None
