@@ -39,14 +39,30 @@ def validation_path(home: Path, digest: str) -> Path:
     return home / "validations" / f"{digest}.json"
 
 
-def admission_for(home: Path, digests: list[str]) -> AdmissionFunnel:
-    """The funnel `membench validate` recorded for the run set's (one) pack, or not_validated."""
+def refused_traps(home: Path, digest: str) -> dict[str, str | None]:
+    """seq id -> its first failing gate, for every trap `membench validate` refused in the pack of
+    DIGEST (empty when the pack was not validated, or every trap was admitted)."""
+    try:
+        data = json.loads(validation_path(home, digest).read_text(encoding="utf-8"))
+        return {t["seq_id"]: t.get("first_failure") for t in data.get("traps", []) if not t["admitted"]}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def admission_for(home: Path, digests: list[str], measured: set[str] | frozenset[str] = frozenset()) -> AdmissionFunnel:
+    """The funnel `membench validate` recorded for the run set's (one) pack, or not_validated; with
+    the refused traps among MEASURED (the run set's trap ids) named, when there are any."""
+    from reports.model import RefusedTrap
+
     if len(digests) == 1:
         path = validation_path(home, digests[0])
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
+            refused = refused_traps(home, digests[0])
+            hits = [RefusedTrap(seq_id, refused[seq_id]) for seq_id in sorted(refused) if seq_id in measured]
             return AdmissionFunnel(status="validated", source=f"validations/{path.name}", authored=int(data["authored"]),
-                                   valid=int(data["valid"]), admitted=int(data["admitted"]))
+                                   valid=int(data["valid"]), admitted=int(data["admitted"]),
+                                   refused_measured=hits or None)
         except (OSError, ValueError, KeyError, TypeError):
             pass
     return AdmissionFunnel(status="not_validated", source=None, authored=None, valid=None, admitted=None)
@@ -216,10 +232,11 @@ def build_full_report(warehouse: Any, run_set: str, home: Path, *, baseline: str
         # funnel (its study declares no secrets and is not admitted by `validate`), and `membench report`
         # must rebuild exactly that report (issue 25: it added a not_run proof naming a pack to find)
         return build_report(warehouse, run_set, baseline=baseline, study=study or DEFAULT_STUDY), []
-    digests = sorted({json.loads(r["payload"])["pack_digest"] for r in queries.run_started(warehouse, run_set)})
+    started = [json.loads(r["payload"]) for r in queries.run_started(warehouse, run_set)]
+    digests = sorted({p["pack_digest"] for p in started})
     proof, secrets = canary_for(warehouse, run_set, home, digests, pack_spec, blob_dir, kafka)
     report = build_report(warehouse, run_set, baseline=baseline, study=study or DEFAULT_STUDY, canary=proof,
-                          admission=admission_for(home, digests))
+                          admission=admission_for(home, digests, {p["task"] for p in started}))
     models = sorted({json.loads(r["payload"]).get("memory_model") or "" for r in queries.run_started(warehouse, run_set)}
                     - {""})
     funnel = conformance_funnel(home, [c.condition for c in report.conditions], study or DEFAULT_STUDY,

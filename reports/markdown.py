@@ -1,10 +1,12 @@
 """`report.md`: the report for people reading a terminal or a pull request, rendered from the JSON
 form of the report (`report.json`), so a report read back from disk renders the same.
 
-Parts, in this order: the header and conditions table (the failed validity gates under it), the
-comparisons, the registered families (effect sizes, power, Holm per test), the ladder, construct
-strata and validity gates, the outcome matrix, provenance (versions, seeds, USD cost, admission
-funnel) and the canary proof. A part whose key an older report.json lacks is left out.
+Parts, in this order: the header (a notice when the run set measured traps `membench validate`
+refused, then the admission funnel among the inputs) and conditions table (the failed validity
+gates under it), the comparisons, the registered families (effect sizes, power, Holm per test), the
+ladder (the funnel again under it: the traps it ranks over), construct strata and validity gates,
+the outcome matrix, provenance (versions, seeds, USD cost) and the canary proof. A part whose key an
+older report.json lacks is left out.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 from reports.conventions import condition_order, construct_label
 from reports.exclusions import exclusions_markdown
 from reports.gate_failures import failed_gates
+from reports.provenance_text import admission_text, refused_measured_text
 from reports.transfer import transfer_markdown
 
 
@@ -38,10 +41,13 @@ def render_markdown(report: dict[str, Any]) -> str:
            f"{report['partial']['units_planned']} units not started, {report['partial']['attempts_abandoned']} "
            f"attempts closed as abandoned. Resume with `{report['partial']['resume']}`.", ""]
           if report.get("partial") else []),
+        *([f"**Refused traps measured**: {refused_measured_text(report.get('admission'))}", ""]
+          if refused_measured_text(report.get("admission")) else []),
         f"- suite: `{report['suite']}`",
         f"- agent: `{agent}`" + (" (scripted reference agent, not a model)" if agent.startswith("scripted:") else ""),
         f"- raw events: {report['inputs']['events']}",
         f"- pack digest: `{report['inputs']['pack_digest']}`",
+        *([f"- admission funnel: {admission_text(report['admission'])}"] if report.get("admission") else []),
         *([f"- log root: `{report['inputs']['log_root']}` (SHA-256 over the runs' final chain hashes; "
            "`membench replay` recomputes it from the log)"] if report["inputs"].get("log_root") else []),
         *(["- oracle isolation: " + ", ".join(f"`{x['suite']}` {x['oracle_isolation']}" for x in report["suites"])]
@@ -175,7 +181,7 @@ def _family_tests_markdown(c: dict[str, Any], primary_test: str | None) -> list[
 
 
 def _study_parts_markdown(report: dict[str, Any]) -> str:
-    """Outcome matrix, provenance, USD cost, admission funnel and canary proof (issue 14's keys)."""
+    """Outcome matrix, provenance, USD cost, conformance funnel and canary proof (issue 14's keys)."""
     lines: list[str] = []
     matrix = report.get("outcome_matrix")
     if matrix and matrix.get("conditions"):
@@ -202,11 +208,6 @@ def _study_parts_markdown(report: dict[str, Any]) -> str:
             from reports.provenance_text import cost_text
 
             lines.append(f"- USD cost: {cost_text(cost)}")
-        admission = report.get("admission")
-        if admission:
-            from reports.provenance_text import admission_text
-
-            lines.append(f"- admission funnel: {admission_text(admission)}")
         funnel = report.get("conformance")
         if funnel:  # issue 31: library, external and plug-in memory systems pass `membench memory check` first
             lines.append(f"- conformance funnel: registered {funnel['registered']} → conformant "
@@ -244,6 +245,8 @@ def _hygiene_markdown(report: dict[str, Any]) -> str:
     for e in report["ladder"]:
         ci = _ci(e)
         lines.append(f"| {e['rank']} | {e['condition']} | {e['passed']}/{e['valid']} | {_pct(e['pass_rate'])} | {ci} |")
+    if report.get("admission"):  # which traps the ladder ranks over
+        lines += ["", f"Traps: admission funnel {admission_text(report['admission'])}."]
     strata = report["strata"]
     conditions = [e["condition"] for e in sorted(report["ladder"], key=lambda e: condition_order(e["condition"]))]
     lines += ["", "## Construct strata (descriptive)", "",

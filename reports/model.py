@@ -520,15 +520,26 @@ class CanaryProof:
 
 
 @dataclass(frozen=True)
+class RefusedTrap:
+    """A trap `membench validate` refused that the run set measured anyway (`run --include-refused`)."""
+
+    seq_id: str
+    first_failure: str | None  # "gate: detail", as validate recorded it
+
+
+@dataclass(frozen=True)
 class AdmissionFunnel:
     """`membench validate`'s funnel for the run set's pack: `status` `validated` (with the counts and
-    where they were read) or `not_validated` (no validation recorded for this finalized pack)."""
+    where they were read) or `not_validated` (no validation recorded for this finalized pack).
+    `refused_measured`: the refused traps the run set has runs of (absent when there are none), which
+    the renderings state above every number."""
 
     status: str
     source: str | None
     authored: int | None
     valid: int | None
     admitted: int | None
+    refused_measured: list[RefusedTrap] | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 CONFORMANCE_UNAVAILABLE = "conformance-unavailable, not an observed loss"

@@ -38,6 +38,19 @@ def admission_text(admission: dict[str, Any]) -> str:
             f"({admission['source']})")
 
 
+def refused_measured_text(admission: dict[str, Any] | None) -> str:
+    """The notice a report gives above every number when its run set measured traps `membench validate`
+    refused (`run --include-refused`); "" when it measured none (or the report predates the key)."""
+    refused = (admission or {}).get("refused_measured") or []
+    if not refused:
+        return ""
+    named = "; ".join(f"{t['seq_id']} ({t['first_failure'] or 'refused'})" for t in refused)
+    return (f"this run set measures {len(refused)} trap{'s' * (len(refused) > 1)} that `membench validate` refused "
+            f"({admission['source']}): {named}. Their cells are in every figure below, and a proof that passes "
+            "on them (e.g. the canary proof) does not make them admitted; `membench validate PACK --admitted DIR` "
+            "writes the pack of the admitted traps only.")
+
+
 def blobs_text(searched: dict[str, Any]) -> str:
     """", N scored diffs stored as blobs (B bytes)" when the run set has any (plain text; empty for a
     run set without, or a report.json from before they were searched)."""

@@ -30,6 +30,9 @@ from schemas.fields import did_you_mean
 @click.option("--stop-grace", "stop_grace", type=click.FloatRange(0), default=30.0, show_default=True,
               help="seconds running units get to finish after a first Ctrl-C / SIGTERM (a second one stops them "
                    "at once); their unfinished attempts are closed in the log and retried on resume")
+@click.option("--include-refused", "include_refused", is_flag=True,
+              help="also measure the traps `membench validate` refused for this pack (by default a pack with "
+                   "refused traps is not run); the report then says so above every number")
 @click.option("--enqueue", is_flag=True,
               help="with --bus kafka://…: put the units on the units topic for `membench runner` processes and exit")
 @strict_option
@@ -37,8 +40,8 @@ from schemas.fields import did_you_mean
 @model_options
 @dsn_options
 def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_set: str | None,
-        sandbox_name: str, read_budget: int, sign_key: Path | None, stop_grace: float, enqueue: bool,
-        strict: bool, baseline: str | None,
+        sandbox_name: str, read_budget: int, sign_key: Path | None, stop_grace: float, include_refused: bool,
+        enqueue: bool, strict: bool, baseline: str | None,
         study_path: Path | None, model: ModelOptions, settings: Settings) -> None:
     """Run PACK (a built-in pack name or a pack directory) under memory conditions and seeds.
 
@@ -99,6 +102,11 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
     signer = load_signer(sign_key)
     if enqueue and not settings.bus.startswith("kafka://"):
         raise UsageError("--enqueue: units are queued on a Kafka bus only (--bus kafka://HOST:PORT)")
+    try:  # finalizing checks the secrets' placement: a bad pack is a usage error, not a traceback
+        loaded = open_pack(pack, settings.home)
+    except PackError as exc:
+        raise UsageError(str(exc)) from None
+    admit_refused_traps(pack, loaded, settings.home, include_refused)
     if settings.bus.startswith("kafka://"):
         if strict:
             raise UsageError("--strict: a run on the Kafka bus builds no report; check its gates with "
@@ -120,10 +128,6 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
             return
         run_distributed(pack, condition_list, seed_list, agent, workers, run_set, sandbox_name, read_budget, settings)
         return
-    try:  # finalizing checks the secrets' placement: a bad pack is a usage error, not a traceback
-        loaded = open_pack(pack, settings.home)
-    except PackError as exc:
-        raise UsageError(str(exc)) from None
     from producers.grid import RunConfig, code_digest, default_run_set, plan_grid
 
     # a replay is a new run set of its own, not the recorded one resumed
@@ -143,6 +147,27 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
                           workers, signer=signer, report_options=ReportOptions(baseline, study, pack),
                           stop_grace=stop_grace)
     exit_if_gates_failed(report, strict)
+
+
+def admit_refused_traps(spec: str, pack, home: Path, include_refused: bool) -> None:
+    """A pack with traps `membench validate` refused (its record for this finalized pack) is not run
+    unless INCLUDE_REFUSED: a usage error naming them and the two ways on. With the flag, one line
+    says which are measured (the report says it again above every number)."""
+    from membench.report_inputs import refused_traps
+
+    in_pack = {seq.seq_id for seq in pack.sequences}  # an admitted pack's record lists the traps it left out
+    refused = {seq_id: why for seq_id, why in refused_traps(home, pack.digest).items() if seq_id in in_pack}
+    if not refused:
+        return
+    named = "; ".join(f"{seq_id} ({why or 'refused'})" for seq_id, why in sorted(refused.items()))
+    if include_refused:
+        click.echo(f"--include-refused: measuring {len(refused)} trap(s) `membench validate` refused: {named}",
+                   err=True)
+        return
+    raise UsageError(f"{len(refused)} of {len(pack.sequences)} traps of pack '{pack.name}' were refused by "
+                     f"`membench validate`: {named}. Run the admitted traps only: `membench validate {spec} "
+                     f"--admitted DIR`, then `membench run DIR`; or measure them anyway with --include-refused "
+                     "(the report then says so at the top)")
 
 
 def refuse_refsol_without_solutions(pack) -> None:

@@ -18,6 +18,7 @@ from reports.html.table_markup import (
 )
 from reports.exclusions import exclusions_html
 from reports.gate_failures import failed_gates
+from reports.provenance_text import admission_text, refused_measured_text
 from reports.transfer import transfer_html
 
 
@@ -65,6 +66,9 @@ def render_html(report: dict[str, Any]) -> str:
                    f'{partial["units_not_started"]} of {partial["units_planned"]} units not started, '
                    f'{partial["attempts_abandoned"]} attempts closed as abandoned. Resume with '
                    f'<code>{esc(partial["resume"])}</code>.</p>')
+    refused = refused_measured_text(report.get("admission"))
+    if refused:  # traps validate refused, measured anyway: said before any number
+        out.append(f'<p class="warning"><strong>Refused traps measured</strong>: {esc(refused)}</p>')
     for suite in in_process:
         out.append(f'<p class="warning">Oracle isolation of suite <code>{esc(suite)}</code>: <strong>in_process</strong>'
                    ' — its tests ran in the same process as the code under test, so a patch written against the '
@@ -85,6 +89,8 @@ def render_html(report: dict[str, Any]) -> str:
                    f'95% CIs: trap-cluster percentile bootstrap, {esc(boot.get("resamples"))} resamples, seed '
                    f'{esc(boot.get("seed"))}; marked exact: Clopper–Pearson over traps, where all or none of the '
                    f'cells passed and the bootstrap interval would have zero width.</p>')
+    if report.get("admission"):  # which traps the ladder ranks over, beside it
+        out.append(f'<p class="caption">Traps: admission funnel {esc(admission_text(report["admission"]))}.</p>')
     out.append("</section>")
 
     out.append('<section id="strata"><h2>Construct strata</h2>')
