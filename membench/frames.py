@@ -15,8 +15,10 @@ from the engine as Parquet, so column types are the engine's (ints, bools, times
 time zone, nullable strings, lists). Which warehouse: `warehouse=DSN` when given, else
 `home/warehouse` when `home` (a MEMBENCH_HOME) is given, else the CLI's default
 (`MEMBENCH_WAREHOUSE`, else `$MEMBENCH_HOME/warehouse`). An embedded (chDB) warehouse has one
-owner at a time: while a `membench run` holds it, a call here fails with a WarehouseError naming
-the lock (a ClickHouse server DSN has no such limit). `run_set=None` reads every run set.
+owner at a time: while a `membench run` holds it, a call here reads a snapshot rebuilt from the
+logs under that home's `runs/` instead (`pipeline.log_snapshot`: every event logged so far; a unit
+still running has no `runs` row yet), with a warning saying so (a ClickHouse server DSN has no
+such limit). `run_set=None` reads every run set.
 
 Each row appears once (a retried insert is read by its key, as the reports read it). Needs
 `pandas` and `pyarrow`.
@@ -47,9 +49,21 @@ def _frame(sql: str, parameters: dict[str, Any], home: str | Path | None, wareho
 
     import pandas as pd
 
-    from warehouse.client import connect
+    from warehouse.client import WarehouseBusy, connect
 
-    conn = connect(_dsn(home, warehouse), create=False, read_only=True)
+    try:
+        conn = connect(_dsn(home, warehouse), create=False, read_only=True)
+    except WarehouseBusy as exc:  # a run owns it: the logs are read instead
+        if warehouse is not None:  # a DSN of the caller's: its logs are not known here
+            raise
+        import warnings
+
+        from pipeline.log_snapshot import snapshot_from_logs
+
+        runs_dir = Path(home).expanduser().absolute() / "runs" if home is not None else load_settings().runs_dir
+        snapshot = snapshot_from_logs(runs_dir, [parameters["rs"]] if "rs" in parameters else None)
+        warnings.warn(f"the warehouse is owned by {exc.owner or 'another process'}; {snapshot.note}", stacklevel=3)
+        conn = snapshot.reader()
     try:
         data = raw_query(conn, sql, "Parquet", parameters)
     finally:

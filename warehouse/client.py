@@ -32,6 +32,28 @@ class WarehouseError(RuntimeError):
     pass
 
 
+class WarehouseBusy(WarehouseError):
+    """The chDB warehouse is owned by another process (`owner`: its pid and command line, when known)."""
+
+    def __init__(self, message: str, owner: str | None = None):
+        super().__init__(message)
+        self.owner = owner
+
+
+def _owner(lock: Path) -> str | None:
+    """'pid N (`command line`)' of the process that wrote LOCK, when it is still there to ask."""
+    try:
+        pid = int(lock.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        shown = " ".join(" ".join(a.decode(errors="replace").split()) for a in argv if a)
+    except OSError:
+        return f"pid {pid}"
+    return f"pid {pid}: `{shown[:200]}`" if shown else f"pid {pid}"
+
+
 @contextmanager
 def _rows_are_lists() -> Iterator[None]:
     """Inserts of plain rows without importing pandas.
@@ -188,9 +210,10 @@ def connect(dsn: str, create: bool = True, read_only: bool = False) -> Warehouse
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.close()
-            raise WarehouseError(
-                f"the chDB warehouse {path} is owned by another process (lock {path}.lock); "
-                "stop it or use a ClickHouse server DSN"
+            owner = _owner(Path(str(path) + ".lock"))
+            raise WarehouseBusy(
+                f"the chDB warehouse {path} is owned by another process{f' ({owner})' if owner else ''} "
+                f"(lock {path}.lock); stop it or use a ClickHouse server DSN", owner
             ) from None
         handle.seek(0)
         handle.truncate()

@@ -69,6 +69,23 @@ def open_warehouse(settings: Settings, create: bool = True):
         raise UsageError(str(exc)) from None
 
 
+def connect_for_reading(settings: Settings, run_sets: list[str] | None = None):
+    """The warehouse opened read-only for a query (`sql`, the exports, `membench.frames`). While
+    another process (a run) owns the embedded warehouse: a snapshot rebuilt from the logs under
+    runs/ instead (`pipeline.log_snapshot`; only RUN_SETS' logs when given), said on stderr with what
+    it holds; its `close` removes it. Raises WarehouseError as `connect` does otherwise."""
+    from warehouse.client import WarehouseBusy, connect
+
+    try:
+        return connect(settings.warehouse, create=False, read_only=True)
+    except WarehouseBusy as exc:
+        from pipeline.log_snapshot import snapshot_from_logs
+
+        snapshot = snapshot_from_logs(settings.runs_dir, run_sets)
+        click.echo(f"note: the warehouse is owned by {exc.owner or 'another process'}; {snapshot.note}", err=True)
+        return snapshot.reader()
+
+
 def parse_list(value: str, option: str) -> list[str]:
     items = [v.strip() for v in value.split(",") if v.strip()]
     if not items:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from membench.commands.cli_helpers import dsn_options, validate_run_set_id
+from membench.commands.cli_helpers import connect_for_reading, dsn_options, validate_run_set_id
 from membench.errors import UsageError
 from pipeline.settings import Settings
 
@@ -27,10 +27,10 @@ def inspect_(run_set: str, out_dir: Path, settings: Settings) -> None:
     if importlib.util.find_spec("inspect_ai") is None:  # one clear line instead of a traceback
         raise click.ClickException("membench export inspect needs the inspect-ai package (pip install inspect-ai)")
     from exports.inspect_log import InspectExportError, build_logs, load_run_set, write_logs
-    from warehouse.client import WarehouseError, connect
+    from warehouse.client import WarehouseError
 
     try:
-        warehouse = connect(settings.warehouse, create=False, read_only=True)
+        warehouse = connect_for_reading(settings, [run_set])
     except WarehouseError as exc:
         if "no warehouse at" in str(exc):
             raise UsageError(f"unknown run set {run_set!r}: {exc}") from None

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from membench.commands.cli_helpers import dsn_options, validate_run_set_id
+from membench.commands.cli_helpers import connect_for_reading, dsn_options, validate_run_set_id
 from membench.errors import UsageError
 from pipeline.settings import Settings
 
@@ -54,7 +54,7 @@ def otel(run_set: str, endpoint: str | None, out_file: str | None, include_conte
     or both. An unknown run set exits 2; an endpoint that cannot take the spans exits 1."""
     from exports.otel import ExportOptions, OtelExportError, Sender, batches, default_resource, otlp_json, \
         run_set_spans, traces_endpoint
-    from warehouse.client import WarehouseError, connect
+    from warehouse.client import WarehouseError
 
     validate_run_set_id(run_set, "RUN_SET")
     if not endpoint and not out_file:
@@ -69,7 +69,7 @@ def otel(run_set: str, endpoint: str | None, out_file: str | None, include_conte
         except OtelExportError as exc:
             raise UsageError(str(exc)) from None
     try:
-        warehouse = connect(settings.warehouse, create=False, read_only=True)
+        warehouse = connect_for_reading(settings, [run_set])
     except WarehouseError as exc:
         raise UsageError(str(exc)) from None
 

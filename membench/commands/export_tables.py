@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from membench.commands.cli_helpers import dsn_options, validate_run_set_id
+from membench.commands.cli_helpers import connect_for_reading, dsn_options, validate_run_set_id
 from membench.errors import UsageError
 from pipeline.settings import Settings
 
@@ -22,11 +22,11 @@ def parquet(run_set: str, out_dir: Path, settings: Settings) -> None:
     run_results, failures, memory_contracts, hygiene_observations) to OUT_DIR/<table>.parquet, with
     OUT_DIR/manifest.json (rows and SHA-256 per file). The warehouse is opened read-only."""
     from exports.table_formats import TableExportError, export_parquet
-    from warehouse.client import WarehouseError, connect
+    from warehouse.client import WarehouseError
 
     validate_run_set_id(run_set, "RUN_SET")
     try:
-        warehouse = connect(settings.warehouse, create=False, read_only=True)
+        warehouse = connect_for_reading(settings, [run_set])
     except WarehouseError as exc:
         raise UsageError(str(exc)) from None
     try:

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from pathlib import Path
 
-from membench.commands.cli_helpers import (baseline_options, dsn_options, exit_if_gates_failed, open_warehouse,
+from membench.commands.cli_helpers import (baseline_options, dsn_options, exit_if_gates_failed,
                                            strict_option, validate_run_set_id)
 from membench.errors import UsageError
 from pipeline.grid_run import print_table, refuse, write_report
@@ -65,7 +65,7 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
                 raise UsageError(f"{name}: only with --format swebench")
     console = Console(stderr=True)
     root_file = record_path(settings.runs_dir, run_set)
-    warehouse = open_warehouse(settings, create=False)
+    warehouse = open_for_report(settings, run_set)
     try:
         try:
             recorded = read_record(root_file) if root_file.exists() else None
@@ -128,3 +128,22 @@ def write_json(data: object, output: Path | None) -> None:
         tmp.unlink(missing_ok=True)
         raise UsageError(f"--output: cannot write {output}: {exc.strerror or exc}") from None
     Console(stderr=True).print(f"swebench summary: {output}", highlight=False, markup=False, soft_wrap=True)
+
+
+def open_for_report(settings: Settings, run_set: str):
+    """The warehouse, opened for the report. While another process (a run) owns the embedded
+    warehouse, a usage error with what works now: a report is built from the warehouse itself and
+    checked against the run set's log root, which a snapshot rebuilt from the logs cannot stand in
+    for (its raw rows are decoded from the log, not the rows the root's digests cover)."""
+    from warehouse.client import WarehouseBusy, WarehouseError, connect
+
+    try:
+        return connect(settings.warehouse, create=False)
+    except WarehouseBusy as exc:
+        raise UsageError(f"report: {exc}. Run `membench report {run_set}` again once it has ended (a run writes its "
+                         f"own run set's report when it ends); meanwhile `membench sql \"SELECT condition, "
+                         f"sum(passed), sum(valid) FROM scored_cells WHERE run_set = '{run_set}' GROUP BY condition\"` "
+                         f"reads the pass counts from a snapshot of the logs, and `membench view` shows the runs live") \
+            from None
+    except WarehouseError as exc:
+        raise UsageError(str(exc)) from None

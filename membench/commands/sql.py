@@ -23,7 +23,7 @@ from pathlib import Path
 
 import click
 
-from membench.commands.cli_helpers import dsn_options
+from membench.commands.cli_helpers import connect_for_reading, dsn_options
 from membench.errors import UsageError
 from pipeline.settings import Settings
 
@@ -58,13 +58,15 @@ def sql(query: str, allow_write: bool, fmt: str, output: Path | None, settings: 
     NAME, any ClickHouse output format). A query that would write is refused (exit 2) unless
     --allow-write is given."""
     from exports.table_formats import TableExportError, raw_query, resolve_format
-    from warehouse.client import WarehouseError, connect
+    from warehouse.client import WarehouseBusy, WarehouseError, connect
 
     if allow_write:
         click.echo("WARNING: --allow-write breaks the audit trail: rows this query changes no longer match the log, "
                    "and membench report refuses the run sets they belong to", err=True)
     try:
-        warehouse = connect(settings.warehouse, create=False, read_only=not allow_write)
+        warehouse = connect_for_reading(settings) if not allow_write else connect(settings.warehouse, create=False)
+    except WarehouseBusy as exc:  # a write needs the warehouse itself, never a snapshot
+        raise UsageError(f"--allow-write: {exc}; a write waits until {exc.owner or 'that process'} has ended") from None
     except WarehouseError as exc:
         raise UsageError(str(exc)) from None
     try:
