@@ -29,14 +29,22 @@ def run_distributed(pack_spec, conditions, seeds, agent, workers, run_set, sandb
                        blob_dir=settings.runs_dir / run_set / "blobs")  # this runner's MEMBENCH_HOME
     publication.start(todo)
 
+    from pipeline.grid_run import plain_progress
+
+    lines = plain_progress(console, len(todo))  # a redirected run still reports progress
+
     def done(unit, run_id):
         publication.completed(unit, run_id)
         progress.update(bar, advance=1, description=unit.unit_id)
+        lines.unit_done()
+
+    def publish(event, datum):
+        publication.publish(event, datum)
+        lines.observe(event)
 
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console) as progress:
+                  TimeElapsedColumn(), console=console) as progress, lines.running():
         bar = progress.add_task("units", total=len(todo))
-        run_grid(pack, todo, config, get_sandbox(sandbox_name), publication.publish, workers, publication.attempts,
-                 done)
+        run_grid(pack, todo, config, get_sandbox(sandbox_name), publish, workers, publication.attempts, done)
     publication.close(console)
     return run_set

@@ -34,6 +34,7 @@ def test_a_refused_trap_is_measured_only_when_asked_and_the_report_says_so(cli, 
     failures = {t["seq_id"]: t["first_failure"] for t in json.loads(validated.stdout)["traps"]}
     assert failures["smoke-currency"].startswith("no_public_leak:")
     assert [s for s, f in failures.items() if f] == ["smoke-currency"]
+    assert "progress: 3/3 traps (100%) · refused 1 · " in validated.stderr  # a redirected validate reports counts
 
     refused = cli("run", str(leaky_pack), "--conditions", "B0,B5", "--seeds", "1", "--run-set", "leaky")
     assert refused.returncode == 2
