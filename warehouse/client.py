@@ -23,7 +23,7 @@ from typing import Any, Iterator
 
 import clickhouse_connect
 from clickhouse_connect.driver import options as _driver_options
-from clickhouse_connect.driver.exceptions import OperationalError
+from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
 
 from warehouse.tables import ensure_tables
 
@@ -230,6 +230,10 @@ def connect(dsn: str, create: bool = True, read_only: bool = False) -> Warehouse
             raise WarehouseError(f"the ClickHouse server at {_address(dsn)} is unreachable ({_cause(exc)}); start "
                                  "it, or use the embedded warehouse (omit --warehouse and MEMBENCH_WAREHOUSE: "
                                  "chDB under MEMBENCH_HOME)") from None
+        except DatabaseError as exc:  # something answered, but not as a ClickHouse server this DSN may use
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            raise WarehouseError(f"the ClickHouse server at {_address(dsn)} refused the connection ({first}); check "
+                                 "the DSN's address, user and password") from None
     else:
         raise WarehouseError(f"unknown warehouse DSN {dsn!r}: expected chdb:///path or http(s)://host:8123")
     ensure_tables(warehouse)

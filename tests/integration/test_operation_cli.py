@@ -3,9 +3,11 @@ one-line errors for an unreachable bus or warehouse, "did you mean" for misspelt
 
 from __future__ import annotations
 
+import http.server
 import json
 import re
 import socket
+import threading
 import time
 
 import pytest
@@ -90,3 +92,19 @@ def test_a_listener_that_is_not_kafka_is_reported_within_the_timeout():
 def test_the_probe_passes_a_live_broker():
     require_broker(SINGLE)
     assert probe_brokers(SINGLE) is None
+
+
+def test_an_http_server_that_is_not_clickhouse_is_one_line_too(cli):
+    # a real HTTP server on 127.0.0.1 that answers every request with an error status, as a wrong address may
+    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        port = server.server_address[1]
+        proc = cli("sql", "SELECT 1", "--warehouse", f"http://127.0.0.1:{port}", timeout=60)
+    finally:
+        server.shutdown()
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert f"the ClickHouse server at http://127.0.0.1:{port} refused the connection" in lines[0]
