@@ -19,15 +19,18 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import replace
 
 from reports.comparisons import comparisons_section
 from reports.conventions import ci_method, condition_pass_summaries
 from reports.failures import failures_section
 from reports.hygiene import hygiene_section
-from reports.model import AdmissionFunnel, CanaryProof, ConditionSummary, Inputs, Report, SuiteIsolation, shallow_fields
+from reports.model import (AdmissionFunnel, CanaryProof, ComparisonVerdict, ConditionSummary, Inputs, Report,
+                           SuiteIsolation, from_json, shallow_fields, to_json)
 from reports.provenance import cost_usd, outcome_matrix, run_provenance
 from reports.study import DEFAULT_STUDY, BaselineError, Study
 from reports.transfer import transfer_section
+from reports.comparison_verdicts import comparison_verdicts
 from warehouse import queries
 from warehouse.protocol import WarehouseReader
 
@@ -63,7 +66,7 @@ def build_report(warehouse: WarehouseReader, run_set: str, *, baseline: str | No
             excluded=cells - valid, bootstrap=bootstrap,
             **shallow_fields(failures.conditions[condition]), **shallow_fields(hygiene.conditions[condition])))
     digests = sorted({json.loads(r["payload"])["pack_digest"] for r in queries.run_started(warehouse, run_set)})
-    return Report(
+    report = Report(
         run_set=run_set,
         suite=runs[0]["suite"],
         agent=runs[0]["agent"],
@@ -87,6 +90,14 @@ def build_report(warehouse: WarehouseReader, run_set: str, *, baseline: str | No
         transfer=transfer,
         hygiene_panel=hygiene.hygiene_panel,
     )
+    return with_verdicts(report)
+
+
+def with_verdicts(report: Report) -> Report:
+    """REPORT with one verdict per registered comparison (reports/comparison_verdicts.py), judged by
+    its gates; call it again after anything the verdicts read changes."""
+    found = comparison_verdicts(to_json(replace(report, verdicts=None)))
+    return replace(report, verdicts=[from_json(ComparisonVerdict, v, "verdicts") for v in found] if found else None)
 
 
 def suite_isolation(warehouse: WarehouseReader, run_set: str) -> list[SuiteIsolation]:

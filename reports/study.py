@@ -21,6 +21,10 @@ from typing import Any
 BASELINES = ("B0", "no_memory")
 TESTS = ("clustered", "mcnemar", "majority", "per_seed")
 ROLES = ("primary", "sensitivity")
+# membench's own family beside a study's (reports/comparisons.py: all_pairs): every pair of the run
+# set's conditions, Holm over them alone, never mixed into the primary family; not a study file role
+SECONDARY = "secondary"
+ALL_PAIRS = "all_pairs"
 DEFAULT_ALPHA = 0.05
 
 
