@@ -71,12 +71,36 @@ def print_table(console: Console, report: Report) -> None:
 
     for line in failure_lines(to_json(report)):
         console.print(Text(line, style="bold red"), soft_wrap=True)
+    print_verdicts(console, report)
 
 
-def write_report(settings: Settings, report: Report, secrets=()) -> Path:
-    """report.json (the JSON form of the typed report), and report.md and report.html rendered from it.
-    With a canary proof that searched the events, the rendered texts are searched for `secrets` too
-    and the proof records it (it names secrets, never their values, so rendering it again adds none)."""
+def print_verdicts(console: Console, report: Report) -> None:
+    """One verdict line per comparison the user asked (--compare) and per comparison of the primary
+    family (reports/comparison_verdicts.py); the other families' are counted and left to report.md."""
+    asked = list(getattr(report, "requested", None) or [])
+    verdicts = list(getattr(report, "verdicts", None) or [])
+    shown = {(frozenset((v.a, v.b)), v.family) for v in asked}
+    primary = [v for v in verdicts if v.role == "primary" and (frozenset((v.a, v.b)), v.family) not in shown]
+    if not asked and not primary:
+        return
+    console.print("verdicts (primary test: exact trap-clustered sign-flip; Holm within the family):",
+                  highlight=False, markup=False)
+    for label, items in (("asked", asked), ("primary", primary)):
+        for v in items:
+            style = "green" if v.status == "publishable" else "yellow" if v.status == "not_publishable" else ""
+            console.print(Text(f"  {label}: {v.line}", style=style), soft_wrap=True, highlight=False)
+    rest = sum(1 for v in verdicts if v.role != "primary" and (frozenset((v.a, v.b)), v.family) not in shown)
+    if rest:
+        families = ", ".join(dict.fromkeys(v.family for v in verdicts if v.role != "primary"))
+        console.print(f"  {rest} more verdicts ({families}) in report.md; ask one with --compare A:B",
+                      highlight=False, markup=False, soft_wrap=True)
+
+
+def render_report(report: Report, secrets=()) -> dict[str, str]:
+    """file name -> text of report.json (the JSON form of the typed report), report.md and report.html
+    rendered from it. With a canary proof that searched the events, the rendered texts are searched
+    for `secrets` too and the proof records it (it names secrets, never their values, so rendering it
+    again adds none)."""
     from reports.canary import search_reports
     from reports.html import render_html
     from reports.markdown import render_markdown
@@ -90,7 +114,13 @@ def write_report(settings: Settings, report: Report, secrets=()) -> Path:
     if report.canary is not None and report.canary.searched is not None:
         report = replace(report, canary=search_reports(report.canary, list(secrets), texts))
         texts = render(to_json(report))
-    out = settings.runs_dir / report.run_set
+    return texts
+
+
+def write_report(settings: Settings, report: Report, secrets=(), out: Path | None = None) -> Path:
+    """The rendered reports (`render_report`) written to OUT, by default the run set's own directory."""
+    texts = render_report(report, secrets)
+    out = out if out is not None else settings.runs_dir / report.run_set
     out.mkdir(parents=True, exist_ok=True)
     for name, text in texts.items():
         (out / name).write_text(text, encoding="utf-8")

@@ -30,7 +30,7 @@ from reports.model import (AdmissionFunnel, CanaryProof, ComparisonVerdict, Cond
 from reports.provenance import cost_usd, outcome_matrix, run_provenance
 from reports.study import DEFAULT_STUDY, BaselineError, Study
 from reports.transfer import transfer_section
-from reports.comparison_verdicts import comparison_verdicts
+from reports.comparison_verdicts import comparison_verdicts, requested
 from warehouse import queries
 from warehouse.protocol import WarehouseReader
 
@@ -44,7 +44,7 @@ NOT_VALIDATED = AdmissionFunnel(status="not_validated", source=None, authored=No
 
 def build_report(warehouse: WarehouseReader, run_set: str, *, baseline: str | None = None,
                  study: Study = DEFAULT_STUDY, canary: CanaryProof | None = None,
-                 admission: AdmissionFunnel | None = None) -> Report:
+                 admission: AdmissionFunnel | None = None, compare: tuple[tuple[str, str], ...] = ()) -> Report:
     """Raises ReportError (no runs, or no baseline can be chosen: `baseline`, the study's, B0,
     no_memory — reports.study.resolve_baseline)."""
     runs = queries.run_results(warehouse, run_set)
@@ -90,14 +90,16 @@ def build_report(warehouse: WarehouseReader, run_set: str, *, baseline: str | No
         transfer=transfer,
         hygiene_panel=hygiene.hygiene_panel,
     )
-    return with_verdicts(report)
+    return with_verdicts(report, compare)
 
 
-def with_verdicts(report: Report) -> Report:
+def with_verdicts(report: Report, compare: tuple[tuple[str, str], ...] = ()) -> Report:
     """REPORT with one verdict per registered comparison (reports/comparison_verdicts.py), judged by
-    its gates; call it again after anything the verdicts read changes."""
-    found = comparison_verdicts(to_json(replace(report, verdicts=None)))
-    return replace(report, verdicts=[from_json(ComparisonVerdict, v, "verdicts") for v in found] if found else None)
+    its gates, and the verdicts answering COMPARE's pairs (`--compare A:B`) as asked."""
+    found = comparison_verdicts(to_json(replace(report, verdicts=None, requested=None)))
+    asked = [from_json(ComparisonVerdict, requested(found, a, b), "requested") for a, b in compare]
+    return replace(report, verdicts=[from_json(ComparisonVerdict, v, "verdicts") for v in found] if found else None,
+                   requested=asked or None)
 
 
 def suite_isolation(warehouse: WarehouseReader, run_set: str) -> list[SuiteIsolation]:

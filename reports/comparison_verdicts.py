@@ -110,8 +110,9 @@ def verdicts_of(report: dict[str, Any]) -> list[dict[str, Any]]:
     return stored if stored is not None else comparison_verdicts(report)
 
 
-def requested(verdicts: list[dict[str, Any]], a: str, b: str) -> dict[str, Any] | None:
-    """The verdict answering "A vs B" (module docstring); None when no family registers the pair."""
+def requested(verdicts: list[dict[str, Any]], a: str, b: str) -> dict[str, Any]:
+    """The verdict answering "A vs B" (module docstring); `unavailable` in family `none` when no
+    family registers the pair (a side has no cells in the run set)."""
     for v in verdicts:
         if (v["a"], v["b"]) == (a, b):
             return v
@@ -123,4 +124,34 @@ def requested(verdicts: list[dict[str, Any]], a: str, b: str) -> dict[str, Any] 
             turned = {**v, "a": a, "b": b, "difference": neg(v["difference"]), "ci95": [neg(high), neg(low)]}
             turned["line"] = line(turned)
             return turned
-    return None
+    v = {"a": a, "b": b, "family": "none", "role": "none", "family_size": 0, "test": "clustered", "alpha": 0.05,
+         "difference": None, "ci95": [None, None], "p": None, "p_holm": 1.0, "rejected": False,
+         "status": UNAVAILABLE, "invalidated_by": []}
+    v["line"] = f"{a} vs {b}: not compared — no registered family has the pair (a side has no cells in this run set)"
+    return v
+
+
+VERDICTS_LEGEND = ("One line per comparison: the primary test (the exact trap-clustered sign-flip) with its raw p "
+                   "and its Holm p within the comparison's registered family, the paired pass-rate difference "
+                   "Δ = A − B with its trap-cluster bootstrap 95% CI, and \"publishable\" when every validity gate "
+                   "that bears on the comparison passed — otherwise the failed gates that invalidate it, with their "
+                   "numbers. The all_pairs family (every pair of the run set's conditions, Holm over all of them) is "
+                   "secondary: never mixed into the primary family's Holm.")
+
+
+def family_title(v: dict[str, Any]) -> str:
+    """"family primary (primary, 2 comparisons)"."""
+    return f"family {v['family']} ({v['role']}, {v['family_size']} comparison{'s' if v['family_size'] != 1 else ''})"
+
+
+def grouped(report: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """(heading, verdicts): the asked comparisons first (`requested`), then each family's in order."""
+    out: list[tuple[str, list[dict[str, Any]]]] = []
+    if report.get("requested"):
+        out.append(("asked with --compare", list(report["requested"])))
+    for v in verdicts_of(report):
+        title = family_title(v)
+        if not out or out[-1][0] != title:
+            out.append((title, []))
+        out[-1][1].append(v)
+    return out

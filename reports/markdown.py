@@ -63,6 +63,9 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines += ["", f"CIs: trap-cluster percentile bootstrap, {boot.get('resamples')} resamples, seed {boot.get('seed')}; "
               "marked exact: Clopper–Pearson over traps, where all or none of the cells passed and the bootstrap "
               "interval would have zero width."]
+    verdicts = _verdicts_markdown(report)
+    if verdicts:
+        lines += ["", verdicts.rstrip()]
     family = report.get("comparisons") or {}
     if family.get("comparisons"):
         def p4(value: float | None) -> str:
@@ -98,6 +101,20 @@ def render_markdown(report: dict[str, Any]) -> str:
     transfer = transfer_markdown(report)  # only a transfer study's report has the section
     if transfer:
         lines += [transfer.rstrip()]
+    return "\n".join(lines) + "\n"
+
+
+def _verdicts_markdown(report: dict[str, Any]) -> str:
+    """One verdict line per comparison (reports/comparison_verdicts.py), the asked ones first."""
+    from reports.comparison_verdicts import VERDICTS_LEGEND, grouped
+
+    groups = grouped(report)
+    if not groups:
+        return ""
+    lines = ["## Verdicts", "", VERDICTS_LEGEND]
+    for title, items in groups:
+        lines += ["", f"{title[0].upper()}{title[1:]}:", ""]
+        lines += [f"- {v['line']}" for v in items]
     return "\n".join(lines) + "\n"
 
 

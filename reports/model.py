@@ -700,6 +700,9 @@ class Report:
     # one verdict per comparison of every registered family, in family order
     # (reports/comparison_verdicts.py)
     verdicts: list[ComparisonVerdict] | None = field(default=None, metadata=OMIT_IF_NONE)
+    # the comparisons asked with --compare A:B, each read as asked from the first family that
+    # registers the pair (status `unavailable`, family `none`, when none does)
+    requested: list[ComparisonVerdict] | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 # ------------------------------------------------------------------------------------- JSON form

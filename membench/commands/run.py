@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 
 from membench.commands.model_options import ModelOptions, check_model_options, model_options, start_gateway
-from membench.commands.cli_helpers import (ReportOptions, baseline_options, dsn_options, exit_if_gates_failed,
-                                           load_signer, parse_list, parse_seeds, run_embedded, strict_option,
-                                           validate_run_set_id)
+from membench.commands.cli_helpers import (ReportOptions, baseline_options, compare_option, dsn_options,
+                                           exit_if_gates_failed, load_signer, parse_compare, parse_list, parse_seeds,
+                                           run_embedded, strict_option, validate_run_set_id)
 from membench.errors import UsageError
 from pipeline.settings import Settings
 from sandbox.registry import BACKENDS
@@ -32,12 +32,13 @@ from sandbox.registry import BACKENDS
 @click.option("--enqueue", is_flag=True,
               help="with --bus kafka://…: put the units on the units topic for `membench runner` processes and exit")
 @strict_option
+@compare_option
 @baseline_options
 @model_options
 @dsn_options
 def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_set: str | None,
         sandbox_name: str, read_budget: int, sign_key: Path | None, stop_grace: float, enqueue: bool,
-        strict: bool, baseline: str | None,
+        strict: bool, compare: tuple[str, ...], baseline: str | None,
         study_path: Path | None, model: ModelOptions, settings: Settings) -> None:
     """Run PACK (a built-in pack name or a pack directory) under memory conditions and seeds.
 
@@ -70,6 +71,7 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
 
     study = load_study(study_path)
     check_baseline(condition_list, baseline, study)  # refused before anything runs
+    pairs = parse_compare(compare, condition_list)
     loop = LoopLimits(model.max_steps, model.max_tokens)
     try:
         made = make_agent(agent, loop, with_gateway=model.used)  # scripted:*, command:<program>, or a model agent
@@ -98,6 +100,9 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
     if enqueue and not settings.bus.startswith("kafka://"):
         raise UsageError("--enqueue: units are queued on a Kafka bus only (--bus kafka://HOST:PORT)")
     if settings.bus.startswith("kafka://"):
+        if compare:
+            raise UsageError("--compare: a run on the Kafka bus builds no report; ask with `membench report "
+                             "RUN_SET --bus kafka://… --compare A:B` once the runners are done")
         if strict:
             raise UsageError("--strict: a run on the Kafka bus builds no report; check its gates with "
                              "`membench report RUN_SET --bus kafka://… --strict` once the runners are done")
@@ -135,7 +140,7 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
     config = RunConfig(run_set, agent, read_budget=read_budget, code_digest=code_digest(), gateway=gateway, loop=loop,
                        memory_model=model.memory_model)
     report = run_embedded(loaded, plan_grid(loaded, condition_list, seed_list), config, sandbox_name, settings,
-                          workers, signer=signer, report_options=ReportOptions(baseline, study, pack),
+                          workers, signer=signer, report_options=ReportOptions(baseline, study, pack, pairs),
                           stop_grace=stop_grace)
     exit_if_gates_failed(report, strict)
 

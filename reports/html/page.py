@@ -6,7 +6,7 @@ from typing import Any
 
 from reports.html.format import CSS, condition_colors, esc, report_baseline
 from reports.html.plots import frontier_svg, ladder_svg, strata_svg
-from reports.html.study import canary_html, families_html, matrix_html, provenance_html
+from reports.html.study import canary_html, families_html, matrix_html, provenance_html, verdicts_html
 from reports.html.table_markup import (
     comparisons_table,
     conditions_table,
@@ -107,6 +107,7 @@ def render_html(report: dict[str, Any]) -> str:
     out.append(conditions_table(report, colors))
     out.append("</section>")
 
+    out += optional_section("verdicts", "Verdicts", verdicts_html(report))
     comps = comparisons_table(report)
     family = report.get("comparisons")
     baseline = family.get("baseline") if isinstance(family, dict) else None

@@ -39,6 +39,23 @@ def _tests(c: dict[str, Any], primary_test: str | None) -> list[str]:
     return out
 
 
+def verdicts_html(report: dict[str, Any]) -> str | None:
+    """One verdict line per comparison (reports/comparison_verdicts.py), the asked ones first."""
+    from reports.comparison_verdicts import NOT_PUBLISHABLE, PUBLISHABLE, VERDICTS_LEGEND, grouped
+
+    groups = grouped(report)
+    if not groups:
+        return None
+    out = [f'<p class="caption">{esc(VERDICTS_LEGEND)}</p>']
+    for title, items in groups:
+        out.append(f"<h3>{esc(title[0].upper() + title[1:])}</h3><ul class=\"verdicts\">")
+        for v in items:
+            mark = {PUBLISHABLE: "pass", NOT_PUBLISHABLE: "fail"}.get(v["status"], "note")
+            out.append(f'<li><span class="{mark}">{esc(v["status"].replace("_", " "))}</span> {esc(v["line"])}</li>')
+        out.append("</ul>")
+    return "".join(out)
+
+
 def families_html(report: dict[str, Any]) -> str | None:
     fams = report.get("families")
     if not fams or not fams.get("families"):

@@ -117,6 +117,8 @@ def _full_report() -> dict:
                            "p": 0.25, "p_holm": 0.5, "rejected": False, "status": "not_publishable",
                            "invalidated_by": ["paired coverage needs ≥ 2 paired valid seeds in ≥ 4 of 4 traps (has 0)"],
                            "line": "B5 vs B0 (primary family of 2): …"}]
+    report["requested"] = [{**report["verdicts"][0], "a": "B0", "b": "B5", "difference": -0.375,
+                            "ci95": [-0.625, -0.125]}]
     return {key: report[key] for key in [f for f, _ in key_reference() if "." not in f and "[" not in f]}
 
 
