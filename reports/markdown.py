@@ -358,6 +358,10 @@ def _issue14_gates_markdown(report: dict[str, Any]) -> list[str]:
                 cells.append("—" if not ratio or not ratio["denominator"] else
                              f"{ratio['numerator']}/{ratio['denominator']} = {_rate(metric, ratio['rate'])}")
             lines.append(f"| {metric} | {r['direction']} | " + " | ".join(cells) + " |")
+        from reports.conventions import hygiene_legend
+
+        lines += ["", "What each metric counts (numerator / denominator, over scored sessions):", ""]
+        lines += [f"- `{metric}`: {text}" for metric, text in hygiene_legend(panel)]
     return lines
 
 

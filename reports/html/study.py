@@ -15,7 +15,7 @@ TEST_LABELS = {"clustered": "clustered", "mcnemar": "McNemar", "majority": "majo
 
 
 def _signed(value: float | None) -> str:
-    return "—" if value is None else f"{100 * value:+.1f} pp"
+    return "—" if value is None else f"{100 * value:+.1f}&nbsp;pp"
 
 
 def _tests(c: dict[str, Any], primary_test: str | None) -> list[str]:
