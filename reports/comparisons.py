@@ -32,7 +32,11 @@ Top level:
   rejection, and `primary`: the primary test's (`primary_test`, the exact trap-clustered
   sign-flip) raw and Holm p and verdict, present whether or not the family registers that test,
   so a renderer never shows a secondary test's rejection without the primary verdict beside it.
-  The `comparisons` key stays the default family's clustered view, unchanged.
+  The `comparisons` key stays the default family's clustered view, unchanged. After the study's
+  (or default) families comes membench's secondary family `all_pairs`: every pair of the run set's
+  conditions in conventions order, Holm over them alone (never mixed into the primary), left out
+  when the primary family already asks every pair; each entry carries its own `paired_coverage`
+  gate (the 90 % rule of the validity gates, for its own pair).
 """
 
 from __future__ import annotations

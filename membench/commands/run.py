@@ -44,7 +44,9 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
 
     Exit status: 0 done; 1 an audit failure (a log or warehouse that does not check); 2 a usage error
     (nothing written); 3 with --strict, a validity gate failed (everything is written first); 130
-    stopped by a signal. Failed gates are printed under the table with the comparisons they invalidate."""
+    stopped by a signal. Failed gates are printed under the table with the comparisons they invalidate,
+    then one verdict line per comparison of the primary family and per --compare A:B (any two of the
+    run's conditions: answered from the family that registers the pair, the primary or all_pairs)."""
     from producers.agents.model_agents import LoopLimits
     from producers.agents.registry import make_agent
     from producers.memory_systems.registry import MEMORY_SYSTEMS, is_model_driven, undefined_ablation
