@@ -127,25 +127,24 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
     # content, or --json, must not overwrite what the run wrote
     changed = [name for name, value in (("--baseline", baseline), ("--study", study_path), ("--compare", compare))
                if value]
-    note = Console(stderr=True)
-    if output is not None:
-        out = write_report(settings, built, secrets, output)
-        texts = {name: (out / name).read_text(encoding="utf-8") for name in ("report.json",)}
+    if output is not None or not (as_json or changed):
+        try:
+            out = write_report(settings, built, secrets, output)
+        except OSError as exc:
+            raise UsageError(f"--output: cannot write {output}: {exc.strerror or exc}") from None
+        document = (out / "report.json").read_text(encoding="utf-8")
         where = f"report: {out / 'report.json'}"
-    elif as_json or changed:
-        texts = render_report(built, secrets)
-        where = (f"{' and '.join(changed)} change{'s' if len(changed) == 1 else ''} the report: the run set's own "
-                 f"report files are left as they are (--output DIR writes this one)" if changed else "")
     else:
-        out = write_report(settings, built, secrets)
-        texts = {name: (out / name).read_text(encoding="utf-8") for name in ("report.json",)}
-        where = f"report: {out / 'report.json'}"
+        document = render_report(built, secrets)["report.json"]
+        where = "" if as_json else (f"{' and '.join(changed)} change{'s' if len(changed) == 1 else ''} the report: "
+                                    "the run set's own report files are left as they are (--output DIR writes "
+                                    "this one)")
     if as_json:  # as written (or as it would be): its canary proof includes the search of the rendered reports
-        click.echo(texts["report.json"], nl=False)
+        click.echo(document, nl=False)
     else:
         print_table(Console(), built)
-    if where and not (as_json and output is None):
-        note.print(where, highlight=False, markup=False, soft_wrap=True)
+    if where:
+        Console(stderr=True).print(where, highlight=False, markup=False, soft_wrap=True)
     exit_if_gates_failed(built, strict)
 
 

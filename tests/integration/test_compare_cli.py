@@ -130,10 +130,11 @@ def browser():
             instance.close()
 
 
-@pytest.mark.parametrize("media", ["screen", "print"])
-def test_report_html_tables_fit_their_column(compared, browser, media):
+# a desktop window, and an A4 page's printable width at 96 dpi (210 mm less the default margins)
+@pytest.mark.parametrize("media, width", [("screen", 1000), ("print", 720)])
+def test_report_html_tables_fit_their_column(compared, browser, media, width):
     home, _ = compared
-    page = browser.new_page(viewport={"width": 1000, "height": 900})
+    page = browser.new_page(viewport={"width": width, "height": 900})
     try:
         page.goto((home / "runs" / RUN_SET / "report.html").as_uri())
         page.emulate_media(media=media)
