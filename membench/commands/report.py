@@ -4,8 +4,10 @@ shown to agree with the log (its own raw events, and the log_root.json of the ru
 Where it writes: plain `membench report RUN_SET` (with `--pack`, `--allow-mismatch`, `--strict` at
 most) rebuilds the run set's own report.json, report.md and report.html in place, as `run` wrote
 them. An option that changes the content (`--baseline`, `--study`, `--compare`) or `--json` never
-touches the run set's files: the answer goes to the terminal (`--json`: report.json to stdout),
-and `--output DIR` writes the three files to DIR.
+overwrites the run set's files: the answer goes to the terminal (`--json`: report.json to stdout),
+and `--output DIR` writes the three files to DIR. A run set without a report yet (its run's report
+was refused, e.g. no baseline) gets its first one in place from `--baseline`/`--study`/`--compare`
+too: there is nothing to overwrite.
 
 `--format swebench` prints, after the same check, the SWE-bench harness's run summary instead
 (exports/swebench.py, docs/exports/swebench.md) — to stdout, or to `--output FILE` — and writes no
@@ -127,7 +129,9 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
     # content, or --json, must not overwrite what the run wrote
     changed = [name for name, value in (("--baseline", baseline), ("--study", study_path), ("--compare", compare))
                if value]
-    if output is not None or not (as_json or changed):
+    # a run set whose report was refused at the end of its run (no baseline) has none to overwrite
+    first = not (settings.runs_dir / run_set / "report.json").exists()
+    if output is not None or not (as_json or (changed and not first)):
         try:
             out = write_report(settings, built, secrets, output)
         except OSError as exc:

@@ -91,6 +91,11 @@ def test_report_answers_without_touching_the_run_sets_files(compared, tmp_path):
     after = _files(home)
     assert after["report.json"][1] != before["report.json"][1]
     assert "requested" not in json.loads((home / "runs" / RUN_SET / "report.json").read_text())
+    # a run set without a report (its run's was refused: no baseline) gets its first one in place
+    for name in ("report.json", "report.md", "report.html"):
+        (home / "runs" / RUN_SET / name).unlink()
+    run_cli("report", RUN_SET, "--baseline", "B5", home=home, check=True)
+    assert json.loads((home / "runs" / RUN_SET / "report.json").read_text())["comparisons"]["baseline"] == "B5"
 
 
 # ------------------------------------------------------------------------------ in a real browser
