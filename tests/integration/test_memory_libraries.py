@@ -78,7 +78,9 @@ def test_the_libraries_are_conformant_complete_and_replay(cli, home: Path, tmp_p
         c: {"smoke-client-header": {"1": verdict}} for c, verdict in
         (("B0", "fail"), *((library, "pass") for library in LIBRARIES))}, recorded["outcome_matrix"]
     assert {c["condition"]: c["excluded"] for c in recorded["conditions"]} == {c: 0 for c in ("B0", *LIBRARIES)}
-    (family,) = recorded["families"]["families"]
+    family, pairs = recorded["families"]["families"]  # the study's family, then membench's all_pairs
+    assert (pairs["name"], pairs["role"]) == ("all_pairs", "secondary")
+    assert pairs["family_size"] == len(passed) * (len(passed) - 1) // 2  # the evaluated conditions only
     assert family["family_size"] == 2
     lit, native = family["comparisons"]
     assert (native["b"], native["a"], native["available"]) == ("B0", "shuffler", False)
