@@ -113,6 +113,9 @@ def parse_study(document: Any, source: str) -> Study:
             raise fail(f"{where}.name", "expected a non-empty string")
         if name in names:
             raise fail(f"{where}.name", f"family '{name}' is declared twice")
+        if name == ALL_PAIRS:
+            raise fail(f"{where}.name", f"'{ALL_PAIRS}' is membench's own secondary family (every pair of the run "
+                       "set's conditions, added to every report); give yours another name")
         names.add(name)
         role = fam.get("role")
         if role not in ROLES:

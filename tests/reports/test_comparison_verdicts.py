@@ -17,7 +17,7 @@ from reports.hygiene import HYGIENE_METRICS
 from reports.html import render_html
 from reports.markdown import render_markdown
 from reports.model import to_json
-from reports.study import FamilySpec, Study
+from reports.study import FamilySpec, Study, StudyError, parse_study
 from tests.reports.test_gate_failures import _passing
 from tests.reports.test_html import make_report
 
@@ -64,6 +64,20 @@ def test_all_pairs_is_a_secondary_family_with_its_own_holm_never_the_primarys():
     assert [c["primary"]["p_holm"] for c in primary["comparisons"]] == pytest.approx(holm(primary_raw).adjusted)
     # two conditions: the primary family asks the only pair, so there is no all_pairs family
     assert all_pairs(["B0", "B5"], (FamilySpec("primary", "primary", (("B5", "B0"),), ("clustered",)),)) == ()
+
+
+def test_a_study_cannot_name_a_family_all_pairs():
+    with pytest.raises(StudyError, match=r"s.json: field 'families\[1\].name': 'all_pairs' is membench's own"):
+        parse_study({"families": [{"name": "A", "role": "primary", "comparisons": [["B5", "B0"]]},
+                                  {"name": "all_pairs", "role": "sensitivity", "comparisons": [["B5", "B1"]]}]},
+                    "s.json")
+
+
+def test_a_study_keeps_its_families_and_all_pairs_comes_after_them():
+    study = Study("s.json", None, 0.05, (FamilySpec("A", "primary", (("B5", "B0"),), ("clustered",)),
+                                         FamilySpec("B", "sensitivity", (("B5", "B1"),), ("mcnemar",))))
+    names = [(f["name"], f["role"], f["family_size"]) for f in _report(study=study)["families"]["families"]]
+    assert names == [("A", "primary", 1), ("B", "sensitivity", 1), ("all_pairs", "secondary", 3)]
 
 
 def test_every_gate_passing_makes_every_comparison_publishable():
