@@ -84,6 +84,7 @@ HYGIENE_METRICS: dict[str, str] = {
     "scope_accuracy": "higher", "memory_bloat": "lower", "commission_trip": "lower", "omission_trip": "lower",
 }
 
+
 @dataclass(frozen=True)
 class HygieneSection:
     conditions: dict[str, ConditionStrata]
