@@ -61,6 +61,8 @@ MANIFEST_IGNORED_KEYS = {
     "profile": "the evaluator profile label (e.g. transfer-v2)",
     "designVersion": "the label of the evaluator's design revision (e.g. hidden-test-v2)",
     "policyRevision": "the label of the task's policy revision",
+    "evaluationScope": "what the authors' evaluator targets (e.g. final-system)",
+    "semanticRevisions": "the authors' notes on how cases' meaning changed (case ids and a summary)",
     "formalReady": "the authors' release flag; it does not change how cases are scored",
     "alignmentNotes": "the authors' notes on the manifest's revision",
     "resolvedSpecGaps": "spec gaps closed in this revision (prose and the authors' regression tests)",
@@ -68,7 +70,11 @@ MANIFEST_IGNORED_KEYS = {
 }
 #: per case: `blockedAssertions` lists assertions the authors' executable check does not make yet
 #: (each `blockedBy` a spec gap); membench runs cases.json's check, so they do not apply here
-CASE_IGNORED_KEYS = {"blockedAssertions": "assertions of the authors' own check that a spec gap blocks"}
+CASE_IGNORED_KEYS = {
+    "blockedAssertions": "assertions of the authors' own check that a spec gap blocks",
+    "policyRevision": "the policy revision the case was last revised under",
+    "evaluationScope": "what the authors' check of the case targets",
+}
 MANIFEST_KEYS = MANIFEST_READ_KEYS | frozenset(MANIFEST_IGNORED_KEYS)
 DIMENSION_KEYS = frozenset({"title", "name", "weight"})
 CASE_KEYS = frozenset({"id", "title", "dimension", "weight", "prerequisites"}) | frozenset(CASE_IGNORED_KEYS)

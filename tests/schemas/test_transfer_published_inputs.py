@@ -34,12 +34,15 @@ def _checks(path: Path, manifest: dict) -> Path:
 
 def _with_design_version(tmp_path: Path) -> tuple[Path, dict]:
     """The MeterSettle manifest with the keys other published manifests carry (CapacityLease's
-    `designVersion`, PermitForge's `policyRevision` and per-case `blockedAssertions`, CommerceCommand's
+    `designVersion`, PermitForge's `policyRevision` and per-case `blockedAssertions`, the learning
+    evaluators' `evaluationScope`, `semanticRevisions` and per-case revision labels, CommerceCommand's
     `PERFORMANCE` prerequisite), everything else as published."""
     raw = json.loads(require_shared(ENGRAM / "metersettle.manifest.v2.json").read_text(encoding="utf-8"))
-    raw = {"designVersion": "hidden-test-v2", "policyRevision": "metersettle-review-v1", **raw}
+    raw = {"designVersion": "hidden-test-v2", "policyRevision": "metersettle-review-v1", **raw,
+           "evaluationScope": "final-system", "semanticRevisions": [{"caseIds": ["A-01"], "summary": "s"}]}
     raw["cases"][6]["blockedAssertions"] = [{"id": "MS-A07-WIRE", "blockedBy": "SPEC-GAP-01",
                                              "policy": "fail-closed-diagnostic"}]
+    raw["cases"][7].update(policyRevision="metersettle-review-v1", evaluationScope="final-system")
     perf = next(c for c in raw["cases"] if any(p.startswith("PERF") for p in c["prerequisites"]))
     perf["prerequisites"] = ["FINAL", "PERFORMANCE"]
     path = tmp_path / "designversion.manifest.v2.json"
@@ -61,7 +64,8 @@ def test_both_published_manifests_and_one_with_design_version_load_unmodified(tm
         unread = {k for k in raw if k in MANIFEST_IGNORED_KEYS}
         assert set(ev.ignored_keys) >= unread
     ev = load_evaluator(derived, tmp_path / "designversion.manifest.v2.cases.json")
-    assert {"designVersion", "policyRevision", "cases[].blockedAssertions"} <= set(ev.ignored_keys)
+    assert {"designVersion", "policyRevision", "evaluationScope", "semanticRevisions", "cases[].blockedAssertions",
+            "cases[].policyRevision", "cases[].evaluationScope"} <= set(ev.ignored_keys)
     assert any(c.prerequisites == ("FINAL", "PERFORMANCE") for c in ev.cases)
 
 
