@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -221,7 +222,7 @@ def test_every_field_of_a_published_record_is_kept_or_listed(tmp_path):
                 assert CARRIED[key] is None or CARRIED[key] in seq, key
             else:
                 assert (key, record["seq_id"]) in listed, key
-        for j, session in enumerate(record["sessions"]):
+        for session in record["sessions"]:
             for key in session:
                 assert key in {"session_index", "start_state", "started_from_previous_session", "instruction",
                                "visible_files", "inject_after", "oracle_id"} \
@@ -270,8 +271,6 @@ def test_a_supplied_part_drops_off_the_list_and_a_complete_supply_loads(tmp_path
     out = tmp_path / "pack"
     result = import_dreambench(write(tmp_path, records), out, constructs={V1_SEQ: "C3"})
     repos, hidden = _supplied(tmp_path, records)
-    import shutil
-
     shutil.copytree(repos / "configly", out / "repos" / "configly", ignore=shutil.ignore_patterns(".git"))
     with pytest.raises(PackError) as err:
         load_pack(out)
