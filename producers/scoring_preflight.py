@@ -162,8 +162,10 @@ def _check(sandbox: Sandbox, case: ProbeCase) -> RepoCheck:
         if case.repo == SELF_TEST:
             oracle = Path(tmp) / "test_oracle.py"
             oracle.write_bytes(_SELF_TEST_ORACLE)
-        reference, reference_detail = _score(sandbox, case, {**case.base, **case.reference}, oracle)
-        base, base_detail = _score(sandbox, case, case.base, oracle)
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="membench-preflight-score") as pool:
+            scored_reference = pool.submit(_score, sandbox, case, {**case.base, **case.reference}, oracle)
+            base, base_detail = _score(sandbox, case, case.base, oracle)
+            reference, reference_detail = scored_reference.result()
     ok = reference == "pass" and base == "fail"
     detail = "" if ok else (reference_detail if reference != "pass" else base_detail)[-600:]
     return RepoCheck(case.repo, case.trap, reference, base, ok, detail)
