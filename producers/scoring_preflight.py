@@ -218,6 +218,12 @@ def scoring_preflight(pack: Pack | None, backend: str | Sandbox, cases: list[Pro
     if failed is None and probe.ok:
         covered = ", ".join(c.repo if c.repo == SELF_TEST else f"{c.repo} ({c.trap})" for c in checks)
         reason = f"ok: reference solutions pass and untouched bases fail in {name}: {covered}"
+    elif probe.ok and failed.repo != SELF_TEST and _check(sandbox, _self_test()).ok:
+        # the harness scores its own case: the pack's trap is what fails (a wrong reference or oracle)
+        reason = (f"trap {failed.trap} of repository {failed.repo} does not score as authored in {name}: its "
+                  f"reference solution scored {failed.reference} (expected pass) and its untouched base "
+                  f"{failed.base} (expected fail) on its first session's oracle, while the oracle harness's "
+                  "self-test passes; check the pack with `membench validate`")
     else:
         reason = _cause(name, probe, failed)
     return ScoringPreflight(name, failed is None and probe.ok, reason, probe, checks,

@@ -88,7 +88,8 @@ def validate(pack_spec: str, as_json: bool, workers: int, sandbox_name: str, out
              admitted: Path | None) -> None:
     """Run PACK's admission gates live in the sandbox and print the admission funnel.
 
-    Exit status 1 when a trap is refused, 2 when the pack itself is malformed."""
+    Exit status 1 when a trap is refused, 2 when the pack itself is malformed or the scoring
+    pre-flight fails (the oracle harness cannot score in SANDBOX here: no trap is judged)."""
     from producers.pack_resolver import open_pack
     from producers.validate import validate_pack, write_admitted_pack
     from sandbox.registry import get_sandbox
