@@ -90,7 +90,7 @@ def read_environment(path: Path) -> ScoringEnvironment:
         if doc.get("format") != FORMAT or doc.get("version") != VERSION:
             raise ValueError(f"not a {FORMAT} record of version {VERSION}")
         fields = doc["fields"]
-        if not isinstance(fields, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in fields.items()):
+        if not isinstance(fields, dict) or not all(isinstance(v, str) for v in fields.values()):
             raise ValueError("field 'fields' must map names to strings")
     except (OSError, ValueError, KeyError, AttributeError) as exc:
         raise RunRefused(f"{path}: unreadable scoring environment record ({exc}); the run set's cells cannot be "
@@ -105,8 +105,8 @@ def differences(recorded: ScoringEnvironment, current: ScoringEnvironment) -> li
             return "(not recorded)"
         return value[:12] + "…" if len(value) == 64 and all(c in "0123456789abcdef" for c in value) else value
 
-    keys = sorted(set(recorded.fields) | set(current.fields), key=lambda k: (k not in LABELS, list(LABELS).index(k)
-                                                                             if k in LABELS else 0, k))
+    keys = [k for k in LABELS if k in recorded.fields or k in current.fields]
+    keys += sorted((set(recorded.fields) | set(current.fields)) - set(LABELS))
     return [f"{LABELS.get(k, k)} {shown(recorded.fields.get(k))} -> {shown(current.fields.get(k))}"
             for k in keys if recorded.fields.get(k) != current.fields.get(k)]
 

@@ -26,10 +26,10 @@ def doctor(as_json: bool) -> None:
     anything runs (exit 2). A missing agent CLI does not change the exit status
     (deploy/agents/install.sh installs them)."""
     from producers.agents.model_agents import MODEL_AGENTS
+    from producers.finalize import finalize_pack
     from producers.pack_resolver import BUILTIN_DIR
     from producers.scoring_preflight import scoring_preflight
     from sandbox.registry import BACKENDS, get_sandbox
-    from producers.finalize import finalize_pack
     from schemas.pack_format import load_pack
 
     backends = {}
@@ -54,9 +54,11 @@ def doctor(as_json: bool) -> None:
         table.add_column("scoring pre-flight (smoke)")
         for name, status in backends.items():
             preflight = status["preflight"]
-            checks = ", ".join(f"{c['repo']}: reference {c['reference']}, base {c['base']}" for c in preflight["checks"])
+            checks = ", ".join(f"{c['repo']}: reference {c['reference']}, base {c['base']}"
+                               for c in preflight["checks"])
+            pytest_version = preflight["probe"]["pytest"]
             table.add_row(name, "[green]yes[/]" if status["ok"] else "[red]no[/]", str(status["reason"]),
-                          checks + (f" (pytest {preflight['probe']['pytest']})" if preflight["probe"]["pytest"] else ""))
+                          checks + (f" (pytest {pytest_version})" if pytest_version else ""))
         Console().print(table)
         table = Table(title="membench agent CLIs (started in the bwrap sandbox)")
         for column in ("agent", "works", "reason"):

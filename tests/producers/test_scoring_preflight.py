@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from producers.scoring_preflight import SELF_TEST, ScoringPreflightFailed, probe_cases, require_scoring, scoring_preflight
+from producers.scoring_preflight import (SELF_TEST, ScoringPreflightFailed, probe_cases, require_scoring,
+                                         scoring_preflight)
 from schemas.pack_format import load_pack
 from tests.integration.pack_helpers import smoke_cut_to
 
