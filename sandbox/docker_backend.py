@@ -21,7 +21,8 @@ import threading
 import time
 from pathlib import Path
 
-from sandbox.base import SANDBOX_HOME, SANDBOX_UID, IsolationUnavailable, SandboxResult, SandboxSpec, chown_tree
+from sandbox.base import (PROBE_SCRIPT, SANDBOX_HOME, SANDBOX_UID, BackendProbe, IsolationUnavailable, SandboxResult,
+                          SandboxSpec, chown_tree, read_probe)
 
 DEFAULT_HOST = "unix:///run/podman/podman.sock"
 DEFAULT_IMAGE = "localhost/membench-python:latest"
@@ -109,21 +110,34 @@ class DockerSandbox:
         return client
 
     def check(self) -> tuple[bool, str]:
+        probe = self.probe()
+        return probe.ok, probe.reason
+
+    def probe(self) -> BackendProbe:
         import tempfile
 
+        backend_version = ""
         try:
             client = self._client()
             version = client.version()
+            engine = version.get("Components", [{}])[0].get("Name") or "Docker API"
+            try:  # the image is part of the scoring environment: its interpreter and pytest run the oracles
+                image_id = client.images.get(self.image).id
+            except Exception:
+                image_id = "absent"
             client.close()
+            backend_version = f"{engine} {version.get('Version', '?')}; image {self.image} {image_id}"
             with tempfile.TemporaryDirectory(prefix="membench-probe-") as tmp:
-                result = self.run(["python3", "-c", "import pytest; print('ok')"],
+                result = self.run(["python3", "-c", PROBE_SCRIPT],
                                   SandboxSpec(workspace=Path(tmp), wall_time_s=60, memory_mb=256, max_processes=16))
         except IsolationUnavailable as exc:
-            return False, str(exc)
-        if result.exit_code != 0 or result.stdout.strip() != "ok":
-            return False, f"{self.image} cannot run python3 with pytest: {result.stderr.strip()[-300:]}"
-        engine = version.get("Components", [{}])[0].get("Name") or "Docker API"
-        return True, f"ok ({engine} {version.get('Version', '?')} at {self.base_url}; image {self.image})"
+            return BackendProbe(False, str(exc), backend_version)
+        versions = read_probe(result.stdout)
+        if result.exit_code != 0 or result.stdout.strip().splitlines()[-1:] != ["ok"]:
+            return BackendProbe(False, f"{self.image} cannot run python3 with pytest: {result.stderr.strip()[-300:]}",
+                                backend_version, versions.get("python", ""), versions.get("pytest", ""))
+        return BackendProbe(True, f"ok ({engine} {version.get('Version', '?')} at {self.base_url}; image {self.image})",
+                            backend_version, versions.get("python", ""), versions.get("pytest", ""))
 
     def run(self, command: list[str], spec: SandboxSpec, stop: threading.Event | None = None) -> SandboxResult:
         import docker
