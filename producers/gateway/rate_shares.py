@@ -1,0 +1,141 @@
+"""Each unit's share of the run's model rate limit, enforced by the gateway itself.
+
+A provider's rate limit belongs to the key, and every unit of a run calls through the same key: one
+unit that floods the key's per-minute window would have the provider answer *other* units' honest
+calls with 429. So the gateway splits the run's limit per provider — requests and tokens per
+minute, from `--model-rpm` / `--model-tpm`, else as the upstream stated them in the rate-limit
+headers of the pre-flight probe's answer — evenly among the run's concurrent units (`--workers`),
+and refuses a call that would take a unit over its share in the last 60 seconds with its own 429
+(and `retry-after`): the calling unit's own 4xx, never the model's failure. A single request whose
+estimated tokens exceed the whole share can never pass and is refused with 413.
+
+Tokens are counted as the upstream reports them (input + output) once a call is answered; until
+then, and for a call that reported none, a call counts as its request's bytes / 4 (BYTES_PER_TOKEN).
+With no limit configured or stated (a local server) nothing is refused.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict, deque
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+WINDOW_S = 60.0
+BYTES_PER_TOKEN = 4
+# the upstream's statement of the key's limits: OpenAI's, then Anthropic's header names
+LIMIT_HEADERS = {
+    "requests": ("x-ratelimit-limit-requests", "anthropic-ratelimit-requests-limit"),
+    "tokens": ("x-ratelimit-limit-tokens", "anthropic-ratelimit-tokens-limit"),
+}
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """A key's limit per minute; None: not limited in that dimension."""
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
+
+    @property
+    def limited(self) -> bool:
+        return bool(self.requests_per_minute or self.tokens_per_minute)
+
+
+def limit_of_headers(headers: Mapping[str, str]) -> RateLimit:
+    """The limits an upstream's answer states (header names case-insensitive); unparsable values are ignored."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+
+    def first(names: tuple[str, ...]) -> int | None:
+        for name in names:
+            value = (lowered.get(name) or "").strip()
+            if value.isdigit() and int(value) > 0:
+                return int(value)
+        return None
+    return RateLimit(first(LIMIT_HEADERS["requests"]), first(LIMIT_HEADERS["tokens"]))
+
+
+@dataclass(frozen=True)
+class OverShare:
+    """A refused call: the HTTP status the gateway answers (429, or 413 for a request that can never
+    fit), why, and the seconds until the unit's window has room (`retry-after`)."""
+    http_status: int
+    message: str
+    retry_after_s: int
+
+
+class _Call:
+    __slots__ = ("at", "tokens")
+
+    def __init__(self, at: float, tokens: int):
+        self.at, self.tokens = at, tokens
+
+
+class RateShares:
+    """The per-unit windows of one run set's gateway (thread-safe)."""
+
+    def __init__(self, limits: Mapping[str, RateLimit], units: int, clock: Callable[[], float] = time.monotonic):
+        self._limits = dict(limits)  # provider (or "*") -> the run's limit
+        self.units = max(1, units)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._windows: dict[tuple[str, str], deque[_Call]] = defaultdict(deque)
+
+    def limit(self, provider: str) -> RateLimit:
+        return self._limits.get(provider) or self._limits.get("*") or RateLimit()
+
+    def learn(self, provider: str, stated: RateLimit) -> None:
+        """Fills what the run did not configure for `provider` from the upstream's own statement."""
+        with self._lock:
+            known = self._limits.get(provider) or self._limits.get("*") or RateLimit()
+            self._limits[provider] = RateLimit(known.requests_per_minute or stated.requests_per_minute,
+                                               known.tokens_per_minute or stated.tokens_per_minute)
+
+    def share(self, provider: str) -> RateLimit:
+        limit = self.limit(provider)
+        return RateLimit(limit.requests_per_minute and max(1, limit.requests_per_minute // self.units),
+                         limit.tokens_per_minute and max(1, limit.tokens_per_minute // self.units))
+
+    def admit(self, unit: str, provider: str, request_bytes: int) -> _Call | OverShare | None:
+        """Takes a place in the unit's window (returned: settle it with the call's tokens), or the
+        refusal; None when the provider has no limit."""
+        share = self.share(provider)
+        if not share.limited:
+            return None
+        estimate = -(-request_bytes // BYTES_PER_TOKEN)
+        tokens_share = share.tokens_per_minute
+        if tokens_share and estimate > tokens_share:
+            return OverShare(413, f"this request alone (~{estimate} tokens at {BYTES_PER_TOKEN} bytes a token) is over "
+                                  f"this unit's share of the run's rate limit ({tokens_share} tokens per minute: "
+                                  f"{self.limit(provider).tokens_per_minute} among {self.units} concurrent units)", 60)
+        with self._lock:
+            now = self._clock()
+            window = self._windows[(unit, provider)]
+            while window and window[0].at <= now - WINDOW_S:
+                window.popleft()
+            wait = None
+            if share.requests_per_minute and len(window) >= share.requests_per_minute:
+                wait = window[len(window) - share.requests_per_minute].at + WINDOW_S - now
+                what = f"{share.requests_per_minute} requests per minute"
+            elif tokens_share and sum(c.tokens for c in window) + estimate > tokens_share:
+                used, freed = sum(c.tokens for c in window), 0
+                for call in window:  # the oldest calls leave the window first
+                    freed += call.tokens
+                    if used - freed + estimate <= tokens_share:
+                        wait = call.at + WINDOW_S - now
+                        break
+                what = f"{tokens_share} tokens per minute"
+            if wait is not None:
+                limit = self.limit(provider)
+                return OverShare(429, f"over this unit's share of the run's rate limit ({what}; the run's limit "
+                                      f"{limit.requests_per_minute or '-'} requests / {limit.tokens_per_minute or '-'} "
+                                      f"tokens per minute among {self.units} concurrent units)", max(1, int(wait + 0.999)))
+            call = _Call(now, estimate)
+            window.append(call)
+            return call
+
+    def settle(self, call: _Call, tokens: int) -> None:
+        """The tokens the upstream reported for an admitted call (0: none reported; the estimate stays)."""
+        if tokens > 0:
+            with self._lock:
+                call.tokens = tokens
