@@ -289,6 +289,13 @@ class _Handler(BaseHTTPRequestHandler):
             return False
         return True
 
+    def handle_expect_100(self) -> bool:
+        # a client waiting to be told to send a body over the cap is told 413 instead (do_POST)
+        length = self.headers.get("Content-Length", "").strip()
+        if length.isdigit() and int(length) > self.server.channel.gateway.settings.max_request_bytes:
+            return True
+        return super().handle_expect_100()
+
     def _body(self, cap: int) -> bytes:
         """The request body (framing already checked); BodyTooLarge past `cap` bytes, ValueError on a
         malformed chunk. Either leaves the connection unusable: the caller closes it."""
@@ -380,7 +387,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         except (ValueError, OSError) as exc:
             self.close_connection = True
-            self._error(400, "invalid_request_error", f"malformed request body: {exc}")
+            try:
+                self._error(400, "invalid_request_error", f"malformed request body: {exc}")
+            except OSError:  # the client hung up mid-body: no one to tell
+                pass
             return
         if memory:
             self._memory(channel, target[len("/membench/memory/"):], body)
