@@ -9,6 +9,12 @@ and refuses a call that would take a unit over its share in the last 60 seconds 
 (and `retry-after`): the calling unit's own 4xx, never the model's failure. A single request whose
 estimated tokens exceed the whole share can never pass and is refused with 413.
 
+The run's whole window is kept too: a unit that finished within the last minute still holds its
+calls in the key's window, so a call that fits its unit's share but not what the run has left is
+refused the same way (429, `retry-after` until the oldest calls age out) rather than sent to meet
+the provider's 429. No unit can fill the run's window alone (its share is a fraction of it), so
+such a refusal only ever delays a call.
+
 Tokens are counted as the upstream reports them (input + output) once a call is answered; until
 then, and for a call that reported none, a call counts as its request's bytes / 4 (BYTES_PER_TOKEN).
 With no limit configured or stated (a local server) nothing is refused.
@@ -79,7 +85,8 @@ class RateShares:
         self.units = max(1, units)
         self._clock = clock
         self._lock = threading.Lock()
-        self._windows: dict[tuple[str, str], deque[_Call]] = defaultdict(deque)
+        self._windows: dict[tuple[str, str], deque[_Call]] = defaultdict(deque)  # (unit, provider) -> its calls
+        self._run_windows: dict[str, deque[_Call]] = defaultdict(deque)  # provider -> every unit's calls
 
     def limit(self, provider: str) -> RateLimit:
         return self._limits.get(provider) or self._limits.get("*") or RateLimit()
@@ -97,8 +104,8 @@ class RateShares:
                          limit.tokens_per_minute and max(1, limit.tokens_per_minute // self.units))
 
     def admit(self, unit: str, provider: str, request_bytes: int) -> _Call | OverShare | None:
-        """Takes a place in the unit's window (returned: settle it with the call's tokens), or the
-        refusal; None when the provider has no limit."""
+        """Takes a place in the unit's window and the run's (returned: settle it with the call's
+        tokens), or the refusal; None when the provider has no limit."""
         share = self.share(provider)
         if not share.limited:
             return None
@@ -108,30 +115,25 @@ class RateShares:
             return OverShare(413, f"this request alone (~{estimate} tokens at {BYTES_PER_TOKEN} bytes a token) is over "
                                   f"this unit's share of the run's rate limit ({tokens_share} tokens per minute: "
                                   f"{self.limit(provider).tokens_per_minute} among {self.units} concurrent units)", 60)
+        limit = self.limit(provider)
         with self._lock:
             now = self._clock()
-            window = self._windows[(unit, provider)]
-            while window and window[0].at <= now - WINDOW_S:
-                window.popleft()
-            wait = None
-            if share.requests_per_minute and len(window) >= share.requests_per_minute:
-                wait = window[len(window) - share.requests_per_minute].at + WINDOW_S - now
-                what = f"{share.requests_per_minute} requests per minute"
-            elif tokens_share and sum(c.tokens for c in window) + estimate > tokens_share:
-                used, freed = sum(c.tokens for c in window), 0
-                for call in window:  # the oldest calls leave the window first
-                    freed += call.tokens
-                    if used - freed + estimate <= tokens_share:
-                        wait = call.at + WINDOW_S - now
-                        break
-                what = f"{tokens_share} tokens per minute"
+            window, whole = self._windows[(unit, provider)], self._run_windows[provider]
+            for calls in (window, whole):
+                while calls and calls[0].at <= now - WINDOW_S:
+                    calls.popleft()
+            wait = _wait(window, share, estimate, now)
             if wait is not None:
-                limit = self.limit(provider)
-                return OverShare(429, f"over this unit's share of the run's rate limit ({what}; the run's limit "
+                return OverShare(429, f"over this unit's share of the run's rate limit ({wait[1]}; the run's limit "
                                       f"{limit.requests_per_minute or '-'} requests / {limit.tokens_per_minute or '-'} "
-                                      f"tokens per minute among {self.units} concurrent units)", max(1, int(wait + 0.999)))
+                                      f"tokens per minute among {self.units} concurrent units)", wait[0])
+            wait = _wait(whole, limit, estimate, now)
+            if wait is not None:
+                return OverShare(429, f"the run's rate limit ({wait[1]}) is spent for the moment, by units "
+                                      "including ones that finished within the last minute", wait[0])
             call = _Call(now, estimate)
             window.append(call)
+            whole.append(call)
             return call
 
     def settle(self, call: _Call, tokens: int) -> None:
@@ -139,3 +141,22 @@ class RateShares:
         if tokens > 0:
             with self._lock:
                 call.tokens = tokens
+
+
+def _wait(window: deque[_Call], limit: RateLimit, estimate: int, now: float) -> tuple[int, str] | None:
+    """(seconds until `window` has room for one more call of `estimate` tokens under `limit`, what
+    binds), or None when it has room now."""
+    if limit.requests_per_minute and len(window) >= limit.requests_per_minute:
+        at = window[len(window) - limit.requests_per_minute].at
+        return max(1, int(at + WINDOW_S - now + 0.999)), f"{limit.requests_per_minute} requests per minute"
+    tokens = limit.tokens_per_minute
+    used = sum(c.tokens for c in window)
+    if tokens and used + estimate > tokens:
+        freed, at = 0, now
+        for call in window:  # the oldest calls leave the window first
+            freed += call.tokens
+            at = call.at
+            if used - freed + estimate <= tokens:
+                break
+        return max(1, int(at + WINDOW_S - now + 0.999)), f"{tokens} tokens per minute"
+    return None

@@ -335,6 +335,19 @@ def test_the_shares_follow_a_sliding_minute_and_count_tokens():
     assert not isinstance(shares.admit("u1", "openai", 3600), OverShare)
 
 
+def test_units_that_finished_within_the_minute_still_count_against_the_run():
+    now = [0.0]
+    shares = RateShares({"*": RateLimit(requests_per_minute=4)}, units=2, clock=lambda: now[0])
+    for unit in ("u1", "u1", "u2", "u2"):  # two units spend their shares, and finish
+        assert not isinstance(shares.admit(unit, "openai", 10), OverShare)
+    now[0] = 20.0
+    late = shares.admit("u3", "openai", 10)  # its own share is untouched, the key's window is not
+    assert isinstance(late, OverShare) and late.http_status == 429 and late.retry_after_s == 40
+    assert "spent for the moment" in late.message
+    now[0] = 60.5
+    assert not isinstance(shares.admit("u3", "openai", 10), OverShare)
+
+
 def test_a_limit_the_run_did_not_set_is_learned_from_the_preflight_probe(tmp_path):
     with ScriptedUpstream(SCRIPT, rpm=60) as upstream:
         gateway = ModelGateway(GatewaySettings({"*": upstream.base_url}, rate_units=4), blob_dir=tmp_path / "blobs")
