@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import defaultdict, deque
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -85,8 +85,8 @@ class RateShares:
         self.units = max(1, units)
         self._clock = clock
         self._lock = threading.Lock()
-        self._windows: dict[tuple[str, str], deque[_Call]] = defaultdict(deque)  # (unit, provider) -> its calls
-        self._run_windows: dict[str, deque[_Call]] = defaultdict(deque)  # provider -> every unit's calls
+        self._windows: dict[tuple[str, str], list[_Call]] = defaultdict(list)  # (unit, provider) -> its calls
+        self._run_windows: dict[str, list[_Call]] = defaultdict(list)  # provider -> every unit's calls
 
     def limit(self, provider: str) -> RateLimit:
         return self._limits.get(provider) or self._limits.get("*") or RateLimit()
@@ -118,10 +118,10 @@ class RateShares:
         limit = self.limit(provider)
         with self._lock:
             now = self._clock()
-            window, whole = self._windows[(unit, provider)], self._run_windows[provider]
-            for calls in (window, whole):
-                while calls and calls[0].at <= now - WINDOW_S:
-                    calls.popleft()
+            # `answered` moves calls later, so a window is not in order: every call is checked
+            since = now - WINDOW_S
+            window = self._windows[(unit, provider)] = [c for c in self._windows[(unit, provider)] if c.at > since]
+            whole = self._run_windows[provider] = [c for c in self._run_windows[provider] if c.at > since]
             wait = _wait(window, share, estimate, now)
             if wait is not None:
                 return OverShare(429, f"over this unit's share of the run's rate limit ({wait[1]}; the run's limit "
@@ -136,6 +136,13 @@ class RateShares:
             whole.append(call)
             return call
 
+    def answered(self, call: _Call) -> None:
+        """The upstream began its answer: it has counted the call by now, so the call stays in the
+        windows for a minute from here, never less than the provider keeps it (a window kept from
+        admission would free the place while the provider still counts the call)."""
+        with self._lock:
+            call.at = max(call.at, self._clock())
+
     def settle(self, call: _Call, tokens: int) -> None:
         """The tokens the upstream reported for an admitted call (0: none reported; the estimate stays)."""
         if tokens > 0:
@@ -143,17 +150,17 @@ class RateShares:
                 call.tokens = tokens
 
 
-def _wait(window: deque[_Call], limit: RateLimit, estimate: int, now: float) -> tuple[int, str] | None:
+def _wait(window: list[_Call], limit: RateLimit, estimate: int, now: float) -> tuple[int, str] | None:
     """(seconds until `window` has room for one more call of `estimate` tokens under `limit`, what
     binds), or None when it has room now."""
     if limit.requests_per_minute and len(window) >= limit.requests_per_minute:
-        at = window[len(window) - limit.requests_per_minute].at
+        at = sorted(c.at for c in window)[len(window) - limit.requests_per_minute]
         return max(1, int(at + WINDOW_S - now + 0.999)), f"{limit.requests_per_minute} requests per minute"
     tokens = limit.tokens_per_minute
     used = sum(c.tokens for c in window)
     if tokens and used + estimate > tokens:
         freed, at = 0, now
-        for call in window:  # the oldest calls leave the window first
+        for call in sorted(window, key=lambda c: c.at):  # the oldest calls leave the window first
             freed += call.tokens
             at = call.at
             if used - freed + estimate <= tokens:

@@ -580,6 +580,8 @@ class _ModelCall:
                 except OSError as exc:
                     self._unavailable("upstream_unreachable", f"cannot reach the upstream at {base}: {exc}")
                     return
+            if place is not None:
+                self.channel.gateway.shares.answered(place)
             self._relay(upstream, settings)
         finally:
             self.channel.track(connection, False)

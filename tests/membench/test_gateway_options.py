@@ -27,5 +27,6 @@ def test_an_unset_limit_is_learned_from_the_preflight_answer(tmp_path):
         gateway = start_gateway(ModelOptions(base_urls=(upstream.base_url,)), tmp_path, "rs", [TARGET], workers=4)
     assert gateway.shares.share("openai") == RateLimit(15, None)
     with ScriptedUpstream({"sessions": []}, rpm=60) as upstream:
-        gateway = start_gateway(ModelOptions(base_urls=(upstream.base_url,), rpm=8), tmp_path, "rs", [TARGET], workers=4)
+        options = ModelOptions(base_urls=(upstream.base_url,), rpm=8)
+        gateway = start_gateway(options, tmp_path, "rs", [TARGET], workers=4)
     assert gateway.shares.share("openai") == RateLimit(2, None)  # the run's own setting wins
