@@ -6,14 +6,15 @@ calls with 429. So the gateway splits the run's limit per provider — requests 
 minute, from `--model-rpm` / `--model-tpm`, else as the upstream stated them in the rate-limit
 headers of the pre-flight probe's answer — evenly among the run's concurrent units (`--workers`),
 and refuses a call that would take a unit over its share in the last 60 seconds with its own 429
-(and `retry-after`): the calling unit's own 4xx, never the model's failure. A single request whose
-estimated tokens exceed the whole share can never pass and is refused with 413.
+(and `retry-after`): the calling unit's own 4xx, never the model's failure. A unit with nothing in
+its window may send one call larger than its token share (a long context is slowed to a call a
+minute, not refused for good); a request whose estimated tokens exceed the run's whole limit can
+never pass at the provider either and is refused with 413.
 
 The run's whole window is kept too: a unit that finished within the last minute still holds its
-calls in the key's window, so a call that fits its unit's share but not what the run has left is
-refused the same way (429, `retry-after` until the oldest calls age out) rather than sent to meet
-the provider's 429. No unit can fill the run's window alone (its share is a fraction of it), so
-such a refusal only ever delays a call.
+calls in the key's window, and so may one large call, so a call that fits its unit's share but not
+what the run has left is refused the same way (429, `retry-after` until the oldest calls age out)
+rather than sent to meet the provider's 429: such a refusal delays a call for at most a minute.
 
 Tokens are counted as the upstream reports them (input + output) once a call is answered; until
 then, and for a call that reported none, a call counts as its request's bytes / 4 (BYTES_PER_TOKEN).
@@ -110,19 +111,20 @@ class RateShares:
         if not share.limited:
             return None
         estimate = -(-request_bytes // BYTES_PER_TOKEN)
-        tokens_share = share.tokens_per_minute
-        if tokens_share and estimate > tokens_share:
-            return OverShare(413, f"this request alone (~{estimate} tokens at {BYTES_PER_TOKEN} bytes a token) is over "
-                                  f"this unit's share of the run's rate limit ({tokens_share} tokens per minute: "
-                                  f"{self.limit(provider).tokens_per_minute} among {self.units} concurrent units)", 60)
         limit = self.limit(provider)
+        if limit.tokens_per_minute and estimate > limit.tokens_per_minute:
+            return OverShare(413, f"this request alone (~{estimate} tokens at {BYTES_PER_TOKEN} bytes a token) is over "
+                                  f"the run's whole rate limit ({limit.tokens_per_minute} tokens per minute): "
+                                  "no provider would take it", 60)
         with self._lock:
             now = self._clock()
             # `answered` moves calls later, so a window is not in order: every call is checked
             since = now - WINDOW_S
             window = self._windows[(unit, provider)] = [c for c in self._windows[(unit, provider)] if c.at > since]
             whole = self._run_windows[provider] = [c for c in self._run_windows[provider] if c.at > since]
-            wait = _wait(window, share, estimate, now)
+            # a unit with nothing in its window may send one call up to the run's whole limit: a long
+            # context is slowed to a call a minute, never refused for good
+            wait = _wait(window, share, estimate, now) if window else None
             if wait is not None:
                 return OverShare(429, f"over this unit's share of the run's rate limit ({wait[1]}; the run's limit "
                                       f"{limit.requests_per_minute or '-'} requests / {limit.tokens_per_minute or '-'} "

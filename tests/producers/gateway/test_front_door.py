@@ -329,10 +329,13 @@ def test_the_shares_follow_a_sliding_minute_and_count_tokens():
     assert shares.admit("u1", "anthropic", 10 ** 9) is None  # no limit for that provider: nothing refused
     now[0] += 30
     shares.settle(first, 950)  # the upstream counted more than the estimate
-    alone = shares.admit("u2", "openai", 4 * 1001)
-    assert isinstance(alone, OverShare) and alone.http_status == 413  # alone over the 1000-token share
-    now[0] += 31  # both of u1's calls left the window
-    assert not isinstance(shares.admit("u1", "openai", 3600), OverShare)
+    busy = shares.admit("u2", "openai", 4 * 1001)  # over the 1000-token share, with a call in its window
+    assert isinstance(busy, OverShare) and busy.http_status == 429
+    never = shares.admit("u3", "openai", 4 * 2001)  # over the run's whole 2000 tokens: no provider takes it
+    assert isinstance(never, OverShare) and never.http_status == 413
+    now[0] += 31  # all of u1's and u2's calls left the window
+    assert not isinstance(shares.admit("u1", "openai", 4 * 1500), OverShare)  # alone: one call over its share
+    assert isinstance(shares.admit("u1", "openai", 40), OverShare)  # and then it waits
 
 
 def test_units_that_finished_within_the_minute_still_count_against_the_run():
