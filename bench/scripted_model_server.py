@@ -46,6 +46,13 @@ real provider refuses a misconfigured client (the gateway's pre-flight, docs/gat
 (a call without `Authorization: Bearer KEY` or `x-api-key: KEY` gets 401), `apis` (the wire APIs
 it speaks, e.g. `("chat_completions",)`: any other path gets 404), `models` (the model names it
 knows: another gets 404 `model_not_found`).
+
+Knobs of a provider's limits, for the gateway's front-door tests: `rpm` (the key's requests per
+minute, one window for every caller as a provider keeps it: past it a call gets 429 "Rate limit
+reached"; every answer states the limit in `x-ratelimit-limit-requests`), and `max_body` (a proxy's
+body-size limit: a request declaring a longer body is answered 413 and the connection closed
+without reading it, as nginx does). `requests` holds each arrival's raw request target (`target`)
+besides the path the server saw.
 """
 
 from __future__ import annotations
@@ -261,12 +268,30 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", "0")
         self.end_headers()
 
+    def end_headers(self) -> None:
+        if self.server.upstream.rpm:
+            self.send_header("x-ratelimit-limit-requests", str(self.server.upstream.rpm))
+        super().end_headers()
+
     def do_POST(self) -> None:
         upstream: ScriptedUpstream = self.server.upstream
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        upstream.requests.append({"path": self.path, "headers": dict(self.headers), "body": raw})
+        target = self.requestline.split(" ")[1] if self.requestline.count(" ") >= 2 else self.path
+        declared = int(self.headers.get("Content-Length") or 0)
+        if upstream.max_body is not None and declared > upstream.max_body:
+            upstream.requests.append({"path": self.path, "target": target, "headers": dict(self.headers),
+                                      "body": b"", "refused": declared})
+            self.close_connection = True  # the unread body: closing now resets the sender's upload
+            self._send(413, b"<html><body><h1>413 Request Entity Too Large</h1></body></html>", "text/html")
+            return
+        raw = self.rfile.read(declared)
+        upstream.requests.append({"path": self.path, "target": target, "headers": dict(self.headers), "body": raw})
         if upstream.delay_s:
             time.sleep(upstream.delay_s)
+        if upstream.over_rate():
+            payload = {"error": {"type": "requests", "code": "rate_limit_exceeded",
+                                 "message": f"Rate limit reached for requests: limit {upstream.rpm} per min"}}
+            self._send(429, json.dumps(payload).encode(), "application/json")
+            return
         if upstream.status:
             payload = json.dumps({"error": {"type": "server_error", "message": "scripted failure"}}).encode()
             self._send(upstream.status, payload, "application/json")
@@ -429,14 +454,30 @@ class ScriptedUpstream:
     """`with ScriptedUpstream(script) as up:` serves on up.base_url (loopback, a free port)."""
 
     def __init__(self, script: dict[str, Any] | None = None, status: int = 0, delay_s: float = 0.0, chunks: int = 1,
-                 key: str | None = None, apis: tuple[str, ...] | None = None, models: tuple[str, ...] | None = None):
+                 key: str | None = None, apis: tuple[str, ...] | None = None, models: tuple[str, ...] | None = None,
+                 rpm: int | None = None, max_body: int | None = None):
         self.model = ScriptedModel(script or {"sessions": []})
         self.status, self.delay_s, self.chunks = status, delay_s, chunks
         self.key, self.apis, self.models = key, apis, models
+        self.rpm, self.max_body = rpm, max_body
+        self._window: list[float] = []  # arrival times in the key's last minute (rpm)
+        self._window_lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.upstream = self
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def over_rate(self) -> bool:
+        """Takes a place in the key's one-minute window; True when it is full (a 429)."""
+        if not self.rpm:
+            return False
+        with self._window_lock:
+            now = time.monotonic()
+            self._window = [t for t in self._window if t > now - 60.0]
+            if len(self._window) >= self.rpm:
+                return True
+            self._window.append(now)
+            return False
 
     def refusal(self, api: str | None, headers: Any, raw: bytes) -> tuple[int, dict[str, Any]] | None:
         """(status, body) of a misconfigured client's answer, in the order real providers check:

@@ -135,7 +135,7 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
 
     gateway = start_gateway(model, settings.runs_dir, run_set,
                             targets_for(made, model.memory_model if any(is_model_driven(c) for c in condition_list)
-                                        else None))
+                                        else None), workers=workers)
     config = RunConfig(run_set, agent, read_budget=read_budget, code_digest=code_digest(), gateway=gateway, loop=loop,
                        memory_model=model.memory_model)
     report = run_embedded(loaded, plan_grid(loaded, condition_list, seed_list), config, sandbox_name, settings,

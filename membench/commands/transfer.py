@@ -119,7 +119,8 @@ def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, wo
         raise UsageError(f"--model-replay {run_set}: a run set cannot replay itself; name another --run-set")
     from producers.gateway.preflight import targets_for
 
-    gateway = start_gateway(model, settings.runs_dir, run_set, targets_for(made, user_model=user_model))
+    gateway = start_gateway(model, settings.runs_dir, run_set, targets_for(made, user_model=user_model),
+                            workers=workers)
     config = RunConfig(run_set, made.name, read_budget=read_budget, code_digest=code_digest(),
                        blob_dir=settings.runs_dir / run_set / "blobs", gateway=gateway, loop=loop, user=user)
 

@@ -209,7 +209,7 @@ def test_memory_tools_through_the_relay_and_the_mcp_server(tmp_path):
     assert not events.of("ModelCall")
 
 
-def test_other_paths_answer_without_a_model_call(tmp_path):
+def test_other_paths_are_answered_by_the_gateway_as_the_agents_own(tmp_path):
     channel, events = open_channel(GatewaySettings({"*": "http://127.0.0.1:9/v1"}), tmp_path)
     with channel:
         connection = UnixHTTPConnection(channel.socket_path)
@@ -218,7 +218,10 @@ def test_other_paths_answer_without_a_model_call(tmp_path):
         connection.close()
         assert post(channel, "/v1/models", {})[0] == 404
         assert post(channel, "/membench/memory/search", {"query": "x"})[0] == 404  # no memory tools here
-    assert not events and channel.failure is None
+    # the unserved POST is the agent's own error on the record; nothing was forwarded, nothing excludes
+    (call,) = events.of("ModelCall")
+    assert (call["status"], call["http_status"]) == ("client_error", 404) and "/v1/models" in call["error"]
+    assert channel.failure is None
 
 
 def test_closing_a_channel_cuts_a_call_in_flight_without_blaming_the_model(tmp_path):
