@@ -12,6 +12,7 @@ from typing import Any, Callable, Protocol
 
 from producers.emitter import RunEmitter
 from producers.memory_systems.base import MemoryContext
+from schemas.events import bounded_text
 from schemas.pack_format import Solution
 
 
@@ -39,8 +40,9 @@ def note_output_cut(emitter: RunEmitter, result: Any) -> None:
     if not dropped:
         return
     kept = len(result.stdout.encode("utf-8", "surrogatepass"))
-    emitter.emit("Turn", {"role": "system", "text": f"agent stdout cut at the sandbox's limit: kept {kept} bytes, "
-                                                    f"dropped {dropped} bytes", "source_event_id": None,
+    emitter.emit("Turn", {"role": "system", "text": bounded_text(f"agent stdout cut at the sandbox's limit: kept "
+                                                                 f"{kept} bytes, dropped {dropped} bytes"),
+                          "source_event_id": None,
                           "source_kind": OUTPUT_TRUNCATED, "input_tokens": 0, "cached_tokens": 0, "output_tokens": 0,
                           "reasoning_tokens": 0, "latency_ms": 0}, visibility="harness")
 
