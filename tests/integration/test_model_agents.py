@@ -101,7 +101,8 @@ def test_a_real_cli_fixes_the_smoke_pack_recorded_then_replayed(cli, home, bwrap
     assert proc.returncode != 0 and "ModelCall m1 is recorded but its response body" in proc.stdout + proc.stderr
 
 
-def test_the_builtin_loop_searches_memory_and_a_missing_recording_excludes(cli, home, bwrap_sandbox, currency_pack):
+def test_the_builtin_loop_searches_memory_and_a_missing_recording_is_the_agents_divergence(cli, home, bwrap_sandbox,
+                                                                                           currency_pack):
     script = script_from_pack(currency_pack)
     for session in script["sessions"]:
         session["search"] = "default currency code"
@@ -120,14 +121,18 @@ def test_the_builtin_loop_searches_memory_and_a_missing_recording_excludes(cli, 
     names = [e.payload["name"] for e in evs if e.kind == "ToolCall"]
     assert names.count("search_memory") == 3 and names.count("write_file") == 3 and names.count("finish") == 3
 
-    # a replay whose requests differ (another model name) misses: excluded, never an agent failure
+    # a replay whose requests differ (another model name) misses: the agent's divergence, reported by
+    # the failure taxonomy, never an exclusion (an agent could vary its prompt in the cells it chose)
     proc = cli(*run_args(currency_pack, "openai:another-model", "miss", "--model-replay", "loop"))
     assert proc.returncode == 0, proc.stderr
     missed = events(home, "miss")
-    assert run_end(missed) == {"status": "excluded", "error_type": "model_replay_miss"}
-    assert not outcomes(missed)
-    row = cli("sql", "SELECT excluded, exclusion_reason FROM run_results WHERE run_set = 'miss'", check=True).stdout
-    assert row.split() == ["true", "model_replay_miss"]
+    assert run_end(missed) == {"status": "completed", "error_type": None}
+    assert {e.payload["status"] for e in missed if e.kind == "ModelCall"} == {"replay_miss"}
+    row = cli("sql", "SELECT excluded, scored_passed FROM run_results WHERE run_set = 'miss'", check=True).stdout
+    assert row.split() == ["false", "false"]
+    rules = cli("sql", "SELECT DISTINCT rule FROM failures WHERE run_set = 'miss'", check=True).stdout.split()
+    assert rules == ["model_replay_diverged"]
+    assert cli("replay", str(home / "runs" / "miss" / "events.avro"), "--verify").returncode == 0
 
 
 def test_an_unavailable_upstream_excludes_the_unit(cli, home, bwrap_sandbox, currency_pack):
