@@ -154,6 +154,36 @@ def test_an_unavailable_upstream_excludes_the_unit(cli, home, bwrap_sandbox, cur
     assert (condition["cells"], condition["passed"], condition["excluded"]) == (1, 1, 0)
 
 
+def test_a_request_too_large_in_the_scored_session_is_the_agents_failure_not_an_exclusion(cli, home, bwrap_sandbox,
+                                                                                           currency_pack):
+    """Attack class (a) through the real CLI: every request of the scored session is too large for
+    the provider's per-minute limit (429 "Request too large", however often retried) while the
+    gateway's probe of the configured model gets through. Both conditions lose their scored cell as
+    the agent's failure, nothing is excluded, and the log verifies. The control — a provider that
+    answers the probe 429/5xx as well, a genuine outage — excludes:
+    test_an_unavailable_upstream_excludes_the_unit, and the units-level controls in
+    tests/producers/test_gateway_chosen_exclusions.py."""
+    with ScriptedUpstream(script_from_pack(currency_pack), too_large="make_invoice(lines") as upstream:
+        proc = cli("run", str(currency_pack), "--agent", "openai:local-model", "--conditions", "B0,B5", "--seeds", "1",
+                   "--run-set", "too-large", "--workers", "1", "--model-base-url", upstream.base_url)
+    assert proc.returncode == 0, proc.stderr
+    evs = events(home, "too-large")
+    assert [e.payload for e in evs if e.kind == "RunEnded"] == [{"status": "completed", "error_type": None}] * 2
+    refused = [e.payload for e in evs if e.kind == "ModelCall" and e.payload["http_status"] == 429]
+    assert refused and {(c["status"], c["purpose"]) for c in refused} == {("request_failed", "agent")}
+    assert {e.session_index for e in evs if e.kind == "ModelCall" and e.payload["http_status"] == 429} == {3}
+    rows = cli("sql", "SELECT condition, excluded, scored_passed FROM run_results WHERE run_set = 'too-large' "
+                      "ORDER BY condition", check=True).stdout.split("\n")
+    assert [r.split() for r in rows if r] == [["B0", "false", "false"], ["B5", "false", "false"]]
+    rules = cli("sql", "SELECT DISTINCT rule FROM failures WHERE run_set = 'too-large' AND scored",
+                check=True).stdout.split()
+    assert rules == ["model_request_failed"]
+    report = json.loads((home / "runs" / "too-large" / "report.json").read_text())
+    assert {c["condition"]: (c["cells"], c["excluded"], c["passed"]) for c in report["conditions"]} == {
+        "B0": (1, 0, 0), "B5": (1, 0, 0)}
+    assert cli("replay", str(home / "runs" / "too-large" / "events.avro"), "--verify").returncode == 0
+
+
 def test_model_options_are_checked_before_anything_runs(cli_inproc, home, currency_pack):
     proc = cli_inproc("run", str(currency_pack), "--agent", "codex")
     assert proc.returncode == 2 and "needs --model-base-url" in proc.stderr
