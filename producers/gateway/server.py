@@ -72,7 +72,8 @@ PREFLIGHT = "preflight"  # ModelCall.purpose of the gateway's own probe (preflig
 
 
 class ModelUnavailable(RuntimeError):
-    """The model could not answer (upstream unreachable, timeout, 5xx/429); the unit is excluded."""
+    """The model could not answer (upstream unreachable, timeout, 5xx/429 through the retries) and the
+    gateway's own probe of the configured model failed too: the unit is excluded."""
     reason = "model_unavailable"
 
 
@@ -428,7 +429,8 @@ class _ModelCall:
             return
         answer, body = found
         self.http_status, self.streamed = answer.http_status, answer.streamed
-        self.status = "ok" if answer.http_status < 400 else "client_error"
+        self.status = ("ok" if answer.http_status < 400 else
+                       "request_failed" if retryable(answer.http_status) else "client_error")
         if answer.streamed:
             tracker = StreamUsage(self.api)
             tracker.feed(body)

@@ -257,3 +257,33 @@ def _swallow(fn, *args):
         fn(*args)
     except OSError:
         pass
+
+
+def test_a_transient_429_is_retried_and_a_requests_own_429_replays_as_its_failure(tmp_path):
+    """The gateway retries before the agent sees anything: a rate limit that clears is an answer
+    (`ok`, one call, nothing excluded). A 429 only this request meets (the probe of the configured
+    model is answered) is relayed as the request's failure, recorded, and replayed as the same
+    failure."""
+    with ScriptedUpstream(SCRIPT, fail_first=1) as upstream:
+        channel, events = open_channel(GatewaySettings({"*": upstream.base_url}), tmp_path, targets=[AGENT_TARGET])
+        with channel:
+            status, _ = post(channel, "/v1/chat/completions", {"model": "m", "messages": [{"role": "user",
+                                                                                           "content": "fix the bug"}]})
+    assert status == 200 and channel.failure is None and len(upstream.requests) == 2
+    assert [c["status"] for c in events.of("ModelCall")] == ["ok"]
+
+    request = {"model": "m", "messages": [{"role": "user", "content": "BIG " * 100}]}
+    with ScriptedUpstream(SCRIPT, too_large="BIG") as upstream:
+        channel, events = open_channel(GatewaySettings({"*": upstream.base_url}, record=True), tmp_path,
+                                       targets=[AGENT_TARGET])
+        with channel:
+            status, body = post(channel, "/v1/chat/completions", request)
+    assert status == 429 and "Request too large" in json.loads(body)["error"]["message"]
+    (call,) = events.of("ModelCall")
+    assert (call["status"], call["recorded"], channel.failure) == ("request_failed", True, None)
+    recording = Recording(tmp_path / "blobs", {("suite/task/B0/1", call["match_digest"]): [
+        RecordedAnswer(429, False, call["response_digest"])]}, "rs")
+    channel, replayed = open_channel(GatewaySettings(), tmp_path, replay=recording)
+    with channel:
+        assert post(channel, "/v1/chat/completions", request) == (429, body)
+    assert [(c["status"], c["http_status"]) for c in replayed.of("ModelCall")] == [("request_failed", 429)]
