@@ -174,13 +174,18 @@ class ModelGateway:
         names its own model): the caller's failure, never an exclusion it could choose."""
         from producers.gateway.preflight import probe
 
+        target = self.outage_target(provider, api, role)
+        if target is None:
+            return None
+        result = probe(self, target)
+        return result if not result.ok or retryable(result.http_status) else None
+
+    def outage_target(self, provider: str, api: str, role: str):
+        """The configured target `outage` probes for this caller, or None (nothing to probe)."""
         ranked = ([t for t in self.targets if (t.provider, t.role, t.api) == (provider, role, api)]
                   + [t for t in self.targets if (t.provider, t.role) == (provider, role)]
                   + [t for t in self.targets if t.provider == provider])
-        if not ranked:
-            return None
-        result = probe(self, ranked[0])
-        return result if not result.ok or retryable(result.http_status) else None
+        return ranked[0] if ranked else None
 
     @property
     def mode(self) -> str:
@@ -508,12 +513,15 @@ class _ModelCall:
         if self.channel.purpose == PREFLIGHT:
             self.channel.fail(ModelUnavailable(message))
             return True
-        found = self.channel.gateway.outage(self.provider, self.api, self.channel.role)
-        keys = tuple(self.channel.gateway.settings.keys.values())
+        gateway = self.channel.gateway
+        found = gateway.outage(self.provider, self.api, self.channel.role)
+        keys = tuple(gateway.settings.keys.values())
         if found is None:
             self.status = "request_failed"
-            self.error = error_text(f"{message}; the gateway's probe of the configured model was answered: "
-                                    "the request's own failure, not an outage", keys)
+            why = ("the gateway's probe of the configured model was answered"
+                   if gateway.outage_target(self.provider, self.api, self.channel.role) is not None
+                   else "the run configured no model of this provider for this caller to probe")
+            self.error = error_text(f"{message}; {why}: the request's own failure, not an outage", keys)
             return False
         probe_text = error_text(found.message, keys)
         if found.problem in ("key", "wire_api", "model"):
