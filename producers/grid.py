@@ -251,8 +251,10 @@ def _act_and_score(pack: Pack, seq: Sequence, session, start: dict[str, bytes], 
     Once the agent is started, a harness exception is this session's failure, not the unit's
     exclusion: the traceback is recorded in a harness Turn, the verdict is `harness_error`, the
     session's start tree carries on and the run goes on (docs/design.md §5). Only isolation or a
-    model that is unavailable still excludes, and isolation only when the backend also fails on
-    the pack's untouched base checkout (_isolation_proven)."""
+    model that is unavailable still excludes: isolation only when the backend also fails on the
+    pack's untouched base checkout (_isolation_proven), a model only when the gateway's own probe of
+    the configured model fails too (docs/gateway.md), and neither once the scored session's
+    verdict is recorded (_run_sessions)."""
     context = memory.read(session.instruction, config.read_budget)
     if getattr(memory, "uses_memory", True):
         emitter.emit("MemoryRead", {
