@@ -233,6 +233,7 @@ class Channel:
         self.failure: ModelUnavailable | None = None
         self._upstreams: set[http.client.HTTPConnection] = set()  # calls in flight, cut when the session ends
         self.closing = False
+        self._closed = threading.Event()  # set when the session ends: a retry's wait stops at once
         self.checked = False  # a refused call has been checked against the gateway's probe (_check_configuration)
         self.replay: ReplayCursor | None = gateway.replay.cursor(unit_id) if gateway.replay else None
         self.directory = Path(tempfile.mkdtemp(prefix="membench-gw-"))
@@ -269,6 +270,10 @@ class Channel:
     def calls(self) -> int:
         return self._calls
 
+    @property
+    def closed(self) -> threading.Event:
+        return self._closed
+
     def fail(self, failure: ModelUnavailable) -> None:
         with self._lock:
             if self.failure is None:
@@ -285,6 +290,7 @@ class Channel:
         with self._lock:
             self.closing = True
             cut = list(self._upstreams)
+        self._closed.set()
         for connection in cut:
             if connection.sock is not None:
                 try:
@@ -477,9 +483,8 @@ class _ModelCall:
         failed, retry_after = ("", ""), None
         for attempt in range(retries + 1):
             if attempt:
-                if self.channel.closing:
-                    break
-                time.sleep(settings.backoff(attempt - 1, retry_after))
+                if self.channel.closed.wait(settings.backoff(attempt - 1, retry_after)):
+                    break  # the session ended while waiting
                 self.retried = attempt
             connection = connection_type(url.hostname, url.port, timeout=settings.timeout_s)
             self.channel.track(connection, True)

@@ -287,3 +287,26 @@ def test_a_transient_429_is_retried_and_a_requests_own_429_replays_as_its_failur
     with channel:
         assert post(channel, "/v1/chat/completions", request) == (429, body)
     assert [(c["status"], c["http_status"]) for c in replayed.of("ModelCall")] == [("request_failed", 429)]
+
+
+def test_a_session_that_ends_during_a_retrys_wait_stops_it_at_once(tmp_path):
+    """The wait before a retry ends with the session: the call is `incomplete` (cut by the session's
+    end, never the model's failure) and closing the channel does not wait out the backoff."""
+    import threading
+    import time
+
+    with ScriptedUpstream(status=503) as upstream:
+        channel, events = open_channel(GatewaySettings({"*": upstream.base_url}, backoff_s=20), tmp_path,
+                                       targets=[AGENT_TARGET])
+        caller = threading.Thread(target=_swallow, args=(post, channel, "/v1/chat/completions",
+                                                         {"model": "m", "messages": []}))
+        caller.start()
+        deadline = time.monotonic() + 10
+        while not upstream.requests and time.monotonic() < deadline:
+            time.sleep(0.02)
+        started = time.monotonic()
+        channel.close()
+        caller.join(10)
+    assert time.monotonic() - started < 5
+    assert [c["status"] for c in events.of("ModelCall")] == ["incomplete"] and channel.failure is None
+    assert len(upstream.requests) == 1  # no retry after the session ended
