@@ -1,10 +1,12 @@
 """Agent stdout past the sandbox's limit (STDOUT_LIMIT, 4 MiB) is cut; a harness Turn says how much
 was dropped, so a cut transcript is never read as the agent's whole output. Real bubblewrap, the
-real command agent; the podman backend's reader counts the same way (unit-level)."""
+real command agent; the podman backend counts what it drops too."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from producers.agents.base import OUTPUT_TRUNCATED, AgentTask
 from producers.agents.command import CommandAgent
@@ -39,6 +41,16 @@ def test_stdout_past_the_limit_leaves_a_harness_event_saying_how_much_was_droppe
     assert cut.payload["text"]["text"] == (f"agent stdout cut at the sandbox's limit: kept {STDOUT_LIMIT} bytes, "
                                            f"dropped {printed - STDOUT_LIMIT} bytes")
     assert _act(bwrap_sandbox, tmp_path, 1000) == []  # the control: under the limit nothing is said
+
+
+@pytest.mark.docker
+def test_the_podman_backend_counts_the_stdout_it_drops(docker_sandbox, tmp_path):
+    from sandbox.base import SandboxSpec
+
+    spec = SandboxSpec(workspace=tmp_path, ro_mounts={}, rw_mounts={}, wall_time_s=60, cpu_time_s=60, memory_mb=512,
+                       max_processes=64)
+    result = docker_sandbox.run(["python3", "-c", f"import sys; sys.stdout.write('x' * {FLOOD})"], spec)
+    assert (len(result.stdout), result.stdout_dropped) == (STDOUT_LIMIT, FLOOD - STDOUT_LIMIT)
 
 
 def test_the_podman_backends_reader_counts_what_it_drops():
