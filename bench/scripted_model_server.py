@@ -45,7 +45,11 @@ before answering), `chunks` (split the final text over that many stream events),
 real provider refuses a misconfigured client (the gateway's pre-flight, docs/gateway.md): `key`
 (a call without `Authorization: Bearer KEY` or `x-api-key: KEY` gets 401), `apis` (the wire APIs
 it speaks, e.g. `("chat_completions",)`: any other path gets 404), `models` (the model names it
-knows: another gets 404 `model_not_found`).
+knows: another gets 404 `model_not_found`). And the two ways a provider's rate limit answers:
+`too_large` (a request whose body holds that text gets 429 "Request too large … tokens per min",
+as a provider answers one request over the key's per-minute limit, however often it is retried)
+and `fail_first` (the first N calls get 429 "Rate limit reached", then calls are served: a
+transient limit).
 
 Knobs of a provider's limits, for the gateway's front-door tests: `rpm` (the key's requests per
 minute, one window for every caller as a provider keeps it: past it a call gets 429 "Rate limit
@@ -296,6 +300,11 @@ class _Handler(BaseHTTPRequestHandler):
             payload = json.dumps({"error": {"type": "server_error", "message": "scripted failure"}}).encode()
             self._send(upstream.status, payload, "application/json")
             return
+        limited = upstream.rate_limited(raw)
+        if limited is not None:
+            self._send(429, json.dumps({"error": {"type": "tokens", "code": "rate_limit_exceeded",
+                                                  "message": limited}}).encode(), "application/json")
+            return
         path = self.path.split("?")[0]
         api = ("responses" if path.endswith("/responses") else "messages" if path.endswith("/messages")
                else "chat_completions" if path.endswith("/chat/completions")
@@ -455,13 +464,16 @@ class ScriptedUpstream:
 
     def __init__(self, script: dict[str, Any] | None = None, status: int = 0, delay_s: float = 0.0, chunks: int = 1,
                  key: str | None = None, apis: tuple[str, ...] | None = None, models: tuple[str, ...] | None = None,
-                 rpm: int | None = None, max_body: int | None = None):
+                 rpm: int | None = None, max_body: int | None = None, too_large: str | None = None,
+                 fail_first: int = 0):
         self.model = ScriptedModel(script or {"sessions": []})
         self.status, self.delay_s, self.chunks = status, delay_s, chunks
         self.key, self.apis, self.models = key, apis, models
         self.rpm, self.max_body = rpm, max_body
         self._window: list[float] = []  # arrival times in the key's last minute (rpm)
         self._window_lock = threading.Lock()
+        self.too_large, self.fail_first = too_large, fail_first
+        self._limit_lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.upstream = self
@@ -498,6 +510,17 @@ class ScriptedUpstream:
             if model not in self.models:
                 return 404, {"error": {"type": "invalid_request_error", "code": "model_not_found",
                                        "message": f"The model `{model}` does not exist or you do not have access to it."}}
+        return None
+
+    def rate_limited(self, raw: bytes) -> str | None:
+        """The message of a 429 this request gets (module doc: `too_large`, `fail_first`), or None."""
+        if self.too_large is not None and self.too_large.encode() in raw:
+            return (f"Request too large for gpt-4o-mini on tokens per min (TPM): Limit 30000, Requested "
+                    f"{30000 + len(raw)}. The input or output tokens must be reduced in order to run successfully.")
+        with self._limit_lock:
+            if self.fail_first > 0:
+                self.fail_first -= 1
+                return "Rate limit reached for gpt-4o-mini on requests per min (RPM): Limit 3, Used 3, Requested 1."
         return None
 
     @property

@@ -47,6 +47,7 @@ class SandboxResult:
     duration_ms: int
     peak_memory_mb: int | None = None  # the whole sandbox's peak, where a cgroup measured it
     memory_limit_hits: int = 0  # allocations refused or OOM kills at the whole-sandbox memory limit
+    stdout_dropped: int = 0  # bytes of stdout past the backend's limit (STDOUT_LIMIT), read and not kept
 
 
 @dataclass(frozen=True)

@@ -277,7 +277,7 @@ class BwrapSandbox:
             if isinstance(doc, dict) and "exit-code" in doc and not timed_out:
                 exit_code = int(doc["exit-code"])
         if cgroup is None:
-            return SandboxResult(exit_code, stdout, stderr, timed_out, duration)
+            return SandboxResult(exit_code, stdout, stderr, timed_out, duration, stdout_dropped=out.dropped)
         return SandboxResult(exit_code, stdout, stderr, timed_out, duration,
                              peak_memory_mb=cgroup.peak_memory_bytes() >> 20,
-                             memory_limit_hits=cgroup.memory_limit_hits())
+                             memory_limit_hits=cgroup.memory_limit_hits(), stdout_dropped=out.dropped)

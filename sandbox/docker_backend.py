@@ -35,16 +35,21 @@ def _limit(kind: int, wanted: int) -> int:
     return wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
 
 
-def _read_capped(stream, limit: int, keep: str) -> str:
+def _read_capped(stream, limit: int, keep: str) -> tuple[str, int]:
+    """(the head or tail of at most `limit` bytes, how many bytes were read and dropped)."""
     data = bytearray()
+    total = 0
     for chunk in stream:
+        total += len(chunk)
+        if keep == "head":
+            if len(data) < limit:  # past the limit the rest is only counted
+                data += chunk[:limit - len(data)]
+            continue
         data += chunk
-        if keep == "head" and len(data) >= limit:
-            break
-        if keep == "tail" and len(data) > 2 * limit:
+        if len(data) > 2 * limit:
             del data[: len(data) - limit]
     data = data[:limit] if keep == "head" else data[-limit:]
-    return bytes(data).decode("utf-8", "replace")
+    return bytes(data).decode("utf-8", "replace"), total - len(data)
 
 
 class _Stopped(Exception):
@@ -214,11 +219,11 @@ class DockerSandbox:
                     except Exception:
                         pass
                 duration = int((time.monotonic() - started) * 1000)
-                stdout = _read_capped(container.logs(stdout=True, stderr=False, stream=True, follow=False),
-                                      STDOUT_LIMIT, "head")
-                stderr = _read_capped(container.logs(stdout=False, stderr=True, stream=True, follow=False),
-                                      STDERR_LIMIT, "tail")
-                return SandboxResult(exit_code, stdout, stderr, timed_out, duration)
+                stdout, dropped = _read_capped(container.logs(stdout=True, stderr=False, stream=True, follow=False),
+                                               STDOUT_LIMIT, "head")
+                stderr, _ = _read_capped(container.logs(stdout=False, stderr=True, stream=True, follow=False),
+                                         STDERR_LIMIT, "tail")
+                return SandboxResult(exit_code, stdout, stderr, timed_out, duration, stdout_dropped=dropped)
             finally:
                 try:
                     container.remove(force=True)

@@ -21,6 +21,10 @@ from sandbox.registry import get_sandbox
 
 REPO = Path(__file__).resolve().parent.parent
 
+# the model gateway waits this long before its first retry of a failed upstream call (1 s by default,
+# doubling): tests that provoke 429s, 5xx and timeouts on purpose need not wait (docs/gateway.md)
+os.environ.setdefault("MEMBENCH_MODEL_RETRY_BACKOFF_S", "0.01")
+
 pytest_plugins = ["tests.cpu_accounting"]  # per-test CPU when MEMBENCH_TEST_CPU is set (docs/benchmarks.md)
 
 

@@ -43,7 +43,7 @@ def model_options(command):
     @click.option("--model-prices", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
                   help="price table (JSON, USD per million tokens) replacing the built-in one")
     @click.option("--model-timeout", type=click.FloatRange(0.1), default=600.0, show_default=True,
-                  help="seconds the upstream may stay silent before a call is model_unavailable")
+                  help="seconds the upstream may stay silent before a call is retried (docs/gateway.md)")
     @click.option("--max-steps", type=click.IntRange(1), default=50, show_default=True,
                   help="openai:MODEL agent: model calls per session")
     @click.option("--max-tokens", type=click.IntRange(1), default=1_000_000, show_default=True,

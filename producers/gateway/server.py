@@ -26,16 +26,20 @@ and sets the provider's key (settings.keys), read from the host's environment. T
 written: not into the sandbox, not into an event, not into a recording (headers are not
 recorded).
 
-Failures that are not the agent's (docs/gateway.md): the upstream unreachable, a timeout, an
-upstream 5xx or 429, a request with no recording in replay mode, and a 401/403/404/405 that the
-gateway's own probe of the configured model reproduces (preflight.py: the harness is
-misconfigured). The agent gets an error answer
-(so it stops soon), the ModelCall says what happened, and the channel keeps the first failure:
-the agent then raises it and the runner records the unit as `excluded` with the reason
-(`model_unavailable`, `model_replay_miss`, `model_misconfigured`) — never as an agent failure. A
-4xx other than 429 (e.g. a context that is too long, or a model the agent chose itself) is the
-agent's own request: passed through, status `client_error`, not excluding; so is a call to a
-provider the run never configured for the caller (no upstream: a 404 from the gateway).
+What an agent sends can fail its session, never exclude its unit (docs/gateway.md). An upstream
+429 or 5xx, a timeout or an unreachable upstream is retried (settings.retries, with backoff); when it
+persists, the gateway probes the target the run configured for the caller (preflight.py). Only
+when that probe fails as well is the harness's model unavailable (or misconfigured): the agent gets
+an error answer (so it stops soon), the ModelCall says what happened, and the channel keeps the
+first failure, which the agent raises and the runner records as the unit's `excluded` reason
+(`model_unavailable`, `model_misconfigured`). The same holds for a 401/403/404/405 (the harness is
+misconfigured only when the probe is refused too). When the probe is answered, the failure was the
+request's own (its size, its rate, its model): the upstream's answer is relayed, the ModelCall's
+status is `request_failed`, and the session is scored — the agent's failure. A 4xx other than 429
+(e.g. a context that is too long) is the agent's request too (`client_error`), and so is a call to
+a provider the run never configured for the caller (no upstream: a 404 from the gateway). In replay
+mode a request the recording does not hold is the agent's divergence (`replay_miss`), never an
+exclusion: the agent could otherwise vary its prompt in the cells it chooses to remove.
 """
 
 from __future__ import annotations
@@ -83,7 +87,8 @@ PREFLIGHT = "preflight"  # ModelCall.purpose of the gateway's own probe (preflig
 
 
 class ModelUnavailable(RuntimeError):
-    """The model could not answer (upstream unreachable, timeout, 5xx/429); the unit is excluded."""
+    """The model could not answer (upstream unreachable, timeout, 5xx/429 through the retries) and the
+    gateway's own probe of the configured model failed too: the unit is excluded."""
     reason = "model_unavailable"
 
 
@@ -93,9 +98,25 @@ class ModelMisconfigured(ModelUnavailable):
     reason = "model_misconfigured"
 
 
-class ModelReplayMiss(ModelUnavailable):
-    """Replay mode met a request the recording does not hold; the unit is excluded."""
-    reason = "model_replay_miss"
+# A failed call is retried this many times (a 429, a 5xx, a timeout, no connection), waiting
+# backoff_s, then twice as long each time (at most MAX_BACKOFF_S; a longer Retry-After is honoured
+# up to that cap); MEMBENCH_MODEL_RETRY_BACKOFF_S sets the first wait (the tests make it tiny).
+DEFAULT_RETRIES = 2
+DEFAULT_BACKOFF_S = 1.0
+MAX_BACKOFF_S = 30.0
+
+
+def default_backoff_s() -> float:
+    try:
+        value = float(os.environ.get("MEMBENCH_MODEL_RETRY_BACKOFF_S", DEFAULT_BACKOFF_S))
+    except ValueError:
+        return DEFAULT_BACKOFF_S
+    return value if 0 <= value <= MAX_BACKOFF_S else DEFAULT_BACKOFF_S
+
+
+def retryable(http_status: int) -> bool:
+    """An answer that says nothing about the request itself: the provider's rate limit or failure."""
+    return http_status == 429 or http_status >= 500
 
 
 @dataclass(frozen=True)
@@ -108,9 +129,20 @@ class GatewaySettings:
     max_request_bytes: int = MAX_REQUEST_BYTES
     rate_limits: dict[str, RateLimit] = field(default_factory=dict)  # provider (or "*") -> the run's limit
     rate_units: int = 1  # units running concurrently: each gets 1/rate_units of the limit (rate_shares.py)
+    retries: int = DEFAULT_RETRIES  # further attempts of a call that failed (module doc)
+    backoff_s: float = field(default_factory=default_backoff_s)
 
     def base_url(self, provider: str) -> str | None:
         return self.base_urls.get(provider) or self.base_urls.get("*")
+
+    def backoff(self, retry: int, retry_after: str | None = None) -> float:
+        """Seconds to wait before retry number `retry` (0-based)."""
+        wait = self.backoff_s * 2 ** retry
+        try:
+            wait = max(wait, float(retry_after or 0))
+        except ValueError:  # an HTTP-date Retry-After: the backoff alone
+            pass
+        return min(wait, MAX_BACKOFF_S)
 
 
 class ModelGateway:
@@ -149,6 +181,30 @@ class ModelGateway:
             return None
         result = probe(self, target)
         return None if result.ok or result.problem not in proofs else result
+
+    def outage(self, provider: str, api: str, role: str):
+        """After a call failed through every retry (429, 5xx, timeout, unreachable): the gateway's own
+        probe of what the harness configured for this caller — the same (provider, API, role), else
+        the same provider and role, else any target of that provider (an outage or a spent key is
+        the provider's, whatever the caller). Returns the failing ProbeResult when the probe cannot be
+        served either (no answer, 429, 5xx, or a refused key, API or model): the harness's model is
+        down and the unit is excluded. None when the probe is answered — the failure was the
+        request's own (its size, its rate), or nothing was configured to probe (a `command:` agent
+        names its own model): the caller's failure, never an exclusion it could choose."""
+        from producers.gateway.preflight import probe
+
+        target = self.outage_target(provider, api, role)
+        if target is None:
+            return None
+        result = probe(self, target)
+        return result if not result.ok or retryable(result.http_status) else None
+
+    def outage_target(self, provider: str, api: str, role: str):
+        """The configured target `outage` probes for this caller, or None (nothing to probe)."""
+        ranked = ([t for t in self.targets if (t.provider, t.role, t.api) == (provider, role, api)]
+                  + [t for t in self.targets if (t.provider, t.role) == (provider, role)]
+                  + [t for t in self.targets if t.provider == provider])
+        return ranked[0] if ranked else None
 
     @property
     def mode(self) -> str:
@@ -197,6 +253,7 @@ class Channel:
         self.failure: ModelUnavailable | None = None
         self._upstreams: set[http.client.HTTPConnection] = set()  # calls in flight, cut when the session ends
         self.closing = False
+        self._closed = threading.Event()  # set when the session ends: a retry's wait stops at once
         self.checked = False  # a refused call has been checked against the gateway's probe (_check_configuration)
         self.replay: ReplayCursor | None = gateway.replay.cursor(unit_id) if gateway.replay else None
         self.directory = Path(tempfile.mkdtemp(prefix="membench-gw-"))
@@ -233,6 +290,10 @@ class Channel:
     def calls(self) -> int:
         return self._calls
 
+    @property
+    def closed(self) -> threading.Event:
+        return self._closed
+
     def fail(self, failure: ModelUnavailable) -> None:
         with self._lock:
             if self.failure is None:
@@ -249,6 +310,7 @@ class Channel:
         with self._lock:
             self.closing = True
             cut = list(self._upstreams)
+        self._closed.set()
         for connection in cut:
             if connection.sock is not None:
                 try:
@@ -460,6 +522,7 @@ class _ModelCall:
         self.response = bytearray()
         self.response_complete = False
         self._recorded = False
+        self.retried = 0  # further attempts made (settings.retries)
         self.call_id = channel.next_call_id()  # arrival order
         # a memory policy names its call's purpose (sleep / judge) in a header the upstream never sees;
         # a memory channel's embedding call is `embed` whatever it claims (the wire says what it is)
@@ -498,14 +561,15 @@ class _ModelCall:
         if found is None:  # the divergence rule: tool output that differs only in uids, pids, clocks
             found = self.channel.replay.answer(match_digest(self.api, self.request),
                                                loose_digest(self.api, self.request))
-        if found is None:
-            message = f"no recorded answer for this {self.api} request (model {self.model!r})"
-            self.channel.fail(ModelReplayMiss(f"replay of {self.channel.gateway.replay.source}: {message}"))
+        if found is None:  # the caller's divergence from the recording: its failure, never an exclusion
+            message = (f"no recorded answer for this {self.api} request (model {self.model!r}) in the replay of "
+                       f"{self.channel.gateway.replay.source}")
             self._refuse(400, "replay_miss", "model_replay_miss", message)
             return
         answer, body = found
         self.http_status, self.streamed = answer.http_status, answer.streamed
-        self.status = "ok" if answer.http_status < 400 else "client_error"
+        self.status = ("ok" if answer.http_status < 400 else
+                       "request_failed" if retryable(answer.http_status) else "client_error")
         if answer.streamed:
             tracker = StreamUsage(self.api)
             tracker.feed(body)
@@ -550,42 +614,57 @@ class _ModelCall:
             else:
                 headers["Authorization"] = f"Bearer {key}"
         connection_type = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
-        connection = connection_type(url.hostname, url.port, timeout=settings.timeout_s)
-        self.channel.track(connection, True)
+        # the probe's own call is tried once: it is the check of a failure, not a call to get through
+        retries = 0 if self.channel.purpose == PREFLIGHT else max(0, settings.retries)
+        failed, retry_after = ("", ""), None
         try:
-            try:
-                connection.connect()
-            except (socket.timeout, TimeoutError):
-                self._unavailable("timeout", f"the upstream did not answer within {settings.timeout_s:g} s")
-                return
-            except OSError as exc:
-                self._unavailable("upstream_unreachable", f"cannot reach the upstream at {base}: {exc}")
-                return
-            try:
-                connection.request("POST", path, body=self.body, headers=headers)
-            except (socket.timeout, TimeoutError):
-                self._unavailable("timeout", f"the upstream did not take the request within {settings.timeout_s:g} s")
-                return
-            except OSError as exc:  # connected, then cut while the request went out
-                upstream = _answer_after_cut(connection)
-                if upstream is None:
-                    self._upload_refused(exc)
-                    return
-            else:
+            for attempt in range(retries + 1):
+                if attempt:
+                    if self.channel.closed.wait(settings.backoff(attempt - 1, retry_after)):
+                        break  # the session ended while waiting
+                    self.retried = attempt
+                connection = connection_type(url.hostname, url.port, timeout=settings.timeout_s)
+                self.channel.track(connection, True)
                 try:
-                    upstream = connection.getresponse()
-                except (socket.timeout, TimeoutError):
-                    self._unavailable("timeout", f"the upstream did not answer within {settings.timeout_s:g} s")
+                    try:
+                        connection.connect()
+                    except (socket.timeout, TimeoutError):
+                        failed = ("timeout", f"the upstream did not answer within {settings.timeout_s:g} s")
+                        continue
+                    except OSError as exc:
+                        failed = ("upstream_unreachable", f"cannot reach the upstream at {base}: {exc}")
+                        continue
+                    try:
+                        connection.request("POST", path, body=self.body, headers=headers)
+                    except (socket.timeout, TimeoutError):
+                        failed = ("timeout", f"the upstream did not take the request within {settings.timeout_s:g} s")
+                        continue
+                    except OSError as exc:  # connected, then cut while the request went out
+                        upstream = _answer_after_cut(connection)
+                        if upstream is None:
+                            self._upload_refused(exc)
+                            return
+                    else:
+                        try:
+                            upstream = connection.getresponse()
+                        except (socket.timeout, TimeoutError):
+                            failed = ("timeout", f"the upstream did not answer within {settings.timeout_s:g} s")
+                            continue
+                        except OSError as exc:
+                            failed = ("upstream_unreachable", f"cannot reach the upstream at {base}: {exc}")
+                            continue
+                    if retryable(upstream.status) and attempt < retries and not self.channel.closing:
+                        retry_after = upstream.getheader("retry-after")
+                        continue  # nothing has reached the caller yet: the next attempt answers it
+                    if place is not None:
+                        self.channel.gateway.shares.answered(place)
+                    self._relay(upstream, settings)
                     return
-                except OSError as exc:
-                    self._unavailable("upstream_unreachable", f"cannot reach the upstream at {base}: {exc}")
-                    return
-            if place is not None:
-                self.channel.gateway.shares.answered(place)
-            self._relay(upstream, settings)
+                finally:
+                    self.channel.track(connection, False)
+                    connection.close()
+            self._unavailable(*failed)
         finally:
-            self.channel.track(connection, False)
-            connection.close()
             if place is not None:
                 self.channel.gateway.shares.settle(place, self.usage.input_tokens + self.usage.output_tokens)
 
@@ -598,6 +677,34 @@ class _ModelCall:
             return
         self.refuse_as_agents(413, "request_too_large", f"the upstream refused the upload of {len(self.body)} bytes "
                                                         f"(the connection was cut while it was sent: {exc})")
+
+    def _persisting(self) -> str:
+        return f" (through {self.retried + 1} attempts)" if self.retried else ""
+
+    def _judge_persistent_failure(self, message: str) -> bool:
+        """A call failed through every retry: True when the gateway's probe of the configured target
+        fails too (the channel fails, the unit is excluded); False when the probe is answered — the
+        request's own failure (status `request_failed`, the caller's, never an exclusion)."""
+        if self.channel.purpose == PREFLIGHT:
+            self.channel.fail(ModelUnavailable(message))
+            return True
+        gateway = self.channel.gateway
+        found = gateway.outage(self.provider, self.api, self.channel.role)
+        keys = tuple(gateway.settings.keys.values())
+        if found is None:
+            self.status = "request_failed"
+            why = ("the gateway's probe of the configured model was answered"
+                   if gateway.outage_target(self.provider, self.api, self.channel.role) is not None
+                   else "the run configured no model of this provider for this caller to probe")
+            self.error = error_text(f"{message}; {why}: the request's own failure, not an outage", keys)
+            return False
+        probe_text = error_text(found.message, keys)
+        if found.problem in ("key", "wire_api", "model"):
+            self.channel.fail(ModelMisconfigured(f"the model is misconfigured: {message}; the probe: {probe_text}"))
+            self.status = "misconfigured"
+        else:
+            self.channel.fail(ModelUnavailable(f"{message}, and the gateway's own probe failed too: {probe_text}"))
+        return True
 
     def _check_configuration(self) -> None:
         """A refused call: is the harness misconfigured (its own probe is refused too), or was it the
@@ -618,16 +725,20 @@ class _ModelCall:
         if self.channel.closing:  # cut by the session's end, not the upstream's failure
             self._refuse(502, "incomplete", "session_ended", "the session ended during this call")
             return
-        self.channel.fail(ModelUnavailable(message))
-        self._refuse(504 if status == "timeout" else 502, status, "model_unavailable", message)
+        message += self._persisting()
+        self.status = status
+        if self._judge_persistent_failure(message):
+            self._refuse(504 if status == "timeout" else 502, self.status, "model_unavailable", message)
+        else:
+            self._refuse(504 if status == "timeout" else 502, "request_failed", "request_failed", self.error or message)
 
     def _relay(self, upstream: http.client.HTTPResponse, settings: GatewaySettings) -> None:
         self.http_status = upstream.status
         content_type = upstream.getheader("Content-Type", "application/json")
         self.streamed = content_type.startswith("text/event-stream")
-        if upstream.status >= 500 or upstream.status == 429:
+        if retryable(upstream.status):
             self.status = "upstream_error"
-            self.channel.fail(ModelUnavailable(f"the upstream answered HTTP {upstream.status}"))
+            self._judge_persistent_failure(f"the upstream answered HTTP {upstream.status}{self._persisting()}")
         elif upstream.status >= 400:
             self.status = "client_error"
             if upstream.status in MISCONFIGURED_STATUSES and self.channel.purpose != PREFLIGHT:
@@ -655,8 +766,9 @@ class _ModelCall:
                 if len(self.response) + len(chunk) <= MAX_RECORDED_RESPONSE:
                     self.response += chunk
             self.response_complete = len(self.response) < MAX_RECORDED_RESPONSE
-            if upstream.status >= 400 and self.error is None:  # the upstream's own words, kept (bounded, redacted)
-                self.error = error_text(f"HTTP {upstream.status}: {_error_message(bytes(self.response))}",
+            if upstream.status >= 400:  # the upstream's own words, kept (bounded, redacted)
+                words = f"HTTP {upstream.status}: {_error_message(bytes(self.response))}"
+                self.error = error_text(words if self.error is None else f"{words}; {self.error}",
                                         tuple(settings.keys.values()))
             if tracker is not None:
                 tracker.close()

@@ -226,7 +226,7 @@ def test_an_excluded_runs_own_words_are_in_its_unit_row_and_detail(tmp_path):
 
     path = tmp_path / "events.avro"
     writer = LogWriter(path)
-    em = emit_run(writer.publish, "rs", "t1", "B5", 1, end=None)
+    em = emit_run(writer.publish, "rs", "t1", "B5", 1, end=None, cut=True)
     em.emit("Turn", _turn("system", "the model is misconfigured: HTTP 401, no key is set"), visibility="harness")
     em.emit("RunEnded", {"status": "excluded", "error_type": "model_misconfigured"}, visibility="harness")
     emit_run(writer.publish, "rs", "t2", "B5", 1)  # control: a completed run has no reason to show

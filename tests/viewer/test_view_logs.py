@@ -38,10 +38,12 @@ def _model_call(n: int) -> dict:
 
 
 def emit_run(publish, run_set: str, task: str, condition: str, seed: int, outcome: str = "pass",
-             end: str | None = "completed", attempt: int = 1) -> RunEmitter:
+             end: str | None = "completed", attempt: int = 1, cut: bool | None = None) -> RunEmitter:
     """One unit's run of two sessions (S1 sets up evidence, S2 is scored with `outcome`), with a model
     call, a memory read and write, a patch and an oracle verdict. `end`: RunEnded status, or None to
-    leave the run open (still running)."""
+    leave the run open (still running). `cut` (by default when `end` is excluded): S2 stops before
+    its verdict, as a run does that is excluded (nothing after the scored verdict excludes)."""
+    cut = end == "excluded" if cut is None else cut
     unit_id = f"suite/{task}/{condition}/{seed}"
     run_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{run_set}/{unit_id}/{attempt}"))
     em = RunEmitter(run_set, run_id, unit_id, publish)
@@ -58,6 +60,8 @@ def emit_run(publish, run_set: str, task: str, condition: str, seed: int, outcom
                                    "start_state": "continuation", "workspace_digest": "3" * 64, "scored": scored,
                                    "oracle_id": f"o{index}"})
         em.emit("Turn", _turn("user", f"do step {index} of {task}"))
+        if scored and cut:
+            break
         if index == 2:
             em.emit("MemoryRead", {"query": bounded_text("step 2"), "candidates": [f"{condition}:m1", f"{condition}:m2"],
                                    "admitted_ids": [f"{condition}:m1"], "tokens_admitted": 12, "token_budget": 2000,
