@@ -205,10 +205,15 @@ def test_a_chunked_body_over_the_cap_is_refused_too(tmp_path):
 
 
 def _old_upload_classification(monkeypatch):
-    """The gateway as it was: any error while sending the request meant the upstream was unreachable."""
+    """The gateway as it was: any error while sending the request meant the upstream was unreachable,
+    and an unreachable upstream excluded the unit at once (no retry, no probe of the configured
+    model — the later defence, which on its own would make this call the agent's failure too)."""
+    def unreachable(self, exc):
+        self.channel.fail(ModelUnavailable(f"cannot reach the upstream: {exc}"))
+        self._refuse(502, "upstream_unreachable", "model_unavailable", f"cannot reach the upstream: {exc}")
+
     monkeypatch.setattr(gateway_server, "_answer_after_cut", lambda connection: None)
-    monkeypatch.setattr(gateway_server._ModelCall, "_upload_refused", lambda self, exc: self._unavailable(
-        "upstream_unreachable", f"cannot reach the upstream: {exc}"))
+    monkeypatch.setattr(gateway_server._ModelCall, "_upload_refused", unreachable)
 
 
 @pytest.mark.parametrize("defended", [True, False], ids=["defended", "control-epipe-is-unreachable"])
@@ -308,8 +313,11 @@ def test_one_unit_flooding_the_key_cannot_spend_another_units_limit(tmp_path, de
                 gateway.open_channel("suite/task/B5/2", honest_events) as honest:
             flood = _flood(attacker, 8)
             calm = [post(honest, "/v1/chat/completions", REQUEST)[0] for _ in range(2)]
-    if not defended:  # the attack as it was: the other unit's honest call met the provider's 429 and is excluded
-        assert 429 in calm and isinstance(honest.failure, ModelUnavailable)
+    if not defended:  # the attack as it was: the other unit's honest calls meet the provider's 429 — its
+        # session's failure (`request_failed`: this gateway has no configured model to probe), or its
+        # exclusion where the probe is refused as well
+        failed = [c for c in honest_events.of("ModelCall") if c["status"] == "request_failed"]
+        assert 429 in calm and (failed or isinstance(honest.failure, ModelUnavailable))
         return
     assert flood == [200] * 3 + [429] * 5 and calm == [200, 200]
     assert len(upstream.requests) == 5 and honest.failure is None and attacker.failure is None
