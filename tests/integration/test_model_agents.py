@@ -19,7 +19,7 @@ import pytest
 from bench.scripted_model_server import ScriptedUpstream, script_from_pack
 from producers.agents.model_agents import agents_prefix
 from producers.attempts import read_log
-from tests.conftest import skip_or_fail
+from tests.conftest import assert_run_sets_verify, skip_or_fail
 from tests.integration.pack_helpers import smoke_cut_to
 
 pytestmark = pytest.mark.integration
@@ -128,6 +128,7 @@ def test_the_builtin_loop_searches_memory_and_a_missing_recording_excludes(cli, 
     assert not outcomes(missed)
     row = cli("sql", "SELECT excluded, exclusion_reason FROM run_results WHERE run_set = 'miss'", check=True).stdout
     assert row.split() == ["true", "model_replay_miss"]
+    assert_run_sets_verify(home, "loop", "miss")  # the agent's model calls, recorded and replayed, verify
 
 
 def test_an_unavailable_upstream_excludes_the_unit(cli, home, bwrap_sandbox, currency_pack):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from producers.attempts import read_log
-from tests.conftest import run_cli, run_cli_inprocess
+from tests.conftest import assert_run_sets_verify, run_cli, run_cli_inprocess
 
 pytestmark = pytest.mark.integration
 
@@ -102,6 +102,7 @@ def test_a_model_user_recorded_then_replayed_holds_the_same_conversation(home, b
     run_cli(*args, home=home, check=True)
     ended = {e.unit_id: e.payload for e in events(home, "missed") if e.kind == "RunEnded"}
     assert ended == {u: {"status": "excluded", "error_type": "model_replay_miss"} for u in UNITS}
+    assert_run_sets_verify(home, "recorded", "replayed", "missed")
 
 
 def test_an_unavailable_user_model_excludes_the_unit(home, bwrap_sandbox):
