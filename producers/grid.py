@@ -13,6 +13,7 @@ import hashlib
 import json
 import re
 import tempfile
+import threading
 import traceback
 import uuid
 from collections.abc import Callable
@@ -90,6 +91,32 @@ def run_id_for(run_set: str, unit: RunUnit, attempt: int) -> str:
     return str(uuid.uuid5(RUN_NAMESPACE, f"{run_set}/{unit.unit_id}/{attempt}"))
 
 
+class HeldUntilStarted:
+    """An emit for what a memory system records while it opens (a library's settings turn, a model
+    call): a run's first event is RunStarted, and RunStarted is written after the memory system
+    opened (it records the skill bank's digest), so those events are held and emitted, in order, by
+    `release()` right after it — a processor rejects any event of a run before its RunStarted.
+    Thread-safe: the gateway emits from its handler threads."""
+
+    def __init__(self, emit: Callable[..., object]):
+        self._emit = emit
+        self._held: list[tuple[str, dict, str]] | None = []
+        self._lock = threading.Lock()
+
+    def __call__(self, kind: str, payload: dict, visibility: str = "agent") -> None:
+        with self._lock:
+            if self._held is not None:
+                self._held.append((kind, payload, visibility))
+                return
+        self._emit(kind, payload, visibility)
+
+    def release(self) -> None:
+        with self._lock:  # emitted under the lock: nothing emitted now may overtake what was held
+            held, self._held = self._held or [], None
+            for kind, payload, visibility in held:
+                self._emit(kind, payload, visibility)
+
+
 def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, publish: Listener,
              attempt: int = 1, agent=None) -> str:
     """Run one unit to its RunEnded event; returns the run id. Exceptions inside become a RunEnded
@@ -102,8 +129,10 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
     memory, memory_error = None, None
     system = "no_memory" if unit.condition in config.label_conditions else unit.condition
     driven = is_model_driven(system)
+    # what the memory system records while it opens belongs to the run: held until RunStarted
+    opening = HeldUntilStarted(emitter.emit)
     # a model-driven policy calls the memory model from here, the harness, through the run set's gateway
-    memory_model = (MemoryModel(config.memory_model, config.gateway, unit.unit_id, emitter.emit)
+    memory_model = (MemoryModel(config.memory_model, config.gateway, unit.unit_id, opening)
                     if driven and config.memory_model and config.gateway is not None else None)
     try:  # before RunStarted: a skill bank is verified here and its digest recorded there
         setup = MemorySetup.for_sequence(pack, seq)
@@ -127,6 +156,7 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
         "resolution_policy": pack.resolution_policy,  # event v5: the suite's rule, for the processors
         "memory_model": config.memory_model if driven else None,  # event v6: model_driven when set
     }, visibility="harness")
+    opening.release()
     for label in sequence_labels(seq):
         emitter.emit("OracleLabel", label, visibility="harness")
     status, error_type = "completed", None

@@ -8,6 +8,7 @@ report files; `--condition` / `--seed` select one group of a run set that has se
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import click
 from rich.console import Console
@@ -18,7 +19,7 @@ from pathlib import Path
 from membench.commands.cli_helpers import (baseline_options, dsn_options, exit_if_gates_failed, open_warehouse,
                                            strict_option, validate_run_set_id)
 from membench.errors import UsageError
-from pipeline.grid_run import print_table, refuse, write_report
+from pipeline.grid_run import exit_unless_verified, print_table, refuse, verify_written, write_report
 from pipeline.settings import Settings
 
 
@@ -46,11 +47,15 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
     """Rebuild RUN_SET's report.json, report.md and report.html from the warehouse. First checks the
     derived tables against the raw log and against runs/RUN_SET/log_root.json (written at the end of
     the run set): a disagreement (rows edited, added or deleted) exits 1 naming the run and table.
+    When log_root.json describes this warehouse, the run set's log is replayed as at the run's end
+    (`replay --verify`'s checks): the report carries the result, and a log that does not verify
+    exits 1 after the report is written, marked "not verified".
     With --format swebench, print the SWE-bench harness's run summary instead (no report files).
     Failed validity gates are printed under the table; with --strict they exit 3, once the report
     files are written."""
     from audit.log_root_record import LogRootError, check_warehouse, describes, read_record, record_path, warehouse_state
     from membench.report_inputs import build_full_report, load_study
+    from producers.bus.base import run_set_log_path
     from reports.build import ReportError
 
     validate_run_set_id(run_set, "RUN_SET")
@@ -105,12 +110,20 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
     if fmt == "swebench":
         write_json(summary, output)
         return
+    verified = None
+    if recorded is not None and run_set_log_path(settings.runs_dir, run_set).is_file():
+        # the log this warehouse was filled from, replayed as the run's end did: the same report, and
+        # a log that does not verify is said so here too (the warehouse alone cannot show a dead letter)
+        verified = verify_written(console, settings, run_set)
+        built = replace(built, verification=verified)
     out = write_report(settings, built, secrets)
     if as_json:  # the file as written: its canary proof includes the search of the rendered reports
         click.echo((out / "report.json").read_text(encoding="utf-8"), nl=False)
     else:
         print_table(Console(), built)
         Console(stderr=True).print(f"report: {out / 'report.json'}")
+    if verified is not None and not allow_mismatch:  # --allow-mismatch: the report anyway, marked
+        exit_unless_verified(console, verified, settings, run_set)
     exit_if_gates_failed(built, strict)
 
 

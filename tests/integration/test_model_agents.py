@@ -19,7 +19,7 @@ import pytest
 from bench.scripted_model_server import ScriptedUpstream, script_from_pack
 from producers.agents.model_agents import agents_prefix
 from producers.attempts import read_log
-from tests.conftest import skip_or_fail
+from tests.conftest import assert_run_sets_verify, skip_or_fail
 from tests.integration.pack_helpers import smoke_cut_to
 
 pytestmark = pytest.mark.integration
@@ -132,7 +132,7 @@ def test_the_builtin_loop_searches_memory_and_a_missing_recording_is_the_agents_
     assert row.split() == ["false", "false"]
     rules = cli("sql", "SELECT DISTINCT rule FROM failures WHERE run_set = 'miss'", check=True).stdout.split()
     assert rules == ["model_replay_diverged"]
-    assert cli("replay", str(home / "runs" / "miss" / "events.avro"), "--verify").returncode == 0
+    assert_run_sets_verify(home, "loop", "miss")  # the agent's model calls, recorded and replayed, verify
 
 
 def test_an_unavailable_upstream_excludes_the_unit(cli, home, bwrap_sandbox, currency_pack):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from producers.attempts import read_log
-from tests.conftest import run_cli, run_cli_inprocess
+from tests.conftest import assert_run_sets_verify, run_cli, run_cli_inprocess
 
 pytestmark = pytest.mark.integration
 
@@ -106,7 +106,7 @@ def test_a_model_user_recorded_then_replayed_holds_the_same_conversation(home, b
     assert ended == {u: {"status": "completed", "error_type": None} for u in UNITS}
     assert {c["status"] for cs in by_unit(missed, "ModelCall").values() for c in cs} == {"replay_miss"}
     assert [e for e in missed if e.kind == "Turn" and e.payload["source_kind"] == "simulated_user_fallback"]
-    assert run_cli("replay", str(home / "runs" / "missed" / "events.avro"), "--verify", home=home).returncode == 0
+    assert_run_sets_verify(home, "recorded", "replayed", "missed")
 
 
 def test_an_unavailable_user_model_excludes_the_unit(home, bwrap_sandbox):

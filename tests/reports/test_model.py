@@ -112,6 +112,9 @@ def _full_report() -> dict:
         {"condition": "B5-MEM0", "status": "failed", "conformant": False, "evaluated": False,
          "failed_gates": ["cross_process_identity"], "record": "conformance/ab.json",
          "label": "conformance-unavailable, not an observed loss"}]}
+    report["verification"] = {"verified": False, "events": 54, "runs": 1, "derived": 18, "compared": 18,
+                              "findings": 1, "dead_letters": 1,
+                              "first_finding": "run r seq 0: processor rejected the event: Turn before RunStarted"}
     return {key: report[key] for key in [f for f, _ in key_reference() if "." not in f and "[" not in f]}
 
 

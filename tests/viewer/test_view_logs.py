@@ -96,6 +96,18 @@ def emit_run(publish, run_set: str, task: str, condition: str, seed: int, outcom
     return em
 
 
+def emit_run_turn_first(publish, run_set: str, task: str, condition: str, seed: int) -> None:
+    """`emit_run`'s run with a harness Turn before its RunStarted (its chain intact): the shape of a
+    memory library's settings turn recorded while it opened, which the processors reject."""
+    emitted: list = []
+    first = emit_run(lambda e, d: emitted.append(e), run_set, task, condition, seed)
+    em = RunEmitter(run_set, first.run_id, first.unit_id, publish)
+    em.emit("Turn", _turn("system", '{"top_k": 6}'), visibility="harness")
+    for event in emitted:
+        em.session_index = event.session_index
+        em.emit(event.kind, event.payload, visibility=event.visibility)
+
+
 class LogWriter:
     """Appends sealed events to an OCF log the way the embedded pipeline does: whole blocks, flushed."""
 

@@ -107,6 +107,30 @@ def test_a_literal_library_round_trips_secrets_and_replays_with_no_upstream(cls,
     assert {c["mode"] for c in replayed.of("ModelCall")} == {"replay"}
 
 
+def test_a_library_run_verifies_its_settings_turn_inside_the_run(upstream, bwrap_sandbox, tmp_path) -> None:
+    """A whole unit under B5-MEM0-LIT: the settings turn the library records while it opens comes after
+    the run's RunStarted, so replay (the checks `membench replay --verify` runs) finds nothing; before,
+    the processors rejected it ("Turn before RunStarted") and the run still exited 0."""
+    from audit.replayer import replay
+    from producers.grid import RunConfig, RunUnit, run_unit
+    from producers.pack_resolver import open_pack
+    from schemas.registry import default_registry
+
+    pack = open_pack("smoke", tmp_path / "home")
+    schema = default_registry().latest("event")
+    gateway = ModelGateway(GatewaySettings({"*": upstream.base_url}, {"*": "sk-test"}), blob_dir=tmp_path / "blobs")
+    logged: list = []
+    run_unit(pack, RunUnit("smoke", "smoke-client-header", "B5-MEM0-LIT", 1),
+             RunConfig("rs", "scripted:memory-literal", oracle_timeout_s=60, blob_dir=tmp_path / "blobs",
+                       gateway=gateway, memory_model="gpt-5-mini"),
+             bwrap_sandbox, lambda event, datum: logged.append((event, schema, datum)))
+    result = replay(logged, [], blobs_for=lambda _run_set: tmp_path / "blobs", file_log=True)
+    assert result.ok, [str(f) for f in result.findings]
+    kinds = [(e.kind, (e.payload.get("source_kind") if e.kind == "Turn" else None)) for e, _, _ in logged]
+    assert kinds[0] == ("RunStarted", None) and ("Turn", "memory_settings") in kinds, kinds
+    assert logged[-1][0].payload["status"] == "completed", logged[-1][0].payload
+
+
 def test_native_mem0_extracts_through_the_memory_model(upstream, tmp_path) -> None:
     gateway = ModelGateway(GatewaySettings({"*": upstream.base_url}, {"*": "sk-test"}), blob_dir=tmp_path / "b")
     memory, model, events = _memory(Mem0Native, gateway, tmp_path / "store")
