@@ -273,6 +273,7 @@ def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, se
     finally:
         warehouse.close()
     write_log_root(console, root_file, state, signer, settings.warehouse)
+    verified = verify_written(console, settings, run_set)
     resume = None
     if cut:
         resume = "membench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
@@ -287,11 +288,14 @@ def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, se
                       highlight=False, markup=False, soft_wrap=True)
         raise SystemExit(stop.exit_status)
     if refused is not None:  # what ran is recorded (log, warehouse, log root); only the report is not written
+        exit_unless_verified(console, verified, settings, run_set)
         raise RunRefused(f"{refused}; the run set is recorded, rebuild its report with `membench report {run_set}`")
-    out = write_report(settings, report, secrets)
+    out = write_report(settings, replace(report, verification=verified), secrets)
     print_table(Console(), report)
     console.print(f"report: {out / 'report.json'}  ·  log: {out / 'events.avro'}  ·  log root: {state.root}",
                   highlight=False, markup=False, soft_wrap=True)
+    if not cut:  # a stopped run exits 130 whatever its log holds (the findings are printed above)
+        exit_unless_verified(console, verified, settings, run_set)
     if cut:
         console.print(f"stopped: the report is partial ({len(not_started)} units not started, {len(abandoned)} "
                       f"attempts closed as abandoned); resume with the same command: {resume}",
@@ -336,3 +340,50 @@ def write_log_root(console: Console, path: Path, state, signer, warehouse_dsn: s
     if signature is not None:
         console.print(f"log root {state.root} signed (Ed25519, key id {signature.key_id})", highlight=False,
                       markup=False, soft_wrap=True)
+
+
+EXIT_NOT_VERIFIED = 1  # as `membench replay --verify` exits on the same findings
+
+
+def verify_written(console: Console, settings: Settings, run_set: str):
+    """The end of every embedded `membench run`, `score` and `transfer`: the run set's log replayed
+    with the checks of `membench replay runs/<run_set>/events.avro --verify` — the same call
+    (`audit.verify.verify_source`): chains, scored diffs, the processors' folds and dead letters, the
+    re-derived events against the warehouse, the root against the log_root.json just written. Prints
+    each finding; returns the report's `LogVerification` (`exit_unless_verified` ends the command)."""
+    from audit.verify import problem_lines, verify_source
+    from producers.bus.base import run_set_log_path
+    from reports.model import LogVerification
+
+    verification = verify_source(str(run_set_log_path(settings.runs_dir, run_set)), runs_dir=settings.runs_dir,
+                                 warehouse_dsn=settings.warehouse,
+                                 open_warehouse=lambda: open_warehouse(settings, create=False))
+    try:
+        for line in problem_lines(verification):
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
+        result = verification.result
+        if verification.ok:
+            console.print(f"log verified: {result.events} events of {result.runs} runs replayed, {result.compared} "
+                          "derived events agree with the warehouse, the log root with log_root.json",
+                          highlight=False, markup=False, soft_wrap=True)
+        return LogVerification(
+            verified=verification.ok, events=result.events, runs=result.runs, derived=result.derived,
+            compared=result.compared, findings=len(result.findings), dead_letters=verification.dead_letters,
+            first_finding=str(result.findings[0]) if result.findings else None)
+    finally:
+        verification.close()
+
+
+def exit_unless_verified(console: Console, verified, settings: Settings, run_set: str) -> None:
+    """Exit EXIT_NOT_VERIFIED when the log the command wrote does not verify: its numbers are printed
+    and its report written (marked "not verified"), but never with exit status 0."""
+    from producers.bus.base import run_set_log_path
+
+    if verified.verified:
+        return
+    log = run_set_log_path(settings.runs_dir, run_set)
+    console.print(f"the log of run set {run_set} does not verify: {verified.findings} problems "
+                  f"({verified.dead_letters} events the processors rejected), listed above; the report is marked "
+                  f"\"not verified\". Re-check with: membench replay {shlex.quote(str(log))} "
+                  "--verify", highlight=False, markup=False, soft_wrap=True)
+    raise SystemExit(EXIT_NOT_VERIFIED)

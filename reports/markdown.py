@@ -14,6 +14,7 @@ from typing import Any
 from reports.conventions import condition_order, construct_label
 from reports.exclusions import exclusions_markdown
 from reports.gate_failures import failed_gates
+from reports.provenance_text import not_verified_text, verification_text
 from reports.transfer import transfer_markdown
 
 
@@ -38,12 +39,15 @@ def render_markdown(report: dict[str, Any]) -> str:
            f"{report['partial']['units_planned']} units not started, {report['partial']['attempts_abandoned']} "
            f"attempts closed as abandoned. Resume with `{report['partial']['resume']}`.", ""]
           if report.get("partial") else []),
+        *([f"**Not verified**: {not_verified_text(report['verification'])}", ""]
+          if report.get("verification") and not report["verification"]["verified"] else []),
         f"- suite: `{report['suite']}`",
         f"- agent: `{agent}`" + (" (scripted reference agent, not a model)" if agent.startswith("scripted:") else ""),
         f"- raw events: {report['inputs']['events']}",
         f"- pack digest: `{report['inputs']['pack_digest']}`",
         *([f"- log root: `{report['inputs']['log_root']}` (SHA-256 over the runs' final chain hashes; "
            "`membench replay` recomputes it from the log)"] if report["inputs"].get("log_root") else []),
+        *([f"- log: {verification_text(report['verification'])}"] if report.get("verification") else []),
         *(["- oracle isolation: " + ", ".join(f"`{x['suite']}` {x['oracle_isolation']}" for x in report["suites"])]
           if report.get("suites") else []),
         *[f"- **warning**: suite `{x['suite']}` was scored with its tests in the same process as the code under "

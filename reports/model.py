@@ -667,6 +667,24 @@ class PartialRun:
 
 
 @dataclass(frozen=True)
+class LogVerification:
+    """The replay of the run set's log at the end of the `membench run`, `score` or `transfer` that
+    wrote this report: the checks of `membench replay runs/<run_set>/events.avro --verify` (hash
+    chains, scored diffs, the processors' folds and their dead letters, re-derived events against the
+    warehouse, the root against log_root.json). A report with `verified` false comes from a log that
+    does not verify: its numbers are not to be used (the command exited 1)."""
+
+    verified: bool
+    events: int
+    runs: int
+    derived: int  # events the processors re-derived
+    compared: int  # of those, compared with the warehouse
+    findings: int
+    dead_letters: int  # events the processors rejected (findings "processor rejected the event: …")
+    first_finding: str | None  # as replay prints it: "run RUN seq N: reason"
+
+
+@dataclass(frozen=True)
 class Report:
     run_set: str
     suite: str
@@ -703,6 +721,8 @@ class Report:
     # the comparisons asked with --compare A:B, each read as asked from the first family that
     # registers the pair (status `unavailable`, family `none`, when none does)
     requested: list[ComparisonVerdict] | None = field(default=None, metadata=OMIT_IF_NONE)
+    # set by the command that ran the grid, from the replay of the log it wrote
+    verification: LogVerification | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 # ------------------------------------------------------------------------------------- JSON form

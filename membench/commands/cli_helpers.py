@@ -105,14 +105,28 @@ class ReportOptions:
 def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, workers: int, agent_for=None,
                  verb: str = "run", signer=None, report_options: ReportOptions | None = None,
                  stop_grace: float = 30.0):
-    """`pipeline.grid_run.run_embedded` with the report `report_options` describe; what the pipeline
-    refuses is a usage error (exit 2). Returns the report written."""
+    """`pipeline.grid_run.run_embedded` with the report `report_options` describe, after the scoring
+    pre-flight and the run set's environment check (`pipeline.run_environment.prepare_scoring`); what
+    the pipeline refuses is a usage error (exit 2). Returns the report written."""
     from pipeline.grid_run import RunRefused, run_embedded as run_grid
+    from pipeline.run_environment import prepare_scoring
 
     try:
+        prepare_scoring(pack, sandbox_name, settings.runs_dir, config.run_set)  # before anything is written
         return run_grid(pack, units, config, sandbox_name, settings, workers, agent_for, verb, signer,
-                 build_report=(report_options or ReportOptions()).builder(settings.home), stop_grace=stop_grace)
+                        build_report=(report_options or ReportOptions()).builder(settings.home), stop_grace=stop_grace)
     except RunRefused as exc:
+        raise UsageError(str(exc)) from None
+
+
+def require_scoring(pack, sandbox_name: str, cases=None) -> None:
+    """The scoring pre-flight (`producers.scoring_preflight`) where no run set's environment is
+    recorded (a Kafka run, `validate`): a failure is a usage error (exit 2) before anything runs."""
+    from producers.scoring_preflight import ScoringPreflightFailed, require_scoring as preflight
+
+    try:
+        preflight(pack, sandbox_name, cases)
+    except ScoringPreflightFailed as exc:
         raise UsageError(str(exc)) from None
 
 

@@ -16,6 +16,7 @@ report files; `--condition` / `--seed` select one group of a run set that has se
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import click
 from rich.console import Console
@@ -26,7 +27,7 @@ from pathlib import Path
 from membench.commands.cli_helpers import (baseline_options, compare_option, dsn_options, exit_if_gates_failed,
                                            open_warehouse, parse_compare, strict_option, validate_run_set_id)
 from membench.errors import UsageError
-from pipeline.grid_run import print_table, refuse, render_report, write_report
+from pipeline.grid_run import exit_unless_verified, print_table, refuse, render_report, verify_written, write_report
 from pipeline.settings import Settings
 
 
@@ -59,11 +60,15 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
     the run set): a disagreement (rows edited, added or deleted) exits 1 naming the run and table.
     Plain, it rewrites the run set's own report files; with --baseline, --study, --compare or --json
     it writes none of them (the answer goes to the terminal), and --output DIR writes the files there.
+    When log_root.json describes this warehouse, the run set's log is replayed as at the run's end
+    (`replay --verify`'s checks): the report carries the result, and a log that does not verify
+    exits 1 after the report is written, marked "not verified".
     With --format swebench, print the SWE-bench harness's run summary instead (no report files).
     Failed validity gates are printed under the table, with one verdict line per comparison; with
     --strict they exit 3, once anything asked for is written."""
     from audit.log_root_record import LogRootError, check_warehouse, describes, read_record, record_path, warehouse_state
     from membench.report_inputs import build_full_report, load_study
+    from producers.bus.base import run_set_log_path
     from reports.build import ReportError
 
     validate_run_set_id(run_set, "RUN_SET")
@@ -124,6 +129,12 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
     if fmt == "swebench":
         write_json(summary, output)
         return
+    verified = None
+    if recorded is not None and run_set_log_path(settings.runs_dir, run_set).is_file():
+        # the log this warehouse was filled from, replayed as the run's end did: the same report, and
+        # a log that does not verify is said so here too (the warehouse alone cannot show a dead letter)
+        verified = verify_written(console, settings, run_set)
+        built = replace(built, verification=verified)
     parse_compare(compare, [c.condition for c in built.conditions])  # each side a condition of the run set
     # the run set's own files are rebuilt only when asked for as they are: an option that changes the
     # content, or --json, must not overwrite what the run wrote
@@ -149,6 +160,8 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
         print_table(Console(), built)
     if where:
         Console(stderr=True).print(where, highlight=False, markup=False, soft_wrap=True)
+    if verified is not None and not allow_mismatch:  # --allow-mismatch: the report anyway, marked
+        exit_unless_verified(console, verified, settings, run_set)
     exit_if_gates_failed(built, strict)
 
 

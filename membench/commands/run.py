@@ -9,7 +9,7 @@ import click
 from membench.commands.model_options import ModelOptions, check_model_options, model_options, start_gateway
 from membench.commands.cli_helpers import (ReportOptions, baseline_options, compare_option, dsn_options,
                                            exit_if_gates_failed, load_signer, parse_compare, parse_list, parse_seeds,
-                                           run_embedded, strict_option, validate_run_set_id)
+                                           require_scoring, run_embedded, strict_option, validate_run_set_id)
 from membench.errors import UsageError
 from pipeline.settings import Settings
 from sandbox.registry import BACKENDS
@@ -120,6 +120,10 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
         if enqueue:
             enqueue_grid(pack, condition_list, seed_list, agent, run_set, sandbox_name, read_budget, settings)
             return
+        try:  # the units run here: scoring must work here first
+            require_scoring(open_pack(pack, settings.home), sandbox_name)
+        except PackError as exc:
+            raise UsageError(str(exc)) from None
         run_distributed(pack, condition_list, seed_list, agent, workers, run_set, sandbox_name, read_budget, settings)
         return
     try:  # finalizing checks the secrets' placement: a bad pack is a usage error, not a traceback
@@ -138,7 +142,7 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
 
     gateway = start_gateway(model, settings.runs_dir, run_set,
                             targets_for(made, model.memory_model if any(is_model_driven(c) for c in condition_list)
-                                        else None))
+                                        else None), workers=workers)
     config = RunConfig(run_set, agent, read_budget=read_budget, code_digest=code_digest(), gateway=gateway, loop=loop,
                        memory_model=model.memory_model)
     report = run_embedded(loaded, plan_grid(loaded, condition_list, seed_list), config, sandbox_name, settings,

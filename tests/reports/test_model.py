@@ -119,6 +119,9 @@ def _full_report() -> dict:
                            "line": "B5 vs B0 (primary family of 2): …"}]
     report["requested"] = [{**report["verdicts"][0], "a": "B0", "b": "B5", "difference": -0.375,
                             "ci95": [-0.625, -0.125]}]
+    report["verification"] = {"verified": False, "events": 54, "runs": 1, "derived": 18, "compared": 18,
+                              "findings": 1, "dead_letters": 1,
+                              "first_finding": "run r seq 0: processor rejected the event: Turn before RunStarted"}
     return {key: report[key] for key in [f for f, _ in key_reference() if "." not in f and "[" not in f]}
 
 
