@@ -45,7 +45,18 @@ before answering), `chunks` (split the final text over that many stream events),
 real provider refuses a misconfigured client (the gateway's pre-flight, docs/gateway.md): `key`
 (a call without `Authorization: Bearer KEY` or `x-api-key: KEY` gets 401), `apis` (the wire APIs
 it speaks, e.g. `("chat_completions",)`: any other path gets 404), `models` (the model names it
-knows: another gets 404 `model_not_found`).
+knows: another gets 404 `model_not_found`). And the two ways a provider's rate limit answers:
+`too_large` (a request whose body holds that text gets 429 "Request too large … tokens per min",
+as a provider answers one request over the key's per-minute limit, however often it is retried)
+and `fail_first` (the first N calls get 429 "Rate limit reached", then calls are served: a
+transient limit).
+
+Knobs of a provider's limits, for the gateway's front-door tests: `rpm` (the key's requests per
+minute, one window for every caller as a provider keeps it: past it a call gets 429 "Rate limit
+reached"; every answer states the limit in `x-ratelimit-limit-requests`), and `max_body` (a proxy's
+body-size limit: a request declaring a longer body is answered 413 and the connection closed
+without reading it, as nginx does). `requests` holds each arrival's raw request target (`target`)
+besides the path the server saw.
 """
 
 from __future__ import annotations
@@ -261,15 +272,38 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", "0")
         self.end_headers()
 
+    def end_headers(self) -> None:
+        if self.server.upstream.rpm:
+            self.send_header("x-ratelimit-limit-requests", str(self.server.upstream.rpm))
+        super().end_headers()
+
     def do_POST(self) -> None:
         upstream: ScriptedUpstream = self.server.upstream
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        upstream.requests.append({"path": self.path, "headers": dict(self.headers), "body": raw})
+        target = self.requestline.split(" ")[1] if self.requestline.count(" ") >= 2 else self.path
+        declared = int(self.headers.get("Content-Length") or 0)
+        if upstream.max_body is not None and declared > upstream.max_body:
+            upstream.requests.append({"path": self.path, "target": target, "headers": dict(self.headers),
+                                      "body": b"", "refused": declared})
+            self.close_connection = True  # the unread body: closing now resets the sender's upload
+            self._send(413, b"<html><body><h1>413 Request Entity Too Large</h1></body></html>", "text/html")
+            return
+        raw = self.rfile.read(declared)
+        upstream.requests.append({"path": self.path, "target": target, "headers": dict(self.headers), "body": raw})
         if upstream.delay_s:
             time.sleep(upstream.delay_s)
+        if upstream.over_rate():
+            payload = {"error": {"type": "requests", "code": "rate_limit_exceeded",
+                                 "message": f"Rate limit reached for requests: limit {upstream.rpm} per min"}}
+            self._send(429, json.dumps(payload).encode(), "application/json")
+            return
         if upstream.status:
             payload = json.dumps({"error": {"type": "server_error", "message": "scripted failure"}}).encode()
             self._send(upstream.status, payload, "application/json")
+            return
+        limited = upstream.rate_limited(raw)
+        if limited is not None:
+            self._send(429, json.dumps({"error": {"type": "tokens", "code": "rate_limit_exceeded",
+                                                  "message": limited}}).encode(), "application/json")
             return
         path = self.path.split("?")[0]
         api = ("responses" if path.endswith("/responses") else "messages" if path.endswith("/messages")
@@ -429,14 +463,33 @@ class ScriptedUpstream:
     """`with ScriptedUpstream(script) as up:` serves on up.base_url (loopback, a free port)."""
 
     def __init__(self, script: dict[str, Any] | None = None, status: int = 0, delay_s: float = 0.0, chunks: int = 1,
-                 key: str | None = None, apis: tuple[str, ...] | None = None, models: tuple[str, ...] | None = None):
+                 key: str | None = None, apis: tuple[str, ...] | None = None, models: tuple[str, ...] | None = None,
+                 rpm: int | None = None, max_body: int | None = None, too_large: str | None = None,
+                 fail_first: int = 0):
         self.model = ScriptedModel(script or {"sessions": []})
         self.status, self.delay_s, self.chunks = status, delay_s, chunks
         self.key, self.apis, self.models = key, apis, models
+        self.rpm, self.max_body = rpm, max_body
+        self._window: list[float] = []  # arrival times in the key's last minute (rpm)
+        self._window_lock = threading.Lock()
+        self.too_large, self.fail_first = too_large, fail_first
+        self._limit_lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.upstream = self
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def over_rate(self) -> bool:
+        """Takes a place in the key's one-minute window; True when it is full (a 429)."""
+        if not self.rpm:
+            return False
+        with self._window_lock:
+            now = time.monotonic()
+            self._window = [t for t in self._window if t > now - 60.0]
+            if len(self._window) >= self.rpm:
+                return True
+            self._window.append(now)
+            return False
 
     def refusal(self, api: str | None, headers: Any, raw: bytes) -> tuple[int, dict[str, Any]] | None:
         """(status, body) of a misconfigured client's answer, in the order real providers check:
@@ -457,6 +510,17 @@ class ScriptedUpstream:
             if model not in self.models:
                 return 404, {"error": {"type": "invalid_request_error", "code": "model_not_found",
                                        "message": f"The model `{model}` does not exist or you do not have access to it."}}
+        return None
+
+    def rate_limited(self, raw: bytes) -> str | None:
+        """The message of a 429 this request gets (module doc: `too_large`, `fail_first`), or None."""
+        if self.too_large is not None and self.too_large.encode() in raw:
+            return (f"Request too large for gpt-4o-mini on tokens per min (TPM): Limit 30000, Requested "
+                    f"{30000 + len(raw)}. The input or output tokens must be reduced in order to run successfully.")
+        with self._limit_lock:
+            if self.fail_first > 0:
+                self.fail_first -= 1
+                return "Rate limit reached for gpt-4o-mini on requests per min (RPM): Limit 3, Used 3, Requested 1."
         return None
 
     @property

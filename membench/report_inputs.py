@@ -219,7 +219,8 @@ def check_baseline(conditions: list[str], baseline: str | None, study) -> None:
 
 
 def build_full_report(warehouse: Any, run_set: str, home: Path, *, baseline: str | None = None, study=None,
-                      pack_spec: str | None = None, blob_dir: Path | None = None, kafka: bool = False):
+                      pack_spec: str | None = None, blob_dir: Path | None = None, kafka: bool = False,
+                      compare: tuple[tuple[str, str], ...] = ()):
     """(report, secrets): `build_report` with the canary proof over the warehouse (and the diffs stored
     as blobs in BLOB_DIR) and the admission funnel; `pipeline.grid_run.write_report(settings,
     report, secrets)` adds the reports' search. KAFKA: the run set's bus is Kafka (for the reasons)."""
@@ -231,12 +232,12 @@ def build_full_report(warehouse: Any, run_set: str, home: Path, *, baseline: str
         # a transfer study's run set: `membench transfer` reports it without a canary proof or admission
         # funnel (its study declares no secrets and is not admitted by `validate`), and `membench report`
         # must rebuild exactly that report (issue 25: it added a not_run proof naming a pack to find)
-        return build_report(warehouse, run_set, baseline=baseline, study=study or DEFAULT_STUDY), []
+        return build_report(warehouse, run_set, baseline=baseline, study=study or DEFAULT_STUDY, compare=compare), []
     started = [json.loads(r["payload"]) for r in queries.run_started(warehouse, run_set)]
     digests = sorted({p["pack_digest"] for p in started})
     proof, secrets = canary_for(warehouse, run_set, home, digests, pack_spec, blob_dir, kafka)
     report = build_report(warehouse, run_set, baseline=baseline, study=study or DEFAULT_STUDY, canary=proof,
-                          admission=admission_for(home, digests, {p["task"] for p in started}))
+                          admission=admission_for(home, digests, {p["task"] for p in started}), compare=compare)
     models = sorted({json.loads(r["payload"]).get("memory_model") or "" for r in queries.run_started(warehouse, run_set)}
                     - {""})
     funnel = conformance_funnel(home, [c.condition for c in report.conditions], study or DEFAULT_STUDY,

@@ -71,6 +71,7 @@ def print_table(console: Console, report: Report) -> None:
 
     for line in failure_lines(to_json(report)):
         console.print(Text(line, style="bold red"), soft_wrap=True)
+    print_verdicts(console, report)
 
 
 def plain_progress(console: Console, total: int, what: str = "units", passes: bool = True):
@@ -82,10 +83,33 @@ def plain_progress(console: Console, total: int, what: str = "units", passes: bo
     return PlainProgress(total, say, interval_s=None if not console.is_terminal else 0, what=what, passes=passes)
 
 
-def write_report(settings: Settings, report: Report, secrets=()) -> Path:
-    """report.json (the JSON form of the typed report), and report.md and report.html rendered from it.
-    With a canary proof that searched the events, the rendered texts are searched for `secrets` too
-    and the proof records it (it names secrets, never their values, so rendering it again adds none)."""
+def print_verdicts(console: Console, report: Report) -> None:
+    """One verdict line per comparison the user asked (--compare) and per comparison of the primary
+    family (reports/comparison_verdicts.py); the other families' are counted and left to report.md."""
+    asked = list(getattr(report, "requested", None) or [])
+    verdicts = list(getattr(report, "verdicts", None) or [])
+    shown = {(frozenset((v.a, v.b)), v.family) for v in asked}
+    primary = [v for v in verdicts if v.role == "primary" and (frozenset((v.a, v.b)), v.family) not in shown]
+    if not asked and not primary:
+        return
+    console.print("verdicts (primary test: exact trap-clustered sign-flip; Holm within the family):",
+                  highlight=False, markup=False)
+    for label, items in (("asked", asked), ("primary", primary)):
+        for v in items:
+            style = "green" if v.status == "publishable" else "yellow" if v.status == "not_publishable" else ""
+            console.print(Text(f"  {label}: {v.line}", style=style), soft_wrap=True, highlight=False)
+    rest = sum(1 for v in verdicts if v.role != "primary" and (frozenset((v.a, v.b)), v.family) not in shown)
+    if rest:
+        families = ", ".join(dict.fromkeys(v.family for v in verdicts if v.role != "primary"))
+        console.print(f"  {rest} more verdicts ({families}) in report.md; ask one with --compare A:B",
+                      highlight=False, markup=False, soft_wrap=True)
+
+
+def render_report(report: Report, secrets=()) -> dict[str, str]:
+    """file name -> text of report.json (the JSON form of the typed report), report.md and report.html
+    rendered from it. With a canary proof that searched the events, the rendered texts are searched
+    for `secrets` too and the proof records it (it names secrets, never their values, so rendering it
+    again adds none)."""
     from reports.canary import search_reports
     from reports.html import render_html
     from reports.markdown import render_markdown
@@ -99,7 +123,13 @@ def write_report(settings: Settings, report: Report, secrets=()) -> Path:
     if report.canary is not None and report.canary.searched is not None:
         report = replace(report, canary=search_reports(report.canary, list(secrets), texts))
         texts = render(to_json(report))
-    out = settings.runs_dir / report.run_set
+    return texts
+
+
+def write_report(settings: Settings, report: Report, secrets=(), out: Path | None = None) -> Path:
+    """The rendered reports (`render_report`) written to OUT, by default the run set's own directory."""
+    texts = render_report(report, secrets)
+    out = out if out is not None else settings.runs_dir / report.run_set
     out.mkdir(parents=True, exist_ok=True)
     for name, text in texts.items():
         (out / name).write_text(text, encoding="utf-8")
@@ -258,6 +288,7 @@ def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, se
     finally:
         warehouse.close()
     write_log_root(console, root_file, state, signer, settings.warehouse)
+    verified = verify_written(console, settings, run_set)
     resume = None
     if cut:
         resume = "membench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
@@ -272,11 +303,14 @@ def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, se
                       highlight=False, markup=False, soft_wrap=True)
         raise SystemExit(stop.exit_status)
     if refused is not None:  # what ran is recorded (log, warehouse, log root); only the report is not written
+        exit_unless_verified(console, verified, settings, run_set)
         raise RunRefused(f"{refused}; the run set is recorded, rebuild its report with `membench report {run_set}`")
-    out = write_report(settings, report, secrets)
+    out = write_report(settings, replace(report, verification=verified), secrets)
     print_table(Console(), report)
     console.print(f"report: {out / 'report.json'}  ·  log: {out / 'events.avro'}  ·  log root: {state.root}",
                   highlight=False, markup=False, soft_wrap=True)
+    if not cut:  # a stopped run exits 130 whatever its log holds (the findings are printed above)
+        exit_unless_verified(console, verified, settings, run_set)
     if cut:
         console.print(f"stopped: the report is partial ({len(not_started)} units not started, {len(abandoned)} "
                       f"attempts closed as abandoned); resume with the same command: {resume}",
@@ -321,3 +355,50 @@ def write_log_root(console: Console, path: Path, state, signer, warehouse_dsn: s
     if signature is not None:
         console.print(f"log root {state.root} signed (Ed25519, key id {signature.key_id})", highlight=False,
                       markup=False, soft_wrap=True)
+
+
+EXIT_NOT_VERIFIED = 1  # as `membench replay --verify` exits on the same findings
+
+
+def verify_written(console: Console, settings: Settings, run_set: str):
+    """The end of every embedded `membench run`, `score` and `transfer`: the run set's log replayed
+    with the checks of `membench replay runs/<run_set>/events.avro --verify` — the same call
+    (`audit.verify.verify_source`): chains, scored diffs, the processors' folds and dead letters, the
+    re-derived events against the warehouse, the root against the log_root.json just written. Prints
+    each finding; returns the report's `LogVerification` (`exit_unless_verified` ends the command)."""
+    from audit.verify import problem_lines, verify_source
+    from producers.bus.base import run_set_log_path
+    from reports.model import LogVerification
+
+    verification = verify_source(str(run_set_log_path(settings.runs_dir, run_set)), runs_dir=settings.runs_dir,
+                                 warehouse_dsn=settings.warehouse,
+                                 open_warehouse=lambda: open_warehouse(settings, create=False))
+    try:
+        for line in problem_lines(verification):
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
+        result = verification.result
+        if verification.ok:
+            console.print(f"log verified: {result.events} events of {result.runs} runs replayed, {result.compared} "
+                          "derived events agree with the warehouse, the log root with log_root.json",
+                          highlight=False, markup=False, soft_wrap=True)
+        return LogVerification(
+            verified=verification.ok, events=result.events, runs=result.runs, derived=result.derived,
+            compared=result.compared, findings=len(result.findings), dead_letters=verification.dead_letters,
+            first_finding=str(result.findings[0]) if result.findings else None)
+    finally:
+        verification.close()
+
+
+def exit_unless_verified(console: Console, verified, settings: Settings, run_set: str) -> None:
+    """Exit EXIT_NOT_VERIFIED when the log the command wrote does not verify: its numbers are printed
+    and its report written (marked "not verified"), but never with exit status 0."""
+    from producers.bus.base import run_set_log_path
+
+    if verified.verified:
+        return
+    log = run_set_log_path(settings.runs_dir, run_set)
+    console.print(f"the log of run set {run_set} does not verify: {verified.findings} problems "
+                  f"({verified.dead_letters} events the processors rejected), listed above; the report is marked "
+                  f"\"not verified\". Re-check with: membench replay {shlex.quote(str(log))} "
+                  "--verify", highlight=False, markup=False, soft_wrap=True)
+    raise SystemExit(EXIT_NOT_VERIFIED)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pipeline.grid_run import (RunRefused, open_embedded, open_warehouse, plain_progress, print_table, resume_point,
-                               write_log_root, write_report)
+from pipeline.grid_run import (RunRefused, exit_unless_verified, open_embedded, open_warehouse, plain_progress,
+                               print_table, resume_point, verify_written, write_log_root, write_report)
 
 
 def _frozen_from_events(events) -> dict[tuple[int, str], str]:
@@ -145,12 +146,14 @@ def run_transfer_embedded(study, conditions, seeds, phase, new_agent, workers, c
     finally:
         warehouse.close()
     write_log_root(console, root_file, state, None, settings.warehouse)
-    out = write_report(settings, report)
+    verified = verify_written(console, settings, run_set)
+    out = write_report(settings, replace(report, verification=verified))
     print_table(Console(), report)
     if report.transfer is not None:
         print_transfer(Console(), report.transfer)
     console.print(f"report: {out / 'report.json'}  ·  log: {out / 'events.avro'}", highlight=False, markup=False,
                   soft_wrap=True)
+    exit_unless_verified(console, verified, settings, run_set)
 
 
 def print_transfer(console: Console, section) -> None:

@@ -70,6 +70,10 @@ class SessionEvidence:
     resolution_policy: str = "patch_as_submitted"  # RunStarted's (event v5); processors.failure's module doc
     agent_calls: int = 0  # the agent's ModelCalls in the session (purpose agent; not a model user's)
     agent_answers: int = 0  # of those, the ones the model answered (status ok)
+    # of those, the ones that were the request's own failure: a 429/5xx/timeout the gateway's probe
+    # did not reproduce (`request_failed`), and, replaying, a request the recording does not hold
+    agent_requests_failed: int = 0
+    agent_replay_misses: int = 0
 
     @property
     def agent_could_act(self) -> bool:
@@ -118,6 +122,8 @@ class _Open:
     max_input: int = 0
     calls: int = 0
     answers: int = 0
+    requests_failed: int = 0
+    replay_misses: int = 0
     patch_files: tuple[str, ...] = ()
     verdict: dict[str, Any] | None = None
 
@@ -199,6 +205,8 @@ class EvidenceCollector:
             if p.get("purpose", "agent") == "agent":
                 s.calls += 1
                 s.answers += p["status"] == "ok"
+                s.requests_failed += p["status"] == "request_failed"
+                s.replay_misses += p["status"] == "replay_miss"
         elif kind == "PatchProduced":
             s.patch_files = tuple(p["files"])
         elif kind == "OracleVerdict":
@@ -211,5 +219,6 @@ class EvidenceCollector:
                 injected_ids=_unique(s.injected), cited_ids=_unique(s.cited), reads_over_budget=s.reads_over_budget,
                 max_agent_input_tokens=s.max_input, context_budget=self.context_budget, patch_files=s.patch_files,
                 verdict=s.verdict, memories=s.memories, labels=tuple(self.labels), source_seq=event.seq,
-                resolution_policy=self.resolution_policy, agent_calls=s.calls, agent_answers=s.answers)
+                resolution_policy=self.resolution_policy, agent_calls=s.calls, agent_answers=s.answers,
+                               agent_requests_failed=s.requests_failed, agent_replay_misses=s.replay_misses)
         return None

@@ -9,6 +9,10 @@ session this way, never exclude it; these outcomes never pass):
    invalid_agent_output — a workspace path that is not UTF-8, a workspace over MEMBENCH_WORKSPACE_MB,
    a change over MEMBENCH_PATCH_MB, a tree on which the scoring sandboxes would not start while
    they start on the pack's base checkout (`patch_broke_scoring`);
+   and, as agent conduct (below), a model request of the agent's that the upstream kept failing
+   (429, 5xx, timeout) while the gateway's probe of the configured model was answered
+   (`model_request_failed`), or, replaying a recording, a request it does not hold
+   (`model_replay_diverged`) — the agent's own, never an exclusion it could provoke;
    harness_error — the harness raised after the agent started (the traceback is in a harness Turn);
 2. timeout — the agent's session ended by timeout;
 3. over_context_budget — a memory read admitted more tokens than its budget, an agent turn's
@@ -41,8 +45,8 @@ which only their importer declares (`AB_TAXONOMY_POLICY`); processors never read
 **Resolution** (issue 14). `classify` is the one place that decides whether a session is resolved;
 the verdict fold (`SessionVerdict.passed`, `RunSummary.scored_passed`, hence `pass_rate`) calls
 it too, so the tables cannot disagree. A session is resolved when no rule fires. The rules marked
-`agent_conduct` (timeout, the three over_context_budget rules) judge the agent rather than the
-patch, and whether they fail a session whose oracle passed is the suite's resolution policy,
+`agent_conduct` (the two model-request rules, timeout, the three over_context_budget rules) judge
+the agent rather than the patch, and whether they fail a session whose oracle passed is the suite's resolution policy,
 carried in `RunStarted.resolution_policy` (event v5; schemas/pack_format.py):
 - `patch_as_submitted` (native packs, DreamBench-SWE: the outcome is the oracle's verdict on the
   final diff) — they do not fire on a passing session; the agent's status stays in the log
@@ -115,6 +119,10 @@ RULES: tuple[Rule, ...] = (
     Rule("oracle_inconclusive", "oracle_inconclusive", lambda ev, att: bool(ev.verdict and ev.verdict["inconclusive"])),
     *(Rule(rule, "invalid_agent_output", lambda ev, att, outcome=outcome: ev.outcome == outcome)
       for outcome, rule in INVALID_OUTPUT_OUTCOMES.items()),
+    Rule("model_request_failed", "invalid_agent_output", lambda ev, att: ev.agent_requests_failed > 0,
+         agent_conduct=True),
+    Rule("model_replay_diverged", "invalid_agent_output", lambda ev, att: ev.agent_replay_misses > 0,
+         agent_conduct=True),
     Rule("harness_exception_after_agent_started", "harness_error", lambda ev, att: ev.outcome == "harness_error"),
     Rule("agent_timeout", "timeout", lambda ev, att: ev.status == "timeout", agent_conduct=True),
     Rule("memory_read_over_budget", "over_context_budget", lambda ev, att: ev.reads_over_budget > 0,

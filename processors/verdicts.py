@@ -9,8 +9,12 @@ stays the oracle's own. A session or run is excluded (never a
 fail, never imputed) when isolation was unavailable or the oracle's harness produced no outcome
 (`harness_fault`, `processors.failure.EXCLUDING_OUTCOMES`), or the run ended as excluded or was closed as
 abandoned (a crashed attempt, `producers/attempts.py`). A run that ended `completed` with an
-`error_type` of `harness_error:…` (the harness raised after the agent started, issue 24) is not
-excluded: its unfinished sessions simply did not pass. Durations are
+`error_type` of `harness_error:…` (the harness raised after the agent started) is not
+excluded: its unfinished sessions simply did not pass. Nothing after the scored session's verdict
+can change the cell: a run that ended `excluded` once its scored session had a verdict (a memory
+write after it whose model failed, say) is summarized as `completed`, its reason kept in
+`error_type` only — whatever runner wrote the log (membench's own records such a failure as a
+note and ends the run `completed`, producers/grid.py). Durations are
 the difference of event timestamps, the only wall-clock fields.
 """
 
@@ -70,6 +74,7 @@ class VerdictFold:
     sessions: int = 0
     scored_passed: bool = False
     scored_excluded: str | None = None
+    scored_verdict: bool = False  # the scored session ended with a verdict that did not exclude it
     run_counts: _Counts = field(default_factory=_Counts)
     current: _Session | None = None
     events: int = 0
@@ -109,6 +114,7 @@ class VerdictFold:
         if s.scored:
             self.scored_passed = passed
             self.scored_excluded = s.outcome if excluded else None
+            self.scored_verdict = s.outcome != "no_verdict" and not excluded
         fields: dict[str, Any] = {
             "session_index": s.index,
             "scored": s.scored,
@@ -125,11 +131,13 @@ class VerdictFold:
     def _run_summary(self, event: Event) -> DerivedEvent:
         assert self.key is not None
         p: RunEnded = event.payload
-        # an attempt closed as abandoned (a crashed runner's) is excluded like one that could not run
-        excluded_reason = self.scored_excluded or (p.get("error_type") if p["status"] in ("excluded", "abandoned")
+        # an attempt closed as abandoned (a crashed runner's) is excluded like one that could not run; an
+        # exclusion met after the scored verdict changes nothing (module doc)
+        status = "completed" if p["status"] == "excluded" and self.scored_verdict else p["status"]
+        excluded_reason = self.scored_excluded or (p.get("error_type") if status in ("excluded", "abandoned")
                                                    else None)
         fields: dict[str, Any] = {
-            "status": p["status"],
+            "status": status,
             "error_type": p.get("error_type"),
             "sessions": self.sessions,
             "scored_passed": self.scored_passed and excluded_reason is None,

@@ -13,6 +13,7 @@ import hashlib
 import json
 import re
 import tempfile
+import threading
 import traceback
 import uuid
 from collections.abc import Callable
@@ -90,6 +91,32 @@ def run_id_for(run_set: str, unit: RunUnit, attempt: int) -> str:
     return str(uuid.uuid5(RUN_NAMESPACE, f"{run_set}/{unit.unit_id}/{attempt}"))
 
 
+class HeldUntilStarted:
+    """An emit for what a memory system records while it opens (a library's settings turn, a model
+    call): a run's first event is RunStarted, and RunStarted is written after the memory system
+    opened (it records the skill bank's digest), so those events are held and emitted, in order, by
+    `release()` right after it — a processor rejects any event of a run before its RunStarted.
+    Thread-safe: the gateway emits from its handler threads."""
+
+    def __init__(self, emit: Callable[..., object]):
+        self._emit = emit
+        self._held: list[tuple[str, dict, str]] | None = []
+        self._lock = threading.Lock()
+
+    def __call__(self, kind: str, payload: dict, visibility: str = "agent") -> None:
+        with self._lock:
+            if self._held is not None:
+                self._held.append((kind, payload, visibility))
+                return
+        self._emit(kind, payload, visibility)
+
+    def release(self) -> None:
+        with self._lock:  # emitted under the lock: nothing emitted now may overtake what was held
+            held, self._held = self._held or [], None
+            for kind, payload, visibility in held:
+                self._emit(kind, payload, visibility)
+
+
 def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, publish: Listener,
              attempt: int = 1, agent=None) -> str:
     """Run one unit to its RunEnded event; returns the run id. Exceptions inside become a RunEnded
@@ -102,8 +129,10 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
     memory, memory_error = None, None
     system = "no_memory" if unit.condition in config.label_conditions else unit.condition
     driven = is_model_driven(system)
+    # what the memory system records while it opens belongs to the run: held until RunStarted
+    opening = HeldUntilStarted(emitter.emit)
     # a model-driven policy calls the memory model from here, the harness, through the run set's gateway
-    memory_model = (MemoryModel(config.memory_model, config.gateway, unit.unit_id, emitter.emit)
+    memory_model = (MemoryModel(config.memory_model, config.gateway, unit.unit_id, opening)
                     if driven and config.memory_model and config.gateway is not None else None)
     try:  # before RunStarted: a skill bank is verified here and its digest recorded there
         setup = MemorySetup.for_sequence(pack, seq)
@@ -127,6 +156,7 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
         "resolution_policy": pack.resolution_policy,  # event v5: the suite's rule, for the processors
         "memory_model": config.memory_model if driven else None,  # event v6: model_driven when set
     }, visibility="harness")
+    opening.release()
     for label in sequence_labels(seq):
         emitter.emit("OracleLabel", label, visibility="harness")
     status, error_type = "completed", None
@@ -169,6 +199,10 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
 @dataclass
 class _Progress:
     agent_acted: bool = False  # set when an agent is first started in the run: from then on an exception fails
+    scored_verdict: bool = False  # the scored session's verdict is in the log: from then on nothing changes the cell
+
+
+AFTER_VERDICT = "after_scored_verdict"  # source_kind of the note that replaces an exclusion met after it
 
 
 def _run_sessions(pack: Pack, seq: Sequence, base: dict[str, bytes], memory, agent, emitter: RunEmitter,
@@ -176,38 +210,57 @@ def _run_sessions(pack: Pack, seq: Sequence, base: dict[str, bytes], memory, age
     progress = progress if progress is not None else _Progress()
     tree = base
     for session in seq.sessions:
-        emitter.session_index = session.index
-        scored = session.index == seq.scored_session.index
-        clean = session.start_state == "clean" or (scored and seq.clean_start_s3)
-        start = base if clean else tree
-        with tempfile.TemporaryDirectory(prefix="membench-ws-") as tmp, \
-                capped_directory(Path(tmp) / "workspace") as workspace:  # the agent cannot outgrow the cap
-            write_files(start, workspace)
-            emitter.emit("SessionStarted", {
-                "session_index": session.index, "instruction": bounded_text(session.instruction),
-                "start_state": "clean" if clean else "continuation", "workspace_digest": tree_digest(start),
-                "scored": scored, "oracle_id": session.oracle_id or None})
-            emitter.emit("Turn", {"role": "user", "text": bounded_text(session.instruction), "source_event_id": None,
-                                  "source_kind": "instruction" if session.mode == "task" else "history",
-                                  "input_tokens": 0, "cached_tokens": 0,
-                                  "output_tokens": 0, "reasoning_tokens": 0, "latency_ms": 0})
-            if session.mode == "history":  # recorded evidence: no agent, no scoring; its events follow
-                outcome = AgentOutcome(status="history")
-            else:
-                tree, outcome = _act_and_score(pack, seq, session, start, workspace, memory, agent, emitter, sandbox,
-                                               config, base, progress)
-        emitter.emit("SessionEnded", {"session_index": session.index, "status": outcome.status})
-        for event in seq.events:
-            if event.after_session == session.index:
-                emitter.emit("Turn", {
-                    "role": "user", "text": bounded_text(event.content), "source_event_id": event.event_id,
-                    "source_kind": event.kind, "source_scope": list(event.scope_files), "input_tokens": 0, "cached_tokens": 0, "output_tokens": 0,
-                    "reasoning_tokens": 0, "latency_ms": 0})
-        session_events = [e for e in emitter.emitted if e.session_index == session.index and e.visibility == "agent"]
-        for item in memory.write(session_events):
-            emitter.emit("MemoryWrite", {
-                "memory_id": item.memory_id, "memory_type": item.memory_type, "scope": list(item.scope),
-                "provenance_event_ids": list(item.provenance_event_ids), "content": bounded_text(item.text)})
+        try:
+            tree = _run_session(pack, seq, session, tree, base, memory, agent, emitter, sandbox, config, progress)
+        except (IsolationUnavailable, ModelUnavailable) as exc:
+            if not progress.scored_verdict:
+                raise
+            # After the scored verdict (its memory write, later sessions) nothing can change the cell: a
+            # memory model the agent's trajectory made fail, or any outage, is a note, never an exclusion.
+            _system_turn(emitter, AFTER_VERDICT, f"{getattr(exc, 'reason', 'isolation_unavailable')} after the scored "
+                                                 f"session's verdict (the cell stands; the rest of the run is "
+                                                 f"skipped): {exc}")
+            return
+
+
+def _run_session(pack: Pack, seq: Sequence, session, tree: dict[str, bytes], base: dict[str, bytes], memory, agent,
+                 emitter: RunEmitter, sandbox: Sandbox, config: RunConfig, progress: _Progress) -> dict[str, bytes]:
+    """One session: act and score it (a task session), deliver the events that follow it, let the
+    memory system write; returns the next session's start tree."""
+    emitter.session_index = session.index
+    scored = session.index == seq.scored_session.index
+    clean = session.start_state == "clean" or (scored and seq.clean_start_s3)
+    start = base if clean else tree
+    with tempfile.TemporaryDirectory(prefix="membench-ws-") as tmp, \
+            capped_directory(Path(tmp) / "workspace") as workspace:  # the agent cannot outgrow the cap
+        write_files(start, workspace)
+        emitter.emit("SessionStarted", {
+            "session_index": session.index, "instruction": bounded_text(session.instruction),
+            "start_state": "clean" if clean else "continuation", "workspace_digest": tree_digest(start),
+            "scored": scored, "oracle_id": session.oracle_id or None})
+        emitter.emit("Turn", {"role": "user", "text": bounded_text(session.instruction), "source_event_id": None,
+                              "source_kind": "instruction" if session.mode == "task" else "history",
+                              "input_tokens": 0, "cached_tokens": 0,
+                              "output_tokens": 0, "reasoning_tokens": 0, "latency_ms": 0})
+        if session.mode == "history":  # recorded evidence: no agent, no scoring; its events follow
+            outcome = AgentOutcome(status="history")
+        else:
+            tree, outcome = _act_and_score(pack, seq, session, start, workspace, memory, agent, emitter, sandbox,
+                                           config, base, progress)
+            progress.scored_verdict = progress.scored_verdict or scored
+    emitter.emit("SessionEnded", {"session_index": session.index, "status": outcome.status})
+    for event in seq.events:
+        if event.after_session == session.index:
+            emitter.emit("Turn", {
+                "role": "user", "text": bounded_text(event.content), "source_event_id": event.event_id,
+                "source_kind": event.kind, "source_scope": list(event.scope_files), "input_tokens": 0, "cached_tokens": 0, "output_tokens": 0,
+                "reasoning_tokens": 0, "latency_ms": 0})
+    session_events = [e for e in emitter.emitted if e.session_index == session.index and e.visibility == "agent"]
+    for item in memory.write(session_events):
+        emitter.emit("MemoryWrite", {
+            "memory_id": item.memory_id, "memory_type": item.memory_type, "scope": list(item.scope),
+            "provenance_event_ids": list(item.provenance_event_ids), "content": bounded_text(item.text)})
+    return tree
 
 
 def verdict_payload(oracle_id: str, result) -> dict:
@@ -228,9 +281,11 @@ def _act_and_score(pack: Pack, seq: Sequence, session, start: dict[str, bytes], 
     Once the agent is started, a harness exception is this session's failure, not the unit's
     exclusion: the traceback is recorded in a harness Turn, the verdict is `harness_error`, the
     session's start tree carries on and the run goes on (docs/design.md §5). Only isolation or a
-    model that is unavailable still excludes; isolation only when the backend also fails on the
-    pack's untouched base checkout (_isolation_proven), and an oracle harness that produced no
-    outcome only when it produces none on that checkout either (settle_harness_fault)."""
+    model that is unavailable still excludes: isolation only when the backend also fails on the
+    pack's untouched base checkout (_isolation_proven), an oracle harness that produced no outcome
+    only when it produces none on that checkout either (settle_harness_fault), a model only when the
+    gateway's own probe of the configured model fails too (docs/gateway.md), and none of them once
+    the scored session's verdict is recorded (_run_sessions)."""
     context = memory.read(session.instruction, config.read_budget)
     if getattr(memory, "uses_memory", True):
         emitter.emit("MemoryRead", {

@@ -19,15 +19,18 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import replace
 
 from reports.comparisons import comparisons_section
 from reports.conventions import ci_method, condition_pass_summaries
 from reports.failures import failures_section
 from reports.hygiene import hygiene_section
-from reports.model import AdmissionFunnel, CanaryProof, ConditionSummary, Inputs, Report, SuiteIsolation, shallow_fields
+from reports.model import (AdmissionFunnel, CanaryProof, ComparisonVerdict, ConditionSummary, Inputs, Report,
+                           SuiteIsolation, from_json, shallow_fields, to_json)
 from reports.provenance import cost_usd, outcome_matrix, run_provenance
 from reports.study import DEFAULT_STUDY, BaselineError, Study
 from reports.transfer import transfer_section
+from reports.comparison_verdicts import comparison_verdicts, requested
 from warehouse import queries
 from warehouse.protocol import WarehouseReader
 
@@ -41,7 +44,7 @@ NOT_VALIDATED = AdmissionFunnel(status="not_validated", source=None, authored=No
 
 def build_report(warehouse: WarehouseReader, run_set: str, *, baseline: str | None = None,
                  study: Study = DEFAULT_STUDY, canary: CanaryProof | None = None,
-                 admission: AdmissionFunnel | None = None) -> Report:
+                 admission: AdmissionFunnel | None = None, compare: tuple[tuple[str, str], ...] = ()) -> Report:
     """Raises ReportError (no runs, or no baseline can be chosen: `baseline`, the study's, B0,
     no_memory — reports.study.resolve_baseline)."""
     runs = queries.run_results(warehouse, run_set)
@@ -63,7 +66,7 @@ def build_report(warehouse: WarehouseReader, run_set: str, *, baseline: str | No
             excluded=cells - valid, bootstrap=bootstrap,
             **shallow_fields(failures.conditions[condition]), **shallow_fields(hygiene.conditions[condition])))
     digests = sorted({json.loads(r["payload"])["pack_digest"] for r in queries.run_started(warehouse, run_set)})
-    return Report(
+    report = Report(
         run_set=run_set,
         suite=runs[0]["suite"],
         agent=runs[0]["agent"],
@@ -87,6 +90,16 @@ def build_report(warehouse: WarehouseReader, run_set: str, *, baseline: str | No
         transfer=transfer,
         hygiene_panel=hygiene.hygiene_panel,
     )
+    return with_verdicts(report, compare)
+
+
+def with_verdicts(report: Report, compare: tuple[tuple[str, str], ...] = ()) -> Report:
+    """REPORT with one verdict per registered comparison (reports/comparison_verdicts.py), judged by
+    its gates, and the verdicts answering COMPARE's pairs (`--compare A:B`) as asked."""
+    found = comparison_verdicts(to_json(replace(report, verdicts=None, requested=None)))
+    asked = [from_json(ComparisonVerdict, requested(found, a, b), "requested") for a, b in compare]
+    return replace(report, verdicts=[from_json(ComparisonVerdict, v, "verdicts") for v in found] if found else None,
+                   requested=asked or None)
 
 
 def suite_isolation(warehouse: WarehouseReader, run_set: str) -> list[SuiteIsolation]:

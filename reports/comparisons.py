@@ -32,11 +32,16 @@ Top level:
   rejection, and `primary`: the primary test's (`primary_test`, the exact trap-clustered
   sign-flip) raw and Holm p and verdict, present whether or not the family registers that test,
   so a renderer never shows a secondary test's rejection without the primary verdict beside it.
-  The `comparisons` key stays the default family's clustered view, unchanged.
+  The `comparisons` key stays the default family's clustered view, unchanged. After the study's
+  (or default) families comes membench's secondary family `all_pairs`: every pair of the run set's
+  conditions in conventions order, Holm over them alone (never mixed into the primary), left out
+  when the primary family already asks every pair; each entry carries its own `paired_coverage`
+  gate (the 90 % rule of the validity gates, for its own pair).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -44,8 +49,10 @@ from analytics.cells import Cell, dedup_cells, pair_cells
 from analytics.compare import FamilyResult, compare_family
 from analytics.effects import design_power, minimum_detectable_difference, paired_difference_ci
 from analytics.export import family_json
+from analytics.gates import paired_units_gate
 from analytics.resources import ResourceUsage, cost_per_success, resource_reductions, resource_totals
 from reports.conventions import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, condition_order, exclusion_of, valid_run
+from reports.hygiene import PAIRED_COVERAGE
 from reports.model import (
     BootstrapSettings,
     ComparisonEntry,
@@ -62,7 +69,8 @@ from reports.model import (
     Resources,
     from_json,
 )
-from reports.study import BASELINES, DEFAULT_STUDY, Study, families_for, resolve_baseline
+from reports.study import (ALL_PAIRS, BASELINES, DEFAULT_STUDY, SECONDARY, FamilySpec, Study, families_for,
+                           resolve_baseline)
 from warehouse import queries
 from warehouse.protocol import WarehouseReader
 
@@ -171,19 +179,35 @@ def families_from_cells(cells: list[Cell], conditions: list[str], baseline: str 
     """The `families` key: each registered family, Holm within it for each of its tests."""
     out = []
     present = set(conditions)
-    for spec in families_for(study, conditions, baseline):
+    min_units = math.ceil(PAIRED_COVERAGE * len({c.unit for c in cells}))
+    specs = families_for(study, conditions, baseline)
+    pairs = all_pairs(conditions, specs)
+    if pairs:
+        specs = (*specs, FamilySpec(name=ALL_PAIRS, role=SECONDARY, comparisons=pairs, tests=(PRIMARY_TEST,)))
+    for spec in specs:
         available = [p for p in spec.comparisons if p[0] in present and p[1] in present]
         unavailable = [p for p in spec.comparisons if p not in available]
         result = compare_family(cells, available, unavailable=unavailable, alpha=study.alpha)
         out.append(RegisteredFamily(name=spec.name, role=spec.role, alpha=study.alpha, tests=list(spec.tests),
                                     family_size=result.family_size,
-                                    comparisons=[_family_entry(cells, result, i, spec.tests)
+                                    comparisons=[_family_entry(cells, result, i, spec.tests, min_units)
                                                  for i in range(result.family_size)]))
     return ComparisonFamilies(baseline=baseline, baseline_source=source or baseline_source(conditions, None, study),
                               study=study.source, families=out, primary_test=PRIMARY_TEST)
 
 
-def _family_entry(cells: list[Cell], result: FamilyResult, i: int, tests: tuple[str, ...]) -> FamilyComparison:
+def all_pairs(conditions: list[str], registered: tuple[FamilySpec, ...]) -> tuple[tuple[str, str], ...]:
+    """Every pair of the run set's conditions in conventions order, the later one as A (as "X vs B0"),
+    when the primary family leaves a pair unasked (with two conditions it asks the only one): the
+    secondary `all_pairs` family, Holm over all of them, apart from the primary's."""
+    ordered = sorted(conditions, key=condition_order)
+    pairs = tuple((ordered[j], ordered[i]) for i in range(len(ordered)) for j in range(i + 1, len(ordered)))
+    primary = {frozenset(p) for spec in registered if spec.role == "primary" for p in spec.comparisons}
+    return pairs if any(frozenset(p) not in primary for p in pairs) else ()
+
+
+def _family_entry(cells: list[Cell], result: FamilyResult, i: int, tests: tuple[str, ...],
+                  min_units: int = 0) -> FamilyComparison:
     a, b = result.slots[i]
     comp = result.comparisons[i]
     holms = {"clustered": result.holm_clustered, "mcnemar": result.holm_mcnemar, "majority": result.holm_majority}
@@ -224,7 +248,8 @@ def _family_entry(cells: list[Cell], result: FamilyResult, i: int, tests: tuple[
                                                            all_seeds_alike=d.all_seeds_alike)
                                       for d in detectable]),
         tests={t: held(h, raw[t]) for t, h in chosen.items()}, per_seed=per_seed,
-        primary=held(result.holm_clustered, raw[PRIMARY_TEST]))
+        primary=held(result.holm_clustered, raw[PRIMARY_TEST]),
+        paired_coverage=paired_units_gate(paired, min_units=min_units, min_paired_seeds=2))
 
 
 def comparisons_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[str, Any]],

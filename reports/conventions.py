@@ -103,3 +103,31 @@ def cell_summary(cells: Iterable[Cell]) -> CellSummary:
     passed, valid, rate, ci95, _ = pass_summary(outcomes)
     return CellSummary(cells=len(cells), valid=valid, passed=passed, pass_rate=rate, ci95=ci95,
                        ci_method=ci_method(passed, valid))
+
+
+# what each metric counts, numerator / denominator (processors/hygiene.py), for the legend under every
+# table that shows one: "overscope 106/146" must say what was counted
+HYGIENE_LEGEND: dict[str, str] = {
+    "stale_use": "stale memories the agent cited / stale memories injected",
+    "stale_activation": "sessions with a stale memory injected / sessions where one was available",
+    "overscope": "injected scoped memories outside the task's scope / injected scoped memories",
+    "irrelevant_import": "injected memories neither relevant nor stale / injected memories",
+    "contradiction_repair": "contradiction sessions resolved / contradiction sessions",
+    "repeated_error": "sessions where the labelled earlier error recurred (not resolved) / such sessions",
+    "human_feedback_use": "feedback sessions resolved with a memory of the feedback injected / feedback sessions",
+    "human_feedback_scope": "injected feedback memories matching the task's scope / injected feedback memories "
+                            "with a scope",
+    "harmful_retrieval": "sessions with a memory of harmful evidence injected / harmful-retrieval sessions",
+    "useful_memory_precision": "injected memories learned from relevant evidence / injected memories",
+    "scope_accuracy": "injected memories whose scope matches the task's / injected memories",
+    "memory_bloat": "memories held at session start / useful (relevant) memories held — a ratio (×), 1 is no bloat",
+    "commission_trip": "sessions where a test that the trap's bad behaviour is absent failed / sessions with such "
+                       "tests",
+    "omission_trip": "sessions where a test that the required behaviour is present failed / sessions with such "
+                     "tests",
+}
+
+
+def hygiene_legend(metrics) -> list[tuple[str, str]]:
+    """(metric, what it counts) for each of METRICS, in their order; an unknown metric says so."""
+    return [(m, HYGIENE_LEGEND.get(m, "not described by this version of membench")) for m in metrics]

@@ -16,7 +16,7 @@ from typing import Any
 from reports.conventions import condition_order, construct_label
 from reports.exclusions import exclusions_markdown
 from reports.gate_failures import failed_gates
-from reports.provenance_text import admission_text, refused_measured_text
+from reports.provenance_text import admission_text, not_verified_text, refused_measured_text, verification_text
 from reports.transfer import transfer_markdown
 
 
@@ -41,6 +41,8 @@ def render_markdown(report: dict[str, Any]) -> str:
            f"{report['partial']['units_planned']} units not started, {report['partial']['attempts_abandoned']} "
            f"attempts closed as abandoned. Resume with `{report['partial']['resume']}`.", ""]
           if report.get("partial") else []),
+        *([f"**Not verified**: {not_verified_text(report['verification'])}", ""]
+          if report.get("verification") and not report["verification"]["verified"] else []),
         *([f"**Refused traps measured**: {refused_measured_text(report.get('admission'))}", ""]
           if refused_measured_text(report.get("admission")) else []),
         f"- suite: `{report['suite']}`",
@@ -50,6 +52,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         *([f"- admission funnel: {admission_text(report['admission'])}"] if report.get("admission") else []),
         *([f"- log root: `{report['inputs']['log_root']}` (SHA-256 over the runs' final chain hashes; "
            "`membench replay` recomputes it from the log)"] if report["inputs"].get("log_root") else []),
+        *([f"- log: {verification_text(report['verification'])}"] if report.get("verification") else []),
         *(["- oracle isolation: " + ", ".join(f"`{x['suite']}` {x['oracle_isolation']}" for x in report["suites"])]
           if report.get("suites") else []),
         *[f"- **warning**: suite `{x['suite']}` was scored with its tests in the same process as the code under "
@@ -69,6 +72,9 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines += ["", f"CIs: trap-cluster percentile bootstrap, {boot.get('resamples')} resamples, seed {boot.get('seed')}; "
               "marked exact: Clopper–Pearson over traps, where all or none of the cells passed and the bootstrap "
               "interval would have zero width."]
+    verdicts = _verdicts_markdown(report)
+    if verdicts:
+        lines += ["", verdicts.rstrip()]
     family = report.get("comparisons") or {}
     if family.get("comparisons"):
         def p4(value: float | None) -> str:
@@ -104,6 +110,20 @@ def render_markdown(report: dict[str, Any]) -> str:
     transfer = transfer_markdown(report)  # only a transfer study's report has the section
     if transfer:
         lines += [transfer.rstrip()]
+    return "\n".join(lines) + "\n"
+
+
+def _verdicts_markdown(report: dict[str, Any]) -> str:
+    """One verdict line per comparison (reports/comparison_verdicts.py), the asked ones first."""
+    from reports.comparison_verdicts import VERDICTS_LEGEND, grouped
+
+    groups = grouped(report)
+    if not groups:
+        return ""
+    lines = ["## Verdicts", "", VERDICTS_LEGEND]
+    for title, items in groups:
+        lines += ["", f"{title[0].upper()}{title[1:]}:", ""]
+        lines += [f"- {v['line']}" for v in items]
     return "\n".join(lines) + "\n"
 
 
@@ -344,6 +364,10 @@ def _issue14_gates_markdown(report: dict[str, Any]) -> list[str]:
                 cells.append("—" if not ratio or not ratio["denominator"] else
                              f"{ratio['numerator']}/{ratio['denominator']} = {_rate(metric, ratio['rate'])}")
             lines.append(f"| {metric} | {r['direction']} | " + " | ".join(cells) + " |")
+        from reports.conventions import hygiene_legend
+
+        lines += ["", "What each metric counts (numerator / denominator, over scored sessions):", ""]
+        lines += [f"- `{metric}`: {text}" for metric, text in hygiene_legend(panel)]
     return lines
 
 

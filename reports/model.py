@@ -356,12 +356,15 @@ class FamilyComparison:
     # the primary test's verdict (ComparisonFamilies.primary_test), whether the family registers it or
     # not: a secondary test's rejection is never shown without it (issue 25)
     primary: HolmTest | None = field(default=None, metadata=OMIT_IF_NONE)
+    # this pair's own paired-coverage gate (traps with >= 2 paired valid seeds, the 90 % rule of
+    # validity_gates.paired_coverage), so a pair without the baseline is judged by it too
+    paired_coverage: Gate | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 @dataclass(frozen=True)
 class RegisteredFamily:
     name: str
-    role: str  # primary or sensitivity
+    role: str  # primary or sensitivity (a study's), or secondary (membench's all_pairs)
     alpha: float
     tests: list[str]
     family_size: int
@@ -377,6 +380,31 @@ class ComparisonFamilies:
     # the test whose verdict decides a comparison (DreamBench-SWE: the exact trap-clustered sign-flip);
     # the others are secondary (sensitivity) views
     primary_test: str | None = field(default=None, metadata=OMIT_IF_NONE)
+
+
+@dataclass(frozen=True)
+class ComparisonVerdict:
+    """One comparison of one registered family in a line a reader can quote
+    (reports/comparison_verdicts.py): the primary test's raw and Holm p within the family, the effect
+    with its CI, and whether the validity gates let it be published. `status`: `publishable`, `not_publishable` (`invalidated_by`
+    names each failed gate that invalidates it, with its numbers), `unavailable` (a side has no
+    cells: p = 1, not a finding) or `no_gates` (a transfer study: no validity gates are defined)."""
+
+    a: str
+    b: str
+    family: str
+    role: str
+    family_size: int
+    test: str
+    alpha: float
+    difference: float | None
+    ci95: Interval
+    p: float | None
+    p_holm: float
+    rejected: bool
+    status: str
+    invalidated_by: list[str]
+    line: str
 
 
 @dataclass(frozen=True)
@@ -650,6 +678,24 @@ class PartialRun:
 
 
 @dataclass(frozen=True)
+class LogVerification:
+    """The replay of the run set's log at the end of the `membench run`, `score` or `transfer` that
+    wrote this report: the checks of `membench replay runs/<run_set>/events.avro --verify` (hash
+    chains, scored diffs, the processors' folds and their dead letters, re-derived events against the
+    warehouse, the root against log_root.json). A report with `verified` false comes from a log that
+    does not verify: its numbers are not to be used (the command exited 1)."""
+
+    verified: bool
+    events: int
+    runs: int
+    derived: int  # events the processors re-derived
+    compared: int  # of those, compared with the warehouse
+    findings: int
+    dead_letters: int  # events the processors rejected (findings "processor rejected the event: …")
+    first_finding: str | None  # as replay prints it: "run RUN seq N: reason"
+
+
+@dataclass(frozen=True)
 class Report:
     run_set: str
     suite: str
@@ -680,6 +726,14 @@ class Report:
     partial: PartialRun | None = field(default=None, metadata=OMIT_IF_NONE)
     # issue 31: set when a registered condition is a library, external or plug-in memory system
     conformance: ConformanceFunnel | None = field(default=None, metadata=OMIT_IF_NONE)
+    # one verdict per comparison of every registered family, in family order
+    # (reports/comparison_verdicts.py)
+    verdicts: list[ComparisonVerdict] | None = field(default=None, metadata=OMIT_IF_NONE)
+    # the comparisons asked with --compare A:B, each read as asked from the first family that
+    # registers the pair (status `unavailable`, family `none`, when none does)
+    requested: list[ComparisonVerdict] | None = field(default=None, metadata=OMIT_IF_NONE)
+    # set by the command that ran the grid, from the replay of the log it wrote
+    verification: LogVerification | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 # ------------------------------------------------------------------------------------- JSON form

@@ -1,5 +1,5 @@
 """Plain-text lines of a report's provenance and canary facts (memory policies, USD cost, admission
-funnel, scored diffs stored as blobs), shared by the Markdown (`reports.markdown`) and the HTML
+funnel, scored diffs stored as blobs, the replay of the log at the run's end), shared by the Markdown (`reports.markdown`) and the HTML
 (`reports.html.study`) renderings, so neither imports the other for them."""
 
 from __future__ import annotations
@@ -58,3 +58,18 @@ def blobs_text(searched: dict[str, Any]) -> str:
         return ""
     return (f", {searched['blobs']} scored diffs stored as blobs ({searched['blob_bytes']} bytes"
             + (f"; {searched['blobs_missing']} unreadable" if searched.get("blobs_missing") else "") + ")")
+
+
+def verification_text(v: dict[str, Any]) -> str:
+    """The log line of a report whose run replayed its log (reports.model.LogVerification)."""
+    if not v["verified"]:
+        return f"not verified ({v['findings']} problems)"
+    return (f"verified (replayed at the end of the run: {v['events']} events of {v['runs']} runs, chains intact, "
+            f"{v['derived']} derived events re-derived, {v['compared']} compared with the warehouse, no dead letters)")
+
+
+def not_verified_text(v: dict[str, Any]) -> str:
+    """Why a report's numbers are not to be used: its log failed replay."""
+    return (f"replaying this run set's log found {v['findings']} problems ({v['dead_letters']} events the "
+            f"processors rejected); first: {v['first_finding']}. The numbers below come from a log that does "
+            "not verify; `membench replay runs/<run set>/events.avro --verify` lists every problem.")

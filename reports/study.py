@@ -21,6 +21,10 @@ from typing import Any
 BASELINES = ("B0", "no_memory")
 TESTS = ("clustered", "mcnemar", "majority", "per_seed")
 ROLES = ("primary", "sensitivity")
+# membench's own family beside a study's (reports/comparisons.py: all_pairs): every pair of the run
+# set's conditions, Holm over them alone, never mixed into the primary family; not a study file role
+SECONDARY = "secondary"
+ALL_PAIRS = "all_pairs"
 DEFAULT_ALPHA = 0.05
 
 
@@ -109,6 +113,9 @@ def parse_study(document: Any, source: str) -> Study:
             raise fail(f"{where}.name", "expected a non-empty string")
         if name in names:
             raise fail(f"{where}.name", f"family '{name}' is declared twice")
+        if name == ALL_PAIRS:
+            raise fail(f"{where}.name", f"'{ALL_PAIRS}' is membench's own secondary family (every pair of the run "
+                       "set's conditions, added to every report); give yours another name")
         names.add(name)
         role = fam.get("role")
         if role not in ROLES:

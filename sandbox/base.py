@@ -47,13 +47,44 @@ class SandboxResult:
     duration_ms: int
     peak_memory_mb: int | None = None  # the whole sandbox's peak, where a cgroup measured it
     memory_limit_hits: int = 0  # allocations refused or OOM kills at the whole-sandbox memory limit
+    stdout_dropped: int = 0  # bytes of stdout past the backend's limit (STDOUT_LIMIT), read and not kept
+
+
+@dataclass(frozen=True)
+class BackendProbe:
+    """A backend's probe of itself: a real jailed interpreter importing pytest, and the versions a
+    run set records of the environment it was scored in (docs/sandbox.md)."""
+
+    ok: bool
+    reason: str  # why not, or what works
+    backend_version: str = ""  # e.g. "bubblewrap 0.8.0", "Podman Engine 4.3.1 (image …)"
+    python: str = ""  # the sandboxed interpreter's version
+    pytest: str = ""  # its pytest's version ("" when it cannot import it)
+
+
+# what the probe runs in the sandbox: the interpreter's and pytest's versions, or why it cannot
+PROBE_SCRIPT = ("import sys; print('python', sys.version.split()[0]); import pytest, socket; "
+                "print('pytest', pytest.__version__); print('ok')")
+
+
+def read_probe(stdout: str) -> dict[str, str]:
+    """{"python": …, "pytest": …} from PROBE_SCRIPT's output (what it got to print)."""
+    out = {}
+    for line in stdout.splitlines():
+        key, _, value = line.partition(" ")
+        if key in ("python", "pytest") and value:
+            out[key] = value.strip()
+    return out
 
 
 class Sandbox(Protocol):
     name: str
 
     def check(self) -> tuple[bool, str]:
-        """(works here?, why not)."""
+        """(works here?, why not): `probe()`'s first two fields."""
+
+    def probe(self) -> BackendProbe:
+        """Run PROBE_SCRIPT in a real jail: whether the backend works here, and its versions."""
 
     def run(self, argv: list[str], spec: SandboxSpec, stop: threading.Event | None = None) -> SandboxResult:
         """Run argv inside the sandbox; raises IsolationUnavailable rather than run unjailed. Setting

@@ -40,12 +40,15 @@ import time
 from pathlib import Path
 
 from sandbox.base import (
+    PROBE_SCRIPT,
     SANDBOX_HOME,
+    BackendProbe,
     BoundedReader,
     IsolationUnavailable,
     SandboxResult,
     SandboxSpec,
     chown_tree,
+    read_probe,
 )
 from sandbox.cgroups import SandboxCgroup, limits_mode
 
@@ -119,22 +122,38 @@ class BwrapSandbox:
         return None
 
     def check(self) -> tuple[bool, str]:
+        probe = self.probe()
+        return probe.ok, probe.reason
+
+    def version(self) -> str:
+        """`bwrap --version` (e.g. "bubblewrap 0.8.0"), or "" when it does not answer."""
+        try:
+            done = subprocess.run([self.binary, "--version"], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return ""
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    def probe(self) -> BackendProbe:
         missing = self._missing()
         if missing:
-            return False, missing
+            return BackendProbe(False, missing)
         workspace = Path(os.environ.get("TMPDIR", "/tmp"))
         import tempfile
 
         with tempfile.TemporaryDirectory(prefix="membench-probe-", dir=workspace) as tmp:
             spec = SandboxSpec(workspace=Path(tmp), wall_time_s=30, cpu_time_s=10, memory_mb=512, max_processes=16)
             try:
-                result = self.run(["python3", "-c", "import pytest, socket; print('ok')"], spec)
+                result = self.run(["python3", "-c", PROBE_SCRIPT], spec)
             except IsolationUnavailable as exc:
-                return False, str(exc)
-        if result.exit_code != 0 or result.stdout.strip() != "ok":
-            return False, f"the toolchain does not run inside the sandbox: {result.stderr.strip()[-300:]}"
+                return BackendProbe(False, str(exc), self.version())
+        versions = read_probe(result.stdout)
+        if result.exit_code != 0 or result.stdout.strip().splitlines()[-1:] != ["ok"]:
+            return BackendProbe(False, f"the toolchain does not run inside the sandbox: {result.stderr.strip()[-300:]}",
+                                self.version(), versions.get("python", ""), versions.get("pytest", ""))
         mode = "as root: setpriv to an unprivileged uid" if self.as_root else "unprivileged user namespace"
-        return True, f"ok ({self.binary}; {mode}; no network; rlimits cpu/nproc/fsize; memory: {limits_mode()[1]})"
+        return BackendProbe(True, f"ok ({self.binary}; {mode}; no network; rlimits cpu/nproc/fsize; "
+                                  f"memory: {limits_mode()[1]})",
+                            self.version(), versions.get("python", ""), versions.get("pytest", ""))
 
     # ------------------------------------------------------------------ command line
     def argv(self, command: list[str], spec: SandboxSpec, uid: int | None = None, status_fd: int | None = None,
@@ -258,7 +277,7 @@ class BwrapSandbox:
             if isinstance(doc, dict) and "exit-code" in doc and not timed_out:
                 exit_code = int(doc["exit-code"])
         if cgroup is None:
-            return SandboxResult(exit_code, stdout, stderr, timed_out, duration)
+            return SandboxResult(exit_code, stdout, stderr, timed_out, duration, stdout_dropped=out.dropped)
         return SandboxResult(exit_code, stdout, stderr, timed_out, duration,
                              peak_memory_mb=cgroup.peak_memory_bytes() >> 20,
-                             memory_limit_hits=cgroup.memory_limit_hits())
+                             memory_limit_hits=cgroup.memory_limit_hits(), stdout_dropped=out.dropped)

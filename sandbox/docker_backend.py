@@ -21,7 +21,8 @@ import threading
 import time
 from pathlib import Path
 
-from sandbox.base import SANDBOX_HOME, SANDBOX_UID, IsolationUnavailable, SandboxResult, SandboxSpec, chown_tree
+from sandbox.base import (PROBE_SCRIPT, SANDBOX_HOME, SANDBOX_UID, BackendProbe, IsolationUnavailable, SandboxResult,
+                          SandboxSpec, chown_tree, read_probe)
 
 DEFAULT_HOST = "unix:///run/podman/podman.sock"
 DEFAULT_IMAGE = "localhost/membench-python:latest"
@@ -34,16 +35,21 @@ def _limit(kind: int, wanted: int) -> int:
     return wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
 
 
-def _read_capped(stream, limit: int, keep: str) -> str:
+def _read_capped(stream, limit: int, keep: str) -> tuple[str, int]:
+    """(the head or tail of at most `limit` bytes, how many bytes were read and dropped)."""
     data = bytearray()
+    total = 0
     for chunk in stream:
+        total += len(chunk)
+        if keep == "head":
+            if len(data) < limit:  # past the limit the rest is only counted
+                data += chunk[:limit - len(data)]
+            continue
         data += chunk
-        if keep == "head" and len(data) >= limit:
-            break
-        if keep == "tail" and len(data) > 2 * limit:
+        if len(data) > 2 * limit:
             del data[: len(data) - limit]
     data = data[:limit] if keep == "head" else data[-limit:]
-    return bytes(data).decode("utf-8", "replace")
+    return bytes(data).decode("utf-8", "replace"), total - len(data)
 
 
 class _Stopped(Exception):
@@ -109,21 +115,34 @@ class DockerSandbox:
         return client
 
     def check(self) -> tuple[bool, str]:
+        probe = self.probe()
+        return probe.ok, probe.reason
+
+    def probe(self) -> BackendProbe:
         import tempfile
 
+        backend_version = ""
         try:
             client = self._client()
             version = client.version()
+            engine = version.get("Components", [{}])[0].get("Name") or "Docker API"
+            try:  # the image is part of the scoring environment: its interpreter and pytest run the oracles
+                image_id = client.images.get(self.image).id
+            except Exception:
+                image_id = "absent"
             client.close()
+            backend_version = f"{engine} {version.get('Version', '?')}; image {self.image} {image_id}"
             with tempfile.TemporaryDirectory(prefix="membench-probe-") as tmp:
-                result = self.run(["python3", "-c", "import pytest; print('ok')"],
+                result = self.run(["python3", "-c", PROBE_SCRIPT],
                                   SandboxSpec(workspace=Path(tmp), wall_time_s=60, memory_mb=256, max_processes=16))
         except IsolationUnavailable as exc:
-            return False, str(exc)
-        if result.exit_code != 0 or result.stdout.strip() != "ok":
-            return False, f"{self.image} cannot run python3 with pytest: {result.stderr.strip()[-300:]}"
-        engine = version.get("Components", [{}])[0].get("Name") or "Docker API"
-        return True, f"ok ({engine} {version.get('Version', '?')} at {self.base_url}; image {self.image})"
+            return BackendProbe(False, str(exc), backend_version)
+        versions = read_probe(result.stdout)
+        if result.exit_code != 0 or result.stdout.strip().splitlines()[-1:] != ["ok"]:
+            return BackendProbe(False, f"{self.image} cannot run python3 with pytest: {result.stderr.strip()[-300:]}",
+                                backend_version, versions.get("python", ""), versions.get("pytest", ""))
+        return BackendProbe(True, f"ok ({engine} {version.get('Version', '?')} at {self.base_url}; image {self.image})",
+                            backend_version, versions.get("python", ""), versions.get("pytest", ""))
 
     def run(self, command: list[str], spec: SandboxSpec, stop: threading.Event | None = None) -> SandboxResult:
         import docker
@@ -200,11 +219,11 @@ class DockerSandbox:
                     except Exception:
                         pass
                 duration = int((time.monotonic() - started) * 1000)
-                stdout = _read_capped(container.logs(stdout=True, stderr=False, stream=True, follow=False),
-                                      STDOUT_LIMIT, "head")
-                stderr = _read_capped(container.logs(stdout=False, stderr=True, stream=True, follow=False),
-                                      STDERR_LIMIT, "tail")
-                return SandboxResult(exit_code, stdout, stderr, timed_out, duration)
+                stdout, dropped = _read_capped(container.logs(stdout=True, stderr=False, stream=True, follow=False),
+                                               STDOUT_LIMIT, "head")
+                stderr, _ = _read_capped(container.logs(stdout=False, stderr=True, stream=True, follow=False),
+                                         STDERR_LIMIT, "tail")
+                return SandboxResult(exit_code, stdout, stderr, timed_out, duration, stdout_dropped=dropped)
             finally:
                 try:
                     container.remove(force=True)

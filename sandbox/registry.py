@@ -1,8 +1,9 @@
-"""The sandbox backends by name (`--sandbox bwrap|docker`) and the probe `membench doctor` shows."""
+"""The sandbox backends by name (`--sandbox bwrap|docker`); each probes itself (`Sandbox.probe`), and the
+scoring pre-flight (producers/scoring_preflight.py) that `membench doctor` shows runs that probe."""
 
 from __future__ import annotations
 
-from sandbox.base import IsolationUnavailable, Sandbox
+from sandbox.base import Sandbox
 from sandbox.bwrap import BwrapSandbox
 from sandbox.docker_backend import DockerSandbox
 
@@ -15,16 +16,3 @@ def get_sandbox(name: str) -> Sandbox:
     except KeyError:
         raise ValueError(f"unknown sandbox backend {name!r} (expected {' or '.join(BACKENDS)})") from None
 
-
-def check_backends() -> dict[str, dict[str, object]]:
-    """{backend: {"ok": bool, "reason": str}} for every backend, as `membench doctor` reports it."""
-    out: dict[str, dict[str, object]] = {}
-    for name in BACKENDS:
-        try:
-            ok, reason = get_sandbox(name).check()
-        except IsolationUnavailable as exc:
-            ok, reason = False, str(exc)
-        except Exception as exc:  # a broken backend is reported, not raised
-            ok, reason = False, f"{type(exc).__name__}: {exc}"
-        out[name] = {"ok": bool(ok), "reason": reason}
-    return out

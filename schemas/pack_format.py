@@ -101,7 +101,8 @@ SEQUENCE_KEYS = frozenset({
     "decisive_literals", "required_fact_ids", "event_fact_map", "why_not_verbatim", "gold_labels",
     "curated_context", "secrets", "anti_hoarding", "skeleton_id", "source_memories",
     # recorded: DreamBench-SWE's record fields and an importer's notes
-    "initial_state", "newest_event_heuristic_fails", "smoke", "timeout_ms",
+    "initial_state", "newest_event_heuristic_fails", "smoke", "timeout_ms", "seq_type", "commission_checks",
+    "omission_checks", "single_event_complete_answer", "validation_metadata",
 })
 SESSION_KEYS = frozenset({"index", "instruction", "oracle_id", "visible_files", "inject_after", "start_state", "mode",
                           "scoring"})
@@ -339,12 +340,36 @@ def load_solution(path: Path, seq_id: str = "?") -> Solution:
     return Solution(dict(files), slots)
 
 
+#: the list an importer writes beside a pack it could not complete: one `- `path` — what` line per part
+SUPPLY_FILE = "SUPPLY.md"
+SUPPLY_LINE = re.compile(r"^- `([^`]+)` — (.+)$")
+
+
+def _check_supplied(root: Path) -> None:
+    """An imported pack whose SUPPLY.md still lists parts that are not there is refused naming all of
+    them, so the user supplies everything in one pass instead of one refusal per missing file."""
+    supply = root / SUPPLY_FILE
+    if not supply.is_file():
+        return
+    listed = [m.groups() for m in map(SUPPLY_LINE.match, read_input_text(supply, PackError).splitlines()) if m]
+    missing = []
+    for rel, what in listed:
+        target = _confined(root, rel.rstrip("/"), str(supply), "SUPPLY.md", "the pack")
+        if not (target.is_dir() if rel.endswith("/") else target.is_file()):
+            missing.append(f"{rel} ({what})")
+    if missing:
+        raise PackError(f"{root}: an incomplete import: {len(missing)} of the {len(listed)} parts listed in {supply} "
+                        f"are still missing: {'; '.join(missing)}. Put them in place (paths relative to the pack), "
+                        "then run `membench validate` on it again")
+
+
 def load_pack(root: Path, check_hidden: bool = True) -> Pack:
     root = Path(root)
     manifest_path = root / "manifest.json"
     if not manifest_path.exists():
         raise PackError(f"{root}: no manifest.json (not a membench pack)")
     _check_links(root)
+    _check_supplied(root)
     try:
         raw = json.loads(read_input_text(manifest_path, PackError))
     except json.JSONDecodeError as exc:

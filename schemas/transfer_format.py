@@ -33,12 +33,12 @@ PHASES = ("plan_handoff", "implementing", "delivery", "delivery_review", "freezi
           "finished")
 #: prerequisites naming a checkpoint or an evaluator capability rather than a case, as EngramBench's
 #: published v2 manifests use them (docs/transfer.md, "Prerequisites"): FINAL is the final submission;
-#: PERF and PERF_V1 the performance profile (version 1 of the evaluator's load profile) run against that
-#: submission; CHROMIUM the headless browser the evaluator drives for UI cases. Here each is the frozen
+#: PERF, PERFORMANCE and PERF_V1 the performance profile (version 1 of the evaluator's load profile) run
+#: against that submission; CHROMIUM the headless browser the evaluator drives for UI cases. Here each is the frozen
 #: submission or something the case's own executable check provides, so it is always there and the
 #: case stays applicable. A V1 checkpoint (a frozen mid-project submission) does not exist in this
 #: protocol, so such a case is not applicable (analytics/ccpf.py keeps the same two sets).
-CHECKPOINTS = frozenset({"FINAL", "PERF", "PERF_V1", "CHROMIUM"})
+CHECKPOINTS = frozenset({"FINAL", "PERF", "PERFORMANCE", "PERF_V1", "CHROMIUM"})
 V1_CHECKPOINTS = frozenset({"V1", "V1_CHECKPOINT", "FROZEN_V1_CHECKPOINT"})
 
 # the keys each object may carry (published manifest keys included); any other is refused naming the
@@ -52,17 +52,65 @@ SCENARIO_KEYS = frozenset({"plan", "answers", "default_answer", "accept", "publi
 ANSWER_KEYS = frozenset({"match", "reply"})
 CHECKS_KEYS = frozenset({"module", "cases", "hardCaps"})
 CHECK_KEYS = frozenset({"call", "args", "expect", "raises"})
-#: EngramBench's `*.manifest.v2.json` as published (schemaVersion 2); `_provenance` is added by copies
-MANIFEST_KEYS = frozenset({"schemaVersion", "taskId", "profile", "maxScore", "acceptance", "dimensions", "hardCaps",
-                           "specGaps", "resolvedSpecGaps", "cases", "formalReady", "alignmentNotes", "_provenance"})
+#: EngramBench's `*.manifest.v2.json` as published (schemaVersion 2): the keys membench reads
+MANIFEST_READ_KEYS = frozenset({"taskId", "maxScore", "acceptance", "dimensions", "hardCaps", "specGaps", "cases"})
+#: the published keys membench accepts and does not read, and why (docs/transfer.md lists them too).
+#: The manifest itself is kept unmodified: its SHA-256 is recorded with every transfer run.
+MANIFEST_IGNORED_KEYS = {
+    "schemaVersion": "the manifest format's version (2); the keys below are what membench checks",
+    "profile": "the evaluator profile label (e.g. transfer-v2)",
+    "designVersion": "the label of the evaluator's design revision (e.g. hidden-test-v2)",
+    "policyRevision": "the label of the task's policy revision",
+    "evaluationScope": "what the authors' evaluator targets (e.g. final-system)",
+    "semanticRevisions": "the authors' notes on how cases' meaning changed (case ids and a summary)",
+    "formalReady": "the authors' release flag; it does not change how cases are scored",
+    "alignmentNotes": "the authors' notes on the manifest's revision",
+    "resolvedSpecGaps": "spec gaps closed in this revision (prose and the authors' regression tests)",
+    "_provenance": "added by a copy of the manifest, not by its authors",
+}
+#: per case: `blockedAssertions` lists assertions the authors' executable check does not make yet
+#: (each `blockedBy` a spec gap); membench runs cases.json's check, so they do not apply here
+CASE_IGNORED_KEYS = {
+    "blockedAssertions": "assertions of the authors' own check that a spec gap blocks",
+    "policyRevision": "the policy revision the case was last revised under",
+    "evaluationScope": "what the authors' check of the case targets",
+}
+MANIFEST_KEYS = MANIFEST_READ_KEYS | frozenset(MANIFEST_IGNORED_KEYS)
 DIMENSION_KEYS = frozenset({"title", "name", "weight"})
-CASE_KEYS = frozenset({"id", "title", "dimension", "weight", "prerequisites"})
+CASE_KEYS = frozenset({"id", "title", "dimension", "weight", "prerequisites"}) | frozenset(CASE_IGNORED_KEYS)
+ACCEPTANCE_KEYS = frozenset({"mode"})
+#: the acceptance rule membench implements: every applicable case passed
+ACCEPTANCE_MODE = "all_cases_pass"
 HARD_CAP_KEYS = frozenset({"id", "cap", "publicInvariant", "cases"})
 DIMENSION = re.compile(r"[A-Z]")
 
 
 class TransferFormatError(ValueError):
     """A malformed study: the message names the file and the field."""
+
+
+class MissingChecksError(TransferFormatError):
+    """Manifest cases without an executable check in cases.json: every one of them, in one message."""
+
+    def __init__(self, checks_path: Path, manifest: Path, missing: list[str], total: int, *, absent: bool = False):
+        self.checks_path, self.manifest, self.missing, self.total, self.absent = (checks_path, manifest, missing,
+                                                                                  total, absent)
+        super().__init__(f"{self.summary()} {MAPPING_HELP}")
+
+    def summary(self) -> str:
+        where = f"{self.checks_path}: does not exist, so" if self.absent else f"{self.checks_path}:"
+        verb = "has" if len(self.missing) == 1 else "have"
+        return (f"{where} {len(self.missing)} of the {self.total} cases of {self.manifest.name} {verb} no executable "
+                f"check: {', '.join(self.missing)}.")
+
+
+#: what a user who points a study at a published manifest needs to hear: the manifest names cases,
+#: cases.json is where each one becomes something runnable
+MAPPING_HELP = ("A published EngramBench manifest carries each case's id, title, weight and prerequisites, not its "
+                "check (the authors' checks are their own evaluator's code); cases.json is the mapping file that "
+                "gives every case id one executable check: {\"module\": M, \"cases\": {\"A-01\": {\"call\": F, "
+                "\"args\": [...], \"expect\": V}}} (or \"raises\": \"ValueError\" instead of \"expect\"), run as "
+                "M.F(*args) against the frozen submission (docs/transfer.md, \"cases.json\").")
 
 
 def _known(obj: Any, known: frozenset[str], path: Path, where: str) -> None:
@@ -117,6 +165,7 @@ class Evaluator:
     sha256: str
     checks_path: Path  # cases.json: {"module": ..., "cases": {case id: check}, "hardCaps": {cap id: [case id]}}
     warnings: tuple[str, ...] = ()  # e.g. a hard cap with no case mapping, which can never fire
+    ignored_keys: tuple[str, ...] = ()  # keys of this manifest accepted and not read (MANIFEST_IGNORED_KEYS, ...)
 
 
 @dataclass(frozen=True)
@@ -192,7 +241,7 @@ def _field(obj: Any, key: str, typ: type | tuple[type, ...], path: Path, where: 
     return value
 
 
-def _inside(root: Path, rel: Any, path: Path, name: str, *, directory: bool = False) -> Path:
+def _inside(root: Path, rel: Any, path: Path, name: str, *, directory: bool = False, must_exist: bool = True) -> Path:
     problem = relative_path_problem(rel)
     if problem:
         raise TransferFormatError(f"{path}: field '{name}' {problem}")
@@ -201,7 +250,7 @@ def _inside(root: Path, rel: Any, path: Path, name: str, *, directory: bool = Fa
         raise TransferFormatError(f"{path}: field '{name}' leaves the study directory")
     if directory and not target.is_dir():
         raise TransferFormatError(f"{path}: field '{name}': {rel} is not a directory")
-    if not directory and not target.is_file():
+    if not directory and must_exist and not target.is_file():
         raise TransferFormatError(f"{path}: field '{name}': {rel} is not a file")
     return target
 
@@ -218,7 +267,14 @@ def load_evaluator(path: Path, checks_path: Path) -> Evaluator:
     if not isinstance(data, dict):
         raise TransferFormatError(f"{path}: field '$' must be an object")
     _known(data, MANIFEST_KEYS, path, "")
+    ignored = [k for k in data if k in MANIFEST_IGNORED_KEYS]
     task_id = _field(data, "taskId", str, path, "")
+    acceptance = _field(data, "acceptance", dict, path, "", {})
+    _known(acceptance, ACCEPTANCE_KEYS, path, "acceptance")
+    mode = _field(acceptance, "mode", str, path, "acceptance", ACCEPTANCE_MODE)
+    if mode != ACCEPTANCE_MODE:
+        raise TransferFormatError(f"{path}: field 'acceptance.mode' is {mode!r}; membench accepts a transfer run "
+                                  f"when every applicable case passed ({ACCEPTANCE_MODE!r}) and implements no other")
     max_score = float(_field(data, "maxScore", (int, float), path, "", 100))
     raw_dims = _field(data, "dimensions", dict, path, "")
     dims = []
@@ -262,9 +318,12 @@ def load_evaluator(path: Path, checks_path: Path) -> Evaluator:
                     f"({', '.join(sorted(CHECKPOINTS | V1_CHECKPOINTS))}) nor an earlier case id"
                     + (f" (earlier cases: {', '.join(sorted(seen))})" if seen else " (no case comes before it)"))
         seen.add(cid)
+        ignored += [f"cases[].{k}" for k in c if k in CASE_IGNORED_KEYS and f"cases[].{k}" not in ignored]
         cases.append(EvalCase(cid, _field(c, "title", str, path, where, ""), dim, float(weight), tuple(prereq)))
     if not cases:
         raise TransferFormatError(f"{path}: field 'cases' must hold at least one case")
+    if not checks_path.is_file():
+        raise MissingChecksError(checks_path, path, [c.case_id for c in cases], len(cases), absent=True)
     checks = _read_json(checks_path)
     _known(checks, CHECKS_KEYS, checks_path, "")
     # published hard caps carry no case list: the mapping from a cap to the cases whose failure fires
@@ -301,6 +360,10 @@ def load_evaluator(path: Path, checks_path: Path) -> Evaluator:
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", module):
         raise TransferFormatError(f"{checks_path}: field 'module' must be a Python module name")
     defined = _field(checks, "cases", dict, checks_path, "")
+    # every case without a check at once: a study built on a published manifest lacks them all
+    missing = [c.case_id for c in cases if defined.get(c.case_id) is None]
+    if missing:
+        raise MissingChecksError(checks_path, path, missing, len(cases))
     for case in cases:
         check = _field(defined, case.case_id, dict, checks_path, "cases")
         _known(check, CHECK_KEYS, checks_path, f"cases.{case.case_id}")
@@ -320,7 +383,7 @@ def load_evaluator(path: Path, checks_path: Path) -> Evaluator:
     for extra in sorted(set(defined) - seen):
         raise TransferFormatError(f"{checks_path}: field 'cases.{extra}' is not a case of {path.name}")
     return Evaluator(path, task_id, max_score, tuple(dims), tuple(caps), gaps, tuple(cases),
-                     hashlib.sha256(path.read_bytes()).hexdigest(), checks_path, tuple(warnings))
+                     hashlib.sha256(path.read_bytes()).hexdigest(), checks_path, tuple(warnings), tuple(ignored))
 
 
 def load_scenario(path: Path) -> Scenario:
@@ -423,6 +486,7 @@ def load_study(root: Path) -> Study:
             _inside(root, _field(t, "oracle", str, path, where), path, f"{where}.oracle"),
             _solution(_inside(root, _field(t, "solution", str, path, where), path, f"{where}.solution"), tid)))
     projects = []
+    missing_checks: list[MissingChecksError] = []
     raw_projects = _field(data, "projects", list, path, "")
     if not raw_projects:
         raise TransferFormatError(f"{path}: field 'projects' must list at least one transfer project")
@@ -436,14 +500,25 @@ def load_study(root: Path) -> Study:
         workspace = _inside(root, _field(p, "workspace", str, path, where), path, f"{where}.workspace", directory=True)
         if not (workspace / "README.md").is_file():
             raise TransferFormatError(f"{path}: field '{where}.workspace': no README.md (the project's contract)")
-        evaluator = load_evaluator(
-            _inside(root, _field(p, "evaluator", str, path, where), path, f"{where}.evaluator"),
-            _inside(root, _field(p, "cases", str, path, where), path, f"{where}.cases"))
+        try:
+            # a missing cases.json is reported with the cases it leaves without a check
+            evaluator = load_evaluator(
+                _inside(root, _field(p, "evaluator", str, path, where), path, f"{where}.evaluator"),
+                _inside(root, _field(p, "cases", str, path, where), path, f"{where}.cases", must_exist=False))
+        except MissingChecksError as exc:
+            missing_checks.append(exc)  # the other projects' missing checks go in the same message
+            continue
         projects.append(Project(
             pid, workspace, _inside(root, _field(p, "public_check", str, path, where), path, f"{where}.public_check"),
             load_scenario(_inside(root, _field(p, "scenario", str, path, where), path, f"{where}.scenario")),
             evaluator,
             _solution(_inside(root, _field(p, "solution", str, path, where), path, f"{where}.solution"), pid)))
+    if len(missing_checks) == 1:
+        raise missing_checks[0]
+    if missing_checks:
+        count = sum(len(e.missing) for e in missing_checks)
+        raise TransferFormatError(f"{path}: {count} manifest cases have no executable check: "
+                                  + " ".join(e.summary() for e in missing_checks) + " " + MAPPING_HELP)
     native = _inside(root, _field(data, "native_bank", str, path, ""), path, "native_bank", directory=True)
     _verify_native_bank(native, path)
     ablate = _field(data, "ablate_skill", str, path, "")

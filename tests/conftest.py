@@ -21,6 +21,10 @@ from sandbox.registry import get_sandbox
 
 REPO = Path(__file__).resolve().parent.parent
 
+# the model gateway waits this long before its first retry of a failed upstream call (1 s by default,
+# doubling): tests that provoke 429s, 5xx and timeouts on purpose need not wait (docs/gateway.md)
+os.environ.setdefault("MEMBENCH_MODEL_RETRY_BACKOFF_S", "0.01")
+
 pytest_plugins = ["tests.cpu_accounting"]  # per-test CPU when MEMBENCH_TEST_CPU is set (docs/benchmarks.md)
 
 
@@ -128,6 +132,27 @@ def run_cli(*args: str, home: Path, check: bool = False, env: dict[str, str] | N
     if check and proc.returncode != 0:
         raise AssertionError(f"membench {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+def assert_replay_verifies(home: Path, source: str | Path, *options: str, env: dict[str, str] | None = None) -> str:
+    """`membench replay SOURCE --verify` exits 0: a log file, `warehouse:RUN_SET` or a `kafka://…` topic
+    (give its `--warehouse` in OPTIONS). Every log membench writes must verify, so a test that makes
+    a run calls this (or `assert_run_sets_verify`) once where the run is made — in the shared
+    fixture that builds it, not in each test that reads it: a replay is a process. Returns stdout."""
+    proc = run_cli("replay", str(source), "--verify", *options, home=home, env=env)
+    assert proc.returncode == 0, (f"membench replay {source} --verify exited {proc.returncode}\n"
+                                  f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
+def assert_run_sets_verify(home: Path, *run_sets: str, env: dict[str, str] | None = None) -> None:
+    """`assert_replay_verifies` for the log of each RUN_SET under HOME's runs/ (every run set there
+    when none is named): what an embedded `membench run`, `score` or `transfer` wrote."""
+    logs = ([home / "runs" / run_set / "events.avro" for run_set in run_sets] if run_sets
+            else sorted((home / "runs").glob("*/events.avro")))
+    assert logs, f"no run set's log under {home / 'runs'}"
+    for log in logs:
+        assert_replay_verifies(home, log, env=env)
 
 
 @pytest.fixture

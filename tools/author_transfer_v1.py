@@ -450,6 +450,21 @@ def _run_reference(package: str, source: str, cases) -> dict[str, dict]:
             sys.modules.pop(package, None)
 
 
+def gate_negative_cases(cases, checks: dict[str, dict]) -> list:
+    """A case that expects a raise is gated on the first earlier case of the same function that
+    returns a value: a stub that raises everywhere would otherwise pass every negative case without
+    the behaviour it guards, and score above a submission that does nothing."""
+    gated = []
+    for cid, dim, weight, pre, call, args in cases:
+        if "raises" in checks[cid]:
+            positive = next((c for c, *_rest, f, _a in gated if f == call and "expect" in checks[c]), None)
+            if positive is None:
+                raise SystemExit(f"{cid}: a negative case of {call} needs an earlier positive case of {call}")
+            pre = [p for p in pre if p != "FINAL"] + [positive]
+        gated.append((cid, dim, weight, pre, call, args))
+    return gated
+
+
 def _render(template: str, names: list[str]) -> str:
     for n in names:
         template = template.replace("{{SLOT:" + n + "}}", SLOT_PATTERNS[n][1])
@@ -505,6 +520,7 @@ def author(out: Path) -> None:
             "max_review_rounds": 2})
         cases = p["cases"]()
         checks = _run_reference(package, _render(p["solution"], p["slots"]), cases)
+        cases = gate_negative_cases(cases, checks)
         _json(out / "hidden" / "projects" / pid / "cases.json", {"module": package, "cases": checks})
         _json(out / "hidden" / "projects" / pid / "manifest.v2.json", {
             "schemaVersion": 2, "taskId": pid, "profile": "membench-transfer-v1", "maxScore": 100,

@@ -75,6 +75,7 @@ class RunState:
     blocks: list[int] = field(default_factory=list)  # offsets of the log blocks holding its events
     derived: list[DerivedEvent] = field(default_factory=list)
     chain_break: dict[str, Any] | None = None  # the first break of its chain: {seq, reason}
+    dead_letters: int = 0  # its events the processors rejected: the run does not verify (replay's finding)
     model_calls: int = 0
     cost_usd: float = 0.0
     why: str | None = None  # why the run was excluded or broke: its run-level system Turn (bounded)
@@ -129,6 +130,7 @@ class RunState:
             "why": self.why,
             "failure_reason": failure.get("failure_reason") if failure else None,
             "chain_ok": self.chain_break is None,
+            "dead_letters": self.dead_letters,
             "model_calls": self.model_calls,
             "cost_usd": self.cost_usd,
             "duration_ms": (self.last_ts - self.first_ts) // 1000 if self.first_ts else 0,
@@ -213,7 +215,9 @@ class LiveRunSet:
                 run.chain_break = entry
             if len(self.breaks) < MAX_BREAKS_LISTED:
                 self.breaks.append(entry)
+        rejected = len(self.processor.dead_letters)
         derived = self.processor.apply(event)
+        run.dead_letters += len(self.processor.dead_letters) - rejected
         for item in derived:
             self.runs.setdefault(item.run_id, run).derived.append(item)
             if item.kind == "RunSummary":
@@ -255,6 +259,8 @@ class LiveRunSet:
                 "live": self.live(),
                 "quiet_for_s": self.quiet_for(),
                 "chain_ok": not self.breaks and self.tail.error is None,
+                # `membench replay --verify` fails on a dead letter as on a chain break: never "ok"
+                "dead_letter_count": len(self.processor.dead_letters),
                 "log_error": self.tail.error,
                 "last_event": _iso(self.last_ts),
             }

@@ -123,6 +123,7 @@ class ReportOptions:
     baseline: str | None = None
     study: Any = None  # reports.study.Study; None: the default study
     pack_spec: str | None = None
+    compare: tuple[tuple[str, str], ...] = ()  # --compare A:B pairs, answered in the report's `requested`
 
     def builder(self, home: Path):
         """What `pipeline.grid_run.run_embedded` calls to build the report at the end: the full report
@@ -131,7 +132,7 @@ class ReportOptions:
 
         def build(warehouse, run_set: str, blob_dir: Path | None):
             return build_full_report(warehouse, run_set, home, baseline=self.baseline, study=self.study,
-                                     pack_spec=self.pack_spec, blob_dir=blob_dir)
+                                     pack_spec=self.pack_spec, blob_dir=blob_dir, compare=self.compare)
 
         return build
 
@@ -139,14 +140,28 @@ class ReportOptions:
 def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, workers: int, agent_for=None,
                  verb: str = "run", signer=None, report_options: ReportOptions | None = None,
                  stop_grace: float = 30.0):
-    """`pipeline.grid_run.run_embedded` with the report `report_options` describe; what the pipeline
-    refuses is a usage error (exit 2). Returns the report written."""
+    """`pipeline.grid_run.run_embedded` with the report `report_options` describe, after the scoring
+    pre-flight and the run set's environment check (`pipeline.run_environment.prepare_scoring`); what
+    the pipeline refuses is a usage error (exit 2). Returns the report written."""
     from pipeline.grid_run import RunRefused, run_embedded as run_grid
+    from pipeline.run_environment import prepare_scoring
 
     try:
+        prepare_scoring(pack, sandbox_name, settings.runs_dir, config.run_set)  # before anything is written
         return run_grid(pack, units, config, sandbox_name, settings, workers, agent_for, verb, signer,
-                 build_report=(report_options or ReportOptions()).builder(settings.home), stop_grace=stop_grace)
+                        build_report=(report_options or ReportOptions()).builder(settings.home), stop_grace=stop_grace)
     except RunRefused as exc:
+        raise UsageError(str(exc)) from None
+
+
+def require_scoring(pack, sandbox_name: str, cases=None) -> None:
+    """The scoring pre-flight (`producers.scoring_preflight`) where no run set's environment is
+    recorded (a Kafka run, `validate`): a failure is a usage error (exit 2) before anything runs."""
+    from producers.scoring_preflight import ScoringPreflightFailed, require_scoring as preflight
+
+    try:
+        preflight(pack, sandbox_name, cases)
+    except ScoringPreflightFailed as exc:
         raise UsageError(str(exc)) from None
 
 
@@ -157,6 +172,33 @@ def baseline_options(f):
     return click.option("--baseline", default=None, metavar="COND",
                         help="the condition comparisons are made against (default: the study's, else B0, else "
                         "no_memory; with neither and no study baseline the report is refused)")(f)
+
+
+def compare_option(f):
+    """--compare A:B (repeatable), shared by run and report: the comparisons the user asks about."""
+    return click.option("--compare", "compare", multiple=True, metavar="A:B",
+                        help="answer 'A vs B' in one verdict line (primary test, Holm p within the family that "
+                        "registers the pair — the primary, else all_pairs —, Δ with CI, publishable or the gates "
+                        "that invalidate it); repeatable")(f)
+
+
+def parse_compare(values: tuple[str, ...] | list[str], conditions: list[str] | None = None) -> tuple[tuple[str, str], ...]:
+    """The pairs of --compare A:B, in order, each once; a malformed pair, or (given CONDITIONS) a side
+    that is not one of them, is a usage error naming it."""
+    pairs: list[tuple[str, str]] = []
+    for value in values:
+        a, sep, b = (part.strip() for part in value.partition(":"))
+        if not sep or not a or not b or ":" in b:
+            raise UsageError(f"--compare: expected A:B (two conditions), got '{value}'")
+        if a == b:
+            raise UsageError(f"--compare: '{value}' compares a condition with itself")
+        for side in (a, b):
+            if conditions is not None and side not in conditions:
+                raise UsageError(f"--compare {value}: condition '{side}' is not in the run set (its conditions: "
+                                 f"{', '.join(conditions) or 'none'})")
+        if (a, b) not in pairs:
+            pairs.append((a, b))
+    return tuple(pairs)
 
 
 def load_signer(sign_key: Path | None):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -11,18 +13,33 @@ from rich.table import Table
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True,
-              help='print {"backends": {name: {"ok", "reason"}}, "agents": {name: {"ok", "reason"}}} as JSON')
+              help='print {"backends": {name: {"ok", "reason", "preflight"}}, "agents": {name: {"ok", "reason"}}} '
+                   "as JSON")
 def doctor(as_json: bool) -> None:
-    """Probe each sandbox backend by running a real jailed command (bwrap; Docker API / podman), and
-    each real agent CLI by starting it (`--version`) in the bwrap sandbox.
+    """Run the scoring pre-flight in each sandbox backend (bwrap; Docker API / podman) — the same check
+    `run`, `score`, `transfer` and `validate` make first: the backend's probe (a real jailed
+    interpreter importing pytest) and the built-in smoke pack's reference solution passing and
+    untouched base failing its oracle — and start each real agent CLI (`--version`) in the bwrap
+    sandbox.
 
-    Exits 0 when at least one backend works; a run on a backend that does not work records every
-    unit as isolation_unavailable (excluded), never as an unjailed run. A missing agent CLI does not
-    change the exit status (deploy/agents/install.sh installs them)."""
+    Exits 0 when at least one backend works; a command on a backend that does not work stops before
+    anything runs (exit 2). A missing agent CLI does not change the exit status
+    (deploy/agents/install.sh installs them)."""
     from producers.agents.model_agents import MODEL_AGENTS
-    from sandbox.registry import check_backends, get_sandbox
+    from producers.finalize import finalize_pack
+    from producers.pack_resolver import BUILTIN_DIR
+    from producers.scoring_preflight import scoring_preflight
+    from sandbox.registry import BACKENDS, get_sandbox
+    from schemas.pack_format import load_pack
 
-    backends = check_backends()
+    backends = {}
+    with tempfile.TemporaryDirectory(prefix="membench-doctor-") as tmp:  # doctor writes nothing of its own
+        finalize_pack(BUILTIN_DIR / "smoke", Path(tmp) / "smoke")
+        smoke = load_pack(Path(tmp) / "smoke")
+        for name in BACKENDS:
+            result = scoring_preflight(smoke, name)
+            backends[name] = {"ok": result.ok, "reason": result.reason if not result.ok else result.probe.reason,
+                              "preflight": result.to_json()}
     agents = {}
     for name, cls in MODEL_AGENTS.items():
         ok, reason = cls(cls.default_model).check_in(get_sandbox("bwrap"))
@@ -34,8 +51,14 @@ def doctor(as_json: bool) -> None:
         table.add_column("backend")
         table.add_column("works")
         table.add_column("reason")
+        table.add_column("scoring pre-flight (smoke)")
         for name, status in backends.items():
-            table.add_row(name, "[green]yes[/]" if status["ok"] else "[red]no[/]", str(status["reason"]))
+            preflight = status["preflight"]
+            checks = ", ".join(f"{c['repo']}: reference {c['reference']}, base {c['base']}"
+                               for c in preflight["checks"])
+            pytest_version = preflight["probe"]["pytest"]
+            table.add_row(name, "[green]yes[/]" if status["ok"] else "[red]no[/]", str(status["reason"]),
+                          checks + (f" (pytest {pytest_version})" if pytest_version else ""))
         Console().print(table)
         table = Table(title="membench agent CLIs (started in the bwrap sandbox)")
         for column in ("agent", "works", "reason"):

@@ -61,6 +61,13 @@ def dreambench(source: Path, out_dir: Path, repos: Path | None, hidden: Path | N
     except PackError as exc:
         raise UsageError(str(exc)) from None
     click.echo(f"imported {result.sequences} sequences from {source.name} into {result.out_dir}")
+    if result.fields_not_used:
+        click.echo(f"fields of the records not carried into the pack ({len(result.fields_not_used)}; also in "
+                   "manifest.json's source.fields_not_used):")
+        for entry in result.fields_not_used:
+            count = len(entry["records"])
+            click.echo(f"  {entry['field']} ({count} record{'s' if count > 1 else ''}: {', '.join(entry['records'])}): "
+                       f"{entry['why']}")
     if result.missing:
         click.echo(f"not runnable yet: {len(result.missing)} files to supply, listed in {result.out_dir / 'SUPPLY.md'} "
                    "(hidden oracles and fixture repositories are not published)")

@@ -22,6 +22,9 @@ class ModelOptions:
     max_tokens: int = 1_000_000
     memory_model: str | None = None  # the model of the model-driven memory policies (B3-llm, DF-llm, …)
     preflight: bool = True  # probe every configured model before any unit runs (producers/gateway/preflight.py)
+    max_request_bytes: int | None = None  # None: the gateway's default cap (server.MAX_REQUEST_BYTES)
+    rpm: int | None = None  # the run's requests per minute (the key's limit), shared among concurrent units
+    tpm: int | None = None  # the run's tokens per minute, likewise
 
     @property
     def used(self) -> bool:
@@ -40,7 +43,7 @@ def model_options(command):
     @click.option("--model-prices", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
                   help="price table (JSON, USD per million tokens) replacing the built-in one")
     @click.option("--model-timeout", type=click.FloatRange(0.1), default=600.0, show_default=True,
-                  help="seconds the upstream may stay silent before a call is model_unavailable")
+                  help="seconds the upstream may stay silent before a call is retried (docs/gateway.md)")
     @click.option("--max-steps", type=click.IntRange(1), default=50, show_default=True,
                   help="openai:MODEL agent: model calls per session")
     @click.option("--max-tokens", type=click.IntRange(1), default=1_000_000, show_default=True,
@@ -52,11 +55,21 @@ def model_options(command):
     @click.option("--no-preflight", "no_preflight", is_flag=True,
                   help="skip the pre-flight probe of each configured model (one cheap call per provider, wire API "
                        "and model before any unit runs)")
+    @click.option("--model-max-request-bytes", "model_max_request_bytes", type=click.IntRange(1024), default=None,
+                  help="the gateway refuses a request body over this many bytes itself, as the agent's 413 "
+                       "[default: 33554432, 32 MiB]; set it to a proxy's limit in front of the upstream")
+    @click.option("--model-rpm", "model_rpm", type=click.IntRange(1), default=None,
+                  help="the key's requests per minute: each of the run's concurrent units (--workers) may use "
+                       "its share, over it the gateway answers the unit's call 429 itself [default: the limit the "
+                       "upstream states in the pre-flight answer's rate-limit headers, else none]")
+    @click.option("--model-tpm", "model_tpm", type=click.IntRange(1), default=None,
+                  help="the key's tokens per minute, shared as --model-rpm is")
     @functools.wraps(command)
     def wrapper(*args, model_base_urls, model_record, model_replay, model_prices, model_timeout, max_steps,
-                max_tokens, memory_model, no_preflight, **kwargs):
+                max_tokens, memory_model, no_preflight, model_max_request_bytes, model_rpm, model_tpm, **kwargs):
         options = ModelOptions(tuple(model_base_urls), model_record, model_replay, model_prices, model_timeout,
-                               max_steps, max_tokens, memory_model, not no_preflight)
+                               max_steps, max_tokens, memory_model, not no_preflight, model_max_request_bytes,
+                               model_rpm, model_tpm)
         return command(*args, model=options, **kwargs)
     return wrapper
 
@@ -111,17 +124,19 @@ def check_model_options(options: ModelOptions, agent, model_driven: list[str] | 
             raise UsageError(f"--model-prices: {exc}") from None
 
 
-def start_gateway(options: ModelOptions, runs_dir: Path, run_set: str, targets=()):
+def start_gateway(options: ModelOptions, runs_dir: Path, run_set: str, targets=(), workers: int = 1):
     """The run set's gateway, or None when the options name no model. `targets` (preflight.Target)
     are what the run calls: forwarding to an upstream, each is probed first (unless --no-preflight)
     and a failure is a usage error, before anything is written; the gateway keeps them to tell a
-    misconfigured harness from an agent's own refused request during the run."""
+    misconfigured harness from an agent's own refused request during the run. `workers`: the units
+    running at once, among which the run's rate limit is shared (producers/gateway/rate_shares.py)."""
     if not (options.base_urls or options.replay):
         return None
     from producers.bus.base import run_set_log_path
     from producers.gateway.prices import PriceTable
     from producers.gateway.recording import Recording, RecordingError
-    from producers.gateway.server import GatewaySettings, ModelGateway, keys_from_env
+    from producers.gateway.rate_shares import RateLimit
+    from producers.gateway.server import MAX_REQUEST_BYTES, GatewaySettings, ModelGateway, keys_from_env
 
     replay = None
     if options.replay:
@@ -133,7 +148,10 @@ def start_gateway(options: ModelOptions, runs_dir: Path, run_set: str, targets=(
     settings = GatewaySettings(
         base_urls=parse_base_urls(options.base_urls), keys=keys_from_env(), record=options.record,
         timeout_s=options.timeout_s,
-        prices=PriceTable.load(options.prices) if options.prices else PriceTable.default())
+        prices=PriceTable.load(options.prices) if options.prices else PriceTable.default(),
+        max_request_bytes=options.max_request_bytes or MAX_REQUEST_BYTES,
+        rate_limits={"*": RateLimit(options.rpm, options.tpm)} if options.rpm or options.tpm else {},
+        rate_units=workers)
     gateway = ModelGateway(settings, blob_dir=runs_dir / run_set / "blobs", replay=replay, targets=targets)
     if replay is None and options.preflight:
         preflight(gateway)
@@ -152,3 +170,6 @@ def preflight(gateway) -> None:
                          + " (nothing was run or written; --no-preflight skips this check)")
     for result in results:
         click.echo(f"pre-flight: {result.message}", err=True)
+        # a limit the run did not set is taken as the upstream states it to the harness's own probe
+        # (never from an agent's call: an agent could name a tightly limited model to shrink every share)
+        gateway.shares.learn(result.target.provider, result.stated_limit)

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from membench.commands.cli_helpers import require_scoring
 from membench.errors import UsageError
 from pipeline.settings import load_settings
 from sandbox.registry import BACKENDS
@@ -87,7 +88,8 @@ def validate(pack_spec: str, as_json: bool, workers: int, sandbox_name: str, out
              admitted: Path | None) -> None:
     """Run PACK's admission gates live in the sandbox and print the admission funnel.
 
-    Exit status 1 when a trap is refused, 2 when the pack itself is malformed."""
+    Exit status 1 when a trap is refused, 2 when the pack itself is malformed or the scoring
+    pre-flight fails (the oracle harness cannot score in SANDBOX here: no trap is judged)."""
     from producers.pack_resolver import open_pack
     from producers.validate import validate_pack, write_admitted_pack
     from sandbox.registry import get_sandbox
@@ -115,6 +117,9 @@ def validate(pack_spec: str, as_json: bool, workers: int, sandbox_name: str, out
         mark = "admitted" if verdict.admitted else f"refused ({verdict.first_failure})"
         console.print(f"[{done[0]}] {verdict.seq_id} ({verdict.construct}): {mark}", highlight=False)
 
+    # the live gates score every trap: the harness must work first, or each trap would be refused
+    # for the environment's fault (the pack's own traps are what the gates judge, so the self-test)
+    require_scoring(None, sandbox_name)
     try:
         with lines.running():
             report = validate_pack(pack_spec, settings.home, get_sandbox(sandbox_name), workers, on_trap=progress)

@@ -1,6 +1,14 @@
 """`membench report RUN_SET`: rebuild a run set's report from the warehouse, once the warehouse is
 shown to agree with the log (its own raw events, and the log_root.json of the run set's end).
 
+Where it writes: plain `membench report RUN_SET` (with `--pack`, `--allow-mismatch`, `--strict` at
+most) rebuilds the run set's own report.json, report.md and report.html in place, as `run` wrote
+them. An option that changes the content (`--baseline`, `--study`, `--compare`) or `--json` never
+overwrites the run set's files: the answer goes to the terminal (`--json`: report.json to stdout),
+and `--output DIR` writes the three files to DIR. A run set without a report yet (its run's report
+was refused, e.g. no baseline) gets its first one in place from `--baseline`/`--study`/`--compare`
+too: there is nothing to overwrite.
+
 `--format swebench` prints, after the same check, the SWE-bench harness's run summary instead
 (exports/swebench.py, docs/exports/swebench.md) — to stdout, or to `--output FILE` — and writes no
 report files; `--condition` / `--seed` select one group of a run set that has several."""
@@ -8,6 +16,7 @@ report files; `--condition` / `--seed` select one group of a run set that has se
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import click
 from rich.console import Console
@@ -15,42 +24,51 @@ from rich.text import Text
 
 from pathlib import Path
 
-from membench.commands.cli_helpers import (baseline_options, dsn_options, exit_if_gates_failed,
-                                           strict_option, validate_run_set_id)
+from membench.commands.cli_helpers import (baseline_options, compare_option, dsn_options, exit_if_gates_failed,
+                                           parse_compare, strict_option, validate_run_set_id)
 from membench.errors import UsageError
-from pipeline.grid_run import print_table, refuse, write_report
+from pipeline.grid_run import exit_unless_verified, print_table, refuse, render_report, verify_written, write_report
 from pipeline.settings import Settings
 
 
 @click.command()
 @click.argument("run_set")
-@click.option("--json", "as_json", is_flag=True, help="print report.json to stdout")
+@click.option("--json", "as_json", is_flag=True, help="print report.json to stdout; writes no file (with --output "
+              "DIR, also there)")
 @click.option("--allow-mismatch", is_flag=True, help="build the report even when the warehouse disagrees with the "
               "log root (each disagreement is printed as a warning)")
 @click.option("--format", "fmt", type=click.Choice(["membench", "swebench"]), default="membench", show_default=True,
               help="swebench: print the SWE-bench harness's run summary (resolved_ids, ...) as JSON instead of "
               "rebuilding the reports; one summary per condition (and seed) when the run set has several")
-@click.option("--output", "output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="with --format swebench: write the JSON to this file instead of stdout")
+@click.option("--output", "output", type=click.Path(path_type=Path), default=None,
+              help="write report.json, report.md and report.html to this directory instead of the run set's own "
+              "(with --format swebench: the JSON to this file instead of stdout)")
 @click.option("--condition", default=None, help="with --format swebench: only this condition")
 @click.option("--seed", default=None, type=int, help="with --format swebench: only this seed")
 @click.option("--pack", "pack_spec", default=None, metavar="PACK",
               help="the run set's pack skeleton (a built-in name or directory), for the canary proof's secrets "
               "(default: the finalized pack found by digest in MEMBENCH_HOME/packs, when its skeleton is built in)")
 @strict_option
+@compare_option
 @baseline_options
 @dsn_options
 def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: Path | None, condition: str | None,
-           seed: int | None, pack_spec: str | None, strict: bool, baseline: str | None, study_path: Path | None,
-           settings: Settings) -> None:
+           seed: int | None, pack_spec: str | None, strict: bool, compare: tuple[str, ...], baseline: str | None,
+           study_path: Path | None, settings: Settings) -> None:
     """Rebuild RUN_SET's report.json, report.md and report.html from the warehouse. First checks the
     derived tables against the raw log and against runs/RUN_SET/log_root.json (written at the end of
     the run set): a disagreement (rows edited, added or deleted) exits 1 naming the run and table.
+    Plain, it rewrites the run set's own report files; with --baseline, --study, --compare or --json
+    it writes none of them (the answer goes to the terminal), and --output DIR writes the files there.
+    When log_root.json describes this warehouse, the run set's log is replayed as at the run's end
+    (`replay --verify`'s checks): the report carries the result, and a log that does not verify
+    exits 1 after the report is written, marked "not verified".
     With --format swebench, print the SWE-bench harness's run summary instead (no report files).
-    Failed validity gates are printed under the table; with --strict they exit 3, once the report
-    files are written."""
+    Failed validity gates are printed under the table, with one verdict line per comparison; with
+    --strict they exit 3, once anything asked for is written."""
     from audit.log_root_record import LogRootError, check_warehouse, describes, read_record, record_path, warehouse_state
     from membench.report_inputs import build_full_report, load_study
+    from producers.bus.base import run_set_log_path
     from reports.build import ReportError
 
     validate_run_set_id(run_set, "RUN_SET")
@@ -59,10 +77,16 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
         raise UsageError("--json: prints report.json; --format swebench prints the SWE-bench summary: give one")
     if fmt == "swebench" and strict:
         raise UsageError("--strict: judges membench's report; --format swebench builds none")
+    if fmt == "swebench" and compare:
+        raise UsageError("--compare: answered in membench's report; --format swebench builds none")
+    pairs = parse_compare(compare)
     if fmt != "swebench":
-        for name, value in (("--output", output), ("--condition", condition), ("--seed", seed)):
+        for name, value in (("--condition", condition), ("--seed", seed)):
             if value is not None:
                 raise UsageError(f"{name}: only with --format swebench")
+        if output is not None and output.exists() and not output.is_dir():
+            raise UsageError(f"--output: {output} is a file; name a directory for report.json, report.md and "
+                             "report.html")
     console = Console(stderr=True)
     root_file = record_path(settings.runs_dir, run_set)
     warehouse = open_for_report(settings, run_set)
@@ -97,7 +121,7 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
         else:
             built, secrets = build_full_report(warehouse, run_set, settings.home, baseline=baseline, study=study,
                                                pack_spec=pack_spec, blob_dir=settings.runs_dir / run_set / "blobs",
-                                               kafka=settings.bus.startswith("kafka://"))
+                                               kafka=settings.bus.startswith("kafka://"), compare=pairs)
     except ReportError as exc:
         raise UsageError(str(exc)) from None
     finally:
@@ -105,12 +129,39 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
     if fmt == "swebench":
         write_json(summary, output)
         return
-    out = write_report(settings, built, secrets)
-    if as_json:  # the file as written: its canary proof includes the search of the rendered reports
-        click.echo((out / "report.json").read_text(encoding="utf-8"), nl=False)
+    verified = None
+    if recorded is not None and run_set_log_path(settings.runs_dir, run_set).is_file():
+        # the log this warehouse was filled from, replayed as the run's end did: the same report, and
+        # a log that does not verify is said so here too (the warehouse alone cannot show a dead letter)
+        verified = verify_written(console, settings, run_set)
+        built = replace(built, verification=verified)
+    parse_compare(compare, [c.condition for c in built.conditions])  # each side a condition of the run set
+    # the run set's own files are rebuilt only when asked for as they are: an option that changes the
+    # content, or --json, must not overwrite what the run wrote
+    changed = [name for name, value in (("--baseline", baseline), ("--study", study_path), ("--compare", compare))
+               if value]
+    # a run set whose report was refused at the end of its run (no baseline) has none to overwrite
+    first = not (settings.runs_dir / run_set / "report.json").exists()
+    if output is not None or not (as_json or (changed and not first)):
+        try:
+            out = write_report(settings, built, secrets, output)
+        except OSError as exc:
+            raise UsageError(f"--output: cannot write {output}: {exc.strerror or exc}") from None
+        document = (out / "report.json").read_text(encoding="utf-8")
+        where = f"report: {out / 'report.json'}"
+    else:
+        document = render_report(built, secrets)["report.json"]
+        where = "" if as_json else (f"{' and '.join(changed)} change{'s' if len(changed) == 1 else ''} the report: "
+                                    "the run set's own report files are left as they are (--output DIR writes "
+                                    "this one)")
+    if as_json:  # as written (or as it would be): its canary proof includes the search of the rendered reports
+        click.echo(document, nl=False)
     else:
         print_table(Console(), built)
-        Console(stderr=True).print(f"report: {out / 'report.json'}")
+    if where:
+        Console(stderr=True).print(where, highlight=False, markup=False, soft_wrap=True)
+    if verified is not None and not allow_mismatch:  # --allow-mismatch: the report anyway, marked
+        exit_unless_verified(console, verified, settings, run_set)
     exit_if_gates_failed(built, strict)
 
 

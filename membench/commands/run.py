@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 
 from membench.commands.model_options import ModelOptions, check_model_options, model_options, start_gateway
-from membench.commands.cli_helpers import (ReportOptions, baseline_options, dsn_options, exit_if_gates_failed,
-                                           load_signer, parse_list, parse_seeds, run_embedded, strict_option,
-                                           validate_run_set_id)
+from membench.commands.cli_helpers import (ReportOptions, baseline_options, compare_option, dsn_options,
+                                           exit_if_gates_failed, load_signer, parse_compare, parse_list, parse_seeds,
+                                           require_scoring, run_embedded, strict_option, validate_run_set_id)
 from membench.errors import UsageError
 from pipeline.settings import Settings
 from sandbox.registry import BACKENDS
@@ -36,18 +36,21 @@ from schemas.fields import did_you_mean
 @click.option("--enqueue", is_flag=True,
               help="with --bus kafka://…: put the units on the units topic for `membench runner` processes and exit")
 @strict_option
+@compare_option
 @baseline_options
 @model_options
 @dsn_options
 def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_set: str | None,
         sandbox_name: str, read_budget: int, sign_key: Path | None, stop_grace: float, include_refused: bool,
-        enqueue: bool, strict: bool, baseline: str | None,
+        enqueue: bool, strict: bool, compare: tuple[str, ...], baseline: str | None,
         study_path: Path | None, model: ModelOptions, settings: Settings) -> None:
     """Run PACK (a built-in pack name or a pack directory) under memory conditions and seeds.
 
     Exit status: 0 done; 1 an audit failure (a log or warehouse that does not check); 2 a usage error
     (nothing written); 3 with --strict, a validity gate failed (everything is written first); 130
-    stopped by a signal. Failed gates are printed under the table with the comparisons they invalidate."""
+    stopped by a signal. Failed gates are printed under the table with the comparisons they invalidate,
+    then one verdict line per comparison of the primary family and per --compare A:B (any two of the
+    run's conditions: answered from the family that registers the pair, the primary or all_pairs)."""
     from producers.agents.model_agents import LoopLimits
     from producers.agents.registry import make_agent
     from producers.memory_systems.registry import MEMORY_SYSTEMS, is_model_driven, undefined_ablation
@@ -75,6 +78,7 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
 
     study = load_study(study_path)
     check_baseline(condition_list, baseline, study)  # refused before anything runs
+    pairs = parse_compare(compare, condition_list)
     loop = LoopLimits(model.max_steps, model.max_tokens)
     try:
         made = make_agent(agent, loop, with_gateway=model.used)  # scripted:*, command:<program>, or a model agent
@@ -108,6 +112,9 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
         raise UsageError(str(exc)) from None
     admit_refused_traps(pack, loaded, settings.home, include_refused)
     if settings.bus.startswith("kafka://"):
+        if compare:
+            raise UsageError("--compare: a run on the Kafka bus builds no report; ask with `membench report "
+                             "RUN_SET --bus kafka://… --compare A:B` once the runners are done")
         if strict:
             raise UsageError("--strict: a run on the Kafka bus builds no report; check its gates with "
                              "`membench report RUN_SET --bus kafka://… --strict` once the runners are done")
@@ -126,6 +133,7 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
         if enqueue:
             enqueue_grid(pack, condition_list, seed_list, agent, run_set, sandbox_name, read_budget, settings)
             return
+        require_scoring(loaded, sandbox_name)  # the units run here: scoring must work here first
         run_distributed(pack, condition_list, seed_list, agent, workers, run_set, sandbox_name, read_budget, settings)
         return
     from producers.grid import RunConfig, code_digest, default_run_set, plan_grid
@@ -140,11 +148,11 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
 
     gateway = start_gateway(model, settings.runs_dir, run_set,
                             targets_for(made, model.memory_model if any(is_model_driven(c) for c in condition_list)
-                                        else None))
+                                        else None), workers=workers)
     config = RunConfig(run_set, agent, read_budget=read_budget, code_digest=code_digest(), gateway=gateway, loop=loop,
                        memory_model=model.memory_model)
     report = run_embedded(loaded, plan_grid(loaded, condition_list, seed_list), config, sandbox_name, settings,
-                          workers, signer=signer, report_options=ReportOptions(baseline, study, pack),
+                          workers, signer=signer, report_options=ReportOptions(baseline, study, pack, pairs),
                           stop_grace=stop_grace)
     exit_if_gates_failed(report, strict)
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import click
 
-from membench.commands.cli_helpers import dsn_options, parse_list, parse_seeds, require_kafka, validate_run_set_id
+from membench.commands.cli_helpers import (dsn_options, parse_list, parse_seeds, require_kafka, require_scoring,
+                                           validate_run_set_id)
 from membench.commands.model_options import ModelOptions, check_model_options, model_options, start_gateway
 from membench.errors import UsageError
 from pipeline.settings import Settings
@@ -121,7 +122,8 @@ def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, wo
         raise UsageError(f"--model-replay {run_set}: a run set cannot replay itself; name another --run-set")
     from producers.gateway.preflight import targets_for
 
-    gateway = start_gateway(model, settings.runs_dir, run_set, targets_for(made, user_model=user_model))
+    gateway = start_gateway(model, settings.runs_dir, run_set, targets_for(made, user_model=user_model),
+                            workers=workers)
     config = RunConfig(run_set, made.name, read_budget=read_budget, code_digest=code_digest(),
                        blob_dir=settings.runs_dir / run_set / "blobs", gateway=gateway, loop=loop, user=user)
 
@@ -131,11 +133,17 @@ def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, wo
     from pipeline.grid_run import RunRefused
     from pipeline.transfer_run import run_transfer_embedded, run_transfer_kafka
 
+    from producers.scoring_preflight import study_probe_cases
+
     if settings.bus.startswith("kafka://"):
         require_kafka(settings.bus)
+        require_scoring(None, sandbox_name, study_probe_cases(loaded))
         run_transfer_kafka(loaded, condition_list, seed_list, phase, new_agent, workers, config, sandbox_name, settings)
         return
     try:
+        from pipeline.run_environment import prepare_scoring
+
+        prepare_scoring(None, sandbox_name, settings.runs_dir, run_set, study_probe_cases(loaded))
         run_transfer_embedded(loaded, condition_list, seed_list, phase, new_agent, workers, config, sandbox_name,
                               settings)
     except RunRefused as exc:

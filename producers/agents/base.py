@@ -12,6 +12,7 @@ from typing import Any, Callable, Protocol
 
 from producers.emitter import RunEmitter
 from producers.memory_systems.base import MemoryContext
+from schemas.events import bounded_text
 from schemas.pack_format import Solution
 
 
@@ -26,6 +27,24 @@ def sandbox_mounts(task: "AgentTask") -> tuple[dict[str, Path], dict[str, Path],
         (rw if task.skills_writable else ro)[SKILLS_MOUNT] = Path(task.skills)
         env["MEMBENCH_SKILLS_DIR"] = SKILLS_MOUNT
     return ro, rw, env
+
+
+OUTPUT_TRUNCATED = "output_truncated"  # source_kind of the harness Turn that says how much stdout was dropped
+
+
+def note_output_cut(emitter: RunEmitter, result: Any) -> None:
+    """A sandbox keeps an agent's stdout up to its limit and drops the rest (sandbox/bwrap.py,
+    docker_backend.py): say how much was dropped, in a harness Turn beside what was kept, so a cut
+    transcript is never read as the agent's whole output."""
+    dropped = getattr(result, "stdout_dropped", 0)
+    if not dropped:
+        return
+    kept = len(result.stdout.encode("utf-8", "surrogatepass"))
+    emitter.emit("Turn", {"role": "system", "text": bounded_text(f"agent stdout cut at the sandbox's limit: kept "
+                                                                 f"{kept} bytes, dropped {dropped} bytes"),
+                          "source_event_id": None,
+                          "source_kind": OUTPUT_TRUNCATED, "input_tokens": 0, "cached_tokens": 0, "output_tokens": 0,
+                          "reasoning_tokens": 0, "latency_ms": 0}, visibility="harness")
 
 
 @dataclass

@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from producers.agents.base import AgentOutcome, AgentTask, sandbox_mounts
+from producers.agents.base import AgentOutcome, AgentTask, note_output_cut, sandbox_mounts
 from producers.emitter import RunEmitter
 from producers.memory_systems.base import count_tokens
 from sandbox.base import IsolationUnavailable, SandboxSpec
@@ -164,6 +164,7 @@ class CommandAgent:
         finally:
             shutil.rmtree(task_dir, ignore_errors=True)
         cited = self._replay(result.stdout, emitter)
+        note_output_cut(emitter, result)
         emitter.emit("ToolResult", {
             "call_id": call_id, "name": "agent_process", "exit_code": result.exit_code,
             "duration_ms": result.duration_ms, "output_size": len(result.stdout.encode()), "is_patch": False,

@@ -36,7 +36,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from producers.agents.base import AgentOutcome, AgentTask, sandbox_mounts
+from producers.agents.base import AgentOutcome, AgentTask, note_output_cut, sandbox_mounts
 from producers.agents.command import MAX_EVENTS, STDERR_TAIL, AgentLimits, CommandAgent
 from producers.emitter import RunEmitter
 from producers.gateway.memory import SessionMemoryTools
@@ -178,6 +178,7 @@ class ModelAgent:
             shutil.rmtree(task_dir, ignore_errors=True)
             shutil.rmtree(home, ignore_errors=True)
         cited = self._translate(result.stdout, emitter)
+        note_output_cut(emitter, result)
         emitter.emit("ToolResult", {
             "call_id": call_id, "name": "agent_process", "exit_code": result.exit_code,
             "duration_ms": result.duration_ms, "output_size": len(result.stdout.encode()), "is_patch": False,

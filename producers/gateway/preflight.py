@@ -31,6 +31,8 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from producers.gateway.rate_shares import RateLimit, limit_of_headers
+
 API_NAMES = {"chat_completions": "Chat Completions", "responses": "Responses", "messages": "Messages"}
 API_PATHS = {"chat_completions": "/v1/chat/completions", "responses": "/v1/responses", "messages": "/v1/messages"}
 # statuses of a refused call that may mean the harness, not the agent, is misconfigured
@@ -59,6 +61,7 @@ class ProbeResult:
     problem: str | None  # None: the configuration works; else key / unreachable / wire_api / model
     message: str  # one line: what was found and the fix
     call: dict[str, Any] = field(default_factory=dict)  # the ModelCall payload (purpose preflight)
+    stated_limit: RateLimit = RateLimit()  # the key's rate limit as the answer's headers state it (rate_shares.py)
 
     @property
     def ok(self) -> bool:
@@ -99,7 +102,7 @@ def probe(gateway: Any, target: Target) -> ProbeResult:
     quiet = type(gateway)(replace(settings, record=False, timeout_s=min(settings.timeout_s, PROBE_TIMEOUT_S)))
     calls: list[dict[str, Any]] = []
     url = settings.base_url(target.provider) or "(none)"
-    body, http_status = b"", 0
+    body, http_status, stated = b"", 0, RateLimit()
     with quiet.open_channel("preflight", lambda kind, payload, visibility="harness": calls.append(payload),
                             purpose="preflight") as channel:
         connection = channel.http_connection(quiet.settings.timeout_s + 5)
@@ -110,6 +113,7 @@ def probe(gateway: Any, target: Target) -> ProbeResult:
             connection.request("POST", API_PATHS[target.api], body=probe_body(target.api, target.model), headers=headers)
             answer = connection.getresponse()
             http_status, body = answer.status, answer.read()
+            stated = limit_of_headers(answer.headers)
         except OSError:
             pass
         finally:
@@ -118,7 +122,7 @@ def probe(gateway: Any, target: Target) -> ProbeResult:
     status = call.get("status", "upstream_unreachable")
     problem, message = judge(target, url, status, call.get("http_status", http_status), body, call.get("error"),
                              bool(settings.keys.get(target.provider) or settings.keys.get("*")))
-    return ProbeResult(target, url, call.get("http_status", http_status), status, problem, message, call)
+    return ProbeResult(target, url, call.get("http_status", http_status), status, problem, message, call, stated)
 
 
 def _error_text(body: bytes) -> str:

@@ -25,7 +25,9 @@ from pathlib import Path
 from producers.blobs import get_blob
 from producers.gateway.wire_apis import loose_digest, match_digest
 
-REPLAYABLE = ("ok", "client_error")
+# answers the agent received as the upstream sent them: a request's own failure (`request_failed`,
+# a 429 or 5xx its probe did not reproduce) replays as the same failure
+REPLAYABLE = ("ok", "client_error", "request_failed")
 
 
 @dataclass(frozen=True)

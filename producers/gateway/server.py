@@ -6,27 +6,40 @@ port, so agents reach a model with no network. A call is attributed to the sessi
 socket it came through — nothing the agent sends can claim another session.
 
 What a channel answers:
-- `POST …/chat/completions`, `…/responses`, `…/messages`, `…/embeddings` (wire.APIS): forwarded to the upstream
-  with the real key added (forward mode), or answered from a recording (replay mode). Streams
-  (SSE) are relayed chunk by chunk as they arrive. Every call becomes a `ModelCall` event.
+- `POST /v1/chat/completions`, `/v1/responses`, `/v1/messages`, `/v1/embeddings` (wire.ENDPOINTS,
+  exactly): forwarded to the configured base URL plus that endpoint's fixed suffix, with the real
+  key added (forward mode), or answered from a recording (replay mode). Streams (SSE) are relayed
+  chunk by chunk as they arrive. Every call becomes a `ModelCall` event.
 - `POST /membench/memory/search|get`: the session's memory tools (gateway/memory.py).
 - `HEAD` of any path: 200 (CLIs probe connectivity); anything else: 404.
+
+What the gateway refuses itself, as the agent's own request (ModelCall `client_error`, never
+forwarded, never excluding): any other POST target (a dot-segment, `;`, `//`, an encoded slash, a
+query string: 400; an unknown path: 404), a body over `max_request_bytes` (413), a call over the
+unit's share of the run's rate limit (rate_shares.py: 429, or 413 for one that can never fit), and
+an upload the upstream refused (its 413, or a reset while the body was being sent). A malformed
+framing (Transfer-Encoding with Content-Length, a Transfer-Encoding other than chunked, an invalid
+Content-Length or chunk) is answered 400 at once and the connection closed.
 
 Keys: the agent sends a placeholder; the gateway drops the agent's `Authorization`/`x-api-key`
 and sets the provider's key (settings.keys), read from the host's environment. The key is never
 written: not into the sandbox, not into an event, not into a recording (headers are not
 recorded).
 
-Failures that are not the agent's (docs/gateway.md): the upstream unreachable, a timeout, an
-upstream 5xx or 429, a request with no recording in replay mode, and a 401/403/404/405 that the
-gateway's own probe of the configured model reproduces (preflight.py: the harness is
-misconfigured). The agent gets an error answer
-(so it stops soon), the ModelCall says what happened, and the channel keeps the first failure:
-the agent then raises it and the runner records the unit as `excluded` with the reason
-(`model_unavailable`, `model_replay_miss`, `model_misconfigured`) — never as an agent failure. A
-4xx other than 429 (e.g. a context that is too long, or a model the agent chose itself) is the
-agent's own request: passed through, status `client_error`, not excluding; so is a call to a
-provider the run never configured for the caller (no upstream: a 404 from the gateway).
+What an agent sends can fail its session, never exclude its unit (docs/gateway.md). An upstream
+429 or 5xx, a timeout or an unreachable upstream is retried (settings.retries, with backoff); when it
+persists, the gateway probes the target the run configured for the caller (preflight.py). Only
+when that probe fails as well is the harness's model unavailable (or misconfigured): the agent gets
+an error answer (so it stops soon), the ModelCall says what happened, and the channel keeps the
+first failure, which the agent raises and the runner records as the unit's `excluded` reason
+(`model_unavailable`, `model_misconfigured`). The same holds for a 401/403/404/405 (the harness is
+misconfigured only when the probe is refused too). When the probe is answered, the failure was the
+request's own (its size, its rate, its model): the upstream's answer is relayed, the ModelCall's
+status is `request_failed`, and the session is scored — the agent's failure. A 4xx other than 429
+(e.g. a context that is too long) is the agent's request too (`client_error`), and so is a call to
+a provider the run never configured for the caller (no upstream: a 404 from the gateway). In replay
+mode a request the recording does not hold is the agent's divergence (`replay_miss`), never an
+exclusion: the agent could otherwise vary its prompt in the cells it chooses to remove.
 """
 
 from __future__ import annotations
@@ -35,6 +48,7 @@ import hashlib
 import http.client
 import json
 import os
+import re
 import shutil
 import socket
 import socketserver
@@ -50,12 +64,17 @@ from urllib.parse import urlsplit
 from producers.blobs import put_blob
 from producers.gateway.preflight import MISCONFIGURED_STATUSES
 from producers.gateway.prices import PriceTable
+from producers.gateway.rate_shares import LIMIT_HEADERS, OverShare, RateLimit, RateShares
 from producers.gateway.recording import Recording, ReplayCursor
 from schemas.events import error_text
-from producers.gateway.wire_apis import StreamUsage, Usage, api_of, loose_digest, match_digest, request_model, usage_of_body
+from producers.gateway.wire_apis import (Endpoint, PathRefused, StreamUsage, Usage, api_of, endpoint_of, loose_digest,
+                                         match_digest, request_model, usage_of_body)
 
 SOCKET_NAME = "gateway.sock"
-MAX_REQUEST_BYTES = 64 << 20
+# the default cap on one request's body: Anthropic's documented limit for a Messages request (32 MB);
+# a proxy in front of the upstream with a smaller one is matched with --model-max-request-bytes
+MAX_REQUEST_BYTES = 32 << 20
+LINGER_S = 2.0  # after refusing an unread body: how long its bytes are drained so the refusal is read, not reset
 MAX_RECORDED_RESPONSE = 256 << 20
 # request headers passed to the upstream (everything else — auth, host, cookies, the agent's own
 # identifiers — stays behind)
@@ -68,7 +87,8 @@ PREFLIGHT = "preflight"  # ModelCall.purpose of the gateway's own probe (preflig
 
 
 class ModelUnavailable(RuntimeError):
-    """The model could not answer (upstream unreachable, timeout, 5xx/429); the unit is excluded."""
+    """The model could not answer (upstream unreachable, timeout, 5xx/429 through the retries) and the
+    gateway's own probe of the configured model failed too: the unit is excluded."""
     reason = "model_unavailable"
 
 
@@ -78,9 +98,25 @@ class ModelMisconfigured(ModelUnavailable):
     reason = "model_misconfigured"
 
 
-class ModelReplayMiss(ModelUnavailable):
-    """Replay mode met a request the recording does not hold; the unit is excluded."""
-    reason = "model_replay_miss"
+# A failed call is retried this many times (a 429, a 5xx, a timeout, no connection), waiting
+# backoff_s, then twice as long each time (at most MAX_BACKOFF_S; a longer Retry-After is honoured
+# up to that cap); MEMBENCH_MODEL_RETRY_BACKOFF_S sets the first wait (the tests make it tiny).
+DEFAULT_RETRIES = 2
+DEFAULT_BACKOFF_S = 1.0
+MAX_BACKOFF_S = 30.0
+
+
+def default_backoff_s() -> float:
+    try:
+        value = float(os.environ.get("MEMBENCH_MODEL_RETRY_BACKOFF_S", DEFAULT_BACKOFF_S))
+    except ValueError:
+        return DEFAULT_BACKOFF_S
+    return value if 0 <= value <= MAX_BACKOFF_S else DEFAULT_BACKOFF_S
+
+
+def retryable(http_status: int) -> bool:
+    """An answer that says nothing about the request itself: the provider's rate limit or failure."""
+    return http_status == 429 or http_status >= 500
 
 
 @dataclass(frozen=True)
@@ -90,9 +126,23 @@ class GatewaySettings:
     record: bool = False
     timeout_s: float = 600.0
     prices: PriceTable = field(default_factory=PriceTable.default)
+    max_request_bytes: int = MAX_REQUEST_BYTES
+    rate_limits: dict[str, RateLimit] = field(default_factory=dict)  # provider (or "*") -> the run's limit
+    rate_units: int = 1  # units running concurrently: each gets 1/rate_units of the limit (rate_shares.py)
+    retries: int = DEFAULT_RETRIES  # further attempts of a call that failed (module doc)
+    backoff_s: float = field(default_factory=default_backoff_s)
 
     def base_url(self, provider: str) -> str | None:
         return self.base_urls.get(provider) or self.base_urls.get("*")
+
+    def backoff(self, retry: int, retry_after: str | None = None) -> float:
+        """Seconds to wait before retry number `retry` (0-based)."""
+        wait = self.backoff_s * 2 ** retry
+        try:
+            wait = max(wait, float(retry_after or 0))
+        except ValueError:  # an HTTP-date Retry-After: the backoff alone
+            pass
+        return min(wait, MAX_BACKOFF_S)
 
 
 class ModelGateway:
@@ -108,6 +158,7 @@ class ModelGateway:
         self.blob_dir = blob_dir
         self.replay = replay
         self.targets = tuple(targets)  # preflight.Target: what the run is configured to call
+        self.shares = RateShares(settings.rate_limits, settings.rate_units)
 
     def verify(self, provider: str, api: str, role: str):
         """After a refused call: the gateway's own probe (preflight.py) of what the harness configured
@@ -130,6 +181,30 @@ class ModelGateway:
             return None
         result = probe(self, target)
         return None if result.ok or result.problem not in proofs else result
+
+    def outage(self, provider: str, api: str, role: str):
+        """After a call failed through every retry (429, 5xx, timeout, unreachable): the gateway's own
+        probe of what the harness configured for this caller — the same (provider, API, role), else
+        the same provider and role, else any target of that provider (an outage or a spent key is
+        the provider's, whatever the caller). Returns the failing ProbeResult when the probe cannot be
+        served either (no answer, 429, 5xx, or a refused key, API or model): the harness's model is
+        down and the unit is excluded. None when the probe is answered — the failure was the
+        request's own (its size, its rate), or nothing was configured to probe (a `command:` agent
+        names its own model): the caller's failure, never an exclusion it could choose."""
+        from producers.gateway.preflight import probe
+
+        target = self.outage_target(provider, api, role)
+        if target is None:
+            return None
+        result = probe(self, target)
+        return result if not result.ok or retryable(result.http_status) else None
+
+    def outage_target(self, provider: str, api: str, role: str):
+        """The configured target `outage` probes for this caller, or None (nothing to probe)."""
+        ranked = ([t for t in self.targets if (t.provider, t.role, t.api) == (provider, role, api)]
+                  + [t for t in self.targets if (t.provider, t.role) == (provider, role)]
+                  + [t for t in self.targets if t.provider == provider])
+        return ranked[0] if ranked else None
 
     @property
     def mode(self) -> str:
@@ -169,6 +244,7 @@ class Channel:
     def __init__(self, gateway: ModelGateway, unit_id: str, emit: Callable[..., Any], memory: Any = None,
                  purpose: str = "agent"):
         self.gateway = gateway
+        self.unit_id = unit_id  # whose share of the rate limit its calls spend
         self.memory = memory
         self.purpose = purpose
         self._emit = emit
@@ -177,6 +253,7 @@ class Channel:
         self.failure: ModelUnavailable | None = None
         self._upstreams: set[http.client.HTTPConnection] = set()  # calls in flight, cut when the session ends
         self.closing = False
+        self._closed = threading.Event()  # set when the session ends: a retry's wait stops at once
         self.checked = False  # a refused call has been checked against the gateway's probe (_check_configuration)
         self.replay: ReplayCursor | None = gateway.replay.cursor(unit_id) if gateway.replay else None
         self.directory = Path(tempfile.mkdtemp(prefix="membench-gw-"))
@@ -213,6 +290,10 @@ class Channel:
     def calls(self) -> int:
         return self._calls
 
+    @property
+    def closed(self) -> threading.Event:
+        return self._closed
+
     def fail(self, failure: ModelUnavailable) -> None:
         with self._lock:
             if self.failure is None:
@@ -229,6 +310,7 @@ class Channel:
         with self._lock:
             self.closing = True
             cut = list(self._upstreams)
+        self._closed.set()
         for connection in cut:
             if connection.sock is not None:
                 try:
@@ -256,35 +338,86 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     # ------------------------------------------------------------------ plumbing
-    def _body(self) -> bytes:
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            data = b""
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    self.rfile.readline()
-                    return data
-                data += self.rfile.read(size)
-                self.rfile.readline()
-                if len(data) > MAX_REQUEST_BYTES:
-                    raise ValueError("request body too large")
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_REQUEST_BYTES:
-            raise ValueError("request body too large")
-        return self.rfile.read(length)
+    def parse_request(self) -> bool:
+        """The request line and headers, then the framing: a request whose body length is ambiguous
+        is answered 400 before any of it is read, and its connection closed (what follows it on the
+        connection cannot be told from its body)."""
+        if not super().parse_request():
+            return False
+        problem = framing_problem(self.headers)
+        if problem is not None:
+            self.close_connection = True
+            self._error(400, "invalid_request_error", f"malformed request framing: {problem}")
+            return False
+        return True
 
-    def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+    def handle_expect_100(self) -> bool:
+        # a client waiting to be told to send a body over the cap is told 413 instead (do_POST)
+        length = self.headers.get("Content-Length", "").strip()
+        if length.isdigit() and int(length) > self.server.channel.gateway.settings.max_request_bytes:
+            return True
+        return super().handle_expect_100()
+
+    def _body(self, cap: int) -> bytes:
+        """The request body (framing already checked); BodyTooLarge past `cap` bytes, ValueError on a
+        malformed chunk. Either leaves the connection unusable: the caller closes it."""
+        if self.headers.get("Transfer-Encoding"):
+            data = bytearray()
+            while True:
+                line = self.rfile.readline(1024)
+                size_text = line.split(b";", 1)[0].strip()
+                if not line.endswith(b"\n") or not _HEX.fullmatch(size_text):
+                    raise ValueError(f"malformed chunk size line {line[:40]!r}")
+                size = int(size_text, 16)
+                if size == 0:
+                    while self.rfile.readline(8192) not in (b"\r\n", b"\n", b""):  # trailers, ignored
+                        pass
+                    return bytes(data)
+                if len(data) + size > cap:
+                    raise BodyTooLarge(f"more than {cap} bytes (chunked)")
+                chunk = self.rfile.read(size)
+                if len(chunk) < size or self.rfile.readline(3) not in (b"\r\n", b"\n"):
+                    raise ValueError("a chunk ended before its stated size, or without CRLF")
+                data += chunk
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > cap:
+            raise BodyTooLarge(f"{length} bytes")
+        data = self.rfile.read(length)
+        if len(data) < length:
+            raise ValueError(f"the body ended after {len(data)} of its {length} bytes")
+        return data
+
+    def _send(self, status: int, body: bytes, content_type: str = "application/json",
+              headers: tuple[tuple[str, str], ...] = ()) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
+        for name, value in headers:
+            self.send_header(name, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
 
-    def _error(self, status: int, kind: str, message: str) -> None:
+    def _error(self, status: int, kind: str, message: str, headers: tuple[tuple[str, str], ...] = ()) -> None:
         # shaped so both OpenAI and Anthropic clients show the message
         body = {"type": "error", "error": {"type": kind, "message": f"membench gateway: {message}", "code": kind}}
-        self._send(status, json.dumps(body).encode())
+        self._send(status, json.dumps(body).encode(), headers=headers)
+
+    def _linger(self) -> None:
+        """After answering a request whose body was left unread: stop writing and drain what the
+        client still sends for a moment, so it reads the answer rather than a reset connection."""
+        self.close_connection = True
+        try:
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_WR)
+            self.connection.settimeout(LINGER_S)
+            deadline = time.monotonic() + LINGER_S
+            while time.monotonic() < deadline and self.connection.recv(65536):
+                pass
+        except OSError:
+            pass
 
     def do_HEAD(self) -> None:
         self._send(200, b"", "text/plain")
@@ -294,19 +427,41 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         channel = self.server.channel
+        # the raw request target: BaseHTTPRequestHandler folds a leading '//' of self.path
+        target = self.requestline.split(" ")[1] if self.requestline.count(" ") >= 2 else self.path
+        memory = target.startswith("/membench/memory/")
+        endpoint: Endpoint | None = None
+        refused: PathRefused | None = None
+        if not memory:
+            try:
+                endpoint = endpoint_of(target)
+            except PathRefused as exc:
+                refused = exc
+        aimed = (endpoint.api, endpoint.provider) if endpoint else api_of(target) or ("", "")
         try:
-            body = self._body()
+            body = self._body(channel.gateway.settings.max_request_bytes)
+        except BodyTooLarge as exc:
+            cap = channel.gateway.settings.max_request_bytes
+            _ModelCall(self, channel, *aimed, b"").refuse_as_agents(
+                413, "request_too_large", f"the request body ({exc}) is over the gateway's cap of {cap} bytes "
+                                          "(--model-max-request-bytes); nothing was sent upstream")
+            self._linger()
+            return
         except (ValueError, OSError) as exc:
-            self._error(400, "invalid_request_error", str(exc))
+            self.close_connection = True
+            try:
+                self._error(400, "invalid_request_error", f"malformed request body: {exc}")
+            except OSError:  # the client hung up mid-body: no one to tell
+                pass
             return
-        if self.path.startswith("/membench/memory/"):
-            self._memory(channel, self.path[len("/membench/memory/"):], body)
-            return
-        found = api_of(self.path)
-        if found is None:
-            self._error(404, "not_found", f"no such endpoint: POST {self.path}")
-            return
-        _ModelCall(self, channel, found[0], found[1], body).run()
+        if memory:
+            self._memory(channel, target[len("/membench/memory/"):], body)
+        elif refused is not None:
+            status = refused.http_status
+            _ModelCall(self, channel, *aimed, body).refuse_as_agents(
+                status, "not_found" if status == 404 else "invalid_request_error", f"not forwarded: {refused}")
+        else:
+            _ModelCall(self, channel, endpoint.api, endpoint.provider, body, endpoint).run()
 
     def _memory(self, channel: Channel, tool: str, body: bytes) -> None:
         if channel.memory is None:
@@ -321,11 +476,38 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, json.dumps(answer).encode())
 
 
+class BodyTooLarge(ValueError):
+    """A request body over the gateway's cap (GatewaySettings.max_request_bytes)."""
+
+
+_HEX = re.compile(rb"[0-9a-fA-F]{1,16}")
+_DIGITS = re.compile(r"[0-9]{1,18}")
+
+
+def framing_problem(headers: Any) -> str | None:
+    """Why a request's body length is ambiguous (RFC 9112 §6.3: a proxy and a server could read
+    different bodies), or None: Transfer-Encoding together with Content-Length, a
+    Transfer-Encoding other than exactly `chunked`, a Content-Length repeated or not a number."""
+    codings = headers.get_all("Transfer-Encoding") or []
+    lengths = headers.get_all("Content-Length") or []
+    if codings and lengths:
+        return "both Transfer-Encoding and Content-Length"
+    if codings and [c.strip().lower() for c in ",".join(codings).split(",")] != ["chunked"]:
+        return f"Transfer-Encoding {', '.join(codings)[:80]!r} (only 'chunked' is served)"
+    if len(lengths) > 1:
+        return "more than one Content-Length"
+    if lengths and not _DIGITS.fullmatch(lengths[0].strip()):
+        return f"Content-Length {lengths[0][:40]!r} is not a number"
+    return None
+
+
 class _ModelCall:
     """One model call through a channel: answer it (replay or upstream), then emit its ModelCall."""
 
-    def __init__(self, handler: _Handler, channel: Channel, api: str, provider: str, body: bytes):
+    def __init__(self, handler: _Handler, channel: Channel, api: str, provider: str, body: bytes,
+                 endpoint: Endpoint | None = None):
         self.handler, self.channel, self.api, self.provider, self.body = handler, channel, api, provider, body
+        self.endpoint = endpoint  # None: a refused target, never forwarded
         self.started = time.perf_counter()
         try:
             self.request = json.loads(body)
@@ -340,6 +522,7 @@ class _ModelCall:
         self.response = bytearray()
         self.response_complete = False
         self._recorded = False
+        self.retried = 0  # further attempts made (settings.retries)
         self.call_id = channel.next_call_id()  # arrival order
         # a memory policy names its call's purpose (sleep / judge) in a header the upstream never sees;
         # a memory channel's embedding call is `embed` whatever it claims (the wire says what it is)
@@ -360,24 +543,33 @@ class _ModelCall:
         self._record()  # once: each path records just before its answer's last bytes (see _record)
 
     # ------------------------------------------------------------------ answers
-    def _refuse(self, http_status: int, status: str, kind: str, message: str) -> None:
+    def _refuse(self, http_status: int, status: str, kind: str, message: str,
+                headers: tuple[tuple[str, str], ...] = ()) -> None:
         self.status, self.http_status, self.error = status, http_status, message
         self._record()
-        self.handler._error(http_status, kind, message)
+        self.handler._error(http_status, kind, message, headers)
+
+    def refuse_as_agents(self, http_status: int, kind: str, message: str,
+                         headers: tuple[tuple[str, str], ...] = ()) -> None:
+        """The gateway answers a 4xx itself, as the caller's own request — status `client_error`,
+        the channel not failed, so the unit is scored, never excluded: a target it does not serve, a
+        body over its cap, a call over the unit's rate share, an upload the upstream refused."""
+        self._refuse(http_status, "client_error", kind, message, headers)
 
     def _replay(self) -> None:
         found = self.channel.replay.answer(match_digest(self.api, self.request))
         if found is None:  # the divergence rule: tool output that differs only in uids, pids, clocks
             found = self.channel.replay.answer(match_digest(self.api, self.request),
                                                loose_digest(self.api, self.request))
-        if found is None:
-            message = f"no recorded answer for this {self.api} request (model {self.model!r})"
-            self.channel.fail(ModelReplayMiss(f"replay of {self.channel.gateway.replay.source}: {message}"))
+        if found is None:  # the caller's divergence from the recording: its failure, never an exclusion
+            message = (f"no recorded answer for this {self.api} request (model {self.model!r}) in the replay of "
+                       f"{self.channel.gateway.replay.source}")
             self._refuse(400, "replay_miss", "model_replay_miss", message)
             return
         answer, body = found
         self.http_status, self.streamed = answer.http_status, answer.streamed
-        self.status = "ok" if answer.http_status < 400 else "client_error"
+        self.status = ("ok" if answer.http_status < 400 else
+                       "request_failed" if retryable(answer.http_status) else "client_error")
         if answer.streamed:
             tracker = StreamUsage(self.api)
             tracker.feed(body)
@@ -403,8 +595,16 @@ class _ModelCall:
                 self._refuse(404, "client_error", "not_found", f"{message}: this run does not serve it")
             return
         url = urlsplit(base)
-        suffix = self.handler.path[3:] if self.handler.path.startswith("/v1/") else self.handler.path
-        path = url.path.rstrip("/") + suffix
+        # the configured root plus the endpoint's fixed suffix: nothing of the agent's target
+        path = url.path.rstrip("/") + self.endpoint.suffix + (f"?{self.endpoint.query}" if self.endpoint.query else "")
+        place = None
+        if self.channel.purpose != PREFLIGHT:
+            place = self.channel.gateway.shares.admit(self.channel.unit_id, self.provider, len(self.body))
+            if isinstance(place, OverShare):
+                self.refuse_as_agents(place.http_status, "rate_limit_exceeded" if place.http_status == 429
+                                      else "request_too_large", place.message,
+                                      (("retry-after", str(place.retry_after_s)),))
+                return
         headers = {k: v for k, v in self.handler.headers.items() if k.lower() in FORWARDED_HEADERS}
         headers["Accept-Encoding"] = "identity"  # usage is read from the bytes as they pass
         key = settings.keys.get(self.provider) or settings.keys.get("*")
@@ -414,22 +614,97 @@ class _ModelCall:
             else:
                 headers["Authorization"] = f"Bearer {key}"
         connection_type = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
-        connection = connection_type(url.hostname, url.port, timeout=settings.timeout_s)
-        self.channel.track(connection, True)
+        # the probe's own call is tried once: it is the check of a failure, not a call to get through
+        retries = 0 if self.channel.purpose == PREFLIGHT else max(0, settings.retries)
+        failed, retry_after = ("", ""), None
         try:
-            try:
-                connection.request("POST", path, body=self.body, headers=headers)
-                upstream = connection.getresponse()
-            except (socket.timeout, TimeoutError):
-                self._unavailable("timeout", f"the upstream did not answer within {settings.timeout_s:g} s")
-                return
-            except OSError as exc:
-                self._unavailable("upstream_unreachable", f"cannot reach the upstream at {base}: {exc}")
-                return
-            self._relay(upstream, settings)
+            for attempt in range(retries + 1):
+                if attempt:
+                    if self.channel.closed.wait(settings.backoff(attempt - 1, retry_after)):
+                        break  # the session ended while waiting
+                    self.retried = attempt
+                connection = connection_type(url.hostname, url.port, timeout=settings.timeout_s)
+                self.channel.track(connection, True)
+                try:
+                    try:
+                        connection.connect()
+                    except (socket.timeout, TimeoutError):
+                        failed = ("timeout", f"the upstream did not answer within {settings.timeout_s:g} s")
+                        continue
+                    except OSError as exc:
+                        failed = ("upstream_unreachable", f"cannot reach the upstream at {base}: {exc}")
+                        continue
+                    try:
+                        connection.request("POST", path, body=self.body, headers=headers)
+                    except (socket.timeout, TimeoutError):
+                        failed = ("timeout", f"the upstream did not take the request within {settings.timeout_s:g} s")
+                        continue
+                    except OSError as exc:  # connected, then cut while the request went out
+                        upstream = _answer_after_cut(connection)
+                        if upstream is None:
+                            self._upload_refused(exc)
+                            return
+                    else:
+                        try:
+                            upstream = connection.getresponse()
+                        except (socket.timeout, TimeoutError):
+                            failed = ("timeout", f"the upstream did not answer within {settings.timeout_s:g} s")
+                            continue
+                        except OSError as exc:
+                            failed = ("upstream_unreachable", f"cannot reach the upstream at {base}: {exc}")
+                            continue
+                    if retryable(upstream.status) and attempt < retries and not self.channel.closing:
+                        retry_after = upstream.getheader("retry-after")
+                        continue  # nothing has reached the caller yet: the next attempt answers it
+                    if place is not None:
+                        self.channel.gateway.shares.answered(place)
+                    self._relay(upstream, settings)
+                    return
+                finally:
+                    self.channel.track(connection, False)
+                    connection.close()
+            self._unavailable(*failed)
         finally:
-            self.channel.track(connection, False)
-            connection.close()
+            if place is not None:
+                self.channel.gateway.shares.settle(place, self.usage.input_tokens + self.usage.output_tokens)
+
+    def _upload_refused(self, exc: OSError) -> None:
+        """The upstream (or a proxy before it) cut the connection while the request was being sent
+        and left no answer: it would not take this body (a size limit answers 413 and closes). The
+        agent's own request, never the model's failure; a session ended by the harness is not."""
+        if self.channel.closing:
+            self._refuse(502, "incomplete", "session_ended", "the session ended during this call")
+            return
+        self.refuse_as_agents(413, "request_too_large", f"the upstream refused the upload of {len(self.body)} bytes "
+                                                        f"(the connection was cut while it was sent: {exc})")
+
+    def _persisting(self) -> str:
+        return f" (through {self.retried + 1} attempts)" if self.retried else ""
+
+    def _judge_persistent_failure(self, message: str) -> bool:
+        """A call failed through every retry: True when the gateway's probe of the configured target
+        fails too (the channel fails, the unit is excluded); False when the probe is answered — the
+        request's own failure (status `request_failed`, the caller's, never an exclusion)."""
+        if self.channel.purpose == PREFLIGHT:
+            self.channel.fail(ModelUnavailable(message))
+            return True
+        gateway = self.channel.gateway
+        found = gateway.outage(self.provider, self.api, self.channel.role)
+        keys = tuple(gateway.settings.keys.values())
+        if found is None:
+            self.status = "request_failed"
+            why = ("the gateway's probe of the configured model was answered"
+                   if gateway.outage_target(self.provider, self.api, self.channel.role) is not None
+                   else "the run configured no model of this provider for this caller to probe")
+            self.error = error_text(f"{message}; {why}: the request's own failure, not an outage", keys)
+            return False
+        probe_text = error_text(found.message, keys)
+        if found.problem in ("key", "wire_api", "model"):
+            self.channel.fail(ModelMisconfigured(f"the model is misconfigured: {message}; the probe: {probe_text}"))
+            self.status = "misconfigured"
+        else:
+            self.channel.fail(ModelUnavailable(f"{message}, and the gateway's own probe failed too: {probe_text}"))
+        return True
 
     def _check_configuration(self) -> None:
         """A refused call: is the harness misconfigured (its own probe is refused too), or was it the
@@ -450,16 +725,20 @@ class _ModelCall:
         if self.channel.closing:  # cut by the session's end, not the upstream's failure
             self._refuse(502, "incomplete", "session_ended", "the session ended during this call")
             return
-        self.channel.fail(ModelUnavailable(message))
-        self._refuse(504 if status == "timeout" else 502, status, "model_unavailable", message)
+        message += self._persisting()
+        self.status = status
+        if self._judge_persistent_failure(message):
+            self._refuse(504 if status == "timeout" else 502, self.status, "model_unavailable", message)
+        else:
+            self._refuse(504 if status == "timeout" else 502, "request_failed", "request_failed", self.error or message)
 
     def _relay(self, upstream: http.client.HTTPResponse, settings: GatewaySettings) -> None:
         self.http_status = upstream.status
         content_type = upstream.getheader("Content-Type", "application/json")
         self.streamed = content_type.startswith("text/event-stream")
-        if upstream.status >= 500 or upstream.status == 429:
+        if retryable(upstream.status):
             self.status = "upstream_error"
-            self.channel.fail(ModelUnavailable(f"the upstream answered HTTP {upstream.status}"))
+            self._judge_persistent_failure(f"the upstream answered HTTP {upstream.status}{self._persisting()}")
         elif upstream.status >= 400:
             self.status = "client_error"
             if upstream.status in MISCONFIGURED_STATUSES and self.channel.purpose != PREFLIGHT:
@@ -468,7 +747,7 @@ class _ModelCall:
         handler.send_response(upstream.status)
         handler.send_header("Content-Type", content_type)
         handler.send_header("Transfer-Encoding", "chunked")
-        for name in ("x-request-id", "request-id", "retry-after"):
+        for name in ("x-request-id", "request-id", "retry-after", *(n for ns in LIMIT_HEADERS.values() for n in ns)):
             if upstream.getheader(name):
                 handler.send_header(name, upstream.getheader(name))
         handler.end_headers()
@@ -487,8 +766,9 @@ class _ModelCall:
                 if len(self.response) + len(chunk) <= MAX_RECORDED_RESPONSE:
                     self.response += chunk
             self.response_complete = len(self.response) < MAX_RECORDED_RESPONSE
-            if upstream.status >= 400 and self.error is None:  # the upstream's own words, kept (bounded, redacted)
-                self.error = error_text(f"HTTP {upstream.status}: {_error_message(bytes(self.response))}",
+            if upstream.status >= 400:  # the upstream's own words, kept (bounded, redacted)
+                words = f"HTTP {upstream.status}: {_error_message(bytes(self.response))}"
+                self.error = error_text(words if self.error is None else f"{words}; {self.error}",
                                         tuple(settings.keys.values()))
             if tracker is not None:
                 tracker.close()
@@ -549,6 +829,21 @@ class _ModelCall:
             "output_tokens": self.usage.output_tokens, "reasoning_tokens": self.usage.reasoning_tokens,
             "latency_ms": self._ms(), "first_byte_ms": self.first_byte_ms, "cost_usd": cost, "price": price,
             "error": self.error, "purpose": self.purpose})
+
+
+def _answer_after_cut(connection: http.client.HTTPConnection) -> http.client.HTTPResponse | None:
+    """The answer an upstream wrote before cutting an upload short (a proxy's 413), if it can still
+    be read; None when the cut took it too."""
+    sock = connection.sock
+    if sock is None:
+        return None
+    try:
+        sock.settimeout(2.0)
+        answer = connection.getresponse()
+        sock.settimeout(connection.timeout)
+        return answer
+    except (OSError, http.client.HTTPException):
+        return None
 
 
 def _error_message(body: bytes) -> str:

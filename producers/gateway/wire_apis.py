@@ -31,10 +31,63 @@ APIS = {
     "/messages": ("messages", "anthropic"),
     "/embeddings": ("embeddings", "openai"),
 }
+# The only request targets a channel forwards: the API root `/v1` and one suffix of APIS, byte for
+# byte. The upstream's path is the configured base URL's path plus that suffix, never the agent's.
+ENDPOINTS = {"/v1" + suffix: found for suffix, found in APIS.items()}
+# Query strings clients send on their own, accepted only verbatim and forwarded as this fixed text:
+# the Anthropic SDK (Claude Code) sends `POST /v1/messages?beta=true`.
+FIXED_QUERIES = {"/v1/messages": frozenset({"beta=true"})}
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A served endpoint: `suffix` is what the gateway appends to the configured base URL."""
+    api: str
+    provider: str
+    suffix: str
+    query: str  # "" or one of FIXED_QUERIES
+
+
+class PathRefused(ValueError):
+    """A request target the gateway does not forward; the message says why (for the agent and its
+    ModelCall); `http_status` 404 for a well-formed path it does not serve, 400 for a malformed one."""
+
+    def __init__(self, message: str, http_status: int = 400):
+        super().__init__(message)
+        self.http_status = http_status
+
+
+def endpoint_of(target: str) -> Endpoint:
+    """The endpoint a raw request target names, or PathRefused. Exact matching is the normalization:
+    no dot-segment (plain or percent-encoded), encoded slash, `;` parameter, doubled slash, other
+    case, absolute URL or agent query string can name a served endpoint, so none reaches the upstream."""
+    path, mark, query = target.partition("?")
+    if path in ENDPOINTS and (not mark or query in FIXED_QUERIES.get(path, ())):
+        api, provider = ENDPOINTS[path]
+        return Endpoint(api, provider, path[len("/v1"):], query if mark else "")
+    if path in ENDPOINTS:
+        raise PathRefused(f"{path} takes no query string (got ?{query[:100]!r})")
+    lowered = path.lower()
+    segments = lowered.split("/")
+    if not path.startswith("/"):
+        why = "not an origin-form path (an absolute URL or '*')"
+    elif any(s in (".", "..") for s in segments) or "%2e" in lowered:
+        why = "a dot-segment"
+    elif "%2f" in lowered or "%5c" in lowered or "\\" in path:
+        why = "an encoded or backward slash"
+    elif ";" in path:
+        why = "a ';' parameter"
+    elif "//" in path:
+        why = "an empty segment ('//')"
+    else:
+        why = "not an endpoint this gateway serves"
+    raise PathRefused(f"{target[:200]!r}: {why}; the served paths are {', '.join(sorted(ENDPOINTS))}",
+                      404 if why.startswith("not an endpoint") else 400)
 
 
 def api_of(path: str) -> tuple[str, str] | None:
-    """(api, provider) of a request path (query string ignored), or None for any other path."""
+    """(api, provider) a request path's suffix names (query string ignored), or None: what a refused
+    path was aiming at, for its ModelCall. Never a licence to forward (endpoint_of is)."""
     bare = path.split("?", 1)[0].rstrip("/")
     for suffix, found in APIS.items():
         if bare.endswith(suffix):

@@ -14,6 +14,12 @@ files and injections (`start_state: clean_base` becomes `clean`); events keep id
 content and scope; `construct_label` is the construct, `family_label` (else `seq_type`) the family,
 `decisive_oracle_literals` the decisive literals, `insufficiency_mechanism` the why-not-verbatim
 note; oracle labels are kept as published (their `type` names are the ones the processors read).
+Kept as published for provenance, not read by membench: `seq_type`, `commission_checks`,
+`omission_checks`, `single_event_complete_answer`, `validation_metadata`, and an event scope's
+`repo` and `sequence_id`. Every other field of a record is listed — printed by `membench import
+dreambench` and written into the pack's `source.fields_not_used` — with the records that carry it
+and why it is not used (`FIELDS_NOT_USED` for the known ones; any other is a field this importer
+does not know).
 
 What the public records lack, and how a user supplies it:
 - hidden oracles and reference solutions are not published (the paper's artifact policy keeps
@@ -25,8 +31,8 @@ What the public records lack, and how a user supplies it:
 - a v1-shaped record has no construct: its `seq_type` is a continuity label the paper says does
   not reliably name the construct, so the importer will not guess; `--construct SEQ_ID=Cn` gives it.
 Without `--repos` / `--hidden`, the pack is written with a `SUPPLY.md` naming every missing
-file (the same paths under OUT_DIR); `membench validate OUT_DIR` refuses it, naming the first
-missing part, until they are in place.
+file (the same paths under OUT_DIR); the pack loader (so `membench validate` and `membench run`)
+refuses it, naming SUPPLY.md and every part still missing, until they are in place.
 
 A record lacking what a trap needs — a field above that is absent, of the wrong type or
 inconsistent (an unknown injected event, a session index out of order, fewer than two sessions,
@@ -60,11 +66,47 @@ from schemas.pack_format import CONSTRUCTS, FORMAT, PackError, load_pack
 START_STATES = {"clean_base": "clean", "clean": "clean", "continuation": "continuation"}
 
 
+# the fields a record may carry that the importer reads (or keeps verbatim in the sequence)
+RECORD_FIELDS = frozenset({
+    "seq_id", "construct_label", "seq_type", "fixture_repo", "repo", "initial_commit", "family_label", "sessions",
+    "events", "oracle_labels", "clean_start_s3", "anti_hoarding", "decisive_oracle_literals", "required_fact_ids",
+    "event_fact_map", "insufficiency_mechanism",
+})
+#: record fields kept verbatim in the imported sequence for provenance (schemas/pack_format.py lists
+#: them as recorded): the v2 validation metadata and the checks its authors ran, not read by membench
+KEPT_FIELDS = ("commission_checks", "omission_checks", "single_event_complete_answer", "validation_metadata")
+SESSION_FIELDS = frozenset({"session_index", "start_state", "started_from_previous_session", "instruction",
+                            "visible_files", "inject_after", "oracle_id"})
+EVENT_FIELDS = frozenset({"event_id", "after_session", "kind", "content", "scope"})
+SCOPE_FIELDS = frozenset({"files", "symbols", "repo", "sequence_id"})
+#: fields a published record carries that the pack does not take, and why
+FIELDS_NOT_USED = {
+    "sessions[].clean_start_s3": "the record-level clean_start_s3 is what the pack keeps",
+}
+UNKNOWN_FIELD = "not a field this importer knows; not carried into the pack"
+
+
 @dataclass(frozen=True)
 class DreamBenchImport:
     out_dir: Path
     sequences: int
     missing: tuple[str, ...]  # files under OUT_DIR the user must still supply (SUPPLY.md)
+    # fields of the records the pack does not carry: {"field", "records": [seq_id], "why"}
+    fields_not_used: tuple[dict[str, Any], ...] = ()
+
+
+def _not_used(record: dict[str, Any]) -> list[str]:
+    """The field paths of RECORD the importer neither reads nor keeps (sessions[].x, events[].scope.y)."""
+    out = [k for k in record if k not in RECORD_FIELDS and k not in KEPT_FIELDS]
+    for key, known in (("sessions", SESSION_FIELDS), ("events", EVENT_FIELDS)):
+        for item in record.get(key) or []:
+            if isinstance(item, dict):
+                out += [f"{key}[].{k}" for k in item if k not in known]
+    for event in record.get("events") or []:
+        scope = event.get("scope") if isinstance(event, dict) else None
+        if isinstance(scope, dict):
+            out += [f"events[].scope.{k}" for k in scope if k not in SCOPE_FIELDS]
+    return list(dict.fromkeys(out))
 
 
 def _field(obj: Any, key: str, typ: type | tuple[type, ...], where: str, default: Any = REQUIRED) -> Any:
@@ -129,10 +171,11 @@ def _event(raw: Any, j: int, where: str) -> dict[str, Any]:
     content = _field(raw, "content", str, e_where)
     if not content.strip():
         raise PackError(f"{e_where}: field 'content' is empty (the event's decisive content)")
+    kept = {k: _field(scope, k, str, f"{e_where}: scope") for k in ("repo", "sequence_id") if scope.get(k) is not None}
     return {"event_id": _field(raw, "event_id", str, e_where), "after_session": _field(raw, "after_session", int, e_where),
             "kind": _field(raw, "kind", str, e_where), "content": content,
             "scope": {"files": _paths(scope, "files", f"{e_where}: scope"),
-                      "symbols": _strings(scope, "symbols", f"{e_where}: scope")}}
+                      "symbols": _strings(scope, "symbols", f"{e_where}: scope"), **kept}}
 
 
 def record_to_sequence(record: Any, where: str, constructs: dict[str, str]) -> tuple[dict[str, Any], str]:
@@ -177,6 +220,9 @@ def record_to_sequence(record: Any, where: str, constructs: dict[str, str]) -> t
     why = _field(record, "insufficiency_mechanism", str, where, None)
     if why:
         seq["why_not_verbatim"] = why
+    if record.get("seq_type") is not None:  # kept even when family_label is the family
+        seq["seq_type"] = _field(record, "seq_type", str, where)
+    seq.update({k: record[k] for k in KEPT_FIELDS if record.get(k) is not None})
     return seq, commit
 
 
@@ -213,8 +259,11 @@ def import_dreambench(source: Path, out_dir: Path, *, repos: Path | None = None,
     records, raw_bytes = _read_records(source)
     constructs = dict(constructs or {})
     sequences, commits = [], {}
+    not_used: dict[str, list[str]] = {}
     for where, record in records:
         seq, commit = record_to_sequence(record, where, constructs)
+        for path in _not_used(record):
+            not_used.setdefault(path, []).append(seq["seq_id"])
         if any(s["seq_id"] == seq["seq_id"] for s in sequences):
             raise PackError(f"{where}: field 'seq_id' repeats '{seq['seq_id']}'")
         if commits.setdefault(seq["repo"], commit) != commit:
@@ -227,6 +276,8 @@ def import_dreambench(source: Path, out_dir: Path, *, repos: Path | None = None,
     pack_name = name or "dreambench-" + re.sub(r"[^a-z0-9]+", "-", source.stem.lower()).strip("-")[:100]
     if not is_plain_name(pack_name):
         raise PackError(f"pack name {pack_name!r} (--name) must be a plain name ({PLAIN_NAME_RULE})")
+    fields_not_used = tuple({"field": path, "records": ids, "why": FIELDS_NOT_USED.get(path, UNKNOWN_FIELD)}
+                            for path, ids in not_used.items())
     if out_dir.is_symlink() or out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         raise PackError(f"{out_dir}: output directory exists and is not empty")
     manifest = {
@@ -234,7 +285,8 @@ def import_dreambench(source: Path, out_dir: Path, *, repos: Path | None = None,
         "description": "Imported from DreamBench-SWE sequence records: the agent-visible sessions and events as "
                        "published; hidden oracles and fixture repositories supplied separately (SUPPLY.md).",
         "source": {"format": "dreambench-swe sequences.jsonl", "file": source.name,
-                   "sha256": hashlib.sha256(raw_bytes).hexdigest(), "initial_commits": commits},
+                   "sha256": hashlib.sha256(raw_bytes).hexdigest(), "initial_commits": commits,
+                   "fields_not_used": list(fields_not_used)},
         "repos": {repo: f"repos/{repo}" for repo in commits},
         "sequences": sequences,
     }
@@ -265,7 +317,7 @@ def import_dreambench(source: Path, out_dir: Path, *, repos: Path | None = None,
         raise PackError(f"{out_dir}: output directory exists and is not empty") from None
     except OSError as exc:
         raise PackError(f"{out_dir}: cannot write the imported pack ({exc.strerror or exc})") from None
-    return DreamBenchImport(out_dir, len(sequences), missing)
+    return DreamBenchImport(out_dir, len(sequences), missing, fields_not_used)
 
 
 def _copy_repos(repos: Path, commits: dict[str, str], work: Path) -> None:

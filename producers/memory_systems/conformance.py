@@ -133,6 +133,7 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
     base_urls, timeout_s."""
     from urllib.parse import urlsplit
 
+    from producers.gateway.preflight import targets_for
     from producers.gateway.server import GatewaySettings, ModelGateway, keys_from_env
     from producers.memory_systems.base import MemorySetup, Namespace
     from producers.memory_systems.model_client import MemoryModel
@@ -156,8 +157,10 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
     models: list[Any] = []
     gateway = None
     if request.get("memory_model"):
+        # the memory model is the configured target: a failure its probe reproduces is the model's
         gateway = ModelGateway(GatewaySettings(dict(request.get("base_urls") or {}), keys_from_env(),
-                                               timeout_s=float(request.get("timeout_s", 120))))
+                                               timeout_s=float(request.get("timeout_s", 120))),
+                               targets=targets_for(None, request["memory_model"]))
 
     def emit(kind: str, payload: dict[str, Any], visibility: str = "harness") -> None:
         if kind == "ModelCall":

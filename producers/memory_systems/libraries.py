@@ -150,7 +150,7 @@ def post_embeddings(channel: Any, settings: LibrarySettings, texts: list[str]) -
         status, data = response.status, response.read()
     finally:
         connection.close()
-    if channel.failure is not None:  # unavailable or a replay miss: the unit is excluded
+    if channel.failure is not None:  # the model is down (the probe failed too): the unit is excluded
         raise channel.failure
     if status >= 400:
         raise EmbeddingError(f"the embeddings call was answered HTTP {status}: {data[:300]!r}")
@@ -174,8 +174,8 @@ def _channel(setup: MemorySetup, condition: str) -> Any:
 
 
 def _raise_channel_failure(channel: Any, exc: BaseException) -> None:
-    """A call the gateway could not answer (unavailable, replay miss) excludes the unit, as for any
-    model call: the channel's failure replaces whatever the library made of it."""
+    """A call the gateway could not answer (the model down, its probe failing too) excludes the unit,
+    as for any model call: the channel's failure replaces whatever the library made of it."""
     if channel.failure is not None:
         raise channel.failure from None
     raise exc

@@ -10,12 +10,16 @@ all apply, and every call is a `ModelCall` event of the run (event v6 `purpose`:
 
 Outcomes of one call (`MemoryModel.ask`):
 - an answer: its text (the first choice's message content);
-- the model could not answer (unreachable, timeout, 5xx/429, replay miss): the channel's failure is
-  raised (`ModelUnavailable` / `ModelReplayMiss`) and the runner excludes the unit
-  (`model_unavailable` / `model_replay_miss`), as it does for agents;
-- any other unusable answer (a 4xx, a body without a message): `None`, and the policy falls back
-  (stores nothing new) after recording why (`MemoryModel.note`, a harness `Turn` with
-  `source_kind` `memory_policy_error`).
+- the run's memory model could not answer (unreachable, timeout, 5xx/429 through the gateway's
+  retries) and the gateway's own probe of `--memory-model` failed too: the channel's failure is
+  raised (`ModelUnavailable`) and the runner excludes the unit (`model_unavailable`), as it does
+  for agents — unless the scored session's verdict is recorded already: then nothing can change
+  the cell (producers/grid.py);
+- any other unusable answer — a 4xx; a 429/5xx the probe did not reproduce (the request's own:
+  e.g. a session the agent made too large for the model's limit); a request a replay does not
+  hold; a body without a message: `None`, and the policy falls back (stores nothing new) after
+  recording why (`MemoryModel.note`, a harness `Turn` with `source_kind` `memory_policy_error`).
+  That is the memory policy's own failure, never an exclusion the agent could provoke.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from schemas.events import bounded_text
+from schemas.events import bounded_text, error_text
 
 PURPOSE_HEADER = "X-Membench-Purpose"
 MARKER = "membench memory policy"  # opens every system prompt: the scripted upstream keys on it
@@ -67,9 +71,11 @@ class MemoryModel:
             raise
         finally:
             connection.close()
-        if channel.failure is not None:  # unavailable or a replay miss: the unit is excluded
+        if channel.failure is not None:  # the model is down (the probe failed too): the unit is excluded
             raise channel.failure
-        if status >= 400:
+        if status >= 400:  # the policy's own failure (e.g. the session was too large for the model)
+            self.note(error_text(f"the memory model's {purpose} call was answered HTTP {status}: "
+                                 f"{data[:300].decode('utf-8', 'replace')}", tuple(self.gateway.settings.keys.values())))
             return None
         return message_text(data)
 

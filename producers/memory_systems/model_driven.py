@@ -22,7 +22,9 @@ nothing new from that call, and the failure is recorded in the log (a harness `T
 the prompt showed (an id like `e1`): a derived memory without provenance is ineligible, the
 paper's provenance gate; B3-llm lessons that cite none are given the whole session as provenance
 (a reflection is about its session). At most MAX_ITEMS items of at most MAX_TEXT characters each
-are kept per answer. A model that cannot answer excludes the unit (`model_unavailable`).
+are kept per answer. A model that cannot answer excludes the unit (`model_unavailable`) only
+when the gateway's probe of `--memory-model` fails too, and never after the scored session's
+verdict (model_client.py); otherwise the policy stores nothing new from that call.
 """
 
 from __future__ import annotations

@@ -10,8 +10,13 @@ Calls go through the run set's model gateway (`producers/gateway/`) on a channel
 host-side: the gateway adds the key, records or replays the bodies and emits each call as a
 `ModelCall` event in the unit's log, its `call_id` prefixed `user-` so it is told apart from the
 agent's calls (the verdict fold keeps its tokens out of the session's, as the transfer fold keeps
-user time out of agent time; its cost counts in the run set's cost). A model that cannot answer (unreachable, timeout, 5xx/429, a replay miss, an
-answer with no text) raises `ModelUnavailable`: the unit is excluded, never scored.
+user time out of agent time; its cost counts in the run set's cost). A model that cannot answer —
+unreachable, a timeout, 5xx/429 through the gateway's retries, and the gateway's own probe of the
+`--user` model failing too — raises `ModelUnavailable`: the unit is excluded, never scored. A
+request that was only its own failure (the probe answered: say an agent's question too large for
+the model's limit), a request a replay does not hold, or an answer with no text is never an
+exclusion (the agent's words shape the request, so it could choose it): the scripted user's
+message for that phase is said instead, and a harness Turn (`simulated_user_fallback`) says why.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ import json
 from typing import Any, Callable
 
 from producers.gateway.server import Channel, ModelGateway, ModelUnavailable
-from schemas.events import SIMULATED_USER_CALL_PREFIX
+from producers.transfer.user import ScriptedUser
+from schemas.events import SIMULATED_USER_CALL_PREFIX, bounded_text, error_text
 from schemas.transfer_format import Scenario
 
 PREFIX = "model:"
@@ -71,27 +77,31 @@ class ModelUser:
             "public_check_failed": scenario.public_check_failed, "test_feedback": scenario.test_feedback}, indent=1)
         self.timeout_s = gateway.settings.timeout_s + 30  # the gateway times the upstream out first
         self.channel = _UserChannel(gateway, unit_id, emit)
+        self.scripted = ScriptedUser(scenario)  # what the user says when its model's request was its own failure
+        self._emit = emit
 
     def close(self) -> None:
         self.channel.close()
 
     def plan(self) -> str:
-        return self._say("Phase: plan_handoff. Hand the plan over to the engineer.")
+        return self._say("Phase: plan_handoff. Hand the plan over to the engineer.", self.scripted.plan)
 
     def answer(self, question: str) -> str:
-        return self._say(f"Phase: implementing. The engineer asks you:\n{question}\nAnswer the question.")
+        return self._say(f"Phase: implementing. The engineer asks you:\n{question}\nAnswer the question.",
+                         lambda: self.scripted.answer(question))
 
     def review(self, check_passed: bool, check_output: str) -> str:
+        fallback = lambda: self.scripted.review(check_passed, check_output)  # noqa: E731
         if check_passed:
-            return self._say("Phase: delivery_review. The delivery passed the public check. Accept it.")
+            return self._say("Phase: delivery_review. The delivery passed the public check. Accept it.", fallback)
         return self._say("Phase: delivery_review. The delivery failed the public check, whose output was:\n"
-                         f"{check_output.strip()[-2000:]}\nSend the engineer your review.")
+                         f"{check_output.strip()[-2000:]}\nSend the engineer your review.", fallback)
 
     def feedback(self, passed: int, cases: int) -> str:
         return self._say(f"Phase: test_feedback. The hidden tests passed {passed} of {cases} cases. "
-                         "Tell the engineer.")
+                         "Tell the engineer.", lambda: self.scripted.feedback(passed, cases))
 
-    def _say(self, prompt: str) -> str:
+    def _say(self, prompt: str, fallback: Callable[[], str]) -> str:
         body = json.dumps({"model": self.model, "temperature": 0, "messages": [
             {"role": "system", "content": self.brief}, {"role": "user", "content": prompt}]}).encode()
         connection = self.channel.http_connection(self.timeout_s)
@@ -104,11 +114,17 @@ class ModelUser:
             raise ModelUnavailable(f"simulated user {self.name}: the gateway did not answer: {exc}") from None
         finally:
             connection.close()
-        if self.channel.failure is not None:
+        if self.channel.failure is not None:  # the model is down: the gateway's probe failed too
             raise self.channel.failure
         text = _reply_text(data) if status < 400 else None
-        if not text:
-            raise ModelUnavailable(f"simulated user {self.name}: no reply (HTTP {status}): {data[:300]!r}")
+        if not text:  # the request's own failure (module doc): never an exclusion
+            why = error_text(f"simulated user {self.name}: no reply (HTTP {status}: "
+                             f"{data[:300].decode('utf-8', 'replace')})", tuple(self.channel.gateway.settings.keys.values()))
+            self._emit("Turn", {"role": "system", "text": bounded_text(f"{why}; the scripted user's message is said "
+                                                                       "instead"), "source_event_id": None,
+                "source_kind": "simulated_user_fallback", "input_tokens": 0, "cached_tokens": 0, "output_tokens": 0,
+                "reasoning_tokens": 0, "latency_ms": 0}, visibility="harness")
+            return fallback()
         return text
 
 

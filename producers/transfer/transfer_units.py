@@ -25,7 +25,7 @@ from producers.gateway.server import ModelUnavailable
 from producers.memory_systems.base import MemoryContext, MemoryItem, MemorySetup, Namespace
 from producers.memory_systems.skill_bank import SkillBankMemory
 from producers.memory_systems.text import tfidf_scores
-from producers.grid import (HARNESS_FAULT, PATCH_BROKE_SCORING, RunConfig, RunUnit, oracle_base_score,
+from producers.grid import (AFTER_VERDICT, HARNESS_FAULT, PATCH_BROKE_SCORING, RunConfig, RunUnit, oracle_base_score,
                             oracle_isolation_proven, patch_fields, run_id_for, settle_harness_fault, verdict_payload)
 from producers.transfer.agent_bank import (AGENT, SCRIPTED, MountedBankAgent, distill_instruction,
                                            distill_with_agent, runs_in_sandbox)
@@ -307,6 +307,16 @@ def _user_says(emitter: RunEmitter, produce) -> str:
     return text
 
 
+def _user_says_after_verdict(emitter: RunEmitter, produce) -> None:
+    """A user turn after the run's verdict (the test feedback): nothing then changes the cell, so a
+    user model that cannot answer is a harness note, never the unit's exclusion."""
+    try:
+        _user_says(emitter, produce)
+    except ModelUnavailable as exc:
+        _turn(emitter, "system", f"{exc.reason} after the scored verdict (the cell stands): {exc}",
+              source_kind=AFTER_VERDICT, visibility="harness")
+
+
 def _simulated_user(project: Project, config: RunConfig, emitter: RunEmitter):
     """The unit's simulated user: the scripted one, or a model through the gateway (`--user model:M`)."""
     model = model_of(config.user)
@@ -398,7 +408,8 @@ def _talk(project: Project, config: RunConfig, sandbox: Sandbox, agent, emitter:
             "exit_status": 0, "inconclusive": False, "duration_ms": sum(r.duration_ms for r in results),
             "isolation": EVALUATOR_ISOLATION}, visibility="harness")
         _phase(emitter, "test_feedback")
-        _user_says(emitter, lambda: user.feedback(sum(r.status == "passed" for r in applicable), len(applicable)))
+        _user_says_after_verdict(emitter, lambda: user.feedback(sum(r.status == "passed" for r in applicable),
+                                                                len(applicable)))
         _phase(emitter, "finished")
         emitter.emit("SessionEnded", {"session_index": 0, "status": status})
     return None

@@ -32,11 +32,25 @@ p.warning, div.warning { background: #fff4e0; border: 1px solid #f0d3a0; color: 
          background: #fff4e0; color: #8a5300; border: 1px solid #f0d3a0; vertical-align: 1px; }
 .pass { color: var(--ok); font-weight: 600; }
 .fail { color: var(--bad); font-weight: 600; }
-table { border-collapse: collapse; margin: 6px 0 4px; font-size: 13px; font-variant-numeric: tabular-nums; }
-th, td { padding: 4px 10px; border-bottom: 1px solid var(--line); text-align: right; white-space: nowrap; }
+table { border-collapse: collapse; margin: 6px 0 4px; font-size: 13px; font-variant-numeric: tabular-nums;
+        max-width: 100%; }
+/* cells wrap (a long one breaks inside a word only when it must), so a wide table such as the
+   comparisons' fits its column on screen and on paper instead of hiding its last columns */
+th, td { padding: 4px 8px; border-bottom: 1px solid var(--line); text-align: right; vertical-align: top;
+         white-space: normal; overflow-wrap: break-word; }
 th { font-weight: 600; background: var(--band); }
 th:first-child, td:first-child, td.l, th.l { text-align: left; }
-.scroll { overflow-x: auto; }
+.scroll { overflow-x: auto; max-width: 100%; }
+ul.verdicts, ul.legend { margin: 4px 0 10px; padding-left: 20px; }
+ul.verdicts li { margin: 3px 0; overflow-wrap: break-word; }
+ul.legend { color: var(--muted); font-size: 12.5px; }
+@media print {
+  main { max-width: none; padding: 0; }
+  .scroll { overflow: visible; }
+  table { font-size: 10.5px; }
+  th, td { padding: 2px 5px; overflow-wrap: anywhere; }
+  section, table, tr { break-inside: auto; }
+}
 svg { display: block; max-width: 100%; height: auto; margin: 6px 0; }
 svg text { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif; fill: var(--fg); }
 .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 50%; margin-right: 5px; }

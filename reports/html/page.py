@@ -6,7 +6,7 @@ from typing import Any
 
 from reports.html.format import CSS, condition_colors, esc, report_baseline
 from reports.html.plots import frontier_svg, ladder_svg, strata_svg
-from reports.html.study import canary_html, families_html, matrix_html, provenance_html
+from reports.html.study import canary_html, families_html, matrix_html, provenance_html, verdicts_html
 from reports.html.table_markup import (
     comparisons_table,
     conditions_table,
@@ -18,7 +18,7 @@ from reports.html.table_markup import (
 )
 from reports.exclusions import exclusions_html
 from reports.gate_failures import failed_gates
-from reports.provenance_text import admission_text, refused_measured_text
+from reports.provenance_text import admission_text, not_verified_text, refused_measured_text, verification_text
 from reports.transfer import transfer_html
 
 
@@ -40,6 +40,7 @@ def render_html(report: dict[str, Any]) -> str:
     digest = inputs.get("pack_digest")
     digests = digest if isinstance(digest, list) else [digest]
     log_root = inputs.get("log_root")  # absent from a report.json written before issue 12
+    verification = report.get("verification")  # set by the run that wrote the report, from the replay of its log
     badge = '<span class="badge">scripted reference agent — not a model</span>' if scripted else ""
     boot = (report.get("conditions") or [{}])[0].get("bootstrap") or {}
     suites = report.get("suites") or []  # absent from a report.json written before issue 12
@@ -58,8 +59,11 @@ def render_html(report: dict[str, Any]) -> str:
            f"<dt>raw events</dt><dd>{esc(inputs.get('events'))}</dd>",
            f"<dt>pack digest</dt><dd>{'<br>'.join(f'<code>{esc(d)}</code>' for d in digests)}</dd>",
            *([f"<dt>log root</dt><dd><code>{esc(log_root)}</code></dd>"] if log_root else []),
+           *([f"<dt>log</dt><dd>{esc(verification_text(verification))}</dd>"] if verification else []),
            *([f"<dt>oracle isolation</dt><dd>{isolation}</dd>"] if isolation else []),
            "</dl>"]
+    if verification and not verification["verified"]:  # before any number: they come from a broken log
+        out.append(f'<p class="warning"><strong>Not verified</strong>: {esc(not_verified_text(verification))}</p>')
     partial = report.get("partial")
     if partial:  # issue 30: a stopped run's report says so before any number
         out.append(f'<p class="warning"><strong>Partial report</strong>: {esc(partial["reason"])}; '
@@ -113,6 +117,7 @@ def render_html(report: dict[str, Any]) -> str:
     out.append(conditions_table(report, colors))
     out.append("</section>")
 
+    out += optional_section("verdicts", "Verdicts", verdicts_html(report))
     comps = comparisons_table(report)
     family = report.get("comparisons")
     baseline = family.get("baseline") if isinstance(family, dict) else None

@@ -15,7 +15,7 @@ TEST_LABELS = {"clustered": "clustered", "mcnemar": "McNemar", "majority": "majo
 
 
 def _signed(value: float | None) -> str:
-    return "—" if value is None else f"{100 * value:+.1f} pp"
+    return "—" if value is None else f"{100 * value:+.1f}&nbsp;pp"
 
 
 def _tests(c: dict[str, Any], primary_test: str | None) -> list[str]:
@@ -37,6 +37,23 @@ def _tests(c: dict[str, Any], primary_test: str | None) -> list[str]:
             holm = f"<strong>{holm}</strong>"
         out.append(f"{esc(TEST_LABELS.get(name, name))}: {fmt_p(t['p'])} → {holm}")
     return out
+
+
+def verdicts_html(report: dict[str, Any]) -> str | None:
+    """One verdict line per comparison (reports/comparison_verdicts.py), the asked ones first."""
+    from reports.comparison_verdicts import NOT_PUBLISHABLE, PUBLISHABLE, VERDICTS_LEGEND, grouped
+
+    groups = grouped(report)
+    if not groups:
+        return None
+    out = [f'<p class="caption">{esc(VERDICTS_LEGEND)}</p>']
+    for title, items in groups:
+        out.append(f"<h3>{esc(title[0].upper() + title[1:])}</h3><ul class=\"verdicts\">")
+        for v in items:
+            mark = {PUBLISHABLE: "pass", NOT_PUBLISHABLE: "fail"}.get(v["status"], "note")
+            out.append(f'<li><span class="{mark}">{esc(v["status"].replace("_", " "))}</span> {esc(v["line"])}</li>')
+        out.append("</ul>")
+    return "".join(out)
 
 
 def families_html(report: dict[str, Any]) -> str | None:

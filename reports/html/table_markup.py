@@ -130,7 +130,8 @@ def hygiene_table(report: dict[str, Any]) -> str | None:
                 row.append("—" if not v else f'{fmt(v.get("rate"))} <span class="note">({esc(v.get("numerator"))}/'
                                              f'{esc(v.get("denominator"))})</span>')
             rows.append(row)
-        return html_table(["metric", "all"] + [esc(c["condition"]) for c in conditions], rows)
+        return (html_table(["metric", "all"] + [esc(c["condition"]) for c in conditions], rows)
+                + _hygiene_legend_html(metrics))
     rows = []
     for m in metrics:
         row = [esc(m)]
@@ -139,7 +140,16 @@ def hygiene_table(report: dict[str, Any]) -> str | None:
             row.append("—" if not v else f'{fmt_pct(v.get("rate"))} <span class="note">({esc(v.get("numerator"))}/'
                                          f'{esc(v.get("denominator"))})</span>')
         rows.append(row)
-    return html_table(["metric"] + [esc(c["condition"]) for c in conditions], rows)
+    return html_table(["metric"] + [esc(c["condition"]) for c in conditions], rows) + _hygiene_legend_html(metrics)
+
+
+def _hygiene_legend_html(metrics: list[str]) -> str:
+    """What each shown metric counts (numerator / denominator), under the table."""
+    from reports.conventions import hygiene_legend
+
+    items = "".join(f"<li><code>{esc(m)}</code>: {esc(text)}</li>" for m, text in hygiene_legend(metrics))
+    return f'<p class="caption">What each metric counts (numerator / denominator, over scored sessions):</p>' \
+           f'<ul class="legend">{items}</ul>'
 
 
 def gates_table(report: dict[str, Any]) -> str | None:

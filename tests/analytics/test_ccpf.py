@@ -158,3 +158,14 @@ def test_manifest_loader_reads_the_published_manifests():
         assert len(m.cases) == 44
         assert len(m.applicable(v1_checkpoint=False)) == 41
         assert len(m.applicable(v1_checkpoint=True)) == 44
+
+
+def test_manifest_loader_reads_a_manifest_carrying_design_version(tmp_path):
+    """`stats ccpf` reads the keys CCPF needs and accepts the rest, as `membench transfer` does."""
+    import json
+
+    published = require_shared(ENGRAM / "metersettle.manifest.v2.json")
+    raw = {"designVersion": "hidden-test-v2", **json.loads(published.read_text(encoding="utf-8"))}
+    path = tmp_path / "designversion.manifest.v2.json"
+    path.write_text(json.dumps(raw))
+    assert load_manifest(path) == load_manifest(published)

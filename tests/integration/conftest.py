@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import assert_run_sets_verify, run_cli
 
 SMOKE_GRID = ("smoke", "--conditions", "B0,B5", "--seeds", "1,2", "--agent", "scripted:memory-literal")
 
@@ -76,6 +76,7 @@ def transfer_study_home(tmp_path_factory, bwrap_sandbox) -> Path:
     def build(home: Path) -> None:
         for agent in TRANSFER_AGENTS:
             run_cli("transfer", "transfer-v1", "--agent", agent, home=home, check=True)
+        assert_run_sets_verify(home)  # one replay per study, where it is made
 
     home = copy_home(built_once(tmp_path_factory, "transfer", build), tmp_path_factory.mktemp("transfer") / "home")
     before = _digest(home / "runs")
@@ -88,6 +89,7 @@ def smoke_run_set(tmp_path_factory, bwrap_sandbox):
     """`membench run` of the smoke grid, built once per session; this worker's copy (read-only)."""
     def build(home: Path) -> None:
         proc = run_cli("run", *SMOKE_GRID, home=home, check=True)
+        assert_run_sets_verify(home)
         (home.parent / "stdout.txt").write_text(proc.stdout, encoding="utf-8")
 
     built = built_once(tmp_path_factory, "smoke", build)

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from bench.scripted_model_server import ScriptedUpstream
+from tests.conftest import assert_run_sets_verify
 from tests.producers.hygiene_helpers import subset_pack
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -69,6 +70,8 @@ def test_the_libraries_are_conformant_complete_and_replay(cli, home: Path, tmp_p
                 4 if condition in ("B5-MEM0", "B5-LANGMEM") else 0)
         proc = _run(cli, pack, "memrec", study, env, "--model-base-url", upstream.base_url, "--model-record")
         assert proc.returncode == 0, proc.stderr[-3000:]
+    # the settings turn each library records while it opens is inside its run: the log verifies
+    assert_run_sets_verify(home, "memrec")
     assert "shuffler is conformance-unavailable" in proc.stderr
     recorded = json.loads((home / "runs" / "memrec" / "report.json").read_text())
     passed = {c["condition"]: c["passed"] for c in recorded["conditions"]}
@@ -78,7 +81,9 @@ def test_the_libraries_are_conformant_complete_and_replay(cli, home: Path, tmp_p
         c: {"smoke-client-header": {"1": verdict}} for c, verdict in
         (("B0", "fail"), *((library, "pass") for library in LIBRARIES))}, recorded["outcome_matrix"]
     assert {c["condition"]: c["excluded"] for c in recorded["conditions"]} == {c: 0 for c in ("B0", *LIBRARIES)}
-    (family,) = recorded["families"]["families"]
+    family, pairs = recorded["families"]["families"]  # the study's family, then membench's all_pairs
+    assert (pairs["name"], pairs["role"]) == ("all_pairs", "secondary")
+    assert pairs["family_size"] == len(passed) * (len(passed) - 1) // 2  # the evaluated conditions only
     assert family["family_size"] == 2
     lit, native = family["comparisons"]
     assert (native["b"], native["a"], native["available"]) == ("B0", "shuffler", False)
@@ -99,6 +104,7 @@ def test_the_libraries_are_conformant_complete_and_replay(cli, home: Path, tmp_p
 
     proc = _run(cli, pack, "memrep", study, env, "--model-replay", "memrec")  # no upstream at all
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_run_sets_verify(home, "memrep")
     replayed = json.loads((home / "runs" / "memrep" / "report.json").read_text())
     assert replayed["outcome_matrix"]["conditions"] == recorded["outcome_matrix"]["conditions"]
     assert {c["condition"]: (c["passed"], c["excluded"]) for c in replayed["conditions"]} == \

@@ -19,7 +19,7 @@ import pytest
 from bench.scripted_model_server import ScriptedUpstream, script_from_pack
 from producers.agents.model_agents import agents_prefix
 from producers.attempts import read_log
-from tests.conftest import skip_or_fail
+from tests.conftest import assert_run_sets_verify, skip_or_fail
 from tests.integration.pack_helpers import smoke_cut_to
 
 pytestmark = pytest.mark.integration
@@ -101,7 +101,8 @@ def test_a_real_cli_fixes_the_smoke_pack_recorded_then_replayed(cli, home, bwrap
     assert proc.returncode != 0 and "ModelCall m1 is recorded but its response body" in proc.stdout + proc.stderr
 
 
-def test_the_builtin_loop_searches_memory_and_a_missing_recording_excludes(cli, home, bwrap_sandbox, currency_pack):
+def test_the_builtin_loop_searches_memory_and_a_missing_recording_is_the_agents_divergence(cli, home, bwrap_sandbox,
+                                                                                           currency_pack):
     script = script_from_pack(currency_pack)
     for session in script["sessions"]:
         session["search"] = "default currency code"
@@ -120,14 +121,18 @@ def test_the_builtin_loop_searches_memory_and_a_missing_recording_excludes(cli, 
     names = [e.payload["name"] for e in evs if e.kind == "ToolCall"]
     assert names.count("search_memory") == 3 and names.count("write_file") == 3 and names.count("finish") == 3
 
-    # a replay whose requests differ (another model name) misses: excluded, never an agent failure
+    # a replay whose requests differ (another model name) misses: the agent's divergence, reported by
+    # the failure taxonomy, never an exclusion (an agent could vary its prompt in the cells it chose)
     proc = cli(*run_args(currency_pack, "openai:another-model", "miss", "--model-replay", "loop"))
     assert proc.returncode == 0, proc.stderr
     missed = events(home, "miss")
-    assert run_end(missed) == {"status": "excluded", "error_type": "model_replay_miss"}
-    assert not outcomes(missed)
-    row = cli("sql", "SELECT excluded, exclusion_reason FROM run_results WHERE run_set = 'miss'", check=True).stdout
-    assert row.split() == ["true", "model_replay_miss"]
+    assert run_end(missed) == {"status": "completed", "error_type": None}
+    assert {e.payload["status"] for e in missed if e.kind == "ModelCall"} == {"replay_miss"}
+    row = cli("sql", "SELECT excluded, scored_passed FROM run_results WHERE run_set = 'miss'", check=True).stdout
+    assert row.split() == ["false", "false"]
+    rules = cli("sql", "SELECT DISTINCT rule FROM failures WHERE run_set = 'miss'", check=True).stdout.split()
+    assert rules == ["model_replay_diverged"]
+    assert_run_sets_verify(home, "loop", "miss")  # the agent's model calls, recorded and replayed, verify
 
 
 def test_an_unavailable_upstream_excludes_the_unit(cli, home, bwrap_sandbox, currency_pack):
@@ -147,6 +152,36 @@ def test_an_unavailable_upstream_excludes_the_unit(cli, home, bwrap_sandbox, cur
     report = json.loads((home / "runs" / "down" / "report.json").read_text())
     (condition,) = report["conditions"]
     assert (condition["cells"], condition["passed"], condition["excluded"]) == (1, 1, 0)
+
+
+def test_a_request_too_large_in_the_scored_session_is_the_agents_failure_not_an_exclusion(cli, home, bwrap_sandbox,
+                                                                                           currency_pack):
+    """Attack class (a) through the real CLI: every request of the scored session is too large for
+    the provider's per-minute limit (429 "Request too large", however often retried) while the
+    gateway's probe of the configured model gets through. Both conditions lose their scored cell as
+    the agent's failure, nothing is excluded, and the log verifies. The control — a provider that
+    answers the probe 429/5xx as well, a genuine outage — excludes:
+    test_an_unavailable_upstream_excludes_the_unit, and the units-level controls in
+    tests/producers/test_gateway_chosen_exclusions.py."""
+    with ScriptedUpstream(script_from_pack(currency_pack), too_large="make_invoice(lines") as upstream:
+        proc = cli("run", str(currency_pack), "--agent", "openai:local-model", "--conditions", "B0,B5", "--seeds", "1",
+                   "--run-set", "too-large", "--workers", "1", "--model-base-url", upstream.base_url)
+    assert proc.returncode == 0, proc.stderr
+    evs = events(home, "too-large")
+    assert [e.payload for e in evs if e.kind == "RunEnded"] == [{"status": "completed", "error_type": None}] * 2
+    refused = [e.payload for e in evs if e.kind == "ModelCall" and e.payload["http_status"] == 429]
+    assert refused and {(c["status"], c["purpose"]) for c in refused} == {("request_failed", "agent")}
+    assert {e.session_index for e in evs if e.kind == "ModelCall" and e.payload["http_status"] == 429} == {3}
+    rows = cli("sql", "SELECT condition, excluded, scored_passed FROM run_results WHERE run_set = 'too-large' "
+                      "ORDER BY condition", check=True).stdout.split("\n")
+    assert [r.split() for r in rows if r] == [["B0", "false", "false"], ["B5", "false", "false"]]
+    rules = cli("sql", "SELECT DISTINCT rule FROM failures WHERE run_set = 'too-large' AND scored",
+                check=True).stdout.split()
+    assert rules == ["model_request_failed"]
+    report = json.loads((home / "runs" / "too-large" / "report.json").read_text())
+    assert {c["condition"]: (c["cells"], c["excluded"], c["passed"]) for c in report["conditions"]} == {
+        "B0": (1, 0, 0), "B5": (1, 0, 0)}
+    assert cli("replay", str(home / "runs" / "too-large" / "events.avro"), "--verify").returncode == 0
 
 
 def test_model_options_are_checked_before_anything_runs(cli_inproc, home, currency_pack):

@@ -125,3 +125,32 @@ def test_an_invalid_answer_stores_nothing_new_and_an_unavailable_model_excludes(
     status = _sql(cli, "SELECT condition, status, exclusion_reason FROM run_results WHERE run_set = 'mddown' "
                        "ORDER BY condition")
     assert status == [["B0", "completed", "\\N"], ["B3-llm", "excluded", "model_unavailable"]]
+
+
+def test_a_memory_write_made_to_fail_after_the_scored_session_keeps_the_cell(cli, home: Path, tmp_path: Path) -> None:
+    """Attack class (b) through the real CLI: B3-llm's reflection on the scored session is too large
+    for the memory model's per-minute limit (429 "Request too large" for that request only; here
+    keyed on the scored session's instruction, which only that request carries). The gateway's probe
+    of --memory-model gets through, so it is the policy's failure: a harness note, the cell as
+    scored, nothing excluded, and the log verifies. A failure there that the probe does reproduce
+    (a genuine outage) leaves the cell as well (after_scored_verdict), while the same outage before
+    the scored session excludes — both units-level, tests/producers/test_gateway_chosen_exclusions.py."""
+    pack = subset_pack(FIXTURES / "hygiene-v1", tmp_path / "hygiene-v1", TRAPS[:1], name="hygiene-v1")
+    with ScriptedUpstream(too_large="Create httpmini/partner.py") as upstream:
+        proc = _run(cli, pack, "mdlate", ["B0", "B3-llm"], "--model-base-url", upstream.base_url)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    status, refused, notes = _sql_many(
+        home, "SELECT condition, status, excluded, scored_passed FROM run_results WHERE run_set = 'mdlate' "
+              "ORDER BY condition",
+        "SELECT session_index, JSONExtractString(payload, 'status'), JSONExtractInt(payload, 'http_status') "
+        "FROM trajectory_events WHERE run_set = 'mdlate' AND kind = 'ModelCall' "
+        "AND JSONExtractInt(payload, 'http_status') != 200",
+        "SELECT count() FROM trajectory_events WHERE run_set = 'mdlate' AND kind = 'Turn' "
+        "AND JSONExtractString(payload, 'source_kind') = 'memory_policy_error' "
+        "AND position(JSONExtractString(payload, 'text', 'text'), 'HTTP 429') > 0")
+    assert refused == [["3", "request_failed", "429"]]
+    assert [row[:3] for row in status] == [["B0", "completed", "false"], ["B3-llm", "completed", "false"]]
+    assert int(notes[0][0]) == 1
+    report = json.loads((home / "runs" / "mdlate" / "report.json").read_text())
+    assert {e["condition"]: e["excluded"] for e in report["conditions"]} == {"B0": 0, "B3-llm": 0}
+    assert cli("replay", str(home / "runs" / "mdlate" / "events.avro"), "--verify").returncode == 0

@@ -111,14 +111,17 @@ def test_report_parts_outcome_matrix_provenance_cost_admission(b1_b5):
     assert "## Outcome matrix" in md and "## Canary proof" in md and "not validated" in md
 
 
-def test_validate_records_the_funnel_and_the_report_shows_it(b1_b5):
+def test_validate_records_the_funnel_and_the_report_shows_it(b1_b5, tmp_path):
     run_cli("validate", "smoke", home=b1_b5, check=True)
     digest = _report(b1_b5)["inputs"]["pack_digest"]
     assert (b1_b5 / "validations" / f"{digest}.json").exists()  # the finalized pack the run used
-    report = json.loads(run_cli("report", "b1b5", "--baseline", "B1", "--json", home=b1_b5, check=True).stdout)
+    out = tmp_path / "rebuilt"
+    report = json.loads(run_cli("report", "b1b5", "--baseline", "B1", "--json", "--output", str(out), home=b1_b5,
+                                check=True).stdout)
     assert report["admission"] == {"status": "validated", "source": f"validations/{digest}.json", "authored": 3,
                                    "valid": 3, "admitted": 3}
-    assert "3 authored → 3 valid → 3 admitted" in (b1_b5 / "runs" / "b1b5" / "report.md").read_text()
+    assert "3 authored → 3 valid → 3 admitted" in (out / "report.md").read_text()
+    assert json.loads((out / "report.json").read_text()) == report
 
 
 def test_canary_proof_passes_and_a_planted_leak_fails(b1_b5):
@@ -203,14 +206,15 @@ def test_canary_not_run_on_a_kafka_report_says_why_in_one_line(b1_b5, tmp_path):
     report says why (the runners hold the pack) in one line, in report.json and report.md."""
     elsewhere = tmp_path / "reporter" / "home"
     elsewhere.mkdir(parents=True)
-    proc = run_cli("report", "b1b5", "--baseline", "B1", "--allow-mismatch", "--json", "--bus",
+    out = tmp_path / "out"
+    proc = run_cli("report", "b1b5", "--baseline", "B1", "--allow-mismatch", "--json", "--output", str(out), "--bus",
                    "kafka://127.0.0.1:9092/canary-reason", "--warehouse", f"chdb://{b1_b5 / 'warehouse'}",
                    home=elsewhere, check=True)
     proof = json.loads(proc.stdout)["canary"]
     assert proof["status"] == "not_run" and proof["searched"] is None
     reason = proof["reason"]
     assert "\n" not in reason and "no finalized pack with digest" in reason and "on a Kafka bus" in reason
-    md = (elsewhere / "runs" / "b1b5" / "report.md").read_text()
+    md = (out / "report.md").read_text()
     assert f"**NOT_RUN** — {reason}\n" in md
 
 

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import assert_replay_verifies, run_cli
 from tests.integration.conftest import copy_home
 from tests.integration.kafka_helpers import SINGLE, Worker, consumer_group_caught_up, namespace, require_broker, wait_for
 
@@ -40,6 +40,7 @@ def test_transfer_study_through_kafka_equals_the_embedded_path(tmp_path, transfe
     finally:
         worker.stop()
     run_cli("sink", "--bus", dsn, "--warehouse", other, "--until-idle", home=home, check=True)
+    assert_replay_verifies(home, dsn, "--warehouse", other)
 
     def rows(query, warehouse=None):
         extra = ["--warehouse", warehouse] if warehouse else []

@@ -13,7 +13,7 @@ import pytest
 from bench.scripted_model_server import ScriptedUpstream
 from producers.attempts import read_log
 from schemas.transfer_format import load_study
-from tests.conftest import REPO, run_cli
+from tests.conftest import REPO, assert_run_sets_verify, run_cli
 
 pytestmark = pytest.mark.integration
 KEY = "sk-membench-test-transfer-0b7e"
@@ -38,6 +38,7 @@ def test_the_openai_loop_distils_into_skills_and_is_told_where_the_bank_is(tmp_p
         run_cli("transfer", "transfer-v1", "--agent", "openai:scripted", "--conditions", "no_memory,learned_bank",
                 "--run-set", "loop-bank", "--model-base-url", upstream.base_url, home=home, check=True,
                 env={"MEMBENCH_MODEL_API_KEY": KEY, "MEMBENCH_AGENT_WALL_S": "300"})
+    assert_run_sets_verify(home, "loop-bank")
     events = [e for e, _ in read_log(home / "runs" / "loop-bank" / "events.avro")]
     learning = [e for e in events if "/learning/" in e.unit_id]
     assert [e.payload["outcome"] for e in learning if e.kind == "OracleVerdict"] == ["pass"] * 6

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from producers.attempts import read_log
-from tests.conftest import run_cli, run_cli_inprocess
+from tests.conftest import assert_run_sets_verify, run_cli, run_cli_inprocess
 
 pytestmark = pytest.mark.integration
 
@@ -96,12 +96,17 @@ def test_a_model_user_recorded_then_replayed_holds_the_same_conversation(home, b
         assert by_unit(replayed, kind, field) == by_unit(recorded, kind, field), kind
     assert all(e.payload["status"] == "completed" for e in replayed if e.kind == "RunEnded")
 
-    # another user model asks what the recording never answered: a replay miss excludes the unit
+    # another user model asks what the recording never answered: a replay miss is never an exclusion
+    # (the agent's words shape the user's requests): the scripted user speaks instead, and says so
     args = transfer_args("missed", "--model-replay", "recorded")
     args[args.index("model:sim-user")] = "model:another-user"
     run_cli(*args, home=home, check=True)
-    ended = {e.unit_id: e.payload for e in events(home, "missed") if e.kind == "RunEnded"}
-    assert ended == {u: {"status": "excluded", "error_type": "model_replay_miss"} for u in UNITS}
+    missed = events(home, "missed")
+    ended = {e.unit_id: e.payload for e in missed if e.kind == "RunEnded"}
+    assert ended == {u: {"status": "completed", "error_type": None} for u in UNITS}
+    assert {c["status"] for cs in by_unit(missed, "ModelCall").values() for c in cs} == {"replay_miss"}
+    assert [e for e in missed if e.kind == "Turn" and e.payload["source_kind"] == "simulated_user_fallback"]
+    assert_run_sets_verify(home, "recorded", "replayed", "missed")
 
 
 def test_an_unavailable_user_model_excludes_the_unit(home, bwrap_sandbox):

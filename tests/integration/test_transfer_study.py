@@ -174,8 +174,11 @@ def test_tampered_bank_excludes_the_condition(tmp_path, bwrap_sandbox):
     skill = home / "runs" / run_set / "banks" / "s1" / "learned" / "L3-retries" / "SKILL.md"
     skill.chmod(0o644)
     skill.write_text(skill.read_text() + "\nMAX_RETRIES = 9\n")
-    run_cli("transfer", "transfer-v1", "--agent", "scripted:memory-literal", "--phase", "transfer", home=home,
-            check=True)
+    proc = run_cli("transfer", "transfer-v1", "--agent", "scripted:memory-literal", "--phase", "transfer", home=home)
+    # the study ran and excluded the condition; what the run set holds does not verify (the bank
+    # beside its log no longer matches the digest its learning run froze), so the command exits 1
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "skill bank 'learned' no longer matches its manifest" in proc.stderr and "does not verify" in proc.stderr
     results, reasons = sql(home, results_sql(run_set), (
         "SELECT JSONExtractString(payload, 'text', 'text') AS t FROM trajectory_events "
         f"WHERE run_set = '{run_set}' AND kind = 'Turn' AND JSONExtractString(payload, 'role') = 'system'"
@@ -190,6 +193,8 @@ def test_tampered_bank_excludes_the_condition(tmp_path, bwrap_sandbox):
     report = json.loads((home / "runs" / run_set / "report.json").read_text())
     rows = {(p["project"], p["condition"]): p for p in report["transfer"]["projects"]}
     assert rows[("settle", "learned_bank")]["exclusion_reasons"] == {"skill_bank_modified": 1}
+    assert not report["verification"]["verified"] and "no longer matches its manifest" in \
+        report["verification"]["first_finding"]
 
 
 @pytest.mark.parametrize("breakage, field", [

@@ -211,10 +211,16 @@ def test_the_page_follows_a_run_while_it_runs(bwrap_sandbox, tmp_path, browser):
 
 def test_the_page_shows_model_calls_memory_and_a_broken_chain(tmp_path, browser):
     """A synthetic log (no sandbox): model calls, a memory read's candidates, and a run whose event
-    was edited after sealing, shown as broken at its seq."""
+    was edited after sealing, shown as broken at its seq; a second run set whose chains are intact but
+    one of whose events the processors rejected is "not verified", never "chain ok"."""
     from viewer.http_server import ViewServer
     from schemas.codec import encode_datum
-    from tests.viewer.test_view_logs import SCHEMA, LogWriter, emit_run
+    from tests.viewer.test_view_logs import SCHEMA, LogWriter, emit_run, emit_run_turn_first
+
+    rejected = LogWriter(tmp_path / "runs" / "dl" / "events.avro")
+    emit_run(rejected.publish, "dl", "t1", "B5", 1)
+    emit_run_turn_first(rejected.publish, "dl", "t2", "B5", 1)
+    rejected.close()
 
     writer = LogWriter(tmp_path / "runs" / "rs" / "events.avro")
     emit_run(writer.publish, "rs", "t1", "B5", 1)
@@ -242,6 +248,15 @@ def test_the_page_shows_model_calls_memory_and_a_broken_chain(tmp_path, browser)
             page.goto(server.url + "#/rs/rs")
             page.wait_for_selector("#units")
             assert "broken" in page.locator("h1").inner_text()
+            page.goto(server.url + "#/rs/dl")
+            page.wait_for_function("() => (document.querySelector('h1')?.textContent || '').startsWith('dl')",
+                                   timeout=30_000)
+            heading = page.locator("h1").inner_text()
+            assert "not verified · 1 events the processors rejected" in heading and "chain ok" not in heading
+            page.goto(server.url + "#/")
+            page.wait_for_selector("#run-sets")
+            assert "not verified" in page.locator("tr[data-run-set='dl']").inner_text()
+            assert "not verified" not in page.locator("tr[data-run-set='rs']").inner_text()
             assert problems == []
     finally:
         server.close()

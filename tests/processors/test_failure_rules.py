@@ -120,6 +120,11 @@ SCENARIOS = {
     "workspace_over_limit": lambda r: r.task(injected=ALL, cited=["ghost"], outcome="workspace_too_large"),
     "patch_over_limit": lambda r: r.task(injected=ALL, cited=["ghost"], outcome="patch_too_large"),
     "scoring_failed_only_on_agent_tree": lambda r: r.task(injected=ALL, cited=["ghost"], outcome="patch_broke_scoring"),
+    # a model request of the agent's that the upstream kept failing while the gateway's probe of the
+    # configured model was answered, and a request a replay does not hold: the agent's, ahead of its timeout
+    "model_request_failed": lambda r: r.task(injected=ALL, cited=["ghost"], outcome="fail", status="timeout",
+                                             model_calls=["ok", "request_failed"]),
+    "model_replay_diverged": lambda r: r.task(injected=ALL, outcome="fail", model_calls=["ok", "replay_miss"]),
     "harness_exception_after_agent_started": lambda r: r.task(injected=ALL, cited=["ghost"], outcome="harness_error",
                                                               status="error"),
     "agent_timeout": lambda r: r.task(outcome="fail", status="timeout"),
@@ -268,3 +273,34 @@ def test_an_ab_no_memory_run_citing_a_memory_still_fails_as_a_task_failure():
     run.task(read=False, cited=["1"], outcome="fail")
     row = run.classification()
     assert (row["failure_reason"], row["memory_failure"]) == ("test_failure", False)
+
+
+@pytest.mark.parametrize("policy,passes", [("patch_as_submitted", True), ("agent_must_finish", False)])
+def test_a_failed_model_request_is_agent_conduct(policy, passes):
+    """The patch decides under the native policy (a passing session stays resolved; the call stays in
+    the log), the A/B packs' policy fails it, as it does a timeout."""
+    run = memory_run(resolution_policy=policy)
+    run.task(injected=ALL, cited=["m_rel"], outcome="pass", model_calls=["request_failed"])
+    row = run.classification()
+    assert row["resolved"] is passes
+    assert row["rule"] == (None if passes else "model_request_failed")
+
+
+def test_an_exclusion_after_the_scored_verdict_leaves_the_cell_as_scored():
+    """Whatever runner wrote it, a run that ended `excluded` once its scored session had a verdict
+    keeps its cell: the verdict stands. The control: the same end before the scored session has a
+    verdict excludes the unit."""
+    after = memory_run()
+    after.task(injected=ALL, cited=["m_rel"], outcome="fail")
+    after.session = -1
+    after.emit("RunEnded", {"status": "excluded", "error_type": "model_unavailable"}, "harness")
+    (summary,) = after.derived("RunSummary")
+    assert (summary["status"], summary["excluded"], summary["scored_passed"]) == ("completed", False, False)
+    assert summary["error_type"] == "model_unavailable"  # the reason stays visible
+
+    before = memory_run()
+    before.session = -1
+    before.emit("RunEnded", {"status": "excluded", "error_type": "model_unavailable"}, "harness")
+    (summary,) = before.derived("RunSummary")
+    assert (summary["status"], summary["excluded"], summary["exclusion_reason"]) == (
+        "excluded", True, "model_unavailable")

@@ -78,4 +78,5 @@ def test_session_results_and_failures_never_disagree(policy, scenario):
 
 def test_only_agent_conduct_rules_depend_on_the_policy():
     assert {r.name for r in RULES if r.agent_conduct} == {
-        "agent_timeout", "memory_read_over_budget", "agent_input_over_budget", "agent_reported_context_overflow"}
+        "agent_timeout", "memory_read_over_budget", "agent_input_over_budget", "agent_reported_context_overflow",
+        "model_request_failed", "model_replay_diverged"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -53,7 +54,7 @@ def test_the_two_published_samples_import_with_their_evidence_and_a_supply_list(
     supply = (out / "SUPPLY.md").read_text()
     assert len(result.missing) == 14 and all(f"`{rel}`" in supply for rel in result.missing)
     assert f"hidden/{V2_SEQ}/{V2_SEQ}-s3.py" in result.missing and "repos/configly/" in result.missing
-    with pytest.raises(PackError, match="repos.configly"):
+    with pytest.raises(PackError, match="repos/configly/"):
         load_pack(out)
 
 
@@ -194,3 +195,87 @@ def test_cli_usage_errors_exit_2_naming_record_and_field(tmp_path, cli_inproc):
     result = cli_inproc("import", "dreambench", str(SAMPLES), str(tmp_path / "pack"), "--construct", "x=C99")
     assert result.returncode == 2 and "--construct 'x=C99': expected SEQ_ID=C1..C10" in result.stderr
     assert not (tmp_path / "pack").exists()
+
+
+# where each published record field lands in the imported sequence (None: in the manifest's `source`)
+CARRIED = {"seq_id": "seq_id", "construct_label": "construct", "family_label": "family", "seq_type": "seq_type",
+           "repo": "repo", "fixture_repo": "repo", "initial_commit": None, "sessions": "sessions", "events": "events",
+           "oracle_labels": "oracle_labels", "clean_start_s3": "clean_start_s3", "anti_hoarding": "anti_hoarding",
+           "decisive_oracle_literals": "decisive_literals", "required_fact_ids": "required_fact_ids",
+           "event_fact_map": "event_fact_map", "insufficiency_mechanism": "why_not_verbatim"}
+VERBATIM = ("commission_checks", "omission_checks", "single_event_complete_answer", "validation_metadata")
+
+
+def test_every_field_of_a_published_record_is_kept_or_listed(tmp_path):
+    records = samples()
+    result = import_dreambench(write(tmp_path, records), tmp_path / "pack", constructs={V1_SEQ: "C3"})
+    manifest = json.loads((tmp_path / "pack" / "manifest.json").read_text())
+    seqs = {s["seq_id"]: s for s in manifest["sequences"]}
+    listed = {(e["field"], seq_id) for e in result.fields_not_used for seq_id in e["records"]}
+    assert manifest["source"]["fields_not_used"] == list(result.fields_not_used)
+    for record in records:
+        seq = seqs[record["seq_id"]]
+        for key, value in record.items():
+            if key in VERBATIM:
+                assert seq[key] == value, key  # the v2 validation fields, as published
+            elif key in CARRIED:
+                assert CARRIED[key] is None or CARRIED[key] in seq, key
+            else:
+                assert (key, record["seq_id"]) in listed, key
+        for session in record["sessions"]:
+            for key in session:
+                assert key in {"session_index", "start_state", "started_from_previous_session", "instruction",
+                               "visible_files", "inject_after", "oracle_id"} \
+                    or (f"sessions[].{key}", record["seq_id"]) in listed, key
+        for j, event in enumerate(record["events"]):
+            assert seq["events"][j]["scope"] == event["scope"]  # repo and sequence_id too
+    assert seqs[V2_SEQ]["seq_type"] == "flaky-test" and seqs[V2_SEQ]["family"] == "flaky-test / spurious-lesson"
+    # the v2 record's per-session clean_start_s3 is the one field the pack does not take, and it says why
+    assert [(e["field"], e["records"]) for e in result.fields_not_used] == [("sessions[].clean_start_s3", [V2_SEQ])]
+    assert "record-level clean_start_s3" in result.fields_not_used[0]["why"]
+
+
+def test_a_field_the_importer_does_not_know_is_listed_not_dropped(tmp_path):
+    records = samples()
+    records[0]["difficulty"] = "hard"
+    records[1]["events"][0]["scope"]["lines"] = [3, 9]
+    result = import_dreambench(write(tmp_path, records), tmp_path / "pack", constructs={V1_SEQ: "C3"})
+    got = {e["field"]: (e["records"], e["why"]) for e in result.fields_not_used}
+    assert got["difficulty"][0] == [V1_SEQ] and "not a field this importer knows" in got["difficulty"][1]
+    assert got["events[].scope.lines"][0] == [V2_SEQ]
+
+
+def test_the_cli_prints_the_fields_it_does_not_use(tmp_path, cli):
+    require_shared(SAMPLES)
+    result = cli("import", "dreambench", str(SAMPLES), str(tmp_path / "pack"), "--construct", f"{V1_SEQ}=C3")
+    assert result.returncode == 0, result.stderr
+    assert "source.fields_not_used" in result.stdout
+    assert f"sessions[].clean_start_s3 (1 record: {V2_SEQ}): the record-level clean_start_s3" in result.stdout
+
+
+@pytest.mark.parametrize("command", [("validate",), ("run", "--agent", "scripted:null")])
+def test_validate_and_run_of_an_incomplete_import_name_supply_md_and_every_missing_part(tmp_path, cli_inproc,
+                                                                                       command):
+    out = tmp_path / "pack"
+    result = import_dreambench(require_shared(SAMPLES), out, constructs={V1_SEQ: "C3"})
+    assert len(result.missing) == 14
+    cli = cli_inproc(*command[:1], str(out), *command[1:])
+    assert cli.returncode == 2, cli.stderr
+    message = " ".join(cli.stderr.split())  # click may wrap the one line
+    assert f"14 of the 14 parts listed in {out / 'SUPPLY.md'} are still missing" in message
+    assert all(rel in message for rel in result.missing)
+
+
+def test_a_supplied_part_drops_off_the_list_and_a_complete_supply_loads(tmp_path):
+    records = samples()
+    out = tmp_path / "pack"
+    result = import_dreambench(write(tmp_path, records), out, constructs={V1_SEQ: "C3"})
+    repos, hidden = _supplied(tmp_path, records)
+    shutil.copytree(repos / "configly", out / "repos" / "configly", ignore=shutil.ignore_patterns(".git"))
+    with pytest.raises(PackError) as err:
+        load_pack(out)
+    assert "13 of the 14 parts" in str(err.value) and "repos/configly/" not in str(err.value)
+    shutil.copytree(repos / "todolite", out / "repos" / "todolite", ignore=shutil.ignore_patterns(".git"))
+    shutil.copytree(hidden, out / "hidden")
+    assert [s.seq_id for s in load_pack(out).sequences] == [V1_SEQ, V2_SEQ]  # SUPPLY.md stays; nothing missing
+    assert len(result.missing) == 14

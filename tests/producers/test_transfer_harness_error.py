@@ -4,8 +4,12 @@ as completed (`harness_error:…`, a valid, failed cell); before, it is still th
 
 from __future__ import annotations
 
+import pytest
+
 from producers.emitter import RunEmitter
-from producers.transfer.transfer_units import _close, _Progress
+from producers.gateway.server import ModelUnavailable
+from producers.grid import AFTER_VERDICT
+from producers.transfer.transfer_units import _close, _Progress, _user_says, _user_says_after_verdict
 from reports.conventions import valid_run
 
 
@@ -47,3 +51,20 @@ def test_a_harness_fault_proven_on_the_base_checkout_excludes_even_after_the_age
     _close(emitter, body, _Progress(agent_acted=True))
     assert events[-1].payload == {"status": "excluded", "error_type": "harness_fault"}
     assert any(e.kind == "Turn" and "No module named 'pytest'" in e.payload["text"]["text"] for e in events)
+
+
+def test_a_user_model_down_after_the_verdict_leaves_a_note_not_an_exclusion():
+    """The test feedback follows the run's OracleVerdict: its user model failing then (its probe
+    too) is a harness note and the run goes on to complete; the control: the same failure in a
+    user turn before the verdict propagates, which excludes the unit (`_conversation`)."""
+    events = []
+    emitter = RunEmitter("rs", "run", "unit", lambda event, datum: events.append(event))
+
+    def down():
+        raise ModelUnavailable("the upstream answered HTTP 503, and the gateway's own probe failed too")
+
+    _user_says_after_verdict(emitter, down)
+    (note,) = [e.payload for e in events if e.kind == "Turn"]
+    assert note["source_kind"] == AFTER_VERDICT and "model_unavailable" in note["text"]["text"]
+    with pytest.raises(ModelUnavailable):
+        _user_says(emitter, down)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench.scripted_model_server import ScriptedUpstream
+from producers.gateway.preflight import Target
 from producers.gateway.server import GatewaySettings, ModelGateway, ModelUnavailable
 from producers.transfer.model_user import ModelUser, _reply_text, model_of
 from schemas.transfer_format import Scenario
@@ -21,8 +22,12 @@ SCRIPT = {"sessions": [{"when": "Phase: implementing.", "reply": "Fees are 37 bp
                        {"when": "Phase: delivery_review.", "reply": "Please fix the failing check."}]}
 
 
+USER_TARGET = Target("openai", "chat_completions", "sim-user", "user", "--user model:sim-user")
+
+
 def _user(upstream_url: str, emitted: list) -> ModelUser:
-    gateway = ModelGateway(GatewaySettings(base_urls={"*": upstream_url}, keys={"*": "k"}, timeout_s=10))
+    gateway = ModelGateway(GatewaySettings(base_urls={"*": upstream_url}, keys={"*": "k"}, timeout_s=10),
+                           targets=[USER_TARGET])
     return ModelUser(SCENARIO, "sim-user", gateway, "study/p/no_memory/1",
                      lambda kind, payload, visibility="agent": emitted.append((kind, payload)))
 
@@ -57,7 +62,26 @@ def test_a_failing_model_raises_model_unavailable():
     assert caught.value.reason == "model_unavailable" and emitted[0][1]["status"] == "upstream_error"
 
 
-def test_no_gateway_and_no_text_are_unavailable_not_agent_failures():
+def test_a_request_too_large_for_the_users_model_is_never_an_exclusion():
+    """The agent's question makes the user's request too large for the model's per-minute limit: the
+    gateway's probe of the `--user` model is answered, so the scripted user's answer is said instead
+    (a harness note says why) and nothing is excluded. The control: a genuine outage still excludes
+    (test_a_failing_model_raises_model_unavailable)."""
+    emitted: list = []
+    with ScriptedUpstream(SCRIPT, too_large="HUGE-QUESTION") as upstream:
+        user = _user(upstream.base_url, emitted)
+        try:
+            assert user.answer("Which fee? " + "HUGE-QUESTION" * 100) == "Fees are 37 bps."  # the scenario's
+            assert user.channel.failure is None
+        finally:
+            user.close()
+    (call,) = [p for k, p in emitted if k == "ModelCall"]
+    assert (call["status"], call["http_status"]) == ("request_failed", 429)
+    (note,) = [p for k, p in emitted if k == "Turn"]
+    assert note["source_kind"] == "simulated_user_fallback" and "HTTP 429" in note["text"]["text"]
+
+
+def test_no_gateway_is_unavailable_not_an_agent_failure():
     with pytest.raises(ModelUnavailable):
         ModelUser(SCENARIO, "sim-user", None, "u", lambda *a, **k: None)
     assert _reply_text(b'{"choices": [{"message": {"role": "assistant", "content": "  hi  "}}]}') == "hi"

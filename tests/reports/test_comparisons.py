@@ -169,7 +169,7 @@ def test_without_b0_or_no_memory_the_baseline_is_refused_not_guessed():
 def test_default_family_holm_per_test_effects_and_power():
     rows = make_rows()
     section = comparisons_section(NoWarehouse(), "rs", rows)
-    (family,) = to_json(section.families)["families"]
+    family, _all_pairs = to_json(section.families)["families"]
     assert (family["name"], family["role"], family["family_size"]) == ("primary", "primary", 2)
     family_result = compare_family(direct_cells(rows), [("B3", "B0"), ("B5", "B0")])
     for i, entry in enumerate(family["comparisons"]):
@@ -209,7 +209,7 @@ def test_study_families_holm_within_each_family_and_unavailable_slots():
         FamilySpec("B", "sensitivity", (("B5", "B3"),), ("majority",)),
     ))
     fams = to_json(comparisons_section(NoWarehouse(), "rs", rows, study=study).families)
-    a, b = fams["families"]
+    a, b, _all_pairs = fams["families"]
     assert fams["study"] == "study.json" and a["family_size"] == 3 and b["family_size"] == 1
     assert set(a["comparisons"][0]["tests"]) == {"clustered", "mcnemar"} and a["comparisons"][0]["per_seed"] is None
     unavailable = a["comparisons"][2]

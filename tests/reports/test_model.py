@@ -112,6 +112,16 @@ def _full_report() -> dict:
         {"condition": "B5-MEM0", "status": "failed", "conformant": False, "evaluated": False,
          "failed_gates": ["cross_process_identity"], "record": "conformance/ab.json",
          "label": "conformance-unavailable, not an observed loss"}]}
+    report["verdicts"] = [{"a": "B5", "b": "B0", "family": "primary", "role": "primary", "family_size": 2,
+                           "test": "clustered", "alpha": 0.05, "difference": 0.375, "ci95": [0.125, 0.625],
+                           "p": 0.25, "p_holm": 0.5, "rejected": False, "status": "not_publishable",
+                           "invalidated_by": ["paired coverage needs ≥ 2 paired valid seeds in ≥ 4 of 4 traps (has 0)"],
+                           "line": "B5 vs B0 (primary family of 2): …"}]
+    report["requested"] = [{**report["verdicts"][0], "a": "B0", "b": "B5", "difference": -0.375,
+                            "ci95": [-0.625, -0.125]}]
+    report["verification"] = {"verified": False, "events": 54, "runs": 1, "derived": 18, "compared": 18,
+                              "findings": 1, "dead_letters": 1,
+                              "first_finding": "run r seq 0: processor rejected the event: Turn before RunStarted"}
     return {key: report[key] for key in [f for f, _ in key_reference() if "." not in f and "[" not in f]}
 
 

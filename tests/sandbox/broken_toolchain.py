@@ -40,3 +40,8 @@ class PytestlessToolchain:
 
     def check(self):
         return self.inner.check()
+
+    def probe(self):
+        # the backend's own self-check runs outside `run`; a toolchain broken from the start is
+        # caught by the pre-flight's scored trap instead, which runs through `run` above
+        return self.inner.probe()

@@ -1,5 +1,6 @@
 """Fail closed: a backend that cannot isolate makes units `isolation_unavailable` (excluded, never
-passes), nothing runs unjailed, and `membench doctor` says which backends work."""
+passes), nothing runs unjailed, a command on it stops at the scoring pre-flight, and `membench
+doctor` says which backends work."""
 
 from __future__ import annotations
 
@@ -102,16 +103,15 @@ def test_command_agent_refuses_to_run_without_a_sandbox(tmp_path):
         agent.act(task, emitter=None)
 
 
-def test_broken_bwrap_run_is_excluded_in_the_report(cli, home, broken_bwrap):
+def test_broken_bwrap_run_stops_before_any_unit(cli, home, broken_bwrap):
+    """The scoring pre-flight finds the broken backend first: no unit is run (units that could not
+    be scored are excluded at the unit level, tests/producers/test_agent_chosen_failures.py)."""
     proc = cli("run", "smoke", "--seeds", "1", "--conditions", "B0,B5", "--agent", "scripted:refsol",
                env={"MEMBENCH_BWRAP": str(broken_bwrap)}, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    report = json.loads(max((home / "runs").glob("*/report.json"), key=os.path.getmtime).read_text())
-    for condition in report["conditions"]:
-        assert condition["passed"] == 0, condition
-        assert condition["excluded"] == 3, condition
-    out = cli("sql", "SELECT DISTINCT status, error_type FROM run_results", check=True).stdout
-    assert out.strip() == "excluded\tisolation_unavailable"
+    assert proc.returncode == 2, proc.stderr
+    assert "scoring pre-flight failed: the bwrap sandbox does not work here" in proc.stderr
+    assert "Permission denied" in proc.stderr and "membench doctor" in proc.stderr
+    assert not (home / "runs").exists() and not (home / "warehouse").exists()
 
 
 def test_doctor_json_reports_each_backend(cli, broken_bwrap, tmp_path):
@@ -121,4 +121,6 @@ def test_doctor_json_reports_each_backend(cli, broken_bwrap, tmp_path):
     assert set(doc["backends"]) == {"bwrap", "docker"}
     for status in doc["backends"].values():
         assert status["ok"] is False and status["reason"]
+        assert status["preflight"]["ok"] is False and status["preflight"]["reason"] == status["reason"]
+    assert "Permission denied" in doc["backends"]["bwrap"]["reason"]
     assert proc.returncode == 1

@@ -58,7 +58,7 @@ def _broken(tmp_path: Path, rel: str, edit) -> Path:
      "manifest.v2.json: field 'cases[5].id'"),
     ("hidden/projects/settle/manifest.v2.json", lambda d: d["dimensions"].update(a={"weight": 1}),
      "manifest.v2.json: field 'dimensions.a'"),
-    ("hidden/projects/jobqueue/cases.json", lambda d: d["cases"].pop("B-02"), "cases.json: field 'cases.B-02'"),
+    ("hidden/projects/jobqueue/cases.json", lambda d: d["cases"].pop("B-02"), "cases.json: 1 of the 41 cases of manifest.v2.json has no executable check: B-02."),
     ("projects/settle/scenario.json", lambda d: d.pop("plan"), "scenario.json: field 'plan' is missing"),
     ("projects/settle/scenario.json", lambda d: d["answers"].append({"match": "(", "reply": "x"}),
      "scenario.json: field 'answers[1].match'"),

@@ -17,7 +17,7 @@ from viewer.http_server import ViewApp, ViewServer, is_loopback
 from viewer.state import LiveRunSet
 from reports.conventions import pass_summary
 from schemas.codec import encode_datum
-from tests.viewer.test_view_logs import SCHEMA, LogWriter, emit_run, write_log
+from tests.viewer.test_view_logs import SCHEMA, LogWriter, emit_run, emit_run_turn_first, write_log
 
 RUNS = [
     dict(run_set="rs", task="t1", condition="B0", seed=1, outcome="fail"),
@@ -133,6 +133,25 @@ def test_an_edited_event_breaks_its_run_chain_at_its_seq(tmp_path):
     assert app.run_sets()["run_sets"][0]["chain_ok"] is False
 
 
+def test_events_the_processors_reject_make_the_run_set_not_verified_with_an_intact_chain(tmp_path):
+    """A dead letter fails `membench replay --verify` as a chain break does, so the viewer never calls
+    such a log ok: the run set and the run count them (what the page's badge reads), the chain stays
+    intact. Control: the same run with its RunStarted first has none."""
+    writer = LogWriter(tmp_path / "runs" / "rs" / "events.avro")
+    emit_run(writer.publish, "rs", "t1", "B5", 1)
+    emit_run_turn_first(writer.publish, "rs", "t2", "B5", 1)
+    writer.close()
+    app = ViewApp(tmp_path / "runs")
+    detail = app.run_set("rs")
+    assert detail["chain"]["ok"] and detail["chain_ok"] and detail["dead_letter_count"] == 1
+    (letter,) = detail["dead_letters"]
+    assert letter["seq"] == 0 and "Turn before RunStarted" in letter["reason"]
+    rows = {u["unit_id"]: u for u in detail["units"]}
+    assert (rows["suite/t2/B5/1"]["dead_letters"], rows["suite/t1/B5/1"]["dead_letters"]) == (1, 0)
+    assert app.run(rows["suite/t2/B5/1"]["run_id"])["dead_letters"] == 1
+    assert app.run_sets()["run_sets"][0]["dead_letter_count"] == 1
+
+
 # ---------------------------------------------------------------------------------------- HTTP
 
 
@@ -226,7 +245,7 @@ def test_an_excluded_runs_own_words_are_in_its_unit_row_and_detail(tmp_path):
 
     path = tmp_path / "events.avro"
     writer = LogWriter(path)
-    em = emit_run(writer.publish, "rs", "t1", "B5", 1, end=None)
+    em = emit_run(writer.publish, "rs", "t1", "B5", 1, end=None, cut=True)
     em.emit("Turn", _turn("system", "the model is misconfigured: HTTP 401, no key is set"), visibility="harness")
     em.emit("RunEnded", {"status": "excluded", "error_type": "model_misconfigured"}, visibility="harness")
     emit_run(writer.publish, "rs", "t2", "B5", 1)  # control: a completed run has no reason to show

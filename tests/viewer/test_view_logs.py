@@ -38,10 +38,12 @@ def _model_call(n: int) -> dict:
 
 
 def emit_run(publish, run_set: str, task: str, condition: str, seed: int, outcome: str = "pass",
-             end: str | None = "completed", attempt: int = 1) -> RunEmitter:
+             end: str | None = "completed", attempt: int = 1, cut: bool | None = None) -> RunEmitter:
     """One unit's run of two sessions (S1 sets up evidence, S2 is scored with `outcome`), with a model
     call, a memory read and write, a patch and an oracle verdict. `end`: RunEnded status, or None to
-    leave the run open (still running)."""
+    leave the run open (still running). `cut` (by default when `end` is excluded): S2 stops before
+    its verdict, as a run does that is excluded (nothing after the scored verdict excludes)."""
+    cut = end == "excluded" if cut is None else cut
     unit_id = f"suite/{task}/{condition}/{seed}"
     run_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{run_set}/{unit_id}/{attempt}"))
     em = RunEmitter(run_set, run_id, unit_id, publish)
@@ -58,6 +60,8 @@ def emit_run(publish, run_set: str, task: str, condition: str, seed: int, outcom
                                    "start_state": "continuation", "workspace_digest": "3" * 64, "scored": scored,
                                    "oracle_id": f"o{index}"})
         em.emit("Turn", _turn("user", f"do step {index} of {task}"))
+        if scored and cut:
+            break
         if index == 2:
             em.emit("MemoryRead", {"query": bounded_text("step 2"), "candidates": [f"{condition}:m1", f"{condition}:m2"],
                                    "admitted_ids": [f"{condition}:m1"], "tokens_admitted": 12, "token_budget": 2000,
@@ -90,6 +94,18 @@ def emit_run(publish, run_set: str, task: str, condition: str, seed: int, outcom
         em.emit("RunEnded", {"status": end, "error_type": "isolation_unavailable" if end == "excluded" else
                              ("task_exception:RuntimeError" if end == "error" else None)}, visibility="harness")
     return em
+
+
+def emit_run_turn_first(publish, run_set: str, task: str, condition: str, seed: int) -> None:
+    """`emit_run`'s run with a harness Turn before its RunStarted (its chain intact): the shape of a
+    memory library's settings turn recorded while it opened, which the processors reject."""
+    emitted: list = []
+    first = emit_run(lambda e, d: emitted.append(e), run_set, task, condition, seed)
+    em = RunEmitter(run_set, first.run_id, first.unit_id, publish)
+    em.emit("Turn", _turn("system", '{"top_k": 6}'), visibility="harness")
+    for event in emitted:
+        em.session_index = event.session_index
+        em.emit(event.kind, event.payload, visibility=event.visibility)
 
 
 class LogWriter:

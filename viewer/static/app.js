@@ -40,6 +40,18 @@ function verdictBadge(passed) {
   if (passed === null || passed === undefined) return badge("—", "muted");
   return passed ? badge("pass", "pass") : badge("fail", "fail");
 }
+// a run set's log: damaged, a chain broken, events the processors rejected (it would fail
+// `membench replay --verify`: not verified), or ok
+function logBadge(rs, breaks, okText) {
+  if (rs.log_error) return badge("log damaged", "broken");
+  if (!rs.chain_ok) return badge(breaks === undefined ? "broken" : `chain broken (${breaks})`, "broken");
+  if (rs.dead_letter_count) {
+    const b = badge(`not verified · ${rs.dead_letter_count} events the processors rejected`, "broken");
+    b.setAttribute("data-verified", "false");
+    return b;
+  }
+  return badge(okText, "ok");
+}
 function liveBadge(rs) {
   if (rs.live) return badge("live", "running");
   if (rs.running) return badge(`${rs.running} open, no write for ${Math.round(rs.quiet_for_s || 0)} s`, "warn");
@@ -98,7 +110,7 @@ function renderHome(data) {
     el("td", { class: "num", text: rs.units_started }), el("td", { class: "num", text: rs.units_finished }),
     el("td", { class: "num", text: rs.running }), el("td", { class: "num", text: rs.events }),
     el("td", {}, liveBadge(rs)),
-    el("td", {}, rs.chain_ok ? badge("ok", "ok") : badge(rs.log_error ? "log damaged" : "broken", "broken")),
+    el("td", {}, logBadge(rs, undefined, "ok")),
     el("td", { text: fmt.time(rs.last_event) })));
   app.replaceChildren(el("h1", { text: "Run sets" }),
     data.run_sets.length ? table(["run set", "suite", "agent", { label: "units started", num: 1 },
@@ -142,9 +154,7 @@ function ladder(rows) {
 
 function renderRunSet(data) {
   crumbs.replaceChildren(link("#/", "run sets"), " / ", data.run_set);
-  const chain = data.chain.ok && !data.log.error
-    ? badge(`chain ok · ${data.chain.events_checked} events`, "ok")
-    : badge(data.log.error ? "log damaged" : `chain broken (${data.chain.breaks.length})`, "broken");
+  const chain = logBadge(data, data.chain.breaks.length, `chain ok · ${data.chain.events_checked} events`);
   const units = data.units.map((u) => el("tr", { "data-unit-id": u.unit_id, "data-state": u.state },
     el("td", {}, link(runHref(u.run_id), u.unit_id, { class: "unit-link", "data-unit-id": u.unit_id })),
     el("td", { text: u.condition }), el("td", { text: u.task ?? "—" }), el("td", { class: "num", text: u.seed ?? "—" }),
@@ -152,7 +162,7 @@ function renderRunSet(data) {
     el("td", {}, u.state === "running" ? badge(`session ${u.session}`, "muted") : verdictBadge(u.valid ? u.passed : null)),
     el("td", { text: u.failure_reason ?? u.exclusion_reason ?? u.error_type ?? "", title: u.why ?? "" }),
     el("td", { class: "num", text: u.events }),
-    el("td", {}, u.chain_ok ? badge("ok", "ok") : badge("broken", "broken"))));
+    el("td", {}, !u.chain_ok ? badge("broken", "broken") : u.dead_letters ? badge("not verified", "broken") : badge("ok", "ok"))));
   const parts = [
     el("h1", {}, data.run_set, " ", liveBadge(data), " ", chain),
     el("div", { class: "cards" },
@@ -305,9 +315,10 @@ let currentRunSet = "";
 function renderRun(data) {
   currentRunSet = data.run_set;
   crumbs.replaceChildren(link("#/", "run sets"), " / ", link(runSetHref(data.run_set), data.run_set), " / ", data.unit_id);
-  const chain = el("div", { id: "chain-status", "data-ok": data.chain.ok ? "true" : "false" },
-    data.chain.ok ? badge(`hash chain ok · ${data.chain.events_checked} events`, "ok")
-      : badge(`hash chain broken at seq ${data.chain.break.seq}: ${data.chain.break.reason}`, "broken"));
+  const chain = el("div", { id: "chain-status", "data-ok": data.chain.ok && !data.dead_letters ? "true" : "false" },
+    !data.chain.ok ? badge(`hash chain broken at seq ${data.chain.break.seq}: ${data.chain.break.reason}`, "broken")
+      : data.dead_letters ? badge(`not verified · ${data.dead_letters} events the processors rejected`, "broken")
+      : badge(`hash chain ok · ${data.chain.events_checked} events`, "ok"));
   const sessions = data.sessions.map((s) => {
     const scored = s.started && s.started.scored;
     return el("section", { class: "session", "data-session": s.index },

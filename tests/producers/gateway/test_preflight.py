@@ -263,3 +263,17 @@ def test_the_model_users_refusal_is_checked_against_the_user_target():
     assert channel.role == "user" and probed == "user-model"
     assert status == 404 and isinstance(channel.failure, ModelMisconfigured)
     assert "--user model:user-model" in str(channel.failure)
+
+
+def test_a_persistent_failure_with_nothing_configured_to_probe_is_the_callers_own():
+    """A `command:` agent names its own model: the run configured nothing of that provider to probe,
+    so a 429 that persists through the retries is its request's failure, never an exclusion — the
+    same as a refusal (above). The control: the same upstream with the agent's target configured
+    (the probe meets the 429 as well) excludes."""
+    with ScriptedUpstream(status=429) as upstream:
+        channel, calls, status = _agent_call(upstream, GatewaySettings({"*": upstream.base_url}), [], "its-own")
+        assert status == 429 and channel.failure is None and len(upstream.requests) == 3  # no probe
+        assert calls[0]["status"] == "request_failed" and "configured no model" in calls[0]["error"]
+        channel, calls, _ = _agent_call(upstream, GatewaySettings({"*": upstream.base_url}), [CHAT], "gpt-4o-mini")
+    assert channel.failure is not None and channel.failure.reason == "model_unavailable"
+    assert calls[0]["status"] == "upstream_error"

@@ -17,7 +17,8 @@ from bench.scripted_model_server import ScriptedUpstream
 from producers.blobs import get_blob
 from producers.gateway.memory import SessionMemoryTools
 from producers.gateway.recording import RecordedAnswer, Recording
-from producers.gateway.server import GatewaySettings, ModelGateway, ModelReplayMiss, ModelUnavailable
+from producers.gateway.preflight import Target
+from producers.gateway.server import GatewaySettings, ModelGateway, ModelUnavailable
 from producers.memory_systems.base import MemoryContext, MemoryItem
 
 INSIDE = Path(__file__).resolve().parents[3] / "producers" / "agents" / "inside"
@@ -53,9 +54,13 @@ class Events(list):
         return [p for k, p, _ in self if k == kind]
 
 
-def open_channel(settings: GatewaySettings, tmp_path: Path, memory=None, replay=None):
+# the target a run configured for its agent: what the gateway probes after a call fails (preflight.py)
+AGENT_TARGET = Target("openai", "chat_completions", "m", "agent", "--agent openai:m")
+
+
+def open_channel(settings: GatewaySettings, tmp_path: Path, memory=None, replay=None, targets=()):
     events = Events()
-    gateway = ModelGateway(settings, blob_dir=tmp_path / "blobs", replay=replay)
+    gateway = ModelGateway(settings, blob_dir=tmp_path / "blobs", replay=replay, targets=targets)
     return gateway.open_channel("suite/task/B0/1", events, memory), events
 
 
@@ -102,22 +107,30 @@ def test_a_stream_passes_through_byte_for_byte_with_its_usage(tmp_path, path, pr
     assert (header.get("x-api-key") if provider == "anthropic" else header.get("Authorization")).endswith(KEY)
 
 
-@pytest.mark.parametrize("status,expected,fails", [(503, "upstream_error", True), (429, "upstream_error", True),
-                                                   (400, "client_error", False)])
-def test_upstream_errors_are_recorded_and_only_theirs_exclude_the_unit(tmp_path, status, expected, fails):
+@pytest.mark.parametrize("status,expected,fails,tries", [(503, "upstream_error", True, 3),
+                                                         (429, "upstream_error", True, 3),
+                                                         (400, "client_error", False, 1)])
+def test_upstream_errors_are_recorded_and_only_theirs_exclude_the_unit(tmp_path, status, expected, fails, tries):
+    """An outage (every call, the gateway's probe too, answered 5xx or 429) excludes after the
+    retries; a 4xx is the request's own, never retried."""
     with ScriptedUpstream(status=status) as upstream:
-        channel, events = open_channel(GatewaySettings({"*": upstream.base_url}), tmp_path)
+        channel, events = open_channel(GatewaySettings({"*": upstream.base_url}), tmp_path, targets=[AGENT_TARGET])
         with channel:
             got, _ = post(channel, "/v1/chat/completions", {"model": "m", "messages": []})
     assert got == status
     (call,) = events.of("ModelCall")
     assert call["status"] == expected and call["http_status"] == status
     assert isinstance(channel.failure, ModelUnavailable) == fails
+    probes = 1 if fails else 0
+    assert len(upstream.requests) == tries + probes
+    if fails:
+        assert "through 3 attempts" in str(channel.failure) and "probe failed too" in str(channel.failure)
 
 
 def test_a_silent_upstream_is_a_timeout_and_a_closed_port_is_unreachable(tmp_path):
     with ScriptedUpstream(SCRIPT, delay_s=2.0) as upstream:
-        channel, events = open_channel(GatewaySettings({"*": upstream.base_url}, timeout_s=0.3), tmp_path)
+        channel, events = open_channel(GatewaySettings({"*": upstream.base_url}, timeout_s=0.3, retries=1), tmp_path,
+                                       targets=[AGENT_TARGET])
         with channel:
             status, body = post(channel, "/v1/chat/completions", {"model": "m", "messages": []})
             again, _ = post(channel, "/v1/chat/completions", {"model": "m", "messages": []})
@@ -128,14 +141,15 @@ def test_a_silent_upstream_is_a_timeout_and_a_closed_port_is_unreachable(tmp_pat
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    channel, events = open_channel(GatewaySettings({"*": f"http://127.0.0.1:{port}/v1"}), tmp_path)
+    channel, events = open_channel(GatewaySettings({"*": f"http://127.0.0.1:{port}/v1"}), tmp_path,
+                                   targets=[AGENT_TARGET])
     with channel:
         status, _ = post(channel, "/v1/responses", {"model": "m", "input": []})
     assert status == 502 and events.of("ModelCall")[0]["status"] == "upstream_unreachable"
     assert f"127.0.0.1:{port}" in str(channel.failure)
 
 
-def test_replay_answers_in_recorded_order_and_a_miss_is_kept_and_excludes(tmp_path):
+def test_replay_answers_in_recorded_order_and_a_miss_is_kept_as_the_agents_divergence(tmp_path):
     blobs = tmp_path / "blobs"
     with ScriptedUpstream(SCRIPT) as upstream:  # record two answers to the same request
         channel, events = open_channel(GatewaySettings({"*": upstream.base_url}, record=True), tmp_path)
@@ -160,7 +174,7 @@ def test_replay_answers_in_recorded_order_and_a_miss_is_kept_and_excludes(tmp_pa
     assert [c["status"] for c in replayed] == ["ok", "ok", "replay_miss"]
     assert [c["mode"] for c in replayed] == ["replay"] * 3
     assert [c["response_digest"] for c in replayed[:2]] == [c["response_digest"] for c in calls]
-    assert isinstance(channel.failure, ModelReplayMiss) and channel.failure.reason == "model_replay_miss"
+    assert channel.failure is None  # the agent's divergence (its session fails), never an exclusion it chose
     assert json.loads(get_blob(blobs, replayed[2]["request_digest"]))["messages"][0]["content"] == "new"
 
 
@@ -209,7 +223,7 @@ def test_memory_tools_through_the_relay_and_the_mcp_server(tmp_path):
     assert not events.of("ModelCall")
 
 
-def test_other_paths_answer_without_a_model_call(tmp_path):
+def test_other_paths_are_answered_by_the_gateway_as_the_agents_own(tmp_path):
     channel, events = open_channel(GatewaySettings({"*": "http://127.0.0.1:9/v1"}), tmp_path)
     with channel:
         connection = UnixHTTPConnection(channel.socket_path)
@@ -218,7 +232,10 @@ def test_other_paths_answer_without_a_model_call(tmp_path):
         connection.close()
         assert post(channel, "/v1/models", {})[0] == 404
         assert post(channel, "/membench/memory/search", {"query": "x"})[0] == 404  # no memory tools here
-    assert not events and channel.failure is None
+    # the unserved POST is the agent's own error on the record; nothing was forwarded, nothing excludes
+    (call,) = events.of("ModelCall")
+    assert (call["status"], call["http_status"]) == ("client_error", 404) and "/v1/models" in call["error"]
+    assert channel.failure is None
 
 
 def test_closing_a_channel_cuts_a_call_in_flight_without_blaming_the_model(tmp_path):
@@ -243,3 +260,56 @@ def _swallow(fn, *args):
         fn(*args)
     except OSError:
         pass
+
+
+def test_a_transient_429_is_retried_and_a_requests_own_429_replays_as_its_failure(tmp_path):
+    """The gateway retries before the agent sees anything: a rate limit that clears is an answer
+    (`ok`, one call, nothing excluded). A 429 only this request meets (the probe of the configured
+    model is answered) is relayed as the request's failure, recorded, and replayed as the same
+    failure."""
+    with ScriptedUpstream(SCRIPT, fail_first=1) as upstream:
+        channel, events = open_channel(GatewaySettings({"*": upstream.base_url}), tmp_path, targets=[AGENT_TARGET])
+        with channel:
+            status, _ = post(channel, "/v1/chat/completions", {"model": "m", "messages": [{"role": "user",
+                                                                                           "content": "fix the bug"}]})
+    assert status == 200 and channel.failure is None and len(upstream.requests) == 2
+    assert [c["status"] for c in events.of("ModelCall")] == ["ok"]
+
+    request = {"model": "m", "messages": [{"role": "user", "content": "BIG " * 100}]}
+    with ScriptedUpstream(SCRIPT, too_large="BIG") as upstream:
+        channel, events = open_channel(GatewaySettings({"*": upstream.base_url}, record=True), tmp_path,
+                                       targets=[AGENT_TARGET])
+        with channel:
+            status, body = post(channel, "/v1/chat/completions", request)
+    assert status == 429 and "Request too large" in json.loads(body)["error"]["message"]
+    (call,) = events.of("ModelCall")
+    assert (call["status"], call["recorded"], channel.failure) == ("request_failed", True, None)
+    recording = Recording(tmp_path / "blobs", {("suite/task/B0/1", call["match_digest"]): [
+        RecordedAnswer(429, False, call["response_digest"])]}, "rs")
+    channel, replayed = open_channel(GatewaySettings(), tmp_path, replay=recording)
+    with channel:
+        assert post(channel, "/v1/chat/completions", request) == (429, body)
+    assert [(c["status"], c["http_status"]) for c in replayed.of("ModelCall")] == [("request_failed", 429)]
+
+
+def test_a_session_that_ends_during_a_retrys_wait_stops_it_at_once(tmp_path):
+    """The wait before a retry ends with the session: the call is `incomplete` (cut by the session's
+    end, never the model's failure) and closing the channel does not wait out the backoff."""
+    import threading
+    import time
+
+    with ScriptedUpstream(status=503) as upstream:
+        channel, events = open_channel(GatewaySettings({"*": upstream.base_url}, backoff_s=20), tmp_path,
+                                       targets=[AGENT_TARGET])
+        caller = threading.Thread(target=_swallow, args=(post, channel, "/v1/chat/completions",
+                                                         {"model": "m", "messages": []}))
+        caller.start()
+        deadline = time.monotonic() + 10
+        while not upstream.requests and time.monotonic() < deadline:
+            time.sleep(0.02)
+        started = time.monotonic()
+        channel.close()
+        caller.join(10)
+    assert time.monotonic() - started < 5
+    assert [c["status"] for c in events.of("ModelCall")] == ["incomplete"] and channel.failure is None
+    assert len(upstream.requests) == 1  # no retry after the session ended

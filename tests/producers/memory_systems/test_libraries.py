@@ -25,7 +25,7 @@ import pytest
 
 from bench.scripted_model_server import ScriptedUpstream
 from producers.gateway.recording import RecordedAnswer, Recording
-from producers.gateway.server import GatewaySettings, ModelGateway, ModelReplayMiss
+from producers.gateway.server import GatewaySettings, ModelGateway
 from producers.memory_systems.base import MemorySetup, Namespace
 from producers.memory_systems.conformance import GATES
 from producers.memory_systems.libraries import (SETTINGS, DenseQdrantMemory, LangMemMemory, LibraryUnavailable,
@@ -100,10 +100,35 @@ def test_a_literal_library_round_trips_secrets_and_replays_with_no_upstream(cls,
     again, model, replayed = _memory(cls, _replay_gateway(cls, calls, blobs, tmp_path / "rblobs"), tmp_path / "store-replay")
     again.write(_session())
     assert [i.text for i in again.read(QUERY, 400).items] == [i.text for i in context.items]
-    with pytest.raises(ModelReplayMiss):  # control: a query never recorded is a miss, not an answer
+    # control: a query never recorded is a miss (the library's failure, never an exclusion), not an answer
+    with pytest.raises(Exception, match="no recorded answer"):
         again.read("something nobody asked before", 400)
     model.close()
     assert {c["mode"] for c in replayed.of("ModelCall")} == {"replay"}
+
+
+def test_a_library_run_verifies_its_settings_turn_inside_the_run(upstream, bwrap_sandbox, tmp_path) -> None:
+    """A whole unit under B5-MEM0-LIT: the settings turn the library records while it opens comes after
+    the run's RunStarted, so replay (the checks `membench replay --verify` runs) finds nothing; before,
+    the processors rejected it ("Turn before RunStarted") and the run still exited 0."""
+    from audit.replayer import replay
+    from producers.grid import RunConfig, RunUnit, run_unit
+    from producers.pack_resolver import open_pack
+    from schemas.registry import default_registry
+
+    pack = open_pack("smoke", tmp_path / "home")
+    schema = default_registry().latest("event")
+    gateway = ModelGateway(GatewaySettings({"*": upstream.base_url}, {"*": "sk-test"}), blob_dir=tmp_path / "blobs")
+    logged: list = []
+    run_unit(pack, RunUnit("smoke", "smoke-client-header", "B5-MEM0-LIT", 1),
+             RunConfig("rs", "scripted:memory-literal", oracle_timeout_s=60, blob_dir=tmp_path / "blobs",
+                       gateway=gateway, memory_model="gpt-5-mini"),
+             bwrap_sandbox, lambda event, datum: logged.append((event, schema, datum)))
+    result = replay(logged, [], blobs_for=lambda _run_set: tmp_path / "blobs", file_log=True)
+    assert result.ok, [str(f) for f in result.findings]
+    kinds = [(e.kind, (e.payload.get("source_kind") if e.kind == "Turn" else None)) for e, _, _ in logged]
+    assert kinds[0] == ("RunStarted", None) and ("Turn", "memory_settings") in kinds, kinds
+    assert logged[-1][0].payload["status"] == "completed", logged[-1][0].payload
 
 
 def test_native_mem0_extracts_through_the_memory_model(upstream, tmp_path) -> None:
@@ -330,19 +355,20 @@ def test_langmem_extracts_per_session_with_its_memories_in_view_and_replays_with
     assert (_langmem_texts(again.write(_session())), _langmem_texts(again.write(second_session))) == \
         (_langmem_texts(first), _langmem_texts(second))  # LangMem's random session tags and ids are masked
     assert _langmem_texts(again.read(QUERY, 400).items) == _langmem_texts(context.items)
-    with pytest.raises(ModelReplayMiss):  # control: a query never recorded is a miss, not an answer
+    # control: a query never recorded is a miss (the library's failure, never an exclusion), not an answer
+    with pytest.raises(Exception, match="no recorded answer"):
         again.read("something nobody asked before", 400)
     model.close()
     assert {c["mode"] for c in replayed.of("ModelCall")} == {"replay"}
 
     # LangMem embeds each memory it puts on a thread pool whose futures it never reads: a recording
-    # without those embeddings still fails the write (a replay miss excludes the unit), not a silent loss
+    # without those embeddings still fails the write (the library's failure), not a silent loss
     puts = {c["match_digest"] for c in calls if c["purpose"] == "embed"
             and '"kind": "Memory"' in json.loads((blobs / c["request_digest"]).read_text())["input"][0]}
     assert len(puts) == 6  # control: the six memories put
     replay = _replay_gateway(LangMemMemory, calls, blobs, tmp_path / "pblobs", leave_out=frozenset(puts))
     lossy, model, _ = _memory(LangMemMemory, replay, tmp_path / "store-partial")
-    with pytest.raises(ModelReplayMiss):
+    with pytest.raises(Exception, match="no recorded answer"):
         lossy.write(_session())
     model.close()
 

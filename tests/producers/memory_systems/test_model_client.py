@@ -12,7 +12,8 @@ import pytest
 
 from bench.scripted_model_server import ScriptedUpstream
 from producers.gateway.recording import RecordedAnswer, Recording
-from producers.gateway.server import GatewaySettings, ModelGateway, ModelReplayMiss, ModelUnavailable
+from producers.gateway.preflight import Target
+from producers.gateway.server import GatewaySettings, ModelGateway, ModelUnavailable
 from producers.memory_systems.model_client import PURPOSE_HEADER, MemoryModel
 from producers.memory_systems.model_driven import REFLECT_SYSTEM, parse_lessons
 
@@ -56,21 +57,46 @@ def test_memory_calls_are_model_calls_of_their_purpose_recorded_and_replayed(tmp
     replayed = Events()
     client = MemoryModel("gpt-5-mini", replay, UNIT, replayed)
     assert client.ask("sleep", REFLECT_SYSTEM, ASK) == answer
-    with pytest.raises(ModelReplayMiss):
-        client.ask("sleep", REFLECT_SYSTEM, ASK.replace("MK-77", "MK-78"))
+    # a request the recording does not hold: the policy's divergence (it stores nothing new), never an exclusion
+    assert client.ask("sleep", REFLECT_SYSTEM, ASK.replace("MK-77", "MK-78")) is None
     client.close()
     assert [(c["mode"], c["status"]) for c in replayed.of("ModelCall")] == [("replay", "ok"), ("replay", "replay_miss")]
+    assert "HTTP 400" in replayed.of("Turn")[-1]["text"]["text"]
+
+
+MEMORY_TARGET = Target("openai", "chat_completions", "m", "memory", "--memory-model m")
 
 
 def test_an_unavailable_memory_model_raises_the_exclusion(tmp_path) -> None:
+    """The legitimate exclusion: the memory model fails every call and the gateway's own probe of
+    `--memory-model` too."""
     events = Events()
     with ScriptedUpstream(status=503) as upstream:
-        client = MemoryModel("m", ModelGateway(GatewaySettings({"*": upstream.base_url})), UNIT, events)
+        gateway = ModelGateway(GatewaySettings({"*": upstream.base_url}), targets=[MEMORY_TARGET])
+        client = MemoryModel("m", gateway, UNIT, events)
         with pytest.raises(ModelUnavailable) as caught:
             client.ask("sleep", REFLECT_SYSTEM, ASK)
         client.close()
     assert caught.value.reason == "model_unavailable"
     assert [c["status"] for c in events.of("ModelCall")] == ["upstream_error"]
+
+
+def test_a_request_too_large_for_the_memory_model_is_the_policys_failure_not_an_exclusion(tmp_path) -> None:
+    """A session the agent made too large for the memory model's per-minute limit: 429 through the
+    retries, but the probe of `--memory-model` is answered, so the policy stores nothing new (a
+    note says why) and nothing is excluded."""
+    events = Events()
+    with ScriptedUpstream(too_large="MK-77") as upstream:
+        gateway = ModelGateway(GatewaySettings({"*": upstream.base_url}), targets=[MEMORY_TARGET])
+        client = MemoryModel("m", gateway, UNIT, events)
+        assert client.ask("sleep", REFLECT_SYSTEM, ASK) is None
+        assert client.channel().failure is None
+        client.close()
+    (call,) = events.of("ModelCall")
+    assert (call["status"], call["http_status"]) == ("request_failed", 429)
+    assert "Request too large" in call["error"] and "probe of the configured model was answered" in call["error"]
+    (note,) = [p for k, p, _ in events.all if k == "Turn"]
+    assert note["source_kind"] == "memory_policy_error" and "HTTP 429" in note["text"]["text"]
 
 
 def test_an_invalid_answer_is_returned_as_text_and_a_client_error_as_none(tmp_path) -> None:
