@@ -20,6 +20,7 @@ Definitions:
   Positive is a reduction; an increase is negative (Coreless-3 vs S-Full-20: tool invocations
   +68.97% → reduction −0.6897). Undefined (None) when the baseline mean is 0.
 - cost per success = total cost / number of successful runs; None with no success.
+- per cell and per pass (`per_cell_and_pass`): total / cells and total / passes, None at 0.
 """
 
 from __future__ import annotations
@@ -153,8 +154,27 @@ def cost_per_success(runs: Sequence[ResourceUsage]) -> CostPerSuccess:
     return CostPerSuccess(sum(r.cost_usd for r in runs), sum(bool(r.success) for r in runs), len(runs))
 
 
+@dataclass(frozen=True)
+class PerCellAndPass:
+    """A total spread over the cells that spent it and over the passes they bought."""
+
+    total: float
+    per_cell: float | None  # total / cells; None with no cell
+    per_pass: float | None  # total / passes; None with no pass (undefined, never 0 or infinite)
+
+
+def per_cell_and_pass(total: float, cells: int, passes: int) -> PerCellAndPass:
+    """per_cell = total / cells and per_pass = total / passes, each None when its denominator is 0.
+    Per pass divides the spend of every cell, failed ones included, by the passes (DreamBench-SWE's
+    cost per successful task): what one pass cost, not what a passing cell cost."""
+    return PerCellAndPass(total=total, per_cell=total / cells if cells else None,
+                          per_pass=total / passes if passes else None)
+
+
 __all__ = [
     "RESOURCE_METRICS",
+    "PerCellAndPass",
+    "per_cell_and_pass",
     "ResourceUsage",
     "MetricReduction",
     "ResourceComparison",

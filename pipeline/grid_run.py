@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -69,9 +70,29 @@ def print_table(console: Console, report: Report) -> None:
     from reports.gate_failures import failure_lines
     from reports.model import to_json
 
+    print_effort_table(console, report)
+
     for line in failure_lines(to_json(report)):
         console.print(Text(line, style="bold red"), soft_wrap=True)
     print_verdicts(console, report)
+
+
+def print_effort_table(console: Console, report: Report) -> None:
+    """What each condition's pass rate cost and how reliably it passes (reports/effort.py), as a
+    second table so the pass-rate table stays narrow; a report without the figures prints none."""
+    from reports.effort import CLI_EFFORT_COLUMNS, effort_row
+    from reports.model import to_json
+
+    rows = [row for row in (effort_row(to_json(c), cli=True) for c in report.conditions) if row is not None]
+    if not rows:
+        return
+    k = next((c.pass_hat_k.k for c in report.conditions if c.pass_hat_k is not None), None)
+    table = Table(title=f"cost and reliability · per valid cell / per pass · pass^k over k={k} seeds", box=box.SIMPLE)
+    for column in CLI_EFFORT_COLUMNS:
+        table.add_column(column, justify="left" if column == "condition" else "right")
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
 
 
 def plain_progress(console: Console, total: int, what: str = "units", passes: bool = True):

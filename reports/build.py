@@ -3,7 +3,9 @@ sections, composed into the typed `reports.model.Report` (`to_json` of it is `re
 
 A cell is one unit's scored (last) session: passed or not, or excluded (isolation unavailable,
 harness error). `cells` counts every cell, `excluded` those not scored; `pass_rate` is
-passed / (cells - excluded), and `ci95` its trap-cluster percentile bootstrap interval.
+passed / (cells - excluded), and `ci95` its trap-cluster percentile bootstrap interval. Beside it,
+`pass_hat_k` (share of traps passed under every seed) and `effort` (tokens, USD, wall time per cell
+and per pass, memory tokens read per session), from `reports.effort`.
 
 Sections, each a function of (warehouse, run set, run rows) called here in this order: failure
 counts, memory contract and hygiene panel (`reports.failures`); ladder, strata and validity gates
@@ -22,6 +24,7 @@ from collections import defaultdict
 from dataclasses import replace
 
 from reports.comparisons import comparisons_section
+from reports.effort import effort_section
 from reports.conventions import ci_method, condition_pass_summaries
 from reports.failures import failures_section
 from reports.hygiene import hygiene_section
@@ -57,6 +60,7 @@ def build_report(warehouse: WarehouseReader, run_set: str, *, baseline: str | No
     failures = failures_section(warehouse, run_set, runs)
     hygiene = hygiene_section(warehouse, run_set, runs, comparisons.comparisons.baseline)
     transfer = transfer_section(warehouse, run_set, runs)
+    efforts, reliability = effort_section(warehouse, run_set, runs)
     conditions = []
     for condition, cells, (passed, valid, rate, ci95, bootstrap) in condition_pass_summaries(
             (row["condition"], row) for row in runs):
@@ -64,6 +68,7 @@ def build_report(warehouse: WarehouseReader, run_set: str, *, baseline: str | No
             condition=condition, cells=cells, passed=passed, pass_rate=rate, ci95=ci95,
             ci_method=ci_method(passed, valid),
             excluded=cells - valid, bootstrap=bootstrap,
+            pass_hat_k=reliability[condition], effort=efforts[condition],
             **shallow_fields(failures.conditions[condition]), **shallow_fields(hygiene.conditions[condition])))
     digests = sorted({json.loads(r["payload"])["pack_digest"] for r in queries.run_started(warehouse, run_set)})
     report = Report(

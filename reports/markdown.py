@@ -3,7 +3,7 @@ form of the report (`report.json`), so a report read back from disk renders the 
 
 Parts, in this order: the header (a notice when the run set measured traps `membench validate`
 refused, then the admission funnel among the inputs) and conditions table (the failed validity
-gates under it), the comparisons, the registered families (effect sizes, power, Holm per test), the
+gates under it), cost and reliability per condition (reports/effort.py), the comparisons, the registered families (effect sizes, power, Holm per test), the
 ladder (the funnel again under it: the traps it ranks over), construct strata and validity gates,
 the outcome matrix, provenance (versions, seeds, USD cost) and the canary proof. A part whose key an
 older report.json lacks is left out.
@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from reports.conventions import condition_order, construct_label
+from reports.effort import effort_markdown
 from reports.exclusions import exclusions_markdown
 from reports.gate_failures import failed_gates
 from reports.provenance_text import admission_text, not_verified_text, refused_measured_text, verification_text
@@ -72,6 +73,9 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines += ["", f"CIs: trap-cluster percentile bootstrap, {boot.get('resamples')} resamples, seed {boot.get('seed')}; "
               "marked exact: Clopper–Pearson over traps, where all or none of the cells passed and the bootstrap "
               "interval would have zero width."]
+    effort = effort_markdown(report)
+    if effort:
+        lines += ["", effort.rstrip()]
     verdicts = _verdicts_markdown(report)
     if verdicts:
         lines += ["", verdicts.rstrip()]

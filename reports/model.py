@@ -86,6 +86,46 @@ class ConditionStrata:
 
 
 @dataclass(frozen=True)
+class PerCellAndPass:
+    """A condition's total over its valid cells, per valid cell and per pass (null at 0 of either)."""
+
+    total: float
+    per_cell: float | None
+    per_pass: float | None
+
+
+@dataclass(frozen=True)
+class ConditionEffort:
+    """What a condition's valid cells spent (reports/effort.py): the agent's tokens (input + output),
+    USD of every ModelCall of the cells' runs (null when none was priced: scripted agents, a model
+    without a price), wall time of the runs, and the tokens memory reads admitted into the prompt."""
+
+    cells: int  # valid cells the figures cover
+    passes: int
+    sessions: int  # sessions of those cells' runs
+    tokens: PerCellAndPass
+    cost_usd: PerCellAndPass | None
+    priced_calls: int  # ModelCalls of those runs whose price-table entry is known
+    wall_time_s: PerCellAndPass
+    memory_tokens_read: int  # sum of MemoryRead.tokens_admitted
+    memory_tokens_per_session: float | None  # memory_tokens_read / sessions
+
+
+@dataclass(frozen=True)
+class PassHatK:
+    """Repeated-run reliability (analytics/reliability.py): the share of complete traps (a valid cell
+    under every one of the run set's k seeds) passed under every seed; traps with a missing or
+    excluded seed are left out and counted in `incomplete`."""
+
+    k: int
+    traps: int
+    complete: int
+    passed: int
+    incomplete: int
+    value: float | None
+
+
+@dataclass(frozen=True)
 class ConditionSummary:
     condition: str
     cells: int
@@ -102,6 +142,9 @@ class ConditionSummary:
     clean_start: CellSummary
     continuation: CellSummary
     ci_method: str | None = field(default=None, metadata=OMIT_IF_NONE)  # which interval ci95 is (CellSummary)
+    # cost and reliability beside the pass rate; a report.json written before has neither key
+    pass_hat_k: PassHatK | None = field(default=None, metadata=OMIT_IF_NONE)
+    effort: ConditionEffort | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 # ------------------------------------------------------------------------------------- top level

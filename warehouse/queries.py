@@ -91,6 +91,19 @@ def scored_clean_start(warehouse: WarehouseReader, run_set: str) -> dict[str, bo
     return clean
 
 
+
+def run_model_costs(warehouse: WarehouseReader, run_set: str) -> dict[str, tuple[int, float]]:
+    """run_id -> (priced ModelCalls, USD over its ModelCalls' `cost_usd`): every upstream call the
+    gateway recorded for the run, the agent's and its memory model's alike (event v4). A call is
+    priced when it names its price-table entry (`price`)."""
+    rows = warehouse.query_rows(
+        "SELECT run_id, countIf(isNotNull(cost) AND isNotNull(price)), sum(ifNull(cost, 0)) FROM ("
+        "SELECT run_id, JSONExtract(payload, 'cost_usd', 'Nullable(Float64)') AS cost, "
+        "JSONExtract(payload, 'price', 'Nullable(String)') AS price FROM trajectory_events "
+        "WHERE run_set = {rs:String} AND kind = 'ModelCall' ORDER BY event_id LIMIT 1 BY event_id) "
+        "GROUP BY run_id ORDER BY run_id", {"rs": run_set})
+    return {run_id: (int(priced), float(usd)) for run_id, priced, usd in rows}
+
 # A run's raw events in the order its processors met them: a run lives in one Kafka partition, so
 # its offsets are that order (a stalled runner's late events follow the close that fenced them,
 # even at the same seq, docs/design.md §2); on the embedded path the offset is -1 and seq decides.

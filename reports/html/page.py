@@ -11,11 +11,13 @@ from reports.html.table_markup import (
     comparisons_table,
     conditions_table,
     counts_table,
+    effort_table,
     gates_table,
     html_table,
     hygiene_table,
     resources_table,
 )
+from reports.effort import EFFORT_LEGEND
 from reports.exclusions import exclusions_html
 from reports.gate_failures import failed_gates
 from reports.provenance_text import admission_text, not_verified_text, refused_measured_text, verification_text
@@ -116,6 +118,8 @@ def render_html(report: dict[str, Any]) -> str:
     out.append('<section id="conditions"><h2>Conditions</h2>')
     out.append(conditions_table(report, colors))
     out.append("</section>")
+    out += optional_section("cost-reliability", "Cost and reliability", effort_table(report, colors),
+                            esc(EFFORT_LEGEND))
 
     out += optional_section("verdicts", "Verdicts", verdicts_html(report))
     comps = comparisons_table(report)

@@ -1,10 +1,11 @@
-"""The report's HTML tables: conditions, comparisons, resources, failure counts, hygiene, validity gates."""
+"""The report's HTML tables: conditions, cost and reliability, comparisons, resources, failure counts, hygiene, validity gates."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from reports.conventions import construct_label
+from reports.effort import EFFORT_COLUMNS, effort_row
 from reports.html.format import BASELINE_COLOR, esc, fmt_ci, fmt_num, fmt_p, fmt_pct, fmt_signed_pct
 
 
@@ -31,6 +32,17 @@ def conditions_table(report: dict[str, Any], colors: dict[str, str]) -> str:
                      esc(c.get("passed")), fmt_pct(c.get("pass_rate")), fmt_ci(c.get("ci95"), c.get("ci_method")),
                      esc(c.get("excluded"))])
     return html_table(["condition", "rank", "cells", "passed", "pass rate", "95% CI", "excluded"], rows)
+
+
+def effort_table(report: dict[str, Any], colors: dict[str, str]) -> str | None:
+    """Cost and reliability per condition (reports/effort.py); None for a report without them."""
+    rows = []
+    for c in report.get("conditions", []):
+        row = effort_row(c)
+        if row is not None:
+            swatch = f'<span class="swatch" style="background:{colors.get(c["condition"], BASELINE_COLOR)}"></span>'
+            rows.append([swatch + esc(row[0]), *(esc(cell) for cell in row[1:])])
+    return html_table([esc(h) for h in EFFORT_COLUMNS], rows) if rows else None
 
 
 def comparisons_table(report: dict[str, Any]) -> str | None:
