@@ -31,6 +31,8 @@ from typing import Any
 
 from processors import RunSetProcessor
 from reports.conventions import condition_order, condition_pass_summaries, valid_run
+from reports.effort import condition_efforts, condition_pass_hat_k
+from reports.model import to_json
 from schemas.chain import ChainVerifier
 from schemas.derived import DerivedEvent
 from schemas.events import Event
@@ -77,6 +79,7 @@ class RunState:
     chain_break: dict[str, Any] | None = None  # the first break of its chain: {seq, reason}
     dead_letters: int = 0  # its events the processors rejected: the run does not verify (replay's finding)
     model_calls: int = 0
+    priced_calls: int = 0  # ModelCalls naming their price-table entry (queries.run_model_costs' rule)
     cost_usd: float = 0.0
     why: str | None = None  # why the run was excluded or broke: its run-level system Turn (bounded)
 
@@ -204,6 +207,7 @@ class LiveRunSet:
             run.ended = event.payload
         elif event.kind == "ModelCall":
             run.model_calls += 1
+            run.priced_calls += event.payload.get("cost_usd") is not None and event.payload.get("price") is not None
             run.cost_usd += float(event.payload.get("cost_usd") or 0.0)
         elif event.kind == "Turn" and event.session_index < 0 and event.payload.get("role") == "system":
             text = (event.payload.get("text") or {}).get("text") or ""  # the model's or adapter's own words
@@ -297,14 +301,20 @@ class LiveRunSet:
         report's resamples and seed (reports.conventions.condition_pass_summaries, as the report)."""
         if self._ladder_cache is not None and self._ladder_cache[0] == self._summaries:
             return self._ladder_cache[1]
-        cells = (unit_row(runs) for runs in self._units().values())
+        cells = [cell for cell in (unit_row(runs) for runs in self._units().values()) if cell is not None]
+        # cost and reliability beside the pass rate, as the report's (reports/effort.py); k is the
+        # seeds finished so far
+        rows = [{**cell.summary(), "run_id": cell.run_id} for cell in cells]
+        efforts = condition_efforts(rows, {c.run_id: (c.priced_calls, c.cost_usd) for c in cells})
+        reliability = condition_pass_hat_k(rows)
         out = []
         for condition, count, (passed, valid, rate, ci95, bootstrap) in condition_pass_summaries(
-                (cell.condition, cell.summary()) for cell in cells if cell is not None):
+                (cell.condition, cell.summary()) for cell in cells):
             out.append({"condition": condition, "cells": count, "valid": valid, "passed": passed,
                         "pass_rate": rate, "ci95": ci95, "excluded": count - valid,
                         "bootstrap": {"resamples": bootstrap.resamples, "seed": bootstrap.seed,
-                                      "level": bootstrap.level}})
+                                      "level": bootstrap.level},
+                        "pass_hat_k": to_json(reliability.get(condition)), "effort": to_json(efforts.get(condition))})
         self._ladder_cache = (self._summaries, out)
         return out
 

@@ -90,3 +90,16 @@ def test_cost_per_success():
     cps = cost_per_success(runs)
     assert (cps.total_cost, cps.successes, cps.runs, cps.value) == (1.5, 2, 3, 0.75)
     assert cost_per_success([ResourceUsage(cost_usd=1.0)]).value is None
+
+
+def test_per_cell_and_per_pass_spread_the_total_and_are_undefined_at_zero():
+    from analytics.resources import per_cell_and_pass
+
+    got = per_cell_and_pass(12.0, cells=4, passes=3)
+    assert (got.total, got.per_cell, got.per_pass) == (12.0, 3.0, 4.0)
+    # per pass charges the failed cells' spend to the passes: higher than per cell whenever a cell failed
+    assert got.per_pass > got.per_cell
+    no_pass = per_cell_and_pass(12.0, cells=4, passes=0)
+    assert (no_pass.per_cell, no_pass.per_pass) == (3.0, None)  # undefined, never 0 or infinite
+    nothing = per_cell_and_pass(0.0, cells=0, passes=0)
+    assert (nothing.total, nothing.per_cell, nothing.per_pass) == (0.0, None, None)
