@@ -74,7 +74,7 @@ def test_the_api_agrees_with_the_report_and_the_warehouse(smoke_home, run_set_id
         {"B0": (6, 6, 0, 0), "B5": (6, 6, 6, 0)}
 
     report = json.loads((smoke_home / "runs" / run_set_id / "report.json").read_text())
-    keys = ("condition", "cells", "passed", "pass_rate", "ci95", "excluded")
+    keys = ("condition", "cells", "passed", "pass_rate", "ci95", "excluded", "pass_hat_k", "effort")
     assert [{k: row[k] for k in keys} for row in detail["ladder"]] == \
         [{k: row[k] for k in keys} for row in report["conditions"]]
 

@@ -52,6 +52,13 @@ def test_progress_and_ladder_follow_the_report_conventions(runs_dir):
     assert (ladder["B5"]["cells"], ladder["B5"]["valid"], ladder["B5"]["passed"], ladder["B5"]["excluded"]) == (4, 2, 2, 2)
     assert ladder["B5"]["pass_rate"] == rate and ladder["B5"]["ci95"] == ci95
     assert ladder["B0"]["pass_rate"] == 0.5 and [c["condition"] for c in detail["ladder"]] == ["B0", "B5"]
+    # pass^k beside it (k = the log's 2 seeds): B5's excluded and errored seeds leave both traps out
+    assert ladder["B5"]["pass_hat_k"] == {"k": 2, "traps": 2, "complete": 0, "passed": 0, "incomplete": 2,
+                                          "value": None}
+    assert (ladder["B5"]["effort"]["cells"], ladder["B5"]["effort"]["passes"]) == (2, 2)
+    # USD: the valid runs' priced ModelCalls (2 sessions × $0.0125 each), the excluded ones' left out
+    assert ladder["B5"]["effort"]["priced_calls"] == 4
+    assert ladder["B5"]["effort"]["cost_usd"] == pytest.approx({"total": 0.05, "per_cell": 0.025, "per_pass": 0.025})
     assert detail["planned"] is None and detail["units_started"] == 6 and detail["units_finished"] == 6
 
 
