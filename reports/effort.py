@@ -3,8 +3,9 @@
 Both read the base report's cells (`queries.run_results`: one row per unit) and cover a condition's
 valid cells (completed, not excluded), the pass rate's denominator:
 
-- `effort`: the agent's tokens (run_results input + output), USD (every ModelCall of the cells'
-  runs, the memory model's included: `queries.run_model_costs`; null when no call was priced) and
+- `effort`: tokens (run_results input + output: the agent's turns or model calls and a
+  model-driven memory's own sleep/judge calls, a simulated user's left out), USD (every ModelCall
+  of the cells' runs: `queries.run_model_costs`; null when no call was priced) and
   wall time (`duration_ms`), each as total, per valid cell and per pass (total / passed cells, the
   failed cells' spend included: `analytics.resources.per_cell_and_pass`); and the memory tokens
   read, the sum of the cells' MemoryRead `tokens_admitted` (`memory_tokens_admitted`) over all
@@ -115,7 +116,7 @@ def effort_row(entry: dict[str, Any], cli: bool = False) -> list[str] | None:
     return [entry["condition"], rate, reliability, *tokens, *dollars, *wall, memory]
 
 
-EFFORT_LEGEND = ("Over each condition's valid cells: tokens are the agent's (input + output); USD is every "
+EFFORT_LEGEND = ("Over each condition's valid cells: tokens are input + output of the agent's and the memory model's calls; USD is every "
                  "ModelCall of the cells' runs, the memory model's included (— when no call was priced, as "
                  "for scripted agents); wall time is the run's; per pass = the total over all valid cells, "
                  "failed ones included, / passed cells (— with no pass). Memory tokens / session = tokens "

@@ -96,9 +96,10 @@ class PerCellAndPass:
 
 @dataclass(frozen=True)
 class ConditionEffort:
-    """What a condition's valid cells spent (reports/effort.py): the agent's tokens (input + output),
-    USD of every ModelCall of the cells' runs (null when none was priced: scripted agents, a model
-    without a price), wall time of the runs, and the tokens memory reads admitted into the prompt."""
+    """What a condition's valid cells spent (reports/effort.py): tokens (input + output of the agent's
+    and a model-driven memory's calls), USD of every ModelCall of the cells' runs (null when none was
+    priced: scripted agents, a model without a price), wall time of the runs, and the tokens memory
+    reads admitted into the prompt."""
 
     cells: int  # valid cells the figures cover
     passes: int
