@@ -68,7 +68,7 @@ def test_model_driven_conditions_record_then_replay_with_the_same_verdicts(cli, 
     assert "model_driven" in (home / "runs" / "mdrec" / "report.html").read_text()
 
     # the calls, per condition, from the log: sleep/judge purposes, recorded, and counted in the runs' tokens
-    calls, totals, starts, writes = _sql_many(
+    calls, totals, starts, writes, usd = _sql_many(
         home,
         "SELECT splitByChar('/', unit_id)[3] AS c, JSONExtractString(payload, 'purpose'), count(), "
         "sum(JSONExtractInt(payload, 'input_tokens')), min(JSONExtractBool(payload, 'recorded')) "
@@ -77,7 +77,21 @@ def test_model_driven_conditions_record_then_replay_with_the_same_verdicts(cli, 
         "SELECT DISTINCT splitByChar('/', unit_id)[3], JSONExtractString(payload, 'memory_model') "
         "FROM trajectory_events WHERE run_set = 'mdrec' AND kind = 'RunStarted'",
         "SELECT DISTINCT splitByChar('/', unit_id)[3] FROM trajectory_events "
-        "WHERE run_set = 'mdrec' AND kind = 'MemoryWrite'")
+        "WHERE run_set = 'mdrec' AND kind = 'MemoryWrite'",
+        "SELECT splitByChar('/', unit_id)[3] AS c, sum(ifNull(JSONExtract(payload, 'cost_usd', 'Nullable(Float64)'), 0)) "
+        "FROM (SELECT unit_id, run_id, payload FROM trajectory_events WHERE run_set = 'mdrec' AND kind = 'ModelCall' "
+        "LIMIT 1 BY event_id) WHERE run_id IN (SELECT run_id FROM scored_cells WHERE run_set = 'mdrec' AND valid) "
+        "GROUP BY c ORDER BY c")
+    # cost beside the pass rate: the report's USD per cell and per pass are the valid cells' ModelCalls
+    for c, total in usd:
+        entry = next(e for e in recorded["conditions"] if e["condition"] == c)
+        cost = entry["effort"]["cost_usd"]
+        assert cost["total"] == pytest.approx(float(total)) and float(total) > 0, (c, cost)
+        assert cost["per_cell"] == pytest.approx(float(total) / entry["cells"])
+        assert cost["per_pass"] == (pytest.approx(float(total) / entry["passed"]) if entry["passed"] else None)
+        assert f"${cost['per_cell']:.4f}" in proc.stdout  # the CLI's cost and reliability table
+    assert {c for c, _ in usd} == set(DRIVEN)  # B0 made no model call: its cost is null, shown "—"
+    assert next(e for e in recorded["conditions"] if e["condition"] == "B0")["effort"]["cost_usd"] is None
     assert {(c, purpose) for c, purpose, *_ in calls} == {("B3-llm", "sleep"), ("DF-llm", "sleep"), ("DF-llm", "judge"),
                                                           ("DF-hybrid-llm", "sleep"), ("DF-hybrid-llm", "judge")}
     assert all(r == "1" for *_, r in calls)
