@@ -310,7 +310,7 @@ def test_a_report_cell_and_the_units_table_lead_to_units_and_paired_views(smoke_
         scored = page.locator(".pair-session[data-session='3']")
         assert scored.locator(".pair-cell[data-condition='B5'] .memory-item.admitted").count() >= 1
         assert scored.locator(".pair-cell[data-condition='B0'] .memory-item").count() == 0
-        assert scored.locator(".pair-cell[data-condition='B5'] .verdict[data-outcome='pass']").count() == 1
+        assert scored.locator(".pair-cell[data-condition='B5'] > .verdict[data-outcome='pass']").count() == 1
         assert not scored.locator(".pair-cell details.trajectory").first.evaluate("d => d.open")  # collapsed
         assert page.locator("#patch-diffs .patch-diff[data-a='B0'][data-b='B5'] pre.diff").count() == 1
         page.screenshot(path=str(tmp_path / "pair.png"), full_page=True)
