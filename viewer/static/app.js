@@ -170,6 +170,7 @@ const SORTS = { events: "events", attempts: "attempts", duration_ms: "duration",
   memory_tokens: "memory tokens", cost_usd: "cost", seed: "seed" };
 let unitsData = null;   // the run set's last answer
 let deepHits = { key: "", units: {} };  // the server's full-text search answer for the current q
+let searching = "";  // the search being answered: a growing log does not queue another one meanwhile
 
 function unitOutcome(u) {
   if (u.state === "running") return "running";
@@ -264,7 +265,8 @@ async function deepSearch() {
   const state = document.getElementById("search-state");
   if (!data || q.length < 2) { deepHits = { key: "", units: {} }; if (state) state.textContent = ""; renderUnits(); return; }
   const key = `${data.run_set}\u0000${data.events}\u0000${q}`;
-  if (deepHits.key === key) return;
+  if (deepHits.key === key || searching.endsWith("\u0000" + q)) return;
+  searching = key;
   if (state) state.textContent = "searching trajectories…";
   try {
     const answer = await getJSON(`/api/run_sets/${encodeURIComponent(data.run_set)}/search?q=${encodeURIComponent(q)}`);
@@ -273,6 +275,8 @@ async function deepSearch() {
     if (state) state.textContent = `trajectories searched: ${Object.keys(answer.units).length} units hold it`;
   } catch (err) {
     if (state) state.textContent = "search failed: " + err.message;
+  } finally {
+    if (searching === key) searching = "";
   }
   renderUnits();
 }
