@@ -119,10 +119,18 @@ def unit_href(report: dict[str, Any], trap: str, condition: str, seed: str) -> s
     return f"../../index.html#/unit/{quote(str(report.get('run_set')), safe='')}/{quote(unit_id, safe='')}"
 
 
+def pair_href(report: dict[str, Any], trap: str, seed: str) -> str:
+    """The trap and seed under every condition side by side in the live viewer (as unit_href)."""
+    return (f"../../index.html#/pair/{quote(str(report.get('run_set')), safe='')}/{quote(trap, safe='')}/"
+            f"{quote(str(seed), safe='')}")
+
+
 def _linked(cell: str, report: dict[str, Any], trap: str, condition: str, seed: str) -> str:
     if cell == "—" or not report.get("run_set") or not report.get("suite"):
         return cell
-    return f'<a href="{esc(unit_href(report, trap, condition, seed))}">{cell}</a>'
+    return (f'<a href="{esc(unit_href(report, trap, condition, seed))}">{cell}</a> '
+            f'<a class="pair" title="side by side under every condition" '
+            f'href="{esc(pair_href(report, trap, seed))}">⇄</a>')
 
 
 def _cell(value: str | None) -> str:

@@ -263,7 +263,8 @@ def test_the_page_shows_model_calls_memory_and_a_broken_chain(tmp_path, browser)
 
 
 def test_a_report_cell_and_the_units_table_lead_to_units_and_paired_views(smoke_home, run_set_id, browser, tmp_path):
-    """As a reader: from report.html (served by the viewer) a matrix cell opens its unit; on the run
+    """As a reader: from report.html (served by the viewer) a matrix cell opens its unit, and its ⇄
+    the trap and seed under every condition side by side; on the run
     set's page the units table is filtered by condition and outcome, sorted by cost, searched in the
     trajectories (a reviewer's literal that only the turns and memory hold), and a row's pair link
     opens the same trap and seed under B0 and B5 side by side — B0 failed, B5 passed with the memory
@@ -276,6 +277,10 @@ def test_a_report_cell_and_the_units_table_lead_to_units_and_paired_views(smoke_
         page.locator("#matrix a[href*='smoke-client-header%2FB5%2F2']").click()
         page.wait_for_selector("section.session[data-session='3']", timeout=30_000)
         assert page.locator("h1").inner_text().startswith("smoke/smoke-client-header/B5/2")
+        page.go_back()
+        page.locator("#matrix a.pair[href$='/smoke-client-header/2']").first.click()
+        page.wait_for_selector(".pair-session[data-session='3']", timeout=30_000)
+        assert [h.get_attribute("data-condition") for h in page.locator(".pair-head").all()] == ["B0", "B5"]
 
         page.goto(url + f"#/rs/{run_set_id}")
         page.wait_for_selector("#units tbody tr", timeout=30_000)

@@ -135,6 +135,10 @@ def test_http_pair_search_and_report(runs_dir, server):
     assert _get(server, "/index.html")[0] == 200
     unit = json.loads(_get(server, "/api/run_sets/rs/units/" + resolved.rsplit("/", 1)[1])[2])
     assert unit["unit_id"] == "suite/t1/B5/1"
+    # and its pair link: the same trap and seed under every condition
+    pair_link = body.decode().split('class="pair"')[1].split('href="')[1].split('"')[0]
+    assert urljoin(server.url + "runs/rs/report.html", pair_link) == server.url + "index.html#/pair/rs/t1/1"
+    assert json.loads(_get(server, "/api/run_sets/rs/pair/t1/1")[2])["conditions"] == ["B0", "B5", "B5-x"]
     assert _get(server, "/runs/..%2Frs/report.html")[0] == 404
 
 
