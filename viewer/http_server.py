@@ -7,7 +7,11 @@ sets' event logs by `viewer.state`; nothing is written, and no warehouse is open
     GET /api/run_sets                      every run set under the runs directory, with its progress
     GET /api/run_sets/<run_set>            progress per condition, ladder, units, chain, log position
     GET /api/runs/<run_id>                 one run's trajectory by session, derived rows, chain status
+    GET /api/run_sets/<run_set>/units/<unit_id>        the trajectory of the unit's cell (its run)
+    GET /api/run_sets/<run_set>/pair/<task>/<seed>     the paired view (?conditions=B0,B5)
+    GET /api/run_sets/<run_set>/search?q=TEXT          units whose turns, tool output or memory hold TEXT
     GET /api/blobs/<run_set>/<sha256>      a diff too large to sit in its PatchProduced event
+    GET /runs/<run_set>/report.html        the run set's report, its links leading back into the page
 
 Bound to loopback, the server answers only requests whose Host header names a loopback address, so
 a web page elsewhere cannot read the API through DNS rebinding.
@@ -25,7 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from viewer.state import Catalog
 
@@ -45,9 +49,18 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
+# report.html is one self-contained document: inline style, inline SVG, no script at all
+REPORT_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; "
+              "frame-ancestors 'none'")
+REPORT_TYPE = "text/html; charset=utf-8; report"  # route's marker: served under REPORT_CSP
+MAX_QUERY = 200  # characters of a search
 
 
 class NotFound(LookupError):
+    pass
+
+
+class BadRequest(ValueError):
     pass
 
 
@@ -104,16 +117,62 @@ class ViewApp:
             raise NotFound(f"blob {digest} is missing or does not hash to its name")
         return data
 
-    def route(self, path: str) -> tuple[bytes, str]:
-        """(body, content type) for a GET of `path`; NotFound otherwise."""
+    def unit(self, run_set: str, unit_id: str) -> dict[str, Any]:
+        live = self._live(run_set)
+        run_id = live.cell_run_id(unit_id)
+        detail = live.run_detail(run_id) if run_id is not None else None
+        if detail is None:
+            raise NotFound(f"no unit {unit_id!r} in run set {run_set!r}")
+        return detail
+
+    def pair(self, run_set: str, task: str, seed: str, conditions: list[str] | None) -> dict[str, Any]:
+        from viewer.paired import pair_view
+
+        live = self._live(run_set)
+        answer = pair_view(live, self.catalog.runs_dir / run_set / "blobs", task, seed, conditions)
+        if answer is None:
+            raise NotFound(f"no unit of trap {task!r} seed {seed!r} in run set {run_set!r}")
+        return answer
+
+    def search(self, run_set: str, query: str) -> dict[str, Any]:
+        if not query.strip() or len(query) > MAX_QUERY:
+            raise BadRequest(f"search: q must be 1 to {MAX_QUERY} characters")
+        return self._live(run_set).search(query)
+
+    def report(self, run_set: str) -> bytes:
+        self._live(run_set, refresh=False)
+        path = self.catalog.runs_dir / run_set / "report.html"
+        try:
+            return path.read_bytes()
+        except OSError:
+            raise NotFound(f"run set {run_set!r} has no report.html yet (written when its run ends)") from None
+
+    def _live(self, run_set: str, refresh: bool = True) -> Any:
+        live = self.catalog.get(run_set, refresh=refresh)
+        if live is None:
+            raise NotFound(f"no run set {run_set!r}")
+        return live
+
+    def route(self, path: str, query: str = "") -> tuple[bytes, str]:
+        """(body, content type) for a GET of `path` (and its query string); NotFound otherwise."""
         if path in STATIC:
             name, content_type = STATIC[path]
             return static_file(name), content_type
         parts = [unquote(p) for p in path.strip("/").split("/")]
+        params = parse_qs(query)
+        if len(parts) == 3 and parts[0] == "runs" and parts[2] == "report.html":
+            return self.report(parts[1]), REPORT_TYPE
         if parts[0] != "api":
             raise NotFound(path)
         if parts[1:] == ["run_sets"]:
             answer: Any = self.run_sets()
+        elif len(parts) >= 5 and parts[1] == "run_sets" and parts[3] == "units":
+            answer = self.unit(parts[2], "/".join(parts[4:]))  # a unit id's slashes, escaped or not
+        elif len(parts) == 6 and parts[1] == "run_sets" and parts[3] == "pair":
+            named = [c for v in params.get("conditions", []) for c in v.split(",") if c]
+            answer = self.pair(parts[2], parts[4], parts[5], named or None)
+        elif len(parts) == 4 and parts[1] == "run_sets" and parts[3] == "search":
+            answer = self.search(parts[2], (params.get("q") or [""])[0])
         elif len(parts) == 3 and parts[1] == "run_sets":
             answer = self.run_set(parts[2])
         elif len(parts) == 3 and parts[1] == "runs":
@@ -134,10 +193,13 @@ def make_handler(app: ViewApp, loopback_only: bool) -> type[BaseHTTPRequestHandl
             pass  # quiet: the page polls every second or two
 
         def _send(self, status: int, body: bytes, content_type: str, head: bool = False) -> None:
+            headers = dict(SECURITY_HEADERS)
+            if content_type == REPORT_TYPE:
+                content_type, headers["Content-Security-Policy"] = "text/html; charset=utf-8", REPORT_CSP
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
-            for name, value in SECURITY_HEADERS.items():
+            for name, value in headers.items():
                 self.send_header(name, value)
             self.end_headers()
             if not head:
@@ -150,10 +212,14 @@ def make_handler(app: ViewApp, loopback_only: bool) -> type[BaseHTTPRequestHandl
             if loopback_only and not is_loopback(_host_of(self.headers.get("Host", ""))):
                 self._error(HTTPStatus.FORBIDDEN, "this viewer answers only to a loopback Host", head)
                 return
+            url = urlsplit(self.path)
             try:
-                body, content_type = app.route(urlsplit(self.path).path)
+                body, content_type = app.route(url.path, url.query)
             except NotFound as exc:
                 self._error(HTTPStatus.NOT_FOUND, str(exc), head)
+                return
+            except BadRequest as exc:
+                self._error(HTTPStatus.BAD_REQUEST, str(exc), head)
                 return
             except Exception as exc:  # noqa: BLE001 - the page shows the error; the server keeps serving
                 self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}", head)

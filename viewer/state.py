@@ -41,6 +41,9 @@ from viewer.tail import LogTail
 LOG_NAME = "events.avro"
 QUIET_AFTER_S = 10.0  # a run set whose log has not changed for this long and has no open run is idle
 MAX_BREAKS_LISTED = 50
+SEARCH_HITS_PER_UNIT = 3
+SNIPPET_CONTEXT = 60  # characters either side of a search hit
+SEARCH_CACHE = 16  # answers kept per run set
 
 
 def json_safe(value: Any) -> Any:
@@ -81,6 +84,9 @@ class RunState:
     model_calls: int = 0
     priced_calls: int = 0  # ModelCalls naming their price-table entry (queries.run_model_costs' rule)
     cost_usd: float = 0.0
+    input_tokens: int = 0  # over its ModelCall events
+    output_tokens: int = 0
+    memory_tokens: int = 0  # tokens its memory reads admitted into the agent's context
     why: str | None = None  # why the run was excluded or broke: its run-level system Turn (bounded)
 
     @property
@@ -119,6 +125,7 @@ class RunState:
             "unit_id": self.unit_id,
             "condition": self.condition,
             "task": started.get("task"),
+            "construct": started.get("construct"),
             "seed": started.get("seed"),
             "attempt": started.get("attempt"),
             "state": "running" if self.ended is None else self.ended.get("status"),
@@ -136,6 +143,9 @@ class RunState:
             "dead_letters": self.dead_letters,
             "model_calls": self.model_calls,
             "cost_usd": self.cost_usd,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "memory_tokens": self.memory_tokens,
             "duration_ms": (self.last_ts - self.first_ts) // 1000 if self.first_ts else 0,
         }
 
@@ -176,6 +186,7 @@ class LiveRunSet:
         self.last_ts = 0
         self._ladder_cache: tuple[int, list[dict[str, Any]]] | None = None
         self._summaries = 0  # RunSummary events seen (the ladder's cache key)
+        self._search_cache: dict[tuple[str, int], dict[str, Any]] = {}
 
     def refresh(self) -> None:
         """Read and fold every complete block the log gained since the last refresh."""
@@ -209,6 +220,10 @@ class LiveRunSet:
             run.model_calls += 1
             run.priced_calls += event.payload.get("cost_usd") is not None and event.payload.get("price") is not None
             run.cost_usd += float(event.payload.get("cost_usd") or 0.0)
+            run.input_tokens += int(event.payload.get("input_tokens") or 0)
+            run.output_tokens += int(event.payload.get("output_tokens") or 0)
+        elif event.kind == "MemoryRead":
+            run.memory_tokens += int(event.payload.get("tokens_admitted") or 0)
         elif event.kind == "Turn" and event.session_index < 0 and event.payload.get("role") == "system":
             text = (event.payload.get("text") or {}).get("text") or ""  # the model's or adapter's own words
             run.why = text if len(text) <= WHY_BOUND else text[:WHY_BOUND] + "…"
@@ -341,6 +356,54 @@ class LiveRunSet:
                         "resets": self.resets},
             }
 
+    def cell_run_id(self, unit_id: str) -> str | None:
+        """The run id of the unit's cell (the newest attempt while none has ended), or None."""
+        with self._lock:
+            runs = [r for r in self.runs.values() if r.unit_id == unit_id]
+            if not runs:
+                return None
+            cell = unit_row(runs)
+            return (cell or max(runs, key=lambda r: r.first_ts)).run_id
+
+    def unit_ids(self, task: str, seed: str) -> dict[str, str]:
+        """condition -> unit id of every unit of one (trap, seed)."""
+        with self._lock:
+            return {r.condition: r.unit_id for r in self.runs.values()
+                    if r.started and str(r.started.get("task")) == task and str(r.started.get("seed")) == seed}
+
+    def search(self, query: str) -> dict[str, Any]:
+        """Units whose trajectory holds QUERY (case-insensitive) in an instruction, a turn, a tool's
+        output, a memory read's query or context, or a memory write: each with its first hits.
+        Reads the log's blocks back once per (query, log size); the answer is cached."""
+        needle = query.casefold()
+        with self._lock:
+            key = (needle, self.events)
+            cached = self._search_cache.get(key)
+            if cached is not None:
+                return cached
+            offsets = sorted({o for r in self.runs.values() for o in r.blocks})
+            unit_of = {r.run_id: r.unit_id for r in self.runs.values()}
+            tail = self.tail
+        hits: dict[str, list[dict[str, Any]]] = {}
+        for offset in offsets:
+            for event in tail.read_block(offset):
+                for where, text in _searchable(event):
+                    at = text.casefold().find(needle)
+                    if at < 0:
+                        continue
+                    found = hits.setdefault(unit_of.get(event.run_id, event.unit_id), [])
+                    if len(found) < SEARCH_HITS_PER_UNIT:
+                        start = max(0, at - SNIPPET_CONTEXT)
+                        found.append({"run_id": event.run_id, "session": event.session_index, "seq": event.seq,
+                                      "kind": event.kind, "where": where,
+                                      "snippet": text[start:at + len(needle) + SNIPPET_CONTEXT]})
+        answer = {"query": query, "units": hits, "blocks_read": len(offsets)}
+        with self._lock:
+            if len(self._search_cache) >= SEARCH_CACHE:
+                self._search_cache.pop(next(iter(self._search_cache)))
+            self._search_cache[key] = answer
+        return answer
+
     def has_run(self, run_id: str) -> bool:
         with self._lock:
             return run_id in self.runs
@@ -407,6 +470,26 @@ class LiveRunSet:
             "run_events": run_level,
             "sessions": [sessions[i] for i in sorted(sessions)],
         }
+
+
+def _text(value: Any) -> str:
+    return (value.get("text") or "") if isinstance(value, dict) else (value or "")
+
+
+def _searchable(event: Event) -> list[tuple[str, str]]:
+    """The agent- and memory-facing texts of an event that a search looks in: (where, text)."""
+    p = event.payload
+    if event.kind == "Turn":
+        return [(f"turn ({p.get('role')})", _text(p.get("text")))]
+    if event.kind == "ToolResult":
+        return [(f"tool output ({p.get('name')})", _text(p.get("output")))]
+    if event.kind == "SessionStarted":
+        return [("instruction", _text(p.get("instruction")))]
+    if event.kind == "MemoryRead":
+        return [("memory query", _text(p.get("query"))), ("memory context", _text(p.get("context")))]
+    if event.kind == "MemoryWrite":
+        return [(f"memory item {p.get('memory_id')}", _text(p.get("content")))]
+    return []
 
 
 def _model_totals() -> dict[str, Any]:

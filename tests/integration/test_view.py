@@ -260,3 +260,97 @@ def test_the_page_shows_model_calls_memory_and_a_broken_chain(tmp_path, browser)
             assert problems == []
     finally:
         server.close()
+
+
+def test_a_report_cell_and_the_units_table_lead_to_units_and_paired_views(smoke_home, run_set_id, browser, tmp_path):
+    """As a reader: from report.html (served by the viewer) a matrix cell opens its unit, and its ⇄
+    the trap and seed under every condition side by side; on the run
+    set's page the units table is filtered by condition and outcome, sorted by cost, searched in the
+    trajectories (a reviewer's literal that only the turns and memory hold), and a row's pair link
+    opens the same trap and seed under B0 and B5 side by side — B0 failed, B5 passed with the memory
+    it read admitted. The table's state survives a reload from the URL."""
+    from playwright.sync_api import expect
+
+    with viewer(smoke_home) as url, page_of(browser) as (page, problems):
+        page.set_viewport_size({"width": 1500, "height": 1000})
+        page.goto(url + f"runs/{run_set_id}/report.html")
+        page.locator("#matrix a[href*='smoke-client-header%2FB5%2F2']").click()
+        page.wait_for_selector("section.session[data-session='3']", timeout=30_000)
+        assert page.locator("h1").inner_text().startswith("smoke/smoke-client-header/B5/2")
+        page.go_back()
+        page.locator("#matrix a.pair[href$='/smoke-client-header/2']").first.click()
+        page.wait_for_selector(".pair-session[data-session='3']", timeout=30_000)
+        assert [h.get_attribute("data-condition") for h in page.locator(".pair-head").all()] == ["B0", "B5"]
+
+        page.goto(url + f"#/rs/{run_set_id}")
+        page.wait_for_selector("#units tbody tr", timeout=30_000)
+        expect(page.locator("#units-count")).to_have_text("12 of 12 units")
+        page.select_option("#filter-condition", "B0")
+        page.select_option("#filter-outcome", "fail")
+        expect(page.locator("#units-count")).to_have_text("6 of 12 units")
+        page.locator("th[data-sort='cost_usd']").click()
+        page.locator("th[data-sort='events']").click()
+        page.locator("th[data-sort='events']").click()  # descending
+        events = [int(t) for t in page.locator("#units tbody tr td:nth-child(14)").all_inner_texts()]
+        assert events == sorted(events, reverse=True) and len(events) == 6
+        page.select_option("#filter-outcome", "")
+        page.fill("#unit-search", "X-Ledger-Client")
+        expect(page.locator("#search-state")).to_contain_text("units hold it", timeout=30_000)
+        rows = page.locator("#units tbody tr")
+        expect(rows).to_have_count(2)  # B0, seeds 1 and 2, of the one trap whose review names the header
+        assert all("smoke-client-header" in u for u in rows.locator("a.unit-link").all_inner_texts())
+        assert "X-Ledger-Client" in rows.first.locator(".hit").inner_text()
+        assert "condition=B0" in page.url and "q=X-Ledger-Client" in page.url and "sort=events" in page.url
+        page.reload()
+        expect(page.locator("#units-count")).to_have_text("2 of 12 units", timeout=30_000)
+        assert page.locator("#filter-condition").input_value() == "B0"
+        page.screenshot(path=str(tmp_path / "units.png"), full_page=True)
+
+        page.locator("a.pair-link[data-unit-id='smoke/smoke-client-header/B0/1']").click()
+        page.wait_for_selector(".pair-session[data-session='3']", timeout=30_000)
+        assert "conditions=B0,B5" in page.url
+        heads = page.locator(".pair-head")
+        assert heads.nth(0).get_attribute("data-condition") == "B0" and heads.nth(1).get_attribute("data-condition") == "B5"
+        assert "fail" in heads.nth(0).locator("h2").inner_text() and "pass" in heads.nth(1).locator("h2").inner_text()
+        scored = page.locator(".pair-session[data-session='3']")
+        assert scored.locator(".pair-cell[data-condition='B5'] .memory-item.admitted").count() >= 1
+        assert scored.locator(".pair-cell[data-condition='B0'] .memory-item").count() == 0
+        assert scored.locator(".pair-cell[data-condition='B5'] > .verdict[data-outcome='pass']").count() == 1
+        assert not scored.locator(".pair-cell details.trajectory").first.evaluate("d => d.open")  # collapsed
+        assert page.locator("#patch-diffs .patch-diff[data-a='B0'][data-b='B5'] pre.diff").count() == 1
+        page.screenshot(path=str(tmp_path / "pair.png"), full_page=True)
+        assert problems == []
+
+
+def test_agent_text_stays_inert_in_the_paired_view_and_the_search(tmp_path, browser):
+    """Markup in an agent's turn, a memory item and a patch (agent-controlled) is shown as text in
+    the search hits and the paired view: no element is made from it and nothing of it runs.
+    Control: the same text given to the page as HTML does make an element."""
+    from playwright.sync_api import expect
+    from viewer.http_server import ViewServer
+    from tests.viewer.test_view_logs import write_log
+
+    attack = '<img class="injected" src=x onerror="document.title=\'owned\'">'
+    write_log(tmp_path / "runs" / "rs" / "events.avro", [
+        dict(run_set="rs", task="t1", condition="B0", seed=1, outcome="fail", patch_line=attack),
+        dict(run_set="rs", task="t1", condition="B5", seed=1, agent_text="done " + attack, memory_text="note " + attack),
+    ]).close()
+    server = ViewServer(tmp_path / "runs").start()
+    try:
+        with page_of(browser) as (page, problems):
+            page.goto(server.url + "#/rs/rs?q=" + "onerror")
+            expect(page.locator("#search-state")).to_contain_text("units hold it", timeout=30_000)
+            assert attack in page.locator("#units").inner_text()
+            page.goto(server.url + "#/pair/rs/t1/1?conditions=B0,B5")
+            page.wait_for_selector(".pair-session[data-session='2']", timeout=30_000)
+            for d in page.locator("details").all():
+                d.locator("summary").first.click()  # open every trajectory and patch: all of it in the DOM, shown
+            assert attack in page.locator(".pair-cell[data-condition='B5'] .memory-content").first.inner_text()
+            assert attack in page.locator("#patch-diffs").inner_text()
+            assert page.locator("img.injected").count() == 0 and page.title() != "owned"
+            assert page.locator("script").count() == 1  # the page's own app.js, nothing added
+            assert problems == []
+            page.set_content(f"<p>{attack}</p>")  # control: as HTML, the text is an element
+            assert page.locator("img.injected").count() == 1
+    finally:
+        server.close()

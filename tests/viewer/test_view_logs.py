@@ -38,11 +38,15 @@ def _model_call(n: int) -> dict:
 
 
 def emit_run(publish, run_set: str, task: str, condition: str, seed: int, outcome: str = "pass",
-             end: str | None = "completed", attempt: int = 1, cut: bool | None = None) -> RunEmitter:
+             end: str | None = "completed", attempt: int = 1, cut: bool | None = None,
+             agent_text: str | None = None, memory_text: str = "use the header X-Test",
+             patch_line: str | None = None) -> RunEmitter:
     """One unit's run of two sessions (S1 sets up evidence, S2 is scored with `outcome`), with a model
     call, a memory read and write, a patch and an oracle verdict. `end`: RunEnded status, or None to
     leave the run open (still running). `cut` (by default when `end` is excluded): S2 stops before
-    its verdict, as a run does that is excluded (nothing after the scored verdict excludes)."""
+    its verdict, as a run does that is excluded (nothing after the scored verdict excludes).
+    `agent_text`, `memory_text`, `patch_line`: the scored session's agent turn, the memory written in S1,
+    the line the scored patch adds (agent-controlled text, for the viewer's search and escaping)."""
     cut = end == "excluded" if cut is None else cut
     unit_id = f"suite/{task}/{condition}/{seed}"
     run_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{run_set}/{unit_id}/{attempt}"))
@@ -71,8 +75,10 @@ def emit_run(publish, run_set: str, task: str, condition: str, seed: int, outcom
                              "is_patch": True})
         em.emit("ToolResult", {"call_id": f"call-{index}", "name": "write_file", "exit_code": 0, "duration_ms": 1,
                                "output_size": 2, "is_patch": True, "output": bounded_text("ok")})
-        em.emit("Turn", _turn("agent", f"wrote step {index}", (100, 20)))
-        diff = f"--- a/app.py\n+++ b/app.py\n@@ -1 +1,2 @@\n x = 1\n+step_{index} = True\n"
+        said = agent_text if scored and agent_text is not None else f"wrote step {index}"
+        em.emit("Turn", _turn("agent", said, (100, 20)))
+        added = patch_line if scored and patch_line is not None else f"step_{index} = True"
+        diff = f"--- a/app.py\n+++ b/app.py\n@@ -1 +1,2 @@\n x = 1\n+{added}\n"
         em.emit("PatchProduced", {"files": ["app.py"], "added_lines": 1, "removed_lines": 0,
                                   "production_paths": ["app.py"], "test_paths": [], "stripped_paths": [],
                                   "diff_sha256": "5" * 64, "production_diff": diff, "production_diff_sha256": "6" * 64,
@@ -88,7 +94,7 @@ def emit_run(publish, run_set: str, task: str, condition: str, seed: int, outcom
             review = em.emit("Turn", _turn("user", "review: use the header X-Test", source=f"{task}-e1"))
             em.emit("MemoryWrite", {"memory_id": f"{condition}:m1", "memory_type": "review", "scope": [],
                                     "provenance_event_ids": [review.event_id],
-                                    "content": bounded_text("use the header X-Test")})
+                                    "content": bounded_text(memory_text)})
     em.session_index = -1
     if end is not None:
         em.emit("RunEnded", {"status": end, "error_type": "isolation_unavailable" if end == "excluded" else

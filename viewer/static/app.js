@@ -1,4 +1,5 @@
-// membench view: polls the JSON API and renders three views (run sets, one run set, one run).
+// membench view: polls the JSON API and renders its views (run sets, one run set, one run or unit,
+// one trap and seed under several conditions side by side).
 // Every text from the logs goes into the page through textContent, never as HTML.
 "use strict";
 
@@ -91,9 +92,17 @@ async function getJSON(url) {
 }
 
 function route() {
-  const parts = location.hash.replace(/^#\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
+  const hash = location.hash.replace(/^#\/?/, "");
+  const at = hash.indexOf("?");
+  const params = new URLSearchParams(at < 0 ? "" : hash.slice(at + 1));
+  const parts = (at < 0 ? hash : hash.slice(0, at)).split("/").filter(Boolean).map(decodeURIComponent);
   if (parts[0] === "rs" && parts[1]) return { view: "runSet", id: parts[1] };
   if (parts[0] === "run" && parts[1]) return { view: "run", id: parts[1] };
+  // a unit id holds slashes: escaped or not, everything after the run set is the id
+  if (parts[0] === "unit" && parts.length >= 3) return { view: "unit", runSet: parts[1], id: parts.slice(2).join("/") };
+  if (parts[0] === "pair" && parts.length === 4) {
+    return { view: "pair", runSet: parts[1], task: parts[2], seed: parts[3], conditions: params.get("conditions") || "" };
+  }
   return { view: "home" };
 }
 function link(href, text, attrs) { return el("a", { href, ...(attrs || {}) }, text); }
@@ -152,19 +161,212 @@ function ladder(rows) {
   return box;
 }
 
+// The units table keeps its controls across polls (focus and typing survive a refresh); its state
+// (filters, sort, search, page) lives in the URL: #/rs/<run set>?condition=B5&sort=cost_usd&desc=1&q=…
+const PAGE_SIZE = 200;
+const FILTERS = [["condition", "condition"], ["construct", "construct"], ["task", "sequence"], ["seed", "seed"],
+  ["outcome", "outcome"], ["reason", "failure / exclusion"]];
+const SORTS = { events: "events", attempts: "attempts", duration_ms: "duration", tokens: "tokens",
+  memory_tokens: "memory tokens", cost_usd: "cost", seed: "seed" };
+let unitsData = null;   // the run set's last answer
+let deepHits = { key: "", units: {} };  // the server's full-text search answer for the current q
+let searching = "";  // the search being answered: a growing log does not queue another one meanwhile
+
+function unitOutcome(u) {
+  if (u.state === "running") return "running";
+  if (u.valid) return u.passed ? "pass" : "fail";
+  return u.excluded ? "excluded" : "error";
+}
+function unitReason(u) { return u.failure_reason ?? u.exclusion_reason ?? u.error_type ?? ""; }
+function unitValue(u, key) {
+  if (key === "tokens") return (u.input_tokens || 0) + (u.output_tokens || 0);
+  if (key === "attempts") return u.attempts.length;
+  if (key === "outcome") return unitOutcome(u);
+  if (key === "reason") return unitReason(u);
+  return u[key];
+}
+function hashParams() {
+  const hash = location.hash;
+  const at = hash.indexOf("?");
+  return new URLSearchParams(at < 0 ? "" : hash.slice(at + 1));
+}
+function setParams(runSet, params) {
+  for (const [k, v] of [...params]) if (v === "") params.delete(k);
+  const query = params.toString();
+  history.replaceState(null, "", runSetHref(runSet) + (query ? "?" + query : ""));
+}
+function pairHref(runSet, task, seed, conditions) {
+  return `#/pair/${encodeURIComponent(runSet)}/${encodeURIComponent(task)}/${encodeURIComponent(seed)}` +
+    (conditions && conditions.length ? "?conditions=" + conditions.map(encodeURIComponent).join(",") : "");
+}
+// the conditions a unit's pair link opens: the first condition (the ladder's base) and the unit's own
+function pairConditions(data, u) {
+  const order = data.progress.map((p) => p.condition);
+  const ran = order.filter((c) => data.units.some((o) => o.task === u.task && o.seed === u.seed && o.condition === c));
+  const first = ran[0];
+  if (u.condition !== first) return [first, u.condition];
+  return ran.slice(0, 2);
+}
+
+function unitControls(runSet) {
+  const params = hashParams();
+  const controls = el("div", { id: "unit-controls", class: "controls", "data-run-set": runSet });
+  for (const [key, label] of FILTERS) {
+    const select = el("select", { id: "filter-" + key, "data-filter": key, "aria-label": label },
+      el("option", { value: "", text: `${label}: all` }));
+    select.addEventListener("change", () => {
+      const p = hashParams(); p.set(key, select.value); p.delete("page"); setParams(runSet, p); renderUnits();
+    });
+    controls.append(select);
+  }
+  const search = el("input", { id: "unit-search", type: "search", placeholder: "search units, reasons, turns, tool output, memory…",
+    value: params.get("q") || "", "aria-label": "search" });
+  let debounce = null;
+  search.addEventListener("input", () => {
+    clearTimeout(debounce);
+    debounce = setTimeout(() => {
+      const p = hashParams(); p.set("q", search.value); p.delete("page"); setParams(runSet, p); renderUnits(); deepSearch();
+    }, 250);
+  });
+  const clear = el("button", { id: "clear-filters", type: "button", text: "clear" });
+  clear.addEventListener("click", () => {
+    setParams(runSet, new URLSearchParams()); search.value = "";
+    for (const s of controls.querySelectorAll("select")) s.value = "";
+    renderUnits();
+  });
+  controls.append(search, clear, el("span", { id: "search-state", class: "muted" }));
+  return controls;
+}
+
+function refreshFilterOptions(data) {
+  const params = hashParams();
+  for (const [key, label] of FILTERS) {
+    const select = document.getElementById("filter-" + key);
+    if (!select) continue;
+    const values = [...new Set(data.units.map((u) => unitValue(u, key)).filter((v) => v !== null && v !== undefined && v !== "")
+      .map(String))].sort((a, b) => a.localeCompare(b, undefined, { numeric: true }));
+    const wanted = params.get(key) || "";
+    if (wanted && !values.includes(wanted)) values.push(wanted);  // a state from the URL stays selectable
+    const joined = values.join("\u0000");
+    if (select.dataset.values !== joined) {
+      select.dataset.values = joined;
+      select.replaceChildren(el("option", { value: "", text: `${label}: all` }),
+        ...values.map((v) => el("option", { value: v, text: v })));
+    }
+    select.value = wanted;
+  }
+  const search = document.getElementById("unit-search");
+  if (search && document.activeElement !== search) search.value = params.get("q") || "";
+}
+
+async function deepSearch() {
+  const data = unitsData;
+  const q = (hashParams().get("q") || "").trim();
+  const state = document.getElementById("search-state");
+  if (!data || q.length < 2) { deepHits = { key: "", units: {} }; if (state) state.textContent = ""; renderUnits(); return; }
+  const key = `${data.run_set}\u0000${data.events}\u0000${q}`;
+  if (deepHits.key === key || searching.endsWith("\u0000" + q)) return;
+  searching = key;
+  if (state) state.textContent = "searching trajectories…";
+  try {
+    const answer = await getJSON(`/api/run_sets/${encodeURIComponent(data.run_set)}/search?q=${encodeURIComponent(q)}`);
+    if ((hashParams().get("q") || "").trim() !== q) return;  // the user typed on
+    deepHits = { key, units: answer.units };
+    if (state) state.textContent = `trajectories searched: ${Object.keys(answer.units).length} units hold it`;
+  } catch (err) {
+    if (state) state.textContent = "search failed: " + err.message;
+  } finally {
+    if (searching === key) searching = "";
+  }
+  renderUnits();
+}
+
+function filteredUnits(data, params) {
+  const q = (params.get("q") || "").trim().toLowerCase();
+  const deep = deepHits.key.endsWith("\u0000" + (params.get("q") || "").trim()) ? deepHits.units : {};
+  let rows = data.units.filter((u) => FILTERS.every(([key]) => {
+    const want = params.get(key);
+    return !want || String(unitValue(u, key) ?? "") === want;
+  }));
+  if (q) {
+    rows = rows.filter((u) => deep[u.unit_id] || [u.unit_id, u.run_id, u.task, unitReason(u), u.why]
+      .some((t) => t && String(t).toLowerCase().includes(q)));
+  }
+  const sort = params.get("sort");
+  if (sort && SORTS[sort]) {
+    const sign = params.get("desc") ? -1 : 1;
+    rows = [...rows].sort((a, b) => sign * ((Number(unitValue(a, sort)) || 0) - (Number(unitValue(b, sort)) || 0)));
+  }
+  return { rows, deep };
+}
+
+function sortHeader(runSet, key, params) {
+  const active = params.get("sort") === key;
+  const arrow = active ? (params.get("desc") ? " ▼" : " ▲") : "";
+  const th = el("th", { class: "num sortable", "data-sort": key, title: "sort", text: SORTS[key] + arrow });
+  th.addEventListener("click", () => {
+    const p = hashParams();
+    if (active && !p.get("desc")) p.set("desc", "1"); else p.delete("desc");
+    if (active && params.get("desc")) p.delete("sort"); else p.set("sort", key);
+    setParams(runSet, p); renderUnits();
+  });
+  return th;
+}
+
+function renderUnits() {
+  const data = unitsData;
+  const box = document.getElementById("units-box");
+  if (!data || !box) return;
+  const params = hashParams();
+  const { rows, deep } = filteredUnits(data, params);
+  const pages = Math.max(1, Math.ceil(rows.length / PAGE_SIZE));
+  const page = Math.min(pages, Math.max(1, parseInt(params.get("page") || "1", 10) || 1));
+  const shown = rows.slice((page - 1) * PAGE_SIZE, page * PAGE_SIZE);
+  const body = shown.map((u) => {
+    const hits = deep[u.unit_id] || [];
+    return el("tr", { "data-unit-id": u.unit_id, "data-state": u.state },
+      el("td", {}, link(runHref(u.run_id), u.unit_id, { class: "unit-link", "data-unit-id": u.unit_id }),
+        hits.length ? el("div", { class: "hit", title: `${hits.length === 3 ? "3 or more" : hits.length} hits in its trajectory` },
+          el("b", { text: `${hits[0].where}, session ${hits[0].session}: ` }), "…" + hits[0].snippet + "…") : null),
+      el("td", { text: u.condition }), el("td", { text: u.construct ?? "—" }), el("td", { text: u.task ?? "—" }),
+      el("td", { class: "num", text: u.seed ?? "—" }),
+      el("td", { class: "num", text: u.attempts.length }), el("td", {}, stateBadge(u.state)),
+      el("td", {}, u.state === "running" ? badge(`session ${u.session}`, "muted") : verdictBadge(u.valid ? u.passed : null)),
+      el("td", { text: unitReason(u), title: u.why ?? "" }),
+      el("td", { class: "num", text: ((u.duration_ms || 0) / 1000).toFixed(1) }),
+      el("td", { class: "num", text: unitValue(u, "tokens") }), el("td", { class: "num", text: u.memory_tokens ?? 0 }),
+      el("td", { class: "num", text: fmt.usd(u.cost_usd) }),
+      el("td", { class: "num", text: u.events }),
+      el("td", {}, !u.chain_ok ? badge("broken", "broken") : u.dead_letters ? badge("not verified", "broken") : badge("ok", "ok")),
+      el("td", {}, u.task !== null && u.task !== undefined
+        ? link(pairHref(data.run_set, u.task, u.seed, pairConditions(data, u)), "pair", { class: "pair-link", "data-unit-id": u.unit_id }) : null));
+  });
+  const head = el("tr", {}, el("th", { text: "unit" }), el("th", { text: "condition" }), el("th", { text: "construct" }),
+    el("th", { text: "sequence" }), sortHeader(data.run_set, "seed", params), sortHeader(data.run_set, "attempts", params),
+    el("th", { text: "state" }), el("th", { text: "verdict" }), el("th", { text: "failure / exclusion" }),
+    sortHeader(data.run_set, "duration_ms", params), sortHeader(data.run_set, "tokens", params),
+    sortHeader(data.run_set, "memory_tokens", params), sortHeader(data.run_set, "cost_usd", params),
+    sortHeader(data.run_set, "events", params), el("th", { text: "chain" }), el("th", { text: "side by side" }));
+  const pager = el("div", { class: "pager", id: "units-pager" },
+    el("span", { id: "units-count", "data-matching": rows.length, text: `${rows.length} of ${data.units.length} units` +
+      (pages > 1 ? ` · page ${page} of ${pages}` : "") }));
+  for (const [label, to] of [["« previous", page - 1], ["next »", page + 1]]) {
+    if (to < 1 || to > pages) continue;
+    const button = el("button", { type: "button", text: label, "data-page": to });
+    button.addEventListener("click", () => { const p = hashParams(); p.set("page", String(to)); setParams(data.run_set, p); renderUnits(); });
+    pager.append(" ", button);
+  }
+  box.replaceChildren(pager, el("table", { id: "units" }, el("thead", {}, head), el("tbody", {}, body)));
+}
+
 function renderRunSet(data) {
   crumbs.replaceChildren(link("#/", "run sets"), " / ", data.run_set);
+  const previous = unitsData;
+  unitsData = data;
   const chain = logBadge(data, data.chain.breaks.length, `chain ok · ${data.chain.events_checked} events`);
-  const units = data.units.map((u) => el("tr", { "data-unit-id": u.unit_id, "data-state": u.state },
-    el("td", {}, link(runHref(u.run_id), u.unit_id, { class: "unit-link", "data-unit-id": u.unit_id })),
-    el("td", { text: u.condition }), el("td", { text: u.task ?? "—" }), el("td", { class: "num", text: u.seed ?? "—" }),
-    el("td", { class: "num", text: u.attempts.length }), el("td", {}, stateBadge(u.state)),
-    el("td", {}, u.state === "running" ? badge(`session ${u.session}`, "muted") : verdictBadge(u.valid ? u.passed : null)),
-    el("td", { text: u.failure_reason ?? u.exclusion_reason ?? u.error_type ?? "", title: u.why ?? "" }),
-    el("td", { class: "num", text: u.events }),
-    el("td", {}, !u.chain_ok ? badge("broken", "broken") : u.dead_letters ? badge("not verified", "broken") : badge("ok", "ok"))));
-  const parts = [
-    el("h1", {}, data.run_set, " ", liveBadge(data), " ", chain),
+  const top = [
+    el("h1", {}, data.run_set, " ", liveBadge(data), " ", chain, " ",
+      el("a", { href: `/runs/${encodeURIComponent(data.run_set)}/report.html`, class: "report-link", text: "report.html" })),
     el("div", { class: "cards" },
       card("suite", data.suite ?? "—"), card("agent", data.agent ?? "—"),
       card("units started", data.units_started, "units-started"), card("units finished", data.units_finished, "units-finished"),
@@ -173,25 +375,36 @@ function renderRunSet(data) {
     el("h2", { text: "Progress per condition" }), progressTable(data.progress),
     el("h2", { text: "Ladder: pass rate per condition, 95% CI (trap-cluster bootstrap)" }), ladder(data.ladder),
     el("h2", { text: "Units" }),
-    table(["unit", "condition", "task", { label: "seed", num: 1 }, { label: "attempts", num: 1 }, "state", "verdict",
-      "failure / exclusion", { label: "events", num: 1 }, "chain"], units, { id: "units" }),
   ];
+  const bottom = [];
   if (data.chain.breaks.length) {
-    parts.push(el("h2", { text: "Chain breaks" }), table(["unit", "run", { label: "seq", num: 1 }, "reason"],
+    bottom.push(el("h2", { text: "Chain breaks" }), table(["unit", "run", { label: "seq", num: 1 }, "reason"],
       data.chain.breaks.map((b) => el("tr", {}, el("td", { text: b.unit_id }), el("td", {}, link(runHref(b.run_id), b.run_id)),
         el("td", { class: "num", text: b.seq }), el("td", { text: b.reason })))));
   }
   if (data.dead_letters.length) {
-    parts.push(el("h2", { text: "Events the processors could not fold" }), table(["run", { label: "seq", num: 1 }, "reason"],
+    bottom.push(el("h2", { text: "Events the processors could not fold" }), table(["run", { label: "seq", num: 1 }, "reason"],
       data.dead_letters.map((d) => el("tr", {}, el("td", { text: d.run_id }), el("td", { class: "num", text: d.seq }),
         el("td", { text: d.reason })))));
   }
-  if (data.log.error) parts.push(el("p", { class: "errorbox", text: "Log: " + data.log.error }));
-  parts.push(el("p", { class: "muted", id: "log-position",
+  if (data.log.error) bottom.push(el("p", { class: "errorbox", text: "Log: " + data.log.error }));
+  bottom.push(el("p", { class: "muted", id: "log-position",
     text: `log: ${data.log.read_to} of ${data.log.bytes} bytes read in ${data.log.blocks} blocks` +
       (data.log.pending_bytes ? ` · ${data.log.pending_bytes} bytes of a block still being written` : "") }));
-  app.replaceChildren(...parts);
+  const controls = document.getElementById("unit-controls");
+  if (!controls || controls.dataset.runSet !== data.run_set) {
+    deepHits = { key: "", units: {} };
+    app.replaceChildren(el("div", { id: "rs-top" }, top), unitControls(data.run_set), el("div", { id: "units-box" }),
+      el("div", { id: "rs-bottom" }, bottom));
+  } else {
+    document.getElementById("rs-top").replaceChildren(...top);
+    document.getElementById("rs-bottom").replaceChildren(...bottom);
+  }
+  refreshFilterOptions(data);
+  renderUnits();
+  if (!previous || previous.events !== data.events || previous.run_set !== data.run_set) deepSearch();
 }
+
 
 // ------------------------------------------------------------------------------- one run's events
 
@@ -337,6 +550,89 @@ function renderRun(data) {
     ...sessions);
 }
 
+
+// ------------------------------------------------------------------------------- the paired view
+
+function memoryList(items) {
+  if (!items || !items.length) return el("p", { class: "muted", text: "no memory read" });
+  return el("ul", { class: "ids memory-items" }, items.map((m) =>
+    el("li", { class: `memory-item ${m.admitted ? "admitted" : "muted"} ${m.cited ? "cited" : ""}`, "data-memory-id": m.memory_id },
+      el("code", { text: m.memory_id }), " ", m.admitted ? badge("admitted", "ok") : badge("not admitted", "muted"),
+      m.cited ? [" ", badge("cited", "pass")] : null,
+      m.content !== null && m.content !== undefined ? el("div", { class: "memory-content", text: m.content }) : null)));
+}
+
+function pairCell(run, s, condition) {
+  if (!s) return el("div", { class: "pair-cell muted", "data-condition": condition, text: "no such session" });
+  const count = (kind) => s.events.filter((e) => e.kind === kind).length;
+  const verdictEvent = [...s.events].reverse().find((e) => e.kind === "OracleVerdict");
+  const patch = [...s.events].reverse().find((e) => e.kind === "PatchProduced");
+  const scored = s.started && s.started.scored;
+  const v = verdictEvent ? verdictEvent.payload : null;
+  return el("div", { class: "pair-cell", "data-condition": condition },
+    s.verdict ? badge(s.verdict.outcome, s.verdict.outcome) : badge("in progress", "running"),
+    s.failure && s.failure.failure_reason ? el("span", { class: "failure", "data-failure-reason": s.failure.failure_reason,
+      text: " " + s.failure.failure_reason }) : null,
+    s.started ? details("instruction", pre(fmt.text(s.started.instruction))) : null,
+    el("h4", { text: "Memory read" }), memoryList(s.memory_items),
+    el("h4", { text: "Oracle" }),
+    v ? el("div", { class: "verdict", "data-outcome": v.outcome }, badge(v.outcome, v.outcome), " ",
+      kv([["exit", v.exit_status], ["isolation", v.isolation]]),
+      (v.cases || []).length ? table(["case", "outcome"], v.cases.map((c) =>
+        el("tr", {}, el("td", { text: c.case_id }), el("td", {}, badge(c.outcome, c.outcome))))) : null)
+      : el("p", { class: "muted", text: "no verdict" }),
+    patch ? details(`patch: +${patch.payload.added_lines} −${patch.payload.removed_lines} in ${(patch.payload.files || []).length} files`,
+      patch.payload.production_diff !== null && patch.payload.production_diff !== undefined
+        ? diffBlock(patch.payload.production_diff) : el("p", { class: "muted", text: "large diff: in the blob store" }), scored) : null,
+    el("details", { class: "trajectory" },
+      el("summary", { text: `trajectory: ${s.events.length} events, ${count("Turn")} turns, ${count("ToolCall")} tool calls` }),
+      s.events.map(renderEvent)));
+}
+
+function renderPair(data) {
+  currentRunSet = data.run_set;
+  crumbs.replaceChildren(link("#/", "run sets"), " / ", link(runSetHref(data.run_set), data.run_set), " / ",
+    `${data.task} · seed ${data.seed}`);
+  const toggles = el("div", { class: "controls", id: "pair-conditions" }, "conditions: ", data.available.flatMap((c) => {
+    const on = data.conditions.includes(c);
+    const next = on ? data.conditions.filter((x) => x !== c) : data.available.filter((x) => x === c || data.conditions.includes(x));
+    return [link(pairHref(data.run_set, data.task, data.seed, next.length ? next : [c]), (on ? "☑ " : "☐ ") + c,
+      { class: on ? "toggle on" : "toggle", "data-condition": c }), " "];
+  }));
+  const columns = data.columns;
+  const grid = (cells, cls) => {
+    const row = el("div", { class: "pair-row " + (cls || "") }, cells);
+    row.style.gridTemplateColumns = `repeat(${columns.length}, minmax(0, 1fr))`;
+    return row;
+  };
+  const heads = grid(columns.map((col) => {
+    const r = col.run;
+    if (!r) return el("div", { class: "pair-head", "data-condition": col.condition }, el("h2", { text: col.condition }),
+      el("p", { class: "muted", text: "did not run this trap and seed" }));
+    return el("div", { class: "pair-head pair-column", "data-condition": col.condition },
+      el("h2", {}, col.condition, " ", r.valid ? verdictBadge(r.passed) : stateBadge(r.state)),
+      link(runHref(r.run_id), r.unit_id, { class: "unit-link" }),
+      kv([["failure", r.failure_reason], ["excluded", r.exclusion_reason], ["error", r.error_type],
+        ["duration s", ((r.duration_ms || 0) / 1000).toFixed(1)], ["tokens", (r.input_tokens || 0) + (r.output_tokens || 0)],
+        ["memory tokens", r.memory_tokens], ["cost", fmt.usd(r.cost_usd)]]),
+      r.why && !r.passed ? el("p", { class: "why", text: r.why }) : null);
+  }), "heads");
+  const indexes = [...new Set(columns.flatMap((c) => (c.run ? c.run.sessions.map((s) => s.index) : [])))].sort((a, b) => a - b);
+  const sessions = indexes.map((i) => {
+    const scored = columns.some((c) => c.run && c.run.sessions.some((s) => s.index === i && s.started && s.started.scored));
+    return el("section", { class: "pair-session", "data-session": i },
+      el("h3", { text: `Session ${i}${scored ? " (scored)" : ""}` }),
+      grid(columns.map((c) => pairCell(c.run, c.run ? c.run.sessions.find((s) => s.index === i) : null, c.condition))));
+  });
+  const diffs = el("section", { id: "patch-diffs" }, el("h2", { text: "Scored patches: the difference between conditions" }),
+    data.patch_diffs.length ? data.patch_diffs.map((d) => el("div", { class: "patch-diff", "data-a": d.a, "data-b": d.b },
+      el("h3", { text: `${d.a} → ${d.b}` }),
+      d.identical ? el("p", { class: "muted", text: "the two patches are identical" })
+        : d.too_large ? el("p", { class: "muted", text: "too large to diff here" }) : diffBlock(d.diff)))
+      : el("p", { class: "muted", text: "fewer than two conditions produced a scored patch" }));
+  app.replaceChildren(el("h1", { id: "pair" }, `${data.task} · seed ${data.seed}`), toggles, heads, ...sessions, diffs);
+}
+
 // ---------------------------------------------------------------------------------------- polling
 
 async function tick() {
@@ -349,8 +645,16 @@ async function tick() {
     } else if (r.view === "runSet") {
       const data = await getJSON("/api/run_sets/" + encodeURIComponent(r.id));
       if (mine === generation) renderRunSet(data);
+    } else if (r.view === "pair") {
+      const data = await getJSON(`/api/run_sets/${encodeURIComponent(r.runSet)}/pair/${encodeURIComponent(r.task)}/` +
+        `${encodeURIComponent(r.seed)}?conditions=${encodeURIComponent(r.conditions)}`);
+      // re-rendered only when a column changed, so open <details> stay open
+      const key = "pair:" + data.conditions.join(",") + ":" + data.columns.map((c) => c.run ? `${c.run.run_id}:${c.run.events}:${c.run.state}` : "-").join("|");
+      if (mine === generation && key !== lastRunKey) { lastRunKey = key; renderPair(data); }
     } else {
-      const data = await getJSON("/api/runs/" + encodeURIComponent(r.id));
+      const data = await getJSON(r.view === "unit"
+        ? `/api/run_sets/${encodeURIComponent(r.runSet)}/units/${encodeURIComponent(r.id)}`
+        : "/api/runs/" + encodeURIComponent(r.id));
       const key = `${data.run_id}:${data.events}:${data.state}:${data.chain.ok}`;
       if (mine === generation && key !== lastRunKey) { lastRunKey = key; renderRun(data); }
     }
