@@ -626,33 +626,25 @@ class _ModelCall:
                 connection = connection_type(url.hostname, url.port, timeout=settings.timeout_s)
                 self.channel.track(connection, True)
                 try:
-                    try:
+                    try:  # a timeout anywhere is the upstream's silence; any other OSError, unreachable
                         connection.connect()
+                        try:
+                            connection.request("POST", path, body=self.body, headers=headers)
+                        except (socket.timeout, TimeoutError):
+                            raise
+                        except OSError as exc:  # connected, then cut while the request went out
+                            upstream = _answer_after_cut(connection)
+                            if upstream is None:
+                                self._upload_refused(exc)
+                                return
+                        else:
+                            upstream = connection.getresponse()
                     except (socket.timeout, TimeoutError):
                         failed = ("timeout", f"the upstream did not answer within {settings.timeout_s:g} s")
                         continue
                     except OSError as exc:
                         failed = ("upstream_unreachable", f"cannot reach the upstream at {base}: {exc}")
                         continue
-                    try:
-                        connection.request("POST", path, body=self.body, headers=headers)
-                    except (socket.timeout, TimeoutError):
-                        failed = ("timeout", f"the upstream did not take the request within {settings.timeout_s:g} s")
-                        continue
-                    except OSError as exc:  # connected, then cut while the request went out
-                        upstream = _answer_after_cut(connection)
-                        if upstream is None:
-                            self._upload_refused(exc)
-                            return
-                    else:
-                        try:
-                            upstream = connection.getresponse()
-                        except (socket.timeout, TimeoutError):
-                            failed = ("timeout", f"the upstream did not answer within {settings.timeout_s:g} s")
-                            continue
-                        except OSError as exc:
-                            failed = ("upstream_unreachable", f"cannot reach the upstream at {base}: {exc}")
-                            continue
                     if retryable(upstream.status) and attempt < retries and not self.channel.closing:
                         retry_after = upstream.getheader("retry-after")
                         continue  # nothing has reached the caller yet: the next attempt answers it
