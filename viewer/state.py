@@ -404,6 +404,22 @@ class LiveRunSet:
             self._search_cache[key] = answer
         return answer
 
+    def search_corpus(self) -> list[list[Any]]:
+        """Every text a search looks in, in log order: [unit_id, run_id, session, seq, kind, where,
+        text] (a static export searches these in the page, as `search` does here)."""
+        with self._lock:
+            offsets = sorted({o for r in self.runs.values() for o in r.blocks})
+            unit_of = {r.run_id: r.unit_id for r in self.runs.values()}
+            tail = self.tail
+        corpus = []
+        for offset in offsets:
+            for event in tail.read_block(offset):
+                for where, text in _searchable(event):
+                    if text:
+                        corpus.append([unit_of.get(event.run_id, event.unit_id), event.run_id, event.session_index,
+                                       event.seq, event.kind, where, text])
+        return corpus
+
     def has_run(self, run_id: str) -> bool:
         with self._lock:
             return run_id in self.runs
