@@ -26,7 +26,7 @@ from typing import Any
 
 from viewer.http_server import REPORT_CSP, SECURITY_HEADERS, static_file
 from viewer.paired import memory_items, patch_diff, scored_patch
-from viewer.state import LiveRunSet, unit_row
+from viewer.state import LiveRunSet
 
 MARKER = ".membench-site"  # names a directory this writer made, so a second export may replace it
 PARTS = ("index.html", "static", "data", "runs", "blobs", MARKER)
@@ -112,13 +112,11 @@ def write_site(live: LiveRunSet, run_dir: Path, out: Path) -> dict[str, Any]:
     live.refresh()
     exported_at = dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
     blobs_dir = run_dir / "blobs"
-    written: dict[str, int] = {}
 
     def write(name: str, text: str) -> None:
         path = out / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-        written[name] = len(text.encode("utf-8"))
 
     def put(name: str, value: Any) -> None:
         write(name, data_file(name, value))
@@ -126,19 +124,13 @@ def write_site(live: LiveRunSet, run_dir: Path, out: Path) -> dict[str, Any]:
     overview = {**live.overview(), "live": False}  # a snapshot: nothing is being written to it
     detail = {**live.detail(), "live": False}
     run_set = live.run_set
-    with live._lock:
-        runs_by_unit: dict[str, list[Any]] = {}
-        for run in live.runs.values():
-            runs_by_unit.setdefault(run.unit_id, []).append(run)
-        run_ids = list(live.runs)
     index: dict[str, Any] = {"run_set": run_set, "exported_at": exported_at, "runs": {}, "units": {}, "pairs": {},
                              "blobs": {}, "search": "data/search.js"}
     details: dict[str, dict[str, Any]] = {}
-    for n, run_id in enumerate(run_ids):
+    for n, run_id in enumerate(live.run_ids()):
         run = live.run_detail(run_id)
         if run is None:
             continue
-        run["live"] = False
         for session in run["sessions"]:
             session["memory_items"] = memory_items(run, session)  # the paired view's columns read them
             for event in session["events"]:
@@ -153,9 +145,7 @@ def write_site(live: LiveRunSet, run_dir: Path, out: Path) -> dict[str, Any]:
         name = f"data/runs/{n}.js"
         put(name, run)
         index["runs"][run_id] = name
-    for unit_id, runs in runs_by_unit.items():
-        cell = unit_row(runs) or max(runs, key=lambda r: r.first_ts)  # as LiveRunSet.cell_run_id
-        index["units"][unit_id] = cell.run_id
+    index["units"] = live.cell_run_ids()
     # one file per (trap, seed): which condition's cell is which run, and the scored patches' diffs
     # for every two conditions in ladder order (the page asks for its columns in that order)
     trap_seeds = sorted({(str(u["task"]), str(u["seed"])) for u in detail["units"] if u["task"] is not None})
@@ -189,5 +179,4 @@ def write_site(live: LiveRunSet, run_dir: Path, out: Path) -> dict[str, Any]:
     (out / MARKER).write_text(f"membench export site {run_set} {exported_at}\n", encoding="utf-8")
     return {"run_set": run_set, "runs": len(index["runs"]), "units": len(index["units"]),
             "pairs": len(index["pairs"]), "blobs": len(index["blobs"]), "report": has_report,
-            "bytes": sum(written.values()) + sum(p.stat().st_size for p in (out / "blobs").glob("*")
-                                                  if (out / "blobs").is_dir())}
+            "bytes": sum(p.stat().st_size for p in out.rglob("*") if p.is_file())}

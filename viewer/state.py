@@ -365,6 +365,17 @@ class LiveRunSet:
             cell = unit_row(runs)
             return (cell or max(runs, key=lambda r: r.first_ts)).run_id
 
+    def cell_run_ids(self) -> dict[str, str]:
+        """unit id -> the run id of its cell, for every unit (as `cell_run_id` picks it)."""
+        with self._lock:
+            return {unit_id: (unit_row(runs) or max(runs, key=lambda r: r.first_ts)).run_id
+                    for unit_id, runs in self._units().items()}
+
+    def run_ids(self) -> list[str]:
+        """Every run's id, in the order the log first names it."""
+        with self._lock:
+            return list(self.runs)
+
     def unit_ids(self, task: str, seed: str) -> dict[str, str]:
         """condition -> unit id of every unit of one (trap, seed)."""
         with self._lock:
