@@ -362,7 +362,8 @@ def test_agent_text_stays_inert_in_the_paired_view_and_the_search(tmp_path, brow
 def test_the_static_export_works_from_disk(smoke_home, run_set_id, browser, tmp_path):
     """`membench export site`, opened as file:// with no server: report.html's matrix cell opens its
     unit and its ⇄ the trap and seed side by side; the units table filters, sorts and searches the
-    trajectories in the page; a row's pair link opens B0 and B5 side by side."""
+    trajectories in the page; a row's pair link opens B0 and B5 side by side. Then the same
+    directory from a plain static HTTP server."""
     from playwright.sync_api import expect
 
     out = tmp_path / "site"
@@ -408,6 +409,28 @@ def test_the_static_export_works_from_disk(smoke_home, run_set_id, browser, tmp_
         page.screenshot(path=str(tmp_path / "static-pair.png"), full_page=True)
         assert page.locator("script").count() == 1  # the data scripts are removed once read
         assert problems == []
+
+    # the same directory on a plain static host, in a subdirectory: every link is relative
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+    host = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(tmp_path)))
+    threading.Thread(target=host.serve_forever, daemon=True).start()
+    try:
+        with page_of(browser) as (page, problems):
+            page.goto(f"http://127.0.0.1:{host.server_address[1]}/site/runs/{run_set_id}/report.html")
+            page.locator("#matrix a[href*='smoke-client-header%2FB0%2F1']").click()
+            page.wait_for_selector("section.session[data-session='3']", timeout=30_000)
+            assert page.locator("h1").inner_text().startswith("smoke/smoke-client-header/B0/1")
+            assert problems == []
+    finally:
+        host.shutdown()
+        host.server_close()
 
 
 def test_agent_text_stays_inert_in_the_static_export(tmp_path, browser):
