@@ -65,6 +65,14 @@ def scored_patch(run: dict[str, Any], blob: Any) -> str | None:
     return None
 
 
+def patch_diff(name_a: str, a: str, name_b: str, b: str) -> dict[str, Any]:
+    """The unified diff from condition NAME_A's scored patch A to NAME_B's B."""
+    if len(a) > DIFF_INPUT_LIMIT or len(b) > DIFF_INPUT_LIMIT:
+        return {"a": name_a, "b": name_b, "identical": a == b, "diff": None, "too_large": True}
+    lines = difflib.unified_diff(a.splitlines(), b.splitlines(), f"{name_a} patch", f"{name_b} patch", lineterm="")
+    return {"a": name_a, "b": name_b, "identical": a == b, "diff": "\n".join(lines), "too_large": False}
+
+
 def pair_view(live: LiveRunSet, blobs_dir: Path, task: str, seed: str,
               conditions: list[str] | None) -> dict[str, Any] | None:
     """The paired view of (TASK, SEED): one column per condition asked for (all that ran it, when none
@@ -89,15 +97,7 @@ def pair_view(live: LiveRunSet, blobs_dir: Path, task: str, seed: str,
             session["memory_items"] = memory_items(run, session)
         patches[condition] = scored_patch(run, lambda digest: get_blob(blobs_dir, digest))
         columns.append({"condition": condition, "unit_id": unit_id, "run": run})
-    diffs = []
     shown = [c for c in chosen if patches.get(c) is not None]
-    for other in shown[1:]:
-        a, b = patches[shown[0]], patches[other]
-        if len(a) > DIFF_INPUT_LIMIT or len(b) > DIFF_INPUT_LIMIT:
-            diffs.append({"a": shown[0], "b": other, "identical": a == b, "diff": None, "too_large": True})
-            continue
-        lines = list(difflib.unified_diff(a.splitlines(), b.splitlines(), f"{shown[0]} patch", f"{other} patch",
-                                          lineterm=""))
-        diffs.append({"a": shown[0], "b": other, "identical": a == b, "diff": "\n".join(lines), "too_large": False})
+    diffs = [patch_diff(shown[0], patches[shown[0]], other, patches[other]) for other in shown[1:]]
     return {"run_set": live.run_set, "task": task, "seed": seed, "available": available, "conditions": chosen,
             "columns": columns, "patch_diffs": diffs}

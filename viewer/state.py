@@ -365,6 +365,17 @@ class LiveRunSet:
             cell = unit_row(runs)
             return (cell or max(runs, key=lambda r: r.first_ts)).run_id
 
+    def cell_run_ids(self) -> dict[str, str]:
+        """unit id -> the run id of its cell, for every unit (as `cell_run_id` picks it)."""
+        with self._lock:
+            return {unit_id: (unit_row(runs) or max(runs, key=lambda r: r.first_ts)).run_id
+                    for unit_id, runs in self._units().items()}
+
+    def run_ids(self) -> list[str]:
+        """Every run's id, in the order the log first names it."""
+        with self._lock:
+            return list(self.runs)
+
     def unit_ids(self, task: str, seed: str) -> dict[str, str]:
         """condition -> unit id of every unit of one (trap, seed)."""
         with self._lock:
@@ -403,6 +414,22 @@ class LiveRunSet:
                 self._search_cache.pop(next(iter(self._search_cache)))
             self._search_cache[key] = answer
         return answer
+
+    def search_corpus(self) -> list[list[Any]]:
+        """Every text a search looks in, in log order: [unit_id, run_id, session, seq, kind, where,
+        text] (a static export searches these in the page, as `search` does here)."""
+        with self._lock:
+            offsets = sorted({o for r in self.runs.values() for o in r.blocks})
+            unit_of = {r.run_id: r.unit_id for r in self.runs.values()}
+            tail = self.tail
+        corpus = []
+        for offset in offsets:
+            for event in tail.read_block(offset):
+                for where, text in _searchable(event):
+                    if text:
+                        corpus.append([unit_of.get(event.run_id, event.unit_id), event.run_id, event.session_index,
+                                       event.seq, event.kind, where, text])
+        return corpus
 
     def has_run(self, run_id: str) -> bool:
         with self._lock:

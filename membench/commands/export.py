@@ -6,13 +6,14 @@ import click
 
 from membench.commands.export_inspect import inspect_
 from membench.commands.export_otel import otel
+from membench.commands.export_site import site
 from membench.commands.export_tables import parquet
 
 
 @click.group()
 def export() -> None:
-    """Export a run set: OpenTelemetry GenAI traces, Inspect AI eval logs, Parquet tables."""
+    """Export a run set: OpenTelemetry GenAI traces, Inspect AI eval logs, Parquet tables, a static site."""
 
 
-for _command in (otel, inspect_, parquet):
+for _command in (otel, inspect_, parquet, site):
     export.add_command(_command)

@@ -354,3 +354,117 @@ def test_agent_text_stays_inert_in_the_paired_view_and_the_search(tmp_path, brow
             assert page.locator("img.injected").count() == 1
     finally:
         server.close()
+
+
+# ------------------------------------------------------------------ the static export, from disk
+
+
+def test_the_static_export_works_from_disk(smoke_home, run_set_id, browser, tmp_path):
+    """`membench export site`, opened as file:// with no server: report.html's matrix cell opens its
+    unit and its ⇄ the trap and seed side by side; the units table filters, sorts and searches the
+    trajectories in the page; a row's pair link opens B0 and B5 side by side. Then the same
+    directory from a plain static HTTP server."""
+    from playwright.sync_api import expect
+
+    out = tmp_path / "site"
+    proc = run_cli("export", "site", run_set_id, str(out), home=smoke_home, check=True)
+    assert "12 units, 12 runs, 6 trap-seed pairs" in proc.stdout
+    with page_of(browser) as (page, problems):
+        page.set_viewport_size({"width": 1500, "height": 1000})
+        page.goto((out / "runs" / run_set_id / "report.html").as_uri())
+        page.locator("#matrix a[href*='smoke-client-header%2FB5%2F2']").click()
+        page.wait_for_selector("section.session[data-session='3']", timeout=30_000)
+        assert page.url.startswith((out / "index.html").as_uri())
+        assert page.locator("h1").inner_text().startswith("smoke/smoke-client-header/B5/2")
+        assert "static export" in page.locator("#status").inner_text()
+        page.go_back()
+        page.locator("#matrix a.pair[href$='/smoke-client-header/2']").first.click()
+        page.wait_for_selector(".pair-session[data-session='3']", timeout=30_000)
+        assert [h.get_attribute("data-condition") for h in page.locator(".pair-head").all()] == ["B0", "B5"]
+
+        page.goto((out / "index.html").as_uri() + f"#/rs/{run_set_id}")
+        page.reload()  # a fresh page at the run set (a hash change alone keeps the last view's state)
+        expect(page.locator("#units-count")).to_have_text("12 of 12 units", timeout=30_000)
+        page.select_option("#filter-condition", "B0")
+        page.select_option("#filter-outcome", "fail")
+        expect(page.locator("#units-count")).to_have_text("6 of 12 units")
+        page.locator("th[data-sort='events']").click()
+        page.locator("th[data-sort='events']").click()  # descending
+        events = [int(t) for t in page.locator("#units tbody tr td:nth-child(14)").all_inner_texts()]
+        assert events == sorted(events, reverse=True) and len(events) == 6
+        page.select_option("#filter-outcome", "")
+        page.fill("#unit-search", "X-Ledger-Client")
+        expect(page.locator("#search-state")).to_contain_text("units hold it", timeout=30_000)
+        rows = page.locator("#units tbody tr")
+        expect(rows).to_have_count(2)  # B0, seeds 1 and 2, of the one trap whose review names the header
+        assert "X-Ledger-Client" in rows.first.locator(".hit").inner_text()
+        page.screenshot(path=str(tmp_path / "static-units.png"), full_page=True)
+        page.locator("a.pair-link[data-unit-id='smoke/smoke-client-header/B0/1']").click()
+        page.wait_for_selector(".pair-session[data-session='3']", timeout=30_000)
+        heads = page.locator(".pair-head")
+        assert "fail" in heads.nth(0).locator("h2").inner_text() and "pass" in heads.nth(1).locator("h2").inner_text()
+        scored = page.locator(".pair-session[data-session='3']")
+        assert scored.locator(".pair-cell[data-condition='B5'] .memory-item.admitted").count() >= 1
+        assert page.locator("#patch-diffs .patch-diff[data-a='B0'][data-b='B5'] pre.diff").count() == 1
+        page.screenshot(path=str(tmp_path / "static-pair.png"), full_page=True)
+        assert page.locator("script").count() == 1  # the data scripts are removed once read
+        assert problems == []
+
+    # the same directory on a plain static host, in a subdirectory: every link is relative
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+    host = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(tmp_path)))
+    threading.Thread(target=host.serve_forever, daemon=True).start()
+    try:
+        with page_of(browser) as (page, problems):
+            page.goto(f"http://127.0.0.1:{host.server_address[1]}/site/runs/{run_set_id}/report.html")
+            page.locator("#matrix a[href*='smoke-client-header%2FB0%2F1']").click()
+            page.wait_for_selector("section.session[data-session='3']", timeout=30_000)
+            assert page.locator("h1").inner_text().startswith("smoke/smoke-client-header/B0/1")
+            assert problems == []
+    finally:
+        host.shutdown()
+        host.server_close()
+
+
+def test_agent_text_stays_inert_in_the_static_export(tmp_path, browser):
+    """As the live viewer's check: markup in an agent's turn, a memory item and a patch, and a
+    closing </script>, shown from the static export (file://) as text in the search hits, the unit
+    page and the paired view; nothing of it runs. Control: the same text as HTML makes an element."""
+    from playwright.sync_api import expect
+    from tests.viewer.test_view_logs import write_log
+    from viewer.site import write_site
+    from viewer.state import LiveRunSet
+
+    attack = '<img class="injected" src=x onerror="document.title=\'owned\'"></script><script>document.title="owned"</script>'
+    write_log(tmp_path / "runs" / "rs" / "events.avro", [
+        dict(run_set="rs", task="t1", condition="B0", seed=1, outcome="fail", patch_line=attack),
+        dict(run_set="rs", task="t1", condition="B5", seed=1, agent_text="done " + attack, memory_text="note " + attack),
+    ]).close()
+    out = tmp_path / "site"
+    write_site(LiveRunSet("rs", tmp_path / "runs" / "rs" / "events.avro"), tmp_path / "runs" / "rs", out)
+    index = (out / "index.html").as_uri()
+    with page_of(browser) as (page, problems):
+        page.goto(index + "#/rs/rs?q=onerror")
+        expect(page.locator("#search-state")).to_contain_text("units hold it", timeout=30_000)
+        assert '<img class="injected" src=x onerror=' in page.locator("#units .hit").first.inner_text()
+        page.goto(index + "#/unit/rs/suite%2Ft1%2FB5%2F1")
+        page.wait_for_selector("section.session[data-session='2']", timeout=30_000)
+        assert ("done " + attack) in page.locator("section.session[data-session='2']").inner_text()
+        page.goto(index + "#/pair/rs/t1/1?conditions=B0,B5")
+        page.wait_for_selector(".pair-session[data-session='2']", timeout=30_000)
+        for d in page.locator("details").all():
+            d.locator("summary").first.click()
+        assert attack in page.locator(".pair-cell[data-condition='B5'] .memory-content").first.inner_text()
+        assert attack in page.locator("#patch-diffs").inner_text()
+        assert page.locator("img.injected").count() == 0 and page.title() != "owned"
+        assert page.locator("script").count() == 1
+        assert problems == []
+        page.set_content(f"<p>{attack}</p>")  # control: as HTML, the text is an element
+        assert page.locator("img.injected").count() == 1

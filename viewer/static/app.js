@@ -84,7 +84,103 @@ function diffBlock(text) {
   return node;
 }
 
+// A static export (`membench export site`) marks its page and holds the API's answers as script
+// files, since a page opened from disk cannot fetch(): each assigns its answer to MEMBENCH_DATA
+// under its own path, and is loaded with <script src> (the page's CSP allows 'self' scripts only).
+const STATIC_INDEX = (document.querySelector('meta[name="membench-static"]') || {}).content || null;
+const MAX_PAIR_CONDITIONS = 6;
+const staticFiles = new Map();  // path -> promise of its answer
+let siteIndex = null;           // data/site.js: the run set, its runs, units' cells, pairs, blobs
+
+function loadData(path) {
+  if (!staticFiles.has(path)) {
+    staticFiles.set(path, new Promise((resolve, reject) => {
+      const script = document.createElement("script");
+      script.src = path;
+      script.onload = () => {
+        script.remove();
+        const store = window.MEMBENCH_DATA || {};
+        if (Object.hasOwn(store, path)) { resolve(store[path]); delete store[path]; }
+        else reject(new Error(`${path} holds no answer`));
+      };
+      script.onerror = () => { script.remove(); staticFiles.delete(path); reject(new Error(`${path}: not in this export`)); };
+      document.head.append(script);
+    }));
+  }
+  return staticFiles.get(path);
+}
+
+function notExported(what) { throw new Error(`${what}: not in this export`); }
+
+// the answer the live server gives to `url`, from the export's files
+async function staticAnswer(url) {
+  const site = siteIndex = await loadData(STATIC_INDEX);
+  const at = url.indexOf("?");
+  const params = new URLSearchParams(at < 0 ? "" : url.slice(at + 1));
+  const parts = (at < 0 ? url : url.slice(0, at)).split("/").filter(Boolean).map(decodeURIComponent);
+  const own = (object, key) => (Object.hasOwn(object, key) ? object[key] : null);
+  if (parts[0] !== "api") notExported(url);
+  if (parts.length === 2 && parts[1] === "run_sets") return loadData("data/run_sets.js");
+  if (parts[1] === "runs" && parts.length === 3) return own(site.runs, parts[2]) ? loadData(site.runs[parts[2]]) : notExported(`run ${parts[2]}`);
+  if (parts[1] !== "run_sets" || parts[2] !== site.run_set) notExported(`run set ${parts[2]}`);
+  if (parts.length === 3) return loadData("data/run_set.js");
+  if (parts.length >= 5 && parts[3] === "units") {
+    const id = parts.slice(4).join("/");
+    const file = own(site.runs, own(site.units, id) ?? "");
+    return file ? loadData(file) : notExported(`unit ${id}`);
+  }
+  if (parts.length === 6 && parts[3] === "pair") return staticPair(site, parts[4], parts[5], params.get("conditions") || "");
+  if (parts.length === 4 && parts[3] === "search") return staticSearch(site, params.get("q") || "");
+  return notExported(url);
+}
+
+// the paired view from the export's (trap, seed) file: columns follow the ladder (the export holds
+// the patch diffs of every two conditions in that order), then conditions that did not run it
+async function staticPair(site, task, seed, conditions) {
+  const key = `${task}\u0000${seed}`;
+  if (!Object.hasOwn(site.pairs, key)) notExported(`trap ${task} seed ${seed}`);
+  const pair = await loadData(site.pairs[key]);
+  const named = conditions.split(",").filter(Boolean);
+  const chosen = (named.length ? [...pair.available.filter((c) => named.includes(c)),
+    ...named.filter((c) => !pair.available.includes(c))] : pair.available).slice(0, MAX_PAIR_CONDITIONS);
+  const columns = await Promise.all(chosen.map(async (c) => {
+    const column = Object.hasOwn(pair.columns, c) ? pair.columns[c] : null;
+    const file = column && column.run_id && Object.hasOwn(site.runs, column.run_id) ? site.runs[column.run_id] : null;
+    return { condition: c, unit_id: file ? column.unit_id : null, run: file ? await loadData(file) : null };
+  }));
+  const shown = chosen.filter((c) => pair.patched.includes(c));
+  const diffs = shown.slice(1).map((b) => pair.patch_diffs.find((d) => d.a === shown[0] && d.b === b));
+  return { run_set: pair.run_set, task: pair.task, seed: pair.seed, available: pair.available, conditions: chosen,
+    columns, patch_diffs: diffs };
+}
+
+// the server's trajectory search, over the texts the export holds (case-insensitive, first 3 hits)
+async function staticSearch(site, query) {
+  if (!query.trim() || query.length > 200) throw new Error("search: q must be 1 to 200 characters");
+  const { corpus } = await loadData(site.search);
+  const needle = query.toLowerCase();
+  const units = Object.create(null);
+  for (const [unit, runId, session, seq, kind, where, text] of corpus) {
+    const at = text.toLowerCase().indexOf(needle);
+    if (at < 0) continue;
+    const found = units[unit] || (units[unit] = []);
+    if (found.length < 3) {
+      found.push({ run_id: runId, session, seq, kind, where, snippet: text.slice(Math.max(0, at - 60), at + needle.length + 60) });
+    }
+  }
+  return { query, units, blocks_read: 0 };
+}
+
+function reportHref(runSet) {
+  return (STATIC_INDEX ? "" : "/") + `runs/${encodeURIComponent(runSet)}/report.html`;
+}
+function blobHref(runSet, digest) {
+  if (!STATIC_INDEX) return `/api/blobs/${encodeURIComponent(runSet)}/${digest}`;
+  return siteIndex && Object.hasOwn(siteIndex.blobs, digest) ? siteIndex.blobs[digest] : "#";
+}
+
 async function getJSON(url) {
+  if (STATIC_INDEX) return staticAnswer(url);
   const response = await fetch(url, { cache: "no-store" });
   const body = await response.json().catch(() => ({ error: `HTTP ${response.status}` }));
   if (!response.ok) throw new Error(body.error || `HTTP ${response.status}`);
@@ -366,7 +462,7 @@ function renderRunSet(data) {
   const chain = logBadge(data, data.chain.breaks.length, `chain ok · ${data.chain.events_checked} events`);
   const top = [
     el("h1", {}, data.run_set, " ", liveBadge(data), " ", chain, " ",
-      el("a", { href: `/runs/${encodeURIComponent(data.run_set)}/report.html`, class: "report-link", text: "report.html" })),
+      el("a", { href: reportHref(data.run_set), class: "report-link", text: "report.html" })),
     el("div", { class: "cards" },
       card("suite", data.suite ?? "—"), card("agent", data.agent ?? "—"),
       card("units started", data.units_started, "units-started"), card("units finished", data.units_finished, "units-finished"),
@@ -455,7 +551,7 @@ function renderEvent(ev) {
       body = [kv([["files", (p.files || []).join(", ")], ["lines", `+${p.added_lines} −${p.removed_lines}`],
         ["stripped", (p.stripped_paths || []).join(", ")], ["tests", (p.test_paths || []).join(", ")]]),
         diff !== null && diff !== undefined ? details("production diff", diffBlock(diff), true)
-          : p.production_diff_sha256 ? link(`/api/blobs/${encodeURIComponent(currentRunSet)}/${p.production_diff_sha256}`,
+          : p.production_diff_sha256 ? link(blobHref(currentRunSet, p.production_diff_sha256),
             "production diff (large; opens the stored blob)") : null,
         p.stripped_diff ? details("stripped diff (not scored)", diffBlock(p.stripped_diff)) : null];
       break;
@@ -658,7 +754,8 @@ async function tick() {
       const key = `${data.run_id}:${data.events}:${data.state}:${data.chain.ok}`;
       if (mine === generation && key !== lastRunKey) { lastRunKey = key; renderRun(data); }
     }
-    statusLine.textContent = "updated " + new Date().toLocaleTimeString();
+    statusLine.textContent = STATIC_INDEX ? `static export, made ${siteIndex ? siteIndex.exported_at : "?"}`
+      : "updated " + new Date().toLocaleTimeString();
     statusLine.className = "status";
   } catch (err) {
     if (mine !== generation) return;
@@ -670,6 +767,7 @@ async function tick() {
 
 function schedule() {
   clearTimeout(timer);
+  if (STATIC_INDEX) return;  // an export does not change: nothing to poll
   timer = setTimeout(async () => { await tick(); schedule(); }, POLL_MS);
 }
 
