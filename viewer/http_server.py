@@ -19,6 +19,7 @@ a web page elsewhere cannot read the API through DNS rebinding.
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import json
 import re
@@ -54,6 +55,22 @@ REPORT_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; bas
               "frame-ancestors 'none'")
 REPORT_TYPE = "text/html; charset=utf-8; report"  # route's marker: served under REPORT_CSP
 MAX_QUERY = 200  # characters of a search
+# a JSON answer carries an ETag (a digest of its body): the page re-asks every 1.5 s, and an answer
+# that has not changed (a finished run set: about 1 KB per unit) comes back as a bodiless 304; the
+# browser keeps the answer ("no-cache": stored, revalidated on every request) to serve it from
+JSON_CACHE_CONTROL = "no-cache, private"
+
+
+def etag_of(body: bytes) -> str:
+    return '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
+
+
+def matches(if_none_match: str | None, etag: str) -> bool:
+    """If-None-Match names ETAG (a list of tags, weak or strong, or *)."""
+    if not if_none_match:
+        return False
+    tags = [t.strip() for t in if_none_match.split(",")]
+    return "*" in tags or etag in tags or f"W/{etag}" in tags
 
 
 class NotFound(LookupError):
@@ -192,11 +209,19 @@ def make_handler(app: ViewApp, loopback_only: bool) -> type[BaseHTTPRequestHandl
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
             pass  # quiet: the page polls every second or two
 
-        def _send(self, status: int, body: bytes, content_type: str, head: bool = False) -> None:
+        def _send(self, status: int, body: bytes, content_type: str, head: bool = False,
+                  etag: str | None = None) -> None:
             headers = dict(SECURITY_HEADERS)
             if content_type == REPORT_TYPE:
                 content_type, headers["Content-Security-Policy"] = "text/html; charset=utf-8", REPORT_CSP
+            if etag is not None:
+                headers["ETag"], headers["Cache-Control"] = etag, JSON_CACHE_CONTROL
             self.send_response(status)
+            if status == HTTPStatus.NOT_MODIFIED:
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                return
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             for name, value in headers.items():
@@ -224,7 +249,14 @@ def make_handler(app: ViewApp, loopback_only: bool) -> type[BaseHTTPRequestHandl
             except Exception as exc:  # noqa: BLE001 - the page shows the error; the server keeps serving
                 self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}", head)
                 return
-            self._send(HTTPStatus.OK, body, content_type, head)
+            if content_type != "application/json":
+                self._send(HTTPStatus.OK, body, content_type, head)
+                return
+            etag = etag_of(body)
+            if matches(self.headers.get("If-None-Match"), etag):
+                self._send(HTTPStatus.NOT_MODIFIED, b"", content_type, head, etag)
+            else:
+                self._send(HTTPStatus.OK, body, content_type, head, etag)
 
         def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
             self._answer(head=False)

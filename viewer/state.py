@@ -276,7 +276,9 @@ class LiveRunSet:
                 "units_finished": sum(1 for c in cells if c is not None),
                 "running": sum(1 for r in self.runs.values() if r.ended is None),
                 "live": self.live(),
-                "quiet_for_s": self.quiet_for(),
+                # only while a run is open (the page shows it then): otherwise it would change every
+                # poll and a finished run set's answer could never be answered "not modified"
+                "quiet_for_s": self.quiet_for() if any(r.ended is None for r in self.runs.values()) else None,
                 "chain_ok": not self.breaks and self.tail.error is None,
                 # `membench replay --verify` fails on a dead letter as on a chain break: never "ok"
                 "dead_letter_count": len(self.processor.dead_letters),

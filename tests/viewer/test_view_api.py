@@ -169,10 +169,13 @@ def server(runs_dir):
     srv.close()
 
 
-def _get(server, path: str, method: str = "GET", host: str | None = None) -> tuple[int, dict, bytes]:
+def _get(server, path: str, method: str = "GET", host: str | None = None,
+         if_none_match: str | None = None) -> tuple[int, dict, bytes]:
     parts = urlsplit(server.url)
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
     headers = {"Host": host} if host else {}
+    if if_none_match is not None:
+        headers["If-None-Match"] = if_none_match
     conn.request(method, path, headers=headers)
     response = conn.getresponse()
     body = response.read()
@@ -194,6 +197,27 @@ def test_http_api_and_page(server):
     for path in ("/static/app.js", "/static/style.css"):
         assert _get(server, path)[0] == 200
     assert _get(server, "/api/run_sets", method="HEAD")[0] == 200
+
+
+def test_an_unchanged_run_set_answers_a_poll_with_a_bodiless_304_and_a_changed_one_in_full(runs_dir, server):
+    """The page re-asks for the run set every 1.5 s; a finished run set's answer (about 1 KB per
+    unit) is not sent again when the poll names its ETag. Control: once the log grows, the same
+    ETag gets the new answer, and a poll without one always gets the body."""
+    status, headers, body = _get(server, "/api/run_sets/rs")
+    etag = headers["ETag"]
+    assert status == 200 and etag.startswith('"') and headers["Cache-Control"] == "no-cache, private"
+    status, again, empty = _get(server, "/api/run_sets/rs", if_none_match=etag)
+    assert status == 304 and empty == b"" and again["ETag"] == etag
+    assert _get(server, "/api/run_sets/rs", if_none_match=f'"other", W/{etag}')[0] == 304
+    assert _get(server, "/api/run_sets/rs")[2] == body  # no If-None-Match: the body
+    assert _get(server, "/api/run_sets/rs", if_none_match='"other"')[0] == 200
+    writer = LogWriter(runs_dir / "rs" / "events.avro")
+    emit_run(writer.publish, "rs", "t3", "B5", 1)
+    writer.close()
+    status, headers, grown = _get(server, "/api/run_sets/rs", if_none_match=etag)
+    assert status == 200 and headers["ETag"] != etag and json.loads(grown)["units_finished"] == 7
+    # the report and the page are not JSON answers: no ETag, never stored
+    assert "ETag" not in _get(server, "/")[1] and _get(server, "/")[1]["Cache-Control"] == "no-store"
 
 
 @pytest.mark.parametrize("path", ["/api/run_sets/nope", "/api/run_sets/..%2F..%2Fetc", "/api/runs/not-a-run",

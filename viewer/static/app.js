@@ -85,7 +85,7 @@ function diffBlock(text) {
 }
 
 async function getJSON(url) {
-  const response = await fetch(url, { cache: "no-store" });
+  const response = await fetch(url, { cache: "no-cache" });  // revalidated: an unchanged answer is a 304
   const body = await response.json().catch(() => ({ error: `HTTP ${response.status}` }));
   if (!response.ok) throw new Error(body.error || `HTTP ${response.status}`);
   return body;
