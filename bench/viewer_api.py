@@ -10,7 +10,13 @@ calls with a price, tool calls and a patch; written as a real events.avro) serve
 - **poll**: the same GET again with nothing new in the log, as the page re-asks every 1.5 s (wall
   time, bytes; and with the ETag of the previous answer in If-None-Match: status and bytes);
 - **search**: GET /api/run_sets/<rs>/search?q=… over every unit's trajectory (wall time, units hit);
-- **unit**: GET of one unit's trajectory (wall time, bytes).
+- **unit**: GET of one unit's trajectory (wall time, bytes);
+- **page** (with `--browser`, Playwright driving Chromium): the run-set page's first render
+  (navigation until the units table shows its first page), a filter (condition), a sort (cost,
+  then events descending), the in-page search of ids and reasons and the server's trajectory
+  search (typed text until the page shows the hits; 250 ms of it is the page's debounce, and the
+  server's answer is the one kept from the search above). The page is opened on a server that
+  has read the log: its first render is a poll's answer, the JSON parsed and the first page drawn.
 
 Each timed request is repeated and the median reported (the first answer once: it is a cold start).
 Command: `membench bench viewer --units 10000` (docs/benchmarks.md).
@@ -40,6 +46,11 @@ def _units(units: int) -> list[tuple[str, str, int]]:
     per_trap = len(CONDITIONS) * SEEDS
     return [(f"t{i // per_trap:05d}", CONDITIONS[(i // SEEDS) % len(CONDITIONS)], 1 + i % SEEDS)
             for i in range(units)]
+
+
+def _fails(n: int) -> bool:
+    """Whether the Nth unit's scored session fails: every third."""
+    return n % 3 == 0
 
 
 def _emit_unit(emitter: Any, trap: str, condition: str, seed: int, fails: bool) -> None:
@@ -106,7 +117,7 @@ def write_run_set(runs_dir: Path, units: int) -> Path:
         for n, (trap, condition, seed) in enumerate(_units(units)):
             unit_id = f"bench/{trap}/{condition}/{seed}"
             emitter = RunEmitter(RUN_SET, str(uuid.uuid5(uuid.NAMESPACE_URL, unit_id)), unit_id, bus.publish)
-            _emit_unit(emitter, trap, condition, seed, fails=n % 3 == 0)
+            _emit_unit(emitter, trap, condition, seed, fails=_fails(n))
             if n % 50 == 49:
                 bus.flush()  # blocks of about 50 runs, as a running grid appends them
     finally:
@@ -131,8 +142,43 @@ def _median_get(url: str, repeats: int, etag: str | None = None) -> tuple[int, b
     return answers[-1][0], answers[-1][1], answers[-1][2], statistics.median(a[3] for a in answers)
 
 
-def bench_viewer(units: int, repeats: int = 5, directory: Path | None = None) -> dict[str, Any]:
-    """The figures of the module docstring for a synthetic run set of UNITS units."""
+def page_figures(url: str, units: int, chromium: str) -> dict[str, float]:
+    """Seconds the run-set page takes, in a headless Chromium, for each step of the docstring."""
+    from playwright.sync_api import sync_playwright
+
+    def timed(action, done: str, arg: Any = None) -> float:
+        started = time.perf_counter()
+        action()
+        page.wait_for_function(done, arg=arg, timeout=600_000)
+        return time.perf_counter() - started
+
+    count = "(want) => (document.getElementById('units-count')?.textContent || '').startsWith(want)"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            out = {"first_render": timed(lambda: page.goto(f"{url}#/rs/{RUN_SET}"), count, f"{units} of {units} units")}
+            half = sum(1 for _, condition, _ in _units(units) if condition == "B5")
+            out["filter"] = timed(lambda: page.select_option("#filter-condition", "B5"), count, f"{half} of {units}")
+            out["sort"] = timed(lambda: page.locator("th[data-sort='cost_usd']").click(),
+                                "() => location.hash.includes('sort=cost_usd')")
+            out["sort_again"] = timed(lambda: page.locator("th[data-sort='events']").click(),
+                                      "() => location.hash.includes('sort=events')")
+            out["search_in_page"] = timed(lambda: page.fill("#unit-search", "t00001/B5"), count, f"{SEEDS} of {units}")
+            hits = sum(1 for n in range(units) if _fails(n))
+            out["search_trajectories"] = timed(
+                lambda: page.fill("#unit-search", SEARCHED),
+                "(want) => (document.getElementById('search-state')?.textContent || '') === want",
+                f"trajectories searched: {hits} units hold it")
+            return out
+        finally:
+            browser.close()
+
+
+def bench_viewer(units: int, repeats: int = 5, directory: Path | None = None,
+                 chromium: str | None = None) -> dict[str, Any]:
+    """The figures of the module docstring for a synthetic run set of UNITS units (the page's too,
+    given a CHROMIUM executable)."""
     from viewer.http_server import ViewServer
 
     with tempfile.TemporaryDirectory(prefix="membench-bench-viewer-") as scratch:
@@ -153,9 +199,12 @@ def bench_viewer(units: int, repeats: int = 5, directory: Path | None = None) ->
             _, poll_body, poll_headers, poll_s = _median_get(base, repeats)
             etag = poll_headers.get("ETag")
             not_modified = _median_get(base, repeats, etag) if etag else None
-            _, search_body, _, search_s = _median_get(f"{base}/search?q={quote(SEARCHED)}", repeats)
+            search_url = f"{base}/search?q={quote(SEARCHED)}"
+            _, _, _, search_first_s = _get(search_url)  # reads the log back; the answer is then kept
+            _, search_body, _, search_s = _median_get(search_url, repeats)
             unit_id = detail["units"][0]["unit_id"]
             _, unit_body, _, unit_s = _median_get(f"{base}/units/{quote(unit_id, safe='')}", repeats)
+            page = page_figures(server.url, units, chromium) if chromium else None
         finally:
             server.close()
         return {
@@ -165,9 +214,10 @@ def bench_viewer(units: int, repeats: int = 5, directory: Path | None = None) ->
             "poll": {"seconds": poll_s, "bytes": len(poll_body), "etag": etag is not None},
             "poll_not_modified": None if not_modified is None else {
                 "status": not_modified[0], "seconds": not_modified[3], "bytes": len(not_modified[1])},
-            "search": {"seconds": search_s, "units_hit": len(json.loads(search_body)["units"]),
+            "search": {"first_seconds": search_first_s, "seconds": search_s, "units_hit": len(json.loads(search_body)["units"]),
                        "bytes": len(search_body)},
             "unit": {"seconds": unit_s, "bytes": len(unit_body)},
+            "page": page,
         }
 
 
@@ -182,7 +232,9 @@ def format_lines(result: dict[str, Any]) -> list[str]:
     if nm is not None:
         lines.append(f"poll with If-None-Match: HTTP {nm['status']}, median {nm['seconds'] * 1000:.0f} ms, "
                      f"{nm['bytes']} bytes")
-    lines += [f"search {SEARCHED!r} in every trajectory: median {search['seconds'] * 1000:.0f} ms, "
-              f"{search['units_hit']} units hit",
+    lines += [f"search {SEARCHED!r} in every trajectory: first {search['first_seconds']:.2f} s, then (kept) "
+              f"median {search['seconds'] * 1000:.0f} ms, {search['units_hit']} units hit",
               f"one unit's trajectory: median {unit['seconds'] * 1000:.1f} ms, {unit['bytes'] / 1e3:.1f} kB"]
+    if result.get("page"):
+        lines.append("page in Chromium: " + ", ".join(f"{k.replace('_', ' ')} {v:.2f} s" for k, v in result["page"].items()))
     return lines
