@@ -191,7 +191,7 @@ class ViewApp:
         elif len(parts) == 4 and parts[1] == "run_sets" and parts[3] == "search":
             answer = self.search(parts[2], (params.get("q") or [""])[0])
         elif len(parts) == 3 and parts[1] == "run_sets":
-            answer = self.run_set(parts[2])
+            return self._live(parts[2]).detail_json(), "application/json"  # run_set(), encoded and kept
         elif len(parts) == 3 and parts[1] == "runs":
             answer = self.run(parts[2])
         elif len(parts) == 4 and parts[1] == "blobs":

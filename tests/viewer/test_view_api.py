@@ -220,6 +220,27 @@ def test_an_unchanged_run_set_answers_a_poll_with_a_bodiless_304_and_a_changed_o
     assert "ETag" not in _get(server, "/")[1] and _get(server, "/")[1]["Cache-Control"] == "no-store"
 
 
+def test_a_finished_run_sets_answer_is_built_once_until_the_log_grows(runs_dir, monkeypatch):
+    """A poll of an unchanged, finished run set reuses the encoded answer; a grown log, or a run
+    still open (its quiet_for_s follows the clock), builds it again."""
+    app = ViewApp(runs_dir)
+    built = []
+    detail = LiveRunSet.detail
+    monkeypatch.setattr(LiveRunSet, "detail", lambda self: built.append(1) or detail(self))
+    first, content_type = app.route("/api/run_sets/rs")
+    assert content_type == "application/json" and app.route("/api/run_sets/rs")[0] is first and len(built) == 1
+    assert json.loads(first)["quiet_for_s"] is None and json.loads(first)["units_finished"] == 6
+    writer = LogWriter(runs_dir / "rs" / "events.avro")
+    emit_run(writer.publish, "rs", "t3", "B5", 1)
+    writer.flush()
+    grown = app.route("/api/run_sets/rs")[0]
+    assert json.loads(grown)["units_finished"] == 7 and len(built) == 2
+    emit_run(writer.publish, "rs", "t3", "B0", 1, end=None)  # still running
+    writer.close()
+    open_run = [json.loads(app.route("/api/run_sets/rs")[0]) for _ in range(2)]
+    assert len(built) == 4 and open_run[0]["running"] == 1 and open_run[0]["quiet_for_s"] is not None
+
+
 @pytest.mark.parametrize("path", ["/api/run_sets/nope", "/api/run_sets/..%2F..%2Fetc", "/api/runs/not-a-run",
                                   "/static/../server.py", "/api/blobs/rs/" + "0" * 64, "/api/blobs/rs/..%2Fevents.avro",
                                   "/api/other", "/api"])
