@@ -228,7 +228,10 @@ def make_handler(app: ViewApp, loopback_only: bool) -> type[BaseHTTPRequestHandl
                 self.send_header(name, value)
             self.end_headers()
             if not head:
-                self.wfile.write(body)
+                try:
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the page went away (navigated, closed) while a large answer was sent
 
         def _error(self, status: HTTPStatus, message: str, head: bool = False) -> None:
             self._send(status, json.dumps({"error": message}).encode(), "application/json", head)
