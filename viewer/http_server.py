@@ -55,10 +55,9 @@ REPORT_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; bas
               "frame-ancestors 'none'")
 REPORT_TYPE = "text/html; charset=utf-8; report"  # route's marker: served under REPORT_CSP
 MAX_QUERY = 200  # characters of a search
-# a JSON answer carries an ETag (a digest of its body): the page re-asks every 1.5 s, and an answer
-# that has not changed (a finished run set: about 1 KB per unit) comes back as a bodiless 304; the
-# browser keeps the answer ("no-cache": stored, revalidated on every request) to serve it from
-JSON_CACHE_CONTROL = "no-cache, private"
+# a JSON answer carries an ETag (a digest of its body): the page re-asks every 1.5 s naming the
+# last one it got, and an answer that has not changed (a finished run set: about 1 KB per unit)
+# comes back as a bodiless 304, the page reusing the answer it holds
 
 
 def etag_of(body: bytes) -> str:
@@ -215,7 +214,7 @@ def make_handler(app: ViewApp, loopback_only: bool) -> type[BaseHTTPRequestHandl
             if content_type == REPORT_TYPE:
                 content_type, headers["Content-Security-Policy"] = "text/html; charset=utf-8", REPORT_CSP
             if etag is not None:
-                headers["ETag"], headers["Cache-Control"] = etag, JSON_CACHE_CONTROL
+                headers["ETag"] = etag
             self.send_response(status)
             if status == HTTPStatus.NOT_MODIFIED:
                 for name, value in headers.items():

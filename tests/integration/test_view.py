@@ -152,8 +152,13 @@ def page_of(browser):
 def test_the_page_lists_the_run_set_and_shows_a_unit_trajectory(smoke_home, run_set_id, browser):
     with viewer(smoke_home) as url, page_of(browser) as (page, problems):
         page.goto(url)
+        polls: list[int] = []
+        page.on("response", lambda r: polls.append(r.status) if r.url.endswith(f"/api/run_sets/{run_set_id}") else None)
         page.locator(f"a.runset-link[data-run-set='{run_set_id}']").click(timeout=30_000)
         page.wait_for_selector("#progress")
+        # a finished run set: after the first answer the page's polls name its ETag and get a bodiless 304
+        page.wait_for_timeout(3500)
+        assert polls[0] == 200 and 304 in polls[1:], polls
         assert page.locator("#total-completed").inner_text() == "12"
         assert page.locator("#progress tr[data-condition='B5'] td[data-field='passed']").inner_text() == "6"
         assert page.locator("#ladder .row[data-condition='B5'] [data-field='pass_rate']").inner_text().startswith("100.0%")
