@@ -108,14 +108,16 @@ def exclusions_html(report: dict[str, Any]) -> str | None:
     """The body of the page's Exclusions section (None: a report.json written before the gate)."""
     # imported here: reports.html's page imports this module
     from reports.html.format import esc
-    from reports.html.table_markup import _verdict, html_table
+    from reports.html.table_markup import _verdict, html_table, reason_count
 
     balance = (report.get("validity_gates") or {}).get("exclusion_balance")
     if balance is None:
         return None
     reasons, rows = _rows(report)
+    # each reason's count leads to the units table filtered to the condition and reason
     html = html_table(["condition", "cells", "excluded", "rate", *map(esc, reasons)],
-                      [[esc(x) for x in row] for row in rows])
+                      [[esc(x) for x in row[:4]] + [reason_count(report, row[0], r, n) for r, n in zip(reasons, row[4:])]
+                       for row in rows])
     gate_rows = [[esc(name), f"{g['excluded']}/{g['cells']}", f"{g['baseline_excluded']}/{g['baseline_cells']}",
                   esc(_decision(g)), _verdict(g["passed"])]
                  for name, g in balance.items()]

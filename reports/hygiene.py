@@ -266,12 +266,15 @@ def _validity_gates(cells: list[Cell], conditions: list[str], traps: list[str], 
         paired = pair_cells(cells, condition, other)
         gate = exclusion_gates(paired, max_fraction=MAX_EXCLUSION, expected_cells=max(expected, len(paired.grid)))[0]
         reasons = Counter(c.exclusion or "unknown" for c in cells if c.condition == condition and not c.valid)
-        examples = {}
+        examples, example_units = {}, {}
         for run_id, r in sorted(cell_runs.items()):
             if r["condition"] == condition and not valid_run(r) and run_id in whys:
-                examples.setdefault(exclusion_of(r) or "unknown", whys[run_id])
+                reason = exclusion_of(r) or "unknown"
+                if reason not in examples:
+                    examples[reason], example_units[reason] = whys[run_id], r["unit_id"]
         exclusions[condition] = ExclusionGate(**shallow_fields(gate), reasons=dict(sorted(reasons.items())),
-                                              examples=dict(sorted(examples.items())) or None)
+                                              examples=dict(sorted(examples.items())) or None,
+                                              example_units=dict(sorted(example_units.items())) or None)
         if condition != other:
             paired_coverage[f"{condition} vs {other}"] = paired_units_gate(paired, min_units=min_units,
                                                                           min_paired_seeds=2)

@@ -197,6 +197,8 @@ class ExclusionGate(Gate):
     # issue 30: exclusion reason -> the first excluded run's own words (the model's, the memory
     # adapter's, the sandbox's: its run-level system Turn), bounded and redacted
     examples: dict[str, str] | None = field(default=None, metadata=OMIT_IF_NONE)
+    # exclusion reason -> the unit id of that example's run, so report.html can link to it
+    example_units: dict[str, str] | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ ALLOWED = {
     "audit": {"schemas", "processors", "warehouse", "producers"},
     "viewer": {"schemas", "processors", "reports", "producers"},
     "pipeline": {"schemas", "processors", "warehouse", "producers", "sandbox", "reports", "audit"},
-    "bench": {"schemas", "processors", "warehouse", "producers", "sandbox", "analytics", "audit", "pipeline"},
+    "bench": {"schemas", "processors", "warehouse", "producers", "sandbox", "analytics", "audit", "pipeline", "viewer"},
     "membench": {"schemas", "producers", "processors", "sandbox", "warehouse", "analytics", "reports", "exports",
                  "audit", "viewer", "pipeline", "bench"},
 }

@@ -19,6 +19,7 @@ a web page elsewhere cannot read the API through DNS rebinding.
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import json
 import re
@@ -54,6 +55,21 @@ REPORT_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; bas
               "frame-ancestors 'none'")
 REPORT_TYPE = "text/html; charset=utf-8; report"  # route's marker: served under REPORT_CSP
 MAX_QUERY = 200  # characters of a search
+# a JSON answer carries an ETag (a digest of its body): the page re-asks every 1.5 s naming the
+# last one it got, and an answer that has not changed (a finished run set: about 1 KB per unit)
+# comes back as a bodiless 304, the page reusing the answer it holds
+
+
+def etag_of(body: bytes) -> str:
+    return '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
+
+
+def matches(if_none_match: str | None, etag: str) -> bool:
+    """If-None-Match names ETAG (a list of tags, weak or strong, or *)."""
+    if not if_none_match:
+        return False
+    tags = [t.strip() for t in if_none_match.split(",")]
+    return "*" in tags or etag in tags or f"W/{etag}" in tags
 
 
 class NotFound(LookupError):
@@ -174,7 +190,7 @@ class ViewApp:
         elif len(parts) == 4 and parts[1] == "run_sets" and parts[3] == "search":
             answer = self.search(parts[2], (params.get("q") or [""])[0])
         elif len(parts) == 3 and parts[1] == "run_sets":
-            answer = self.run_set(parts[2])
+            return self._live(parts[2]).detail_json(), "application/json"  # run_set(), encoded and kept
         elif len(parts) == 3 and parts[1] == "runs":
             answer = self.run(parts[2])
         elif len(parts) == 4 and parts[1] == "blobs":
@@ -192,18 +208,29 @@ def make_handler(app: ViewApp, loopback_only: bool) -> type[BaseHTTPRequestHandl
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
             pass  # quiet: the page polls every second or two
 
-        def _send(self, status: int, body: bytes, content_type: str, head: bool = False) -> None:
+        def _send(self, status: int, body: bytes, content_type: str, head: bool = False,
+                  etag: str | None = None) -> None:
             headers = dict(SECURITY_HEADERS)
             if content_type == REPORT_TYPE:
                 content_type, headers["Content-Security-Policy"] = "text/html; charset=utf-8", REPORT_CSP
+            if etag is not None:
+                headers["ETag"] = etag
             self.send_response(status)
+            if status == HTTPStatus.NOT_MODIFIED:
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                return
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             for name, value in headers.items():
                 self.send_header(name, value)
             self.end_headers()
             if not head:
-                self.wfile.write(body)
+                try:
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the page went away (navigated, closed) while a large answer was sent
 
         def _error(self, status: HTTPStatus, message: str, head: bool = False) -> None:
             self._send(status, json.dumps({"error": message}).encode(), "application/json", head)
@@ -224,7 +251,14 @@ def make_handler(app: ViewApp, loopback_only: bool) -> type[BaseHTTPRequestHandl
             except Exception as exc:  # noqa: BLE001 - the page shows the error; the server keeps serving
                 self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}", head)
                 return
-            self._send(HTTPStatus.OK, body, content_type, head)
+            if content_type != "application/json":
+                self._send(HTTPStatus.OK, body, content_type, head)
+                return
+            etag = etag_of(body)
+            if matches(self.headers.get("If-None-Match"), etag):
+                self._send(HTTPStatus.NOT_MODIFIED, b"", content_type, head, etag)
+            else:
+                self._send(HTTPStatus.OK, body, content_type, head, etag)
 
         def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
             self._answer(head=False)

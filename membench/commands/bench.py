@@ -218,3 +218,29 @@ def gateway_bench(calls: int, chunks: int, chunk_calls: int, warmup: int, fresh_
     click.echo(f"machine: {m['nproc']} CPUs, {m['cpu_model']}, Python {m['python']}")
     for line in format_table(result):
         click.echo(line)
+
+
+@bench.command("viewer")
+@click.option("--units", default=10_000, show_default=True, help="Units of the synthetic run set.")
+@click.option("--repeats", default=5, show_default=True, help="Repetitions of each timed request (the median is shown).")
+@click.option("--browser", "chromium", default=None, metavar="CHROMIUM",
+              help="Also time the page (first render, filter, sort, search) in this Chromium, driven by Playwright.")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+def viewer_bench(units: int, repeats: int, chromium: str | None, as_json: bool) -> None:
+    """The live viewer's run-set page at UNITS units: the first answer (the log read and folded),
+    each poll's answer (time, size, and with If-None-Match), a full-text search, one unit."""
+    from bench.viewer_api import bench_viewer, format_lines
+
+    if units < 1 or repeats < 1:
+        raise click.UsageError("--units and --repeats must be at least 1")
+    if chromium is not None and not Path(chromium).is_file():
+        raise click.UsageError(f"--browser: no Chromium at {chromium}")
+    click.echo(f"writing a synthetic run set of {units} units and serving it ...", err=True)
+    result = bench_viewer(units=units, repeats=repeats, chromium=chromium)
+    m = machine()
+    if as_json:
+        click.echo(json.dumps({**result, "machine": m}, indent=2))
+        return
+    click.echo(f"machine: {m['nproc']} CPUs, {m['cpu_model']}, Python {m['python']}")
+    for line in format_lines(result):
+        click.echo(line)

@@ -5,9 +5,9 @@ Each returns None when the report (an older report.json) lacks its key."""
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote
 
 from reports.html.format import esc, fmt_ci, fmt_p
+from reports.html.links import pair_href, unit_href
 from reports.markdown import detectable_text
 from reports.provenance_text import admission_text, blobs_text, cost_text, memory_policy_text
 from reports.html.table_markup import html_table
@@ -112,25 +112,13 @@ def matrix_html(report: dict[str, Any]) -> str | None:
     return "".join(out)
 
 
-def unit_href(report: dict[str, Any], trap: str, condition: str, seed: str) -> str:
-    """The cell's unit in the live viewer, relative to the report as `membench view` serves it
-    (runs/<run set>/report.html), so the link works whatever host and port the viewer has."""
-    unit_id = f"{report.get('suite')}/{trap}/{condition}/{seed}"  # producers.grid.RunUnit.unit_id
-    return f"../../index.html#/unit/{quote(str(report.get('run_set')), safe='')}/{quote(unit_id, safe='')}"
-
-
-def pair_href(report: dict[str, Any], trap: str, seed: str) -> str:
-    """The trap and seed under every condition side by side in the live viewer (as unit_href)."""
-    return (f"../../index.html#/pair/{quote(str(report.get('run_set')), safe='')}/{quote(trap, safe='')}/"
-            f"{quote(str(seed), safe='')}")
-
-
 def _linked(cell: str, report: dict[str, Any], trap: str, condition: str, seed: str) -> str:
-    if cell == "—" or not report.get("run_set") or not report.get("suite"):
+    unit, pair = unit_href(report, trap, condition, seed), pair_href(report, trap, seed)
+    if cell == "—" or unit is None or pair is None:
         return cell
-    return (f'<a href="{esc(unit_href(report, trap, condition, seed))}">{cell}</a> '
+    return (f'<a href="{esc(unit)}">{cell}</a> '
             f'<a class="pair" title="side by side under every condition" '
-            f'href="{esc(pair_href(report, trap, seed))}">⇄</a>')
+            f'href="{esc(pair)}">⇄</a>')
 
 
 def _cell(value: str | None) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 from reports.conventions import construct_label
 from reports.effort import EFFORT_COLUMNS, effort_row
 from reports.html.format import BASELINE_COLOR, esc, fmt_ci, fmt_num, fmt_p, fmt_pct, fmt_signed_pct
+from reports.html.links import unit_id_href, units_href
 
 
 def html_table(head: list[str], rows: list[list[str]], left_cols: int = 1) -> str:
@@ -15,6 +16,20 @@ def html_table(head: list[str], rows: list[list[str]], left_cols: int = 1) -> st
     body = "".join("<tr>" + "".join(f'<td class="l">{c}</td>' if i < left_cols else f"<td>{c}</td>"
                                     for i, c in enumerate(r)) + "</tr>" for r in rows)
     return f'<div class="scroll"><table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
+def linked(html: str, href: str | None, cls: str) -> str:
+    """HTML wrapped in a link to HREF (escaped here), or left as it is without one."""
+    if href is None:
+        return html
+    return f'<a href="{esc(href)}" class="{esc(cls)}">{html}</a>'
+
+
+def reason_count(report: dict[str, Any], condition: str, reason: str, count: Any) -> str:
+    """A count of a condition's units with REASON, linked to the units table filtered to them."""
+    if not count or str(count) == "0":
+        return esc(count)
+    return linked(esc(count), units_href(report, condition, reason), cls="units")
 
 
 def _verdict(passed: bool | None) -> str:
@@ -118,7 +133,8 @@ def counts_table(report: dict[str, Any], key: str) -> str | None:
     reasons = sorted({r for c in conditions for r in c[key]})
     if not reasons:
         return '<p class="note">none</p>'
-    rows = [[esc(r)] + [esc(c[key].get(r, 0)) for c in conditions] for r in reasons]
+    rows = [[esc(r)] + [reason_count(report, c["condition"], r, c[key].get(r, 0)) for c in conditions]
+            for r in reasons]
     return html_table(["reason"] + [esc(c["condition"]) for c in conditions], rows)
 
 
@@ -170,7 +186,7 @@ def gates_table(report: dict[str, Any]) -> str | None:
         return None
     rows: list[list[str]] = []
 
-    def add(label: str, g: dict[str, Any] | None, value: str | None = None) -> None:
+    def add(label: str, g: dict[str, Any] | None, value: str | None = None, label_html: str | None = None) -> None:
         if not g:
             return
         threshold = g.get("threshold")
@@ -178,7 +194,7 @@ def gates_table(report: dict[str, Any]) -> str | None:
         shown = value if value is not None else (fmt_pct(g.get("value")) if isinstance(g.get("value"), float)
                                                  else esc(g.get("value")))
         thr = fmt_pct(threshold) if isinstance(threshold, float) else esc(threshold)
-        rows.append([esc(label), f'{esc(g.get("numerator"))}/{esc(g.get("denominator"))}', shown,
+        rows.append([label_html or esc(label), f'{esc(g.get("numerator"))}/{esc(g.get("denominator"))}', shown,
                      f"{direction} {thr}", _verdict(g.get("passed"))])
 
     head = gates.get("b0_headroom") or {}
@@ -189,9 +205,15 @@ def gates_table(report: dict[str, Any]) -> str | None:
         add(f"{b0} headroom {construct_label(label)}", g)
     for cond, g in (gates.get("exclusions") or {}).items():
         examples = g.get("examples") or {}  # issue 30: each reason with the run's own words
-        why = "; ".join(f"{r} {n}" + (f" — {examples[r]}" if r in examples else "")
-                        for r, n in (g.get("reasons") or {}).items())
-        add(f"exclusions {cond}" + (f" ({why})" if why else ""), g)
+        # each reason's count leads to its units, each example to the unit it came from (the units
+        # table filtered to the reason for a report.json written before example_units)
+        example_units = g.get("example_units") or {}
+        why = "; ".join(
+            f"{esc(r)} {reason_count(report, cond, r, n)}"
+            + (" — " + linked(esc(examples[r]), unit_id_href(report, example_units[r]) if r in example_units
+                              else units_href(report, cond, r), cls="example") if r in examples else "")
+            for r, n in (g.get("reasons") or {}).items())
+        add("", g, label_html=f"exclusions {esc(cond)}" + (f" ({why})" if why else ""))
     for name, g in (gates.get("paired_coverage") or {}).items():
         add(f"paired coverage {name} (units with ≥ 2 paired seeds)", g)
     # issue 14: reversed constructs apart, stratum validity, warm-up, continuation audit

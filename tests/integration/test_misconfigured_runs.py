@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -73,6 +74,11 @@ def test_a_misconfiguration_met_during_the_run_excludes_and_is_retried_once_fixe
         report = json.loads((home / "runs" / "mis" / "report.json").read_text())
         example = report["validity_gates"]["exclusions"]["B5"]["examples"]["model_misconfigured"]
         assert "HTTP 401" in example and "MEMBENCH_OPENAI_API_KEY" in example
+        # and names the unit it came from, which report.html links to in the viewer
+        unit = report["validity_gates"]["exclusions"]["B5"]["example_units"]["model_misconfigured"]
+        assert unit == evs[0].unit_id
+        assert f'href="../../index.html#/unit/mis/{quote(unit, safe="")}" class="example"' in \
+            (home / "runs" / "mis" / "report.html").read_text()
         assert "model_misconfigured: " in (home / "runs" / "mis" / "report.md").read_text()
 
         # the user sets the key and runs the same command: pre-flight passes, the unit is retried

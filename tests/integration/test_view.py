@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from reports.effort import effort_row, pass_hat_k_text
 from viewer.http_server import ViewApp
 from producers.attempts import read_log
 from tests.conftest import run_cli, skip_or_fail
@@ -151,11 +152,26 @@ def page_of(browser):
 def test_the_page_lists_the_run_set_and_shows_a_unit_trajectory(smoke_home, run_set_id, browser):
     with viewer(smoke_home) as url, page_of(browser) as (page, problems):
         page.goto(url)
+        polls: list[int] = []
+        page.on("response", lambda r: polls.append(r.status) if r.url.endswith(f"/api/run_sets/{run_set_id}") else None)
         page.locator(f"a.runset-link[data-run-set='{run_set_id}']").click(timeout=30_000)
         page.wait_for_selector("#progress")
+        # a finished run set: after the first answer the page's polls name its ETag and get a bodiless 304
+        page.wait_for_timeout(3500)
+        assert polls[0] == 200 and 304 in polls[1:], polls
         assert page.locator("#total-completed").inner_text() == "12"
         assert page.locator("#progress tr[data-condition='B5'] td[data-field='passed']").inner_text() == "6"
         assert page.locator("#ladder .row[data-condition='B5'] [data-field='pass_rate']").inner_text().startswith("100.0%")
+        # cost and reliability beside the pass rate, figure for figure as report.md and report.html word them
+        report = json.loads((smoke_home / "runs" / run_set_id / "report.json").read_text())
+        for entry in report["conditions"]:
+            shown = page.locator(f"#effort tr[data-condition='{entry['condition']}'] td.num").all_inner_texts()
+            assert shown == effort_row(entry)[1:], entry["condition"]
+            pass_hat_k = page.locator(f"#ladder .row[data-condition='{entry['condition']}'] [data-field='pass_hat_k']")
+            assert pass_hat_k.inner_text().strip() == "pass^k " + pass_hat_k_text(entry["pass_hat_k"], short=True)
+        b5 = page.locator("#effort tr[data-condition='B5']")
+        assert b5.locator("[data-field='pass_hat_k']").inner_text() == "100.0% (3/3 traps, k=2)"
+        assert b5.locator("[data-field='usd_per_cell']").inner_text() == "—"  # a scripted agent: no priced call
         page.locator("a.unit-link[data-unit-id='smoke/smoke-client-header/B5/1']").click()
         page.wait_for_selector("section.session[data-session='3']", timeout=30_000)
         assert page.locator("#chain-status").get_attribute("data-ok") == "true"
@@ -283,6 +299,16 @@ def test_a_report_cell_and_the_units_table_lead_to_units_and_paired_views(smoke_
         page.locator("#matrix a.pair[href$='/smoke-client-header/2']").first.click()
         page.wait_for_selector(".pair-session[data-session='3']", timeout=30_000)
         assert [h.get_attribute("data-condition") for h in page.locator(".pair-head").all()] == ["B0", "B5"]
+        # a failure count opens the units table filtered to its condition and reason: that many units
+        page.goto(url + f"runs/{run_set_id}/report.html")
+        count = page.locator("#failures a.units[href*='condition=B0']").first
+        shown, href = count.inner_text(), count.get_attribute("href")
+        reason = href.rsplit("reason=", 1)[1]
+        count.click()
+        expect(page.locator("#units-count")).to_have_text(f"{shown} of 12 units", timeout=30_000)
+        assert page.locator("#filter-condition").input_value() == "B0"
+        assert page.locator("#filter-reason").input_value() == reason
+        assert all(reason in t for t in page.locator("#units tbody tr td:nth-child(9)").all_inner_texts())
 
         page.goto(url + f"#/rs/{run_set_id}")
         page.wait_for_selector("#units tbody tr", timeout=30_000)

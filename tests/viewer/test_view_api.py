@@ -169,10 +169,13 @@ def server(runs_dir):
     srv.close()
 
 
-def _get(server, path: str, method: str = "GET", host: str | None = None) -> tuple[int, dict, bytes]:
+def _get(server, path: str, method: str = "GET", host: str | None = None,
+         if_none_match: str | None = None) -> tuple[int, dict, bytes]:
     parts = urlsplit(server.url)
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
     headers = {"Host": host} if host else {}
+    if if_none_match is not None:
+        headers["If-None-Match"] = if_none_match
     conn.request(method, path, headers=headers)
     response = conn.getresponse()
     body = response.read()
@@ -194,6 +197,47 @@ def test_http_api_and_page(server):
     for path in ("/static/app.js", "/static/style.css"):
         assert _get(server, path)[0] == 200
     assert _get(server, "/api/run_sets", method="HEAD")[0] == 200
+
+
+def test_an_unchanged_run_set_answers_a_poll_with_a_bodiless_304_and_a_changed_one_in_full(runs_dir, server):
+    """The page re-asks for the run set every 1.5 s naming the ETag of the answer it holds; a
+    finished run set's answer (about 1 KB per unit) is then not sent again. Control: once the log grows, the same
+    ETag gets the new answer, and a poll without one always gets the body."""
+    status, headers, body = _get(server, "/api/run_sets/rs")
+    etag = headers["ETag"]
+    assert status == 200 and etag.startswith('"') and headers["Cache-Control"] == "no-store"
+    status, again, empty = _get(server, "/api/run_sets/rs", if_none_match=etag)
+    assert status == 304 and empty == b"" and again["ETag"] == etag
+    assert _get(server, "/api/run_sets/rs", if_none_match=f'"other", W/{etag}')[0] == 304
+    assert _get(server, "/api/run_sets/rs")[2] == body  # no If-None-Match: the body
+    assert _get(server, "/api/run_sets/rs", if_none_match='"other"')[0] == 200
+    writer = LogWriter(runs_dir / "rs" / "events.avro")
+    emit_run(writer.publish, "rs", "t3", "B5", 1)
+    writer.close()
+    status, headers, grown = _get(server, "/api/run_sets/rs", if_none_match=etag)
+    assert status == 200 and headers["ETag"] != etag and json.loads(grown)["units_finished"] == 7
+    assert "ETag" not in _get(server, "/")[1]  # the page itself is not a JSON answer
+
+
+def test_a_finished_run_sets_answer_is_built_once_until_the_log_grows(runs_dir, monkeypatch):
+    """A poll of an unchanged, finished run set reuses the encoded answer; a grown log, or a run
+    still open (its quiet_for_s follows the clock), builds it again."""
+    app = ViewApp(runs_dir)
+    built = []
+    detail = LiveRunSet.detail
+    monkeypatch.setattr(LiveRunSet, "detail", lambda self: built.append(1) or detail(self))
+    first, content_type = app.route("/api/run_sets/rs")
+    assert content_type == "application/json" and app.route("/api/run_sets/rs")[0] is first and len(built) == 1
+    assert json.loads(first)["quiet_for_s"] is None and json.loads(first)["units_finished"] == 6
+    writer = LogWriter(runs_dir / "rs" / "events.avro")
+    emit_run(writer.publish, "rs", "t3", "B5", 1)
+    writer.flush()
+    grown = app.route("/api/run_sets/rs")[0]
+    assert json.loads(grown)["units_finished"] == 7 and len(built) == 2
+    emit_run(writer.publish, "rs", "t3", "B0", 1, end=None)  # still running
+    writer.close()
+    open_run = [json.loads(app.route("/api/run_sets/rs")[0]) for _ in range(2)]
+    assert len(built) == 4 and open_run[0]["running"] == 1 and open_run[0]["quiet_for_s"] is not None
 
 
 @pytest.mark.parametrize("path", ["/api/run_sets/nope", "/api/run_sets/..%2F..%2Fetc", "/api/runs/not-a-run",

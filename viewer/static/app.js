@@ -179,11 +179,20 @@ function blobHref(runSet, digest) {
   return siteIndex && Object.hasOwn(siteIndex.blobs, digest) ? siteIndex.blobs[digest] : "#";
 }
 
+// the last answer per address with its ETag: a poll names it, and an unchanged answer comes back
+// as a bodiless 304 (a finished run set of 10,000 units is 10 MB otherwise, every 1.5 s)
+const lastAnswers = new Map();
 async function getJSON(url) {
   if (STATIC_INDEX) return staticAnswer(url);
-  const response = await fetch(url, { cache: "no-store" });
+  const known = lastAnswers.get(url);
+  const response = await fetch(url, { cache: "no-store", headers: known ? { "If-None-Match": known.etag } : {} });
+  if (response.status === 304 && known) return known.body;
   const body = await response.json().catch(() => ({ error: `HTTP ${response.status}` }));
   if (!response.ok) throw new Error(body.error || `HTTP ${response.status}`);
+  const etag = response.headers.get("ETag");
+  lastAnswers.delete(url);
+  if (etag) lastAnswers.set(url, { etag, body });
+  if (lastAnswers.size > 8) lastAnswers.delete(lastAnswers.keys().next().value);  // the oldest
   return body;
 }
 
@@ -250,11 +259,43 @@ function ladder(rows) {
     }
     box.append(el("div", { class: "row", "data-condition": row.condition },
       el("b", { text: row.condition }), track,
-      el("span", { "data-field": "pass_rate",
-        text: `${fmt.pct(row.pass_rate)}  CI ${fmt.ci(row.ci95)}  (${row.passed}/${row.valid}; ${row.excluded} excluded)` })));
+      el("span", {},
+        el("span", { "data-field": "pass_rate",
+          text: `${fmt.pct(row.pass_rate)}  CI ${fmt.ci(row.ci95)}  (${row.passed}/${row.valid}; ${row.excluded} excluded)` }),
+        el("span", { class: "muted", "data-field": "pass_hat_k", text: "  pass^k " + passHatK(row.pass_hat_k, true) }))));
   }
   if (!rows.length) box.append(el("p", { class: "muted", text: "No finished unit yet." }));
   return box;
+}
+
+// Cost and reliability per condition, worded as report.md's table (reports/effort.py): "—" where
+// a figure is null (no pass, no priced model call, no session)
+const effortNumber = (x, digits) => (x === null || x === undefined ? "—"
+  : Number(x).toLocaleString("en-US", { minimumFractionDigits: digits || 0, maximumFractionDigits: digits || 0 }));
+const effortUsd = (x) => (x === null || x === undefined ? "—"
+  : x < 1 ? "$" + Number(x).toFixed(4) : "$" + effortNumber(x, 2));
+function passHatK(p, short) {
+  if (!p) return "—";
+  const rate = fmt.pct(p.value);
+  if (short) return `${rate} ${p.passed}/${p.complete}` + (p.incomplete ? ` +${p.incomplete} incomplete` : "");
+  return `${rate} (${p.passed}/${p.complete} traps, k=${p.k}${p.incomplete ? `, ${p.incomplete} incomplete` : ""})`;
+}
+function effortTable(rows) {
+  const shown = rows.filter((row) => row.effort);
+  if (!shown.length) return null;
+  const body = shown.map((row) => {
+    const e = row.effort;
+    const usd = e.cost_usd || { per_cell: null, per_pass: null };
+    const cells = [["pass_rate", fmt.pct(row.pass_rate)], ["pass_hat_k", passHatK(row.pass_hat_k)],
+      ["tokens_per_cell", effortNumber(e.tokens.per_cell)], ["tokens_per_pass", effortNumber(e.tokens.per_pass)],
+      ["usd_per_cell", effortUsd(usd.per_cell)], ["usd_per_pass", effortUsd(usd.per_pass)],
+      ["wall_s_per_cell", effortNumber(e.wall_time_s.per_cell, 1)], ["wall_s_per_pass", effortNumber(e.wall_time_s.per_pass, 1)],
+      ["memory_tokens_per_session", effortNumber(e.memory_tokens_per_session, 1)]];
+    return el("tr", { "data-condition": row.condition }, el("td", { text: row.condition }),
+      cells.map(([field, text]) => el("td", { class: "num", "data-field": field, text })));
+  });
+  return table(["condition", ...["pass rate", "pass^k", "tokens / cell", "tokens / pass", "USD / cell", "USD / pass",
+    "wall s / cell", "wall s / pass", "memory tokens / session"].map((label) => ({ label, num: 1 }))], body, { id: "effort" });
 }
 
 // The units table keeps its controls across polls (focus and typing survive a refresh); its state
@@ -470,6 +511,12 @@ function renderRunSet(data) {
       card("planned", data.planned ?? "not in the log")),
     el("h2", { text: "Progress per condition" }), progressTable(data.progress),
     el("h2", { text: "Ladder: pass rate per condition, 95% CI (trap-cluster bootstrap)" }), ladder(data.ladder),
+    el("h2", { text: "Cost and reliability per condition (valid cells)" }),
+    effortTable(data.ladder) || el("p", { class: "muted", id: "no-effort", text: "No finished unit yet." }),
+    el("p", { class: "muted caption", text: "Tokens: input + output of the agent's and the memory model's calls; USD: " +
+      "every priced ModelCall of the cells' runs (— when none was priced); per pass = the total over all valid cells / " +
+      "passed cells; memory tokens / session: tokens memory reads admitted into the prompt; pass^k: traps passed " +
+      "under every one of the k seeds finished so far / traps with a valid cell under each." }),
     el("h2", { text: "Units" }),
   ];
   const bottom = [];
