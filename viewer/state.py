@@ -36,7 +36,7 @@ from reports.effort import condition_efforts, condition_pass_hat_k
 from reports.model import to_json
 from schemas.chain import ChainVerifier
 from schemas.derived import DerivedEvent
-from schemas.events import Event
+from schemas.events import Event, agent_model_call
 from viewer.tail import LogTail
 
 LOG_NAME = "events.avro"
@@ -85,7 +85,9 @@ class RunState:
     model_calls: int = 0
     priced_calls: int = 0  # ModelCalls naming their price-table entry (queries.run_model_costs' rule)
     cost_usd: float = 0.0
-    input_tokens: int = 0  # over its ModelCall events
+    # the agent's tokens as run_results counts them (its turns and its own ModelCalls,
+    # processors/verdicts.py), so a unit's row reads as the report's tokens per cell
+    input_tokens: int = 0
     output_tokens: int = 0
     memory_tokens: int = 0  # tokens its memory reads admitted into the agent's context
     why: str | None = None  # why the run was excluded or broke: its run-level system Turn (bounded)
@@ -143,7 +145,7 @@ class RunState:
             "chain_ok": self.chain_break is None,
             "dead_letters": self.dead_letters,
             "model_calls": self.model_calls,
-            "cost_usd": self.cost_usd,
+            "cost_usd": self.cost_usd if self.priced_calls else None,  # unpriced is unknown, never free
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "memory_tokens": self.memory_tokens,
@@ -222,9 +224,10 @@ class LiveRunSet:
             run.model_calls += 1
             run.priced_calls += event.payload.get("cost_usd") is not None and event.payload.get("price") is not None
             run.cost_usd += float(event.payload.get("cost_usd") or 0.0)
+        if event.kind == "Turn" or (event.kind == "ModelCall" and agent_model_call(event.payload)):
             run.input_tokens += int(event.payload.get("input_tokens") or 0)
             run.output_tokens += int(event.payload.get("output_tokens") or 0)
-        elif event.kind == "MemoryRead":
+        if event.kind == "MemoryRead":
             run.memory_tokens += int(event.payload.get("tokens_admitted") or 0)
         elif event.kind == "Turn" and event.session_index < 0 and event.payload.get("role") == "system":
             text = (event.payload.get("text") or {}).get("text") or ""  # the model's or adapter's own words

@@ -80,8 +80,12 @@ def test_the_api_agrees_with_the_report_and_the_warehouse(smoke_home, run_set_id
         [{k: row[k] for k in keys} for row in report["conditions"]]
 
     stored = _warehouse_rows(smoke_home, run_set_id)
-    assert sorted((u["unit_id"], u["run_id"], u["status"], u["passed"]) for u in detail["units"]) == \
-        sorted((r["unit_id"], r["run_id"], r["status"], bool(r["scored_passed"])) for r in stored["runs"])
+    # a unit's tokens are run_results' (as the report's tokens per cell); a scripted run's cost is unknown, not $0
+    assert sorted((u["unit_id"], u["run_id"], u["status"], u["passed"], u["input_tokens"], u["output_tokens"])
+                  for u in detail["units"]) == \
+        sorted((r["unit_id"], r["run_id"], r["status"], bool(r["scored_passed"]), int(r["input_tokens"]),
+                int(r["output_tokens"])) for r in stored["runs"])
+    assert {u["cost_usd"] for u in detail["units"]} == {None}
     failures = {(f["run_id"], f["session_index"]): f["failure_reason"] for f in stored["failures"]}
     verdicts = {(s["run_id"], s["session_index"]): s["outcome"] for s in stored["sessions"]}
     for unit in detail["units"]:

@@ -101,7 +101,8 @@ def test_a_unit_is_found_by_its_id_escaped_or_not(runs_dir):
         body, _ = app.route(path)
         run = json.loads(body)
         assert run["unit_id"] == "suite/t1/B5/1" and run["passed"] and run["construct"] == "C1"
-        assert run["memory_tokens"] == 12 and run["input_tokens"] == 200 and run["output_tokens"] == 40
+        # tokens as run_results counts them: the agent's turns (2 × 100/20) and its ModelCalls (2 × 100/20)
+        assert run["memory_tokens"] == 12 and run["input_tokens"] == 400 and run["output_tokens"] == 80
     with pytest.raises(NotFound):
         app.route("/api/run_sets/rs/units/suite/t1/B9/1")
 

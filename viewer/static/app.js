@@ -31,7 +31,7 @@ const fmt = {
   pct: (x) => (x === null || x === undefined ? "—" : (100 * x).toFixed(1) + "%"),
   ci: (ci) => (!ci || ci[0] === null ? "—" : `${(100 * ci[0]).toFixed(1)}–${(100 * ci[1]).toFixed(1)}%`),
   time: (iso) => (iso ? new Date(iso).toLocaleTimeString() : "—"),
-  usd: (x) => "$" + Number(x || 0).toFixed(4),
+  usd: (x) => (x === null || x === undefined ? "—" : "$" + Number(x).toFixed(4)),  // null: no priced call
   text: (bounded) => (bounded && typeof bounded === "object" ? bounded.text : bounded ?? ""),
 };
 
