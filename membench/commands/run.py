@@ -47,8 +47,9 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
     """Run PACK (a built-in pack name or a pack directory) under memory conditions and seeds.
 
     Exit status: 0 done; 1 an audit failure (a log or warehouse that does not check); 2 a usage error
-    (nothing written); 3 with --strict, a validity gate failed (everything is written first); 130
-    stopped by a signal. Failed gates are printed under the table with the comparisons they invalidate,
+    (nothing written); 3 with --strict, a validity gate failed (everything is written first); 4 the
+    oracle's harness kept producing no outcome (the grid stopped, its report partial); 130 stopped by
+    a signal. Failed gates are printed under the table with the comparisons they invalidate,
     then one verdict line per comparison of the primary family and per --compare A:B (any two of the
     run's conditions: answered from the family that registers the pair, the primary or all_pairs)."""
     from producers.agents.model_agents import LoopLimits
