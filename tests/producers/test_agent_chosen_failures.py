@@ -17,18 +17,13 @@ from pathlib import Path
 import pytest
 
 import producers.grid as runner
-from processors import derive_all
-from producers.agents.base import AgentOutcome
 from producers.pack_resolver import open_pack
-from producers.grid import RunConfig, RunUnit, run_unit
 from reports.conventions import exclusion_of, valid_run
 from sandbox.base import IsolationUnavailable
 from sandbox.workspace import DIFF_STORE_LIMIT
-from schemas.events import bounded_text
+from tests.producers.unit_runs import WorkAgent, run_smoke_unit
 
 pytestmark = pytest.mark.integration
-
-SEQ = "smoke-currency"
 
 
 @pytest.fixture(scope="module")
@@ -36,40 +31,12 @@ def pack(tmp_path_factory):
     return open_pack("smoke", tmp_path_factory.mktemp("home"))
 
 
-class Agent:
-    """An in-process test agent: says something, then does `work(task, session_index)`."""
-
-    name = "test:hostile"
-    kind = "scripted"
-
-    def __init__(self, work):
-        self.work = work
-
-    def act(self, task, emitter):
-        emitter.emit("Turn", {"role": "agent", "text": bounded_text("working"), "source_event_id": None,
-                              "source_kind": None, "input_tokens": 0, "cached_tokens": 0, "output_tokens": 1,
-                              "reasoning_tokens": 0, "latency_ms": 0})
-        self.work(task, emitter.session_index)
-        return AgentOutcome()
-
-
-def _run(pack, sandbox, agent, tmp_path, condition="B0"):
-    events = []
-    run_unit(pack, RunUnit("smoke", SEQ, condition, 1),
-             RunConfig("rs", agent.name, oracle_timeout_s=60, blob_dir=tmp_path / "blobs"),
-             sandbox, lambda event, datum: events.append(event), agent=agent)
-    derived = derive_all(events)
-    summary = next(d.payload for d in derived if d.kind == "RunSummary")
-    failures = {d.payload["session_index"]: d.payload for d in derived if d.kind == "FailureClassified"}
-    return events, summary, failures
-
-
 def _raise(task, session):
     raise RuntimeError("provoked by the agent")
 
 
 def test_an_exception_after_the_agent_started_fails_the_session_and_the_run_goes_on(pack, bwrap_sandbox, tmp_path):
-    events, summary, failures = _run(pack, bwrap_sandbox, Agent(_raise), tmp_path)
+    events, summary, failures = run_smoke_unit(pack, bwrap_sandbox, WorkAgent(_raise), tmp_path)
     assert events[-1].payload == {"status": "completed", "error_type": None}
     assert valid_run(summary) and summary["scored_passed"] is False
     assert sorted(failures) == [1, 2, 3]  # every session ran, each failed by name
@@ -100,13 +67,13 @@ def test_an_exception_before_the_agent_started_still_excludes_and_after_it_fails
                                                                                monkeypatch):
     # control: nothing of the agent's ran, so the unit is the harness's error and its cell excluded
     monkeypatch.setattr(runner, "make_memory", lambda *a, **k: _BrokenMemory(fail_read=True))
-    events, summary, _ = _run(pack, bwrap_sandbox, Agent(lambda task, session: None), tmp_path)
+    events, summary, _ = run_smoke_unit(pack, bwrap_sandbox, WorkAgent(lambda task, session: None), tmp_path)
     assert events[-1].payload == {"status": "error", "error_type": "task_exception:RuntimeError"}
     assert not valid_run(summary) and exclusion_of(summary) == "task_exception:RuntimeError"  # the report's rule
     # the same kind of exception after the agent acted (writing memory from its session's events):
     # the run completes with its unfinished sessions unpassed, the cell valid and failed
     monkeypatch.setattr(runner, "make_memory", lambda *a, **k: _BrokenMemory(fail_read=False))
-    events, summary, _ = _run(pack, bwrap_sandbox, Agent(lambda task, session: None), tmp_path)
+    events, summary, _ = run_smoke_unit(pack, bwrap_sandbox, WorkAgent(lambda task, session: None), tmp_path)
     assert events[-1].payload == {"status": "completed", "error_type": "harness_error:RuntimeError"}
     assert valid_run(summary) and summary["scored_passed"] is False
 
@@ -136,7 +103,8 @@ def _break_scored_session(task, session):
 
 
 def test_isolation_that_fails_only_on_the_agents_tree_fails_the_session(pack, bwrap_sandbox, tmp_path):
-    events, summary, failures = _run(pack, _BreaksOn(bwrap_sandbox), Agent(_break_scored_session), tmp_path)
+    events, summary, failures = run_smoke_unit(pack, _BreaksOn(bwrap_sandbox),
+                                               WorkAgent(_break_scored_session), tmp_path)
     assert events[-1].payload["status"] == "completed"
     assert valid_run(summary) and summary["scored_passed"] is False
     assert (failures[3]["failure_reason"], failures[3]["rule"]) == ("invalid_agent_output",
@@ -146,7 +114,8 @@ def test_isolation_that_fails_only_on_the_agents_tree_fails_the_session(pack, bw
 
 
 def test_isolation_unavailable_on_the_base_checkout_still_excludes(pack, bwrap_sandbox, tmp_path):
-    events, summary, _ = _run(pack, _BreaksOn(bwrap_sandbox, always=True), Agent(_break_scored_session), tmp_path)
+    events, summary, _ = run_smoke_unit(pack, _BreaksOn(bwrap_sandbox, always=True),
+                                        WorkAgent(_break_scored_session), tmp_path)
     assert events[-1].payload == {"status": "excluded", "error_type": "isolation_unavailable"}
     assert not valid_run(summary) and exclusion_of(summary) == "isolation_unavailable"
 
@@ -154,7 +123,7 @@ def test_isolation_unavailable_on_the_base_checkout_still_excludes(pack, bwrap_s
 def test_control_without_the_probe_the_agents_tree_would_exclude_its_cell(pack, bwrap_sandbox, tmp_path,
                                                                           monkeypatch):
     monkeypatch.setattr(runner, "_isolation_proven", lambda *a, **k: True)
-    events, summary, _ = _run(pack, _BreaksOn(bwrap_sandbox), Agent(_break_scored_session), tmp_path)
+    events, summary, _ = run_smoke_unit(pack, _BreaksOn(bwrap_sandbox), WorkAgent(_break_scored_session), tmp_path)
     assert not valid_run(summary) and exclusion_of(summary) == "isolation_unavailable"
 
 
@@ -165,7 +134,7 @@ def _big_diff(task, session):
 
 
 def test_a_diff_over_the_store_limit_is_cut_and_the_cut_recorded(pack, bwrap_sandbox, tmp_path):
-    events, summary, failures = _run(pack, bwrap_sandbox, Agent(_big_diff), tmp_path)
+    events, summary, failures = run_smoke_unit(pack, bwrap_sandbox, WorkAgent(_big_diff), tmp_path)
     (patch,) = [e.payload for e in events if e.kind == "PatchProduced" and e.session_index == 3]
     assert patch["production_diff"] is None  # over the inline limit: a blob
     blob = (tmp_path / "blobs" / patch["production_diff_sha256"]).read_bytes()

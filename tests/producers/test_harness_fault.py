@@ -19,50 +19,22 @@ import pytest
 
 import producers.grid as runner
 from processors import derive_all
-from producers.agents.base import AgentOutcome
-from producers.grid import RunConfig, RunUnit, run_unit
+from producers.grid import RunConfig
 from producers.pack_resolver import open_pack
 from reports.conventions import exclusion_of, valid_run
 from sandbox.scoring import ScoreResult
 from sandbox.workspace import TreeDiff
-from schemas.events import bounded_text
 from tests.sandbox.broken_toolchain import PytestlessToolchain
+from tests.producers.unit_runs import WorkAgent, run_smoke_unit
 
 pytestmark = pytest.mark.integration
 
-SEQ = "smoke-currency"
 MARKER = "STARVE_THE_HARNESS"
 
 
 @pytest.fixture(scope="module")
 def pack(tmp_path_factory):
     return open_pack("smoke", tmp_path_factory.mktemp("home"))
-
-
-class Agent:
-    name = "test:harness"
-    kind = "scripted"
-
-    def __init__(self, work):
-        self.work = work
-
-    def act(self, task, emitter):
-        emitter.emit("Turn", {"role": "agent", "text": bounded_text("working"), "source_event_id": None,
-                              "source_kind": None, "input_tokens": 0, "cached_tokens": 0, "output_tokens": 1,
-                              "reasoning_tokens": 0, "latency_ms": 0})
-        self.work(task, emitter.session_index)
-        return AgentOutcome()
-
-
-def _run(pack, sandbox, agent, tmp_path):
-    events = []
-    run_unit(pack, RunUnit("smoke", SEQ, "B0", 1),
-             RunConfig("rs", agent.name, oracle_timeout_s=60, blob_dir=tmp_path / "blobs"),
-             sandbox, lambda event, datum: events.append(event), agent=agent)
-    derived = derive_all(events)
-    summary = next(d.payload for d in derived if d.kind == "RunSummary")
-    failures = {d.payload["session_index"]: d.payload for d in derived if d.kind == "FailureClassified"}
-    return events, summary, failures
 
 
 def _turns(events, source_kind):
@@ -74,7 +46,8 @@ def _change(task, session):
 
 
 def test_an_interpreter_without_pytest_excludes_the_unit_as_a_harness_fault(pack, bwrap_sandbox, tmp_path):
-    events, summary, failures = _run(pack, PytestlessToolchain(bwrap_sandbox), Agent(_change), tmp_path)
+    events, summary, failures = run_smoke_unit(pack, PytestlessToolchain(bwrap_sandbox),
+                                               WorkAgent(_change, "test:harness"), tmp_path)
     assert events[-1].payload == {"status": "excluded", "error_type": "harness_fault"}
     assert not valid_run(summary) and exclusion_of(summary) == "harness_fault"
     (verdict,) = [e.payload for e in events if e.kind == "OracleVerdict"]  # the first session ends the unit
@@ -91,7 +64,8 @@ def _exit_at_import(task, session):
 
 
 def test_a_patch_that_exits_at_import_fails_and_is_never_excluded(pack, bwrap_sandbox, tmp_path):
-    events, summary, failures = _run(pack, bwrap_sandbox, Agent(_exit_at_import), tmp_path)
+    events, summary, failures = run_smoke_unit(pack, bwrap_sandbox,
+                                               WorkAgent(_exit_at_import, "test:harness"), tmp_path)
     assert events[-1].payload == {"status": "completed", "error_type": None}
     assert valid_run(summary) and summary["scored_passed"] is False
     assert {f["failure_reason"] for f in failures.values()} == {"test_failure"}
@@ -105,7 +79,7 @@ def _starve_the_harness(task, session):
 
 def test_a_tree_that_starves_the_harness_while_the_base_does_not_fails_the_session(pack, bwrap_sandbox, tmp_path):
     starving = PytestlessToolchain(bwrap_sandbox, only_with=MARKER)
-    events, summary, failures = _run(pack, starving, Agent(_starve_the_harness), tmp_path)
+    events, summary, failures = run_smoke_unit(pack, starving, WorkAgent(_starve_the_harness, "test:harness"), tmp_path)
     assert events[-1].payload == {"status": "completed", "error_type": None}
     assert valid_run(summary) and summary["scored_passed"] is False
     assert {f["failure_reason"] for f in failures.values()} == {"test_failure"}
@@ -120,7 +94,7 @@ def test_control_without_the_probe_the_agents_tree_would_exclude_its_cell(pack, 
     monkeypatch.setattr(runner, "oracle_base_score", lambda *a, **k: dataclasses.replace(
         ScoreResult("fail", TreeDiff(), {}), harness_fault="taken on trust"))
     starving = PytestlessToolchain(bwrap_sandbox, only_with=MARKER)
-    events, summary, _ = _run(pack, starving, Agent(_starve_the_harness), tmp_path)
+    events, summary, _ = run_smoke_unit(pack, starving, WorkAgent(_starve_the_harness, "test:harness"), tmp_path)
     assert not valid_run(summary) and exclusion_of(summary) == "harness_fault"
 
 
