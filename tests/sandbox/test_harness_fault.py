@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from sandbox.scoring import score_session
-from sandbox.workspace import write_tree
+from sandbox.workspace import write_files, write_tree
 from tests.sandbox.broken_toolchain import PytestlessToolchain
 
 pytestmark = pytest.mark.integration
@@ -44,15 +44,9 @@ def repo(tmp_path: Path):
     return base, workspace, oracle
 
 
-def _edit(workspace: Path, files: dict[str, bytes]) -> None:
-    for rel, content in files.items():
-        (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
-        (workspace / rel).write_bytes(content)
-
-
 def test_an_oracle_interpreter_without_pytest_is_a_harness_fault_not_a_pass(bwrap_sandbox, repo):
     base, workspace, oracle = repo
-    _edit(workspace, {"ledger/money.py": GOOD})
+    write_files({"ledger/money.py": GOOD}, workspace)
     result = score_session(PytestlessToolchain(bwrap_sandbox), base, workspace, oracle, timeout_s=60)
     assert result.outcome == "fail" and result.cases == []  # never a pass; the runner decides the rest
     assert "left no outcome record" in result.harness_fault
@@ -81,7 +75,7 @@ HOSTILE = {
 @pytest.mark.parametrize("attack", sorted(HOSTILE))
 def test_production_code_that_attacks_the_harness_fails_without_a_harness_fault(bwrap_sandbox, repo, attack):
     base, workspace, oracle = repo
-    _edit(workspace, HOSTILE[attack])
+    write_files(HOSTILE[attack], workspace)
     result = score_session(bwrap_sandbox, base, workspace, oracle, timeout_s=60)
     assert result.outcome == "fail", result.detail
     assert result.harness_fault == "", result.detail  # the oracle's process recorded what happened
