@@ -176,16 +176,21 @@ def test_a_body_over_the_cap_is_refused_by_the_gateway_as_the_agents_413(tmp_pat
     assert channel.failure is None
 
 
+def _first_answer(channel, request: bytes) -> bytes:
+    """The first bytes the gateway answers to REQUEST, sent whole (head and as much body as given)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10)
+        sock.connect(str(channel.socket_path))
+        sock.sendall(request)
+        return sock.recv(65536)
+
+
 def test_a_client_expecting_100_continue_is_told_413_before_it_sends_the_body(tmp_path):
     with ScriptedUpstream(SCRIPT) as upstream:
         channel, events = open_channel(GatewaySettings({"*": upstream.base_url}, max_request_bytes=4096), tmp_path)
         with channel:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-                sock.settimeout(10)
-                sock.connect(str(channel.socket_path))
-                sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\nContent-Length: 1000000\r\n"
-                             b"Expect: 100-continue\r\n\r\n")
-                answer = sock.recv(65536)
+            answer = _first_answer(channel, b"POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\n"
+                                            b"Content-Length: 1000000\r\nExpect: 100-continue\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 413 ") and not upstream.requests
     assert events.of("ModelCall")[0]["http_status"] == 413 and channel.failure is None
 
@@ -194,12 +199,9 @@ def test_a_chunked_body_over_the_cap_is_refused_too(tmp_path):
     with ScriptedUpstream(SCRIPT) as upstream:
         channel, events = open_channel(GatewaySettings({"*": upstream.base_url}, max_request_bytes=4096), tmp_path)
         with channel:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-                sock.settimeout(10)
-                sock.connect(str(channel.socket_path))
-                sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\nTransfer-Encoding: chunked\r\n\r\n"
-                             + b"%x\r\n%s\r\n" % (8000, b"x" * 8000))
-                answer = sock.recv(65536)
+            answer = _first_answer(channel, b"POST /v1/chat/completions HTTP/1.1\r\nHost: g\r\n"
+                                            b"Transfer-Encoding: chunked\r\n\r\n"
+                                            + b"%x\r\n%s\r\n" % (8000, b"x" * 8000))
     assert answer.startswith(b"HTTP/1.1 413 ") and not upstream.requests
     assert events.of("ModelCall")[0]["status"] == "client_error" and channel.failure is None
 
