@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import assert_run_sets_verify, run_cli
+from tests.conftest import assert_run_sets_verify, run_cli, skip_or_fail
 
 SMOKE_GRID = ("smoke", "--conditions", "B0,B5", "--seeds", "1,2", "--agent", "scripted:memory-literal")
 
@@ -118,3 +118,26 @@ def copy_home(shared: RunSet | Path, target: Path) -> Path:
             record["warehouse"] = record["warehouse"].replace(str(source), str(target))
         root_file.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return target
+
+
+# ------------------------------------------------------------------------------ a real browser
+# Debian's Chromium driven by playwright: the viewer's and report.html's browser tests share it
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        skip_or_fail(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        skip_or_fail("the python package playwright is not installed (pip install playwright)")
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield instance
+        finally:
+            instance.close()

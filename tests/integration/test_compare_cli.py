@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli, skip_or_fail
+from tests.conftest import run_cli
 from tests.integration.conftest import copy_home
 
 pytestmark = pytest.mark.integration
@@ -103,10 +103,6 @@ def test_report_answers_without_touching_the_run_sets_files(compared, tmp_path):
 
 # ------------------------------------------------------------------------------ in a real browser
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
-
 # every table's right edge against its scrolling box's and the page column's, and what a scroll box hides
 OVERFLOW = """() => {
   const column = document.querySelector('main').getBoundingClientRect().right;
@@ -120,22 +116,6 @@ OVERFLOW = """() => {
   }
   return out;
 }"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        skip_or_fail(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        skip_or_fail("the python package playwright is not installed (pip install playwright)")
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield instance
-        finally:
-            instance.close()
 
 
 # a desktop window, and an A4 page's printable width at 96 dpi (210 mm less the default margins)

@@ -18,13 +18,10 @@ import pytest
 from reports.effort import effort_row, pass_hat_k_text
 from viewer.http_server import ViewApp
 from producers.attempts import read_log
-from tests.conftest import run_cli, skip_or_fail
+from tests.conftest import run_cli
 
 pytestmark = pytest.mark.integration
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 RUN = ("run", "smoke", "--conditions", "B0,B5", "--agent", "scripted:memory-literal")
 
 
@@ -106,23 +103,6 @@ def test_the_api_agrees_with_the_report_and_the_warehouse(smoke_home, run_set_id
 
 
 # ------------------------------------------------------------------------------ in a real browser
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        skip_or_fail(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        skip_or_fail("the python package playwright is not installed (pip install playwright)")
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield instance
-        finally:
-            instance.close()
-
 
 @contextmanager
 def viewer(home: Path):
