@@ -264,6 +264,28 @@ def test_the_page_shows_model_calls_memory_and_a_broken_chain(tmp_path, browser)
         server.close()
 
 
+def _filter_sort_search(page):
+    """The smoke run set's units table as a reader uses it, live or exported: B0's failures (6 of 12),
+    sorted by events descending, then every B0 unit searched for the header the review names; returns
+    the rows found (2: B0, seeds 1 and 2, of the one trap whose review names it)."""
+    from playwright.sync_api import expect
+
+    page.select_option("#filter-condition", "B0")
+    page.select_option("#filter-outcome", "fail")
+    expect(page.locator("#units-count")).to_have_text("6 of 12 units")
+    page.locator("th[data-sort='events']").click()
+    page.locator("th[data-sort='events']").click()  # descending
+    events = [int(t) for t in page.locator("#units tbody tr td:nth-child(14)").all_inner_texts()]
+    assert events == sorted(events, reverse=True) and len(events) == 6
+    page.select_option("#filter-outcome", "")
+    page.fill("#unit-search", "X-Ledger-Client")
+    expect(page.locator("#search-state")).to_contain_text("units hold it", timeout=30_000)
+    rows = page.locator("#units tbody tr")
+    expect(rows).to_have_count(2)
+    assert "X-Ledger-Client" in rows.first.locator(".hit").inner_text()
+    return rows
+
+
 def test_a_report_cell_and_the_units_table_lead_to_units_and_paired_views(smoke_home, run_set_id, browser, tmp_path):
     """As a reader: from report.html (served by the viewer) a matrix cell opens its unit, and its ⇄
     the trap and seed under every condition side by side; on the run
@@ -297,21 +319,9 @@ def test_a_report_cell_and_the_units_table_lead_to_units_and_paired_views(smoke_
         page.goto(url + f"#/rs/{run_set_id}")
         page.wait_for_selector("#units tbody tr", timeout=30_000)
         expect(page.locator("#units-count")).to_have_text("12 of 12 units")
-        page.select_option("#filter-condition", "B0")
-        page.select_option("#filter-outcome", "fail")
-        expect(page.locator("#units-count")).to_have_text("6 of 12 units")
-        page.locator("th[data-sort='cost_usd']").click()
-        page.locator("th[data-sort='events']").click()
-        page.locator("th[data-sort='events']").click()  # descending
-        events = [int(t) for t in page.locator("#units tbody tr td:nth-child(14)").all_inner_texts()]
-        assert events == sorted(events, reverse=True) and len(events) == 6
-        page.select_option("#filter-outcome", "")
-        page.fill("#unit-search", "X-Ledger-Client")
-        expect(page.locator("#search-state")).to_contain_text("units hold it", timeout=30_000)
-        rows = page.locator("#units tbody tr")
-        expect(rows).to_have_count(2)  # B0, seeds 1 and 2, of the one trap whose review names the header
+        page.locator("th[data-sort='cost_usd']").click()  # then re-sorted by events, in _filter_sort_search
+        rows = _filter_sort_search(page)
         assert all("smoke-client-header" in u for u in rows.locator("a.unit-link").all_inner_texts())
-        assert "X-Ledger-Client" in rows.first.locator(".hit").inner_text()
         assert "condition=B0" in page.url and "q=X-Ledger-Client" in page.url and "sort=events" in page.url
         page.reload()
         expect(page.locator("#units-count")).to_have_text("2 of 12 units", timeout=30_000)
@@ -397,19 +407,7 @@ def test_the_static_export_works_from_disk(smoke_home, run_set_id, browser, tmp_
         page.goto((out / "index.html").as_uri() + f"#/rs/{run_set_id}")
         page.reload()  # a fresh page at the run set (a hash change alone keeps the last view's state)
         expect(page.locator("#units-count")).to_have_text("12 of 12 units", timeout=30_000)
-        page.select_option("#filter-condition", "B0")
-        page.select_option("#filter-outcome", "fail")
-        expect(page.locator("#units-count")).to_have_text("6 of 12 units")
-        page.locator("th[data-sort='events']").click()
-        page.locator("th[data-sort='events']").click()  # descending
-        events = [int(t) for t in page.locator("#units tbody tr td:nth-child(14)").all_inner_texts()]
-        assert events == sorted(events, reverse=True) and len(events) == 6
-        page.select_option("#filter-outcome", "")
-        page.fill("#unit-search", "X-Ledger-Client")
-        expect(page.locator("#search-state")).to_contain_text("units hold it", timeout=30_000)
-        rows = page.locator("#units tbody tr")
-        expect(rows).to_have_count(2)  # B0, seeds 1 and 2, of the one trap whose review names the header
-        assert "X-Ledger-Client" in rows.first.locator(".hit").inner_text()
+        _filter_sort_search(page)
         page.screenshot(path=str(tmp_path / "static-units.png"), full_page=True)
         page.locator("a.pair-link[data-unit-id='smoke/smoke-client-header/B0/1']").click()
         page.wait_for_selector(".pair-session[data-session='3']", timeout=30_000)
