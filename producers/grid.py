@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import json
 import re
+import shutil
 import tempfile
 import threading
 import traceback
@@ -28,16 +29,17 @@ from producers.blobs import put_blob
 from producers.emitter import Listener, RunEmitter
 from producers.gateway.server import ModelGateway, ModelUnavailable
 from producers.labels import sequence_labels
-from producers.memory_systems.base import MemorySetup, Namespace
+from producers.memory_systems.base import MemoryContext, MemorySetup, Namespace
 from producers.memory_systems.declared import DeclaredMemory
 from producers.memory_systems.model_client import MemoryModel
+from producers.memory_systems.native import update_prompt
 from producers.memory_systems.registry import is_model_driven, make_memory
 from sandbox.base import IsolationUnavailable, Sandbox
 from sandbox.scoring import HarnessFault, ScoreResult, score_session, score_with_rules
 from sandbox.workspace import (DIFF_STORE_LIMIT, capped_directory, render_patch_bounded, snapshot, tree_digest,
                                write_files)
 from schemas.events import bounded_text
-from schemas.pack_format import Pack, Sequence
+from schemas.pack_format import Pack, Sequence, Solution
 
 RUN_NAMESPACE = uuid.UUID("6f1d2a43-5c55-4c1e-9a43-6d656d62656e")
 DEFAULT_READ_BUDGET = 2000
@@ -167,6 +169,8 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
         emitter.emit("RunEnded", {"status": "error", "error_type": f"memory_setup:{type(memory_error).__name__}"},
                      visibility="harness")
         return emitter.run_id
+    if getattr(memory, "native", False):
+        _bind_native(memory, agent, base, emitter, sandbox, config)
     progress = _Progress()
     try:
         _run_sessions(pack, seq, base, memory, agent, emitter, sandbox, config, progress)
@@ -256,11 +260,33 @@ def _run_session(pack: Pack, seq: Sequence, session, tree: dict[str, bytes], bas
                 "source_kind": event.kind, "source_scope": list(event.scope_files), "input_tokens": 0, "cached_tokens": 0, "output_tokens": 0,
                 "reasoning_tokens": 0, "latency_ms": 0})
     session_events = [e for e in emitter.emitted if e.session_index == session.index and e.visibility == "agent"]
-    for item in memory.write(session_events):
+    _emit_memory_writes(emitter, memory.write(session_events))
+    return tree
+
+
+def _emit_memory_writes(emitter: RunEmitter, items) -> None:
+    for item in items:
         emitter.emit("MemoryWrite", {
             "memory_id": item.memory_id, "memory_type": item.memory_type, "scope": list(item.scope),
             "provenance_event_ids": list(item.provenance_event_ids), "content": bounded_text(item.text)})
-    return tree
+
+
+NOT_INJECTED = MemoryContext((), (), 0)  # NATIVE: the agent loads its own memory files; membench adds nothing
+
+
+def _bind_native(memory, agent, base: dict[str, bytes], emitter: RunEmitter, sandbox: Sandbox,
+                 config: RunConfig) -> None:
+    """NATIVE (producers/memory_systems/native.py): its memory-update turn is the unit's agent, told
+    what followed the session, acting on its memory files in the unit's sandbox."""
+    def run_agent(native):
+        prompt = update_prompt(agent.name, native.feedback)
+        emitter.emit("Turn", {"role": "user", "text": bounded_text(prompt), "source_event_id": None,
+                              "source_kind": "memory_update", "input_tokens": 0, "cached_tokens": 0,
+                              "output_tokens": 0, "reasoning_tokens": 0, "latency_ms": 0})
+        return agent.act(AgentTask(prompt, native.workspace, NOT_INJECTED, Solution({}, {}), sandbox=sandbox,
+                                   gateway=config.gateway, native=native), emitter)
+
+    memory.bind(agent, base, run_agent)
 
 
 def verdict_payload(oracle_id: str, result) -> dict:
@@ -286,20 +312,28 @@ def _act_and_score(pack: Pack, seq: Sequence, session, start: dict[str, bytes], 
     only when it produces none on that checkout either (settle_harness_fault), a model only when the
     gateway's own probe of the configured model fails too (docs/gateway.md), and none of them once
     the scored session's verdict is recorded (_run_sessions)."""
+    # NATIVE: the agent's memory files, written where it keeps them (read below says what it loads)
+    native = memory.open_session(workspace) if getattr(memory, "native", False) else None
     context = memory.read(session.instruction, config.read_budget)
     if getattr(memory, "uses_memory", True):
         emitter.emit("MemoryRead", {
             "query": bounded_text(session.instruction), "candidates": list(context.candidates),
             "admitted_ids": [i.memory_id for i in context.items], "tokens_admitted": context.tokens_admitted,
             "token_budget": context.token_budget, "context": bounded_text(context.render())})
-    search = (lambda query: memory.read(query, config.read_budget)) if getattr(memory, "uses_memory", True) else None
+    search = ((lambda query: memory.read(query, config.read_budget))
+              if getattr(memory, "uses_memory", True) and native is None else None)
     if progress is not None:
         progress.agent_acted = True
     outcome: AgentOutcome | None = None
     verdict_emitted = False
     try:
-        outcome = agent.act(AgentTask(session.instruction, workspace, context, pack.solution(seq, session),
-                                      sandbox=sandbox, gateway=config.gateway, memory_search=search), emitter)
+        outcome = agent.act(AgentTask(session.instruction, workspace, NOT_INJECTED if native else context,
+                                      pack.solution(seq, session), sandbox=sandbox, gateway=config.gateway,
+                                      memory_search=search, native=native), emitter)
+        if native is not None:  # what the agent changed in its memory files; they leave the workspace
+            _emit_memory_writes(emitter, memory.close_session(native, [
+                e.event_id for e in emitter.emitted if e.session_index == session.index and e.kind == "Turn"
+                and e.payload.get("source_kind") == "instruction"]))
         result = _score(pack, seq, session, start, workspace, sandbox, config)
         if result.outcome == "isolation_unavailable" and not _isolation_proven(pack, seq, session, base or start,
                                                                                sandbox, config):
@@ -326,8 +360,12 @@ def _act_and_score(pack: Pack, seq: Sequence, session, start: dict[str, bytes], 
         emitter.emit("OracleVerdict", verdict_payload(session.oracle_id, result), visibility="harness")
         verdict_emitted = True
     except (IsolationUnavailable, ModelUnavailable, HarnessFault):
+        if native is not None:
+            shutil.rmtree(native.home, ignore_errors=True)
         raise
     except Exception as exc:  # after the agent started: this session fails, the run goes on
+        if native is not None:  # its memory files of this session are lost with it
+            shutil.rmtree(native.home, ignore_errors=True)
         _system_turn(emitter, "harness_error", "".join(traceback.format_exception(exc)))
         if not verdict_emitted:
             emitter.emit("OracleVerdict", {

@@ -63,6 +63,10 @@ class AgentTask:
     skills_writable: bool = False
     extra_ro_mounts: dict[str, Path] = field(default_factory=dict)
     extra_env: dict[str, str] = field(default_factory=dict)
+    # NATIVE only (producers.memory_systems.native.NativeSession): the agent's own memory files are in
+    # the workspace and in `native.home`, the HOME it runs with; `native.feedback` non-empty makes the
+    # session a memory-update turn (the instruction says what followed the last session)
+    native: Any = None
 
 
 @dataclass

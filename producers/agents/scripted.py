@@ -8,6 +8,11 @@ labelled `scripted:*` in every report:
   system presents them) and otherwise with the slot's plausible wrong default, so its success
   measures the memory system, not a model.
 
+Under NATIVE (producers/memory_systems/native.py) the memory is the agent's own file, MEMORY.md
+in the workspace: `memory-literal` records each event it is told in a memory-update turn there,
+one line each, and reads that file (as far as its cap) after the instruction and before any
+injected memory; `null` and `refsol` record nothing (refsol needs no memory).
+
 Scripted agents run on the harness side (they read the hidden template); agents that are
 programs run inside the sandbox.
 """
@@ -21,7 +26,8 @@ from pathlib import Path
 
 from producers.agents.base import AgentOutcome, AgentTask
 from producers.emitter import RunEmitter
-from producers.memory_systems.base import count_tokens
+from producers.memory_systems.base import MemoryItem, count_tokens
+from producers.memory_systems.native import DECLARED_FILE, memory_id, read_declared
 from schemas.events import bounded_text
 
 
@@ -46,11 +52,18 @@ def _say(emitter: RunEmitter, text: str, prompt_tokens: int) -> None:
                           "output_tokens": count_tokens(text), "reasoning_tokens": 0, "latency_ms": 0})
 
 
+def _memory_update(task: AgentTask) -> bool:
+    return task.native is not None and bool(task.native.feedback)
+
+
 class NullAgent:
     name = "scripted:null"
     kind = "scripted"
 
     def act(self, task: AgentTask, emitter: RunEmitter) -> AgentOutcome:
+        if _memory_update(task):
+            _say(emitter, "Nothing to remember.", count_tokens(task.instruction))
+            return AgentOutcome()
         _say(emitter, "No change.", count_tokens(task.instruction) + task.memory.tokens_admitted)
         return AgentOutcome()
 
@@ -60,6 +73,10 @@ class RefsolAgent:
     kind = "scripted"
 
     def act(self, task: AgentTask, emitter: RunEmitter) -> AgentOutcome:
+        if _memory_update(task):
+            _say(emitter, "Nothing to remember: the reference solution needs no memory.",
+                 count_tokens(task.instruction))
+            return AgentOutcome()
         files = task.solution.reference()
         _write_files(files, task.workspace, emitter)
         _say(emitter, f"Applied the reference solution ({len(files)} files).",
@@ -72,15 +89,20 @@ class MemoryLiteralAgent:
     kind = "scripted"
 
     def act(self, task: AgentTask, emitter: RunEmitter) -> AgentOutcome:
+        if _memory_update(task):
+            return self._remember(task, emitter)
         values: dict[str, str] = {}
         cited: list[str] = []
+        own = read_declared(task.workspace) if task.native is not None else ""
+        items = ((MemoryItem(memory_id("workspace", DECLARED_FILE), "declared", own),) if own else ()) \
+            + tuple(task.memory.items)
         for name, slot in task.solution.slots.items():
             pattern = re.compile(slot.pattern)
             found = pattern.search(task.instruction)
             if found:
                 values[name] = found.group(1)
                 continue
-            for item in task.memory.items:
+            for item in items:
                 found = pattern.search(item.text)
                 if found:
                     values[name] = found.group(1)
@@ -97,3 +119,15 @@ class MemoryLiteralAgent:
         if cited:
             emitter.emit("MemoryCitation", {"memory_ids": cited})
         return AgentOutcome(cited_ids=cited)
+
+    @staticmethod
+    def _remember(task: AgentTask, emitter: RunEmitter) -> AgentOutcome:
+        """A memory-update turn: each event told is appended to MEMORY.md, one line each."""
+        path = task.workspace / DECLARED_FILE
+        held = path.read_text(encoding="utf-8") if path.is_file() and not path.is_symlink() else ""
+        lines = [" ".join(text.split()) for text in task.native.feedback]
+        new = [line for line in lines if line and line not in held.splitlines()]
+        if new:
+            _write_files({DECLARED_FILE: held + "".join(f"{line}\n" for line in new)}, task.workspace, emitter)
+        _say(emitter, f"Recorded {len(new)} notes in {DECLARED_FILE}.", count_tokens(task.instruction))
+        return AgentOutcome()

@@ -15,6 +15,7 @@ from producers.memory_systems.curated import CuratedFileMemory
 from producers.memory_systems.episodic import RawEpisodicMemory
 from producers.memory_systems.libraries import LIBRARY_SYSTEMS
 from producers.memory_systems.model_driven import MODEL_DRIVEN, UNDEFINED_ABLATIONS
+from producers.memory_systems.native import NativeMemory
 from producers.memory_systems.external import adapters_from_env, external_factory
 from producers.memory_systems.reflection import ReflectionMemory
 from producers.memory_systems.skill_bank import SkillBankMemory
@@ -46,6 +47,9 @@ MEMORY_SYSTEMS: dict[str, type] = {
     **LIBRARY_SYSTEMS,
     "curated_file": CuratedFileMemory,
     "skill_bank": SkillBankMemory,
+    # the agent's own memory files (CLAUDE.md, auto memory, AGENTS.md, MEMORY.md), kept between the
+    # unit's sessions (producers/memory_systems/native.py)
+    "NATIVE": NativeMemory,
     # the coding-agent A/B benchmark's name for B0 (imported packs run no_memory / curated_file / B5)
     "no_memory": NoMemory,
 }
