@@ -18,7 +18,9 @@ solution, the oracle, the pack or the run's log):
   also gets /finished, read-only (docs/transfer.md);
 - environment: MEMBENCH_TASK_DIR=/task, MEMBENCH_INSTRUCTION_FILE, MEMBENCH_MEMORY_FILE,
   MEMBENCH_MEMORY_JSON, MEMBENCH_SESSION_INDEX, MEMBENCH_WORKSPACE=/workspace, and a temporary
-  HOME; no network.
+  HOME; no network. Under NATIVE also MEMBENCH_NATIVE_MEMORY_FILE=/workspace/MEMORY.md, the
+  program's own memory file, kept between the unit's sessions (docs/memory-systems.md), and
+  MEMBENCH_MEMORY_UPDATE=1 in a memory-update turn (the instruction says what followed the session).
 
 What it reports: JSON lines on stdout, one object per line with a `type`:
 - `{"type": "turn", "text": str, "input_tokens"?, "cached_tokens"?, "output_tokens"?,
@@ -83,6 +85,14 @@ class AgentLimits:
             memory_mb=int(env.get("MEMBENCH_AGENT_MEMORY_MB", default.memory_mb)),
             max_processes=int(env.get("MEMBENCH_AGENT_MAX_PROCS", default.max_processes)),
         )
+
+
+def native_env(task: AgentTask) -> dict[str, str]:
+    """Under NATIVE: where the program keeps its own memory, and whether this is a memory-update turn."""
+    if task.native is None:
+        return {}
+    return {"MEMBENCH_NATIVE_MEMORY_FILE": f"/workspace/{task.native.declared_file}",
+            **({"MEMBENCH_MEMORY_UPDATE": "1"} if task.native.feedback else {})}
 
 
 def _int(value: Any, default: int = 0) -> int:
@@ -152,7 +162,8 @@ class CommandAgent:
                 ro_mounts={**task_ro, "/task": task_dir, **mounts}, rw_mounts=task_rw,
                 env={**task_env, "MEMBENCH_TASK_DIR": "/task", "MEMBENCH_INSTRUCTION_FILE": "/task/instruction.md",
                      "MEMBENCH_MEMORY_FILE": "/task/memory.md", "MEMBENCH_MEMORY_JSON": "/task/memory.json",
-                     "MEMBENCH_SESSION_INDEX": str(session), "MEMBENCH_WORKSPACE": "/workspace"},
+                     "MEMBENCH_SESSION_INDEX": str(session), "MEMBENCH_WORKSPACE": "/workspace",
+                     **native_env(task)},
                 wall_time_s=self.limits.wall_time_s, cpu_time_s=self.limits.cpu_time_s,
                 memory_mb=self.limits.memory_mb, max_processes=self.limits.max_processes,
             )

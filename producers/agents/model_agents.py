@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from producers.agents.base import AgentOutcome, AgentTask, note_output_cut, sandbox_mounts
-from producers.agents.command import MAX_EVENTS, STDERR_TAIL, AgentLimits, CommandAgent
+from producers.agents.command import MAX_EVENTS, STDERR_TAIL, AgentLimits, CommandAgent, native_env
 from producers.emitter import RunEmitter
 from producers.gateway.memory import SessionMemoryTools
 from producers.gateway.server import ModelUnavailable
@@ -65,9 +65,16 @@ class LoopLimits:
     max_tokens: int = 1_000_000
 
 
+NATIVE_CITATION_RULE = ("When you use something from your own memory files, end your final message with a line "
+                        "`Memory citations: memory:#native:<file>` (its path in the repository, or ~/ and its "
+                        "path under your home); otherwise end it with `Memory citations: none`.")
+
+
 def prompt_for(task: AgentTask) -> str:
     parts = [task.instruction.strip()]
-    if task.memory.items:
+    if task.native is not None:  # NATIVE: the agent loads its own memory files; membench injects nothing
+        parts.append(NATIVE_CITATION_RULE)
+    elif task.memory.items:
         parts.append("## Memory from earlier sessions\n" + "\n".join(
             f"- memory:#{i.memory_id} ({i.memory_type}): {i.text}" for i in task.memory.items))
         parts.append(CITATION_RULE)
@@ -144,7 +151,8 @@ class ModelAgent:
                  if task.memory_search is not None else None)
         prompt = prompt_for(task)
         task_dir = Path(tempfile.mkdtemp(prefix="membench-task-"))
-        home = Path(tempfile.mkdtemp(prefix="membench-home-"))
+        # NATIVE: the HOME holds the agent's memory files the harness keeps (and removes); else a fresh one
+        home = task.native.home if task.native is not None else Path(tempfile.mkdtemp(prefix="membench-home-"))
         try:
             CommandAgent._write_task_dir(task, session, task_dir)
             (task_dir / "prompt.md").write_text(prompt, encoding="utf-8")
@@ -163,7 +171,7 @@ class ModelAgent:
                     workspace=task.workspace, ro_mounts=mounts, rw_mounts={**task_rw, SANDBOX_HOME: home},
                     env={**task_env, "MEMBENCH_GATEWAY_URL": GATEWAY_URL, "MEMBENCH_TASK_DIR": "/task",
                          "MEMBENCH_WORKSPACE": "/workspace", "MEMBENCH_SESSION_INDEX": str(session),
-                         **self.environment()},
+                         **native_env(task), **self.environment()},
                     wall_time_s=self.limits.wall_time_s, cpu_time_s=self.limits.cpu_time_s,
                     memory_mb=self.limits.memory_mb, max_processes=self.limits.max_processes)
                 command = ["python3", "/membench/inside/launch.py", "--listen", str(GATEWAY_PORT),
@@ -176,7 +184,8 @@ class ModelAgent:
             # the channel is closed: every ModelCall and MemoryRead of the session is in the log
         finally:
             shutil.rmtree(task_dir, ignore_errors=True)
-            shutil.rmtree(home, ignore_errors=True)
+            if task.native is None:
+                shutil.rmtree(home, ignore_errors=True)
         cited = self._translate(result.stdout, emitter)
         note_output_cut(emitter, result)
         emitter.emit("ToolResult", {
@@ -224,7 +233,7 @@ class CodexAgent(ModelAgent):
 
     def prepare_home(self, home: Path, task: AgentTask) -> None:
         config = home / ".codex"
-        config.mkdir()
+        config.mkdir(exist_ok=True)  # NATIVE may have put the agent's own AGENTS.md there
         mcp = ('\n[mcp_servers.membench_memory]\n'
                'command = "python3"\n'
                'args = ["/membench/inside/mcp_memory.py"]\n'
