@@ -41,6 +41,7 @@ from producers.agents.command import MAX_EVENTS, STDERR_TAIL, AgentLimits, Comma
 from producers.emitter import RunEmitter
 from producers.gateway.memory import SessionMemoryTools
 from producers.gateway.server import ModelUnavailable
+from producers.memory_systems.native import DECLARED_FILE, read_declared
 from sandbox.base import SANDBOX_HOME, IsolationUnavailable, SandboxSpec
 from schemas.events import bounded_text
 
@@ -70,8 +71,16 @@ NATIVE_CITATION_RULE = ("When you use something from your own memory files, end 
                         "path under your home); otherwise end it with `Memory citations: none`.")
 
 
-def prompt_for(task: AgentTask) -> str:
+def prompt_for(task: AgentTask, loads_declared_memory: bool = False) -> str:
+    """The session's prompt. Under NATIVE the CLIs load their own memory files and membench adds
+    none; an agent whose loader is membench's (`loads_declared_memory`: the built-in loop) gets its
+    MEMORY.md here, within that file's cap, as its own loader would give it."""
     parts = [task.instruction.strip()]
+    if task.native is not None and loads_declared_memory:
+        held = read_declared(task.workspace)
+        parts.append(f"## Your memory file ({DECLARED_FILE} at the repository root)\n"
+                     + (held if held else "(empty)") + f"\n\nYou keep your memory across sessions in {DECLARED_FILE}: "
+                     "it is loaded at the start of every session on this repository.")
     if task.native is not None:  # NATIVE: the agent loads its own memory files; membench injects nothing
         parts.append(NATIVE_CITATION_RULE)
     elif task.memory.items:
@@ -93,6 +102,7 @@ class ModelAgent:
     # (provider, wire API) the agent calls, which the gateway's pre-flight probes; None: the agent's
     # own choice (a command: program)
     wire: tuple[str, str] | None = None
+    loads_declared_memory = False  # under NATIVE, membench's prompt is the agent's loader of its MEMORY.md
 
     def __init__(self, model: str, limits: AgentLimits | None = None):
         self.model = model
@@ -149,7 +159,7 @@ class ModelAgent:
         session = emitter.session_index
         tools = (SessionMemoryTools(task.memory_search, task.memory, task.memory.token_budget)
                  if task.memory_search is not None else None)
-        prompt = prompt_for(task)
+        prompt = prompt_for(task, self.loads_declared_memory)
         task_dir = Path(tempfile.mkdtemp(prefix="membench-task-"))
         # NATIVE: the HOME holds the agent's memory files the harness keeps (and removes); else a fresh one
         home = task.native.home if task.native is not None else Path(tempfile.mkdtemp(prefix="membench-home-"))
@@ -287,6 +297,7 @@ class OpenAILoopAgent(ModelAgent):
     """The built-in loop (inside/openai_loop.py) over any OpenAI-compatible Chat Completions API."""
 
     wire = ("openai", "chat_completions")
+    loads_declared_memory = True
 
     def __init__(self, model: str, limits: AgentLimits | None = None, loop: LoopLimits | None = None):
         super().__init__(model, limits)

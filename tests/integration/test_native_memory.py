@@ -54,7 +54,8 @@ def test_scripted_memory_literal_passes_with_its_own_memory_file_where_b0_fails(
     assert contracts == ["passed"]  # the memory contract judges the agent's own file like any memory
 
 
-@pytest.mark.parametrize("agent,passes", [(RefsolAgent(), "pass"), (NullAgent(), "empty_production_diff")], ids=["refsol", "null"])
+@pytest.mark.parametrize("agent,passes", [(RefsolAgent(), "pass"), (NullAgent(), "empty_production_diff")],
+                         ids=["refsol", "null"])
 def test_refsol_and_null_remember_nothing(tmp_path, bwrap_sandbox, agent, passes):
     pack = open_pack("smoke", tmp_path / "home")
     evs, summary, _ = run_smoke_unit(pack, bwrap_sandbox, agent, tmp_path, condition="NATIVE")

@@ -126,12 +126,15 @@ def test_namespaces_share_nothing(tmp_path):
     assert second.read("q", 2000).items == () and second.files == {}
     workspace = tmp_path / "second"
     workspace.mkdir()
-    assert not (second.open_session(workspace).home / AUTO).exists()
+    session = second.open_session(workspace)
+    assert not (session.home / AUTO).exists()
+    assert second.close_session(session, []) == []
 
 
 def _delivered(event_id: str, text: str) -> Event:
     return Event(event_id=event_id, run_set="rs", run_id="r", unit_id="u", session_index=1, seq=0, ts=0,
-                 producer="test", kind="Turn", visibility="agent", prev_hash="", payload={"role": "user", "text": bounded_text(text), "source_event_id": "pack-e1",
+                 producer="test", kind="Turn", visibility="agent", prev_hash="",
+                 payload={"role": "user", "text": bounded_text(text), "source_event_id": "pack-e1",
                           "source_kind": "decision"})
 
 
@@ -152,3 +155,17 @@ def test_a_memory_update_turn_keeps_only_memory_files(tmp_path):
     assert item.memory_id == "native:CLAUDE.md" and item.provenance_event_ids == ("turn-7",)
     assert memory.files == {("workspace", "CLAUDE.md"): b"the default currency code is QZRSCZVQ\n"}
     assert memory.tree["ledger/money.py"] == b"x = 1\n"  # the turn's other changes were dropped
+
+
+def test_only_the_builtin_loop_gets_its_memory_file_in_the_prompt(tmp_path):
+    """The CLIs load their own files (membench adds nothing); the built-in loop's loader is its prompt."""
+    from producers.agents.base import AgentTask
+    from producers.agents.model_agents import prompt_for
+    from producers.memory_systems.base import MemoryContext
+
+    (tmp_path / "MEMORY.md").write_text("the default currency code is QZRSCZVQ\n")
+    task = AgentTask("Add make_invoice.", tmp_path, MemoryContext((), (), 0), None,
+                     native=NativeSession(tmp_path, tmp_path, "MEMORY.md"))
+    assert "QZRSCZVQ" in prompt_for(task, loads_declared_memory=True)
+    assert "QZRSCZVQ" not in prompt_for(task)
+    assert "memory:#native:" in prompt_for(task)
