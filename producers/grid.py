@@ -32,7 +32,7 @@ from producers.labels import sequence_labels
 from producers.memory_systems.base import MemoryContext, MemorySetup, Namespace
 from producers.memory_systems.declared import DeclaredMemory
 from producers.memory_systems.model_client import MemoryModel
-from producers.memory_systems.native import update_prompt
+from producers.memory_systems.native import drop_memory_files, update_prompt
 from producers.memory_systems.registry import is_model_driven, make_memory
 from sandbox.base import IsolationUnavailable, Sandbox
 from sandbox.scoring import HarnessFault, ScoreResult, score_session, score_with_rules
@@ -334,6 +334,9 @@ def _act_and_score(pack: Pack, seq: Sequence, session, start: dict[str, bytes], 
             _emit_memory_writes(emitter, memory.close_session(native, [
                 e.event_id for e in emitter.emitted if e.session_index == session.index and e.kind == "Turn"
                 and e.payload.get("source_kind") == "instruction"]))
+        elif dropped := drop_memory_files(agent, workspace, base or start):  # no condition but NATIVE keeps them
+            _system_turn(emitter, "native_memory_dropped", "the agent's own memory files, dropped (only NATIVE "
+                                                           f"keeps them; never the patch): {', '.join(dropped)}")
         result = _score(pack, seq, session, start, workspace, sandbox, config)
         if result.outcome == "isolation_unavailable" and not _isolation_proven(pack, seq, session, base or start,
                                                                                sandbox, config):

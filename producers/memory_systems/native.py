@@ -174,6 +174,20 @@ def file_diff(label: str, before: bytes | None, after: bytes | None) -> str:
                                         "/dev/null" if after is None else f"b/{label}"))
 
 
+def drop_memory_files(agent: Any, workspace: Path, pack_paths: Sequence[str]) -> list[str]:
+    """Under every condition but NATIVE: the memory files the agent left in the workspace (its
+    surfaces, not the pack's) are removed before scoring, so they are never the patch and never
+    reach a later session, as under NATIVE. A prediction made elsewhere (`external`) is kept whole."""
+    if getattr(agent, "kind", "") == "external":
+        return []
+    surfaces, pack = surfaces_for(agent.name), frozenset(pack_paths)
+    dropped = [rel for rel in _regular_files(Path(workspace))
+               if rel not in pack and _match(surfaces, "workspace", rel) is not None]
+    for rel in dropped:
+        (Path(workspace) / rel).unlink()
+    return dropped
+
+
 @dataclass
 class _Bound:
     """What a memory-update turn needs of the unit: set by the runner (`bind`)."""

@@ -19,7 +19,7 @@ from producers.agents.scripted import NullAgent, RefsolAgent
 from producers.pack_resolver import open_pack
 from tests.conftest import assert_run_sets_verify
 from tests.integration.test_model_agents import KEY, currency_pack, events, require_cli  # noqa: F401 (fixture)
-from tests.producers.unit_runs import run_smoke_unit
+from tests.producers.unit_runs import WorkAgent, run_smoke_unit
 
 pytestmark = pytest.mark.integration
 
@@ -62,6 +62,35 @@ def test_refsol_and_null_remember_nothing(tmp_path, bwrap_sandbox, agent, passes
     assert scored(evs) == passes
     assert not [e for e in evs if e.kind == "MemoryWrite"]
     assert [e.payload["admitted_ids"] for e in evs if e.kind == "MemoryRead"] == [[], [], []]
+
+
+@pytest.mark.parametrize("condition,defended", [("NATIVE", True), ("B0", True), ("B0", False)],
+                         ids=["native-keeps", "b0-drops", "b0-undefended-control"])
+def test_only_native_carries_a_memory_file_and_it_is_never_the_patch(tmp_path, bwrap_sandbox, monkeypatch,
+                                                                     condition, defended):
+    if not defended:  # the runner's drop bypassed: the file rides the continuation tree into S2
+        monkeypatch.setattr("producers.grid.drop_memory_files", lambda agent, workspace, pack: [])
+    seen: dict[int, str | None] = {}
+
+    def work(task, session):
+        if task.native is not None and task.native.feedback:
+            return  # the memory-update turn: this agent records nothing there
+        memory = task.workspace / "CLAUDE.md"
+        seen[session] = memory.read_text() if memory.exists() else None
+        if session == 1:
+            memory.write_text("remember: the client id is 5a1f\n")
+        (task.workspace / "ledger" / f"s{session}.py").write_text("X = 1\n")
+
+    evs, _, _ = run_smoke_unit(open_pack("smoke", tmp_path / "home"), bwrap_sandbox,
+                               WorkAgent(work, "claude-code:work"), tmp_path, condition=condition)
+    carried = condition == "NATIVE" or not defended
+    assert seen == {1: None, 2: "remember: the client id is 5a1f\n" if carried else None, 3: seen[2]}
+    patched = [f for e in evs if e.kind == "PatchProduced" for f in e.payload["files"]]
+    assert ("CLAUDE.md" in patched) is not defended  # a memory file is never the patch
+    dropped = [e for e in evs if e.kind == "Turn" and e.payload["source_kind"] == "native_memory_dropped"]
+    assert len(dropped) == (1 if condition == "B0" and defended else 0)
+    assert [e.payload["memory_id"] for e in evs if e.kind == "MemoryWrite"] == (
+        ["native:CLAUDE.md"] if condition == "NATIVE" else [])
 
 
 @pytest.mark.parametrize("agent,cli_name,memory_file,memory_id", [

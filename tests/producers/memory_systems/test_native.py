@@ -9,7 +9,7 @@ import pytest
 
 from producers.memory_systems.base import Namespace
 from producers.memory_systems.native import (AUTO_MEMORY_BYTES, AUTO_MEMORY_LINES, CODEX_PROJECT_DOC_BYTES,
-                                             NativeMemory, NativeSession)
+                                             NativeMemory, NativeSession, drop_memory_files)
 from producers.memory_systems.registry import make_memory
 from schemas.events import Event, bounded_text
 
@@ -169,3 +169,15 @@ def test_only_the_builtin_loop_gets_its_memory_file_in_the_prompt(tmp_path):
     assert "QZRSCZVQ" in prompt_for(task, loads_declared_memory=True)
     assert "QZRSCZVQ" not in prompt_for(task)
     assert "memory:#native:" in prompt_for(task)
+
+
+def test_other_conditions_drop_the_agents_memory_files_but_never_the_packs_or_a_predictions(tmp_path):
+    for rel in ("CLAUDE.md", "AGENTS.md", "ledger/CLAUDE.md", "MEMORY.md", "ledger/money.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x\n")
+    assert drop_memory_files(Named("claude-code:m"), tmp_path, ["CLAUDE.md", "ledger/money.py"]) == [
+        "ledger/CLAUDE.md"]  # the pack's own CLAUDE.md stays; another agent's file names are the patch
+    prediction = Named("predictions")
+    prediction.kind = "external"
+    assert drop_memory_files(prediction, tmp_path, []) == []
+    assert drop_memory_files(Named("codex:m"), tmp_path, []) == ["AGENTS.md"]
