@@ -115,7 +115,7 @@ class MemoryLiteralAgent:
         _write_files(files, task.workspace, emitter)
         filled = sum(1 for n, s in task.solution.slots.items() if values[n] != s.default)
         _say(emitter, f"Filled {filled} of {len(task.solution.slots)} decisive slots from context.",
-             count_tokens(task.instruction) + task.memory.tokens_admitted)
+             count_tokens(task.instruction) + task.memory.tokens_admitted + (count_tokens(own) if own else 0))
         if cited:
             emitter.emit("MemoryCitation", {"memory_ids": cited})
         return AgentOutcome(cited_ids=cited)

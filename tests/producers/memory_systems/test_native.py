@@ -181,3 +181,17 @@ def test_other_conditions_drop_the_agents_memory_files_but_never_the_packs_or_a_
     prediction.kind = "external"
     assert drop_memory_files(prediction, tmp_path, []) == []
     assert drop_memory_files(Named("codex:m"), tmp_path, []) == ["AGENTS.md"]
+
+
+def test_a_command_program_is_told_its_memory_file_and_the_memory_update_turn(tmp_path):
+    from producers.agents.base import AgentTask
+    from producers.agents.command import native_env
+    from producers.memory_systems.base import MemoryContext
+
+    def env(native):
+        return native_env(AgentTask("x", tmp_path, MemoryContext((), (), 0), None, native=native))
+
+    assert env(None) == {}
+    assert env(NativeSession(tmp_path, tmp_path, "MEMORY.md")) == {
+        "MEMBENCH_NATIVE_MEMORY_FILE": "/workspace/MEMORY.md"}
+    assert env(NativeSession(tmp_path, tmp_path, "MEMORY.md", ("a review",)))["MEMBENCH_MEMORY_UPDATE"] == "1"
