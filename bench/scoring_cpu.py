@@ -203,3 +203,42 @@ def scoring_bench(sandbox: Sandbox, cases: list[ScoringCase], repeats: int = 3) 
             "fast_over_floor_one_process": med["fast_runner"] / med["oracle_functions"],
             "pytest_over_fast": med["pytest_runner"] / med["fast_runner"],
             "disagreements": disagreements}
+
+
+# ---------------------------------------------------------------------------------- equivalence
+BUILT_IN_PACKS = ("smoke", "hygiene-v1", "hygiene-v2")
+BUILT_IN_STUDIES = ("transfer-v1",)
+
+
+def built_in_cases(home: Path, packs: tuple[str, ...] = BUILT_IN_PACKS,
+                   studies: tuple[str, ...] = BUILT_IN_STUDIES) -> dict[str, list[ScoringCase]]:
+    """Every pytest-scored session of the built-in packs and transfer studies, by pack."""
+    from producers.pack_resolver import open_pack
+    from schemas.transfer_format import load_study
+
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures"
+    out = {name: pack_cases(open_pack(name, home)) for name in packs}
+    out.update({name: study_cases(load_study(fixtures / name)) for name in studies})
+    return out
+
+
+def verdict(result) -> dict:
+    """What must agree between the runners: the outcome, each case's outcome, the harness fault."""
+    return {"outcome": result.outcome, "cases": sorted((c["case_id"], c["outcome"]) for c in result.cases),
+            "harness_fault": bool(result.harness_fault)}
+
+
+def compare_runners(sandbox: Sandbox, cases: list[ScoringCase], workers: int = 2) -> list[dict]:
+    """Each case under the null patch and its reference solution, scored on both runners: one row
+    per case and patch with both verdicts and whether they agree."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(item: tuple[ScoringCase, bool]) -> dict:
+        case, reference = item
+        got = {runner: verdict(score_case(sandbox, case, runner, reference)) for runner in ("pytest", "fast")}
+        return {"case": case.label, "patch": "reference" if reference else "null", **got,
+                "same": got["pytest"] == got["fast"]}
+
+    items = [(case, reference) for case in cases for reference in (False, True)]
+    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="membench-bench-equivalence") as pool:
+        return list(pool.map(one, items))
