@@ -242,3 +242,30 @@ def compare_runners(sandbox: Sandbox, cases: list[ScoringCase], workers: int = 2
     items = [(case, reference) for case in cases for reference in (False, True)]
     with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="membench-bench-equivalence") as pool:
         return list(pool.map(one, items))
+
+
+def format_lines(result: dict) -> list[str]:
+    """The figures as `membench bench scoring` prints them: CPU per piece and per scored session."""
+    cpu, spread = result["cpu_s"], result["cpu_s_range"]
+
+    def row(label: str, key: str) -> str:
+        low, high = spread[key]
+        return f"  {label:<58} {cpu[key] * 1000:7.1f} ms  ({low * 1000:.1f}–{high * 1000:.1f})"
+
+    return [
+        f"CPU per run, median of {result['repeats']} rounds over {result['sessions']} session(s) (cgroup cpuacct):",
+        "floor pieces (each a whole sandbox run):",
+        row("sandbox start: python3 -I -S -c pass", "sandbox_start"),
+        row("sandbox start with site: python3 -I -c pass", "sandbox_start_site"),
+        row("python3 -I -c 'import pytest'", "import_pytest"),
+        row("the oracle's test functions, one process, no harness (floor)", "oracle_functions"),
+        f"  {'floor with the production sandbox isolation needs (+1 start)':<58} "
+        f"{result['floor_isolated_s'] * 1000:7.1f} ms",
+        "one scored session (score_session: production and oracle sandboxes):",
+        row("pytest runner (MEMBENCH_ORACLE_RUNNER=pytest)", "pytest_runner"),
+        row("fast runner (default)", "fast_runner"),
+        f"fast / isolated floor {result['fast_over_floor_isolated']:.2f}x, fast / one-process floor "
+        f"{result['fast_over_floor_one_process']:.2f}x, pytest / fast {result['pytest_over_fast']:.2f}x",
+        ("verdicts: both runners agree on every session" if not result["disagreements"]
+         else "verdicts DIFFER: " + "; ".join(result["disagreements"])),
+    ]
