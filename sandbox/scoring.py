@@ -321,22 +321,23 @@ def score_session(
         server_spec = SandboxSpec(workspace=production, ro_mounts={"/harness/membench_harness": HARNESS},
                                   rw_mounts={"/channel": channel}, wall_time_s=timeout_s + 30,
                                   cpu_time_s=max(1, int(timeout_s)))
+        oracle_mounts = {"/oracle/test_oracle.py": Path(oracle_file), "/harness/membench_harness": HARNESS}
+        if fast:  # compiled here, mounted beside the oracle only (`oracle_runner.compiled_oracle`)
+            compiled = root / "oracle.code"
+            try:
+                compiled.write_bytes(compiled_oracle(Path(oracle_file).read_text(encoding="utf-8"),
+                                                     "/oracle/test_oracle.py"))
+                oracle_mounts["/oracle/test_oracle.code"] = compiled
+            except (OSError, SyntaxError, ValueError):
+                pass  # the runner reads the source and reports the collection error itself
         oracle_spec = SandboxSpec(
             workspace=checkout,
-            ro_mounts={"/oracle/test_oracle.py": Path(oracle_file), "/harness/membench_harness": HARNESS},
+            ro_mounts=oracle_mounts,
             rw_mounts={"/results": results, "/channel": channel},
             env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
             wall_time_s=timeout_s,
             cpu_time_s=max(1, int(timeout_s)),
         )
-        if fast:  # compiled here, mounted beside the oracle (`oracle_runner.compiled_oracle`)
-            compiled = root / "oracle.code"
-            try:
-                compiled.write_bytes(compiled_oracle(Path(oracle_file).read_text(encoding="utf-8"),
-                                                     "/oracle/test_oracle.py"))
-                oracle_spec.ro_mounts["/oracle/test_oracle.code"] = compiled
-            except (OSError, SyntaxError, ValueError):
-                pass  # the runner reads the source and reports the collection error itself
         argv = (bootstrap_fast("oracle_runner") if fast else bootstrap("oracle_client")) + [
                                              "/oracle/test_oracle.py", "/results/outcomes.json",
                                              "/channel/production.sock", str(timeout_s),
