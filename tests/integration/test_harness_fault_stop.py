@@ -20,6 +20,7 @@ from pipeline.stopping import EXIT_HARNESS_FAULTS
 from producers.attempts import read_log
 from tests.conftest import REPO, run_cli
 from tests.integration.pack_helpers import smoke_cut_to
+from tests.sandbox.broken_toolchain import says_pytest_is_missing
 
 pytestmark = pytest.mark.integration
 
@@ -28,7 +29,7 @@ PYTEST_LOST = f"""import sys
 sys.path.insert(0, {str(REPO)!r})
 import producers.grid as grid
 import sandbox.registry as registry
-from tests.sandbox.broken_toolchain import PytestlessToolchain, says_pytest_is_missing
+from tests.sandbox.broken_toolchain import PytestlessToolchain
 made = []
 real_get_sandbox, real_run_unit = registry.get_sandbox, grid.run_unit
 def get_sandbox(name):
