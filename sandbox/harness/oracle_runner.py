@@ -18,7 +18,8 @@ is reachable only as proxies to the production process (`oracle_client.Productio
   `fail`; `pytest.skip`: `excluded`), function-scoped fixtures torn down (an exception after a
   pass: `error`); module- and session-scoped fixtures are torn down after the last case;
 - the exit status pytest would give: 0 all passed, 1 a case failed, 2 a collection error,
-  5 no test; 3 (an error of this runner itself) leaves no record — a harness-fault suspicion;
+  5 no test (a harness-fault suspicion, as pytest's); an error of this runner itself ends the
+  process before the record is written: no record, a harness-fault suspicion too;
 - a failed bare `assert a <op> b` says `assert <repr a> <op> <repr b>`, as pytest's rewriting
   does (each side evaluated once, in order; only the message is added);
 - each case's output is captured and printed only when it did not pass.
