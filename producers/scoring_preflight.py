@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.base import BackendProbe, IsolationUnavailable, Sandbox
+from sandbox.oracle_runners import default_runner
 from sandbox.registry import get_sandbox
 from sandbox.scoring import score_session
 from sandbox.workspace import snapshot, write_files
@@ -212,6 +213,10 @@ def scoring_preflight(pack: Pack | None, backend: str | Sandbox, cases: list[Pro
     started = time.monotonic()
     sandbox = get_sandbox(backend) if isinstance(backend, str) else backend
     name = backend if isinstance(backend, str) else sandbox.name
+    try:
+        default_runner()  # a misspelt MEMBENCH_ORACLE_RUNNER stops the command here, not every session
+    except ValueError as exc:
+        return ScoringPreflight(name, False, str(exc), BackendProbe(False, str(exc)))
     cases = probe_cases(pack) if cases is None else cases
     with ThreadPoolExecutor(max_workers=min(4, len(cases) + 1), thread_name_prefix="membench-preflight") as pool:
         probed = pool.submit(_probe, sandbox)
