@@ -193,7 +193,8 @@ def scoring_bench(sandbox: Sandbox, cases: list[ScoringCase], repeats: int = 3) 
                                         repeats)
                 outcomes[runner] = {r.outcome for r in results}
             if outcomes["pytest"] != outcomes["fast"] or len(outcomes["fast"]) != 1:
-                disagreements.append(f"{case.label}: pytest {sorted(outcomes['pytest'])}, fast {sorted(outcomes['fast'])}")
+                disagreements.append(f"{case.label}: pytest {sorted(outcomes['pytest'])}, "
+                                     f"fast {sorted(outcomes['fast'])}")
     med = {k: statistics.median(v) for k, v in figures.items() if v}
     spread = {k: [min(v), max(v)] for k, v in figures.items() if v}
     floor_isolated = med["oracle_functions"] + med["sandbox_start"]

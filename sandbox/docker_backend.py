@@ -140,7 +140,8 @@ class DockerSandbox:
             return BackendProbe(False, str(exc), backend_version)
         versions = read_probe(result.stdout)
         if result.exit_code != 0 or result.stdout.strip().splitlines()[-1:] != ["ok"]:
-            return BackendProbe(False, f"{self.image} cannot run python3 with what the oracle runner needs: {result.stderr.strip()[-300:]}",
+            return BackendProbe(False, f"{self.image} cannot run python3 with what the oracle runner needs: "
+                                       f"{result.stderr.strip()[-300:]}",
                                 backend_version, versions.get("python", ""), versions.get("pytest", ""))
         return BackendProbe(True, f"ok ({engine} {version.get('Version', '?')} at {self.base_url}; image {self.image})",
                             backend_version, versions.get("python", ""), versions.get("pytest", ""))

@@ -386,7 +386,8 @@ def _cases(name: str, func, cls: type | None, marks: list) -> list[Case]:
     out = []
     for params, ids, skipped in combos:
         case_id = f"{name}[{'-'.join(ids)}]" if ids else name
-        out.append(Case(name, func, cls, params, case_id, skip if skip is not None else ("skipped" if skipped else None)))
+        reason = skip if skip is not None else ("skipped" if skipped else None)
+        out.append(Case(name, func, cls, params, case_id, reason))
     return out
 
 
@@ -548,7 +549,8 @@ def main(argv: list[str]) -> int:
         try:
             exec(code, vars(module))
         except BaseException as exc:  # noqa: BLE001 - a collection error: status 2, nothing ran
-            report += [f"ERROR collecting {os.path.basename(oracle)}\n{_where(exc, oracle, lines)}\nE   {_describe(exc)}",
+            report += [f"ERROR collecting {os.path.basename(oracle)}\n{_where(exc, oracle, lines)}\n"
+                       f"E   {_describe(exc)}",
                        f"ERROR {os.path.basename(oracle)} - {_describe(exc)[:300]}"]
         else:
             fixtures = Fixtures(module)

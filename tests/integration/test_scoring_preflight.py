@@ -4,8 +4,8 @@ Without pytest in the interpreter the scoring sandboxes run (a real virtualenv o
 uv from its cache, with pytest uninstalled), on the pytest oracle runner (`MEMBENCH_ORACLE_RUNNER=
 pytest`), `run`, `transfer` and `validate` stop with exit 2 before any unit, naming pytest and the
 fix, and write no run set; `doctor` shows the same result (one code path). The fast runner (the
-default) needs no pytest: there the same interpreter passes the pre-flight. The control: the same command with the working environment passes the pre-flight
-and runs. A resumed run set goes on in the environment it records and is refused, losing nothing,
+default) needs no pytest: there the same interpreter passes the pre-flight. The control: the same
+command with the working environment passes the pre-flight and runs. A resumed run set goes on in the environment it records and is refused, losing nothing,
 in another."""
 
 from __future__ import annotations

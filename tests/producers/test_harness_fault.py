@@ -54,8 +54,8 @@ def test_an_interpreter_without_pytest_excludes_the_unit_as_a_harness_fault(pack
     assert verdict["outcome"] == "harness_fault"
     assert failures == {}  # the unit ends there: no session is classified, none as the agent's test_failure
     (cause,) = _turns(events, "harness_fault")
-    assert cause.startswith("the oracle's harness left no outcome record (exit status 1): ModuleNotFoundError: No module "
-                            "named '") and cause.endswith("', on the pack's base checkout too")
+    assert cause.startswith("the oracle's harness left no outcome record (exit status 1): ModuleNotFoundError: "
+                            "No module named '") and cause.endswith("', on the pack's base checkout too")
     assert says_pytest_is_missing(cause)
     assert all(e.visibility == "harness" for e in events if e.kind in ("OracleVerdict", "RunEnded"))
 

@@ -38,7 +38,8 @@ class PytestlessToolchain:
         self._empty = Path(tempfile.mkdtemp(prefix="membench-no-site-packages-"))
         self._empty.chmod(0o755)  # traversable by the sandbox's uid
         self._harness = Path(tempfile.mkdtemp(prefix="membench-no-standin-")) / "membench_harness"
-        shutil.copytree(HARNESS, self._harness, ignore=shutil.ignore_patterns("pytest_standin.py", "pytest_standin.*.pyc"))
+        shutil.copytree(HARNESS, self._harness,
+                        ignore=shutil.ignore_patterns("pytest_standin.py", "pytest_standin.*.pyc"))
         for path in (self._harness.parent, *self._harness.rglob("*"), self._harness):
             path.chmod(0o755 if path.is_dir() else 0o644)
 

@@ -190,7 +190,8 @@ def greet(name):
 
 def test_production_code_cannot_skip_or_rewrite_the_oracles_run(bwrap_sandbox, tmp_path):
     oracle = ("from calc.ops import add, greet, ratio\n\n\ndef test_add():\n    assert add(1, 2) == 3\n\n\n"
-              "def test_ratio():\n    assert ratio(1, 2) == 0.5\n\n\ndef test_greet():\n    assert greet('x') == 'hi x'\n")
+              "def test_ratio():\n    assert ratio(1, 2) == 0.5\n\n\n"
+              "def test_greet():\n    assert greet('x') == 'hi x'\n")
     result = _score(bwrap_sandbox, tmp_path, SKIP_FROM_PRODUCTION, "fast", oracle)
     assert result.outcome == "fail", result.detail
     assert {c["case_id"]: c["outcome"] for c in result.cases} == {"test_add": "fail", "test_ratio": "fail",

@@ -59,7 +59,8 @@ UNSUPPORTED = {
     "a string condition": "@pytest.mark.skipif('sys.platform == \"x\"', reason='r')\ndef test_x():\n    pass\n",
     "imports _pytest.monkeypatch": "import _pytest.monkeypatch\n",
     "uses pytest.MonkeyPatch": "from pytest import MonkeyPatch\n",
-    "parametrize argnames that are not a literal": "NAMES = 'a'\n@pytest.mark.parametrize(NAMES, [1])\ndef test_x(a):\n    pass\n",
+    "parametrize argnames that are not a literal":
+        "NAMES = 'a'\n@pytest.mark.parametrize(NAMES, [1])\ndef test_x(a):\n    pass\n",
     "indirect=": "@pytest.mark.parametrize('a', [1], indirect=True)\ndef test_x(a):\n    pass\n",
 }
 
