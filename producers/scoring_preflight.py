@@ -4,15 +4,18 @@
 Per repository of the pack, one trap whose first session is scored by a pytest oracle: the
 reference solution applied to the untouched base must `pass` that oracle, and the untouched base
 itself must not. Both run exactly as a session is scored (`sandbox.scoring.score_session`, the
-same two sandboxes, the same interpreter), so an environment where scoring cannot work — pytest
-missing from the interpreter the sandboxes run, a backend that cannot start, a harness that never
-records an outcome — is found before a unit could be scored as the agent's failure. A repository
+same two sandboxes, the same interpreter, the same oracle runner: `MEMBENCH_ORACLE_RUNNER`), so an
+environment where scoring cannot work — pytest missing from the interpreter the sandboxes run
+(for the pytest runner), the fast runner's harness incomplete, a backend that cannot start, a
+harness that never records an outcome — is found before a unit could be scored as the agent's
+failure. A repository
 with no such trap (an imported pack scored by commands) is covered by the oracle harness's
 self-test instead: a two-line module and its oracle, the same two outcomes expected.
 
 Nothing is cached: the pre-flight runs again before every command, so a broken environment can
-never hide behind an earlier success. When a check fails, the backend's own probe (`Sandbox.check`)
-names the cause where it can (a module the sandboxed interpreter cannot import). `membench doctor`
+never hide behind an earlier success. When a check fails, the backend's own probe (`Sandbox.check`,
+which imports what the chosen oracle runner needs: `sandbox.oracle_runners.probe_script`) names the
+cause where it can (a module the sandboxed interpreter cannot import). `membench doctor`
 runs the same function on the built-in `smoke` pack and shows its result.
 """
 
@@ -28,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from sandbox.base import BackendProbe, IsolationUnavailable, Sandbox
+from sandbox.oracle_runners import default_runner
 from sandbox.registry import get_sandbox
 from sandbox.scoring import score_session
 from sandbox.workspace import snapshot, write_files
@@ -209,6 +213,10 @@ def scoring_preflight(pack: Pack | None, backend: str | Sandbox, cases: list[Pro
     started = time.monotonic()
     sandbox = get_sandbox(backend) if isinstance(backend, str) else backend
     name = backend if isinstance(backend, str) else sandbox.name
+    try:
+        default_runner()  # a misspelt MEMBENCH_ORACLE_RUNNER stops the command here, not every session
+    except ValueError as exc:
+        return ScoringPreflight(name, False, str(exc), BackendProbe(False, str(exc)))
     cases = probe_cases(pack) if cases is None else cases
     with ThreadPoolExecutor(max_workers=min(4, len(cases) + 1), thread_name_prefix="membench-preflight") as pool:
         probed = pool.submit(_probe, sandbox)

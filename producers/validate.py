@@ -19,7 +19,10 @@ Static gates, per trap:
 - `no_public_leak`: no decisive literal is in any session instruction or in the public repository
   (the message names the literal's index and the trap's secrets, never the value);
 - `oracle_hidden`: no file of the base repository or of any reference solution equals an oracle
-  (the oracle is mounted only into the scoring sandbox, never into a workspace).
+  (the oracle is mounted only into the scoring sandbox, never into a workspace);
+- `oracle_runner`: every pytest oracle uses only what the fast oracle runner offers
+  (`sandbox.oracle_runners.fast_runner_refusal`: the pytest names, marks and fixtures of
+  `sandbox/harness/pytest_standin.py`); the refusal names the oracle and what it uses.
 
 Live gates, per statically valid trap (each a real run through the runner, scored in the sandbox):
 - `reference_passes`: `scripted:refsol` passes every session in order (a failure names the
@@ -53,6 +56,7 @@ from producers.finalize import finalize_pack, scan_placeholders, slot_problem, s
 from producers.pack_resolver import finalized_copy, resolve_pack_dir
 from producers.grid import RunConfig, RunUnit, run_unit
 from sandbox.base import Sandbox
+from sandbox.oracle_runners import fast_runner_refusal
 from sandbox.workspace import snapshot
 from schemas.fields import read_input_text
 from schemas.pack_format import (
@@ -72,7 +76,7 @@ from schemas.pack_format import (
 
 REVERSED_CONSTRUCTS = ("C9", "C10")
 STATIC_GATES = ("hidden_material", "secrets", "decisive_literals", "slot_patterns", "why_not_verbatim", "no_single_event",
-                "no_public_leak", "oracle_hidden")
+                "no_public_leak", "oracle_hidden", "oracle_runner")
 LIVE_GATES = ("reference_passes", "b0_headroom", "verbatim_trap")
 
 
@@ -258,6 +262,19 @@ def static_gates(pack: Pack, seq: Sequence, provenance: dict[str, Any] | None, b
     inside = [r for r in pack.repos.values() if hidden.resolve().is_relative_to(r.resolve())]
     v.gate("oracle_hidden", not equal and not inside,
            "an oracle equals a workspace file" if equal else ("hidden/ lies inside a repository" if inside else ""))
+    # oracle runner: an oracle the fast runner cannot run as pytest would is scored by pytest, at
+    # about three times the CPU of every session: refused here, so the author hears why
+    refusals = []
+    for session in seq.sessions:
+        oracle = pack.oracle_path(seq, session)
+        if getattr(session, "mode", "task") == "task" and getattr(session, "scoring", None) is None \
+                and oracle.is_file():
+            why = fast_runner_refusal(oracle)
+            if why:
+                refusals.append(f"session {session.index} (hidden/{seq.seq_id}/{session.oracle_id}.py): {why}")
+    v.gate("oracle_runner", not refusals,
+           "; ".join(refusals[:3]) + " — not offered by the fast oracle runner (docs/authoring.md, \"Oracles\")"
+           if refusals else "")
     return v
 
 

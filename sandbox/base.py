@@ -52,7 +52,8 @@ class SandboxResult:
 
 @dataclass(frozen=True)
 class BackendProbe:
-    """A backend's probe of itself: a real jailed interpreter importing pytest, and the versions a
+    """A backend's probe of itself: a real jailed interpreter importing what the oracle runner needs
+    (pytest for the pytest runner, the standard library for the fast one), and the versions a
     run set records of the environment it was scored in (docs/sandbox.md)."""
 
     ok: bool
@@ -65,6 +66,11 @@ class BackendProbe:
 # what the probe runs in the sandbox: the interpreter's and pytest's versions, or why it cannot
 PROBE_SCRIPT = ("import sys; print('python', sys.version.split()[0]); import pytest, socket; "
                 "print('pytest', pytest.__version__); print('ok')")
+# the same for the fast oracle runner, which needs the standard library only (pytest's version is
+# still recorded when it is installed: an oracle the fast runner refuses is run with it)
+FAST_PROBE_SCRIPT = ("import sys; print('python', sys.version.split()[0]); import ast, json, socket\n"
+                     "try:\n    from importlib.metadata import version; print('pytest', version('pytest'))\n"
+                     "except Exception:\n    pass\nprint('ok')")
 
 
 def read_probe(stdout: str) -> dict[str, str]:
@@ -84,7 +90,7 @@ class Sandbox(Protocol):
         """(works here?, why not): `probe()`'s first two fields."""
 
     def probe(self) -> BackendProbe:
-        """Run PROBE_SCRIPT in a real jail: whether the backend works here, and its versions."""
+        """Run `sandbox.oracle_runners.probe_script()` in a real jail: whether the backend works here, and its versions."""
 
     def run(self, argv: list[str], spec: SandboxSpec, stop: threading.Event | None = None) -> SandboxResult:
         """Run argv inside the sandbox; raises IsolationUnavailable rather than run unjailed. Setting

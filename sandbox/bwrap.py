@@ -40,7 +40,6 @@ import time
 from pathlib import Path
 
 from sandbox.base import (
-    PROBE_SCRIPT,
     SANDBOX_HOME,
     BackendProbe,
     BoundedReader,
@@ -51,6 +50,7 @@ from sandbox.base import (
     read_probe,
 )
 from sandbox.cgroups import SandboxCgroup, limits_mode
+from sandbox.oracle_runners import probe_script
 
 STDOUT_LIMIT = 4 << 20
 STDERR_LIMIT = 1 << 20
@@ -143,7 +143,7 @@ class BwrapSandbox:
         with tempfile.TemporaryDirectory(prefix="membench-probe-", dir=workspace) as tmp:
             spec = SandboxSpec(workspace=Path(tmp), wall_time_s=30, cpu_time_s=10, memory_mb=512, max_processes=16)
             try:
-                result = self.run(["python3", "-c", PROBE_SCRIPT], spec)
+                result = self.run(["python3", "-c", probe_script()], spec)
             except IsolationUnavailable as exc:
                 return BackendProbe(False, str(exc), self.version())
         versions = read_probe(result.stdout)

@@ -21,8 +21,9 @@ import threading
 import time
 from pathlib import Path
 
-from sandbox.base import (PROBE_SCRIPT, SANDBOX_HOME, SANDBOX_UID, BackendProbe, IsolationUnavailable, SandboxResult,
-                          SandboxSpec, chown_tree, read_probe)
+from sandbox.base import (SANDBOX_HOME, SANDBOX_UID, BackendProbe, IsolationUnavailable, SandboxResult, SandboxSpec,
+                          chown_tree, read_probe)
+from sandbox.oracle_runners import probe_script
 
 DEFAULT_HOST = "unix:///run/podman/podman.sock"
 DEFAULT_IMAGE = "localhost/membench-python:latest"
@@ -133,13 +134,14 @@ class DockerSandbox:
             client.close()
             backend_version = f"{engine} {version.get('Version', '?')}; image {self.image} {image_id}"
             with tempfile.TemporaryDirectory(prefix="membench-probe-") as tmp:
-                result = self.run(["python3", "-c", PROBE_SCRIPT],
+                result = self.run(["python3", "-c", probe_script()],
                                   SandboxSpec(workspace=Path(tmp), wall_time_s=60, memory_mb=256, max_processes=16))
         except IsolationUnavailable as exc:
             return BackendProbe(False, str(exc), backend_version)
         versions = read_probe(result.stdout)
         if result.exit_code != 0 or result.stdout.strip().splitlines()[-1:] != ["ok"]:
-            return BackendProbe(False, f"{self.image} cannot run python3 with pytest: {result.stderr.strip()[-300:]}",
+            return BackendProbe(False, f"{self.image} cannot run python3 with what the oracle runner needs: "
+                                       f"{result.stderr.strip()[-300:]}",
                                 backend_version, versions.get("python", ""), versions.get("pytest", ""))
         return BackendProbe(True, f"ok ({engine} {version.get('Version', '?')} at {self.base_url}; image {self.image})",
                             backend_version, versions.get("python", ""), versions.get("pytest", ""))

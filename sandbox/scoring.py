@@ -12,6 +12,10 @@
    with `harness/oracle_client.py`, which answers imports of the tree's modules with proxies to
    the production process (`harness/wire.py`: plain data or references over a Unix socket).
    The code under test cannot read the oracle's file, reach its process, or write its results.
+   By default the oracle's tests run without pytest (`harness/oracle_runner.py`, the `fast`
+   runner of `sandbox/oracle_runners.py`, with the same proxies, record and exit statuses);
+   `MEMBENCH_ORACLE_RUNNER=pytest` (or `runner="pytest"`) runs them with pytest as before, and
+   an oracle that uses what the fast runner does not offer is always run with pytest.
 4. `pass` needs pytest's exit status 0 *and* the oracle process's outcome record (a plugin of
    the harness writes it; no JUnit, no production module) in which every test function the
    oracle defines (read from its source on the harness side) ran and passed — production code
@@ -49,7 +53,9 @@ from pathlib import Path
 from typing import Iterator
 
 from sandbox.base import IsolationUnavailable, Sandbox, SandboxResult, SandboxSpec
+from sandbox.harness.oracle_runner import compiled_oracle
 from sandbox.harness.wire import reserved_module_names
+from sandbox.oracle_runners import FAST, PYTEST, RUNNERS, default_runner, fast_runner_refusal
 from sandbox.workspace import (
     PatchTooLarge,
     TreeDiff,
@@ -78,6 +84,7 @@ class ScoreResult:
     # why the oracle's harness produced no outcome (module doc, 4a); "" when it did. The outcome
     # stays `fail` until the runner proves the fault on the base checkout.
     harness_fault: str = ""
+    runner: str = ""  # the oracle runner that scored it (`sandbox.oracle_runners`), "" when none ran
 
 
 class HarnessFault(RuntimeError):
@@ -187,6 +194,39 @@ def bootstrap(module: str) -> list[str]:
             f"from membench_harness.{module} import main; sys.exit(main(sys.argv[1:]))"]
 
 
+# The fast runner's interpreters skip `site` (`-S`): its .pth files (an editable install's finder
+# imports pathlib, re, urllib…) cost more than the oracle's tests. The installation's
+# site-packages directories still go on sys.path, after the standard library as `site` puts them
+# (a virtual environment's, found by its pyvenv.cfg as `site` finds it), so the code under test
+# and the oracle import installed packages as before, and the oracle's finder still sees which
+# names are installed; only the .pth files are not run.
+SITE_PACKAGES = ("import os, site, sys; sys.path.insert(0, '/harness'); "
+                 "v = os.path.dirname(os.path.dirname(sys.executable)); "
+                 "v = [v] if os.path.isfile(os.path.join(v, 'pyvenv.cfg')) else None; "
+                 "sys.path += [p for p in site.getsitepackages(v) if os.path.isdir(p) and p not in sys.path]; ")
+
+
+_HARNESS_COMPILED: list[bool] = []
+
+
+def compile_harness() -> None:
+    """Byte-code for the harness's modules, written beside them once per process where missing or
+    stale: the sandboxes mount the harness read-only and run with `-B`, so a module without it is
+    compiled from source at every start (the fast runner's own module: about 8 ms of CPU each time).
+    Nothing happens where the directory is not writable."""
+    if not _HARNESS_COMPILED:
+        import compileall
+
+        compileall.compile_dir(HARNESS, maxlevels=0, quiet=2)
+        _HARNESS_COMPILED.append(True)
+
+
+def bootstrap_fast(module: str) -> list[str]:
+    """`bootstrap(module)` for the fast runner: without `site`, its site-packages added by hand."""
+    return ["python3", "-I", "-S", "-B", "-c",
+            SITE_PACKAGES + f"from membench_harness.{module} import main; sys.exit(main(sys.argv[1:]))"]
+
+
 def _wait_for(path: Path, done: threading.Event, timeout_s: float) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and not done.is_set():
@@ -202,7 +242,7 @@ class ServedProduction:
 
 
 @contextmanager
-def production_server(sandbox: Sandbox, spec: SandboxSpec, sock: Path, timeout_s: float
+def production_server(sandbox: Sandbox, spec: SandboxSpec, sock: Path, timeout_s: float, fast: bool = False
                       ) -> Iterator[ServedProduction]:
     """`harness/production_server.py` in a sandbox of SPEC (the code under test at /workspace, the
     harness at /harness/membench_harness, SOCK's directory at /channel), serving on SOCK while the
@@ -214,7 +254,8 @@ def production_server(sandbox: Sandbox, spec: SandboxSpec, sock: Path, timeout_s
 
     def serve() -> None:
         try:
-            served.result = sandbox.run(bootstrap("production_server") + ["/channel/" + sock.name], spec, stop=stop)
+            boot = bootstrap_fast if fast else bootstrap
+            served.result = sandbox.run(boot("production_server") + ["/channel/" + sock.name], spec, stop=stop)
         except IsolationUnavailable as exc:
             unavailable.append(exc)
         finally:
@@ -244,13 +285,26 @@ def score_session(
     oracle_file: Path,
     timeout_s: float = 120.0,
     require_change: bool = True,
+    runner: str | None = None,
 ) -> ScoreResult:
     """Score by a hidden pytest oracle, isolated by process: the code under test runs in a
     production sandbox (`harness/production_server.py`) over its own copy of the scored tree; the
-    oracle's tests run in a second sandbox (`harness/oracle_client.py`) over another copy, and
-    reach production code only through proxies on a Unix socket (`harness/wire.py`). The
-    production sandbox has neither the oracle's file nor the results directory; the harness reads
-    the oracle process's outcome record, which only that process can write."""
+    oracle's tests run in a second sandbox (`harness/oracle_runner.py`, or `harness/oracle_client.py`
+    with pytest: RUNNER, default `MEMBENCH_ORACLE_RUNNER`) over another copy, and reach production
+    code only through proxies on a Unix socket (`harness/wire.py`). The production sandbox has
+    neither the oracle's file nor the results directory; the harness reads the oracle process's
+    outcome record, which only that process can write. An oracle the fast runner cannot run as
+    pytest would (`fast_runner_refusal`) is run with pytest, and the detail says why."""
+    runner = runner or default_runner()
+    if runner not in RUNNERS:
+        raise ValueError(f"unknown oracle runner {runner!r} (one of {', '.join(RUNNERS)})")
+    note = ""
+    if runner == FAST:
+        refusal = fast_runner_refusal(Path(oracle_file))
+        if refusal:
+            runner, note = PYTEST, f"[membench: scored with pytest; the fast oracle runner does not offer: {refusal}]\n"
+    fast = runner == FAST
+    compile_harness()
     diff, scored_tree, rejected = production_change(start_tree, workspace)
     if rejected is not None:
         return replace(rejected, isolation=ISOLATION_PROCESS)
@@ -267,22 +321,33 @@ def score_session(
         server_spec = SandboxSpec(workspace=production, ro_mounts={"/harness/membench_harness": HARNESS},
                                   rw_mounts={"/channel": channel}, wall_time_s=timeout_s + 30,
                                   cpu_time_s=max(1, int(timeout_s)))
+        oracle_mounts = {"/oracle/test_oracle.py": Path(oracle_file), "/harness/membench_harness": HARNESS}
+        if fast:  # compiled here, mounted beside the oracle only (`oracle_runner.compiled_oracle`)
+            compiled = root / "oracle.code"
+            try:
+                compiled.write_bytes(compiled_oracle(Path(oracle_file).read_text(encoding="utf-8"),
+                                                     "/oracle/test_oracle.py"))
+                oracle_mounts["/oracle/test_oracle.code"] = compiled
+            except (OSError, SyntaxError, ValueError):
+                pass  # the runner reads the source and reports the collection error itself
         oracle_spec = SandboxSpec(
             workspace=checkout,
-            ro_mounts={"/oracle/test_oracle.py": Path(oracle_file), "/harness/membench_harness": HARNESS},
+            ro_mounts=oracle_mounts,
             rw_mounts={"/results": results, "/channel": channel},
             env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
             wall_time_s=timeout_s,
             cpu_time_s=max(1, int(timeout_s)),
         )
-        argv = bootstrap("oracle_client") + ["/oracle/test_oracle.py", "/results/outcomes.json",
+        argv = (bootstrap_fast("oracle_runner") if fast else bootstrap("oracle_client")) + [
+                                             "/oracle/test_oracle.py", "/results/outcomes.json",
                                              "/channel/production.sock", str(timeout_s),
                                              *production_modules(scored_tree)]
         try:
-            with production_server(sandbox, server_spec, channel / "production.sock", timeout_s) as served:
+            with production_server(sandbox, server_spec, channel / "production.sock", timeout_s, fast) as served:
                 result = sandbox.run(argv, oracle_spec)
         except IsolationUnavailable as exc:  # no production code ran yet: the harness's failure, never the agent's
-            return ScoreResult("isolation_unavailable", diff, scored_tree, detail=str(exc), isolation=ISOLATION_PROCESS)
+            return ScoreResult("isolation_unavailable", diff, scored_tree, detail=str(exc), isolation=ISOLATION_PROCESS,
+                               runner=runner)
         record = _read_outcomes(results / "outcomes.json")
     cases = record or []
     expected = expected_tests(Path(oracle_file))
@@ -300,9 +365,9 @@ def score_session(
     inconclusive = result.timed_out or result.exit_code in (3, 4, 5)
     server_log = served.result.stderr[-1000:] if served.result is not None else ""
     return ScoreResult(outcome, diff, scored_tree, cases, result.exit_code, inconclusive, result.duration_ms,
-                       detail=(result.stdout + result.stderr)[-2000:] + (f"\n[production] {server_log}" if server_log
-                                                                         else ""),
-                       isolation=ISOLATION_PROCESS, harness_fault=harness_fault_cause(record, result))
+                       detail=note + (result.stdout + result.stderr)[-2000:] + (f"\n[production] {server_log}"
+                                                                                if server_log else ""),
+                       isolation=ISOLATION_PROCESS, harness_fault=harness_fault_cause(record, result), runner=runner)
 
 
 def path_matches(rel: str, prefixes: tuple[str, ...]) -> bool:

@@ -220,6 +220,47 @@ def gateway_bench(calls: int, chunks: int, chunk_calls: int, warmup: int, fresh_
         click.echo(line)
 
 
+@bench.command("scoring")
+@click.option("--pack", "pack_name", default="smoke", show_default=True, help="Built-in pack (or pack directory) whose "
+              "sessions are scored, each with its reference solution.")
+@click.option("--sessions", default=0, show_default=True, type=click.IntRange(0),
+              help="Score only the first N sessions (0: all of the pack's pytest-scored sessions).")
+@click.option("--repeats", default=3, show_default=True, type=click.IntRange(1), help="Timed rounds per piece.")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+def scoring_bench(pack_name: str, sessions: int, repeats: int, as_json: bool) -> None:
+    """CPU of one scored session on the pytest and the fast oracle runner, beside each piece of the
+    pytest-free floor (a sandbox start, the interpreter, the oracle's own test functions), in one
+    run, counted by a cgroup cpuacct group (bwrap, as root)."""
+    import tempfile
+
+    from bench.scoring_cpu import CpuAccountUnavailable, format_lines, pack_cases, scoring_bench as run_bench
+    from producers.pack_resolver import open_pack
+    from sandbox.bwrap import BwrapSandbox
+    from schemas.pack_format import PackError
+
+    with tempfile.TemporaryDirectory(prefix="membench-bench-scoring-") as home:
+        try:
+            cases = pack_cases(open_pack(pack_name, Path(home)))
+        except PackError as exc:
+            raise click.UsageError(str(exc)) from None
+        if sessions:
+            cases = cases[:sessions]
+        if not cases:
+            raise click.UsageError(f"{pack_name} has no session scored by a pytest oracle")
+        try:
+            result = run_bench(BwrapSandbox(), cases, repeats)
+        except CpuAccountUnavailable as exc:
+            raise click.UsageError(str(exc)) from None
+    m = machine()
+    load = os.getloadavg()
+    if as_json:
+        click.echo(json.dumps({**result, "machine": m, "loadavg": load}, indent=2))
+        return
+    click.echo(f"machine: {m['nproc']} CPUs, {m['cpu_model']}, Python {m['python']}; load {load[0]:.1f}")
+    for line in format_lines(result):
+        click.echo(line)
+
+
 @bench.command("viewer")
 @click.option("--units", default=10_000, show_default=True, help="Units of the synthetic run set.")
 @click.option("--repeats", default=5, show_default=True, help="Repetitions of each timed request (the median is shown).")

@@ -10,10 +10,9 @@ this process: the oracle's file, its process and its results are not in this san
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import operator
+import _socket  # the C module: `socket` adds selectors and enum to every start
 import os
-import socket
 import sys
 import types
 
@@ -153,6 +152,8 @@ class Server:
         path = os.path.normpath(os.path.join(WORKSPACE, rel))
         if not path.startswith(WORKSPACE + os.sep):
             raise ValueError(f"{rel!r} is outside the workspace")
+        import importlib.util  # only here: it imports contextlib, which no other request needs
+
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
             raise ImportError(f"cannot load {rel!r}")
@@ -161,7 +162,7 @@ class Server:
         spec.loader.exec_module(module)
         return module
 
-    def serve_connection(self, conn: socket.socket) -> bool:
+    def serve_connection(self, conn: _socket.socket) -> bool:
         """Answer requests until the oracle closes the channel; False after `shutdown`."""
         while True:
             try:
@@ -190,7 +191,7 @@ def main(argv: list[str]) -> int:
     sock_path = argv[0]
     sys.path.insert(0, WORKSPACE)
     os.chdir(WORKSPACE)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     staging = sock_path + ".starting"
     listener.bind(staging)
     os.chmod(staging, 0o777)  # the oracle's sandbox runs as another uid
@@ -200,7 +201,10 @@ def main(argv: list[str]) -> int:
     server = Server()
     keep_going = True
     while keep_going:
-        conn, _ = listener.accept()
-        with conn:
+        fd, _ = listener._accept()
+        conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM, 0, fd)
+        try:
             keep_going = server.serve_connection(conn)
+        finally:
+            conn.close()
     return 0

@@ -3,8 +3,8 @@ user installs) in a copy of this checkout, then the command through that virtual
 designed numbers — B0 0/9, B5 9/9 — and a log that `replay --verify` accepts. Everything scoring
 needs must be in the main install: the oracles run on .venv's interpreter.
 
-The same virtualenv, with pytest then removed from it, is refused by the scoring pre-flight
-(exit 2, naming pytest) and the run set already recorded is left as it was. uv's cache makes the
+The same virtualenv, with pytest then removed from it, is refused by the scoring pre-flight of the
+pytest oracle runner (exit 2, naming pytest) and the run set already recorded is left as it was. uv's cache makes the
 install take about a minute; agents are left out (MEMBENCH_SKIP_AGENTS=1)."""
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ def test_readme_first_command_on_a_fresh_install(tmp_path, bwrap_sandbox):
     assert setup.returncode == 0, setup.stderr
     assert (clone / ".venv" / "bin" / "membench").exists()
 
-    def membench(*args: str) -> subprocess.CompletedProcess:  # from the clone's root, as the README says
-        return subprocess.run([".venv/bin/membench", *args], cwd=clone, env=env, capture_output=True, text=True,
-                              timeout=900)
+    def membench(*args: str, **extra: str) -> subprocess.CompletedProcess:  # from the clone's root, as the README says
+        return subprocess.run([".venv/bin/membench", *args], cwd=clone, env={**env, **extra}, capture_output=True,
+                              text=True, timeout=900)
 
     run = membench(*README_COMMAND)
     assert run.returncode == 0, run.stderr
@@ -59,11 +59,12 @@ def test_readme_first_command_on_a_fresh_install(tmp_path, bwrap_sandbox):
     verify = membench("replay", str(report_file.parent / "events.avro"), "--verify")
     assert verify.returncode == 0, verify.stdout + verify.stderr
 
-    # pytest removed from that .venv: the same command stops before any unit, and what is recorded stays
+    # pytest removed from that .venv: on the pytest oracle runner (the fast one needs no pytest) the same
+    # command stops before any unit, and what is recorded stays
     before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in report_file.parent.rglob("*") if p.is_file()}
     subprocess.run([str(uv_binary()), "pip", "uninstall", "-q", "--python", str(clone / ".venv" / "bin" / "python"),
                     "pytest"], check=True, env=env, capture_output=True)
-    broken = membench(*README_COMMAND)
+    broken = membench(*README_COMMAND, MEMBENCH_ORACLE_RUNNER="pytest")
     assert broken.returncode == 2, broken.stderr
     assert "cannot import pytest" in broken.stderr and "deploy/setup-env.sh" in broken.stderr
     assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in report_file.parent.rglob("*") if p.is_file()} \

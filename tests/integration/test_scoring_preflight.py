@@ -1,10 +1,11 @@
 """The scoring pre-flight and the run set's environment, through the real CLI.
 
 Without pytest in the interpreter the scoring sandboxes run (a real virtualenv of membench built by
-uv from its cache, with pytest uninstalled), `run`, `transfer` and `validate` stop with exit 2
-before any unit, naming pytest and the fix, and write no run set; `doctor` shows the same result
-(one code path). The control: the same command with the working environment passes the pre-flight
-and runs. A resumed run set goes on in the environment it records and is refused, losing nothing,
+uv from its cache, with pytest uninstalled), on the pytest oracle runner (`MEMBENCH_ORACLE_RUNNER=
+pytest`), `run`, `transfer` and `validate` stop with exit 2 before any unit, naming pytest and the
+fix, and write no run set; `doctor` shows the same result (one code path). The fast runner (the
+default) needs no pytest: there the same interpreter passes the pre-flight. The control: the same
+command with the working environment passes the pre-flight and runs. A resumed run set goes on in the environment it records and is refused, losing nothing,
 in another."""
 
 from __future__ import annotations
@@ -67,21 +68,28 @@ def test_without_pytest_every_scoring_command_stops_before_any_unit(venv_without
                               cwd=tmp_path, timeout=600)
 
     # the README's first command
-    run = membench("run", "smoke", "--conditions", "B0,B5", "--seeds", "1,2,3", "--agent", "scripted:memory-literal")
+    run = membench("run", "smoke", "--conditions", "B0,B5", "--seeds", "1,2,3", "--agent", "scripted:memory-literal",
+                   membench_oracle_runner="pytest")
     assert run.returncode == 2, run.stderr
     assert ("scoring pre-flight failed: the scoring sandbox (bwrap) cannot import pytest with "
             f"{venv_without_pytest}: install membench with deploy/setup-env.sh") in run.stderr
     for args in (("transfer", "transfer-v1"), ("validate", "smoke")):
-        proc = membench(*args)
+        proc = membench(*args, membench_oracle_runner="pytest")
         assert proc.returncode == 2 and "cannot import pytest" in proc.stderr, (args, proc.stderr)
     # nothing of a run set: no run directory, no log, no warehouse
     assert not (home / "runs").exists() and not (home / "warehouse").exists()
     # doctor runs the same check and shows the same cause (its docker row is not this test's: no socket)
-    doctor = json.loads(membench("doctor", "--json", docker_host=f"unix://{tmp_path}/no-docker.sock").stdout)
+    doctor = json.loads(membench("doctor", "--json", docker_host=f"unix://{tmp_path}/no-docker.sock",
+                                 membench_oracle_runner="pytest").stdout)
     doctor = doctor["backends"]["bwrap"]
     assert doctor["ok"] is False and doctor["reason"] in run.stderr
     assert doctor["preflight"]["probe"]["pytest"] == ""
     assert [c["reference"] for c in doctor["preflight"]["checks"]] == ["fail"]
+    # the fast runner needs the standard library only: the same interpreter scores, pytest or not
+    fast = json.loads(membench("doctor", "--json", docker_host=f"unix://{tmp_path}/no-docker.sock").stdout)
+    fast = fast["backends"]["bwrap"]
+    assert fast["ok"] is True and fast["preflight"]["probe"]["pytest"] == "", fast
+    assert {c["reference"] for c in fast["preflight"]["checks"]} == {"pass"}
 
     # the control: the same command with the working environment passes the pre-flight and runs
     control = run_cli("run", "smoke", "--conditions", "B0", "--seeds", "1", "--run-set", "control",

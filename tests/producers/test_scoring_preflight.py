@@ -54,3 +54,20 @@ def test_a_repository_without_an_oracle_trap_is_covered_by_the_self_test(currenc
     (currency / "manifest.json").write_text(json.dumps(manifest))
     assert [(c.repo, c.trap) for c in probe_cases(load_pack(currency, check_hidden=False))] == [(SELF_TEST, SELF_TEST)]
     assert [c.repo for c in probe_cases(None)] == [SELF_TEST]
+
+
+@pytest.mark.parametrize("runner", ["pytest", "fast"])
+def test_the_pack_scores_as_authored_on_either_oracle_runner(currency, bwrap_sandbox, monkeypatch, runner):
+    monkeypatch.setenv("MEMBENCH_ORACLE_RUNNER", runner)
+    result = scoring_preflight(load_pack(currency), "bwrap")
+    assert result.ok, result.reason
+    assert [(c.reference, c.base) for c in result.checks] == [("pass", "fail")]
+
+
+def test_a_misspelt_oracle_runner_stops_the_command_before_anything_is_scored(currency, monkeypatch):
+    monkeypatch.setenv("MEMBENCH_ORACLE_RUNNER", "pytset")
+    result = scoring_preflight(load_pack(currency), "bwrap")
+    assert not result.ok and result.checks == ()
+    assert result.reason == "MEMBENCH_ORACLE_RUNNER must be one of fast, pytest, not 'pytset'"
+    with pytest.raises(ScoringPreflightFailed, match="MEMBENCH_ORACLE_RUNNER must be one of"):
+        require_scoring(load_pack(currency), "bwrap")

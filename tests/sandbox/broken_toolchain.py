@@ -1,18 +1,28 @@
-"""A scoring environment whose interpreter lacks pytest, made for real with bubblewrap: the real
-backend, with the virtual environment's site-packages covered by an empty directory in every
-sandbox it starts — what a main install without pytest (or a half-removed one) looks like to the
-oracle's harness. Nothing of it is a file an agent could write: it is the sandbox's own mount table.
-The harness and the production server need only the standard library, so they still start."""
+"""A scoring environment without pytest, made for real with bubblewrap: the real backend, with the
+virtual environment's site-packages covered by an empty directory in every sandbox it starts, and
+the harness mounted from a copy without the fast oracle runner's `pytest` (`pytest_standin.py`) —
+what a main install without pytest (or a half-removed one) looks like to either oracle runner.
+Nothing of it is a file an agent could write: it is the sandbox's own mount table. The production
+server needs only the standard library and the rest of the harness, so it still starts."""
 
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import sysconfig
 import tempfile
 import threading
 from pathlib import Path
 
+from sandbox.scoring import HARNESS
+
 SITE_PACKAGES = Path(sysconfig.get_paths()["purelib"])
+# what the oracle's harness says when pytest is missing: the pytest runner, the fast runner
+NO_PYTEST = ("No module named 'pytest'", "No module named 'membench_harness.pytest_standin'")
+
+
+def says_pytest_is_missing(text: str) -> bool:
+    return any(message in text for message in NO_PYTEST)
 
 
 class PytestlessToolchain:
@@ -27,6 +37,11 @@ class PytestlessToolchain:
             self.broken.set()
         self._empty = Path(tempfile.mkdtemp(prefix="membench-no-site-packages-"))
         self._empty.chmod(0o755)  # traversable by the sandbox's uid
+        self._harness = Path(tempfile.mkdtemp(prefix="membench-no-standin-")) / "membench_harness"
+        shutil.copytree(HARNESS, self._harness,
+                        ignore=shutil.ignore_patterns("pytest_standin.py", "pytest_standin.*.pyc"))
+        for path in (self._harness.parent, *self._harness.rglob("*"), self._harness):
+            path.chmod(0o755 if path.is_dir() else 0o644)
 
     def _hides(self, spec) -> bool:
         if self.only_with is not None:
@@ -35,7 +50,10 @@ class PytestlessToolchain:
 
     def run(self, argv, spec, stop=None):
         if self._hides(spec):
-            spec = dataclasses.replace(spec, ro_mounts={**spec.ro_mounts, str(SITE_PACKAGES): self._empty})
+            mounts = {**spec.ro_mounts, str(SITE_PACKAGES): self._empty}
+            if "/harness/membench_harness" in mounts:
+                mounts["/harness/membench_harness"] = self._harness
+            spec = dataclasses.replace(spec, ro_mounts=mounts)
         return self.inner.run(argv, spec, stop=stop)
 
     def check(self):

@@ -1,8 +1,10 @@
-"""A harness that produced no outcome is a suspicion the scoring names, never a pass (real bubblewrap).
+"""A harness that produced no outcome is a suspicion the scoring names, never a pass (real bubblewrap),
+on both oracle runners (`fast`, `pytest`).
 
 - The oracle's interpreter cannot import pytest (site-packages hidden in the sandbox's own mount
-  table, not by any file of the tree): `fail`, with `harness_fault` naming the cause; the same tree
-  in the intact sandbox passes (control).
+  table, and the fast runner's stand-in missing from its harness mount, not by any file of the
+  tree): `fail`, with `harness_fault` naming the cause; the same tree in the intact sandbox passes
+  (control).
 - What production code can do against the harness — exit the process at import or mid-test, raise
   at import, ship configuration that would make pytest collect nothing — leaves an outcome record:
   an ordinary `fail`, no suspicion at all (so no probe, and never an exclusion).
@@ -16,7 +18,7 @@ import pytest
 
 from sandbox.scoring import score_session
 from sandbox.workspace import write_files, write_tree
-from tests.sandbox.broken_toolchain import PytestlessToolchain
+from tests.sandbox.broken_toolchain import PytestlessToolchain, says_pytest_is_missing
 
 pytestmark = pytest.mark.integration
 
@@ -44,15 +46,17 @@ def repo(tmp_path: Path):
     return base, workspace, oracle
 
 
-def test_an_oracle_interpreter_without_pytest_is_a_harness_fault_not_a_pass(bwrap_sandbox, repo):
+@pytest.mark.parametrize("runner", ["fast", "pytest"])
+def test_an_oracle_interpreter_without_pytest_is_a_harness_fault_not_a_pass(bwrap_sandbox, repo, runner):
     base, workspace, oracle = repo
     write_files({"ledger/money.py": GOOD}, workspace)
-    result = score_session(PytestlessToolchain(bwrap_sandbox), base, workspace, oracle, timeout_s=60)
+    result = score_session(PytestlessToolchain(bwrap_sandbox), base, workspace, oracle, timeout_s=60, runner=runner)
     assert result.outcome == "fail" and result.cases == []  # never a pass; the runner decides the rest
+    assert result.runner == runner
     assert "left no outcome record" in result.harness_fault
-    assert "No module named 'pytest'" in result.harness_fault
+    assert says_pytest_is_missing(result.harness_fault), result.harness_fault
     # control: the same tree, the intact installation
-    intact = score_session(bwrap_sandbox, base, workspace, oracle, timeout_s=60)
+    intact = score_session(bwrap_sandbox, base, workspace, oracle, timeout_s=60, runner=runner)
     assert intact.outcome == "pass" and intact.harness_fault == "", intact.detail
 
 
@@ -72,10 +76,11 @@ HOSTILE = {
 }
 
 
+@pytest.mark.parametrize("runner", ["fast", "pytest"])
 @pytest.mark.parametrize("attack", sorted(HOSTILE))
-def test_production_code_that_attacks_the_harness_fails_without_a_harness_fault(bwrap_sandbox, repo, attack):
+def test_production_code_that_attacks_the_harness_fails_without_a_harness_fault(bwrap_sandbox, repo, attack, runner):
     base, workspace, oracle = repo
     write_files(HOSTILE[attack], workspace)
-    result = score_session(bwrap_sandbox, base, workspace, oracle, timeout_s=60)
+    result = score_session(bwrap_sandbox, base, workspace, oracle, timeout_s=60, runner=runner)
     assert result.outcome == "fail", result.detail
     assert result.harness_fault == "", result.detail  # the oracle's process recorded what happened
