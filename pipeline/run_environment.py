@@ -5,12 +5,13 @@ Before any unit of an embedded `run`, `score` or `transfer`, the scoring pre-fli
 backend the command uses (`producers.scoring_preflight`); a failure stops the command (RunRefused,
 exit 2) before anything is written. Its result and the versions that decide a verdict — membench's
 version and code digest, the Python membench runs on, the sandboxed interpreter's Python and pytest,
-the backend and its version — are the run set's environment, kept as
+the backend and its version, the oracle runner (fast or pytest: the two agree on every built-in
+session, but a resume must not mix them unrecorded) — are the run set's environment, kept as
 `runs/<run set>/environment.json`:
 
     {"format": "membench-scoring-environment", "version": 1, "digest": "<sha256 of `fields`>",
      "fields": {"membench_version", "code_digest", "python", "sandbox_python", "pytest",
-                "sandbox_backend", "sandbox_version", "scoring_preflight"},
+                "sandbox_backend", "sandbox_version", "oracle_runner", "scoring_preflight"},
      "recorded_at": "<UTC ISO time>", "python_executable": "<path>"}
 
 A run set whose log already holds events is resumed only in the environment it records: otherwise
@@ -38,7 +39,7 @@ VERSION = 1
 LABELS = {"membench_version": "membench version", "code_digest": "code digest", "python": "Python",
           "sandbox_python": "the sandbox's Python", "pytest": "pytest (in the sandbox)",
           "sandbox_backend": "sandbox backend", "sandbox_version": "sandbox version",
-          "scoring_preflight": "scoring pre-flight"}
+          "oracle_runner": "oracle runner", "scoring_preflight": "scoring pre-flight"}
 
 
 @dataclass(frozen=True)
@@ -68,13 +69,14 @@ def scoring_environment(preflight) -> ScoringEnvironment:
     """The environment of PREFLIGHT (`producers.scoring_preflight.ScoringPreflight`, passed) and this
     process: what a run set records and compares on resume (no timings, no paths)."""
     from producers.grid import code_digest
+    from sandbox.oracle_runners import default_runner
 
     checks = "; ".join(f"{c.repo}/{c.trap}: reference {c.reference}, base {c.base}" for c in preflight.checks)
     return ScoringEnvironment({
         "membench_version": membench_version(), "code_digest": code_digest(),
         "python": platform.python_version(), "sandbox_python": preflight.probe.python,
         "pytest": preflight.probe.pytest or "(none)", "sandbox_backend": preflight.backend,
-        "sandbox_version": preflight.probe.backend_version,
+        "sandbox_version": preflight.probe.backend_version, "oracle_runner": default_runner(),
         "scoring_preflight": ("ok" if preflight.ok else "failed") + (f" ({checks})" if checks else ""),
     })
 

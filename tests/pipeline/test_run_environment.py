@@ -15,7 +15,7 @@ from pipeline.run_environment import (ENVIRONMENT_FILE, ScoringEnvironment, clai
 
 FIELDS = {"membench_version": "0.1.0", "code_digest": "a" * 64, "python": "3.11.2", "sandbox_python": "3.11.2",
           "pytest": "9.2.0", "sandbox_backend": "bwrap", "sandbox_version": "bubblewrap 0.8.0",
-          "scoring_preflight": "ok (ledger/smoke-client-header: reference pass, base fail)"}
+          "oracle_runner": "fast", "scoring_preflight": "ok (ledger/smoke-client-header: reference pass, base fail)"}
 
 
 def _env(**changed: str) -> ScoringEnvironment:
@@ -47,6 +47,7 @@ def test_the_same_environment_resumes(tmp_path):
     ({"pytest": "(none)"}, "pytest (in the sandbox) 9.2.0 -> (none)"),
     ({"code_digest": "b" * 64}, "code digest aaaaaaaaaaaa… -> bbbbbbbbbbbb…"),
     ({"sandbox_backend": "docker", "sandbox_version": "Podman Engine 4.3.1"}, "sandbox backend bwrap -> docker"),
+    ({"oracle_runner": "pytest"}, "oracle runner fast -> pytest"),
 ])
 def test_another_environment_is_refused_and_nothing_is_written(tmp_path, changed, named):
     claim_environment(tmp_path, "rs", _env())
@@ -86,3 +87,19 @@ def test_an_unreadable_record_is_refused_naming_the_file(tmp_path):
 def test_differences_name_every_changed_field():
     assert differences(_env(), _env(python="3.12.1", pytest="8.0.0")) == [
         "Python 3.11.2 -> 3.12.1", "pytest (in the sandbox) 9.2.0 -> 8.0.0"]
+
+
+def test_the_oracle_runner_in_use_is_part_of_the_environment(monkeypatch):
+    """MEMBENCH_ORACLE_RUNNER changes the recorded environment, so a resume cannot mix runners."""
+    from types import SimpleNamespace
+
+    from pipeline.run_environment import scoring_environment
+
+    probe = SimpleNamespace(python="3.11.2", pytest="9.2.0", backend_version="bubblewrap 0.8.0")
+    preflight = SimpleNamespace(checks=[], probe=probe, backend="bwrap", ok=True)
+    monkeypatch.delenv("MEMBENCH_ORACLE_RUNNER", raising=False)
+    fast = scoring_environment(preflight)
+    monkeypatch.setenv("MEMBENCH_ORACLE_RUNNER", "pytest")
+    slow = scoring_environment(preflight)
+    assert (fast.fields["oracle_runner"], slow.fields["oracle_runner"]) == ("fast", "pytest")
+    assert differences(fast, slow) == ["oracle runner fast -> pytest"]
