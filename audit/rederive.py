@@ -5,7 +5,8 @@ Reads the raw rows a batch of runs at a time (`warehouse.queries.raw_datums_of_r
 order, deduplicated by event id), decodes each with the schema its fingerprint names, re-runs the
 processors (`RunSetProcessor`, every fold) and replaces the run set's rows in every derived table
 (`warehouse.tables.derived_columns`: session_results, run_results, failures, memory_contracts,
-hygiene_observations, transfer_results, transfer_dimensions, transfer_cases). With `jobs` > 1 the batches are
+hygiene_observations, transfer_results, transfer_dimensions, transfer_cases, transfer_hard_caps, skill_banks,
+model_usages). With `jobs` > 1 the batches are
 derived by that many worker processes (runs are independent); this process reads and writes.
 
 What a crash mid-way can cost — build, then swap:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
+from warehouse import rows
 from warehouse.protocol import WarehouseReader
 
 
@@ -91,18 +92,6 @@ def scored_clean_start(warehouse: WarehouseReader, run_set: str) -> dict[str, bo
     return clean
 
 
-
-def run_model_costs(warehouse: WarehouseReader, run_set: str) -> dict[str, tuple[int, float]]:
-    """run_id -> (priced ModelCalls, USD over its ModelCalls' `cost_usd`): every upstream call the
-    gateway recorded for the run, the agent's and its memory model's alike (event v4). A call is
-    priced when it names its price-table entry (`price`)."""
-    rows = warehouse.query_rows(
-        "SELECT run_id, countIf(isNotNull(cost) AND isNotNull(price)), sum(ifNull(cost, 0)) FROM ("
-        "SELECT run_id, JSONExtract(payload, 'cost_usd', 'Nullable(Float64)') AS cost, "
-        "JSONExtract(payload, 'price', 'Nullable(String)') AS price FROM trajectory_events "
-        "WHERE run_set = {rs:String} AND kind = 'ModelCall' ORDER BY event_id LIMIT 1 BY event_id) "
-        "GROUP BY run_id ORDER BY run_id", {"rs": run_set})
-    return {run_id: (int(priced), float(usd)) for run_id, priced, usd in rows}
 
 # A run's raw events in the order its processors met them: a run lives in one Kafka partition, so
 # its offsets are that order (a stalled runner's late events follow the close that fenced them,
@@ -279,3 +268,85 @@ def session_starts(warehouse: WarehouseReader, run_set: str) -> dict[str, list[d
         out.setdefault(row["run_id"], []).append(
             {"session_index": p["session_index"], "start_state": p.get("start_state"), "scored": bool(p.get("scored"))})
     return out
+
+
+# ------------------------------------------------------------------ typed reads of the derived tables
+# Reports, exports and the viewer read derived rows here, as the frozen dataclasses of
+# `warehouse/rows.py` (generated from the DDL): a column the DDL no longer has fails the read
+# (an unexpected keyword), instead of reading as a default.
+
+_R = TypeVar("_R")
+
+
+def _typed(row_type: type[_R], rows: list[dict[str, Any]]) -> list[_R]:
+    return [row_type(**{k: tuple(v) if isinstance(v, list) else v for k, v in row.items()}) for row in rows]
+
+
+def _derived_rows(warehouse: WarehouseReader, row_type: type[_R], table: str, run_set: str, where: str = "",
+                  order: str = "run_id, derived_id") -> list[_R]:
+    """Every row of a derived table of one run set (a retried insert once), in ORDER: the rows come
+    in whatever order the warehouse reads its parts, and a report must not."""
+    return _typed(row_type, warehouse.query_dicts(
+        f"SELECT * FROM {table} WHERE run_set = {{rs:String}} {where} ORDER BY {order} LIMIT 1 BY derived_id",
+        {"rs": run_set}))
+
+
+def model_usage(warehouse: WarehouseReader, run_set: str) -> list[rows.ModelUsageRow]:
+    """Every run's model usage per purpose (processors/model_usage.py), by run and purpose."""
+    return _derived_rows(warehouse, rows.ModelUsageRow, "model_usages", run_set, order="run_id, purpose, derived_id")
+
+
+def run_model_costs(warehouse: WarehouseReader, run_set: str) -> dict[str, tuple[int, float]]:
+    """run_id -> (priced ModelCalls, USD over its ModelCalls' `cost_usd`): every upstream call the
+    gateway recorded for the run, the agent's and its memory model's alike (`model_usages`). A call
+    is priced when it names its price-table entry (`price`). Runs without a model call are absent."""
+    out: dict[str, tuple[int, float]] = {}
+    for row in model_usage(warehouse, run_set):
+        priced, usd = out.get(row.run_id, (0, 0.0))
+        out[row.run_id] = (priced + row.priced_calls, usd + row.cost_usd)
+    return out
+
+
+def scored_failures(warehouse: WarehouseReader, run_set: str) -> list[rows.FailureClassifiedRow]:
+    """The failure rows of scored sessions that did not resolve and were not excluded."""
+    return _derived_rows(warehouse, rows.FailureClassifiedRow, "failures", run_set,
+                         "AND scored AND NOT resolved AND NOT excluded")
+
+
+def scored_contracts(warehouse: WarehouseReader, run_set: str) -> list[rows.MemoryContractRow]:
+    """The memory-contract rows of scored sessions (their cited ids are the MemoryCitation events')."""
+    return _derived_rows(warehouse, rows.MemoryContractRow, "memory_contracts", run_set, "AND scored")
+
+
+def scored_hygiene(warehouse: WarehouseReader, run_set: str) -> list[rows.HygieneObservationRow]:
+    return _derived_rows(warehouse, rows.HygieneObservationRow, "hygiene_observations", run_set, "AND scored")
+
+
+def transfer_results(warehouse: WarehouseReader, run_set: str) -> list[rows.TransferResultRow]:
+    return _derived_rows(warehouse, rows.TransferResultRow, "transfer_results", run_set)
+
+
+def has_transfer_results(warehouse: WarehouseReader, run_set: str) -> bool:
+    """Whether the run set is a transfer study's (it holds a TransferResult)."""
+    return bool(warehouse.query_rows(
+        "SELECT 1 FROM transfer_results WHERE run_set = {rs:String} LIMIT 1", {"rs": run_set}))
+
+
+def transfer_dimensions(warehouse: WarehouseReader, run_set: str) -> list[rows.TransferDimensionRow]:
+    return _derived_rows(warehouse, rows.TransferDimensionRow, "transfer_dimensions", run_set)
+
+
+def transfer_cases(warehouse: WarehouseReader, run_set: str) -> list[rows.TransferCaseRow]:
+    """Every scheduled evaluator case of the run set's transfer runs, in manifest order per run."""
+    return _derived_rows(warehouse, rows.TransferCaseRow, "transfer_cases", run_set,
+                         order="run_id, position, derived_id")
+
+
+def transfer_hard_caps(warehouse: WarehouseReader, run_set: str) -> list[rows.TransferHardCapRow]:
+    return _derived_rows(warehouse, rows.TransferHardCapRow, "transfer_hard_caps", run_set,
+                         order="run_id, cap_id, derived_id")
+
+
+def skill_banks(warehouse: WarehouseReader, run_set: str) -> list[rows.SkillBankRow]:
+    """The skill banks the run set's learning runs froze, in log order per run."""
+    return _derived_rows(warehouse, rows.SkillBankRow, "skill_banks", run_set, order="run_id, source_seq, derived_id")

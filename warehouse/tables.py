@@ -52,6 +52,9 @@ DERIVED_TABLES = {
     "MemoryContract": ("memory_contracts", ("run_id", "session_index")),
     "HygieneObservation": ("hygiene_observations", ("run_id", "session_index", "metric")),
     "TransferCase": ("transfer_cases", ("run_id", "case_id")),
+    "ModelUsage": ("model_usages", ("run_id", "purpose")),
+    "TransferHardCap": ("transfer_hard_caps", ("run_id", "cap_id")),
+    "SkillBank": ("skill_banks", ("run_id", "bank")),
 }
 
 
@@ -134,6 +137,11 @@ TABLE_MEANINGS = {
     "transfer_dimensions": "one row per dimension (A–E) of a transfer run (`TransferDimension`)",
     "transfer_cases": "one row per hidden-evaluator case of a transfer run (`TransferCase`): its outcome, "
                       "applicability and blockers",
+    "model_usages": "one row per purpose of a run's model calls (`ModelUsage`): calls, tokens and USD, summed "
+                    "from its `ModelCall` events at its end (processors/model_usage.py)",
+    "transfer_hard_caps": "one row per hard cap of a transfer run's evaluator plan (`TransferHardCap`), excluded "
+                          "runs too",
+    "skill_banks": "one row per skill bank a transfer study's learning run froze (`SkillBank`)",
 }
 
 # meanings of columns shared by several tables (a table's own meaning below wins)
@@ -223,6 +231,17 @@ OWN_MEANINGS = {
                        "blocked_by": "for a blocked case: its prerequisite cases that did not pass",
                        "position": "index in the manifest (evaluation order)",
                        "evidence_sha256": "digest of the case runner's evidence"},
+    "model_usages": {"purpose": "the calls' purpose (agent, sleep, judge, embed, …)", "calls": "model calls",
+                     "priced_calls": "calls naming their price-table entry (`price`)",
+                     "latency_ms": "Σ latency of the calls", "cost_usd": "Σ `cost_usd` over every call",
+                     "priced_cost_usd": "Σ `cost_usd` over the priced calls"},
+    "transfer_hard_caps": {"cap_id": "the hard cap's id", "cap": "the score it limits to",
+                           "cases": "the cases whose failure fires it (empty: it cannot fire)",
+                           "invariant": "what it protects", "fired": "a case of it did not pass (never for an "
+                           "excluded run)"},
+    "skill_banks": {"bank": "the bank's name", "digest": "SHA-256 of its MANIFEST.sha256",
+                    "files": "files in the bank", "ablated_skill": "the skill an ablated bank leaves out",
+                    "distiller": "who wrote a learned bank (scripted / agent)"},
 }
 
 
