@@ -10,6 +10,7 @@ from typing import Any
 from audit.findings import Finding, ReplayResult
 from schemas.derived import WALL_CLOCK_FIELDS, DerivedEvent
 from schemas.events import Event
+from warehouse import queries
 
 
 def _normalize(value: Any) -> Any:
@@ -28,11 +29,7 @@ def recorded_derived(warehouse: Any, run_ids: set[str]) -> dict[str, dict[str, A
     if not run_ids:
         return out
     for kind, columns in derived_columns().items():
-        rows = warehouse.query_dicts(
-            f"SELECT * FROM {table_for_kind(kind)} WHERE run_id IN {{ids:Array(String)}} LIMIT 1 BY derived_id",
-            {"ids": sorted(run_ids)},
-        )
-        for row in rows:
+        for row in queries.derived_rows_of_runs(warehouse, table_for_kind(kind), sorted(run_ids), "derived_id"):
             payload = {name: row[name] for name, _ in columns[2:]}
             out[row["derived_id"]] = {"kind": kind, "run_id": row["run_id"], "source_seq": row["source_seq"],
                                       "payload": _normalize(payload)}

@@ -320,6 +320,23 @@ class SkillBankRow:
     distiller: str | None
 
 
+@dataclass(frozen=True)
+class RunEndReasonRow:
+    """A row of `run_end_reasons` (`RunEndReason`)."""
+
+    derived_id: str
+    source_seq: int
+    run_set: str
+    run_id: str
+    unit_id: str
+    suite: str
+    task: str
+    condition: str
+    seed: int
+    agent: str
+    text: str
+
+
 # the row type of each derived table
 ROW_TYPES: dict[str, type] = {
     'session_results': SessionVerdictRow,
@@ -333,4 +350,5 @@ ROW_TYPES: dict[str, type] = {
     'model_usages': ModelUsageRow,
     'transfer_hard_caps': TransferHardCapRow,
     'skill_banks': SkillBankRow,
+    'run_end_reasons': RunEndReasonRow,
 }
