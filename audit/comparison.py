@@ -92,8 +92,10 @@ class _Comparer:
     def _compare(self, item: DerivedEvent, want: dict[str, Any] | None) -> None:
         self.result.compared += 1
         if want is None:
+            # a kind newer than the warehouse's rows (a membench before it wrote them) is what rederive fills
             self.findings.append(Finding(item.run_id, item.source_seq, f"{item.kind} derived on replay is missing "
-                                                                       "from the warehouse"))
+                                                                       "from the warehouse (written by an older "
+                                                                       "membench? `membench rederive` adds it)"))
             return
         got = {k: v for k, v in _normalize(item.payload).items() if k not in WALL_CLOCK_FIELDS}
         have = {k: v for k, v in want["payload"].items() if k not in WALL_CLOCK_FIELDS}
