@@ -10,6 +10,7 @@ from typing import Any
 from audit.findings import Finding, ReplayResult
 from schemas.derived import WALL_CLOCK_FIELDS, DerivedEvent
 from schemas.events import Event
+from warehouse import queries
 
 
 def _normalize(value: Any) -> Any:
@@ -28,11 +29,7 @@ def recorded_derived(warehouse: Any, run_ids: set[str]) -> dict[str, dict[str, A
     if not run_ids:
         return out
     for kind, columns in derived_columns().items():
-        rows = warehouse.query_dicts(
-            f"SELECT * FROM {table_for_kind(kind)} WHERE run_id IN {{ids:Array(String)}} LIMIT 1 BY derived_id",
-            {"ids": sorted(run_ids)},
-        )
-        for row in rows:
+        for row in queries.derived_rows_of_runs(warehouse, table_for_kind(kind), sorted(run_ids), "derived_id"):
             payload = {name: row[name] for name, _ in columns[2:]}
             out[row["derived_id"]] = {"kind": kind, "run_id": row["run_id"], "source_seq": row["source_seq"],
                                       "payload": _normalize(payload)}
@@ -95,8 +92,10 @@ class _Comparer:
     def _compare(self, item: DerivedEvent, want: dict[str, Any] | None) -> None:
         self.result.compared += 1
         if want is None:
+            # a kind newer than the warehouse's rows (a membench before it wrote them) is what rederive fills
             self.findings.append(Finding(item.run_id, item.source_seq, f"{item.kind} derived on replay is missing "
-                                                                       "from the warehouse"))
+                                                                       "from the warehouse (written by an older "
+                                                                       "membench? `membench rederive` adds it)"))
             return
         got = {k: v for k, v in _normalize(item.payload).items() if k not in WALL_CLOCK_FIELDS}
         have = {k: v for k, v in want["payload"].items() if k not in WALL_CLOCK_FIELDS}

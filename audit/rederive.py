@@ -5,7 +5,8 @@ Reads the raw rows a batch of runs at a time (`warehouse.queries.raw_datums_of_r
 order, deduplicated by event id), decodes each with the schema its fingerprint names, re-runs the
 processors (`RunSetProcessor`, every fold) and replaces the run set's rows in every derived table
 (`warehouse.tables.derived_columns`: session_results, run_results, failures, memory_contracts,
-hygiene_observations, transfer_results, transfer_dimensions, transfer_cases). With `jobs` > 1 the batches are
+hygiene_observations, transfer_results, transfer_dimensions, transfer_cases, transfer_hard_caps, skill_banks,
+model_usages). With `jobs` > 1 the batches are
 derived by that many worker processes (runs are independent); this process reads and writes.
 
 What a crash mid-way can cost — build, then swap:
@@ -105,10 +106,6 @@ class _Staging:
         self.rows[table] = self.rows.get(table, 0) + len(rows)
 
 
-def _literal(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def derived_tables() -> list[str]:
     from warehouse.tables import derived_columns, table_for_kind
 
@@ -121,6 +118,7 @@ def rederive(warehouse: WarehouseStore, run_set: str, jobs: int = 1,
     crash costs); `progress(result, total runs)` after every batch."""
     from warehouse.queries import raw_datums_of_runs, raw_run_count, raw_run_id_pages
     from warehouse.sink import insert_derived
+    from warehouse.tables import create_stage, drop_stage, replace_run_set_rows
 
     started = time.perf_counter()
     result = RederiveResult(run_set)
@@ -130,7 +128,7 @@ def rederive(warehouse: WarehouseStore, run_set: str, jobs: int = 1,
     nonce = uuid.uuid4().hex[:12]
     staging = {table: f"rederive_{nonce}_{table}" for table in derived_tables()}
     for table, stage in staging.items():
-        warehouse.command(f"CREATE TABLE {stage} AS {table}")
+        create_stage(warehouse, table, stage)
     try:
         sink = _Staging(warehouse, staging)
         per_batch = max(1, min(BATCH_RUNS, math.ceil(total / (4 * jobs))))
@@ -168,14 +166,11 @@ def rederive(warehouse: WarehouseStore, run_set: str, jobs: int = 1,
                     take(runs_done, job.get())
         # the swap: every batch derived and staged; now replace the run set's rows table by table
         for table, stage in staging.items():
-            warehouse.command(f"ALTER TABLE {table} DELETE WHERE run_set = {_literal(run_set)}",
-                              settings={"mutations_sync": 2})
-            warehouse.command(f"INSERT INTO {table} SELECT * FROM {stage}",
-                              settings={"insert_deduplication_token": f"rederive:{nonce}:{table}"})
+            replace_run_set_rows(warehouse, table, stage, run_set, f"rederive:{nonce}:{table}")
         result.rows = {table: sink.rows.get(table, 0) for table in staging}
     finally:
         for stage in staging.values():
-            warehouse.command(f"DROP TABLE IF EXISTS {stage}")
+            drop_stage(warehouse, stage)
     result.seconds = time.perf_counter() - started
     return result
 

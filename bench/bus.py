@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from producers.emitter import RunEmitter
+from warehouse import queries
 from schemas.events import bounded_text
 
 
@@ -125,7 +126,7 @@ def bench_embedded(runs: int, threads: int, sessions: int, turns: int) -> dict:
             _drive(pipeline.publish, "bench-embedded", runs, threads, sessions, turns, None)
             pipeline.close()
             seconds = time.perf_counter() - started
-            rows = warehouse.query_rows("SELECT count() FROM trajectory_events")[0][0]
+            rows = queries.raw_rows(warehouse)
         finally:
             warehouse.close()
     return {"events": rows, "seconds": seconds, "events_per_s": rows / seconds}

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from bench.bus import _Discard, synthetic_run
 from producers.emitter import RunEmitter
+from warehouse import queries
 from schemas.codec import decode_datum, frame, unframe
 from schemas.events import Event
 from schemas.registry import default_registry
@@ -109,7 +110,7 @@ def bench_sink(runs: int = 500, batch: int = 5000) -> dict:
             figures["rowbinary_insert_us"] = _cpu(insert_only) * per
             figures["decode_and_payload_json_floor_us"] = _cpu(payload_floor) * per
             figures["fastavro_decode_floor_us"] = _cpu(full_decode_floor) * per
-            rows = warehouse.query_rows("SELECT count() FROM trajectory_events")[0][0]
+            rows = queries.raw_rows(warehouse)
         finally:
             warehouse.close()
     figures["ratio_python_to_rowbinary"] = figures["python_rows_us"] / figures["rowbinary_us"]

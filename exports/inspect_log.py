@@ -67,11 +67,7 @@ class RunSetData:
 
 
 def _rows(warehouse: WarehouseReader, table: str, run_ids: list[str], order: str) -> list[dict[str, Any]]:
-    if not run_ids:
-        return []
-    return warehouse.query_dicts(
-        f"SELECT * FROM {table} WHERE run_id IN {{ids:Array(String)}} ORDER BY {order} LIMIT 1 BY derived_id",
-        {"ids": run_ids})
+    return queries.derived_rows_of_runs(warehouse, table, run_ids, order)
 
 
 def load_run_set(warehouse: WarehouseReader, run_set: str) -> RunSetData:
@@ -85,10 +81,7 @@ def load_run_set(warehouse: WarehouseReader, run_set: str) -> RunSetData:
     run_ids = sorted(r["run_id"] for r in runs)
     sessions = [s for s in queries.session_results(warehouse, run_set) if s["run_id"] in set(run_ids)]
     events: dict[str, list[RawEvent]] = defaultdict(list)
-    for row in warehouse.query_dicts(
-            "SELECT run_id, seq, toUnixTimestamp64Micro(ts) AS ts_us, session_index, kind, visibility, event_id, "
-            "payload FROM trajectory_events WHERE run_set = {rs:String} AND run_id IN {ids:Array(String)} "
-            "ORDER BY run_id, seq LIMIT 1 BY event_id", {"rs": run_set, "ids": run_ids}):
+    for row in queries.raw_events_of_runs(warehouse, run_set, run_ids):
         events[row["run_id"]].append(RawEvent(
             run_id=row["run_id"], seq=int(row["seq"]), ts_us=int(row["ts_us"]),
             session_index=int(row["session_index"]), kind=str(row["kind"]), visibility=str(row["visibility"]),

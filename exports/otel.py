@@ -33,6 +33,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
+from warehouse import queries
 from warehouse.protocol import WarehouseReader
 
 SCOPE = InstrumentationScope("membench.exports.otel", "1")
@@ -495,14 +496,11 @@ def default_resource(run_set: str, extra: Mapping[str, str] | None = None) -> Re
 
 
 def run_ids(warehouse: WarehouseReader, run_set: str) -> list[str]:
-    return [r[0] for r in warehouse.query_rows(
-        "SELECT DISTINCT run_id FROM trajectory_events WHERE run_set = {rs:String} ORDER BY run_id", {"rs": run_set})]
+    return queries.raw_run_ids(warehouse, run_set)
 
 
 def load_run_events(warehouse: WarehouseReader, run_id: str) -> list[LoggedEvent]:
-    rows = warehouse.query_rows(
-        "SELECT run_id, unit_id, session_index, seq, toUnixTimestamp64Micro(ts), kind, toString(visibility), payload "
-        "FROM trajectory_events WHERE run_id = {rid:String} ORDER BY seq LIMIT 1 BY seq", {"rid": run_id})
+    rows = queries.raw_events_of_run(warehouse, run_id)
     return [LoggedEvent(str(r[0]), str(r[1]), int(r[2]), int(r[3]), int(r[4]), str(r[5]), str(r[6]), json.loads(r[7]))
             for r in rows]
 
@@ -512,9 +510,7 @@ def load_derived(warehouse: WarehouseReader, run_set: str) -> dict[str, RunDeriv
     out: dict[str, RunDerived] = {}
 
     def rows(table: str, key: str) -> list[dict[str, Any]]:
-        return warehouse.query_dicts(
-            f"SELECT * FROM {table} WHERE run_set = {{rs:String}} ORDER BY run_id, source_seq LIMIT 1 BY {key}",
-            {"rs": run_set})
+        return queries.derived_table(warehouse, table, run_set, key)
 
     for row in rows("run_results", "run_id"):
         out.setdefault(row["run_id"], RunDerived()).run = row
@@ -532,8 +528,7 @@ def run_set_spans(warehouse: WarehouseReader, run_set: str, options: ExportOptio
     event of RUN_SET."""
     ids = run_ids(warehouse, run_set)
     if not ids:
-        held = [r[0] for r in warehouse.query_rows(
-            "SELECT DISTINCT run_set FROM trajectory_events ORDER BY run_set LIMIT 21")]
+        held = queries.raw_run_sets(warehouse)
         listed = ", ".join(held[:20]) + (", ..." if len(held) > 20 else "") if held else "none"
         raise OtelExportError(f"unknown run set '{run_set}': the warehouse holds no events of it (run sets: {listed})")
     derived = load_derived(warehouse, run_set)

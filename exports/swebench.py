@@ -58,35 +58,16 @@ def _started(warehouse: WarehouseReader, run_set: str) -> dict[str, dict[str, An
     """unit_id -> a RunStarted payload of it (task, condition, seed, agent, agent_kind: the same in
     every attempt of a unit)."""
     out: dict[str, dict[str, Any]] = {}
-    for row in warehouse.query_dicts(
-            "SELECT unit_id, payload FROM trajectory_events WHERE run_set = {rs:String} AND kind = 'RunStarted' "
-            "ORDER BY unit_id, run_id LIMIT 1 BY event_id", {"rs": run_set}):
+    for row in queries.unit_starts(warehouse, run_set):
         out.setdefault(row["unit_id"], json.loads(row["payload"]))
     return out
-
-
-def _scored_patches(warehouse: WarehouseReader, run_set: str) -> dict[str, tuple[int, int]]:
-    """run_id -> (files the scored diff lists, failed `apply_patch` calls of the scored session)."""
-    rows = warehouse.query_rows(
-        "WITH scored AS (SELECT DISTINCT run_id, session_index FROM trajectory_events "
-        "WHERE run_set = {rs:String} AND kind = 'SessionStarted' AND JSONExtractBool(payload, 'scored')) "
-        "SELECT run_id, "
-        "sumIf(length(JSONExtractArrayRaw(payload, 'files')), kind = 'PatchProduced') AS files, "
-        "countIf(kind = 'ToolResult' AND JSONExtractString(payload, 'name') = 'apply_patch' "
-        "AND JSONExtractInt(payload, 'exit_code') != 0) AS failed, countIf(kind = 'PatchProduced') AS scored "
-        "FROM (SELECT run_id, session_index, kind, payload FROM trajectory_events WHERE run_set = {rs:String} "
-        "AND kind IN ('PatchProduced', 'ToolResult') LIMIT 1 BY event_id) "
-        "WHERE (run_id, session_index) IN (SELECT run_id, session_index FROM scored) "
-        "GROUP BY run_id HAVING scored > 0",
-        {"rs": run_set})
-    return {run_id: (int(files), int(failed)) for run_id, files, failed, _ in rows}
 
 
 def instances(warehouse: WarehouseReader, run_set: str) -> list[Instance]:
     """Every unit the run set started, classified as the harness would (the module's docstring)."""
     started = _started(warehouse, run_set)
     runs = {row["unit_id"]: row for row in queries.run_results(warehouse, run_set)}
-    patches = _scored_patches(warehouse, run_set)
+    patches = queries.scored_patch_counts(warehouse, run_set)
     out = []
     for unit_id in sorted(set(started) | set(runs)):
         row, begun = runs.get(unit_id), started.get(unit_id, {})

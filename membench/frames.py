@@ -71,21 +71,11 @@ def _frame(sql: str, parameters: dict[str, Any], home: str | Path | None, wareho
     return pd.read_parquet(io.BytesIO(data))
 
 
-def _where(run_set: str | None, extra: str = "") -> tuple[str, dict[str, Any]]:
-    clauses = (["run_set = {rs:String}"] if run_set is not None else []) + ([extra] if extra else [])
-    return (f"WHERE {' AND '.join(clauses)} " if clauses else ""), ({"rs": run_set} if run_set is not None else {})
-
-
 def table(name: str, run_set: str | None = None, home: str | Path | None = None, warehouse: str | None = None):
     """Rows of table NAME (`trajectory_events` or a derived table), each once, in key order."""
-    from warehouse.queries import audited_tables
+    from warehouse.queries import table_statement
 
-    if name not in audited_tables():
-        raise ValueError(f"unknown table '{name}' (known: {', '.join(audited_tables())})")
-    ident, order = table_key(name)
-    where, params = _where(run_set)
-    return _frame(f"SELECT * FROM {name} {where}ORDER BY run_set, {', '.join(order)}, {ident} LIMIT 1 BY {ident}",
-                  params, home, warehouse)
+    return _frame(*table_statement(name, run_set, *table_key(name)), home, warehouse)
 
 
 def runs(run_set: str | None = None, home: str | Path | None = None, warehouse: str | None = None,
@@ -94,14 +84,9 @@ def runs(run_set: str | None = None, home: str | Path | None = None, warehouse: 
     attempt — the rows a report counts (`warehouse.queries.run_results`). `all_attempts=True`: every
     run, abandoned and retried attempts included. A valid cell is `status == "completed"` and not
     `excluded`; `scored_passed` is its outcome."""
-    where, params = _where(run_set)
-    if all_attempts:
-        return _frame(f"SELECT * FROM run_results {where}ORDER BY run_set, unit_id, run_id LIMIT 1 BY run_id",
-                      params, home, warehouse)
-    return _frame(
-        f"SELECT * FROM (SELECT * FROM run_results {where}LIMIT 1 BY run_id) "
-        "ORDER BY run_set, unit_id, status = 'completed' DESC, status IN ('completed', 'excluded') DESC, "
-        "source_seq DESC LIMIT 1 BY run_set, unit_id", params, home, warehouse)
+    from warehouse.queries import runs_statement
+
+    return _frame(*runs_statement(run_set, all_attempts), home, warehouse)
 
 
 def sessions(run_set: str | None = None, home: str | Path | None = None, warehouse: str | None = None):
@@ -129,10 +114,7 @@ def events(run_set: str | None = None, home: str | Path | None = None, warehouse
     """trajectory_events: the raw log in (run, seq) order, one row per event; `payload` is JSON text
     (`json.loads`, or `pandas.json_normalize` over a column of them). `kinds` keeps those event
     kinds only; the exact Avro `datum` (bytes, for audit) is left out unless `datum=True`."""
-    kinds = sorted(set(kinds)) if kinds is not None else None
-    where, params = _where(run_set, "kind IN {kinds:Array(String)}" if kinds is not None else "")
-    if kinds is not None:
-        params["kinds"] = kinds
-    columns = "*" if datum else "* EXCEPT (datum)"
-    return _frame(f"SELECT {columns} FROM trajectory_events {where}ORDER BY run_set, run_id, seq, event_id "
-                  "LIMIT 1 BY event_id", params, home, warehouse)
+    from warehouse.queries import events_statement
+
+    return _frame(*events_statement(run_set, sorted(set(kinds)) if kinds is not None else None, datum), home,
+                  warehouse)

@@ -6,7 +6,6 @@ report` follow."""
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import replace
 
@@ -26,13 +25,9 @@ def _frozen_from_events(events) -> dict[tuple[int, str], str]:
 
 
 def _frozen_from_warehouse(warehouse, run_set: str) -> dict[tuple[int, str], str]:
-    rows = warehouse.query_dicts(
-        "SELECT r.seed AS seed, e.payload AS payload FROM "
-        "(SELECT run_id, payload, seq FROM trajectory_events WHERE run_set = {rs:String} AND kind = 'SkillBankFrozen' "
-        " LIMIT 1 BY event_id) AS e "
-        "JOIN (SELECT run_id, seed FROM run_results WHERE run_set = {rs:String} AND status = 'completed' "
-        " LIMIT 1 BY run_id) AS r ON e.run_id = r.run_id ORDER BY e.run_id, e.seq", {"rs": run_set})
-    return _frozen_from_events((int(r["seed"]), json.loads(r["payload"])) for r in rows)
+    from warehouse import queries
+
+    return _frozen_from_events(queries.frozen_bank_events(warehouse, run_set))
 
 
 def _frozen_from_topic(topics, study, seeds: list[int], status: dict[str, dict]) -> dict[tuple[int, str], str]:

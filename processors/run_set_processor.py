@@ -14,7 +14,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from processors.diagnosis import DiagnosisFold
+from processors.end_reason import EndReasonFold
 from processors.evidence import EvidenceCollector
+from processors.model_usage import ModelUsageFold
 from processors.transfer import TransferFold
 from processors.verdicts import VerdictFold
 from schemas.derived import DerivedEvent
@@ -23,11 +25,14 @@ from schemas.events import Event
 # Every fold a run gets, each made with the run's one EvidenceCollector (verdicts and diagnosis judge the
 # same session evidence: it is folded once per run, not once per fold): verdicts and run summaries; the
 # diagnosis (failure taxonomy, memory contract, hygiene); transfer results (EngramBench's protocol: CCPF,
-# dimensions, hard caps, resources; only runs with an EvaluatorPlan).
+# dimensions, hard caps, resources; only runs with an EvaluatorPlan); model usage and cost per purpose; why
+# the run ended, in its own words.
 FOLDS: list[Callable[[EvidenceCollector], object]] = [
     lambda evidence: VerdictFold(evidence=evidence),
     lambda evidence: DiagnosisFold(evidence=evidence),
     lambda evidence: TransferFold(),
+    lambda evidence: ModelUsageFold(),
+    lambda evidence: EndReasonFold(),
 ]
 
 

@@ -24,6 +24,11 @@ the case's dimension, weight and prerequisites from the plan, its status from it
 
 An excluded run (`skill_bank_modified`, missing isolation) yields a TransferResult with
 `excluded` true and the reason, and no dimensions or cases.
+
+Every run with a plan, excluded or not, also derives one `TransferHardCap` per hard cap of its
+plan (derived v5): its cases, cap and invariant, and whether it fired (never for an excluded run);
+a cap without cases cannot fire, and the report says so. A learning run derives one `SkillBank`
+per `SkillBankFrozen` event (derived v5): the bank, its digest, its file count and distiller.
 """
 
 from __future__ import annotations
@@ -72,6 +77,10 @@ class TransferFold:
             self.cases[p["case_id"]] = p
         elif kind == "PublicCheck":
             self.public_check_passed = bool(p["passed"])
+        elif kind == "SkillBankFrozen":
+            return [make_derived(self.key, "SkillBank", event.seq, {
+                "bank": p["bank"], "digest": p["digest"], "files": len(p["files"]),
+                "ablated_skill": p.get("ablated_skill"), "distiller": p.get("distiller")}, "skill_bank", p["bank"])]
         elif kind == "SubmissionFrozen":
             self.submission_digest = p["digest"]
         elif kind == "TransferPhase":
@@ -123,7 +132,7 @@ class TransferFold:
             return [make_derived(self.key, "TransferResult", event.seq, {
                 **base, "cases": len(self.plan["cases"]), "applicable": 0, "passed": 0, "failed": 0, "errored": 0,
                 "blocked": 0, "ccpf": None, "raw_score": 0.0, "weighted_score": 0.0, "caps_fired": [],
-                "cap_reasons": [], "all_cases_pass": False}, "result")]
+                "cap_reasons": [], "all_cases_pass": False}, "result"), *self._hard_caps(event, None)]
         status: dict[str, str] = {}
         for c in self.plan["cases"]:
             got = self.cases.get(c["case_id"])
@@ -164,6 +173,7 @@ class TransferFold:
                 if status[c["case_id"]] == "blocked" else [],
                 "position": position, "duration_ms": int(got["duration_ms"] or 0) if got is not None else 0,
                 "evidence_sha256": str(got["evidence_sha256"] or "") if got is not None else ""}, "case", c["case_id"]))
+        out.extend(self._hard_caps(event, status))
         count = lambda s: sum(1 for c in applicable if status[c["case_id"]] == s)  # noqa: E731
         out.insert(0, make_derived(self.key, "TransferResult", event.seq, {
             **base, "cases": len(self.plan["cases"]), "applicable": len(applicable), "passed": len(passed),
@@ -172,3 +182,12 @@ class TransferFold:
             "weighted_score": capped, "caps_fired": fired, "cap_reasons": reasons,
             "all_cases_pass": bool(applicable) and len(passed) == len(applicable)}, "result"))
         return out
+
+    def _hard_caps(self, event: Event, status: dict[str, str] | None) -> list[DerivedEvent]:
+        """One row per hard cap of the plan; STATUS (case -> status) is None for an excluded run: no cap fires."""
+        assert self.key is not None and self.plan is not None
+        return [make_derived(self.key, "TransferHardCap", event.seq, {
+            "cap_id": cap["cap_id"], "cap": float(cap["cap"]), "cases": list(cap["cases"]),
+            "invariant": cap["invariant"] or "",
+            "fired": status is not None and any(status.get(cid) != "passed" for cid in cap["cases"])},
+            "hard_cap", cap["cap_id"]) for cap in self.plan["hard_caps"]]

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from reports.model import CanaryHit, CanaryProof, CanarySearch
+from warehouse import queries
 from warehouse.protocol import WarehouseReader
 
 NEEDLES_PER_QUERY = 200  # ClickHouse's multiSearch functions take at most 255 needles
@@ -55,26 +56,19 @@ def search_events(warehouse: WarehouseReader, run_set: str, secrets: list[Secret
     if not secrets:
         return CanaryProof(status="no_secrets", reason="the pack has no secret placeholders", pack=pack, secrets=0,
                            searched=None, own_trap_hits=0, leaks=0, hits=[])
-    base = ("FROM (SELECT run_id, seq, kind, unit_id, payload FROM trajectory_events WHERE run_set = {rs:String} "
-            "AND visibility = 'agent' ORDER BY event_id LIMIT 1 BY event_id)")
-    (totals,) = warehouse.query_dicts(f"SELECT count() AS events, sum(length(payload)) AS bytes {base}",
-                                      {"rs": run_set})
+    events, payload_bytes = queries.agent_visible_totals(warehouse, run_set)
     hits: list[CanaryHit] = []
     for start in range(0, len(secrets), NEEDLES_PER_QUERY):
         chunk = secrets[start:start + NEEDLES_PER_QUERY]
-        rows = warehouse.query_dicts(
-            f"SELECT run_id, seq, kind, unit_id, multiSearchAllPositions(payload, {{needles:Array(String)}}) AS at "
-            f"{base} WHERE arrayExists(x -> x > 0, at) ORDER BY run_id, seq",
-            {"rs": run_set, "needles": [s.value for s in chunk]})
-        for row in rows:
+        for row in queries.agent_visible_hits(warehouse, run_set, [s.value for s in chunk]):
             run_trap = _trap_of(row["unit_id"])
             for secret, position in zip(chunk, row["at"]):
                 if position:
                     hits.append(CanaryHit(secret=secret.name, trap=secret.trap,
                                           where=f"event {row['run_id']} seq {row['seq']} ({row['kind']})",
                                           run_trap=run_trap))
-    blobs, blob_bytes, missing = _search_blobs(warehouse, base, run_set, secrets, read_blob, hits)
-    search = CanarySearch(agent_visible_events=int(totals["events"]), agent_visible_bytes=int(totals["bytes"] or 0),
+    blobs, blob_bytes, missing = _search_blobs(warehouse, run_set, secrets, read_blob, hits)
+    search = CanarySearch(agent_visible_events=events, agent_visible_bytes=payload_bytes,
                           reports=[], report_bytes=0, blobs=blobs, blob_bytes=blob_bytes,
                           blobs_missing=len(missing))
     own = sum(1 for h in hits if h.run_trap == h.trap)
@@ -86,16 +80,11 @@ def search_events(warehouse: WarehouseReader, run_set: str, secrets: list[Secret
                                own_trap_hits=own, leaks=0, hits=[h for h in hits if h.run_trap != h.trap]))
 
 
-def _search_blobs(warehouse: WarehouseReader, base: str, run_set: str, secrets: list[Secret],
+def _search_blobs(warehouse: WarehouseReader, run_set: str, secrets: list[Secret],
                   read_blob: Callable[[str], bytes | None] | None, hits: list[CanaryHit]) -> tuple[int, int, list[str]]:
     """Search every PatchProduced diff kept as a blob; appends to HITS; (blobs, bytes, missing).
     A missing entry names the event and field, never a value."""
-    columns = ", ".join(f"JSONExtractString(payload, '{f}_sha256') AS {f}_sha, "
-                        f"JSONExtractRaw(payload, '{f}') IN ('', 'null') AS {f}_blob" for f in DIFF_FIELDS)
-    rows = warehouse.query_dicts(
-        f"SELECT run_id, seq, unit_id, {columns} {base} WHERE kind = 'PatchProduced' AND ("
-        + " OR ".join(f"({f}_blob AND {f}_sha != '')" for f in DIFF_FIELDS) + ") ORDER BY run_id, seq",
-        {"rs": run_set})
+    rows = queries.diffs_stored_as_blobs(warehouse, run_set, DIFF_FIELDS)
     searched = size = 0
     missing: list[str] = []
     for row in rows:

@@ -150,14 +150,12 @@ def hygiene_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[st
 def _hygiene_panel(warehouse: WarehouseReader, run_set: str, cell_runs: dict[str, dict[str, Any]]
                    ) -> dict[str, HygieneRate]:
     sums: dict[str, dict[str, list[int]]] = {}
-    for row in warehouse.query_dicts(
-            "SELECT run_id, metric, numerator, denominator FROM hygiene_observations "
-            "WHERE run_set = {rs:String} AND scored LIMIT 1 BY derived_id", {"rs": run_set}):
-        if row["run_id"] not in cell_runs:
+    for observation in queries.scored_hygiene(warehouse, run_set):
+        if observation.run_id not in cell_runs:
             continue
-        acc = sums.setdefault(row["metric"], {}).setdefault(cell_runs[row["run_id"]]["condition"], [0, 0])
-        acc[0] += int(row["numerator"])
-        acc[1] += int(row["denominator"])
+        acc = sums.setdefault(observation.metric, {}).setdefault(cell_runs[observation.run_id]["condition"], [0, 0])
+        acc[0] += int(observation.numerator)
+        acc[1] += int(observation.denominator)
     panel = {}
     for metric in list(HYGIENE_METRICS) + sorted(set(sums) - set(HYGIENE_METRICS)):
         per = sums.get(metric, {})
@@ -221,16 +219,13 @@ def gate_references(baseline: str) -> dict[str, str]:
 
 def _run_whys(warehouse: WarehouseReader, run_set: str) -> dict[str, str]:
     """run id -> why the run ended as it did, in its own words: the run-level system Turn the runner
-    writes for an excluded or failed run (for a traceback, its last line), bounded and redacted."""
-    rows = warehouse.query_rows(
-        "SELECT run_id, JSONExtractString(payload, 'text', 'text') FROM trajectory_events "
-        "WHERE run_set = {rs:String} AND kind = 'Turn' AND session_index = -1 "
-        "AND JSONExtractString(payload, 'role') = 'system' ORDER BY run_id, seq LIMIT 1 BY run_id", {"rs": run_set})
+    writes for an excluded or failed run (`run_end_reasons`; for a traceback, its last line), bounded and
+    redacted."""
     whys = {}
-    for run_id, text in rows:
-        lines = [line for line in str(text).strip().splitlines() if line.strip()]
+    for reason in queries.run_end_reasons(warehouse, run_set):
+        lines = [line for line in reason.text.strip().splitlines() if line.strip()]
         if lines:
-            whys[run_id] = error_text(lines[-1] if lines[0].startswith("Traceback") else " ".join(lines), bound=300)
+            whys[reason.run_id] = error_text(lines[-1] if lines[0].startswith("Traceback") else " ".join(lines), bound=300)
     return whys
 
 

@@ -13,7 +13,8 @@ Top level:
   events whose `purpose` is sleep or judge (docs/design.md §5).
 - `cost_usd`: {"status", "model_calls", "priced_calls", "cost_usd", "conditions": condition ->
   {"model_calls", "priced_calls", "cost_usd", "successes", "cost_per_success_usd"}}: every ModelCall
-  of the run set (the gateway records one per upstream call; a call is priced when its `price`
+  of the run set's runs, as the `model_usages` table sums them per run and purpose
+  (processors/model_usage.py) (the gateway records one per upstream call; a call is priced when its `price`
   names the price-table entry used — a model without one costs 0 with a null `price`); a call's
   condition is its unit's. Cost per success = the condition's USD over its
   passed valid cells (null without a pass or without a priced call).
@@ -29,6 +30,16 @@ from reports.conventions import condition_order, exclusion_of, valid_run
 from reports.model import ConditionCost, CostUsd, MemoryPolicy, OutcomeMatrix, RunProvenance
 from warehouse import queries
 from warehouse.protocol import WarehouseReader
+
+
+# the purposes of a memory model's calls (docs/design.md §5)
+MEMORY_PURPOSES = ("sleep", "judge", "embed")
+
+
+def _unit_condition(unit_id: str) -> str:
+    """A unit's condition, the third part of its id (`suite/task/condition/seed`)."""
+    parts = unit_id.split("/")
+    return parts[-2] if len(parts) >= 2 else unit_id
 
 
 def _seed_key(seed: str) -> tuple[int, int | str]:
@@ -67,23 +78,16 @@ def memory_policies(warehouse: WarehouseReader, run_set: str, starts: list[dict[
     for p in starts:
         if p.get("memory_model"):
             models[p["condition"]].add(p["memory_model"])
-    rows = warehouse.query_dicts(
-        "SELECT unit_id, purpose, count() AS calls, sum(input) AS input, sum(output) AS output, sum(usd) AS usd "
-        "FROM (SELECT unit_id, JSONExtractString(payload, 'purpose') AS purpose, "
-        "JSONExtractInt(payload, 'input_tokens') AS input, JSONExtractInt(payload, 'output_tokens') AS output, "
-        "if(JSONExtract(payload, 'price', 'Nullable(String)') IS NULL, 0, JSONExtractFloat(payload, 'cost_usd')) AS usd "
-        "FROM trajectory_events WHERE run_set = {rs:String} AND kind = 'ModelCall' ORDER BY event_id "
-        "LIMIT 1 BY event_id) WHERE purpose IN ('sleep', 'judge', 'embed') GROUP BY unit_id, purpose "
-        "ORDER BY unit_id, purpose", {"rs": run_set})  # ordered: the float sums below add in one order
     calls: dict[str, list] = defaultdict(lambda: [0, 0, 0, 0, 0.0])  # sleep, judge, input, output, usd
-    for row in rows:
-        parts = row["unit_id"].split("/")
-        acc = calls[parts[-2] if len(parts) >= 2 else row["unit_id"]]
-        if row["purpose"] != "embed":  # a library's embedding calls count in its tokens and cost, not its calls
-            acc[0 if row["purpose"] == "sleep" else 1] += int(row["calls"])
-        acc[2] += int(row["input"])
-        acc[3] += int(row["output"])
-        acc[4] += float(row["usd"])
+    for usage in queries.model_usage(warehouse, run_set):  # by run: the float sums add in one order
+        if usage.purpose not in MEMORY_PURPOSES:
+            continue
+        acc = calls[_unit_condition(usage.unit_id)]
+        if usage.purpose != "embed":  # a library's embedding calls count in its tokens and cost, not its calls
+            acc[0 if usage.purpose == "sleep" else 1] += usage.calls
+        acc[2] += usage.input_tokens
+        acc[3] += usage.output_tokens
+        acc[4] += usage.priced_cost_usd
     out = {}
     for c in conditions:
         sleep, judge, n_in, n_out, usd = calls.get(c, [0, 0, 0, 0, 0.0])
@@ -96,25 +100,16 @@ def memory_policies(warehouse: WarehouseReader, run_set: str, starts: list[dict[
 
 def cost_usd(warehouse: WarehouseReader, run_set: str, runs: list[dict[str, Any]]) -> CostUsd:
     """USD of every ModelCall of the run set, per condition (the condition is the unit id's third part)."""
-    rows = warehouse.query_dicts(
-        "SELECT unit_id, count() AS calls, countIf(isNotNull(cost) AND isNotNull(price)) AS priced, "
-        "sum(ifNull(cost, 0)) AS usd FROM (SELECT unit_id, JSONExtract(payload, 'cost_usd', 'Nullable(Float64)') AS "
-        "cost, JSONExtract(payload, 'price', 'Nullable(String)') AS price FROM trajectory_events "
-        "WHERE run_set = {rs:String} AND kind = 'ModelCall' ORDER BY event_id LIMIT 1 BY event_id) GROUP BY unit_id "
-        "ORDER BY unit_id",
-        {"rs": run_set})
     successes: dict[str, int] = defaultdict(int)
     for r in runs:
         if valid_run(r) and r["scored_passed"]:
             successes[r["condition"]] += 1
     per: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0.0])
-    for row in rows:
-        parts = row["unit_id"].split("/")
-        condition = parts[-2] if len(parts) >= 2 else row["unit_id"]
-        acc = per[condition]
-        acc[0] += int(row["calls"])
-        acc[1] += int(row["priced"])
-        acc[2] += float(row["usd"])
+    for usage in queries.model_usage(warehouse, run_set):
+        acc = per[_unit_condition(usage.unit_id)]
+        acc[0] += usage.calls
+        acc[1] += usage.priced_calls
+        acc[2] += usage.cost_usd
     conditions = {}
     for c in sorted(set(per) | {r["condition"] for r in runs}, key=condition_order):
         calls, priced, usd = per.get(c, [0, 0, 0.0])

@@ -1,24 +1,26 @@
 """The report's `transfer` section (docs/transfer.md), from the warehouse alone, and its renderings.
 
-CCPF is computed by `analytics.ccpf` from the runs' `EvaluatorCase` events, with the manifest each
-run carried in its `EvaluatorPlan` (so a V1-prerequisite case is not applicable, a `blocked` case
-counts as unreached — in the denominator), exactly as `membench stats ccpf` computes it from a case
-list. Weighted scores, fired caps and dimension scores come from the `TransferResult` and
-`TransferDimension` rows the fold derived. Resources are per-run means over non-excluded runs, and
+CCPF is computed by `analytics.ccpf` from the runs' `TransferCase` rows (each case's status, and the
+manifest its run's `EvaluatorPlan` scheduled: so a V1-prerequisite case is not applicable, a
+`blocked` case counts as unreached — in the denominator), exactly as `membench stats ccpf` computes
+it from a case list. Weighted scores, fired caps, dimension scores, the hard caps no case can fire
+and the frozen banks come from the `TransferResult`, `TransferDimension`, `TransferHardCap` and
+`SkillBank` rows the fold derived: nothing here reads a raw event. Resources are per-run means over non-excluded runs, and
 reductions are against the `no_memory` baseline: (baseline − condition) / baseline.
 """
 
 from __future__ import annotations
 
 import html
-import json
 from collections import defaultdict
 from typing import Any
 
 from analytics.ccpf import CaseOutcome, EvaluatorManifest, ManifestCase, ccpf
 from reports.model import (TransferBank, TransferConditionRow, TransferDimensionScore, TransferProjectRow,
                            TransferSection)
+from warehouse import queries
 from warehouse.protocol import WarehouseReader
+from warehouse.rows import TransferDimensionRow, TransferResultRow
 
 BASELINE = "no_memory"
 CONDITION_ORDER = ("no_memory", "learned_bank", "native_bank", "ablated_bank")
@@ -41,85 +43,80 @@ def _mean(values: list[float]) -> float | None:
 def transfer_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[str, Any]]) -> TransferSection | None:
     """None when the run set holds no transfer run. `runs` is the unit cells (queries.run_results)."""
     cells = {r["run_id"] for r in runs}
-    results = [r for r in warehouse.query_dicts(
-        "SELECT * FROM transfer_results WHERE run_set = {rs:String} ORDER BY run_id, derived_id "
-        "LIMIT 1 BY derived_id", {"rs": run_set})
-        if r["run_id"] in cells]
+    results = [r for r in queries.transfer_results(warehouse, run_set) if r.run_id in cells]
     if not results:
         return None
-    dims = defaultdict(list)
-    for d in warehouse.query_dicts(
-            "SELECT * FROM transfer_dimensions WHERE run_set = {rs:String} ORDER BY run_id, derived_id "
-            "LIMIT 1 BY derived_id", {"rs": run_set}):
-        dims[d["run_id"]].append(d)
-    manifests: dict[str, EvaluatorManifest] = {}
+    dims: dict[str, list[TransferDimensionRow]] = defaultdict(list)
+    for d in queries.transfer_dimensions(warehouse, run_set):
+        dims[d.run_id].append(d)
+    # each project's manifest, as its runs' plans scheduled it (the cases in manifest order), and each
+    # run's case outcomes: a case the plan lists without an EvaluatorCase is `unreached`, as in the fold
+    plans: dict[str, dict[str, ManifestCase]] = {}
     outcomes: dict[str, list[CaseOutcome]] = defaultdict(list)
-    unmapped: dict[str, list[str]] = {}  # run -> hard caps of its plan that no case can fire
-    for row in warehouse.query_dicts(
-            "SELECT run_id, kind, payload FROM trajectory_events WHERE run_set = {rs:String} "
-            "AND kind IN ('EvaluatorPlan', 'EvaluatorCase') ORDER BY run_id, seq LIMIT 1 BY event_id", {"rs": run_set}):
-        if row["run_id"] not in cells:
+    for case in queries.transfer_cases(warehouse, run_set):
+        if case.run_id not in cells:
             continue
-        p = json.loads(row["payload"])
-        if row["kind"] == "EvaluatorPlan":
-            unmapped[row["run_id"]] = [c["cap_id"] for c in p.get("hard_caps", []) if not c.get("cases")]
-            manifests[p["task_id"]] = EvaluatorManifest(p["task_id"], tuple(
-                ManifestCase(c["case_id"], c["dimension"], c["weight"], tuple(c["prerequisites"])) for c in p["cases"]))
-        elif p["status"] in CCPF_STATUS:
-            outcomes[row["run_id"]].append(CaseOutcome(row["run_id"], "", p["case_id"], CCPF_STATUS[p["status"]]))
-    by_cell: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+        plans.setdefault(case.project, {})[case.case_id] = ManifestCase(
+            case.case_id, case.dimension, case.weight, case.prerequisites)
+        outcomes[case.run_id].append(CaseOutcome(case.run_id, "", case.case_id, CCPF_STATUS[case.status]))
+    manifests = {project: EvaluatorManifest(project, tuple(cases.values())) for project, cases in plans.items()}
+    unmapped: dict[str, list[str]] = defaultdict(list)  # run -> hard caps of its plan that no case can fire
+    for cap in queries.transfer_hard_caps(warehouse, run_set):
+        if cap.run_id in cells and not cap.cases:
+            unmapped[cap.run_id].append(cap.cap_id)
+    by_cell: dict[tuple[str, str], list[TransferResultRow]] = defaultdict(list)
     for r in results:
-        by_cell[(r["task"], r["condition"])].append(r)
+        by_cell[(r.task, r.condition)].append(r)
 
-    def case_outcomes(rows: list[dict[str, Any]]) -> list[CaseOutcome]:
-        return [CaseOutcome(o.run, r["task"], o.case, o.status) for r in rows if not r["excluded"]
-                for o in outcomes[r["run_id"]]]
+    def case_outcomes(rows: list[TransferResultRow]) -> list[CaseOutcome]:
+        return [CaseOutcome(o.run, r.task, o.case, o.status) for r in rows if not r.excluded
+                for o in outcomes[r.run_id]]
 
     projects: list[TransferProjectRow] = []
     project_micro: dict[str, list[float]] = defaultdict(list)
     for (project, condition) in sorted(by_cell, key=lambda k: (k[0], _order(k[1]))):
         rows = by_cell[(project, condition)]
-        valid = [r for r in rows if not r["excluded"]]
+        valid = [r for r in rows if not r.excluded]
         reasons: dict[str, int] = defaultdict(int)
         for r in rows:
-            if r["excluded"]:
-                reasons[r["exclusion_reason"] or "unknown"] += 1
+            if r.excluded:
+                reasons[r.exclusion_reason or "unknown"] += 1
         figures = ccpf(case_outcomes(rows), manifests.values()) if valid else None
         if figures is not None and figures.micro.value is not None:
             project_micro[condition].append(figures.micro.value)
-        dim_rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        dim_rows: dict[str, list[TransferDimensionRow]] = defaultdict(list)
         for r in valid:
-            for d in dims[r["run_id"]]:
-                dim_rows[d["dimension"]].append(d)
+            for d in dims[r.run_id]:
+                dim_rows[d.dimension].append(d)
         dimensions = [TransferDimensionScore(
-            dimension=k, title=v[0]["title"], weight=v[0]["weight"], cases=sum(d["cases"] for d in v),
-            passed=sum(d["passed"] for d in v), score_mean=_mean([d["score"] for d in v if d["score"] is not None]))
+            dimension=k, title=v[0].title, weight=v[0].weight, cases=sum(d.cases for d in v),
+            passed=sum(d.passed for d in v), score_mean=_mean([d.score for d in v if d.score is not None]))
             for k, v in sorted(dim_rows.items())]
-        fired = sorted({c for r in valid for c in r["caps_fired"]})
+        fired = sorted({c for r in valid for c in r.caps_fired})
         projects.append(TransferProjectRow(
             project=project, condition=condition, runs=len(rows), excluded=len(rows) - len(valid),
             exclusion_reasons=dict(sorted(reasons.items())),
             passed=figures.micro.numerator if figures else 0, applicable=figures.micro.denominator if figures else 0,
             ccpf_micro=figures.micro.value if figures else None, ccpf_macro=figures.macro if figures else None,
-            weighted_score_mean=_mean([r["weighted_score"] for r in valid]),
-            raw_score_mean=_mean([r["raw_score"] for r in valid]),
-            all_cases_pass_runs=sum(1 for r in valid if r["all_cases_pass"]), caps_fired=fired,
-            cap_reasons=sorted({reason for r in valid for reason in r["cap_reasons"]}), dimensions=dimensions,
-            caps_without_cases=sorted({c for r in rows for c in unmapped.get(r["run_id"], [])}) or None))
+            weighted_score_mean=_mean([r.weighted_score for r in valid]),
+            raw_score_mean=_mean([r.raw_score for r in valid]),
+            all_cases_pass_runs=sum(1 for r in valid if r.all_cases_pass), caps_fired=fired,
+            cap_reasons=sorted({reason for r in valid for reason in r.cap_reasons}), dimensions=dimensions,
+            caps_without_cases=sorted({c for r in rows for c in unmapped.get(r.run_id, [])}) or None))
 
-    by_condition: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_condition: dict[str, list[TransferResultRow]] = defaultdict(list)
     for r in results:
-        by_condition[r["condition"]].append(r)
+        by_condition[r.condition].append(r)
     means: dict[str, dict[str, float | None]] = {}
     for condition, rows in by_condition.items():
-        valid = [r for r in rows if not r["excluded"]]
-        means[condition] = {m: _mean([float(r["input_tokens"] + r["output_tokens"]) if m == "total_tokens"
-                                      else float(r[m]) for r in valid]) for m in RESOURCE_METRICS}
+        valid = [r for r in rows if not r.excluded]
+        means[condition] = {m: _mean([float(r.input_tokens + r.output_tokens) if m == "total_tokens"
+                                      else float(getattr(r, m)) for r in valid]) for m in RESOURCE_METRICS}
     baseline = BASELINE if BASELINE in by_condition else None
     conditions: list[TransferConditionRow] = []
     for condition in sorted(by_condition, key=_order):
         rows = by_condition[condition]
-        valid = [r for r in rows if not r["excluded"]]
+        valid = [r for r in rows if not r.excluded]
         pooled = ccpf(case_outcomes(rows), manifests.values()) if valid else None
         reduction = None
         if baseline is not None and condition != baseline:
@@ -131,17 +128,12 @@ def transfer_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[s
             condition=condition, runs=len(rows), excluded=len(rows) - len(valid),
             ccpf_micro=pooled.micro.value if pooled else None,
             ccpf_macro_over_projects=_mean(project_micro[condition]),
-            weighted_score_mean=_mean([r["weighted_score"] for r in valid]),
+            weighted_score_mean=_mean([r.weighted_score for r in valid]),
             resources=means[condition], reduction_vs_baseline=reduction))
 
-    banks = []
-    for row in warehouse.query_dicts(
-            "SELECT unit_id, payload FROM trajectory_events WHERE run_set = {rs:String} AND kind = 'SkillBankFrozen' "
-            "ORDER BY run_id, seq LIMIT 1 BY event_id", {"rs": run_set}):
-        p = json.loads(row["payload"])
-        banks.append(TransferBank(seed=int(row["unit_id"].rsplit("/", 1)[1]), bank=p["bank"], digest=p["digest"],
-                                  files=len(p["files"]), ablated_skill=p.get("ablated_skill"),
-                                  distiller=p.get("distiller")))
+    banks = [TransferBank(seed=int(bank.unit_id.rsplit("/", 1)[1]), bank=bank.bank, digest=bank.digest,
+                          files=bank.files, ablated_skill=bank.ablated_skill, distiller=bank.distiller)
+             for bank in queries.skill_banks(warehouse, run_set)]
     banks.sort(key=lambda b: (b.seed, b.bank))
     return TransferSection(baseline=baseline, projects=projects, conditions=conditions, banks=banks)
 

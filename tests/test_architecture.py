@@ -6,6 +6,7 @@ same name in two rooms is the same job."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -232,3 +233,79 @@ def test_every_room_imports_outside_the_repository():
     found = dict(line.split(" ", 1) for line in proc.stdout.splitlines())
     stale = {name: where for name, where in found.items() if where != str(REPO / name)}
     assert not stale, f"rooms that do not import from {REPO}: {stale} (run deploy/setup-env.sh again)"
+
+
+# Product SQL — a SELECT, INSERT or CREATE the code sends — lives in warehouse/ only: the tables'
+# DDL in tables.py, every read in queries.py, typed by warehouse/rows.py. Elsewhere a string literal
+# holds SQL only where it must:
+SQL_EXCEPTIONS = {
+    "membench/commands/sql.py": "`membench sql` runs the user's own SQL",
+    "membench/commands/report.py": "a usage hint names a query the user may paste into `membench sql`",
+    "exports/table_formats.py": "the export writes a table in ClickHouse's own output formats (FORMAT clauses)",
+    "audit/run_heads.py": "its own SQLite index of the run heads on disk, not the warehouse",
+    "bench/replay_rates.py": "it measures the engine's own insert floor, into a scratch copy of the raw table",
+}
+# ... and where a read has not moved into warehouse/queries.py yet. Each entry still holds SQL (the
+# test below fails once a module is cleaned, so the list only shrinks); none may be added.
+SQL_NOT_YET_MOVED = {
+    # its transfer-study test becomes `queries.has_transfer_results` once the module has moved out of membench/
+    "membench/report_inputs.py",
+}
+_SQL = re.compile(r"^\s*\(?\s*(SELECT\b|INSERT\s+INTO\b|CREATE\s+(TABLE|VIEW|DATABASE)\b|ALTER\s+TABLE\b|"
+                  r"DROP\s+TABLE\b|WITH\s+\w+\s+AS\b)|\bSELECT\s.+\sFROM\s", re.S)
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                out.add(id(first.value))
+    return out
+
+
+def _sql_literals(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of every string literal of PATH that is SQL (docstrings left out: they explain)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = _docstrings(tree)
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):  # an f-string: its literal parts, placeholders as X
+            text = "".join(v.value if isinstance(v, ast.Constant) else "X" for v in node.values)
+            for v in node.values:
+                skip.add(id(v))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
+            text = node.value
+        else:
+            continue
+        if _SQL.search(text):
+            out.append((node.lineno, text[:80]))
+    return out
+
+
+def _modules_with_sql() -> dict[str, list[tuple[int, str]]]:
+    out = {}
+    for package in ALLOWED:
+        if package == "warehouse":
+            continue
+        for path in sorted((REPO / package).rglob("*.py")):
+            found = _sql_literals(path)
+            if found:
+                out[str(path.relative_to(REPO))] = found
+    return out
+
+
+def test_product_sql_lives_in_the_warehouse():
+    found = _modules_with_sql()
+    stray = {path: lines for path, lines in found.items() if path not in SQL_EXCEPTIONS and path not in SQL_NOT_YET_MOVED}
+    assert not stray, f"SQL outside warehouse/ (move the read into warehouse/queries.py): {stray}"
+    cleaned = sorted(path for path in (set(SQL_EXCEPTIONS) | SQL_NOT_YET_MOVED) - set(found) if (REPO / path).exists())
+    assert not cleaned, f"these modules hold no SQL any more: take them off the lists {cleaned}"
+
+
+def test_the_sql_check_sees_sql():
+    """Not vacuous: the reads of warehouse/queries.py are SQL to it, prose and docstrings are not."""
+    assert len(_sql_literals(REPO / "warehouse" / "queries.py")) >= 20
+    assert _SQL.search('f"SELECT run_id FROM {table} WHERE x"') and _SQL.search("INSERT INTO t VALUES")
+    assert not _SQL.search("select the runs from the table") and not _SQL.search("the SELECT clause")

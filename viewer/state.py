@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from processors import RunSetProcessor
+from processors.model_usage import ModelTotals
 from reports.conventions import condition_order, condition_pass_summaries, valid_run
 from reports.effort import condition_efforts, condition_pass_hat_k
 from reports.model import to_json
@@ -82,9 +83,8 @@ class RunState:
     derived: list[DerivedEvent] = field(default_factory=list)
     chain_break: dict[str, Any] | None = None  # the first break of its chain: {seq, reason}
     dead_letters: int = 0  # its events the processors rejected: the run does not verify (replay's finding)
-    model_calls: int = 0
-    priced_calls: int = 0  # ModelCalls naming their price-table entry (queries.run_model_costs' rule)
-    cost_usd: float = 0.0
+    # its ModelCalls as the ModelUsage fold sums them (processors/model_usage.py), live: before its end
+    model: ModelTotals = field(default_factory=ModelTotals)
     # the agent's tokens as run_results counts them (its turns and its own ModelCalls,
     # processors/verdicts.py), so a unit's row reads as the report's tokens per cell
     input_tokens: int = 0
@@ -144,8 +144,8 @@ class RunState:
             "failure_reason": failure.get("failure_reason") if failure else None,
             "chain_ok": self.chain_break is None,
             "dead_letters": self.dead_letters,
-            "model_calls": self.model_calls,
-            "cost_usd": self.cost_usd if self.priced_calls else None,  # unpriced is unknown, never free
+            "model_calls": self.model.calls,
+            "cost_usd": self.model.cost_usd if self.model.priced_calls else None,  # unpriced is unknown, never free
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "memory_tokens": self.memory_tokens,
@@ -221,9 +221,7 @@ class LiveRunSet:
         elif event.kind == "RunEnded":
             run.ended = event.payload
         elif event.kind == "ModelCall":
-            run.model_calls += 1
-            run.priced_calls += event.payload.get("cost_usd") is not None and event.payload.get("price") is not None
-            run.cost_usd += float(event.payload.get("cost_usd") or 0.0)
+            run.model.add(event.payload)
         if event.kind == "Turn" or (event.kind == "ModelCall" and agent_model_call(event.payload)):
             run.input_tokens += int(event.payload.get("input_tokens") or 0)
             run.output_tokens += int(event.payload.get("output_tokens") or 0)
@@ -327,7 +325,7 @@ class LiveRunSet:
         # cost and reliability beside the pass rate, as the report's (reports/effort.py); k is the
         # seeds finished so far
         rows = [{**cell.summary(), "run_id": cell.run_id} for cell in cells]
-        efforts = condition_efforts(rows, {c.run_id: (c.priced_calls, c.cost_usd) for c in cells})
+        efforts = condition_efforts(rows, {c.run_id: (c.model.priced_calls, c.model.cost_usd) for c in cells})
         reliability = condition_pass_hat_k(rows)
         out = []
         for condition, count, (passed, valid, rate, ci95, bootstrap) in condition_pass_summaries(
@@ -481,7 +479,7 @@ class LiveRunSet:
         def session(index: int) -> dict[str, Any]:
             return sessions.setdefault(index, {
                 "index": index, "started": None, "events": [], "verdict": None, "failure": None,
-                "contract": None, "hygiene": [], "model": _model_totals()})
+                "contract": None, "hygiene": [], "model": ModelTotals()})
 
         for event in events:
             item = {"seq": event.seq, "kind": event.kind, "ts": _iso(event.ts), "visibility": event.visibility,
@@ -494,7 +492,7 @@ class LiveRunSet:
             if event.kind == "SessionStarted":
                 s["started"] = item["payload"]
             elif event.kind == "ModelCall":
-                _add_model_call(s["model"], event.payload)
+                s["model"].add(event.payload)
         slots = {"SessionVerdict": "verdict", "FailureClassified": "failure", "MemoryContract": "contract"}
         summary = None
         for item in derived:
@@ -505,7 +503,9 @@ class LiveRunSet:
                 session(item.payload["session_index"])["hygiene"].append(payload)
             elif item.kind in slots:
                 session(item.payload["session_index"])[slots[item.kind]] = payload
-        model = _model_totals()
+        for s in sessions.values():
+            s["model"] = _model_json(s["model"])
+        model = _model_json(ModelTotals())
         for s in sessions.values():
             for key in model:
                 model[key] += s["model"][key]
@@ -542,16 +542,11 @@ def _searchable(event: Event) -> list[tuple[str, str]]:
     return []
 
 
-def _model_totals() -> dict[str, Any]:
-    return {"calls": 0, "input_tokens": 0, "cached_tokens": 0, "output_tokens": 0, "reasoning_tokens": 0,
-            "latency_ms": 0, "cost_usd": 0.0}
-
-
-def _add_model_call(totals: dict[str, Any], payload: dict[str, Any]) -> None:
-    totals["calls"] += 1
-    for key in ("input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens", "latency_ms"):
-        totals[key] += int(payload.get(key) or 0)
-    totals["cost_usd"] += float(payload.get("cost_usd") or 0.0)
+def _model_json(totals: ModelTotals) -> dict[str, Any]:
+    """A session's or run's model totals as the run detail shows them."""
+    return {"calls": totals.calls, "input_tokens": totals.input_tokens, "cached_tokens": totals.cached_tokens,
+            "output_tokens": totals.output_tokens, "reasoning_tokens": totals.reasoning_tokens,
+            "latency_ms": totals.latency_ms, "cost_usd": totals.cost_usd}
 
 
 def _iso(micros: int) -> str | None:

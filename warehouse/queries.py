@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
+from warehouse import rows
 from warehouse.protocol import WarehouseReader
 
 
@@ -91,18 +92,6 @@ def scored_clean_start(warehouse: WarehouseReader, run_set: str) -> dict[str, bo
     return clean
 
 
-
-def run_model_costs(warehouse: WarehouseReader, run_set: str) -> dict[str, tuple[int, float]]:
-    """run_id -> (priced ModelCalls, USD over its ModelCalls' `cost_usd`): every upstream call the
-    gateway recorded for the run, the agent's and its memory model's alike (event v4). A call is
-    priced when it names its price-table entry (`price`)."""
-    rows = warehouse.query_rows(
-        "SELECT run_id, countIf(isNotNull(cost) AND isNotNull(price)), sum(ifNull(cost, 0)) FROM ("
-        "SELECT run_id, JSONExtract(payload, 'cost_usd', 'Nullable(Float64)') AS cost, "
-        "JSONExtract(payload, 'price', 'Nullable(String)') AS price FROM trajectory_events "
-        "WHERE run_set = {rs:String} AND kind = 'ModelCall' ORDER BY event_id LIMIT 1 BY event_id) "
-        "GROUP BY run_id ORDER BY run_id", {"rs": run_set})
-    return {run_id: (int(priced), float(usd)) for run_id, priced, usd in rows}
 
 # A run's raw events in the order its processors met them: a run lives in one Kafka partition, so
 # its offsets are that order (a stalled runner's late events follow the close that fenced them,
@@ -279,3 +268,260 @@ def session_starts(warehouse: WarehouseReader, run_set: str) -> dict[str, list[d
         out.setdefault(row["run_id"], []).append(
             {"session_index": p["session_index"], "start_state": p.get("start_state"), "scored": bool(p.get("scored"))})
     return out
+
+
+# ------------------------------------------------------------------ typed reads of the derived tables
+# Reports, exports and the viewer read derived rows here, as the frozen dataclasses of
+# `warehouse/rows.py` (generated from the DDL): a column the DDL no longer has fails the read
+# (an unexpected keyword), instead of reading as a default.
+
+_R = TypeVar("_R")
+
+
+def _typed(row_type: type[_R], rows: list[dict[str, Any]]) -> list[_R]:
+    return [row_type(**{k: tuple(v) if isinstance(v, list) else v for k, v in row.items()}) for row in rows]
+
+
+def _derived_rows(warehouse: WarehouseReader, row_type: type[_R], table: str, run_set: str, where: str = "",
+                  order: str = "run_id, derived_id") -> list[_R]:
+    """Every row of a derived table of one run set (a retried insert once), in ORDER: the rows come
+    in whatever order the warehouse reads its parts, and a report must not."""
+    return _typed(row_type, warehouse.query_dicts(
+        f"SELECT * FROM {table} WHERE run_set = {{rs:String}} {where} ORDER BY {order} LIMIT 1 BY derived_id",
+        {"rs": run_set}))
+
+
+def model_usage(warehouse: WarehouseReader, run_set: str) -> list[rows.ModelUsageRow]:
+    """Every run's model usage per purpose (processors/model_usage.py), by run and purpose."""
+    return _derived_rows(warehouse, rows.ModelUsageRow, "model_usages", run_set, order="run_id, purpose, derived_id")
+
+
+def run_model_costs(warehouse: WarehouseReader, run_set: str) -> dict[str, tuple[int, float]]:
+    """run_id -> (priced ModelCalls, USD over its ModelCalls' `cost_usd`): every upstream call the
+    gateway recorded for the run, the agent's and its memory model's alike (`model_usages`). A call
+    is priced when it names its price-table entry (`price`). Runs without a model call are absent."""
+    out: dict[str, tuple[int, float]] = {}
+    for row in model_usage(warehouse, run_set):
+        priced, usd = out.get(row.run_id, (0, 0.0))
+        out[row.run_id] = (priced + row.priced_calls, usd + row.cost_usd)
+    return out
+
+
+def scored_failures(warehouse: WarehouseReader, run_set: str) -> list[rows.FailureClassifiedRow]:
+    """The failure rows of scored sessions that did not resolve and were not excluded."""
+    return _derived_rows(warehouse, rows.FailureClassifiedRow, "failures", run_set,
+                         "AND scored AND NOT resolved AND NOT excluded")
+
+
+def scored_contracts(warehouse: WarehouseReader, run_set: str) -> list[rows.MemoryContractRow]:
+    """The memory-contract rows of scored sessions (their cited ids are the MemoryCitation events')."""
+    return _derived_rows(warehouse, rows.MemoryContractRow, "memory_contracts", run_set, "AND scored")
+
+
+def scored_hygiene(warehouse: WarehouseReader, run_set: str) -> list[rows.HygieneObservationRow]:
+    return _derived_rows(warehouse, rows.HygieneObservationRow, "hygiene_observations", run_set, "AND scored")
+
+
+def transfer_results(warehouse: WarehouseReader, run_set: str) -> list[rows.TransferResultRow]:
+    return _derived_rows(warehouse, rows.TransferResultRow, "transfer_results", run_set)
+
+
+def has_transfer_results(warehouse: WarehouseReader, run_set: str) -> bool:
+    """Whether the run set is a transfer study's (it holds a TransferResult)."""
+    return bool(warehouse.query_rows(
+        "SELECT 1 FROM transfer_results WHERE run_set = {rs:String} LIMIT 1", {"rs": run_set}))
+
+
+def transfer_dimensions(warehouse: WarehouseReader, run_set: str) -> list[rows.TransferDimensionRow]:
+    return _derived_rows(warehouse, rows.TransferDimensionRow, "transfer_dimensions", run_set)
+
+
+def transfer_cases(warehouse: WarehouseReader, run_set: str) -> list[rows.TransferCaseRow]:
+    """Every scheduled evaluator case of the run set's transfer runs, in manifest order per run."""
+    return _derived_rows(warehouse, rows.TransferCaseRow, "transfer_cases", run_set,
+                         order="run_id, position, derived_id")
+
+
+def transfer_hard_caps(warehouse: WarehouseReader, run_set: str) -> list[rows.TransferHardCapRow]:
+    return _derived_rows(warehouse, rows.TransferHardCapRow, "transfer_hard_caps", run_set,
+                         order="run_id, cap_id, derived_id")
+
+
+def skill_banks(warehouse: WarehouseReader, run_set: str) -> list[rows.SkillBankRow]:
+    """The skill banks the run set's learning runs froze, in log order per run."""
+    return _derived_rows(warehouse, rows.SkillBankRow, "skill_banks", run_set, order="run_id, source_seq, derived_id")
+
+
+def run_end_reasons(warehouse: WarehouseReader, run_set: str) -> list[rows.RunEndReasonRow]:
+    """Why each run that said so ended as it did (its first run-level system Turn), by run."""
+    return _derived_rows(warehouse, rows.RunEndReasonRow, "run_end_reasons", run_set)
+
+
+# ------------------------------------------------------------------ the canary proof's raw-log search
+# The proof searches what the agent could see, so it reads raw events by design (reports/canary.py).
+
+_AGENT_VISIBLE = ("FROM (SELECT run_id, seq, kind, unit_id, payload FROM trajectory_events WHERE run_set = {rs:String} "
+                  "AND visibility = 'agent' ORDER BY event_id LIMIT 1 BY event_id)")
+
+
+def agent_visible_totals(warehouse: WarehouseReader, run_set: str) -> tuple[int, int]:
+    """(events, payload bytes) of the run set's agent-visible raw events, each event once."""
+    (totals,) = warehouse.query_dicts(f"SELECT count() AS events, sum(length(payload)) AS bytes {_AGENT_VISIBLE}",
+                                      {"rs": run_set})
+    return int(totals["events"]), int(totals["bytes"] or 0)
+
+
+def agent_visible_hits(warehouse: WarehouseReader, run_set: str, needles: list[str]) -> list[dict[str, Any]]:
+    """The agent-visible events whose payload holds any of NEEDLES (at most 255): run_id, seq, kind,
+    unit_id and `at`, each needle's position (0: absent), by run and seq."""
+    return warehouse.query_dicts(
+        f"SELECT run_id, seq, kind, unit_id, multiSearchAllPositions(payload, {{needles:Array(String)}}) AS at "
+        f"{_AGENT_VISIBLE} WHERE arrayExists(x -> x > 0, at) ORDER BY run_id, seq",
+        {"rs": run_set, "needles": needles})
+
+
+def diffs_stored_as_blobs(warehouse: WarehouseReader, run_set: str, fields: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The agent-visible PatchProduced events that keep one of the diff FIELDS as a blob: run_id, seq,
+    unit_id, and per field `<field>_sha` (the blob's digest) and `<field>_blob` (the text is not inline)."""
+    columns = ", ".join(f"JSONExtractString(payload, '{f}_sha256') AS {f}_sha, "
+                        f"JSONExtractRaw(payload, '{f}') IN ('', 'null') AS {f}_blob" for f in fields)
+    return warehouse.query_dicts(
+        f"SELECT run_id, seq, unit_id, {columns} {_AGENT_VISIBLE} WHERE kind = 'PatchProduced' AND ("
+        + " OR ".join(f"({f}_blob AND {f}_sha != '')" for f in fields) + ") ORDER BY run_id, seq",
+        {"rs": run_set})
+
+
+# ------------------------------------------------------------------ the exports' reads
+# An export carries a run's events themselves (spans, an eval log's messages), so it reads raw
+# events by design; the derived rows it attaches come whole.
+
+
+def raw_run_ids(warehouse: WarehouseReader, run_set: str) -> list[str]:
+    """Every run id of the run set's raw events, sorted."""
+    return [r[0] for r in warehouse.query_rows(
+        "SELECT DISTINCT run_id FROM trajectory_events WHERE run_set = {rs:String} ORDER BY run_id", {"rs": run_set})]
+
+
+def raw_events_of_run(warehouse: WarehouseReader, run_id: str) -> list[tuple]:
+    """A run's raw events in seq order, once each: (run_id, unit_id, session_index, seq, ts in µs,
+    kind, visibility, payload JSON)."""
+    return warehouse.query_rows(
+        "SELECT run_id, unit_id, session_index, seq, toUnixTimestamp64Micro(ts), kind, toString(visibility), payload "
+        "FROM trajectory_events WHERE run_id = {rid:String} ORDER BY seq LIMIT 1 BY seq", {"rid": run_id})
+
+
+def raw_events_of_runs(warehouse: WarehouseReader, run_set: str, run_ids: list[str]) -> list[dict[str, Any]]:
+    """The given runs' raw events by run and seq, once each: run_id, seq, ts_us, session_index, kind,
+    visibility, event_id, payload (JSON)."""
+    return warehouse.query_dicts(
+        "SELECT run_id, seq, toUnixTimestamp64Micro(ts) AS ts_us, session_index, kind, visibility, event_id, "
+        "payload FROM trajectory_events WHERE run_set = {rs:String} AND run_id IN {ids:Array(String)} "
+        "ORDER BY run_id, seq LIMIT 1 BY event_id", {"rs": run_set, "ids": run_ids})
+
+
+def derived_table(warehouse: WarehouseReader, table: str, run_set: str, key: str) -> list[dict[str, Any]]:
+    """Every row of a derived TABLE of the run set, by run and source seq, once per KEY (columns)."""
+    if table not in _derived_table_names():
+        raise ValueError(f"not a derived table: {table}")
+    return warehouse.query_dicts(
+        f"SELECT * FROM {table} WHERE run_set = {{rs:String}} ORDER BY run_id, source_seq LIMIT 1 BY {key}",
+        {"rs": run_set})
+
+
+def derived_rows_of_runs(warehouse: WarehouseReader, table: str, run_ids: list[str], order: str
+                         ) -> list[dict[str, Any]]:
+    """The given runs' rows of a derived TABLE in ORDER (columns), a retried insert once."""
+    if table not in _derived_table_names():
+        raise ValueError(f"not a derived table: {table}")
+    if not run_ids:
+        return []
+    return warehouse.query_dicts(
+        f"SELECT * FROM {table} WHERE run_id IN {{ids:Array(String)}} ORDER BY {order} LIMIT 1 BY derived_id",
+        {"ids": run_ids})
+
+
+def _derived_table_names() -> set[str]:
+    from warehouse.tables import derived_columns, table_for_kind
+
+    return {table_for_kind(kind) for kind in derived_columns()}
+
+
+def unit_starts(warehouse: WarehouseReader, run_set: str) -> list[dict[str, Any]]:
+    """Every RunStarted of the run set (unit_id, payload JSON), by unit and run."""
+    return warehouse.query_dicts(
+        "SELECT unit_id, payload FROM trajectory_events WHERE run_set = {rs:String} AND kind = 'RunStarted' "
+        "ORDER BY unit_id, run_id LIMIT 1 BY event_id", {"rs": run_set})
+
+
+def scored_patch_counts(warehouse: WarehouseReader, run_set: str) -> dict[str, tuple[int, int]]:
+    """run_id -> (files the scored diff lists, failed `apply_patch` calls of the scored session), for
+    runs whose scored session produced a patch."""
+    rows = warehouse.query_rows(
+        "WITH scored AS (SELECT DISTINCT run_id, session_index FROM trajectory_events "
+        "WHERE run_set = {rs:String} AND kind = 'SessionStarted' AND JSONExtractBool(payload, 'scored')) "
+        "SELECT run_id, "
+        "sumIf(length(JSONExtractArrayRaw(payload, 'files')), kind = 'PatchProduced') AS files, "
+        "countIf(kind = 'ToolResult' AND JSONExtractString(payload, 'name') = 'apply_patch' "
+        "AND JSONExtractInt(payload, 'exit_code') != 0) AS failed, countIf(kind = 'PatchProduced') AS scored "
+        "FROM (SELECT run_id, session_index, kind, payload FROM trajectory_events WHERE run_set = {rs:String} "
+        "AND kind IN ('PatchProduced', 'ToolResult') LIMIT 1 BY event_id) "
+        "WHERE (run_id, session_index) IN (SELECT run_id, session_index FROM scored) "
+        "GROUP BY run_id HAVING scored > 0",
+        {"rs": run_set})
+    return {run_id: (int(files), int(failed)) for run_id, files, failed, _ in rows}
+
+
+def raw_rows(warehouse: WarehouseReader) -> int:
+    """Rows of the raw table, every run set, duplicates included: what a benchmark inserted."""
+    return int(warehouse.query_rows("SELECT count() FROM trajectory_events")[0][0])
+
+
+def frozen_bank_events(warehouse: WarehouseReader, run_set: str) -> list[tuple[int, dict[str, Any]]]:
+    """(seed, SkillBankFrozen payload) of each completed learning run of the run set, by run and seq.
+    Read from the raw events (not `skill_banks`): a study resumed from a warehouse an older membench
+    wrote finds its banks before any rederive."""
+    rows = warehouse.query_dicts(
+        "SELECT r.seed AS seed, e.payload AS payload FROM "
+        "(SELECT run_id, payload, seq FROM trajectory_events WHERE run_set = {rs:String} AND kind = 'SkillBankFrozen' "
+        " LIMIT 1 BY event_id) AS e "
+        "JOIN (SELECT run_id, seed FROM run_results WHERE run_set = {rs:String} AND status = 'completed' "
+        " LIMIT 1 BY run_id) AS r ON e.run_id = r.run_id ORDER BY e.run_id, e.seq", {"rs": run_set})
+    return [(int(r["seed"]), json.loads(r["payload"])) for r in rows]
+
+
+# ------------------------------------------------------------------ the notebook frames' statements
+# membench.frames runs these through the engine's Parquet output (so its column types are the
+# engine's): they are statements, (SQL, parameters), not reads.
+
+
+def _run_set_where(run_set: str | None, extra: str = "") -> tuple[str, dict[str, Any]]:
+    clauses = (["run_set = {rs:String}"] if run_set is not None else []) + ([extra] if extra else [])
+    return (f"WHERE {' AND '.join(clauses)} " if clauses else ""), ({"rs": run_set} if run_set is not None else {})
+
+
+def table_statement(name: str, run_set: str | None, ident: str, order: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+    """Rows of table NAME (one of `audited_tables()`) of the run set (None: every one), once per IDENT, in ORDER."""
+    if name not in audited_tables():
+        raise ValueError(f"unknown table '{name}' (known: {', '.join(audited_tables())})")
+    where, params = _run_set_where(run_set)
+    return f"SELECT * FROM {name} {where}ORDER BY run_set, {', '.join(order)}, {ident} LIMIT 1 BY {ident}", params
+
+
+def runs_statement(run_set: str | None, all_attempts: bool) -> tuple[str, dict[str, Any]]:
+    """run_results: one row per unit as `run_results` picks it, or (ALL_ATTEMPTS) every run."""
+    where, params = _run_set_where(run_set)
+    if all_attempts:
+        return f"SELECT * FROM run_results {where}ORDER BY run_set, unit_id, run_id LIMIT 1 BY run_id", params
+    return (f"SELECT * FROM (SELECT * FROM run_results {where}LIMIT 1 BY run_id) "
+            "ORDER BY run_set, unit_id, status = 'completed' DESC, status IN ('completed', 'excluded') DESC, "
+            "source_seq DESC LIMIT 1 BY run_set, unit_id", params)
+
+
+def events_statement(run_set: str | None, kinds: list[str] | None, datum: bool) -> tuple[str, dict[str, Any]]:
+    """The raw events (of KINDS only, when given) in (run, seq) order, once each; the Avro datum only with DATUM."""
+    where, params = _run_set_where(run_set, "kind IN {kinds:Array(String)}" if kinds is not None else "")
+    if kinds is not None:
+        params["kinds"] = kinds
+    columns = "*" if datum else "* EXCEPT (datum)"
+    return (f"SELECT {columns} FROM trajectory_events {where}ORDER BY run_set, run_id, seq, event_id "
+            "LIMIT 1 BY event_id", params)

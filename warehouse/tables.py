@@ -52,6 +52,10 @@ DERIVED_TABLES = {
     "MemoryContract": ("memory_contracts", ("run_id", "session_index")),
     "HygieneObservation": ("hygiene_observations", ("run_id", "session_index", "metric")),
     "TransferCase": ("transfer_cases", ("run_id", "case_id")),
+    "ModelUsage": ("model_usages", ("run_id", "purpose")),
+    "TransferHardCap": ("transfer_hard_caps", ("run_id", "cap_id")),
+    "SkillBank": ("skill_banks", ("run_id", "bank")),
+    "RunEndReason": ("run_end_reasons", ("run_id",)),
 }
 
 
@@ -134,6 +138,13 @@ TABLE_MEANINGS = {
     "transfer_dimensions": "one row per dimension (A–E) of a transfer run (`TransferDimension`)",
     "transfer_cases": "one row per hidden-evaluator case of a transfer run (`TransferCase`): its outcome, "
                       "applicability and blockers",
+    "model_usages": "one row per purpose of a run's model calls (`ModelUsage`): calls, tokens and USD, summed "
+                    "from its `ModelCall` events at its end (processors/model_usage.py)",
+    "transfer_hard_caps": "one row per hard cap of a transfer run's evaluator plan (`TransferHardCap`), excluded "
+                          "runs too",
+    "skill_banks": "one row per skill bank a transfer study's learning run froze (`SkillBank`)",
+    "run_end_reasons": "one row per run that said why it ended (`RunEndReason`): its first run-level system turn, "
+                       "which the runner writes for an excluded or failed run",
 }
 
 # meanings of columns shared by several tables (a table's own meaning below wins)
@@ -223,6 +234,18 @@ OWN_MEANINGS = {
                        "blocked_by": "for a blocked case: its prerequisite cases that did not pass",
                        "position": "index in the manifest (evaluation order)",
                        "evidence_sha256": "digest of the case runner's evidence"},
+    "model_usages": {"purpose": "the calls' purpose (agent, sleep, judge, embed, …)", "calls": "model calls",
+                     "priced_calls": "calls naming their price-table entry (`price`)",
+                     "latency_ms": "Σ latency of the calls", "cost_usd": "Σ `cost_usd` over every call",
+                     "priced_cost_usd": "Σ `cost_usd` over the priced calls"},
+    "transfer_hard_caps": {"cap_id": "the hard cap's id", "cap": "the score it limits to",
+                           "cases": "the cases whose failure fires it (empty: it cannot fire)",
+                           "invariant": "what it protects", "fired": "a case of it did not pass (never for an "
+                           "excluded run)"},
+    "skill_banks": {"bank": "the bank's name", "digest": "SHA-256 of its MANIFEST.sha256",
+                    "files": "files in the bank", "ablated_skill": "the skill an ablated bank leaves out",
+                    "distiller": "who wrote a learned bank (scripted / agent)"},
+    "run_end_reasons": {"text": "the turn's text: the model's or adapter's own words, or a traceback"},
 }
 
 
@@ -254,3 +277,27 @@ def column_reference() -> str:
             lines.append(f"| `{name}` | `{typ}` | {meaning} |")
         lines.append("")
     return "\n".join(lines)
+
+
+# ----------------------------------------------------------------- staged replacement (membench rederive)
+
+
+def _literal(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def create_stage(warehouse: Any, table: str, stage: str) -> None:
+    """An empty table STAGE shaped as TABLE, to stage rows in before they replace TABLE's."""
+    warehouse.command(f"CREATE TABLE {stage} AS {table}")
+
+
+def replace_run_set_rows(warehouse: Any, table: str, stage: str, run_set: str, token: str) -> None:
+    """TABLE's rows of RUN_SET replaced by every row of STAGE: the delete waits for its mutation, and
+    the copy is one insert (deduplicated by TOKEN, so a retried swap inserts once)."""
+    warehouse.command(f"ALTER TABLE {table} DELETE WHERE run_set = {_literal(run_set)}",
+                      settings={"mutations_sync": 2})
+    warehouse.command(f"INSERT INTO {table} SELECT * FROM {stage}", settings={"insert_deduplication_token": token})
+
+
+def drop_stage(warehouse: Any, stage: str) -> None:
+    warehouse.command(f"DROP TABLE IF EXISTS {stage}")

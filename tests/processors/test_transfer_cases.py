@@ -38,3 +38,22 @@ def test_the_report_says_which_hard_caps_cannot_fire():
     assert "hard cap BOOT cannot fire without a case mapping" in text
     # control: a project whose caps are all mapped says nothing of the kind
     assert "cannot fire" not in transfer_markdown({"transfer": dict(section, projects=[row])})
+
+
+def test_one_hard_cap_row_per_cap_of_the_plan_excluded_runs_too():
+    caps = [{"cap_id": "CONSERVE", "cap": 35.0, "invariant": "money is conserved", "cases": ["B-01"]},
+            {"cap_id": "BOOT", "cap": 25.0, "invariant": "", "cases": []}]
+    statuses = dict.fromkeys(("A-01", "A-02", "B-02", "B-04"), "passed") | {"B-01": "failed", "B-03": "passed"}
+    rows = {r["cap_id"]: r for r in derived(events_of(statuses, caps=caps), "TransferHardCap")}
+    assert rows["CONSERVE"]["fired"] and rows["CONSERVE"]["cases"] == ["B-01"] and rows["CONSERVE"]["cap"] == 35.0
+    assert not rows["BOOT"]["fired"] and rows["BOOT"]["cases"] == []  # no case: it cannot fire
+    excluded = derived(events_of({}, caps=caps, ended="excluded", error="skill_bank_modified"), "TransferHardCap")
+    assert [(r["cap_id"], r["fired"]) for r in excluded] == [("CONSERVE", False), ("BOOT", False)]
+
+
+def test_a_frozen_bank_derives_one_skill_bank_row():
+    frozen = {"bank": "learned", "digest": "d" * 64, "files": [{"path": "a.md", "sha256": "1" * 64}],
+              "ablated_skill": None, "distiller": "scripted"}
+    (bank,) = derived(events_of({}, extra=[("SkillBankFrozen", frozen)]), "SkillBank")
+    assert (bank["bank"], bank["digest"], bank["files"], bank["distiller"]) == ("learned", "d" * 64, 1, "scripted")
+    assert derived(events_of({}), "SkillBank") == []

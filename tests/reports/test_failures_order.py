@@ -15,18 +15,19 @@ from dataclasses import asdict
 from itertools import permutations
 
 from reports.failures import failures_section
+from tests.warehouse.row_fixtures import full_row
 
 RUNS = [{"run_id": f"r{i}", "condition": "B5"} for i in range(3)]
 CONTRACTS = [
     {"run_id": "r0", "session_index": 3, "memory_contract_status": "failed",
-     "runtime_contract_failure_reason": "stale_memory_used", "memory_helped": 0, "memory_hurt": 1},
+     "runtime_contract_failure_reason": "stale_memory_used", "memory_helped": False, "memory_hurt": True},
     {"run_id": "r1", "session_index": 3, "memory_contract_status": "passed",
-     "runtime_contract_failure_reason": None, "memory_helped": 1, "memory_hurt": 0},
+     "runtime_contract_failure_reason": None, "memory_helped": True, "memory_hurt": False},
     {"run_id": "r2", "session_index": 3, "memory_contract_status": "failed",
-     "runtime_contract_failure_reason": "memory_read_over_budget", "memory_helped": 0, "memory_hurt": 0},
+     "runtime_contract_failure_reason": "memory_read_over_budget", "memory_helped": False, "memory_hurt": False},
 ]
-FAILURES = [{"run_id": "r0", "failure_reason": "stale_memory_followed", "memory_failure": 1},
-            {"run_id": "r2", "failure_reason": "over_context_budget", "memory_failure": 0}]
+FAILURES = [{"run_id": "r0", "failure_reason": "stale_memory_followed", "memory_failure": True},
+            {"run_id": "r2", "failure_reason": "over_context_budget", "memory_failure": False}]
 
 
 class Rows:
@@ -38,7 +39,7 @@ class Rows:
     def query_dicts(self, sql: str, parameters=None) -> list[dict]:
         for table, rows in (("memory_contracts", CONTRACTS), ("failures", FAILURES)):
             if f"FROM {table} " in sql:
-                return [rows[i] for i in self.order if i < len(rows)]
+                return [full_row(table, **rows[i]) for i in self.order if i < len(rows)]
         return []
 
 
