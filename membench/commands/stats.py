@@ -84,7 +84,7 @@ def _registered_family(pair_args: tuple[str, ...], family_size: int | None, unav
         if pair_args or unavailable_args or family_size is not None:
             raise UsageError("--study: the study file registers the family; give it without --pair, --unavailable "
                              "and --family-size")
-        from membench.report_inputs import load_study
+        from pipeline.report_inputs import load_study
 
         study = load_study(study_path)
         if not study.families:

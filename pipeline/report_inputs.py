@@ -191,8 +191,9 @@ def canary_for(warehouse: Any, run_set: str, home: Path, digests: list[str], pac
 
 
 def load_study(path: Path | None):
-    """The study file of --study (docs/study.md), or the default study; a bad file is a usage error."""
-    from membench.errors import UsageError
+    """The study file of --study (docs/study.md), or the default study; a bad file is refused
+    (`RequestInvalid`, naming it)."""
+    from pipeline.run_errors import RequestInvalid
     from reports.study import DEFAULT_STUDY, StudyError, load_study_text
 
     if path is None:
@@ -200,22 +201,22 @@ def load_study(path: Path | None):
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise UsageError(f"--study: cannot read {path}: {exc.strerror or exc}") from None
+        raise RequestInvalid(f"--study: cannot read {path}: {exc.strerror or exc}") from None
     try:
         return load_study_text(text, path.name)
     except StudyError as exc:
-        raise UsageError(f"--study: {exc}") from None
+        raise RequestInvalid(f"--study: {exc}") from None
 
 
 def check_baseline(conditions: list[str], baseline: str | None, study) -> None:
-    """Refuse (usage error) before anything runs when the run's conditions leave the baseline open."""
-    from membench.errors import UsageError
+    """Refuse (`RequestInvalid`) before anything runs when the run's conditions leave the baseline open."""
+    from pipeline.run_errors import RequestInvalid
     from reports.study import BaselineError, resolve_baseline
 
     try:
         resolve_baseline(conditions, baseline, study)
     except BaselineError as exc:
-        raise UsageError(str(exc)) from None
+        raise RequestInvalid(str(exc)) from None
 
 
 def build_full_report(warehouse: Any, run_set: str, home: Path, *, baseline: str | None = None, study=None,
@@ -253,7 +254,7 @@ def conformance_funnel(home: Path, evaluated: list[str], study: Any, memory_mode
     """The conformance funnel (registered -> conformant -> evaluated) of a run set whose registered
     conditions (evaluated, or named in a study family) include a library, external or plug-in
     condition; None when every one is built in."""
-    from membench.commands.memory import admission_record
+    from producers.memory_systems.conformance_records import admission_record
     from producers.memory_systems.registry import MEMORY_SYSTEMS, needs_conformance
     from reports.model import CONFORMANCE_UNAVAILABLE, ConformanceEntry, ConformanceFunnel
 
