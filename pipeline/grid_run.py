@@ -2,9 +2,9 @@
 log, run the units not complete yet on the embedded pipeline with a clean stop
 (`pipeline.stopping`), showing progress on the caller's display (`pipeline.run_display`), then write
 the report (report.json, report.md, report.html) and the run set's log root, and return what
-happened (`RunOutcome`): the exit status is the CLI's choice. `membench transfer` and `membench report` use its report and log-root writers, and the
-transfer study opens and resumes its embedded run set with the same steps (`open_embedded`,
-`resume_point`)."""
+happened (`RunOutcome`): the exit status is the CLI's choice. `membench transfer` and `membench
+report` use its report and log-root writers, and the transfer study opens and resumes its embedded
+run set with the same steps (`open_embedded`, `resume_point`)."""
 
 from __future__ import annotations
 
