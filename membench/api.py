@@ -9,7 +9,9 @@
 `RunDisplay`), never ends the process, and raises `RequestInvalid` for a request that breaks a rule
 of a legal run (nothing is written), `AuditFailed` when the warehouse or the log does not check.
 The code lives in `pipeline/run_request.py`; the CLI applies the same rules and maps the outcome to
-its exit statuses (`membench.errors`)."""
+its exit statuses (`membench.errors`). External and plug-in memory systems become conditions by the
+explicit calls the CLI makes at start-up (`producers.memory_systems.registry.register_adapters_from_env`,
+`register_plugins`); a Python caller makes them too before naming one."""
 
 from pipeline.grid_run import RunOutcome
 from pipeline.run_display import PlainLines, RunDisplay, SilentDisplay

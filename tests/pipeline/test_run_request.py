@@ -80,3 +80,19 @@ def test_the_cli_alone_maps_an_outcome_to_the_documented_exit_statuses() -> None
     assert run_exit_status(_outcome(stopped="harness_faults")) == EXIT_HARNESS_FAULTS == 4
     assert run_exit_status(_outcome(after_grid=True)) == 130
     assert run_exit_status(_outcome(verified=False, after_grid=True)) == 1
+
+
+def test_plain_lines_show_the_account_without_styling() -> None:
+    import io
+
+    from rich.text import Text
+
+    from pipeline.run_display import PlainLines
+
+    out = io.StringIO()
+    display = PlainLines(out, interval_s=0)
+    display.print("run set [bold]rs[/]: 2 units", highlight=False)
+    display.print(Text.assemble(("MISMATCH ", "bold red"), "run r1"))
+    with display.units(2) as shown:
+        shown.done("u1")
+    assert out.getvalue() == "run set rs: 2 units\nMISMATCH run r1\n"
