@@ -1,7 +1,7 @@
 """The `membench` command line. Each command group lives in `membench/commands/`; `COMMANDS` names
 every command's module and object, and a command is imported when it is invoked (or listed by
 `--help`): `membench sql …` does not import the statistics, the exports and the runner, which made
-every invocation pay about a second of imports (issue 26). tests/membench/test_cli_commands.py
+every invocation pay about a second of imports. tests/membench/test_cli_commands.py
 imports every entry, so a renamed or broken command module still fails the suite."""
 
 from __future__ import annotations

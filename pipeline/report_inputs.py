@@ -232,7 +232,7 @@ def build_full_report(warehouse: Any, run_set: str, home: Path, *, baseline: str
     if warehouse.query_dicts("SELECT 1 FROM transfer_results WHERE run_set = {rs:String} LIMIT 1", {"rs": run_set}):
         # a transfer study's run set: `membench transfer` reports it without a canary proof or admission
         # funnel (its study declares no secrets and is not admitted by `validate`), and `membench report`
-        # must rebuild exactly that report (issue 25: it added a not_run proof naming a pack to find)
+        # must rebuild exactly that report (not add a not_run proof naming a pack to find)
         return build_report(warehouse, run_set, baseline=baseline, study=study or DEFAULT_STUDY, compare=compare), []
     started = [json.loads(r["payload"]) for r in queries.run_started(warehouse, run_set)]
     digests = sorted({p["pack_digest"] for p in started})
