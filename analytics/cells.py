@@ -5,7 +5,7 @@ and one seed (DreamBench-SWE §6, Appendix C.6: "validity-gated S3 executable pa
 (condition, seed, trap) cell"). A cell is either valid (it has a pass/fail outcome) or excluded
 (``valid=False``: ``task_exception`` before the agent was started, ``isolation_unavailable`` on the
 base checkout, ``model_unavailable``, ...). What an agent produces never excludes its cell: it is
-a failure with a named reason (docs/design.md §5-§7, issue 24).
+a failure with a named reason (docs/design.md §5-§7).
 Excluded cells are counted and reported, never imputed (Appendix C.6: "No imputation is allowed").
 
 Deduplication (docs/design.md §8): a unit can be re-run; the newest record per (condition, seed,

@@ -15,7 +15,7 @@ passed, with the numerator and denominator behind the value.
   no valid outcome, excluded *or missing* — a missing cell is no more observed than an excluded
   one. 9/180 = 0.05 passes.
 - Paired units (C.6): "P1 requires at least 54 traps with at least two paired valid seeds".
-- Reversed constructs (issue 14, defect 6): in C9 (spurious-lesson rejection) and C10
+- Reversed constructs: in C9 (spurious-lesson rejection) and C10
   (abstention) the trap runs the other way — the clean S3 passes without memory and a hoarding
   memory makes it fail — so admission (`membench validate`) *requires* B0 to pass them, and a B0
   headroom gate over them fails by design (the paper's Table 10 has exactly this contradiction).
@@ -26,7 +26,7 @@ passed, with the numerator and denominator behind the value.
 - Stratum validity (§6.3 Table 10, "the strengthened stratum-validity gate"): per construct, the
   best condition's pass rate ≥ 0.15 (the "new construct floor"), a spread (best − worst condition)
   > 0, and B0's rate ≤ 0.50 — for a reversed construct B0's rate ≥ 0.50 instead.
-- Exclusion balance (issue 24, membench's addition): a condition's exclusion rate must not differ
+- Exclusion balance (membench's addition): a condition's exclusion rate must not differ
   from the baseline's — Fisher's exact two-sided test on excluded / included cells at α = 0.05,
   or, when the counts are too small for any table to reach p ≤ α, any difference at all
   (:func:`exclusion_balance`). Exclusions on one side only remove cells from a comparison; removing
@@ -247,7 +247,7 @@ def comparison_gates(
 
 
 # --------------------------------------------------------------------------------------------
-# Exclusion balance (issue 24)
+# Exclusion balance: excluding cells must not move a comparison
 # --------------------------------------------------------------------------------------------
 
 #: level of the exclusion-balance test
@@ -285,7 +285,7 @@ def exclusion_balance(excluded: int, cells: int, baseline_excluded: int, baselin
     """Does the condition's exclusion rate (excluded / cells) differ from the baseline's?
 
     Exclusions that fall on one side only change a comparison without any agent solving anything:
-    removing exactly the baseline's failing cells fabricates a memory effect (issue 24). The test is
+    removing exactly the baseline's failing cells fabricates a memory effect. The test is
     Fisher's exact two-sided test (:func:`analytics.exact.fisher_exact`) on the table
     [[excluded, cells − excluded], [baseline_excluded, baseline_cells − baseline_excluded]]: the
     rates differ when p ≤ ``alpha``. Small counts give the test no power (3 of 3 baseline cells

@@ -102,7 +102,7 @@ def model_call_findings(event: Event, blobs: BlobStore) -> list[Finding]:
 
 @dataclass
 class BankLedger:
-    """What the skill-bank check needs from the log (issue 15): the digests each learning run froze
+    """What the skill-bank check needs from the log: the digests each learning run froze
     (`SkillBankFrozen`) and the digest each transfer run says it used (`RunStarted`). Small (a few
     entries per run), so `replay --jobs N` workers send theirs to the parent, which checks them all:
     a learning run and the transfer runs of its seed may be replayed by different workers."""

@@ -1,4 +1,4 @@
-"""Reading an events.avro log for replay at decode speed (issue 17): the Avro container file's
+"""Reading an events.avro log for replay at decode speed: the Avro container file's
 blocks parsed here, each datum kept as the exact bytes it was written as.
 
 Why not fastavro's file reader: replay needs each event's datum (its hash covers those bytes, so

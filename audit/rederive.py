@@ -1,5 +1,5 @@
 """`membench rederive RUN_SET|--all [--jobs N]`: rebuild a run set's derived tables from its raw log
-in the warehouse (`trajectory_events`), after a processor change (issue 17).
+in the warehouse (`trajectory_events`), after a processor change.
 
 Reads the raw rows a batch of runs at a time (`warehouse.queries.raw_datums_of_runs`, in (run, seq)
 order, deduplicated by event id), decodes each with the schema its fingerprint names, re-runs the

@@ -50,7 +50,7 @@ class _Replayer:
         self.result = ReplayResult(findings=findings)
         # a log file is written by one process (the embedded bus): nothing in it may be fenced, and a
         # duplicated event (same run, seq and content) is named, not silently fenced as a Kafka
-        # redelivery would be (issue 24). Its open runs' stored hashes by seq tell a duplicate.
+        # redelivery would be. Its open runs' stored hashes by seq tell a duplicate.
         self.file_log = file_log
         self.held: dict[str, dict[int, str]] = {}  # open run -> seq -> stored hash of its chain's event
         self.findings = findings

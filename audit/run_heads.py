@@ -1,4 +1,4 @@
-"""Every replayed run's head, kept on disk (issue 17): what lets `membench replay` hold only the
+"""Every replayed run's head, kept on disk: what lets `membench replay` hold only the
 runs still open in memory, however long the log.
 
 A run's head (the recomputed hash of its chain's last event, `schemas.chain.ChainVerifier`) is

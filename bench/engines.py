@@ -1,4 +1,4 @@
-"""`membench bench bus`: CPU per event of each processor engine, and the floors under it (issue 17).
+"""`membench bench bus`: CPU per event of each processor engine, and the floors under it.
 
 The same framed messages (synthetic runs, as `bench.bus` builds them) are used for
 everything:

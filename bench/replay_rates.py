@@ -1,4 +1,4 @@
-"""`membench bench bus`, replay part (issue 17): replay and rederive rates with --jobs 1 and 2, the
+"""`membench bench bus`, replay part: replay and rederive rates with --jobs 1 and 2, the
 floors under them, and replay's peak memory on two log sizes.
 
 On one log of synthetic runs (`bench.bus.synthetic_run`, written by the embedded pipeline,

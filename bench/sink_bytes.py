@@ -1,4 +1,4 @@
-"""The sink's raw-event stage, measured in-process on the same messages (issue 17 item 2): the
+"""The sink's raw-event stage, measured in-process on the same messages: the
 Python rows path the Kafka sink used before (decode → Event → row → clickhouse-connect insert)
 against the RowBinary path it uses now (`warehouse.sink.RawRowEncoder` → one byte insert), with the
 floors that bound the new path: the payload decode and its JSON alone, and the chDB insert of the

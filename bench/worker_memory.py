@@ -1,4 +1,4 @@
-"""Worker memory over many completed runs (issue 17 item 4), for `membench bench bus`.
+"""Worker memory over many completed runs, for `membench bench bus`.
 
 A worker's state that grows with the runs it has seen is `RunSetProcessor`'s (fold state of open
 runs, ids of ended runs); everything else a worker holds is per batch. This folds `runs`

@@ -1,7 +1,7 @@
 """The `membench` command line. Each command group lives in `membench/commands/`; `COMMANDS` names
 every command's module and object, and a command is imported when it is invoked (or listed by
 `--help`): `membench sql …` does not import the statistics, the exports and the runner, which made
-every invocation pay about a second of imports (issue 26). tests/membench/test_cli_commands.py
+every invocation pay about a second of imports. tests/membench/test_cli_commands.py
 imports every entry, so a renamed or broken command module still fails the suite."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import os
 
 import click
 
-from membench.errors import UsageError
+from membench.errors import EXIT_AUDIT_FAILED, UsageError
 
 # command name -> "module:object"
 COMMANDS = {
@@ -50,6 +50,18 @@ class LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         return load_command(cmd_name) if cmd_name in COMMANDS else None
+
+    def invoke(self, ctx: click.Context) -> object:
+        """The pipeline's typed refusals become exit statuses here, the one place that chooses them: a
+        refused input is a usage error (2); an audit failure, already shown with its problems, exits 1."""
+        from pipeline.run_errors import AuditFailed, RunRefused
+
+        try:
+            return super().invoke(ctx)
+        except RunRefused as exc:
+            raise UsageError(str(exc)) from None
+        except AuditFailed:
+            raise SystemExit(EXIT_AUDIT_FAILED) from None
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,41 +1,36 @@
 """The embedded grid run, as `membench run` and `membench score` do it: recover the run set from its
-log, run the units not complete yet on the embedded pipeline with a progress bar and a clean stop
-(`pipeline.stopping`), then write the report (report.json, report.md, report.html) and the run
-set's log root. `membench transfer` and `membench report` use its report and log-root writers, and the
-transfer study opens and resumes its embedded run set with the same steps (`open_embedded`,
-`resume_point`)."""
+log, run the units not complete yet on the embedded pipeline with a clean stop
+(`pipeline.stopping`), showing progress on the caller's display (`pipeline.run_display`), then write
+the report (report.json, report.md, report.html) and the run set's log root, and return what
+happened (`RunOutcome`): the exit status is the CLI's choice. `membench transfer` and `membench
+report` use its report and log-root writers, and the transfer study opens and resumes its embedded
+run set with the same steps (`open_embedded`, `resume_point`)."""
 
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import sys
-import threading
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
+from pipeline.run_errors import AuditFailed, ReportRefused, RunRefused
 from pipeline.settings import Settings
 
 if TYPE_CHECKING:
     from pipeline.embedded import EmbeddedPipeline
-    from reports.model import Report
+    from pipeline.run_display import RunDisplay
+    from reports.model import LogVerification, Report
+
 
 # (warehouse, run set, blob directory) -> (report, secrets): how the caller builds the run set's report
 ReportBuilder = Callable[[Any, str, "Path | None"], "tuple[Report, list]"]
-
-
-class RunRefused(Exception):
-    """What the pipeline refuses on the user's input (a warehouse it cannot open, a report it cannot
-    build): the CLI shows it as a usage error (exit status 2), one line."""
 
 
 def open_warehouse(settings: Settings, create: bool = True):
@@ -158,12 +153,12 @@ def write_report(settings: Settings, report: Report, secrets=(), out: Path | Non
 
 
 def refuse(console: Console, lines: list[str], what: str, hint: str = "") -> None:
-    """Print each problem and exit 1: an audit failure, not a usage error."""
+    """Show each problem and raise `AuditFailed`: an audit failure (exit 1 on the CLI), not a usage error."""
     for line in lines:
         console.print(Text.assemble(("MISMATCH ", "bold red"), line), highlight=False, soft_wrap=True)
-    console.print(f"{what}: the warehouse disagrees with the log (above); nothing was written{hint}",
-                  highlight=False, markup=False, soft_wrap=True)
-    raise SystemExit(1)
+    summary = f"{what}: the warehouse disagrees with the log (above); nothing was written{hint}"
+    console.print(summary, highlight=False, markup=False, soft_wrap=True)
+    raise AuditFailed(summary)
 
 
 def open_embedded(console: Console, settings: Settings, warehouse, run_set: str, verb: str) -> EmbeddedPipeline:
@@ -198,55 +193,94 @@ def resume_point(warehouse, run_set: str) -> tuple[set[str], dict[str, int]]:
             {u: n + 1 for u, n in queries.attempts_started(warehouse, run_set).items()})
 
 
+@dataclass(frozen=True)
+class RunOutcome:
+    """What an embedded grid run did, for its caller (a Python program, or the CLI, which alone turns
+    it into an exit status): the report written (None when a stop left nothing to report), where the
+    files are, the units, whether the log verifies, and how the run ended.
+
+    `stopped`: None (the grid ran to its end), "signal" (a SIGINT/SIGTERM stopped it: the report is
+    partial, `resume` says how to go on) or "harness_faults" (the grid stopped itself: its oracle
+    harness kept producing no outcome, `stop_cause` says why). `stopped_after_grid`: a signal came
+    once every unit had ended; the report and the log root are complete."""
+
+    run_set: str
+    report: Report | None
+    report_dir: Path | None
+    log: Path
+    log_root: str
+    verification: LogVerification
+    units_planned: int
+    units_completed: int  # of the planned units, complete in the warehouse at the end (earlier runs included)
+    units_run: int  # started by this call
+    units_not_started: int
+    attempts_abandoned: int
+    stopped: str | None = None
+    stop_cause: str | None = None
+    stopped_after_grid: bool = False
+    resume: str | None = None
+
+    @property
+    def verified(self) -> bool:
+        return self.verification.verified
+
+
 def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, workers: int, agent_for=None,
-                 verb: str = "run", signer=None, *, build_report: ReportBuilder, stop_grace: float = 30.0) -> Report:
-    """Run `units` on the embedded pipeline, skipping those already complete in the warehouse, with a
-    progress bar; then rebuild (`build_report(warehouse, run_set, blob_dir)` → (report, secrets)), write
-    and print the report, and write (and with `signer`, an Ed25519
-    private key, sign) the run set's log root. `agent_for(unit)`, when given, supplies each unit's
-    agent (`membench score` replays given patches that way).
+                 verb: str = "run", signer=None, *, build_report: ReportBuilder, stop_grace: float = 30.0,
+                 display: RunDisplay | None = None, resume: str | None = None) -> RunOutcome:
+    """Run `units` on the embedded pipeline, skipping those already complete in the warehouse,
+    showing its account and progress on DISPLAY (default: nothing); then rebuild
+    (`build_report(warehouse, run_set, blob_dir)` → (report, secrets)) and write the report, and
+    write (and with `signer`, an Ed25519 private key, sign) the run set's log root, then replay the
+    log with `replay --verify`'s checks. `agent_for(unit)`, when given, supplies each unit's agent
+    (`membench score` replays given patches that way). Returns the `RunOutcome`; it never ends the
+    process.
 
     Before anything runs: the warehouse must still agree with the log_root.json of the run set's
-    last end (a tampered warehouse is refused, not laundered into a new root), and
+    last end (a tampered warehouse is refused, not laundered into a new root: `AuditFailed`), and
     `EmbeddedPipeline.recover` brings the warehouse up to the log and closes every attempt a crash
-    abandoned, so attempt numbers and completed units are counted from the whole log.
+    abandoned, so attempt numbers and completed units are counted from the whole log (a log it
+    cannot read: `AuditFailed`).
 
     A first SIGINT/SIGTERM starts no further unit and gives the running ones `stop_grace` seconds; a
     second one (or the period's end) fences the log and kills their sandboxes (pipeline/stopping.py).
     Every unfinished attempt is then closed `RunEnded{abandoned}`, the report is written marked
-    `partial`, the command to resume is printed, and the exit status is 130. A grid whose oracle
+    `partial` with RESUME (how to go on) and the outcome says `stopped="signal"`. A grid whose oracle
     harness keeps faulting stops itself the same way (`HarnessFaultLimit`), the cause as the
-    report's partial reason, and exits EXIT_HARNESS_FAULTS (4). A signal before the
-    grid (during recovery) starts no unit; one after it (the report, the log root) lets them be
-    written whole, then exits 130. A report refused after the run (e.g. no baseline in a resumed run
-    set) raises `RunRefused` once what ran is recorded; so does a warehouse that cannot be opened.
-    Returns the report written, for the caller's exit status (`membench run --strict`)."""
+    report's partial reason, `stopped="harness_faults"`. A signal before the grid (during recovery)
+    starts no unit; one after it (the report, the log root) lets them be written whole
+    (`stopped_after_grid`). A report refused after the run (e.g. no baseline in a resumed run set)
+    raises `ReportRefused` once what ran is recorded; a warehouse that cannot be opened, `RunRefused`."""
     from audit.log_root_record import record_path
+    from pipeline.run_display import SilentDisplay
     from pipeline.stopping import GridStop
 
-    console = Console(stderr=True)
+    display = display if display is not None else SilentDisplay()
     run_set = config.run_set
     config = replace(config, blob_dir=settings.runs_dir / run_set / "blobs")  # large diffs, beside the log
     root_file = record_path(settings.runs_dir, run_set)
     # a first Ctrl-C / SIGTERM starts no further unit and gives the running ones a grace period; a
     # second (or the period's end) fences the log and kills their sandboxes (pipeline/stopping.py).
     # Installed around the whole body: a signal during recovery, the report or the log root is
-    # a stop too (exit 130), never a traceback or a death that leaves the log root unwritten.
-    stop = GridStop(stop_grace, say=lambda text: console.print(text, highlight=False, markup=False,
+    # a stop too, never a traceback or a death that leaves the log root unwritten.
+    stop = GridStop(stop_grace, say=lambda text: display.print(text, highlight=False, markup=False,
                                                                 soft_wrap=True))
     with stop.installed():
-        return _run_body(console, run_set, config, root_file, pack, units, sandbox_name, settings, workers,
-                         agent_for, verb, signer, build_report, stop)
+        return _run_body(display, run_set, config, root_file, pack, units, sandbox_name, settings, workers,
+                         agent_for, verb, signer, build_report, stop,
+                         resume or f"run the same {verb} again (completed units are skipped)")
 
 
 def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, settings, workers, agent_for,
-              verb, signer, build_report, stop) -> Report:
+              verb, signer, build_report, stop, resume) -> RunOutcome:
     from audit.log_root_record import warehouse_state
     from producers.attempts import LogError, describe
+    from producers.bus.base import run_set_log_path
     from pipeline.stopping import HarnessFaultLimit, StoppableSandbox, run_units
     from producers.grid import run_unit
     from sandbox.registry import get_sandbox
     from reports.build import ReportError
+    from warehouse import queries
 
     warehouse = open_warehouse(settings)
     try:
@@ -256,9 +290,9 @@ def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, se
             try:
                 recovery = pipeline.recover(run_set)
             except LogError as exc:
-                console.print(f"{verb}: {exc}; the log must be repaired before run set {run_set} can resume",
-                              highlight=False, markup=False, soft_wrap=True)
-                raise SystemExit(1) from None
+                summary = f"{verb}: {exc}; the log must be repaired before run set {run_set} can resume"
+                console.print(summary, highlight=False, markup=False, soft_wrap=True)
+                raise AuditFailed(summary) from None
             if recovery.raw_rows or recovery.derived_rows:
                 console.print(f"recovered from the log: {recovery.raw_rows} raw events and {recovery.derived_rows} "
                               "derived events the warehouse lacked", highlight=False)
@@ -277,23 +311,16 @@ def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, se
             sandbox = StoppableSandbox(get_sandbox(sandbox_name), stop.killed)
             faults = HarnessFaultLimit(stop)  # a grid whose oracle harness keeps faulting stops itself
 
-            lines = plain_progress(console, len(todo))  # a redirected run still reports progress
+            with console.units(len(todo)) as shown:
+                def publish(event, datum) -> None:
+                    pipeline.publish(event, datum)
+                    faults.observe(event)
+                    shown.observe(event)
 
-            def publish(event, datum) -> None:
-                pipeline.publish(event, datum)
-                faults.observe(event)
-                lines.observe(event)
-
-            def unit_done(unit, run_id) -> None:
-                progress.update(bar, advance=1, description=unit.unit_id)
-                lines.unit_done()
-            with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), console=console, transient=False) as progress, lines.running():
-                bar = progress.add_task("units", total=len(todo))
                 not_started = run_units(
                     lambda unit: run_unit(pack, unit, config, sandbox, publish, attempts.get(unit.unit_id, 1),
                                           agent_for(unit) if agent_for else None),
-                    todo, workers, unit_done, stop)
+                    todo, workers, lambda unit, run_id: shown.done(unit.unit_id), stop)
             cut = stop.asked  # the grid was stopped (a later signal finds it complete)
             abandoned = pipeline.close_open(run_set) if cut else []
             for event in abandoned:
@@ -306,48 +333,52 @@ def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, se
         except ReportError as exc:  # checked before the run; a resumed run set may hold other conditions
             refused = exc
         state = warehouse_state(warehouse, run_set)
+        planned = {u.unit_id for u in units}
+        completed = len(planned & set(queries.completed_units(warehouse, run_set)))
     finally:
         warehouse.close()
     write_log_root(console, root_file, state, signer, settings.warehouse)
     verified = verify_written(console, settings, run_set)
-    resume = None
-    if cut:
-        resume = "membench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-        if refused is None:
-            from reports.model import PartialRun
+    stopped = ("signal" if stop.cause is None else "harness_faults") if cut else None
+    outcome = RunOutcome(run_set=run_set, report=None, report_dir=None,
+                         log=run_set_log_path(settings.runs_dir, run_set), log_root=state.root, verification=verified,
+                         units_planned=len(units), units_completed=completed,
+                         units_run=len(todo) - len(not_started), units_not_started=len(not_started),
+                         attempts_abandoned=len(abandoned), stopped=stopped, stop_cause=stop.cause,
+                         resume=resume if cut else None)
+    if cut and refused is None:
+        from reports.model import PartialRun
 
-            report = replace(report, partial=PartialRun(
-                reason=stop.cause or "stopped by a signal before the grid finished", units_planned=len(units),
-                units_not_started=len(not_started), attempts_abandoned=len(abandoned), resume=resume))
+        report = replace(report, partial=PartialRun(
+            reason=stop.cause or "stopped by a signal before the grid finished", units_planned=len(units),
+            units_not_started=len(not_started), attempts_abandoned=len(abandoned), resume=resume))
     if refused is not None and cut:  # e.g. stopped before any unit ran: nothing to report, still a stop
         console.print(f"stopped: no report ({refused}); resume with the same command: {resume}",
                       highlight=False, markup=False, soft_wrap=True)
-        raise SystemExit(stop.exit_status)
+        return outcome
     if refused is not None:  # what ran is recorded (log, warehouse, log root); only the report is not written
-        exit_unless_verified(console, verified, settings, run_set)
-        raise RunRefused(f"{refused}; the run set is recorded, rebuild its report with `membench report {run_set}`")
+        show_unless_verified(console, verified, settings, run_set)
+        raise ReportRefused(f"{refused}; the run set is recorded, rebuild its report with `membench report {run_set}`",
+                            outcome)
     out = write_report(settings, replace(report, verification=verified), secrets)
-    print_table(Console(), report)
+    console.report(report)
     console.print(f"report: {out / 'report.json'}  ·  log: {out / 'events.avro'}  ·  log root: {state.root}",
                   highlight=False, markup=False, soft_wrap=True)
-    if not cut:  # a stopped run exits 130 whatever its log holds (the findings are printed above)
-        exit_unless_verified(console, verified, settings, run_set)
+    outcome = replace(outcome, report=report, report_dir=out)
+    if not cut:  # a stopped run ends as a stop whatever its log holds (the findings are shown above)
+        show_unless_verified(console, verified, settings, run_set)
     if cut:
         console.print(f"stopped: the report is partial ({len(not_started)} units not started, {len(abandoned)} "
                       f"attempts closed as abandoned); resume with the same command: {resume}",
                       highlight=False, markup=False, soft_wrap=True)
         if stop.cause is not None:
             console.print(f"stopped because {stop.cause}", highlight=False, markup=False, soft_wrap=True)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        if any(t.name.startswith("membench-unit") and t.is_alive() for t in threading.enumerate()):
-            os._exit(stop.exit_status)  # a unit thread still blocked (its log is fenced): do not wait for it
-        raise SystemExit(stop.exit_status)
+        return outcome
     if stop.asked:  # the signal came after the grid: what ran is complete and written
         console.print("stopped after the grid finished: the report and the log root are complete",
                       highlight=False, markup=False, soft_wrap=True)
-        raise SystemExit(stop.exit_status)
-    return report
+        return replace(outcome, stopped_after_grid=True)
+    return outcome
 
 
 def write_log_root(console: Console, path: Path, state, signer, warehouse_dsn: str) -> None:
@@ -376,9 +407,6 @@ def write_log_root(console: Console, path: Path, state, signer, warehouse_dsn: s
     if signature is not None:
         console.print(f"log root {state.root} signed (Ed25519, key id {signature.key_id})", highlight=False,
                       markup=False, soft_wrap=True)
-
-
-EXIT_NOT_VERIFIED = 1  # as `membench replay --verify` exits on the same findings
 
 
 def verify_written(console: Console, settings: Settings, run_set: str):
@@ -410,16 +438,29 @@ def verify_written(console: Console, settings: Settings, run_set: str):
         verification.close()
 
 
-def exit_unless_verified(console: Console, verified, settings: Settings, run_set: str) -> None:
-    """Exit EXIT_NOT_VERIFIED when the log the command wrote does not verify: its numbers are printed
-    and its report written (marked "not verified"), but never with exit status 0."""
+class LogNotVerified(AuditFailed):
+    """The log a command wrote does not verify (`exit_unless_verified`); the CLI exits 1, as
+    `membench replay --verify` does on the same findings."""
+
+
+def show_unless_verified(console: Console, verified, settings: Settings, run_set: str) -> str | None:
+    """When the log the command wrote does not verify: the line saying so (its numbers are shown and
+    its report written, marked "not verified"), shown and returned; None when it verifies."""
     from producers.bus.base import run_set_log_path
 
     if verified.verified:
-        return
+        return None
     log = run_set_log_path(settings.runs_dir, run_set)
-    console.print(f"the log of run set {run_set} does not verify: {verified.findings} problems "
-                  f"({verified.dead_letters} events the processors rejected), listed above; the report is marked "
-                  f"\"not verified\". Re-check with: membench replay {shlex.quote(str(log))} "
-                  "--verify", highlight=False, markup=False, soft_wrap=True)
-    raise SystemExit(EXIT_NOT_VERIFIED)
+    line = (f"the log of run set {run_set} does not verify: {verified.findings} problems "
+            f"({verified.dead_letters} events the processors rejected), listed above; the report is marked "
+            f"\"not verified\". Re-check with: membench replay {shlex.quote(str(log))} --verify")
+    console.print(line, highlight=False, markup=False, soft_wrap=True)
+    return line
+
+
+def exit_unless_verified(console: Console, verified, settings: Settings, run_set: str) -> None:
+    """`LogNotVerified` when the log the command wrote does not verify (`show_unless_verified`): a
+    command never ends with exit status 0 on it."""
+    line = show_unless_verified(console, verified, settings, run_set)
+    if line is not None:
+        raise LogNotVerified(line)

@@ -1,4 +1,4 @@
-"""A clean stop of a running grid (issue 30): what the first and second Ctrl-C (or SIGTERM) do.
+"""A clean stop of a running grid: what the first and second Ctrl-C (or SIGTERM) do.
 
 - First signal: no further unit starts (`stopping`); running units may finish within the grace
   period (`--stop-grace`, default 30 s). When it ends, `kill` runs.

@@ -19,7 +19,7 @@ written from the run's events (a MemoryWrite with provenance; a scored `remem` l
 the ones its pack declares, producers/memory_systems/declared.py); otherwise it is `not_applicable`
 — conditions without memory (B0, no_memory) and fixed-file baselines (curated_file), as the A/B
 benchmark defines them, and a first session with nothing learned yet. Nor does it apply when the
-agent could not act on what it received: it called a model and every call failed (issue 30: a
+agent could not act on what it received: it called a model and every call failed (a
 harness that could not reach its model must not read as `ignored_memory`).
 
 Where the contract does not apply, no memory failure reason is imputed either (processors/failure.py:

@@ -4,8 +4,8 @@ The order is docs/design.md §7's and the coding-agent A/B benchmark's (its `cla
 
 1. oracle_inconclusive — no verdict, or the oracle flagged itself inconclusive (timed out, could
    not run);
-then what the agent produced and the harness refused or broke on (issue 24: an agent can fail a
-session this way, never exclude it; these outcomes never pass):
+then what the agent produced and the harness refused or broke on (an agent can fail a
+session this way, never exclude it, or it could leave the comparison at will; these outcomes never pass):
    invalid_agent_output — a workspace path that is not UTF-8, a workspace over MEMBENCH_WORKSPACE_MB,
    a change over MEMBENCH_PATCH_MB, a tree on which the scoring sandboxes would not start while
    they start on the pack's base checkout (`patch_broke_scoring`);
@@ -34,7 +34,7 @@ without memory it learned from (B0, no_memory, curated_file, a first session) fa
 failure. Its citations are not lost: they are counted as `citations_without_memory` in the
 report's memory-contract panel (reports/failures.py), read from the session's MemoryCitation events.
 
-**The A/B benchmark's packs** (issue 25) follow that benchmark's published taxonomy where it
+**The A/B benchmark's packs** follow that benchmark's published taxonomy where it
 differs: a session that was shown memory (a MemoryRead admitted ids) is judged for a cited id
 that memory never held, contract or not — so a `curated_file` run citing an id its MEMORY.md
 never carried is `agent_hallucinated_memory`, while its contract stays `not_applicable` as that
@@ -42,7 +42,7 @@ benchmark's artifact contract requires. A `no_memory` run (no MemoryRead) still 
 task failure. Those packs are the ones whose RunStarted carries the `agent_must_finish` policy,
 which only their importer declares (`AB_TAXONOMY_POLICY`); processors never read packs.
 
-**Resolution** (issue 14). `classify` is the one place that decides whether a session is resolved;
+**Resolution**. `classify` is the one place that decides whether a session is resolved;
 the verdict fold (`SessionVerdict.passed`, `RunSummary.scored_passed`, hence `pass_rate`) calls
 it too, so the tables cannot disagree. A session is resolved when no rule fires. The rules marked
 `agent_conduct` (the two model-request rules, timeout, the three over_context_budget rules) judge

@@ -1,4 +1,4 @@
-"""Abandoned attempts (issue 12 item 3): after a crash, close every run the log left open.
+"""Abandoned attempts: after a crash, close every run the log left open.
 
 A run ends with `RunEnded`. A process killed mid-run leaves its run without one, and replay would
 report that run as a break forever. The next `membench run` of the run set therefore appends, to

@@ -1,4 +1,4 @@
-"""Units on a queue (issue 17 item 5): the shape of a unit order and what a runner does with one.
+"""Units on a queue: the shape of a unit order and what a runner does with one.
 
 `membench run PACK --bus kafka://… --enqueue` puts one order per unit of the grid on the `units`
 topic (key `<run_set>/<unit_id>`); `membench runner` processes on any machine claim them through

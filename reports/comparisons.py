@@ -76,7 +76,8 @@ from warehouse.protocol import WarehouseReader
 
 ALPHA = 0.05
 # the test whose verdict decides a comparison (DreamBench-SWE's exact trap-clustered sign-flip over
-# traps); McNemar, the majority collapse and per-seed tests are secondary views (issue 25)
+# traps); McNemar, the majority collapse and per-seed tests are secondary views (the design registers
+# the primary)
 PRIMARY_TEST = "clustered"
 RESOURCE_FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens", "total_tokens",
                    "tool_invocations", "patch_invocations", "compactions", "wall_time_s")

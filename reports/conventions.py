@@ -19,7 +19,7 @@ BOOTSTRAP_SEED = 20260101
 
 def construct_label(construct: str) -> str:
     """"C9 Spurious-lesson rejection / disconfirmation" (schemas.pack_format.CONSTRUCT_NAMES, the
-    paper's Table 30): every place a report shows a construct shows its name (issue 25); an unknown
+    paper's Table 30): every place a report shows a construct shows its name (a bare code is unreadable); an unknown
     label as it is."""
     name = CONSTRUCT_NAMES.get(construct)
     return f"{construct} {name}" if name else construct

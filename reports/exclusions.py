@@ -1,4 +1,4 @@
-"""Exclusions by reason and the exclusion-balance gate (issue 24): the `validity_gates.exclusion_balance`
+"""Exclusions by reason and the exclusion-balance gate: the `validity_gates.exclusion_balance`
 key and its renderings.
 
 An excluded cell leaves every pass rate and comparison it would have entered. Exclusions an agent

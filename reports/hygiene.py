@@ -17,15 +17,15 @@ Top level:
 - `validity_gates`: `b0_headroom` (overall and per construct, threshold 0.50 maximum, 0.40
   preferred), `exclusions` (per condition, ≤ 5% of the design grid of traps × seeds), and
   `paired_coverage` (per memory condition against B0: traps with ≥ 2 paired valid seeds, required
-  ≥ 90% of the traps — the paper's 54 of 60), each with numerator and denominator; since issue 14
-  also `stratum_validity` (per construct: best condition ≥ 0.15, spread > 0, B0 ≤ 0.50), `warmup`
+  ≥ 90% of the traps — the paper's 54 of 60), each with numerator and denominator; also
+  `stratum_validity` (per construct: best condition ≥ 0.15, spread > 0, B0 ≤ 0.50), `warmup`
   (B0's non-scored task sessions, ≥ 0.80 passed), `continuation_audit` and `verdicts` (every gate
-  by name → passed; `passed` is all of them); since issue 24 `exclusion_balance` (per condition vs
+  by name → passed; `passed` is all of them); and `exclusion_balance` (per condition vs
   the baseline: its exclusion rate must not differ from the baseline's, `reports.exclusions`).
 - `hygiene_panel`: every hygiene metric (in `HYGIENE_METRICS` order) over the run set's scored
   sessions, with its direction and per condition; a metric nothing observed has denominator 0.
 
-Reversed constructs (issue 14, defect 6). In C9 and C10 the trap runs the other way: the clean S3
+Reversed constructs. In C9 and C10 the trap runs the other way: the clean S3
 passes without memory and a hoarding memory fails it, so `membench validate` *requires* B0 to
 pass them, and the paper's B0 headroom gate fails them by design (its Table 10 reports exactly
 that contradiction). Here they are reported apart: left out of `b0_headroom.overall` and
@@ -291,7 +291,7 @@ def _validity_gates(cells: list[Cell], conditions: list[str], traps: list[str], 
     verdicts = {"b0_headroom": b0.passed}
     verdicts.update({f"exclusions {c}": g.passed for c, g in exclusions.items()})
     verdicts.update({f"paired_coverage {k}": g.passed for k, g in paired_coverage.items()})
-    balance = exclusion_balance_gates(cells, conditions, baseline)  # issue 24 (reports.exclusions)
+    balance = exclusion_balance_gates(cells, conditions, baseline)  # (reports.exclusions)
     verdicts.update({f"exclusion_balance {k}": g.passed for k, g in balance.items()})
     verdicts.update({f"stratum_validity {c}": g.passed for c, g in strata.items()})
     verdicts["warmup"] = warmup.passed

@@ -105,7 +105,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     hygiene = _hygiene_markdown(report)
     if hygiene:
         lines += ["", hygiene.rstrip()]
-    exclusions = exclusions_markdown(report)  # issue 24: exclusions by reason, exclusion balance
+    exclusions = exclusions_markdown(report)  # exclusions by reason, exclusion balance
     if exclusions:
         lines += ["", exclusions.rstrip()]
     rest = _study_parts_markdown(report)
@@ -187,7 +187,7 @@ def detectable_text(power: dict[str, Any]) -> str:
 
 def _family_tests_markdown(c: dict[str, Any], primary_test: str | None) -> list[str]:
     """The comparison's tests, the primary first; a secondary test's rejection always carries the
-    primary verdict beside it (issue 25: pooled McNemar 'rejected' while the primary could not)."""
+    primary verdict beside it (a pooled McNemar 'rejected' must not stand alone where the primary could not reject)."""
     primary = c.get("primary")
     out = []
     if primary is not None and primary_test:
@@ -205,7 +205,7 @@ def _family_tests_markdown(c: dict[str, Any], primary_test: str | None) -> list[
 
 
 def _study_parts_markdown(report: dict[str, Any]) -> str:
-    """Outcome matrix, provenance, USD cost, conformance funnel and canary proof (issue 14's keys)."""
+    """Outcome matrix, provenance, USD cost, conformance funnel and canary proof (keys older reports lack)."""
     lines: list[str] = []
     matrix = report.get("outcome_matrix")
     if matrix and matrix.get("conditions"):
@@ -233,7 +233,7 @@ def _study_parts_markdown(report: dict[str, Any]) -> str:
 
             lines.append(f"- USD cost: {cost_text(cost)}")
         funnel = report.get("conformance")
-        if funnel:  # issue 31: library, external and plug-in memory systems pass `membench memory check` first
+        if funnel:  # library, external and plug-in memory systems pass `membench memory check` first
             lines.append(f"- conformance funnel: registered {funnel['registered']} → conformant "
                          f"{funnel['conformant']} → evaluated {funnel['evaluated']}")
             for e in funnel["conditions"]:
@@ -288,7 +288,7 @@ def _hygiene_markdown(report: dict[str, Any]) -> str:
                      f"(≤ {_pct(o['threshold'])} required, ≤ {_pct(o['preferred_threshold'])} preferred): "
                      f"{'pass' if o['passed'] else 'FAIL'}")
         # failing_constructs names constructs failing either bound: a reversed one (C9, C10) has its gate
-        # in `reversed`, not `by_construct` (issue 25: a KeyError ended every B0 run failing C9)
+        # in `reversed`, not `by_construct` (looking it up there raised KeyError)
         gated = {**(head.get("reversed") or {}), **head["by_construct"]}
         failing = head["failing_constructs"]
         lines.append("- B0 headroom per construct: " + ("pass in every construct" if not failing else
@@ -299,7 +299,7 @@ def _hygiene_markdown(report: dict[str, Any]) -> str:
         if not g["passed"] or g["numerator"]:
             lines.append(f"- exclusions {condition}: {g['numerator']}/{g['denominator']} "
                          f"({'pass' if g['passed'] else 'FAIL'}) {g.get('reasons') or ''}")
-            for reason, why in (g.get("examples") or {}).items():  # in the run's own words (issue 30)
+            for reason, why in (g.get("examples") or {}).items():  # in the run's own words
                 lines.append(f"  - {reason}: {why}")
     if all(g["numerator"] == 0 for g in gates["exclusions"].values()):
         lines.append("- exclusions: none in any condition (≤ 5% required)")
@@ -324,7 +324,7 @@ def _verdict(passed: Any) -> str:
 
 def _issue14_gates_markdown(report: dict[str, Any]) -> list[str]:
     """Reversed constructs, stratum validity, warm-up, continuation audit, every verdict, the hygiene
-    panel (keys added in issue 14; absent from older reports)."""
+    panel (keys older reports lack)."""
     gates, lines = report["validity_gates"], []
     for k, g in (gates["b0_headroom"].get("reversed") or {}).items():
         lines.append(f"- B0 passes reversed {construct_label(k)}: {g['numerator']}/{g['denominator']} = {_pct(g['value'])} "
@@ -357,7 +357,7 @@ def _issue14_gates_markdown(report: dict[str, Any]) -> list[str]:
     panel = report.get("hygiene_panel")
     if panel:
         # per condition, as the HTML shows it: pooled over conditions the baseline's rates would
-        # dilute the memory conditions' (issue 25); the pooled figure stays in report.json
+        # dilute the memory conditions'; the pooled figure stays in report.json
         conditions = [c["condition"] for c in report.get("conditions") or []]
         lines += ["", "## Hygiene rates", "", "Per condition: numerator/denominator = rate; — where nothing was observed.",
                   "", "| metric | better | " + " | ".join(conditions) + " |", "|---|---|" + "---:|" * len(conditions)]

@@ -72,7 +72,7 @@ class CellSummary:
     pass_rate: float | None
     ci95: Interval
     # reports.conventions: trap_cluster_bootstrap, or clopper_pearson_traps at 0/n and n/n; absent: no
-    # valid cells (and in a report written before issue 25)
+    # valid cells (and in a report.json written before the key existed)
     ci_method: str | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
@@ -156,8 +156,8 @@ class Inputs:
     events: int
     pack_digest: str | list[str]  # one digest, or the sorted digests when a run set mixes packs
     # the run set's log root (schemas/log_root.py: SHA-256 over its runs' final chain hashes, 64 hex
-    # characters), recomputed from the warehouse; every report built since issue 12 has it, a
-    # report.json written before it has no key
+    # characters), recomputed from the warehouse; reports built before logs had roots
+    # have no key
     log_root: str | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
@@ -194,7 +194,7 @@ class HeadroomOverall(Gate):
 @dataclass(frozen=True)
 class ExclusionGate(Gate):
     reasons: dict[str, int]  # exclusion reason -> cells
-    # issue 30: exclusion reason -> the first excluded run's own words (the model's, the memory
+    # exclusion reason -> the first excluded run's own words (the model's, the memory
     # adapter's, the sandbox's: its run-level system Turn), bounded and redacted
     examples: dict[str, str] | None = field(default=None, metadata=OMIT_IF_NONE)
     # exclusion reason -> the unit id of that example's run, so report.html can link to it
@@ -208,7 +208,7 @@ class HeadroomGates:
     passed: bool
     failing_constructs: list[str]
     note: str | None = field(default=None, metadata=OMIT_IF_NONE)
-    # issue 14: constructs whose trap runs the other way (C9, C10), left out of `overall` and
+    # constructs whose trap runs the other way (C9, C10), left out of `overall` and
     # `by_construct` and gated apart (B0 must pass them, direction "min")
     reversed: dict[str, Gate] | None = field(default=None, metadata=OMIT_IF_NONE)
 
@@ -236,7 +236,7 @@ class ContinuationAudit(Gate):
 
 @dataclass(frozen=True)
 class ExclusionBalanceGate:
-    """A condition's exclusion rate against the baseline's (analytics.gates.exclusion_balance; issue 24),
+    """A condition's exclusion rate against the baseline's (analytics.gates.exclusion_balance),
     with both sides' exclusions by reason."""
 
     condition: str
@@ -266,7 +266,7 @@ class ValidityGates:
     exclusions: dict[str, ExclusionGate]
     paired_coverage: dict[str, Gate]  # "<condition> vs <baseline>" -> gate
     passed: bool
-    # issue 14: the remaining gates, and every gate's verdict by name
+    # the remaining gates, and every gate's verdict by name (absent from older report.json files)
     stratum_validity: dict[str, StratumGate] | None = field(default=None, metadata=OMIT_IF_NONE)
     warmup: Gate | None = field(default=None, metadata=OMIT_IF_NONE)
     continuation_audit: ContinuationAudit | None = field(default=None, metadata=OMIT_IF_NONE)
@@ -274,7 +274,7 @@ class ValidityGates:
     # gate family -> the condition it is measured on or against: B0 by the paper's definition, or
     # `baseline` (the study's) for the per-comparison gates
     reference: dict[str, str] | None = field(default=None, metadata=OMIT_IF_NONE)
-    # issue 24: "<condition> vs <baseline>" -> whether its exclusion rate differs from the baseline's
+    # "<condition> vs <baseline>" -> whether its exclusion rate differs from the baseline's
     exclusion_balance: dict[str, ExclusionBalanceGate] | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
@@ -400,7 +400,8 @@ class FamilyComparison:
     tests: dict[str, HolmTest]  # clustered, mcnemar, majority (those the family registers)
     per_seed: dict[str, HolmTest] | None  # seed -> per-seed McNemar, Holm within that seed's family
     # the primary test's verdict (ComparisonFamilies.primary_test), whether the family registers it or
-    # not: a secondary test's rejection is never shown without it (issue 25)
+    # not: a secondary test's rejection is never shown without it (alone it would read as a finding the
+    # primary test does not support)
     primary: HolmTest | None = field(default=None, metadata=OMIT_IF_NONE)
     # this pair's own paired-coverage gate (traps with >= 2 paired valid seeds, the 90 % rule of
     # validity_gates.paired_coverage), so a pair without the baseline is judged by it too
@@ -512,7 +513,7 @@ class MemoryPolicy:
     memory_model: str | None
     sleep_calls: int
     judge_calls: int
-    input_tokens: int  # over the sleep and judge calls, and a memory library's embed calls (issue 31)
+    input_tokens: int  # over the sleep and judge calls, and a memory library's embed calls
     output_tokens: int
     cost_usd: float  # over the priced sleep, judge and embed calls
 
@@ -621,7 +622,7 @@ CONFORMANCE_UNAVAILABLE = "conformance-unavailable, not an observed loss"
 
 @dataclass(frozen=True)
 class ConformanceEntry:
-    """One registered condition in the conformance funnel (`membench memory check`, issue 31):
+    """One registered condition in the conformance funnel (`membench memory check`):
     `status` built_in (conformant by membench's tests), conformant, failed, missing (no record for
     the configuration), budget_spent (no record for it and the repair budget is spent without a
     pass: `record` is the attempt that spent it), changed (its last passing record is of other
@@ -714,7 +715,7 @@ class TransferSection:
 
 @dataclass(frozen=True)
 class PartialRun:
-    """A run stopped before its grid finished (issue 30): its cells are what ran, not the design."""
+    """A run stopped before its grid finished: its cells are what ran, not the design."""
 
     reason: str
     units_planned: int  # the units this invocation had to run
@@ -754,9 +755,9 @@ class Report:
     validity_gates: ValidityGates
     comparisons: ComparisonFamily
     resources: Resources
-    # every report built since issue 12 states it; a report.json written before has no key
+    # absent from a report.json written before suites were recorded
     suites: list[SuiteIsolation] | None = field(default=None, metadata=OMIT_IF_NONE)
-    # issue 14: registered families, the outcome matrix, provenance, USD cost, canary proof, admission
+    # registered families, the outcome matrix, provenance, USD cost, canary proof, admission
     # funnel; a report.json written before has none of these keys
     families: ComparisonFamilies | None = field(default=None, metadata=OMIT_IF_NONE)
     outcome_matrix: OutcomeMatrix | None = field(default=None, metadata=OMIT_IF_NONE)
@@ -766,11 +767,11 @@ class Report:
     admission: AdmissionFunnel | None = field(default=None, metadata=OMIT_IF_NONE)
     # only run sets of a transfer study (membench transfer) have one
     transfer: TransferSection | None = field(default=None, metadata=OMIT_IF_NONE)
-    # issue 14: every hygiene metric, in a fixed order, observed or not (a zero denominator shows it)
+    # every hygiene metric, in a fixed order, observed or not (a zero denominator shows it)
     hygiene_panel: dict[str, HygieneRate] | None = field(default=None, metadata=OMIT_IF_NONE)
-    # issue 30: set when `membench run` was stopped before its grid finished
+    # set when `membench run` was stopped before its grid finished
     partial: PartialRun | None = field(default=None, metadata=OMIT_IF_NONE)
-    # issue 31: set when a registered condition is a library, external or plug-in memory system
+    # set when a registered condition is a library, external or plug-in memory system
     conformance: ConformanceFunnel | None = field(default=None, metadata=OMIT_IF_NONE)
     # one verdict per comparison of every registered family, in family order
     # (reports/comparison_verdicts.py)

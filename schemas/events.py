@@ -39,9 +39,9 @@ _SECRET_PATTERNS = (  # (pattern, replacement)
 
 
 def error_text(text: str, secrets: tuple[str, ...] = (), bound: int = ERROR_TEXT_BOUND) -> str:
-    """A third party's error message as an event keeps it (issue 30): the known `secrets` and
-    anything shaped like a key, token or password replaced by `[redacted]`, then cut to `bound`
-    characters (marked). Redaction runs before the cut, so no secret is half kept."""
+    """A third party's error message as an event keeps it (often the only word on why a unit
+    failed): the known `secrets` and anything shaped like a key, token or password replaced by
+    `[redacted]`, then cut to `bound` characters (marked). Redaction runs before the cut, so no secret is half kept."""
     for secret in secrets:
         if secret:
             text = text.replace(secret, "[redacted]")

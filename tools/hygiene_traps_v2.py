@@ -2,7 +2,7 @@
 on each new repository (notecli, cfgsys, plugreg), and a fourth C10 trap on tabular, so every
 construct has at least six traps. Each construct is a template; the repositories fill it with their
 own domain and a different kind of evidence (a reviewer rule, a maintainer decision, human
-feedback, a failure diagnosis), and the families vary as the issue asks: a superseded decision, a
+feedback, a failure diagnosis), and the families vary: a superseded decision, a
 scoped preference, an authority order, a disconfirmed lesson, a generator-vs-artefact rule, an
 abstention case. Secrets are placeholders {{SECRET:name:class}} (CSPRNG values at finalize); the
 trap fields are those of tools/hygiene_traps.py, plus `checks` (the commission / omission tests)."""

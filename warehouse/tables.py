@@ -4,7 +4,7 @@
 Every table deduplicates retried inserts by `insert_deduplication_token` (MergeTree with
 `non_replicated_deduplication_window`); readers may also `LIMIT 1 BY` the table's key.
 
-The view `scored_cells` (issue 25) is the report's cell: one row per unit of a run set — its
+The view `scored_cells` is the report's cell: one row per unit of a run set — its
 completed run, else its excluded run, else its longest other attempt, exactly as
 `warehouse.queries.run_results` chooses it — with `valid` (completed and not excluded) and `passed`
 (valid and the scored session resolved). A plain `SELECT condition, avg(passed) FROM

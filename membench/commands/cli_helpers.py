@@ -5,6 +5,10 @@ the report options of `run`, `score` and `report`, the signing key, the embedded
 from __future__ import annotations
 
 import functools
+import os
+import shlex
+import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +16,8 @@ from typing import Any
 
 import click
 
-from membench.errors import UsageError
+from membench.errors import EXIT_AUDIT_FAILED, EXIT_GATE_FAILED, EXIT_OK, UsageError, run_exit_status
+from pipeline.run_errors import ReportRefused
 from pipeline.settings import Settings, load_settings
 from schemas.fields import PLAIN_NAME_RULE, is_plain_name
 
@@ -126,32 +131,43 @@ class ReportOptions:
     compare: tuple[tuple[str, str], ...] = ()  # --compare A:B pairs, answered in the report's `requested`
 
     def builder(self, home: Path):
-        """What `pipeline.grid_run.run_embedded` calls to build the report at the end: the full report
-        (canary proof, admission and conformance funnels, `membench.report_inputs`) with these options."""
-        from membench.report_inputs import build_full_report
+        """What `pipeline.grid_run.run_embedded` calls to build the report at the end
+        (`pipeline.run_request.report_builder`, as the library call builds it) with these options."""
+        from pipeline.run_request import report_builder
 
-        def build(warehouse, run_set: str, blob_dir: Path | None):
-            return build_full_report(warehouse, run_set, home, baseline=self.baseline, study=self.study,
-                                     pack_spec=self.pack_spec, blob_dir=blob_dir, compare=self.compare)
-
-        return build
+        return report_builder(home, self.baseline, self.study, self.pack_spec, self.compare)
 
 
 def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, workers: int, agent_for=None,
                  verb: str = "run", signer=None, report_options: ReportOptions | None = None,
                  stop_grace: float = 30.0):
     """`pipeline.grid_run.run_embedded` with the report `report_options` describe, after the scoring
-    pre-flight and the run set's environment check (`pipeline.run_environment.prepare_scoring`); what
-    the pipeline refuses is a usage error (exit 2). Returns the report written."""
-    from pipeline.grid_run import RunRefused, run_embedded as run_grid
+    pre-flight and the run set's environment check (`pipeline.run_environment.prepare_scoring`), on
+    the terminal display; the outcome becomes the exit status (`membench.errors.run_exit_status`),
+    what the pipeline refuses a usage error (exit 2). Returns the report written."""
+    from membench.commands.terminal_display import TerminalDisplay
+    from pipeline.grid_run import run_embedded as run_grid
     from pipeline.run_environment import prepare_scoring
 
+    prepare_scoring(pack, sandbox_name, settings.runs_dir, config.run_set)  # before anything is written
+    resume = "membench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     try:
-        prepare_scoring(pack, sandbox_name, settings.runs_dir, config.run_set)  # before anything is written
-        return run_grid(pack, units, config, sandbox_name, settings, workers, agent_for, verb, signer,
-                        build_report=(report_options or ReportOptions()).builder(settings.home), stop_grace=stop_grace)
-    except RunRefused as exc:
+        outcome = run_grid(pack, units, config, sandbox_name, settings, workers, agent_for, verb, signer,
+                           build_report=(report_options or ReportOptions()).builder(settings.home),
+                           stop_grace=stop_grace, display=TerminalDisplay(), resume=resume)
+    except ReportRefused as exc:  # the units are recorded: a log that does not verify is the first news
+        if exc.outcome is not None and not exc.outcome.verified:
+            raise SystemExit(EXIT_AUDIT_FAILED) from None
         raise UsageError(str(exc)) from None
+    status = run_exit_status(outcome)
+    if status != EXIT_OK:
+        if outcome.stopped is not None:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            if any(t.name.startswith("membench-unit") and t.is_alive() for t in threading.enumerate()):
+                os._exit(status)  # a unit thread still blocked (its log is fenced): do not wait for it
+        raise SystemExit(status)
+    return outcome.report
 
 
 def require_scoring(pack, sandbox_name: str, cases=None) -> None:
@@ -212,11 +228,6 @@ def load_signer(sign_key: Path | None):
         return load_signing_key(sign_key)
     except LogRootError as exc:
         raise UsageError(f"--sign-key: {exc}") from None
-
-
-#: the exit status of `run`, `score` and `report` under --strict when a validity gate failed (1 is an
-#: audit failure, 2 a usage error, 130 a stopped run)
-EXIT_GATE_FAILED = 3
 
 
 def strict_option(f):

@@ -158,9 +158,9 @@ def validate(pack_spec: str, as_json: bool, workers: int, sandbox_name: str, out
 
 def record_validation(home: Path, data: dict, digest: str | None = None) -> None:
     """The funnel, kept as MEMBENCH_HOME/validations/<digest>.json (default: the validated pack's) so
-    that the reports of run sets of that (finalized) pack show it (membench/report_inputs.py); written
+    that the reports of run sets of that (finalized) pack show it (pipeline/report_inputs.py); written
     to a temporary name and renamed."""
-    from membench.report_inputs import validation_path
+    from pipeline.report_inputs import validation_path
 
     path = validation_path(home, digest or data["pack_digest"])
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -67,7 +67,7 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
     Failed validity gates are printed under the table, with one verdict line per comparison; with
     --strict they exit 3, once anything asked for is written."""
     from audit.log_root_record import LogRootError, check_warehouse, describes, read_record, record_path, warehouse_state
-    from membench.report_inputs import build_full_report, load_study
+    from pipeline.report_inputs import build_full_report, load_study
     from producers.bus.base import run_set_log_path
     from reports.build import ReportError
 

@@ -13,7 +13,6 @@ from membench.commands.cli_helpers import (ReportOptions, baseline_options, comp
 from membench.errors import UsageError
 from pipeline.settings import Settings
 from sandbox.registry import BACKENDS
-from schemas.fields import did_you_mean
 
 
 @click.command()
@@ -52,66 +51,39 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
     a signal. Failed gates are printed under the table with the comparisons they invalidate,
     then one verdict line per comparison of the primary family and per --compare A:B (any two of the
     run's conditions: answered from the family that registers the pair, the primary or all_pairs)."""
+    from pipeline.run_request import (admit_conditions, admit_refused_traps, check_conditions, load_skeleton,
+                                      make_run_agent, open_finalized, refuse_refsol_without_solutions)
     from producers.agents.model_agents import LoopLimits
-    from producers.agents.registry import make_agent
-    from producers.memory_systems.registry import MEMORY_SYSTEMS, is_model_driven, undefined_ablation
-    from producers.pack_resolver import open_pack, resolve_pack_dir
-    from schemas.pack_format import PackError, load_pack
+    from producers.memory_systems.registry import is_model_driven
 
+    # the rules of a legal run are the library call's (pipeline/run_request.py); the CLI applies them in
+    # its own order, its option checks between; everything is validated before anything is written
     validate_run_set_id(run_set)
     condition_list = parse_list(conditions, "--conditions")
-    try:  # everything is validated before anything is written
-        skeleton = load_pack(resolve_pack_dir(pack))
-    except PackError as exc:
-        raise UsageError(str(exc)) from None
-    for condition in condition_list:
-        if condition not in MEMORY_SYSTEMS:
-            if undefined_ablation(condition):  # a paper ablation that cannot be defined here (docs/design.md §5)
-                raise UsageError(f"--conditions: {undefined_ablation(condition)}; it is not run")
-            if condition in skeleton.conditions:  # a source benchmark's name, e.g. an imported A/B pack's remem
-                raise UsageError(f"--conditions: '{condition}' is a condition of pack '{skeleton.name}' (its source "
-                                 "benchmark's name), not a memory system membench can run; score predictions made "
-                                 "under it with `membench score`, or run a memory system "
-                                 f"(known: {', '.join(sorted(MEMORY_SYSTEMS))})")
-            raise UsageError(f"--conditions: unknown condition '{condition}'{did_you_mean(condition, MEMORY_SYSTEMS)} "
-                             f"(known: {', '.join(sorted(MEMORY_SYSTEMS))})")
-    from membench.report_inputs import check_baseline, load_study
+    skeleton = load_skeleton(pack)
+    check_conditions(condition_list, skeleton)
+    from pipeline.report_inputs import check_baseline, load_study
 
     study = load_study(study_path)
     check_baseline(condition_list, baseline, study)  # refused before anything runs
     pairs = parse_compare(compare, condition_list)
     loop = LoopLimits(model.max_steps, model.max_tokens)
-    try:
-        made = make_agent(agent, loop, with_gateway=model.used)  # scripted:*, command:<program>, or a model agent
-    except ValueError as exc:
-        raise UsageError(f"--agent: {exc}") from None
+    made = make_run_agent(agent, loop, with_gateway=model.used)  # scripted:*, command:<program>, or a model agent
     check_model_options(model, made, [c for c in condition_list if is_model_driven(c)])
-    from membench.commands.memory import conformance_status, require_conformant
     from membench.commands.model_options import parse_base_urls
 
     # the admission is the record of this code against this upstream (a replay calls none)
-    admission = {"base_urls": parse_base_urls(model.base_urls), "any_upstream": bool(model.replay)}
-    if study is not None and study.families:  # a study keeps a non-conformant condition as unavailable slots
-        statuses = {c: conformance_status(settings.home, c, model.memory_model, **admission) for c in condition_list}
-        dropped = [c for c in condition_list if statuses[c][0] in ("missing", "failed", "budget_spent")]
-        for c in dropped:
-            click.echo(f"--conditions: {c} is conformance-unavailable, not run; its registered slots stay in their "
-                       f"families at p = 1 ({statuses[c][1]})", err=True)
-        condition_list = [c for c in condition_list if c not in dropped]
-        if not condition_list:
-            raise UsageError("--conditions: no condition is admitted for evaluation")
-    require_conformant(settings.home, condition_list, model.memory_model, "--conditions", **admission)
+    condition_list = admit_conditions(settings.home, condition_list, study, model.memory_model,
+                                      lambda text: click.echo(text, err=True),
+                                      base_urls=parse_base_urls(model.base_urls), any_upstream=bool(model.replay))
     seed_list = parse_seeds(seeds)
     if agent == "scripted:refsol":
         refuse_refsol_without_solutions(skeleton)
     signer = load_signer(sign_key)
     if enqueue and not settings.bus.startswith("kafka://"):
         raise UsageError("--enqueue: units are queued on a Kafka bus only (--bus kafka://HOST:PORT)")
-    try:  # finalizing checks the secrets' placement: a bad pack is a usage error, not a traceback
-        loaded = open_pack(pack, settings.home)
-    except PackError as exc:
-        raise UsageError(str(exc)) from None
-    admit_refused_traps(pack, loaded, settings.home, include_refused)
+    loaded = open_finalized(pack, settings.home)  # finalizing checks the secrets' placement
+    admit_refused_traps(pack, loaded, settings.home, include_refused, lambda text: click.echo(text, err=True))
     if settings.bus.startswith("kafka://"):
         if compare:
             raise UsageError("--compare: a run on the Kafka bus builds no report; ask with `membench report "
@@ -156,37 +128,3 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
                           workers, signer=signer, report_options=ReportOptions(baseline, study, pack, pairs),
                           stop_grace=stop_grace)
     exit_if_gates_failed(report, strict)
-
-
-def admit_refused_traps(spec: str, pack, home: Path, include_refused: bool) -> None:
-    """A pack with traps `membench validate` refused (its record for this finalized pack) is not run
-    unless INCLUDE_REFUSED: a usage error naming them and the two ways on. With the flag, one line
-    says which are measured (the report says it again above every number)."""
-    from membench.report_inputs import refused_traps
-
-    in_pack = {seq.seq_id for seq in pack.sequences}  # an admitted pack's record lists the traps it left out
-    refused = {seq_id: why for seq_id, why in refused_traps(home, pack.digest).items() if seq_id in in_pack}
-    if not refused:
-        return
-    named = "; ".join(f"{seq_id} ({why or 'refused'})" for seq_id, why in sorted(refused.items()))
-    if include_refused:
-        click.echo(f"--include-refused: measuring {len(refused)} trap(s) `membench validate` refused: {named}",
-                   err=True)
-        return
-    raise UsageError(f"{len(refused)} of {len(pack.sequences)} traps of pack '{pack.name}' were refused by "
-                     f"`membench validate`: {named}. Run the admitted traps only: `membench validate {spec} "
-                     f"--admitted DIR`, then `membench run DIR`; or measure them anyway with --include-refused "
-                     "(the report then says so at the top)")
-
-
-def refuse_refsol_without_solutions(pack) -> None:
-    """`scripted:refsol` applies the scored session's reference solution; on a pack that carries none
-    (an imported coding-agent A/B pack: that benchmark publishes no solutions) it would change
-    nothing and score 0 silently, so it is a usage error before anything runs."""
-    missing = [seq.seq_id for seq in pack.sequences if not pack.solution(seq, seq.scored_session).files]
-    if missing:
-        shown = ", ".join(f"'{m}'" for m in missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
-        raise UsageError(f"--agent scripted:refsol: pack '{pack.name}' has no reference solution for the scored "
-                         f"session of {len(missing)} of its {len(pack.sequences)} sequences ({shown}; "
-                         f"hidden/<seq>/s<index>.solution.json has no files), so the agent would change nothing "
-                         "and score 0; imported packs carry none because their source publishes none")

@@ -1,4 +1,4 @@
-"""`membench runner`: claim units of any grid from the units topic and run them (issue 17 item 5);
+"""`membench runner`: claim units of any grid from the units topic and run them;
 `membench runner --progress` shows every grid's progress from any machine."""
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ def score(pack: str, predictions_path: Path, agent_name: str | None, condition: 
     from schemas.pack_format import PackError, load_pack
 
     validate_run_set_id(run_set)
-    from membench.report_inputs import check_baseline, load_study
+    from pipeline.report_inputs import check_baseline, load_study
 
     study = load_study(study_path)
     signer = load_signer(sign_key)  # a bad key is a usage error before anything is written

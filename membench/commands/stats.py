@@ -84,9 +84,13 @@ def _registered_family(pair_args: tuple[str, ...], family_size: int | None, unav
         if pair_args or unavailable_args or family_size is not None:
             raise UsageError("--study: the study file registers the family; give it without --pair, --unavailable "
                              "and --family-size")
-        from membench.report_inputs import load_study
+        from pipeline.report_inputs import load_study
+        from pipeline.run_errors import RequestInvalid
 
-        study = load_study(study_path)
+        try:  # `stats` reads CSV files alone, and its command is also called outside the group
+            study = load_study(study_path)
+        except RequestInvalid as exc:
+            raise UsageError(str(exc)) from None
         if not study.families:
             raise UsageError(f"--study: {study_path.name}: field 'families': registers no family")
         names = [f.name for f in study.families]

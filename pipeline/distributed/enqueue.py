@@ -1,5 +1,5 @@
 """`membench run PACK --bus kafka://… --enqueue`: one order per unit on the units topic, for
-`membench runner` processes on any machine (issue 17); nothing runs here."""
+`membench runner` processes on any machine; nothing runs here."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`membench runner`: a process of the `runner` consumer group on the units topic that claims unit
-orders and runs each to completion (issue 17; the rules are in docs/design.md §2)."""
+orders and runs each to completion (the rules are in docs/design.md §2)."""
 
 from __future__ import annotations
 

@@ -55,7 +55,7 @@ def _draw(alphabet: str, n: int) -> str:
     return "".join(secrets.choice(alphabet) for _ in range(n))
 
 
-# the pack format's secret classes (membench/report_inputs.py CLASS_PATTERNS), drawn with a CSPRNG
+# the pack format's secret classes (pipeline/report_inputs.py CLASS_PATTERNS), drawn with a CSPRNG
 SECRET_CLASSES: dict[str, Callable[[], str]] = {
     "hex8": lambda: _draw("0123456789abcdef", 8),
     "hex12": lambda: _draw("0123456789abcdef", 12),

@@ -41,11 +41,11 @@ def render_html(report: dict[str, Any]) -> str:
     inputs = report.get("inputs") or {}
     digest = inputs.get("pack_digest")
     digests = digest if isinstance(digest, list) else [digest]
-    log_root = inputs.get("log_root")  # absent from a report.json written before issue 12
+    log_root = inputs.get("log_root")  # absent from a report.json written before log roots were recorded
     verification = report.get("verification")  # set by the run that wrote the report, from the replay of its log
     badge = '<span class="badge">scripted reference agent — not a model</span>' if scripted else ""
     boot = (report.get("conditions") or [{}])[0].get("bootstrap") or {}
-    suites = report.get("suites") or []  # absent from a report.json written before issue 12
+    suites = report.get("suites") or []  # absent from a report.json written before suites were recorded
     isolation = ", ".join(f"<code>{esc(s['suite'])}</code>: {esc(s['oracle_isolation'])}" for s in suites)
     in_process = [s["suite"] for s in suites if s["oracle_isolation"] == "in_process"]
 
@@ -67,7 +67,7 @@ def render_html(report: dict[str, Any]) -> str:
     if verification and not verification["verified"]:  # before any number: they come from a broken log
         out.append(f'<p class="warning"><strong>Not verified</strong>: {esc(not_verified_text(verification))}</p>')
     partial = report.get("partial")
-    if partial:  # issue 30: a stopped run's report says so before any number
+    if partial:  # a stopped run's report says so before any number: its cells are not the design
         out.append(f'<p class="warning"><strong>Partial report</strong>: {esc(partial["reason"])}; '
                    f'{partial["units_not_started"]} of {partial["units_planned"]} units not started, '
                    f'{partial["attempts_abandoned"]} attempts closed as abandoned. Resume with '
@@ -147,7 +147,7 @@ def render_html(report: dict[str, Any]) -> str:
     out += optional_section("hygiene", "Hygiene", hygiene_table(report),
                             "Rate = numerator / denominator over scored sessions.")
     out += optional_section("gates", "Validity gates", gates_table(report))
-    out += optional_section("exclusions", "Exclusions by reason", exclusions_html(report),  # issue 24
+    out += optional_section("exclusions", "Exclusions by reason", exclusions_html(report),  # can fake an effect
                             "Excluded cells per condition and reason; a condition whose exclusion rate differs "
                             "from the baseline's fails the exclusion-balance gate.")
     out += optional_section("matrix", "Outcome matrix", matrix_html(report),

@@ -1,4 +1,4 @@
-"""The HTML of the report's issue-14 parts: registered families (effect sizes, power, Holm per test),
+"""The HTML of the report's study parts: registered families (effect sizes, power, Holm per test),
 the trap × seed outcome matrix, provenance, USD cost, the canary proof and the admission funnel.
 Each returns None when the report (an older report.json) lacks its key."""
 
@@ -21,7 +21,7 @@ def _signed(value: float | None) -> str:
 
 def _tests(c: dict[str, Any], primary_test: str | None) -> list[str]:
     """The primary test first with its verdict; a secondary rejection carries the primary verdict
-    beside it (issue 25)."""
+    beside it, so it never reads as a finding on its own."""
     primary = c.get("primary")
     out = []
     if primary is not None and primary_test:
@@ -67,7 +67,7 @@ def families_html(report: dict[str, Any]) -> str | None:
            'the exact sign test over the paired traps; MDD: the Δ at which the exact trap-clustered test rejects with '
            '80 % power at α if each differing trap differs in one seed (the smallest such Δ) and if in all its seeds '
            'alike (the largest), when every paired trap differs and when as many differ as did.</p>']
-    # issue 31: a slot whose condition failed or lacks its conformance record says so
+    # a slot whose condition failed or lacks its conformance record says so
     labels = {e["condition"]: e["label"] for e in (report.get("conformance") or {}).get("conditions", [])
               if e.get("label")}
     for fam in fams["families"]:

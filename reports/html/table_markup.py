@@ -142,7 +142,7 @@ def hygiene_table(report: dict[str, Any]) -> str | None:
     conditions = [c for c in report.get("conditions", []) if c.get("hygiene")]
     if not conditions:
         return None
-    panel = report.get("hygiene_panel")  # issue 14: every metric, in the panel's order, with the pooled rate
+    panel = report.get("hygiene_panel")  # every metric, in the panel's order, with the pooled rate
     metrics = list(panel) if panel else sorted({m for c in conditions for m in c["hygiene"]})
     if panel:
         rows = []
@@ -204,7 +204,7 @@ def gates_table(report: dict[str, Any]) -> str | None:
     for label, g in (head.get("by_construct") or {}).items():
         add(f"{b0} headroom {construct_label(label)}", g)
     for cond, g in (gates.get("exclusions") or {}).items():
-        examples = g.get("examples") or {}  # issue 30: each reason with the run's own words
+        examples = g.get("examples") or {}  # each reason with the run's own words, so a misconfiguration shows as one
         # each reason's count leads to its units, each example to the unit it came from (the units
         # table filtered to the reason for a report.json written before example_units)
         example_units = g.get("example_units") or {}
@@ -216,7 +216,7 @@ def gates_table(report: dict[str, Any]) -> str | None:
         add("", g, label_html=f"exclusions {esc(cond)}" + (f" ({why})" if why else ""))
     for name, g in (gates.get("paired_coverage") or {}).items():
         add(f"paired coverage {name} (units with ≥ 2 paired seeds)", g)
-    # issue 14: reversed constructs apart, stratum validity, warm-up, continuation audit
+    # reversed constructs apart, stratum validity, warm-up, continuation audit
     for label, g in (head.get("reversed") or {}).items():
         add(f"{b0} passes reversed {construct_label(label)}", g)
     for label, s in (gates.get("stratum_validity") or {}).items():

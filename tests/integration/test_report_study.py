@@ -9,7 +9,7 @@ import json
 import pytest
 
 from bench.scripted_model_server import ScriptedUpstream, script_from_pack
-from membench.report_inputs import find_secrets
+from pipeline.report_inputs import find_secrets
 from producers.attempts import read_log
 from tests.conftest import run_cli, run_cli_inprocess
 from tests.integration.pack_helpers import smoke_cut_to

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from pipeline.grid_run import EXIT_NOT_VERIFIED, exit_unless_verified, verify_written, write_log_root
+from membench.errors import EXIT_AUDIT_FAILED
+from pipeline.grid_run import LogNotVerified, exit_unless_verified, verify_written, write_log_root
 from pipeline.settings import Settings
 from producers.emitter import RunEmitter
 from reports.html import render_html
@@ -77,9 +78,9 @@ def test_a_log_the_processors_reject_part_of_is_not_verified_and_exits_1(tmp_pat
     broken = verify_written(console, settings, "early-turn")
     assert not broken.verified and broken.dead_letters == 1 and broken.findings >= 1
     assert "processor rejected the event" in broken.first_finding and "Turn before RunStarted" in broken.first_finding
-    with pytest.raises(SystemExit) as stopped:
+    with pytest.raises(LogNotVerified) as stopped:  # the CLI exits EXIT_AUDIT_FAILED on it (membench/cli.py)
         exit_unless_verified(console, broken, settings, "early-turn")
-    assert stopped.value.code == EXIT_NOT_VERIFIED == 1
+    assert "the log of run set early-turn does not verify" in str(stopped.value) and EXIT_AUDIT_FAILED == 1
     err = capsys.readouterr().err
     assert "BROKEN run early-turn-run-1 seq 0: processor rejected the event" in err
     assert "the log of run set early-turn does not verify" in err and "--verify" in err

@@ -12,7 +12,7 @@ from its own `builtins`, else the attribute of that name of the submission's mod
 proxy: the stand-in class of the module's real class). The exception raised must be that very
 class (`type(exc) is expected`), never merely one with the same name: a submission's own
 `class ValueError(Exception)`, or a class named like the project's exception defined elsewhere,
-does not satisfy the case (issue 24).
+does not satisfy the case (a submission's own failure must never pass as, or exclude, a case).
 
 The submission is not in this sandbox: it runs in a production sandbox (the pack scorer's
 `production_server`), and its module is imported here as a proxy (`membench_harness.oracle_client`,

@@ -221,7 +221,7 @@ def test_a_spent_repair_budget_is_its_own_status_naming_the_record_that_spent_it
     # each configuration that spent it keeps its own status: its record failed
     assert conformance_status(home, "B2-dense", "m1", {"*": url})[0] == "failed"
 
-    from membench.report_inputs import conformance_funnel
+    from pipeline.report_inputs import conformance_funnel
     from reports.markdown import _study_parts_markdown
     from reports.model import to_json
     from reports.study import FamilySpec, Study

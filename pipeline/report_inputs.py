@@ -191,8 +191,9 @@ def canary_for(warehouse: Any, run_set: str, home: Path, digests: list[str], pac
 
 
 def load_study(path: Path | None):
-    """The study file of --study (docs/study.md), or the default study; a bad file is a usage error."""
-    from membench.errors import UsageError
+    """The study file of --study (docs/study.md), or the default study; a bad file is refused
+    (`RequestInvalid`, naming it)."""
+    from pipeline.run_errors import RequestInvalid
     from reports.study import DEFAULT_STUDY, StudyError, load_study_text
 
     if path is None:
@@ -200,22 +201,22 @@ def load_study(path: Path | None):
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise UsageError(f"--study: cannot read {path}: {exc.strerror or exc}") from None
+        raise RequestInvalid(f"--study: cannot read {path}: {exc.strerror or exc}") from None
     try:
         return load_study_text(text, path.name)
     except StudyError as exc:
-        raise UsageError(f"--study: {exc}") from None
+        raise RequestInvalid(f"--study: {exc}") from None
 
 
 def check_baseline(conditions: list[str], baseline: str | None, study) -> None:
-    """Refuse (usage error) before anything runs when the run's conditions leave the baseline open."""
-    from membench.errors import UsageError
+    """Refuse (`RequestInvalid`) before anything runs when the run's conditions leave the baseline open."""
+    from pipeline.run_errors import RequestInvalid
     from reports.study import BaselineError, resolve_baseline
 
     try:
         resolve_baseline(conditions, baseline, study)
     except BaselineError as exc:
-        raise UsageError(str(exc)) from None
+        raise RequestInvalid(str(exc)) from None
 
 
 def build_full_report(warehouse: Any, run_set: str, home: Path, *, baseline: str | None = None, study=None,
@@ -231,7 +232,7 @@ def build_full_report(warehouse: Any, run_set: str, home: Path, *, baseline: str
     if warehouse.query_dicts("SELECT 1 FROM transfer_results WHERE run_set = {rs:String} LIMIT 1", {"rs": run_set}):
         # a transfer study's run set: `membench transfer` reports it without a canary proof or admission
         # funnel (its study declares no secrets and is not admitted by `validate`), and `membench report`
-        # must rebuild exactly that report (issue 25: it added a not_run proof naming a pack to find)
+        # must rebuild exactly that report (not add a not_run proof naming a pack to find)
         return build_report(warehouse, run_set, baseline=baseline, study=study or DEFAULT_STUDY, compare=compare), []
     started = [json.loads(r["payload"]) for r in queries.run_started(warehouse, run_set)]
     digests = sorted({p["pack_digest"] for p in started})
@@ -253,7 +254,7 @@ def conformance_funnel(home: Path, evaluated: list[str], study: Any, memory_mode
     """The conformance funnel (registered -> conformant -> evaluated) of a run set whose registered
     conditions (evaluated, or named in a study family) include a library, external or plug-in
     condition; None when every one is built in."""
-    from membench.commands.memory import admission_record
+    from producers.memory_systems.conformance_records import admission_record
     from producers.memory_systems.registry import MEMORY_SYSTEMS, needs_conformance
     from reports.model import CONFORMANCE_UNAVAILABLE, ConformanceEntry, ConformanceFunnel
 

@@ -1,0 +1,98 @@
+"""The rules of a legal run, as the library call applies them (`pipeline.run_request.run_grid`): an
+illegal request raises `RequestInvalid` before anything is written, and `membench run` refuses the
+same request with the same message and exit status 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from membench.errors import EXIT_AUDIT_FAILED, EXIT_HARNESS_FAULTS, EXIT_OK, EXIT_STOPPED, run_exit_status
+from pipeline.grid_run import RunOutcome
+from pipeline.run_errors import RequestInvalid
+from pipeline.run_request import RunRequest, run_grid
+from pipeline.settings import Settings
+from reports.model import LogVerification
+from tests.conftest import run_cli_inprocess
+
+ILLEGAL = [  # (request fields, the same request on the command line, what the refusal names)
+    ({"conditions": ("B0", "B9")}, ["--conditions", "B0,B9"], "unknown condition 'B9'"),
+    ({"run_set": "../escape"}, ["--run-set", "../escape"], "invalid run-set id '../escape'"),
+    ({"compare": (("B0", "B7"),)}, ["--compare", "B0:B7"], "condition 'B7' is not in the run set"),
+    ({"agent": "scripted:nope"}, ["--agent", "scripted:nope"], "unknown agent 'scripted:nope'"),
+    ({"baseline": "B5", "conditions": ("B0", "B2")}, ["--baseline", "B5", "--conditions", "B0,B2"], "B5"),
+]
+
+
+def _settings(home: Path, bus: str | None = None) -> Settings:
+    return Settings(home, bus or f"file://{home / 'runs'}", f"chdb://{home / 'warehouse'}")
+
+
+@pytest.mark.parametrize("fields, args, named", ILLEGAL, ids=[case[2] for case in ILLEGAL])
+def test_an_illegal_request_is_refused_before_anything_is_written(tmp_path: Path, fields, args, named) -> None:
+    home = tmp_path / "home"
+    with pytest.raises(RequestInvalid) as refused:
+        run_grid(RunRequest("smoke", settings=_settings(home), **fields))
+    assert named in str(refused.value)
+    assert not home.exists()  # no run set, no finalized pack, no warehouse
+
+    cli_home = tmp_path / "cli-home"
+    proc = run_cli_inprocess("run", "smoke", *args, home=cli_home)
+    assert proc.returncode == 2 and named in proc.stderr, proc.stderr
+    assert " ".join(str(refused.value).split()) in " ".join(proc.stderr.split())  # the same message
+
+
+def test_the_library_call_refuses_a_kafka_bus(tmp_path: Path) -> None:
+    with pytest.raises(RequestInvalid, match="embedded bus"):
+        run_grid(RunRequest("smoke", settings=_settings(tmp_path, "kafka://127.0.0.1:9092")))
+
+
+def test_a_legal_request_passes_every_rule(tmp_path: Path, monkeypatch) -> None:
+    """Control: the same pack and options, legal, reach the run's first step (the scoring pre-flight,
+    stopped here: the run itself is tests/integration/test_library_run.py)."""
+    import pipeline.run_environment
+
+    class Reached(Exception):
+        pass
+
+    def preflight(pack, sandbox_name, runs_dir, run_set, cases=None):
+        raise Reached(run_set)
+
+    monkeypatch.setattr(pipeline.run_environment, "prepare_scoring", preflight)
+    with pytest.raises(Reached):
+        run_grid(RunRequest("smoke", conditions=("B0", "B5"), compare=(("B0", "B5"),), settings=_settings(tmp_path)))
+
+
+def _outcome(verified: bool = True, stopped: str | None = None, after_grid: bool = False) -> RunOutcome:
+    verification = LogVerification(verified=verified, events=1, runs=1, derived=0, compared=0,
+                                   findings=0 if verified else 1, dead_letters=0, first_finding=None)
+    return RunOutcome(run_set="rs", report=None, report_dir=None, log=Path("events.avro"), log_root="r",
+                      verification=verification, units_planned=1, units_completed=1, units_run=1,
+                      units_not_started=0, attempts_abandoned=0, stopped=stopped, stopped_after_grid=after_grid)
+
+
+def test_the_cli_alone_maps_an_outcome_to_the_documented_exit_statuses() -> None:
+    assert run_exit_status(_outcome()) == EXIT_OK == 0
+    assert run_exit_status(_outcome(verified=False)) == EXIT_AUDIT_FAILED == 1
+    assert run_exit_status(_outcome(stopped="signal")) == EXIT_STOPPED == 130
+    assert run_exit_status(_outcome(verified=False, stopped="signal")) == 130  # a stop wins over the findings
+    assert run_exit_status(_outcome(stopped="harness_faults")) == EXIT_HARNESS_FAULTS == 4
+    assert run_exit_status(_outcome(after_grid=True)) == 130
+    assert run_exit_status(_outcome(verified=False, after_grid=True)) == 1
+
+
+def test_plain_lines_show_the_account_without_styling() -> None:
+    import io
+
+    from rich.text import Text
+
+    from pipeline.run_display import PlainLines
+
+    out = io.StringIO()
+    display = PlainLines(out, interval_s=0)
+    display.print("run set [bold]rs[/]: 2 units", highlight=False)
+    display.print(Text.assemble(("MISMATCH ", "bold red"), "run r1"))
+    with display.units(2) as shown:
+        shown.done("u1")
+    assert out.getvalue() == "run set rs: 2 units\nMISMATCH run r1\n"
