@@ -229,7 +229,7 @@ def build_full_report(warehouse: Any, run_set: str, home: Path, *, baseline: str
     from reports.study import DEFAULT_STUDY
     from warehouse import queries
 
-    if warehouse.query_dicts("SELECT 1 FROM transfer_results WHERE run_set = {rs:String} LIMIT 1", {"rs": run_set}):
+    if queries.has_transfer_results(warehouse, run_set):
         # a transfer study's run set: `membench transfer` reports it without a canary proof or admission
         # funnel (its study declares no secrets and is not admitted by `validate`), and `membench report`
         # must rebuild exactly that report (not add a not_run proof naming a pack to find)
