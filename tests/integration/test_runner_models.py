@@ -13,7 +13,8 @@ killed with `kill -9` mid-unit. Then: every unit completed exactly once; the der
 (verdicts, resources incl. tokens and cost, memory reads) and each completed run's model calls and
 memory events equal the same grid run embedded; the grid replayed on a runner that holds none of the
 recording (`--model-replay`, the upstream stopped) gives the same verdicts from the blobs topic; and
-`replay --verify` of the topic, from a home without the blobs, exits 0."""
+`replay --verify` of the topic, from a home without the blobs, exits 0. The real Codex CLI runs one
+unit on a runner too (skipped where it is not installed, MEMBENCH_AGENTS_PREFIX)."""
 
 from __future__ import annotations
 
@@ -144,6 +145,11 @@ def test_model_agents_and_libraries_run_on_runners_survive_a_kill9_and_replay(tm
         for topic in (topics.units, topics.trajectory, topics.blobs, topics.unit_status):
             assert not [v for v in _topic_values(dsn, topic) if KEY.encode() in v], topic
 
+        # each runner kept its library stores in a directory of its own (a store is locked to one process)
+        for i in range(2):
+            stores = list((homes[f"runner{i}"] / "runs" / "grid" / "memory").glob("*/B5-MEM0-LIT/qdrant"))
+            assert len(stores) == 1 and stores[0].parent.parent.name.endswith(f"-{runners[i].pid}"), stores
+        assert not (homes["replayer"] / "runs").exists()  # the replaying machine holds nothing of the recording
         replayed = run_cli(*_grid(pack, "grid-replay", "--model-replay", "grid", "--bus", dsn, "--enqueue"),
                            home=base)
         assert replayed.returncode == 0, replayed.stderr[-3000:]
@@ -165,11 +171,13 @@ def test_model_agents_and_libraries_run_on_runners_survive_a_kill9_and_replay(tm
 
     run_cli("sink", "--bus", dsn, "--warehouse", warehouse, "--until-idle", home=base, check=True)
     queries = [t.format(rs="grid") for t in TABLES]
-    *distributed, per_unit, verdicts, replay_verdicts = sql_batch(base, [
+    *distributed, per_unit, verdicts, replay_verdicts, replay_calls = sql_batch(base, [
         *queries,
         "SELECT unit_id, countIf(status = 'completed'), countIf(status = 'abandoned') FROM (SELECT * FROM "
         "run_results WHERE run_set = 'grid' LIMIT 1 BY derived_id) GROUP BY unit_id ORDER BY unit_id",
-        VERDICTS.format(rs="grid"), VERDICTS.format(rs="grid-replay")], warehouse)
+        VERDICTS.format(rs="grid"), VERDICTS.format(rs="grid-replay"),
+        "SELECT DISTINCT JSONExtractString(payload, 'mode'), JSONExtractString(payload, 'status') FROM "
+        "trajectory_events WHERE run_set = 'grid-replay' AND kind = 'ModelCall'"], warehouse)
     rows = [line.split("\t") for line in per_unit.strip().splitlines()]
     assert len(rows) == UNITS and all(done == "1" for _, done, _ in rows), per_unit  # each completed once
     assert [unit for unit, _, abandoned in rows if abandoned != "0"] == [unit_key.split("/", 1)[1]]
@@ -179,5 +187,59 @@ def test_model_agents_and_libraries_run_on_runners_survive_a_kill9_and_replay(tm
     assert "\tModelCall\tembed\tok\t" in distributed[2] and "\tModelCall\tagent\tok\t" in distributed[2]
     # the replay answered every call from the recording: the same verdicts, unit by unit
     assert verdicts.strip() and verdicts == replay_verdicts
+    assert replay_calls.split() == ["replay", "ok"], replay_calls  # no miss, no upstream
+    # the audit's machine holds no blob of the run: it reads them from the blobs topic
+    assert not (base / "runs" / "grid" / "blobs").exists()
+    verify = run_cli("replay", dsn, "--verify", "--warehouse", warehouse, home=base)
+    assert verify.returncode == 0, verify.stdout[-3000:] + verify.stderr[-3000:]
+    assert any((base / "runs" / "grid" / "blobs").iterdir())
+
+
+def test_codex_runs_on_a_runner_that_hosts_its_gateway(tmp_path):
+    """The real Codex CLI on a runner: its sandboxed relay reaches the gateway the runner hosts, which
+    adds the runner's key; the recorded calls and the scored sessions arrive through Kafka."""
+    from producers.agents.model_agents import agents_prefix
+    from tests.conftest import skip_or_fail
+    from tests.integration.pack_helpers import smoke_cut_to
+
+    require_broker()
+    if not (agents_prefix() / "bin" / "codex").exists():
+        skip_or_fail(f"codex is not installed under {agents_prefix()}: run deploy/agents/install.sh")
+    ns = namespace()
+    dsn = f"kafka://{SINGLE}/{ns}"
+    warehouse = f"chdb://{tmp_path / 'kafka-warehouse'}"
+    base, runner_home = tmp_path / "base", tmp_path / "runner"
+    base.mkdir()
+    pack = smoke_cut_to(tmp_path / "smoke-currency")  # 3 sessions; the third needs the remembered code
+    worker = Worker(dsn, base, tmp_path / "worker.log")
+    log = open(tmp_path / "runner.log", "w")
+    runner = None
+    try:
+        with ScriptedUpstream(script_from_pack(pack), key=KEY) as upstream:
+            run_cli("run", str(pack), "--agent", "codex", "--conditions", "B5", "--seeds", "1", "--run-set", "cx",
+                    "--model-base-url", upstream.base_url, "--model-record", "--bus", dsn, "--enqueue", home=base,
+                    check=True)
+            shutil.copytree(base, runner_home, ignore=shutil.ignore_patterns("runs"))
+            runner = membench("runner", "--bus", dsn, "--until-idle", home=runner_home, stdout=log, stderr=log,
+                              env={"MEMBENCH_MODEL_API_KEY": KEY, "MEMBENCH_AGENT_WALL_S": "300"})
+            assert runner.wait(900) == 0, (tmp_path / "runner.log").read_text()[-3000:]
+            auth = {r["headers"].get("Authorization") for r in upstream.requests}
+            assert auth == {f"Bearer {KEY}"}  # the runner's key, added by its gateway
+        wait_for(lambda: consumer_group_caught_up(SINGLE, f"{ns}.membench.processor", f"{ns}.membench.trajectory"),
+                 180, "the processor worker to commit the whole trajectory topic")
+    finally:
+        worker.stop()
+        if runner is not None and runner.poll() is None:
+            os.killpg(runner.pid, signal.SIGKILL)
+            runner.wait(30)
+        log.close()
+    run_cli("sink", "--bus", dsn, "--warehouse", warehouse, "--until-idle", home=base, check=True)
+    outcomes, calls = sql_batch(base, [
+        "SELECT outcome FROM session_results WHERE run_set = 'cx' ORDER BY session_index LIMIT 1 BY derived_id",
+        "SELECT JSONExtractString(payload, 'status'), JSONExtractBool(payload, 'recorded'), count() FROM "
+        "(SELECT * FROM trajectory_events WHERE run_set = 'cx' AND kind = 'ModelCall' LIMIT 1 BY event_id) "
+        "GROUP BY ALL"], warehouse)
+    assert outcomes.split() == ["pass", "pass", "pass"], outcomes
+    assert calls.split() == ["ok", "1", "6"], calls  # two calls a session, each recorded
     verify = run_cli("replay", dsn, "--verify", "--warehouse", warehouse, home=base)
     assert verify.returncode == 0, verify.stdout[-3000:] + verify.stderr[-3000:]
