@@ -122,17 +122,17 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
         if signer is not None:
             raise UsageError("--sign-key: the log root is written and signed on the embedded bus only (file://); "
                              "on Kafka the runner does not see the whole run set")
-        from membench.commands.cli_helpers import require_kafka
-        from pipeline.distributed.enqueue import enqueue_grid
-
-        require_kafka(settings.bus)  # input checked: now the bus must answer
-        from pipeline.distributed.kafka_run import run_distributed
-
-        from membench.commands.model_options import order_model
-
         run_set = run_set or (model_run_set(loaded, agent, model, condition_list, seed_list) if model.used else None)
         if model.replay is not None and model.replay == run_set:
             raise UsageError(f"--model-replay {run_set}: a run set cannot replay itself; name another --run-set")
+        from membench.commands.cli_helpers import require_kafka
+        from membench.commands.model_options import order_model
+        from pipeline.distributed.enqueue import enqueue_grid
+        from pipeline.distributed.kafka_run import run_distributed
+
+        require_kafka(settings.bus)  # input checked: now the bus must answer
+        if model.replay:
+            require_recorded(settings.bus, model.replay)
         models = order_model(model)  # the orders carry them; each runner hosts the gateway (docs/gateway.md)
         if enqueue:
             enqueue_grid(pack, condition_list, seed_list, agent, run_set, sandbox_name, read_budget, settings,
@@ -169,6 +169,18 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
                           workers, signer=signer, report_options=ReportOptions(baseline, study, pack, pairs),
                           stop_grace=stop_grace)
     exit_if_gates_failed(report, strict)
+
+
+def require_recorded(bus: str, run_set: str) -> None:
+    """--model-replay on Kafka: the recorded run set must have completed units on the bus (each
+    runner reads its recording from there; a runner that finds none would stop)."""
+    from producers.bus.kafka import read_unit_status
+    from schemas.topics import topics_from_dsn
+
+    statuses = read_unit_status(topics_from_dsn(bus), run_set)
+    if not any(r.get("status") == "completed" for r in statuses.values()):
+        raise UsageError(f"--model-replay {run_set}: no completed unit of run set '{run_set}' on {bus}; replay a run "
+                         "set recorded on this bus (--model-record)")
 
 
 def model_run_set(pack, agent: str, model: ModelOptions, conditions: list[str], seeds: list[int]) -> str:

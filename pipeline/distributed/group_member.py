@@ -100,6 +100,8 @@ class UnitRunner:
 
         # the model gateway and the admissions of the units run here (`admit`: the conformance rule)
         self._models = RunnerModels(settings, workers, admit, self._log)
+        self._ready_lock = threading.Lock()
+        self._scoring: set[tuple[str, str]] = set()  # (pack digest, sandbox) whose scoring pre-flight passed
         self._lock = threading.Lock()
         self._buses: dict[str, object] = {}
         self._packs: dict[tuple[str, str], object] = {}
@@ -284,6 +286,21 @@ class UnitRunner:
                 self._packs[key] = pack
             return self._packs[key]
 
+    def _scoring_ready(self, order) -> None:
+        """The scoring pre-flight (docs/sandbox.md) on this machine, once per pack and sandbox backend."""
+        from producers.scoring_preflight import ScoringPreflightFailed, require_scoring
+
+        with self._ready_lock:
+            if (order.pack_digest, order.sandbox) in self._scoring:
+                return
+            try:
+                require_scoring(self._pack(order), order.sandbox)
+            except ScoringPreflightFailed as exc:
+                raise RunnerError(f"unit {order.key}: {exc}") from None
+            self._scoring.add((order.pack_digest, order.sandbox))
+            self._log(f"runner {self._name}: scoring pre-flight passed for pack {order.pack_digest[:12]} on "
+                      f"{order.sandbox}")
+
     def _hosted(self, order):
         from pipeline.distributed.runner_models import ModelsRefused
 
@@ -325,7 +342,9 @@ class UnitRunner:
             self._skip(bus, order, decision.reason, decision.finished_run, decision.attempt)
             return None
         self._pack(order)
-        self._hosted(order)  # checked before the claim: a runner that cannot run it leaves it to another
+        # checked before the claim, once each here: a runner that cannot run it leaves it to another
+        self._scoring_ready(order)
+        self._hosted(order)
         run_id = run_id_for(order.run_set, order.unit, decision.attempt)
         if decision.close is not None:
             head = plan.head or RunHead(order.run_set, decision.close, order.unit.unit_id)

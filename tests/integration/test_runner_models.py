@@ -150,6 +150,9 @@ def test_model_agents_and_libraries_run_on_runners_survive_a_kill9_and_replay(tm
             stores = list((homes[f"runner{i}"] / "runs" / "grid" / "memory").glob("*/B5-MEM0-LIT/qdrant"))
             assert len(stores) == 1 and stores[0].parent.parent.name.endswith(f"-{runners[i].pid}"), stores
         assert not (homes["replayer"] / "runs").exists()  # the replaying machine holds nothing of the recording
+        unknown = run_cli(*_grid(pack, "grid-replay", "--model-replay", "nothing", "--bus", dsn, "--enqueue"),
+                          home=base)  # refused where it is queued, not by every runner in turn
+        assert unknown.returncode == 2 and "no completed unit of run set 'nothing'" in unknown.stderr, unknown.stderr
         replayed = run_cli(*_grid(pack, "grid-replay", "--model-replay", "grid", "--bus", dsn, "--enqueue"),
                            home=base)
         assert replayed.returncode == 0, replayed.stderr[-3000:]
