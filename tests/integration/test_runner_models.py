@@ -246,3 +246,52 @@ def test_codex_runs_on_a_runner_that_hosts_its_gateway(tmp_path):
     assert calls.split() == ["ok", "1", "6"], calls  # two calls a session, each recorded
     verify = run_cli("replay", dsn, "--verify", "--warehouse", warehouse, home=base)
     assert verify.returncode == 0, verify.stdout[-3000:] + verify.stderr[-3000:]
+
+
+def test_the_transfer_study_model_user_records_and_replays_on_kafka(tmp_path):
+    """`membench transfer --bus kafka://… --user model:MODEL`: the gateway runs in that process with its
+    key, the recorded bodies go to the blobs topic, and a replay on another machine, which holds none of
+    them, reads the recording from the topics and holds the same conversation."""
+    from producers.bus.kafka import read_run_events, read_unit_status
+    from tests.integration.test_transfer_model_user import REPLIES, SCRIPT, transfer_args
+
+    require_broker()
+    ns = namespace()
+    dsn = f"kafka://{SINGLE}/{ns}"
+    topics = topics_from_dsn(dsn)
+    warehouse = f"chdb://{tmp_path / 'kafka-warehouse'}"
+    recorder, replayer = tmp_path / "recorder", tmp_path / "replayer"
+    recorder.mkdir()
+    replayer.mkdir()
+    worker = Worker(dsn, recorder, tmp_path / "worker.log")
+    try:
+        with ScriptedUpstream(SCRIPT, key=KEY) as upstream:
+            run_cli(*transfer_args("recorded", "--model-base-url", upstream.base_url, "--model-record", "--bus", dsn),
+                    home=recorder, env={"MEMBENCH_MODEL_API_KEY": KEY}, check=True)
+        run_cli(*transfer_args("replayed", "--model-replay", "recorded", "--bus", dsn), home=replayer, check=True)
+        wait_for(lambda: consumer_group_caught_up(SINGLE, f"{ns}.membench.processor", topics.trajectory),
+                 180, "the processor worker to commit the whole trajectory topic")
+    finally:
+        worker.stop()
+
+    def conversation(run_set: str) -> dict[str, list]:
+        runs = {r["run_id"] for r in read_unit_status(topics, run_set).values() if r.get("status") == "completed"}
+        out: dict[str, list] = {}
+        for e in read_run_events(topics, runs, {"Turn", "ModelCall", "OracleVerdict"}):
+            if e.kind == "Turn" and e.payload["role"] == "simulated_user":
+                out.setdefault(e.unit_id, []).append(e.payload["text"]["text"])
+            elif e.kind == "ModelCall":
+                out.setdefault(e.unit_id, []).append((e.payload["mode"], e.payload["status"]))
+            elif e.kind == "OracleVerdict":
+                out.setdefault(e.unit_id, []).append(e.payload["outcome"])
+        return out
+
+    recorded, replayed = conversation("recorded"), conversation("replayed")
+    assert len(recorded) == 2 and all(REPLIES["plan_handoff"] in turns for turns in recorded.values()), recorded
+    assert {u: [t for t in turns if not isinstance(t, tuple)] for u, turns in recorded.items()} == \
+        {u: [t for t in turns if not isinstance(t, tuple)] for u, turns in replayed.items()}
+    assert {t for turns in recorded.values() for t in turns if isinstance(t, tuple)} == {("forward", "ok")}
+    assert {t for turns in replayed.values() for t in turns if isinstance(t, tuple)} == {("replay", "ok")}
+    run_cli("sink", "--bus", dsn, "--warehouse", warehouse, "--until-idle", home=replayer, check=True)
+    verify = run_cli("replay", dsn, "--verify", "--warehouse", warehouse, home=replayer)
+    assert verify.returncode == 0, verify.stdout[-3000:] + verify.stderr[-3000:]
