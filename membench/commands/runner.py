@@ -30,7 +30,9 @@ def runner(workers: int, until_idle: bool, idle_seconds: float, max_poll_s: floa
            progress: bool, run_set: str | None, as_json: bool, settings: Settings) -> None:
     """Run units queued by `membench run PACK --bus kafka://… --enqueue`, on this machine, in the
     `runner` consumer group: start one or more on every machine; each unit runs to completion once,
-    and a runner that dies hands its units to the others."""
+    and a runner that dies hands its units to the others. For a grid queued with --model-* options
+    the runner hosts the model gateway, with the key from its own environment (MEMBENCH_MODEL_API_KEY),
+    after probing the models and checking each condition's conformance record here (docs/gateway.md)."""
     if not settings.bus.startswith("kafka://"):
         raise UsageError("--bus: `membench runner` needs a Kafka bus (--bus kafka://HOST:PORT)")
     if not progress and (run_set is not None or as_json):
