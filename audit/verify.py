@@ -68,7 +68,11 @@ def verify_source(source: str, *, runs_dir: Path, warehouse_dsn: str, open_wareh
             events = events_from_warehouse(warehouse, source[len("warehouse:"):] or None, findings)
         elif from_kafka:
             from audit.kafka_source import events_from_kafka
+            from producers.bus.kafka_blobs import fetch_blobs
+            from schemas.topics import topics_from_dsn
 
+            # runners on other machines stored their blobs there: the checks read them from runs/ here
+            fetch_blobs(topics_from_dsn(source), None, lambda run_set: runs_dir / run_set / "blobs")
             events = events_from_kafka(source, findings)
             warehouse = open_warehouse() if verify else None
         else:

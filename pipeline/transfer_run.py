@@ -170,6 +170,7 @@ def run_transfer_kafka(study, conditions, seeds, phase, new_agent, workers, conf
     digests of completed learning units come from their `SkillBankFrozen` events on the trajectory
     topic (`_frozen_from_topic`), so `--phase transfer` runs on any machine that holds the banks."""
     from pipeline.distributed.publication import KafkaPublication
+    from producers.bus.kafka_blobs import share_blobs
     from producers.transfer.transfer_units import learning_unit, plan_transfer
 
     console = Console(stderr=True)
@@ -187,6 +188,11 @@ def run_transfer_kafka(study, conditions, seeds, phase, new_agent, workers, conf
                           f"topic: their bank conditions are excluded (skill_bank_modified)", highlight=False,
                           markup=False)
     publication.start(todo)
-    _phases(study, conditions, seeds, phase, new_agent, workers, config, sandbox_name, settings, publication.publish,
+
+    def publish(event, datum) -> None:
+        share_blobs(publication.bus, config.blob_dir, event)  # recorded calls, for a replay on any machine
+        publication.publish(event, datum)
+
+    _phases(study, conditions, seeds, phase, new_agent, workers, config, sandbox_name, settings, publish,
             done, publication.attempts, frozen, publication.completed)
     publication.close(console)

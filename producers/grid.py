@@ -75,6 +75,9 @@ class RunConfig:
     label_conditions: frozenset[str] = frozenset()
     # the model a model-driven memory policy (B3-llm, DF-llm, …) calls through `gateway` (--memory-model)
     memory_model: str | None = None
+    # where a memory library's on-disk stores live (default: `memory/` beside the blobs); a runner
+    # names its own, since a store is locked to one process and runners may share MEMBENCH_HOME
+    memory_dir: Path | None = None
 
 
 def plan_grid(pack: Pack, conditions: list[str], seeds: list[int]) -> list[RunUnit]:
@@ -142,8 +145,8 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
         if declared:
             memory = DeclaredMemory(unit.condition, declared, {e.event_id: e.content for e in seq.events})
         else:
-            if config.blob_dir is not None:  # a memory library's on-disk store lives beside the blobs
-                setup = dataclasses.replace(setup, store_dir=config.blob_dir.parent / "memory")
+            if config.memory_dir is not None or config.blob_dir is not None:  # else a private temporary one
+                setup = dataclasses.replace(setup, store_dir=config.memory_dir or config.blob_dir.parent / "memory")
             memory = make_memory(system, Namespace(config.run_set, unit.condition, unit.seed, seq.seq_id),
                                  dataclasses.replace(setup, model=memory_model) if memory_model else setup)
     except Exception as exc:  # a memory system that cannot start closes the run as an error

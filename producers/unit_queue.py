@@ -43,6 +43,9 @@ class UnitOrder:
     condition: str
     seed: int
     version: int = ORDER_VERSION
+    # the run set's model settings (`ModelOrder.to_dict`), None when no model is called: every runner
+    # of the run set runs the same configuration; the API key is never here (each runner's environment)
+    model: dict | None = None
 
     @property
     def unit(self) -> RunUnit:
@@ -53,7 +56,10 @@ class UnitOrder:
         return f"{self.run_set}/{self.unit.unit_id}"
 
     def to_json(self) -> bytes:
-        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":")).encode()
+        fields = asdict(self)
+        if fields["model"] is None:  # an order without models is what runners before them read
+            del fields["model"]
+        return json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> "UnitOrder":
@@ -72,7 +78,59 @@ class UnitOrder:
             if not isinstance(value, kind) or isinstance(value, bool):
                 raise OrderError(f"unit order field '{name}': expected {kind.__name__}, got {value!r}")
             fields[name] = value
+        if raw.get("model") is not None:
+            try:
+                fields["model"] = ModelOrder.from_dict(raw["model"]).to_dict()
+            except OrderError as exc:
+                raise OrderError(f"unit order field 'model': {exc}") from None
         return cls(**fields)
+
+
+@dataclass(frozen=True)
+class ModelOrder:
+    """The model settings of a run set's units, as its orders carry them (docs/gateway.md "Model
+    agents on runners"): what `membench run`'s `--model-*` options and `--memory-model` said, with
+    the price table's document itself rather than its path. The key is not among them: each runner
+    reads its own from its environment."""
+
+    base_urls: dict  # provider (or "*") -> API root
+    record: bool = False
+    replay: str | None = None  # a run set on the same bus whose recording answers the calls
+    prices: dict | None = None  # the --model-prices document; None: the built-in table
+    timeout_s: float = 600.0
+    max_steps: int = 50
+    max_tokens: int = 1_000_000
+    memory_model: str | None = None
+    preflight: bool = True
+    max_request_bytes: int | None = None
+    rpm: int | None = None
+    tpm: int | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> "ModelOrder":
+        if not isinstance(raw, dict):
+            raise OrderError(f"expected an object, got {raw!r}")
+        unknown = set(raw) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise OrderError(f"unknown field(s) {', '.join(sorted(unknown))}")
+        kinds = {"base_urls": (dict,), "record": (bool,), "replay": (str, type(None)), "prices": (dict, type(None)),
+                 "timeout_s": (int, float), "max_steps": (int,), "max_tokens": (int,),
+                 "memory_model": (str, type(None)), "preflight": (bool,), "max_request_bytes": (int, type(None)),
+                 "rpm": (int, type(None)), "tpm": (int, type(None))}
+        for name, allowed in kinds.items():
+            if name not in raw:
+                continue
+            value = raw[name]
+            if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+                raise OrderError(f"'{name}': expected {' or '.join(k.__name__ for k in allowed)}, got {value!r}")
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.get("base_urls", {}).items()):
+            raise OrderError(f"'base_urls': expected provider -> URL strings, got {raw.get('base_urls')!r}")
+        if "base_urls" not in raw:
+            raise OrderError("'base_urls' is missing")
+        return cls(**raw)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,10 @@
   so `membench run` can skip complete units without the warehouse;
 - units: the work queue of `membench runner` processes (a consumer group), key =
   "<run_set>/<unit_id>", value = JSON unit order (`producers/unit_queue.py`); a runner commits a
-  unit's offset only once the unit is complete, so a dead runner's units go to another one.
+  unit's offset only once the unit is complete, so a dead runner's units go to another one;
+- blobs: compacted, key = "<run_set>/<sha256>/<chunk>/<chunks>", value = that chunk of the blob: the
+  recorded model calls' bodies and large diffs a runner stored, so any runner (a `--model-replay`)
+  and any replay reads them (`producers/bus/kafka_blobs.py`).
 
 A DSN `kafka://HOST:PORT[,HOST:PORT…][/NAMESPACE][?partitions=N&replication=R&min_insync=M]`
 names the brokers; the optional namespace prefixes every topic and consumer group
@@ -40,7 +43,7 @@ class TopicLayout:
         common = {} if self.min_insync_replicas is None else {"min.insync.replicas": str(self.min_insync_replicas)}
         compacted = {**common, "cleanup.policy": "compact"}
         return {topics.trajectory: dict(common), topics.derived: dict(common), topics.deadletter: dict(common),
-                topics.schemas: compacted, topics.units: dict(common),
+                topics.schemas: compacted, topics.units: dict(common), topics.blobs: compacted,
                 # a runner's claim check reads a unit's records from the one its decision read up to
                 # its own: compaction must not drop them while a claim can still be decided
                 topics.unit_status: {**compacted, "min.compaction.lag.ms": str(UNIT_STATUS_COMPACTION_LAG_MS)}}
@@ -79,6 +82,10 @@ class Topics:
     @property
     def units(self) -> str:
         return self.prefix + "units"
+
+    @property
+    def blobs(self) -> str:
+        return self.prefix + "blobs"
 
     def group(self, role: str) -> str:
         return self.prefix + role

@@ -124,12 +124,30 @@ def check_model_options(options: ModelOptions, agent, model_driven: list[str] | 
             raise UsageError(f"--model-prices: {exc}") from None
 
 
-def start_gateway(options: ModelOptions, runs_dir: Path, run_set: str, targets=(), workers: int = 1):
+def order_model(options: ModelOptions) -> dict | None:
+    """The model settings a Kafka run's unit orders carry (`producers.unit_queue.ModelOrder`), None
+    when the run calls no model. The price table travels as its document: a runner on another machine
+    has no path of this one. No key: each runner reads its own from its environment."""
+    if not options.used:
+        return None
+    import json
+
+    from producers.unit_queue import ModelOrder
+
+    prices = json.loads(options.prices.read_text(encoding="utf-8")) if options.prices is not None else None
+    return ModelOrder(parse_base_urls(options.base_urls), options.record, options.replay, prices, options.timeout_s,
+                      options.max_steps, options.max_tokens, options.memory_model, options.preflight,
+                      options.max_request_bytes, options.rpm, options.tpm).to_dict()
+
+
+def start_gateway(options: ModelOptions, runs_dir: Path, run_set: str, targets=(), workers: int = 1,
+                  recording=None):
     """The run set's gateway, or None when the options name no model. `targets` (preflight.Target)
     are what the run calls: forwarding to an upstream, each is probed first (unless --no-preflight)
     and a failure is a usage error, before anything is written; the gateway keeps them to tell a
     misconfigured harness from an agent's own refused request during the run. `workers`: the units
-    running at once, among which the run's rate limit is shared (producers/gateway/rate_shares.py)."""
+    running at once, among which the run's rate limit is shared (producers/gateway/rate_shares.py).
+    `recording`: the replay's, already read (a Kafka run set's: `pipeline.distributed.runner_models`)."""
     if not (options.base_urls or options.replay):
         return None
     from producers.bus.base import run_set_log_path
@@ -138,8 +156,8 @@ def start_gateway(options: ModelOptions, runs_dir: Path, run_set: str, targets=(
     from producers.gateway.rate_shares import RateLimit
     from producers.gateway.server import MAX_REQUEST_BYTES, GatewaySettings, ModelGateway, keys_from_env
 
-    replay = None
-    if options.replay:
+    replay = recording
+    if options.replay and replay is None:
         try:
             replay = Recording.from_log(run_set_log_path(runs_dir, options.replay), runs_dir / options.replay / "blobs",
                                         options.replay)

@@ -91,30 +91,43 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
         if strict:
             raise UsageError("--strict: a run on the Kafka bus builds no report; check its gates with "
                              "`membench report RUN_SET --bus kafka://… --strict` once the runners are done")
-        if model.used:
-            raise UsageError("--model-*: model agents run on the embedded bus (file://) for now; the gateway "
-                             "and its recordings live beside one runner's log")
         if signer is not None:
             raise UsageError("--sign-key: the log root is written and signed on the embedded bus only (file://); "
                              "on Kafka the runner does not see the whole run set")
+        run_set = run_set or (model_run_set(loaded, agent, model, condition_list, seed_list) if model.used else None)
+        if model.replay is not None and model.replay == run_set:
+            raise UsageError(f"--model-replay {run_set}: a run set cannot replay itself; name another --run-set")
         from membench.commands.cli_helpers import require_kafka
+        from membench.commands.model_options import order_model
         from pipeline.distributed.enqueue import enqueue_grid
-
-        require_kafka(settings.bus)  # input checked: now the bus must answer
         from pipeline.distributed.kafka_run import run_distributed
 
+        require_kafka(settings.bus)  # input checked: now the bus must answer
+        if model.replay:
+            require_recorded(settings.bus, model.replay)
+        models = order_model(model)  # the orders carry them; each runner hosts the gateway (docs/gateway.md)
         if enqueue:
-            enqueue_grid(pack, condition_list, seed_list, agent, run_set, sandbox_name, read_budget, settings)
+            enqueue_grid(pack, condition_list, seed_list, agent, run_set, sandbox_name, read_budget, settings,
+                         model=models)
             return
         require_scoring(loaded, sandbox_name)  # the units run here: scoring must work here first
-        run_distributed(pack, condition_list, seed_list, agent, workers, run_set, sandbox_name, read_budget, settings)
+        hosted = None
+        if models is not None:
+            from pipeline.distributed.runner_models import ModelsRefused, open_models
+            from producers.unit_queue import ModelOrder
+
+            try:
+                hosted = open_models(settings, run_set, ModelOrder.from_dict(models), agent, workers,
+                                     log=lambda line: click.echo(line, err=True))
+            except ModelsRefused as exc:
+                raise UsageError(f"{exc} (nothing was run or written)") from None
+        run_distributed(pack, condition_list, seed_list, agent, workers, run_set, sandbox_name, read_budget, settings,
+                        models=hosted)
         return
-    from producers.grid import RunConfig, code_digest, default_run_set, plan_grid
+    from producers.grid import RunConfig, code_digest, plan_grid
 
     # a replay is a new run set of its own, not the recorded one resumed
-    run_set = run_set or default_run_set(
-        loaded.name, loaded.digest, agent + (f"+memory-model={model.memory_model}" if model.memory_model else "")
-        + ("+replay" if model.replay else ""), condition_list, seed_list)
+    run_set = run_set or model_run_set(loaded, agent, model, condition_list, seed_list)
     if model.replay == run_set:
         raise UsageError(f"--model-replay {run_set}: a run set cannot replay itself; name another --run-set")
     from producers.gateway.preflight import targets_for
@@ -128,3 +141,25 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
                           workers, signer=signer, report_options=ReportOptions(baseline, study, pack, pairs),
                           stop_grace=stop_grace)
     exit_if_gates_failed(report, strict)
+
+
+def require_recorded(bus: str, run_set: str) -> None:
+    """--model-replay on Kafka: the recorded run set must have completed units on the bus (each
+    runner reads its recording from there; a runner that finds none would stop)."""
+    from producers.bus.kafka import read_unit_status
+    from schemas.topics import topics_from_dsn
+
+    statuses = read_unit_status(topics_from_dsn(bus), run_set)
+    if not any(r.get("status") == "completed" for r in statuses.values()):
+        raise UsageError(f"--model-replay {run_set}: no completed unit of run set '{run_set}' on {bus}; replay a run "
+                         "set recorded on this bus (--model-record)")
+
+
+def model_run_set(pack, agent: str, model: ModelOptions, conditions: list[str], seeds: list[int]) -> str:
+    """The default run-set id; a replay is a new run set of its own, not the recorded one resumed."""
+    from producers.grid import default_run_set
+
+    return default_run_set(pack.name, pack.digest, agent + (f"+memory-model={model.memory_model}"
+                                                            if model.memory_model else "")
+                           + ("+replay" if model.replay else ""), conditions, seeds)
+

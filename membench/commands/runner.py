@@ -30,7 +30,9 @@ def runner(workers: int, until_idle: bool, idle_seconds: float, max_poll_s: floa
            progress: bool, run_set: str | None, as_json: bool, settings: Settings) -> None:
     """Run units queued by `membench run PACK --bus kafka://… --enqueue`, on this machine, in the
     `runner` consumer group: start one or more on every machine; each unit runs to completion once,
-    and a runner that dies hands its units to the others."""
+    and a runner that dies hands its units to the others. For a grid queued with --model-* options
+    the runner hosts the model gateway, with the key from its own environment (MEMBENCH_MODEL_API_KEY),
+    after probing the models and checking each condition's conformance record here (docs/gateway.md)."""
     if not settings.bus.startswith("kafka://"):
         raise UsageError("--bus: `membench runner` needs a Kafka bus (--bus kafka://HOST:PORT)")
     if not progress and (run_set is not None or as_json):
@@ -70,11 +72,24 @@ def runner(workers: int, until_idle: bool, idle_seconds: float, max_poll_s: floa
     stop.on_kill.append(exit_now)
     try:
         with stop.installed():
-            stats = UnitRunner(settings, workers, max_poll_interval_ms=int(max_poll_s * 1000)).run(
-                until_idle, idle_seconds, stop)
+            stats = UnitRunner(settings, workers, max_poll_interval_ms=int(max_poll_s * 1000),
+                               admit=admitted_here(settings)).run(until_idle, idle_seconds, stop)
     except RunnerError as exc:  # the unit is left to a runner that has its pack
         click.echo(f"runner: {exc}", err=True)
         raise SystemExit(1) from None
     click.echo(json.dumps(stats.__dict__))
     if stop.asked:
         raise SystemExit(EXIT_STOPPED)
+
+
+def admitted_here(settings: Settings):
+    """The conformance rule as this runner applies it to each condition it is about to run: its own
+    `MEMBENCH_HOME`'s records, for the exact configuration, memory model and upstream of the order
+    (`membench memory check` on this machine admits it). None: admitted; else why not."""
+    from membench.commands.memory import conformance_status
+
+    def admit(condition: str, memory_model: str | None, base_urls: dict[str, str], any_upstream: bool) -> str | None:
+        status, why = conformance_status(settings.home, condition, memory_model, base_urls, any_upstream)
+        return None if status in ("conformant", "built_in") else why
+
+    return admit

@@ -106,9 +106,6 @@ def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, wo
         raise UsageError(f"--agent {made.name} and the scripted user call no model: --model-* options apply to "
                          "--user model:MODEL and to model agents")
     check_model_options(model, _UserNeedsGateway(made) if user_model is not None else made)
-    if model.used and settings.bus.startswith("kafka://"):
-        raise UsageError("--model-*: models run on the embedded bus (file://) for now; the gateway and its "
-                         "recordings live beside one runner's log")
     try:  # everything is validated before anything is written
         loaded = load_study(resolve_study(study))
     except TransferFormatError as exc:
@@ -122,8 +119,18 @@ def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, wo
         raise UsageError(f"--model-replay {run_set}: a run set cannot replay itself; name another --run-set")
     from producers.gateway.preflight import targets_for
 
+    recording = None
+    if model.replay and settings.bus.startswith("kafka://"):  # the recorded run set is on the topics
+        from pipeline.distributed.runner_models import ModelsRefused, recording_from_kafka
+        from producers.gateway.recording import RecordingError
+
+        require_kafka(settings.bus)
+        try:
+            recording = recording_from_kafka(settings, model.replay)
+        except (ModelsRefused, RecordingError) as exc:
+            raise UsageError(str(exc)) from None
     gateway = start_gateway(model, settings.runs_dir, run_set, targets_for(made, user_model=user_model),
-                            workers=workers)
+                            workers=workers, recording=recording)
     config = RunConfig(run_set, made.name, read_budget=read_budget, code_digest=code_digest(),
                        blob_dir=settings.runs_dir / run_set / "blobs", gateway=gateway, loop=loop, user=user)
 

@@ -8,9 +8,11 @@ from rich.console import Console
 from pipeline.settings import Settings
 
 
-def enqueue_grid(pack_spec, conditions, seeds, agent, run_set, sandbox_name, read_budget, settings: Settings) -> str:
+def enqueue_grid(pack_spec, conditions, seeds, agent, run_set, sandbox_name, read_budget, settings: Settings,
+                 model: dict | None = None) -> str:
     """Put the grid's units that are not complete (and not already queued) on the units topic, each
-    marked `queued` on the unit-status topic, and print the run set id. Nothing runs here."""
+    marked `queued` on the unit-status topic, and print the run set id. Nothing runs here. `model`:
+    the run set's model settings (`producers.unit_queue.ModelOrder`), carried by every order."""
     from confluent_kafka import Producer
 
     from producers.bus.kafka import KafkaBus, read_unit_status
@@ -30,7 +32,7 @@ def enqueue_grid(pack_spec, conditions, seeds, agent, run_set, sandbox_name, rea
     producer = Producer(producer_config(bus.bootstrap))
     for unit in todo:
         order = UnitOrder(run_set, pack_spec, pack.digest, agent, sandbox_name, read_budget, unit.suite, unit.task,
-                          unit.condition, unit.seed)
+                          unit.condition, unit.seed, model=model)
         bus.mark_unit(unit.unit_id, "queued", "", status.get(unit.unit_id, {}).get("attempt", 0))
         producer.produce(bus.topics.units, order.to_json(), order.key.encode())
     bus.flush()  # the queued marks before the orders: a runner may claim an order at once

@@ -73,7 +73,7 @@ class UnitRunner:
       the run (`_ended_by`); otherwise it says `fenced` and records nothing."""
 
     def __init__(self, settings: Settings, workers: int = 1, log=None,
-                 max_poll_interval_ms: int = RUNNER_MAX_POLL_INTERVAL_MS):
+                 max_poll_interval_ms: int = RUNNER_MAX_POLL_INTERVAL_MS, admit=None):
         from concurrent.futures import ThreadPoolExecutor
 
         from confluent_kafka import Consumer
@@ -96,6 +96,12 @@ class UnitRunner:
         self._claims = f"{self._name}/{uuid.uuid4().hex[:8]}-"
         self._status = StatusView(self.topics, claims_prefix=self._claims)
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="membench-runner")
+        from pipeline.distributed.runner_models import RunnerModels
+
+        # the model gateway and the admissions of the units run here (`admit`: the conformance rule)
+        self._models = RunnerModels(settings, workers, admit, self._log)
+        self._ready_lock = threading.Lock()
+        self._scoring: set[tuple[str, str]] = set()  # (pack digest, sandbox) whose scoring pre-flight passed
         self._lock = threading.Lock()
         self._buses: dict[str, object] = {}
         self._packs: dict[tuple[str, str], object] = {}
@@ -280,6 +286,29 @@ class UnitRunner:
                 self._packs[key] = pack
             return self._packs[key]
 
+    def _scoring_ready(self, order) -> None:
+        """The scoring pre-flight (docs/sandbox.md) on this machine, once per pack and sandbox backend."""
+        from producers.scoring_preflight import ScoringPreflightFailed, require_scoring
+
+        with self._ready_lock:
+            if (order.pack_digest, order.sandbox) in self._scoring:
+                return
+            try:
+                require_scoring(self._pack(order), order.sandbox)
+            except ScoringPreflightFailed as exc:
+                raise RunnerError(f"unit {order.key}: {exc}") from None
+            self._scoring.add((order.pack_digest, order.sandbox))
+            self._log(f"runner {self._name}: scoring pre-flight passed for pack {order.pack_digest[:12]} on "
+                      f"{order.sandbox}")
+
+    def _hosted(self, order):
+        from pipeline.distributed.runner_models import ModelsRefused
+
+        try:
+            return self._models.for_order(order)
+        except ModelsRefused as exc:
+            raise RunnerError(f"unit {order.key}: {exc}") from None
+
     def _plan(self, order) -> "Plan":
         """Read the unit's status (to the topic's end) and, when an attempt started, its run's head;
         decide. The claim token names this decision, the base the record it read."""
@@ -313,6 +342,9 @@ class UnitRunner:
             self._skip(bus, order, decision.reason, decision.finished_run, decision.attempt)
             return None
         self._pack(order)
+        # checked before the claim, once each here: a runner that cannot run it leaves it to another
+        self._scoring_ready(order)
+        self._hosted(order)
         run_id = run_id_for(order.run_set, order.unit, decision.attempt)
         if decision.close is not None:
             head = plan.head or RunHead(order.run_set, decision.close, order.unit.unit_id)
@@ -359,17 +391,23 @@ class UnitRunner:
         return False
 
     def _execute(self, order, plan: "Plan", run_id: str) -> None:
+        from producers.bus.kafka_blobs import share_blobs
         from producers.grid import RunConfig, run_unit
         from sandbox.registry import get_sandbox
 
         bus, attempt, unit = self._bus(order.run_set), plan.decision.attempt, order.unit
+        hosted = self._hosted(order)
+        run_dir = self.settings.runs_dir / order.run_set
         config = RunConfig(order.run_set, order.agent, read_budget=order.read_budget, code_digest=self._code_digest,
-                           blob_dir=self.settings.runs_dir / order.run_set / "blobs")
+                           blob_dir=run_dir / "blobs", memory_dir=run_dir / "memory" / self._name,
+                           gateway=hosted and hosted.gateway, loop=hosted and hosted.loop,
+                           memory_model=hosted and hosted.memory_model)
         lock = threading.Lock()
         ended: list[str] = []  # the event id of this attempt's RunEnded
 
         def publish(event, datum):
             with lock:
+                share_blobs(bus, config.blob_dir, event)  # the blobs it names, for every other runner
                 bus.publish(event, datum)
             if event.kind == "RunEnded":
                 ended.append(event.event_id)

@@ -4,6 +4,9 @@
 
 from __future__ import annotations
 
+import os
+import socket
+
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -11,8 +14,11 @@ from pipeline.settings import Settings
 
 
 def run_distributed(pack_spec, conditions, seeds, agent, workers, run_set, sandbox_name, read_budget,
-                    settings: Settings) -> str:
+                    settings: Settings, models=None) -> str:
+    """`models` (pipeline.distributed.runner_models.HostedModels): the gateway this process hosts for
+    its units, None when they call no model."""
     from pipeline.distributed.publication import KafkaPublication
+    from producers.bus.kafka_blobs import share_blobs
     from producers.pack_resolver import open_pack
     from producers.grid import RunConfig, code_digest, default_run_set, plan_grid, run_grid
     from sandbox.registry import get_sandbox
@@ -26,7 +32,10 @@ def run_distributed(pack_spec, conditions, seeds, agent, workers, run_set, sandb
     console.print(f"run set [bold]{run_set}[/] on {settings.bus}: {len(units)} units, "
                   f"{len(units) - len(todo)} already complete, {len(todo)} to run with {workers} workers")
     config = RunConfig(run_set, agent, read_budget=read_budget, code_digest=code_digest(),
-                       blob_dir=settings.runs_dir / run_set / "blobs")  # this runner's MEMBENCH_HOME
+                       blob_dir=settings.runs_dir / run_set / "blobs",  # this runner's MEMBENCH_HOME
+                       memory_dir=settings.runs_dir / run_set / "memory" / f"{socket.gethostname()}-{os.getpid()}",
+                       gateway=models and models.gateway, loop=models and models.loop,
+                       memory_model=models and models.memory_model)
     publication.start(todo)
 
     from pipeline.grid_run import plain_progress
@@ -39,6 +48,7 @@ def run_distributed(pack_spec, conditions, seeds, agent, workers, run_set, sandb
         lines.unit_done()
 
     def publish(event, datum):
+        share_blobs(publication.bus, config.blob_dir, event)  # the blobs it names, for runners and replays
         publication.publish(event, datum)
         lines.observe(event)
 

@@ -225,6 +225,14 @@ class KafkaBus:
         """A pre-framed message (benchmarks and tests)."""
         self._produce(self.topics.trajectory, key, message)
 
+    def publish_blob(self, digest: str, data: bytes) -> None:
+        """A blob of the run set's content store on the blobs topic, in chunks under the broker's
+        message size (`producers/bus/kafka_blobs.py` reads them back)."""
+        from producers.bus.kafka_blobs import chunks
+
+        for key, chunk in chunks(self.run_set, digest, data):
+            self._produce(self.topics.blobs, key, chunk)
+
     def mark_unit(self, unit_id: str, status: str, run_id: str, attempt: int, **claim) -> None:
         """Record a unit's status; `claim` adds a runner's claim fields (`claim`, `base`: the
         compare-and-set of `producers/unit_queue.py` `KeyStatus`)."""

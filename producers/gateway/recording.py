@@ -72,11 +72,21 @@ class Recording:
 
         if not Path(log_path).exists():
             raise RecordingError(f"--model-replay: run set '{run_set}' has no log ({log_path})")
+        return cls.from_events((event for event, _ in read_log(Path(log_path))), blob_dir, run_set)
+
+    @classmethod
+    def from_events(cls, events, blob_dir: Path, run_set: str) -> "Recording":
+        """The recording of a run set's events (its log file's, or a Kafka run set's read from the
+        trajectory topic, its blobs fetched from the blobs topic). A call whose response is not in
+        the blob store is left out (an abandoned attempt on a runner killed before its blobs were
+        acknowledged): the same request of the attempt that completed answers instead."""
         answers: dict[tuple[str, str], list[RecordedAnswer]] = defaultdict(list)
         loose: dict[tuple[str, str], list[RecordedAnswer]] = defaultdict(list)
-        for event, _ in read_log(Path(log_path)):
+        for event in events:
             p = event.payload
             if event.kind == "ModelCall" and p.get("recorded") and p["status"] in REPLAYABLE and p["response_digest"]:
+                if not (Path(blob_dir) / p["response_digest"]).is_file():
+                    continue
                 exact, relaxed = _match(blob_dir, p)
                 answer = RecordedAnswer(p["http_status"], p["streamed"], p["response_digest"])
                 answers[(event.unit_id, exact)].append(answer)

@@ -39,7 +39,7 @@ def namespace() -> str:
 
 
 def membench(*args: str, home: Path, **kwargs) -> subprocess.Popen:
-    env = {**os.environ, "MEMBENCH_HOME": str(home)}
+    env = {**os.environ, "MEMBENCH_HOME": str(home), **kwargs.pop("env", {})}
     return subprocess.Popen([sys.executable, "-m", "membench", *args], env=env, cwd=str(home.parent),
                             stdout=kwargs.pop("stdout", subprocess.PIPE), stderr=kwargs.pop("stderr", subprocess.PIPE),
                             text=True, start_new_session=True, **kwargs)

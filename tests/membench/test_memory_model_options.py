@@ -13,8 +13,8 @@ import pytest
     (["--conditions", "B0,B3-llm"], "--conditions B3-llm: a model-driven memory policy needs --memory-model"),
     (["--conditions", "B0,B5", "--memory-model", "m"], "--memory-model: no condition of this run is model-driven"),
     (["--conditions", "B0,DF-llm", "--memory-model", "m"], "reached through the model gateway"),
-    (["--conditions", "B0,DF-llm", "--memory-model", "m", "--model-base-url", "http://127.0.0.1:1/v1",
-      "--bus", "kafka://127.0.0.1:1"], "model agents run on the embedded bus"),
+    (["--conditions", "B0,DF-llm", "--memory-model", "m", "--model-replay", "R", "--run-set", "R",
+      "--bus", "kafka://127.0.0.1:1"], "--model-replay R: a run set cannot replay itself"),
 ])
 def test_memory_model_usage_errors_exit_2_before_anything_runs(cli_inproc, home, args, needle) -> None:
     proc = cli_inproc("run", "smoke", "--seeds", "1", *args)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from producers.unit_queue import Decision, Head, OrderError, UnitOrder, decide
+from producers.unit_queue import Decision, Head, ModelOrder, OrderError, UnitOrder, decide
 from schemas.topics import topics_from_dsn
 
 ORDER = UnitOrder("rs1", "smoke", "d" * 64, "scripted:memory-literal", "bwrap", 2000, "smoke", "smoke-currency", "B5", 3)
@@ -16,6 +16,31 @@ def test_an_order_round_trips_through_its_json_form():
     assert UnitOrder.from_json(ORDER.to_json()) == ORDER
     assert ORDER.key == "rs1/smoke/smoke-currency/B5/3"
     assert json.loads(ORDER.to_json())["version"] == 1
+
+
+MODEL = ModelOrder({"*": "http://127.0.0.1:8000/v1"}, record=True, memory_model="gpt-5-mini",
+                   prices={"models": {"m": {"input": 1, "cached_input": 0.1, "output": 2}}}).to_dict()
+
+
+def test_an_order_with_models_carries_their_settings_and_never_a_key(monkeypatch):
+    monkeypatch.setenv("MEMBENCH_MODEL_API_KEY", "sk-never-on-the-topic")
+    order = UnitOrder(*[getattr(ORDER, f) for f in ("run_set", "pack", "pack_digest", "agent", "sandbox",
+                                                   "read_budget", "suite", "task", "condition", "seed")], model=MODEL)
+    data = order.to_json()
+    assert UnitOrder.from_json(data) == order and json.loads(data)["model"]["memory_model"] == "gpt-5-mini"
+    assert b"sk-never" not in data
+    assert "model" not in json.loads(ORDER.to_json())  # an order without models reads as before them
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("base_urls", ["http://x"], "field 'model': 'base_urls': expected dict"),
+    ("max_steps", "50", "field 'model': 'max_steps': expected int"),
+    ("api_key", "sk-1", r"field 'model': unknown field\(s\) api_key"),
+])
+def test_a_malformed_model_order_names_its_field(field, value, message):
+    raw = {**json.loads(ORDER.to_json()), "model": {**MODEL, field: value}}
+    with pytest.raises(OrderError, match=message):
+        UnitOrder.from_json(json.dumps(raw).encode())
 
 
 @pytest.mark.parametrize("field, value, message", [

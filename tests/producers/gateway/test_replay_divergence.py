@@ -72,3 +72,25 @@ def test_a_recording_answers_a_loose_match_of_the_same_unit_only(tmp_path):
     assert recording.cursor("u/1").answer(match_digest("chat_completions", diverged),
                                           loose_digest("chat_completions", diverged)) is None
     assert json.loads(recording.cursor("u/1").answer(*keys)[1]) == {"ok": True}
+
+
+def test_a_recording_from_events_leaves_out_a_call_whose_response_never_reached_the_store(tmp_path):
+    """A runner killed between a call's event and its blobs leaves an abandoned attempt's call with no
+    body on the blobs topic: the completed attempt's identical call answers, not a dead end."""
+    from schemas.events import Event
+
+    blobs = tmp_path / "blobs"
+    request = json.dumps(chat(LS_1)).encode()
+
+    def call(seq: int, response: str) -> Event:
+        return Event(f"e{seq}", "rs", f"r{seq}", "u/1", 1, seq, 0, "test", "ModelCall", "harness", "", {
+            "recorded": True, "status": "ok", "http_status": 200, "streamed": False, "api": "chat_completions",
+            "request_digest": put_blob(blobs, request), "response_digest": response,
+            "match_digest": match_digest("chat_completions", chat(LS_1))})
+
+    lost = "0" * 64  # never stored
+    kept = put_blob(blobs, b'{"kept": true}')
+    recording = Recording.from_events([call(1, lost), call(2, kept)], blobs, "rs")
+    assert recording.cursor("u/1").answer(match_digest("chat_completions", chat(LS_1)))[1] == b'{"kept": true}'
+    with pytest.raises(Exception, match="recorded no model calls"):  # control: only the lost call
+        Recording.from_events([call(1, lost)], blobs, "rs")
