@@ -843,7 +843,7 @@ def from_json(tp: Any, value: Any, path: str = "report") -> Any:
                     continue
                 raise ReportShapeError(f"{path}: missing key '{name}'")
             kwargs[name] = from_json(hints[name], value[name], f"{path}.{name}")
-        return tp(**kwargs)
+        return tp(**kwargs)  # type: ignore[operator]  # a dataclass type (is_dataclass above)
     if origin is dict:
         if not isinstance(value, dict):
             raise ReportShapeError(f"{path}: expected an object, got {type(value).__name__}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -90,7 +91,7 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
     from membench.commands.model_options import parse_base_urls
 
     # the admission is the record of this code against this upstream (a replay calls none)
-    admission = {"base_urls": parse_base_urls(model.base_urls), "any_upstream": bool(model.replay)}
+    admission: dict[str, Any] = {"base_urls": parse_base_urls(model.base_urls), "any_upstream": bool(model.replay)}
     if study is not None and study.families:  # a study keeps a non-conformant condition as unavailable slots
         statuses = {c: conformance_status(settings.home, c, model.memory_model, **admission) for c in condition_list}
         dropped = [c for c in condition_list if statuses[c][0] in ("missing", "failed", "budget_spent")]

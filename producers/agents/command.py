@@ -51,6 +51,7 @@ import os
 import shlex
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,7 +75,7 @@ class AgentLimits:
     max_processes: int = 256
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> "AgentLimits":
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "AgentLimits":
         env = os.environ if env is None else env
         default = cls()
         return cls(

@@ -46,9 +46,9 @@ class SessionMemoryTools:
             memory_id = args.get("id")
             if not isinstance(memory_id, str) or not memory_id:
                 raise ValueError("get_memory: 'id' must be a non-empty string")
-            item = self._shown.get(memory_id)
-            self._record(f"get_memory: {memory_id}", (memory_id,), (item,) if item else ())
-            return {"items": [_item(item)] if item else []}
+            shown = self._shown.get(memory_id)
+            self._record(f"get_memory: {memory_id}", (memory_id,), (shown,) if shown else ())
+            return {"items": [_item(shown)] if shown else []}
         raise KeyError(f"no memory tool '{tool}' (search, get)")
 
     def _record(self, query: str, candidates, items) -> None:
