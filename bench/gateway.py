@@ -289,7 +289,8 @@ def scripted_upstream(script: dict[str, Any]) -> Any:
     from bench.scripted_model_server import ScriptedUpstream
 
     upstream = ScriptedUpstream(script)
-    upstream.requests = collections.deque(maxlen=8)  # type: ignore[assignment]  # only the last few: appended to, never read
+    # only the last few requests: the benchmark appends to them and never reads them
+    upstream.requests = collections.deque(maxlen=8)  # type: ignore[assignment]
     return upstream
 
 
