@@ -16,7 +16,7 @@ import tempfile
 import threading
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,10 +102,10 @@ class HeldUntilStarted:
 
     def __init__(self, emit: Callable[..., object]):
         self._emit = emit
-        self._held: list[tuple[str, dict, str]] | None = []
+        self._held: list[tuple[str, Mapping[str, Any], str]] | None = []
         self._lock = threading.Lock()
 
-    def __call__(self, kind: str, payload: dict, visibility: str = "agent") -> None:
+    def __call__(self, kind: str, payload: Mapping[str, Any], visibility: str = "agent") -> None:
         with self._lock:
             if self._held is not None:
                 self._held.append((kind, payload, visibility))

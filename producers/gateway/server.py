@@ -59,7 +59,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from producers.blobs import put_blob
@@ -70,6 +70,9 @@ from producers.gateway.recording import Recording, ReplayCursor
 from schemas.events import error_text
 from producers.gateway.wire_apis import (Endpoint, PathRefused, StreamUsage, Usage, api_of, endpoint_of, loose_digest,
                                          match_digest, request_model, usage_of_body)
+
+if TYPE_CHECKING:  # annotations only (docs/design.md §3, typed payloads)
+    from schemas.payloads import Emit
 
 SOCKET_NAME = "gateway.sock"
 # the default cap on one request's body: Anthropic's documented limit for a Messages request (32 MB);
@@ -211,7 +214,7 @@ class ModelGateway:
     def mode(self) -> str:
         return "replay" if self.replay is not None else "forward"
 
-    def open_channel(self, unit_id: str, emit: Callable[..., Any], memory: Any = None,
+    def open_channel(self, unit_id: str, emit: Emit[Any], memory: Any = None,
                      purpose: str = "agent") -> "Channel":
         return Channel(self, unit_id, emit, memory, purpose)
 
@@ -242,13 +245,15 @@ class Channel:
     `sleep` or `judge` itself; its call ids are `mem1`, `mem2`, … so they never collide with the
     agent's `m1`, `m2`, …"""
 
-    def __init__(self, gateway: ModelGateway, unit_id: str, emit: Callable[..., Any], memory: Any = None,
+    def __init__(self, gateway: ModelGateway, unit_id: str, emit: Emit[Any], memory: Any = None,
                  purpose: str = "agent"):
         self.gateway = gateway
         self.unit_id = unit_id  # whose share of the rate limit its calls spend
         self.memory = memory
         self.purpose = purpose
         self._emit = emit
+        # emit(kind, payload, visibility) under the channel's lock, typed per kind as RunEmitter.emit
+        self.emit: Emit[None] = self._emit_locked
         self._lock = threading.Lock()
         self._calls = 0
         self.failure: ModelUnavailable | None = None
@@ -267,9 +272,9 @@ class Channel:
                                         name="membench-gateway", daemon=True)
         self._thread.start()
 
-    def emit(self, kind: str, payload: dict[str, Any], visibility: str = "harness") -> None:
+    def _emit_locked(self, kind: str, payload: Mapping[str, Any], visibility: str = "harness") -> None:
         with self._lock:
-            self._emit(kind, payload, visibility)
+            self._emit(kind, payload, visibility)  # type: ignore[call-overload]  # a kind of Emit's, checked there
 
     def http_connection(self, timeout_s: float) -> http.client.HTTPConnection:
         """An HTTP connection to this channel's socket, for callers on the host side (the model-driven
