@@ -166,11 +166,11 @@ def ccpf(
                 if case not in known:
                     raise UnknownCaseError(run, task, case)
             has_v1 = (run, task) in v1_runs
-            for case in manifest.cases:
-                if case.needs_v1 and not has_v1:
+            for declared in manifest.cases:
+                if declared.needs_v1 and not has_v1:
                     not_v1 += 1
                     continue
-                status = cases.get(case.id)
+                status = cases.get(declared.id)
                 if status is None:
                     missing += 1
                     status = "unreached"

@@ -209,7 +209,7 @@ def compare_family(
     ``family_size`` smaller than the number of slots is a ValueError.
     """
     cells = list(cells)
-    slots: list[tuple[str, str] | None] = [tuple(p) for p in pairs] + [tuple(p) for p in unavailable]
+    slots: list[tuple[str, str] | None] = [*((a, b) for a, b in pairs), *((a, b) for a, b in unavailable)]
     if family_size is not None:
         if family_size < len(slots):
             raise ValueError(f"family size {family_size} is smaller than the {len(slots)} registered comparisons")

@@ -183,7 +183,8 @@ def detectable_difference_table(traps: Sequence[int] = STUDY_TRAPS, seeds: int =
         threshold = sign_test_power(k, alpha=alpha).threshold
         cells = [f"{k} × {seeds}", str(k * seeds), "—" if threshold is None else f"{threshold} / {k}",
                  "—" if rows[0].q is None else f"{rows[0].q:.4f}"]
-        cells += ["none" if r.q is None else f"{100 * r.one_discordant_seed:.1f} pp / {100 * r.all_seeds_alike:.1f} pp"
+        cells += ["none" if r.q is None or r.one_discordant_seed is None or r.all_seeds_alike is None
+                  else f"{100 * r.one_discordant_seed:.1f} pp / {100 * r.all_seeds_alike:.1f} pp"
                   for r in rows]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

@@ -33,6 +33,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from .ccpf import CASE_STATUSES, CaseOutcome, EvaluatorManifest, ManifestCase
 from .cells import Cell, gc_paused
@@ -177,7 +178,7 @@ def _required(path: Path | str, row: _Row, column: str) -> str:
     return value
 
 
-def _cell_slow(path: str | Path, row: _Row, has_valid: bool) -> None:
+def _cell_slow(path: str | Path, row: _Row, has_valid: bool) -> NoReturn:
     """Raise the InputError of a row the fast path of `load_cells_csv` refused (an empty required
     value or a non-binary outcome), with the message the per-column checks give."""
     for column in ("unit", "seed", "condition"):

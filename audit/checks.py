@@ -115,16 +115,16 @@ class BankLedger:
 
     def add(self, event: Event) -> None:
         if event.kind == "RunStarted" and event.payload.get("family") == "transfer":
-            seed = event.payload.get("seed")
-            if event.payload.get("task") == "learning":
+            seed = event.payload["seed"]  # RunStarted's seed, task and condition are required fields
+            if event.payload["task"] == "learning":
                 self._seeds[event.run_id] = seed
             else:
-                self.uses.append((event.run_set, event.run_id, event.seq, seed, event.payload.get("condition"),
+                self.uses.append((event.run_set, event.run_id, event.seq, seed, event.payload["condition"],
                                   event.payload.get("skill_bank_digest")))
         elif event.kind == "SkillBankFrozen":
-            seed = self._seeds.get(event.run_id)
-            if seed is not None:
-                self.frozen.append((event.run_set, seed, event.payload.get("bank"), event.payload.get("digest"),
+            learned_seed = self._seeds.get(event.run_id)
+            if learned_seed is not None:
+                self.frozen.append((event.run_set, learned_seed, event.payload["bank"], event.payload["digest"],
                                     event.run_id, event.seq))
 
     def extend(self, other: "BankLedger") -> None:
@@ -147,22 +147,22 @@ class BankLedger:
             digests.setdefault(key, set()).add(digest)
             where[key] = max(where.get(key, (run_id, seq)), (run_id, seq))  # one deterministic event to name
         out = []
-        for run_set, run_id, seq, seed, condition, digest in self.uses:
-            bank = CONDITION_BANKS.get(condition)
-            if bank is None:
-                if digest is not None:
-                    out.append(Finding(run_id, seq, f"RunStarted.skill_bank_digest {digest} on condition "
+        for run_set, run_id, seq, seed, condition, stated in self.uses:
+            used = CONDITION_BANKS.get(condition)
+            if used is None:
+                if stated is not None:
+                    out.append(Finding(run_id, seq, f"RunStarted.skill_bank_digest {stated} on condition "
                                                     f"{condition!r}, which uses no skill bank"))
                 continue
-            frozen = digests.get((run_set, seed, bank))
-            if digest is None:
+            frozen = digests.get((run_set, seed, used))
+            if stated is None:
                 continue  # no bank was frozen for its seed: the runner excluded the run (skill_bank_modified)
             if not frozen:
-                out.append(Finding(run_id, seq, f"RunStarted.skill_bank_digest {digest}: the log holds no "
-                                                f"SkillBankFrozen of bank {bank!r} for seed {seed}"))
-            elif digest not in frozen:
-                out.append(Finding(run_id, seq, f"RunStarted.skill_bank_digest {digest} is not the digest seed "
-                                                f"{seed}'s learning run froze for bank {bank!r} "
+                out.append(Finding(run_id, seq, f"RunStarted.skill_bank_digest {stated}: the log holds no "
+                                                f"SkillBankFrozen of bank {used!r} for seed {seed}"))
+            elif stated not in frozen:
+                out.append(Finding(run_id, seq, f"RunStarted.skill_bank_digest {stated} is not the digest seed "
+                                                f"{seed}'s learning run froze for bank {used!r} "
                                                 f"({', '.join(sorted(frozen))})"))
         for (run_set, seed, bank), frozen in sorted(digests.items()):
             root = banks_for(run_set) if banks_for is not None else None

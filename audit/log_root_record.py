@@ -134,11 +134,13 @@ def warehouse_state(warehouse: Any, run_set: str) -> WarehouseState:
         if have is not None and int(have["events"]) != int(have["last_seq"]) + 1:
             note(f"run {run_id}: trajectory_events holds {have['events']} distinct seqs up to seq "
                  f"{have['last_seq']} (events are missing)")
+        head = summary or have  # the summary's where the run has one; neither is None here
+        assert head is not None
         runs[run_id] = RunHead(
-            run_id=run_id, unit_id=(have or summary)["unit_id"],
+            run_id=run_id, unit_id=(have or head)["unit_id"],
             status=summary["status"] if summary else None,
-            last_seq=int(summary["source_seq"] if summary else have["last_seq"]),
-            last_hash=summary["last_hash"] if summary else have["last_hash"],
+            last_seq=int(head["source_seq"] if summary else head["last_seq"]),
+            last_hash=head["last_hash"],
             rows_sha256=dict(sorted(tables.items())))
     root = log_root({run_id: head.last_hash for run_id, head in runs.items()})
     return WarehouseState(run_set, runs, root, {run_id: lines for run_id, lines in problems.items() if lines})

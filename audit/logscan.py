@@ -125,7 +125,7 @@ class LogFile:
         start = 0
         try:
             for _ in range(count):
-                record = schemaless_reader(buf, self._decoder, None)
+                record: Any = schemaless_reader(buf, self._decoder, None)  # an Event record
                 end = buf.tell()
                 out.append((record, data[start:end]))
                 start = end
@@ -138,7 +138,7 @@ class LogFile:
     def decode_one(self, data: bytes, start: int) -> dict[str, Any]:
         buf = io.BytesIO(data)
         buf.seek(start)
-        return schemaless_reader(buf, self._decoder, None)
+        return schemaless_reader(buf, self._decoder, None)  # type: ignore[return-value]  # an Event record
 
     def datum_bounds(self, offset: int, count: int, data: bytes) -> list[tuple[int, int]]:
         """(start, end) of every datum of a block, by the skipper; BlockError unless they fill it."""

@@ -52,9 +52,10 @@ def replay_file_jobs(path: Path, jobs: int, findings: list[Finding], warehouse: 
     import multiprocessing
 
     dirs = dirs or SourceDirs(file_dir=Path(path).parent)
-    result = ReplayResult(findings=findings, heads=RunHeads())
+    heads = RunHeads()
+    result = ReplayResult(findings=findings, heads=heads)
     # each worker's heads in a file beside the parent's store (its temporary directory, removed with it)
-    heads_paths = [str(result.heads.path.parent / f"worker-{k}.sqlite") for k in range(jobs)]
+    heads_paths = [str(heads.path.parent / f"worker-{k}.sqlite") for k in range(jobs)]
     # spawn, not fork: the parent may hold a chDB engine and its threads
     context = multiprocessing.get_context("spawn")
     queue = context.Queue(maxsize=4 * jobs)
@@ -77,9 +78,11 @@ def replay_file_jobs(path: Path, jobs: int, findings: list[Finding], warehouse: 
                     raise ReplayWorkerError(f"replay worker exited with status {dead[0].exitcode}") from None
                 continue
             if kind == "ended":
+                assert comparer is not None  # workers send derived events only to compare them
                 for run_id, derived in payload:
                     comparer.add_ended(run_id, derived)
             elif kind == "open":
+                assert comparer is not None
                 for run_id, derived in payload:
                     comparer.add_open(run_id, derived)
             elif kind == "done":
@@ -106,7 +109,7 @@ def replay_file_jobs(path: Path, jobs: int, findings: list[Finding], warehouse: 
             if finding not in source:
                 source.append(finding)
         banks.extend(part["banks"])
-        result.heads.absorb(Path(heads_paths[k]))
+        heads.absorb(Path(heads_paths[k]))
         Path(heads_paths[k]).unlink()
         for summary, seen in part["run_sets"]:
             first[summary.run_set] = min(seen, first.get(summary.run_set, seen))

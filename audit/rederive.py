@@ -139,7 +139,8 @@ def rederive(warehouse: WarehouseStore, run_set: str, jobs: int = 1,
             if problems:
                 raise RederiveError(f"run set '{run_set}': {problems[0]}"
                                     + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
-            insert_derived(sink, derived, token_prefix=f"rederive:{nonce}")
+            # _Staging has the one method insert_derived calls (insert), not a whole WarehouseStore
+            insert_derived(sink, derived, token_prefix=f"rederive:{nonce}")  # type: ignore[arg-type]
             result.runs += len(runs)
             result.events += events
             result.derived += len(derived)

@@ -179,11 +179,13 @@ def _settle(result: ReplayResult, banks: BankLedger, banks_for: Callable[[str], 
     root are read from the heads on disk, in run-id order."""
     result.findings.extend(banks.findings(banks_for))
     result.findings.sort(key=_finding_order)
-    counts = result.heads.counts()
+    heads = result.heads
+    assert heads is not None  # every replay keeps its heads (Replayer)
+    counts = heads.counts()
     result.runs = sum(counts.values())
     for summary in result.run_sets.values():
         summary.runs = counts.get(summary.run_set, 0)
-        summary.log_root = result.heads.log_root(summary.run_set)
+        summary.log_root = heads.log_root(summary.run_set)
         summary.abandoned.sort(key=lambda a: (a[0], a[2]))
         summary.fenced.sort()
     return result

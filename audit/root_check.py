@@ -62,6 +62,7 @@ def check_log_root(result: ReplayResult, path: Path, public_key=None, required: 
     if record.log_root != check.recomputed:
         theirs = record.heads()  # the file holds them all; ours stream from disk
         differ = []
+        assert result.heads is not None  # every replay keeps its heads (audit.replayer)
         for run_id, head in result.heads.pairs(record.run_set):
             if theirs.pop(run_id, None) != head:
                 differ.append(run_id)

@@ -22,6 +22,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import Consumer
 
@@ -93,7 +94,7 @@ def _noop_worker(dsn: str, messages: int, out: Path) -> None:
     topics = topics_from_dsn(dsn)
     app = faust.App(topics.group(f"floor-{uuid.uuid4().hex[:8]}"), **app_settings(topics))
     raw = app.topic(topics.trajectory, key_type=bytes, value_type=bytes, allow_empty=True)
-    state = {"seen": 0, "timed": 0, "first": None, "cpu_first": 0.0}
+    state: dict[str, Any] = {"seen": 0, "timed": 0, "first": None, "cpu_first": 0.0}
 
     @app.agent(raw)
     async def count(stream):

@@ -240,7 +240,7 @@ class _Client:
             self.connection = self.connect()
             self.connection.connect()
         started = time.perf_counter_ns()
-        connection = self.connection if self.keepalive else self.connect()
+        connection = self.connection if self.keepalive and self.connection is not None else self.connect()
         connection.request("POST", path, body=body, headers=HEADERS)
         response = connection.getresponse()
         data = response.read()
@@ -289,7 +289,8 @@ def scripted_upstream(script: dict[str, Any]) -> Any:
     from bench.scripted_model_server import ScriptedUpstream
 
     upstream = ScriptedUpstream(script)
-    upstream.requests = collections.deque(maxlen=8)
+    # only the last few requests: the benchmark appends to them and never reads them
+    upstream.requests = collections.deque(maxlen=8)  # type: ignore[assignment]
     return upstream
 
 
@@ -369,8 +370,8 @@ class _Servers:
             up = scripted_upstream(script).__enter__()
             self._local.append(up)
             self.base_url = up.base_url
-            gateway = ModelGateway(GatewaySettings(base_urls={"*": self.base_url}), blob_dir=None)
-            channel = gateway.open_channel("bench-gateway", lambda kind, payload, visibility="harness":
+            local = ModelGateway(GatewaySettings(base_urls={"*": self.base_url}), blob_dir=None)
+            channel = local.open_channel("bench-gateway", lambda kind, payload, visibility="harness":
                                            self._events.append(payload) if kind == "ModelCall" else None)
             self._local.append(channel)
             self.socket_path = str(channel.socket_path)

@@ -42,7 +42,7 @@ def write_runs(directory: Path, runs: int, sessions: int = 3, turns: int = 8, wa
     if warehouse is not None:
         from pipeline.embedded import EmbeddedPipeline
 
-        sink = EmbeddedPipeline(path, warehouse)
+        sink: EmbeddedPipeline | FileBus = EmbeddedPipeline(path, warehouse)
     else:
         sink = FileBus(path)
     for i in range(runs):
@@ -137,8 +137,8 @@ def replay_rss(path: Path) -> int:
 def bench_replay(runs: int = 500, log=lambda msg: None) -> dict:
     from warehouse.client import connect
 
-    with tempfile.TemporaryDirectory(prefix="membench-bench-replay-") as tmp:
-        tmp = Path(tmp)
+    with tempfile.TemporaryDirectory(prefix="membench-bench-replay-") as tmp_name:
+        tmp = Path(tmp_name)
         warehouse = connect(f"chdb://{tmp / 'wh'}")
         try:
             log(f"replay: writing {runs} synthetic runs through the embedded pipeline ...")

@@ -237,7 +237,7 @@ def scripted_embedding(text: str, dimensions: int = 1536) -> list[float]:
 def _embeddings(body: dict[str, Any]) -> dict[str, Any]:
     inputs = body.get("input")
     texts = [inputs] if isinstance(inputs, str) else [str(t) for t in (inputs or [])]
-    dims = body.get("dimensions") if isinstance(body.get("dimensions"), int) and body["dimensions"] > 0 else 1536
+    dims: int = body["dimensions"] if isinstance(body.get("dimensions"), int) and body["dimensions"] > 0 else 1536
     tokens = sum(max(1, len(t) // 4) for t in texts)
     return {"object": "list", "model": body.get("model"),
             "data": [{"object": "embedding", "index": i, "embedding": scripted_embedding(t, dims)}
@@ -297,8 +297,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(429, json.dumps(payload).encode(), "application/json")
             return
         if upstream.status:
-            payload = json.dumps({"error": {"type": "server_error", "message": "scripted failure"}}).encode()
-            self._send(upstream.status, payload, "application/json")
+            self._send(upstream.status, json.dumps({"error": {"type": "server_error", "message": "scripted failure"}}
+                                                   ).encode(), "application/json")
             return
         limited = upstream.rate_limited(raw)
         if limited is not None:
@@ -317,6 +317,7 @@ class _Handler(BaseHTTPRequestHandler):
         if api == "embeddings":
             self._send(200, json.dumps(_embeddings(body)).encode(), "application/json")
             return
+        assert api is not None  # refusal() answered every other path
         decision = upstream.model.decide(api, body)
         n_in, n_out = _usage_numbers(len(raw), json.dumps(decision))
         render = {"responses": _responses, "messages": _messages, "chat_completions": _chat}[api]
@@ -357,7 +358,7 @@ def _responses(decision, body, n_in, n_out, chunks):
     usage = {"input_tokens": n_in, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": n_out,
              "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": n_in + n_out}
     if "tool" in decision:
-        item = {"type": "function_call", "id": "fc_1", "call_id": "call_write_1", "name": "exec_command",
+        item: dict[str, Any] = {"type": "function_call", "id": "fc_1", "call_id": "call_write_1", "name": "exec_command",
                 "arguments": json.dumps({"cmd": _write_command(decision["tool"]["files"])}), "status": "completed"}
         events = [_sse({"type": "response.output_item.added", "output_index": 0, "item": {**item, "arguments": ""}})]
     else:

@@ -24,6 +24,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 from scipy.stats import norm
@@ -57,6 +58,8 @@ LADDER_RATES: dict[str, float] = {
 }
 
 CONSTRUCTS = tuple(f"C{i}" for i in range(1, 11))
+
+T = TypeVar("T")
 
 
 def synthetic_cells(
@@ -101,8 +104,7 @@ class Timing:
     detail: dict[str, object]
 
 
-def _time(fn: Callable[[], object], repeats: int) -> tuple[list[float], object]:
-    out: object = None
+def _time(fn: Callable[[], T], repeats: int) -> tuple[list[float], T]:
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -116,7 +118,7 @@ def bench_family(*, units: int = 60, seeds: int = 3, resamples: int = 2000, repe
     cells = synthetic_cells(units, seeds, seed=seed)
     pairs = [(a, b) for _, a, b in P_FAMILY]
 
-    def run() -> object:
+    def run():
         family = compare_family(cells, pairs)
         gates = [comparison_gates(pair_cells(cells, a, b), min_units=int(0.9 * units)) for a, b in pairs]
         headroom = b0_headroom(cells)
@@ -185,7 +187,7 @@ def bench_compare_csv(*, units: int = 100_000, seeds: int = 3, repeats: int = 3,
     with tempfile.TemporaryDirectory(prefix="membench-bench-") as tmp:
         path = write_cells_csv(Path(tmp) / "cells.csv", synthetic_cells(units, seeds, rates, seed=seed))
 
-        def run() -> object:
+        def run():
             with gc_paused():
                 return compare_family(load_cells_csv(path), [("A", "B")])
 

@@ -233,16 +233,16 @@ def _transcript(events: list[RawEvent], model: str) -> _Transcript:
                 id=e.event_id, content=output, tool_call_id=p["call_id"], function=p.get("name"), error=error,
                 metadata={**meta, "exit_code": exit_code, "output_size": p.get("output_size"),
                           **_text_meta(p.get("output"))}))
-            event = tool_events.get(p["call_id"])
-            if event is None:  # a result without its call: keep it in the transcript anyway
+            called = tool_events.get(p["call_id"])
+            if called is None:  # a result without its call: keep it in the transcript anyway
                 info(e, {**p, "output": output})
                 continue
-            event.result = output
-            event.completed = _dt(e.ts_us)
-            event.working_time = int(p.get("duration_ms", 0)) / 1000
-            event.error = error
-            event.failed = exit_code != 0 or None
-            event.message_id = e.event_id
+            called.result = output
+            called.completed = _dt(e.ts_us)
+            called.working_time = int(p.get("duration_ms", 0)) / 1000
+            called.error = error
+            called.failed = exit_code != 0 or None
+            called.message_id = e.event_id
         elif e.kind == "MemoryRead":
             context = _text(p.get("context"))
             if context:
@@ -299,8 +299,8 @@ def _sample(data: RunSetData, run: dict[str, Any], epoch: int, lookups: dict[str
     contract = next((c for c in lookups["contracts"].get(run_id, []) if c["scored"]), None)
     scored_start = next((e for e in events if e.kind == "SessionStarted" and e.payload.get("scored")), None)
     first_start = next((e for e in events if e.kind == "SessionStarted"), None)
-    instruction = _text((scored_start or first_start).payload.get("instruction")) if (scored_start or first_start) \
-        else ""
+    session_start = scored_start or first_start
+    instruction = _text(session_start.payload.get("instruction")) if session_start else ""
     scored_index = scored_start.session_index if scored_start else None  # without a contract row: the events'
     injected = contract["injected_memory_ids"] if contract else sorted(
         {i for e in events if e.kind == "MemoryRead" and e.session_index == scored_index

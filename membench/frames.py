@@ -52,7 +52,7 @@ def _frame(sql: str, parameters: dict[str, Any], home: str | Path | None, wareho
     from warehouse.client import WarehouseBusy, connect
 
     try:
-        conn = connect(_dsn(home, warehouse), create=False, read_only=True)
+        conn: Any = connect(_dsn(home, warehouse), create=False, read_only=True)  # or a snapshot's (below)
     except WarehouseBusy as exc:  # a run owns it: the logs are read instead
         if warehouse is not None:  # a DSN of the caller's: its logs are not known here
             raise

@@ -21,6 +21,7 @@ import hashlib
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from processors import RunSetProcessor
 from producers.attempts import close_abandoned, run_events, scan_log
@@ -119,7 +120,8 @@ class EmbeddedPipeline:
         have_seqs = queries.stored_seqs(self.warehouse, behind)
         have_derived = queries.derived_ids(self.warehouse, folded)
         fingerprint = scan.schema.fingerprint_hex
-        rows, derived = [], []
+        rows: list[Any] = []
+        derived: list[Any] = []
         with self._lock:
             for run_id in folded:
                 for event, datum in logged[run_id]:

@@ -83,7 +83,8 @@ def build_app(dsn: str, ended_window: int | None = None) -> faust.App:
             for sent in pending:
                 await sent
 
-    @app.on_partitions_revoked.connect
+    # (faust's annotation wants a `signal` keyword argument; it arrives in **kwargs)
+    @app.on_partitions_revoked.connect  # type: ignore[arg-type]
     async def on_revoked(app_, revoked, **kwargs):  # another worker owns these runs now
         folder.processor.forget(folder.processor.open_runs())
 

@@ -52,7 +52,7 @@ def print_table(console: Console, report: Report) -> None:
     for c in report.conditions:
         low, high = c.ci95
         rate = "—" if c.pass_rate is None else f"{100 * c.pass_rate:.1f}%"
-        ci = "—" if low is None else f"{100 * low:.1f}–{100 * high:.1f}%"
+        ci = "—" if low is None or high is None else f"{100 * low:.1f}–{100 * high:.1f}%"
         if c.ci_method == "clopper_pearson_traps":  # all or none passed: the bootstrap has zero width there
             ci += " exact"
         # why, where the user looks: a misconfigured model must not read as a bare count

@@ -27,13 +27,17 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from warehouse.client import Warehouse
 
 BATCH = 5000  # raw rows per insert
 
 
 @dataclass
 class Snapshot:
-    warehouse: object  # warehouse.client.Warehouse, read-only
+    warehouse: Warehouse  # read-only
     directory: Path
     events: dict[str, int] = field(default_factory=dict)  # run set -> events taken from its log
     cut: dict[str, str] = field(default_factory=dict)  # run set -> why its log was read only up to a point
@@ -99,7 +103,9 @@ def snapshot_from_logs(runs_dir: Path, run_sets: list[str] | None = None) -> Sna
             copy = directory / f"{run_set}.avro"
             shutil.copyfile(log, copy)  # the owner keeps appending to the original
             processor = RunSetProcessor()
-            rows, derived, count = [], [], 0
+            rows: list[Any] = []
+            derived: list[Any] = []
+            count = 0
 
             def flush() -> None:
                 if rows:

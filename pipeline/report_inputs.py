@@ -265,7 +265,7 @@ def conformance_funnel(home: Path, evaluated: list[str], study: Any, memory_mode
     entries = []
     for c in registered:
         if c not in MEMORY_SYSTEMS:
-            status, failed, record = "unknown", [], None
+            status, failed, record = "unknown", list[str](), None
         else:
             # the run was admitted against its upstream, which the report does not know: any upstream's record
             status, _, found = admission_record(home, c, memory_model, any_upstream=True)

@@ -199,7 +199,7 @@ class EvidenceCollector:
             s.cited += p["memory_ids"]
         elif kind == "Turn" and p["role"] == "agent":
             s.max_input = max(s.max_input, p.get("input_tokens", 0) + p.get("cached_tokens", 0))
-        elif kind == "ModelCall" and agent_model_call(p):
+        elif kind == "ModelCall" and agent_model_call(p):  # type: ignore[arg-type]  # a ModelCall by its kind
             # one call's prompt: the context the agent had (cached tokens are part of it); not the model user's
             s.max_input = max(s.max_input, p.get("input_tokens", 0))
             if p.get("purpose", "agent") == "agent":

@@ -114,11 +114,14 @@ def memory_judged(rule: Rule, ev: SessionEvidence, att: Attribution) -> bool:
     return rule.citations_only and ev.resolution_policy == AB_TAXONOMY_POLICY and bool(ev.injected_ids)
 
 
+def _outcome_is(outcome: str) -> Callable[[SessionEvidence, Attribution], bool]:
+    return lambda ev, att: ev.outcome == outcome
+
+
 RULES: tuple[Rule, ...] = (
     Rule("no_oracle_verdict", "oracle_inconclusive", lambda ev, att: ev.verdict is None),
     Rule("oracle_inconclusive", "oracle_inconclusive", lambda ev, att: bool(ev.verdict and ev.verdict["inconclusive"])),
-    *(Rule(rule, "invalid_agent_output", lambda ev, att, outcome=outcome: ev.outcome == outcome)
-      for outcome, rule in INVALID_OUTPUT_OUTCOMES.items()),
+    *(Rule(rule, "invalid_agent_output", _outcome_is(outcome)) for outcome, rule in INVALID_OUTPUT_OUTCOMES.items()),
     Rule("model_request_failed", "invalid_agent_output", lambda ev, att: ev.agent_requests_failed > 0,
          agent_conduct=True),
     Rule("model_replay_diverged", "invalid_agent_output", lambda ev, att: ev.agent_replay_misses > 0,

@@ -71,10 +71,11 @@ class TransferFold:
             return []
         if self.key is None:
             raise ValueError(f"run {event.run_id} seq {event.seq}: {kind} before RunStarted")
+        # the payloads are their kinds' records (decoded events are plain dicts)
         if kind == "EvaluatorPlan":
-            self.plan = p
+            self.plan = p  # type: ignore[assignment]
         elif kind == "EvaluatorCase":
-            self.cases[p["case_id"]] = p
+            self.cases[p["case_id"]] = p  # type: ignore[assignment]
         elif kind == "PublicCheck":
             self.public_check_passed = bool(p["passed"])
         elif kind == "SkillBankFrozen":
@@ -105,7 +106,7 @@ class TransferFold:
             self._close_phase(event.ts)
             if self.plan is None:
                 return []
-            return self._derive(event, p)
+            return self._derive(event, p)  # type: ignore[arg-type]  # a RunEnded payload
         return []
 
     def _close_phase(self, ts: int) -> None:

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 class _Counts(ResourceTotals):
     def add(self, event: Event) -> None:
         p = event.payload
-        if event.kind == "Turn" or (event.kind == "ModelCall" and agent_model_call(p)):
+        if event.kind == "Turn" or (event.kind == "ModelCall" and agent_model_call(p)):  # type: ignore[arg-type]  # by its kind
             # a gateway agent's usage is on its ModelCalls only; a model user's calls are not the agent's
             self.input_tokens += p.get("input_tokens", 0)
             self.cached_tokens += p.get("cached_tokens", 0)
@@ -130,7 +130,7 @@ class VerdictFold:
 
     def _run_summary(self, event: Event) -> DerivedEvent:
         assert self.key is not None
-        p: RunEnded = event.payload
+        p: RunEnded = event.payload  # type: ignore[assignment]  # a decoded RunEnded is a plain dict
         # an attempt closed as abandoned (a crashed runner's) is excluded like one that could not run; an
         # exclusion met after the scored verdict changes nothing (module doc)
         status = "completed" if p["status"] == "excluded" and self.scored_verdict else p["status"]

@@ -115,7 +115,7 @@ def read_log(path: Path) -> Iterator[tuple[Event, SchemaVersion]]:
             except Exception as exc:
                 raise LogError(f"{path}: undecodable data near byte {handle.tell()} "
                                f"({type(exc).__name__}: {exc})") from None
-            yield Event.from_record(record), schema
+            yield Event.from_record(record), schema  # type: ignore[arg-type]  # an Event record
 
 
 def scan_log(path: Path, run_set: str | None = None) -> LogScan:

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from schemas.chain import seal_body
 from schemas.codec import constant_fields_encoder
 from schemas.events import GENESIS_HASH, NAMESPACE, Event
 from schemas.registry import default_registry
+
+if TYPE_CHECKING:  # the payload types cost an import; annotations only (docs/design.md §3)
+    from schemas.payloads import Emit
 
 PRODUCER = "membench-runner/0.1"
 
@@ -47,15 +50,22 @@ class RunEmitter:
         # the envelope fields that never change within a run are encoded once, not per event
         self._encode = constant_fields_encoder(self._schema, {"run_set": run_set, "run_id": run_id,
                                                               "unit_id": unit_id, "producer": producer})
+        # emit(kind, payload, visibility): typed per kind (schemas/payloads.py, generated), so a type
+        # checker refuses a wrong payload key or value at every call site; emit_any is the same call
+        # for a kind known only at run time (a replayed transcript), checked by the encoder alone.
+        self.emit: Emit[Event] = self._emit
+        self.emit_any = self._emit
 
-    def emit(self, kind: str, payload: dict[str, Any], visibility: str = "agent") -> Event:
+    def _emit(self, kind: str, payload: Mapping[str, Any], visibility: str = "agent") -> Event:
         event_id, ts = next(self._ids), time.time_ns() // 1000
         digest, datum = seal_body(self._prev, self._encode({
             "event_id": event_id, "session_index": self.session_index, "seq": self._seq, "ts": ts, "kind": kind,
             "visibility": visibility, "prev_hash": self._prev, "payload": (NAMESPACE + kind, payload), "hash": "",
         }))
         event = Event(event_id, self.run_set, self.run_id, self.unit_id, self.session_index, self._seq, ts,
-                      self._producer, kind, visibility, self._prev, payload, digest)
+                      self._producer, kind, visibility, self._prev,
+                      payload,  # type: ignore[arg-type]  # a TypedDict payload is a dict at run time; not copied
+                      digest)
         self._seq += 1
         self._prev = event.hash
         self.emitted.append(event)

@@ -34,6 +34,7 @@ import re
 import secrets
 import shutil
 import string
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -122,7 +123,7 @@ _TEXT_SUFFIXES = {".py", ".json", ".md", ".txt", ".toml", ".cfg", ".ini", ".yaml
 
 def generator_hash() -> str:
     """SHA-256 of this module's source: the generator code that produced a pack's secrets."""
-    source = inspect.getsource(inspect.getmodule(generator_hash))
+    source = inspect.getsource(sys.modules[__name__])
     return hashlib.sha256(source.encode()).hexdigest()
 
 
@@ -213,7 +214,7 @@ def scan_placeholders(skeleton: Path) -> dict[str, Any]:
     for seq in manifest.get("sequences", []):
         seq_id = seq.get("seq_id", "?")
         where = f"{manifest_path}: sequence {seq_id}"
-        entry = {"used": {}, "declared": dict(seq.get("secrets", {}) or {}), "problems": []}
+        entry: dict[str, Any] = {"used": {}, "declared": dict(seq.get("secrets", {}) or {}), "problems": []}
         texts = [(where, t) for t in sequence_texts(seq)]
         hidden = hidden_root / seq_id
         for path in _text_files(hidden) if hidden.is_dir() else []:

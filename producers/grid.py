@@ -17,10 +17,11 @@ import tempfile
 import threading
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from producers.agents.base import AgentOutcome, AgentTask
 from producers.agents.model_agents import LoopLimits
@@ -36,10 +37,11 @@ from producers.memory_systems.native import drop_memory_files, update_prompt
 from producers.memory_systems.registry import is_model_driven, make_memory
 from sandbox.base import IsolationUnavailable, Sandbox
 from sandbox.scoring import HarnessFault, ScoreResult, score_session, score_with_rules
-from sandbox.workspace import (DIFF_STORE_LIMIT, capped_directory, render_patch_bounded, snapshot, tree_digest,
-                               write_files)
+from sandbox.workspace import (DIFF_STORE_LIMIT, TreeDiff, capped_directory, render_patch_bounded, snapshot,
+                               tree_digest, write_files)
 from schemas.events import bounded_text
 from schemas.pack_format import Pack, Sequence, Solution
+from schemas.payloads import OracleVerdict, PatchProduced
 
 RUN_NAMESPACE = uuid.UUID("6f1d2a43-5c55-4c1e-9a43-6d656d62656e")
 DEFAULT_READ_BUDGET = 2000
@@ -105,10 +107,10 @@ class HeldUntilStarted:
 
     def __init__(self, emit: Callable[..., object]):
         self._emit = emit
-        self._held: list[tuple[str, dict, str]] | None = []
+        self._held: list[tuple[str, Mapping[str, Any], str]] | None = []
         self._lock = threading.Lock()
 
-    def __call__(self, kind: str, payload: dict, visibility: str = "agent") -> None:
+    def __call__(self, kind: str, payload: Mapping[str, Any], visibility: str = "agent") -> None:
         with self._lock:
             if self._held is not None:
                 self._held.append((kind, payload, visibility))
@@ -131,7 +133,8 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
     emitter = RunEmitter(config.run_set, run_id_for(config.run_set, unit, attempt), unit.unit_id, publish)
     agent = agent or make_agent(config.agent, config.loop, with_gateway=config.gateway is not None)
     base = snapshot(pack.repos[seq.repo])
-    memory, memory_error = None, None
+    memory: Any = None  # the condition's memory system (a DeclaredMemory, or what make_memory makes)
+    memory_error = None
     system = "no_memory" if unit.condition in config.label_conditions else unit.condition
     driven = is_model_driven(system)
     # what the memory system records while it opens belongs to the run: held until RunStarted
@@ -292,7 +295,7 @@ def _bind_native(memory, agent, base: dict[str, bytes], emitter: RunEmitter, san
     memory.bind(agent, base, run_agent)
 
 
-def verdict_payload(oracle_id: str, result) -> dict:
+def verdict_payload(oracle_id: str, result: ScoreResult) -> OracleVerdict:
     """The `OracleVerdict` payload of a scoring result (`sandbox.scoring.ScoreResult`)."""
     return {"oracle_id": oracle_id, "outcome": result.outcome,
             "cases": [{"case_id": c["case_id"], "outcome": c["outcome"], "duration_ms": c.get("duration_ms", 0)}
@@ -357,12 +360,7 @@ def _act_and_score(pack: Pack, seq: Sequence, session, start: dict[str, bytes], 
             if rendered.truncated:  # recorded beside the cut text's own last line
                 _system_turn(emitter, "diff_truncated", f"{name}: kept {len(rendered.text.encode())} of "
                                                         f"{rendered.full_bytes} bytes (limit {DIFF_STORE_LIMIT})")
-        emitter.emit("PatchProduced", {
-            "files": diff.files, "added_lines": diff.added_lines, "removed_lines": diff.removed_lines,
-            "production_paths": diff.production, "test_paths": diff.tests, "stripped_paths": diff.tests + diff.git,
-            "diff_sha256": diff.sha256,
-            **patch_fields("production_diff", production.text, config.blob_dir),
-            **patch_fields("stripped_diff", stripped.text, config.blob_dir)})
+        emitter.emit("PatchProduced", patch_produced(diff, production.text, stripped.text, config.blob_dir))
         emitter.emit("OracleVerdict", verdict_payload(session.oracle_id, result), visibility="harness")
         verdict_emitted = True
     except (IsolationUnavailable, ModelUnavailable, HarnessFault):
@@ -473,6 +471,17 @@ def patch_fields(name: str, text: str, blob_dir: Path | None) -> dict[str, str |
         return {name: text, f"{name}_sha256": hashlib.sha256(data).hexdigest()}
     digest = put_blob(blob_dir, data) if blob_dir is not None else hashlib.sha256(data).hexdigest()
     return {name: None, f"{name}_sha256": digest}
+
+
+def patch_produced(diff: TreeDiff, production: str, stripped: str, blob_dir: Path | None) -> PatchProduced:
+    """The PatchProduced payload of a session's diff: its paths, and the production and stripped
+    diffs' texts (inline or stored, patch_fields)."""
+    kept = {**patch_fields("production_diff", production, blob_dir), **patch_fields("stripped_diff", stripped, blob_dir)}
+    return {"files": diff.files, "added_lines": diff.added_lines, "removed_lines": diff.removed_lines,
+            "production_paths": diff.production, "test_paths": diff.tests, "stripped_paths": diff.tests + diff.git,
+            "diff_sha256": diff.sha256,
+            "production_diff": kept["production_diff"], "production_diff_sha256": kept["production_diff_sha256"],
+            "stripped_diff": kept["stripped_diff"], "stripped_diff_sha256": kept["stripped_diff_sha256"]}
 
 
 def run_grid(pack: Pack, units: list[RunUnit], config: RunConfig, sandbox: Sandbox, publish: Listener,

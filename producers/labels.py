@@ -22,18 +22,20 @@ scope and overscope hygiene.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from schemas.pack_format import Sequence
+from schemas.payloads import OracleLabel
 
 
 CHECK_LABELS = frozenset({"commission-check", "omission-check"})
 
 
-def sequence_labels(seq: Sequence) -> list[dict[str, Any]]:
+def sequence_labels(seq: Sequence) -> list[OracleLabel]:
     scored = seq.scored_session.index
-    labels: list[dict[str, Any]] = [
-        {**label, "detail": json.dumps(label, sort_keys=True)} for label in seq.gold_labels]
+    # a pack's gold labels are OracleLabel records already (schemas/pack_format.py reads them)
+    labels: list[OracleLabel] = [
+        cast("OracleLabel", {**label, "detail": json.dumps(label, sort_keys=True)}) for label in seq.gold_labels]
     for fact in seq.required_fact_ids:
         events = [e for e, facts in seq.event_fact_map.items() if fact in facts]
         labels.append({"label_id": f"{seq.seq_id}:required:{fact}", "label_type": "required",

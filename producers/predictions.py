@@ -266,11 +266,11 @@ def load_predictions(path: Path, pack: Pack, conditions: list[str] | None = None
         status = _get(obj, "status", str, where, transcript.status if transcript is not None else "completed")
         if status not in STATUSES:
             raise PredictionError(f"{where}: field 'status' must be one of {', '.join(STATUSES)}, got '{status}'")
-        key = (unit, condition, seed, session)
-        if key in seen:
+        cell = (unit, condition, seed, session)
+        if cell in seen:
             raise PredictionError(f"{where}: a second prediction for unit '{unit}', condition '{condition}', "
                                   f"seed {seed}, session {session}")
-        seen.add(key)
+        seen.add(cell)
         out.append(Prediction(unit, condition, seed, session, patch, tuple(cited), usage, status, transcript,
                               transcript_sha256, name))
     if not out:
@@ -355,7 +355,7 @@ class PredictionAgent:
                 payload = event.payload
                 if "call_id" in payload:  # a CLI numbers its calls per invocation: unique per run here
                     payload = {**payload, "call_id": f"t{emitter.session_index}-{payload['call_id']}"}
-                emitter.emit(event.kind, payload, visibility=event.visibility)
+                emitter.emit_any(event.kind, payload, visibility=event.visibility)
         if pred.patch.strip():
             call_id = f"call-{emitter.session_index}-0"
             digest = hashlib.sha256(pred.patch.encode()).hexdigest()
@@ -376,7 +376,10 @@ class PredictionAgent:
     @staticmethod
     def _turn(emitter: RunEmitter, text: str, usage: dict[str, int]) -> None:
         emitter.emit("Turn", {"role": "agent", "text": bounded_text(text), "source_event_id": None, "source_kind": None,
-                              **{k: usage.get(k, 0) for k in USAGE_FIELDS}})
+                              "input_tokens": usage.get("input_tokens", 0), "cached_tokens": usage.get("cached_tokens", 0),
+                              "output_tokens": usage.get("output_tokens", 0),
+                              "reasoning_tokens": usage.get("reasoning_tokens", 0),
+                              "latency_ms": usage.get("latency_ms", 0)})
 
 
 def group_units(predictions: list[Prediction]) -> dict[tuple[str, str, int], dict[int, Prediction]]:

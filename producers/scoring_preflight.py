@@ -112,6 +112,7 @@ def probe_cases(pack: Pack | None) -> list[ProbeCase]:
     cases: list[ProbeCase] = []
     uncovered = pack is None
     for repo, path in (pack.repos.items() if pack is not None else ()):
+        assert pack is not None
         case = None
         for seq in (s for s in pack.sequences if s.repo == repo):
             first = seq.sessions[0]
@@ -226,7 +227,7 @@ def scoring_preflight(pack: Pack | None, backend: str | Sandbox, cases: list[Pro
     if failed is None and probe.ok:
         covered = ", ".join(c.repo if c.repo == SELF_TEST else f"{c.repo} ({c.trap})" for c in checks)
         reason = f"ok: reference solutions pass and untouched bases fail in {name}: {covered}"
-    elif probe.ok and failed.repo != SELF_TEST and _check(sandbox, _self_test()).ok:
+    elif probe.ok and failed is not None and failed.repo != SELF_TEST and _check(sandbox, _self_test()).ok:
         # the harness scores its own case: the pack's trap is what fails (a wrong reference or oracle)
         reason = (f"trap {failed.trap} of repository {failed.repo} does not score as authored in {name}: its "
                   f"reference solution scored {failed.reference} (expected pass) and its untouched base "

@@ -28,8 +28,8 @@ from reports.effort import effort_section
 from reports.conventions import ci_method, condition_pass_summaries
 from reports.failures import failures_section
 from reports.hygiene import hygiene_section
-from reports.model import (AdmissionFunnel, CanaryProof, ComparisonVerdict, ConditionSummary, Inputs, Report,
-                           SuiteIsolation, from_json, shallow_fields, to_json)
+from reports.model import (AdmissionFunnel, CanaryProof, ComparisonVerdict, ConditionSummary, Inputs, REPORT_SCHEMA_VERSION,
+                           Report, SuiteIsolation, from_json, shallow_fields, to_json)
 from reports.provenance import cost_usd, outcome_matrix, run_provenance
 from reports.study import DEFAULT_STUDY, BaselineError, Study
 from reports.transfer import transfer_section
@@ -94,6 +94,7 @@ def build_report(warehouse: WarehouseReader, run_set: str, *, baseline: str | No
         admission=admission or NOT_VALIDATED,
         transfer=transfer,
         hygiene_panel=hygiene.hygiene_panel,
+        schema_version=REPORT_SCHEMA_VERSION,
     )
     return with_verdicts(report, compare)
 

@@ -130,7 +130,7 @@ def comparisons_from_cells(cells: list[Cell], conditions: list[str] | None = Non
     """The `comparisons` key: every non-baseline condition vs the baseline, one Holm family."""
     conditions = conditions or sorted({c.condition for c in cells}, key=condition_order)
     baseline = baseline or baseline_of(conditions)
-    pairs = [(c, baseline) for c in conditions if c != baseline]
+    pairs = [(c, baseline) for c in conditions if c != baseline] if baseline is not None else []  # None: no conditions
     family = compare_family(cells, pairs, alpha=ALPHA)
     family_out = family_json(family)
     return ComparisonFamily(baseline=baseline, alpha=ALPHA,
@@ -160,7 +160,7 @@ def resources_from_rows(runs: list[dict[str, Any]], conditions: list[str] | None
         totals = resource_totals(mine)
         cps = cost_per_success([replace(u, cost_usd=float(u.total_tokens)) for u in mine])
         reduction = None
-        if condition != baseline:
+        if baseline is not None and condition != baseline:
             reductions = resource_reductions(usage[baseline], mine, baseline=baseline, candidate=condition)
             reduction = {m: reductions.metrics[m].reduction for m in RESOURCE_FIELDS}
         out[condition] = ConditionResources(
@@ -209,7 +209,9 @@ def all_pairs(conditions: list[str], registered: tuple[FamilySpec, ...]) -> tupl
 
 def _family_entry(cells: list[Cell], result: FamilyResult, i: int, tests: tuple[str, ...],
                   min_units: int = 0) -> FamilyComparison:
-    a, b = result.slots[i]
+    slot = result.slots[i]
+    assert slot is not None, "an unavailable slot has no entry of its own"
+    a, b = slot
     comp = result.comparisons[i]
     holms = {"clustered": result.holm_clustered, "mcnemar": result.holm_mcnemar, "majority": result.holm_majority}
 

@@ -62,7 +62,7 @@ def _measured(g: dict[str, Any]) -> str:
     if value is None:
         return f"not evaluated ({_ratio(g)})"
     threshold = g.get("threshold")
-    broken = {"max": ">", "min": "<", "above": "≤"}.get(g.get("direction"), "vs")
+    broken = {"max": ">", "min": "<", "above": "≤"}.get(str(g.get("direction")), "vs")
     if isinstance(value, float) or isinstance(threshold, float):
         return f"{_pct(value)} {broken} {_pct(threshold)} ({_ratio(g)})"
     return f"{value} {broken} {threshold}"
@@ -153,7 +153,7 @@ def _stratum_measured(s: dict[str, Any], b0: str) -> str:
     """The clauses of a construct's stratum gate that failed (Table 10: best condition ≥ the floor,
     spread > 0, B0's rate)."""
     broken = []
-    best, spread, base = (s.get(part) if isinstance(s.get(part), dict) else {} for part in
+    best, spread, base = (s[part] if isinstance(s.get(part), dict) else {} for part in
                           ("max_rate", "spread", "b0_rate"))
     if best and not best.get("passed"):
         broken.append(f"best condition ({s.get('max_condition')}) {_measured(best)}")

@@ -114,7 +114,7 @@ def hygiene_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[st
             clean_units.add(r["task"])
     conditions = sorted({c.condition for c in cells}, key=condition_order)
     traps = sorted({c.unit for c in cells})
-    seeds = sorted({c.seed for c in cells})
+    seeds = sorted({c.seed for c in cells})  # type: ignore[type-var]  # a report's seeds are ints (Seed: any hashable)
     trap_construct = {c.unit: c.construct for c in cells if c.construct}
     construct_labels = sorted(set(trap_construct.values()), key=construct_sort)
     per_condition: dict[str, ConditionStrata] = {}

@@ -23,6 +23,11 @@ from analytics.gates import Gate
 # their byte-exact copies stay what they were).
 OMIT_IF_NONE = {"omit_if_none": True}
 
+# The version of the report.json contract this code writes and the newest it reads. Raised when a
+# change would make an older reader misread a report (a key's meaning or type changes); keys that
+# are only added, which older readers refuse by name anyway, do not need it.
+REPORT_SCHEMA_VERSION = 1
+
 Interval = list[float | None]  # [low, high], both null when there is no valid cell
 
 
@@ -781,6 +786,9 @@ class Report:
     requested: list[ComparisonVerdict] | None = field(default=None, metadata=OMIT_IF_NONE)
     # set by the command that ran the grid, from the replay of the log it wrote
     verification: LogVerification | None = field(default=None, metadata=OMIT_IF_NONE)
+    # the contract version it was written under (REPORT_SCHEMA_VERSION); absent from reports written
+    # before the contract was versioned, which read as they are
+    schema_version: int | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
 # ------------------------------------------------------------------------------------- JSON form
@@ -822,6 +830,8 @@ def from_json(tp: Any, value: Any, path: str = "report") -> Any:
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise ReportShapeError(f"{path}: expected an object, got {type(value).__name__}")
+        if tp is Report:
+            _check_schema_version(value, path)
         hints = typing.get_type_hints(tp, vars(sys.modules[tp.__module__]))
         fields = {f.name: f for f in dataclasses.fields(tp)}
         unknown = sorted(set(value) - set(fields))
@@ -834,7 +844,7 @@ def from_json(tp: Any, value: Any, path: str = "report") -> Any:
                     continue
                 raise ReportShapeError(f"{path}: missing key '{name}'")
             kwargs[name] = from_json(hints[name], value[name], f"{path}.{name}")
-        return tp(**kwargs)
+        return tp(**kwargs)  # type: ignore[operator]  # a dataclass type (is_dataclass above)
     if origin is dict:
         if not isinstance(value, dict):
             raise ReportShapeError(f"{path}: expected an object, got {type(value).__name__}")
@@ -856,6 +866,20 @@ def from_json(tp: Any, value: Any, path: str = "report") -> Any:
     if not ok:
         raise ReportShapeError(f"{path}: expected {_describe(tp)}, got {value!r:.60}")
     return value
+
+
+def _check_schema_version(document: dict[str, Any], path: str) -> None:
+    """A report written under a newer contract is refused before its keys are read: its unknown or
+    changed keys would otherwise be reported one by one, or read with an older meaning."""
+    version = document.get("schema_version")
+    if version is None:
+        return
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ReportShapeError(f"{path}.schema_version: expected a positive integer, got {version!r:.60}")
+    if version > REPORT_SCHEMA_VERSION:
+        raise ReportShapeError(f"{path}.schema_version: {version} is newer than this membench reads "
+                               f"(report.json schema version {REPORT_SCHEMA_VERSION} or older); "
+                               "read it with the membench that wrote it, or a newer one")
 
 
 def shallow_fields(value: Any) -> dict[str, Any]:

@@ -116,8 +116,8 @@ def cost_usd(warehouse: WarehouseReader, run_set: str, runs: list[dict[str, Any]
         wins = successes.get(c, 0)
         conditions[c] = ConditionCost(model_calls=int(calls), priced_calls=int(priced), cost_usd=float(usd),
                                       successes=wins, cost_per_success_usd=usd / wins if wins and priced else None)
-    calls = sum(int(v[0]) for v in per.values())
-    priced = sum(int(v[1]) for v in per.values())
-    status = "no_model_calls" if not calls else ("recorded" if priced else "unpriced")
-    return CostUsd(status=status, model_calls=calls, priced_calls=priced,
+    all_calls = sum(int(v[0]) for v in per.values())
+    all_priced = sum(int(v[1]) for v in per.values())
+    status = "no_model_calls" if not all_calls else ("recorded" if all_priced else "unpriced")
+    return CostUsd(status=status, model_calls=all_calls, priced_calls=all_priced,
                    cost_usd=float(sum(v[2] for v in per.values())), conditions=conditions)

@@ -45,6 +45,7 @@ def refused_measured_text(admission: dict[str, Any] | None) -> str:
     if not refused:
         return ""
     named = "; ".join(f"{t['seq_id']} ({t['first_failure'] or 'refused'})" for t in refused)
+    assert admission is not None  # it lists the refused traps
     return (f"this run set measures {len(refused)} trap{'s' * (len(refused) > 1)} that `membench validate` refused "
             f"({admission['source']}): {named}. Their cells are in every figure below, and a proof that passes "
             "on them (e.g. the canary proof) does not make them admitted; `membench validate PACK --admitted DIR` "

@@ -248,6 +248,7 @@ class BwrapSandbox:
             os.close(status_w)
             raise IsolationUnavailable(f"bwrap could not be started: {exc}") from exc
         os.close(status_w)
+        assert proc.stdout is not None and proc.stderr is not None  # both are pipes
         out = BoundedReader(proc.stdout, STDOUT_LIMIT, "head")
         err = BoundedReader(proc.stderr, STDERR_LIMIT, "tail")
         timed_out = False

@@ -58,7 +58,7 @@ def reap_orphans() -> list[str]:
     init). `SandboxCgroup.create` calls this, so the next sandbox on the host clears them.
     Only groups of this PID namespace are judged, and an owner pid that a live process reuses keeps
     its group until that process ends: a live sandbox is never touched."""
-    namespace, reaped = _pid_namespace(), []
+    namespace, reaped = _pid_namespace(), list[str]()
     try:
         names = sorted(entry.name for entry in os.scandir(ROOT / "memory" / PARENT) if entry.is_dir())
     except OSError:

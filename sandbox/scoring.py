@@ -68,6 +68,7 @@ from sandbox.workspace import (
     write_tree,
 )
 from schemas.pack_format import ScoringRules
+from schemas.payloads import OracleCase
 
 
 @dataclass
@@ -75,7 +76,7 @@ class ScoreResult:
     outcome: str
     diff: TreeDiff
     scored_tree: dict[str, bytes]  # the fresh checkout the oracle saw (the next session's start)
-    cases: list[dict[str, str]] = field(default_factory=list)
+    cases: list[OracleCase] = field(default_factory=list)
     exit_status: int = -1
     inconclusive: bool = False
     duration_ms: int = 0
@@ -94,13 +95,14 @@ class HarnessFault(RuntimeError):
     reason = "harness_fault"
 
 
-def _read_outcomes(path: Path) -> list[dict] | None:
+def _read_outcomes(path: Path) -> list[OracleCase] | None:
     """The oracle process's own record of each test (`harness/oracle_client._Outcomes`); None when
     it is missing or malformed (the process died before pytest finished: the session fails)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        cases = [{"case_id": str(c["case_id"]), "outcome": str(c["outcome"]), "duration_ms": int(c["duration_ms"])}
-                 for c in data["cases"]]
+        cases: list[OracleCase] = [
+            {"case_id": str(c["case_id"]), "outcome": str(c["outcome"]), "duration_ms": int(c["duration_ms"])}
+            for c in data["cases"]]
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return [c for c in cases if c["outcome"] in ("pass", "fail", "error", "excluded")]
@@ -110,7 +112,7 @@ def _read_outcomes(path: Path) -> list[dict] | None:
 PYTEST_HARNESS_STATUSES = {3: "pytest's internal error", 4: "pytest's usage error", 5: "no test was collected"}
 
 
-def harness_fault_cause(record: list[dict] | None, result: SandboxResult) -> str:
+def harness_fault_cause(record: list[OracleCase] | None, result: SandboxResult) -> str:
     """Why the oracle's harness produced no outcome (module doc, 4a), or "" when it did. Read from
     the oracle's own process only: its outcome record and its exit status and stderr."""
     if result.timed_out:
@@ -415,7 +417,7 @@ def score_with_rules(
     diff, scored_tree, rejected = production_change(start_tree, workspace)
     if rejected is not None:
         return rejected
-    cases: list[dict[str, str]] = []
+    cases: list[OracleCase] = []
     changed = [rel for rel in diff.files if rel not in diff.git]
     cases += [{"case_id": f"path:{rel}", "outcome": "fail"}
               for rel in unauthorized_paths(changed, rules.allowed_paths, rules.forbidden_paths)]

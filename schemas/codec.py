@@ -87,7 +87,7 @@ def read_long(buf: bytes, pos: int) -> tuple[int, int]:
 def _read_whole(datum: bytes, writer_parsed: Any, reader_parsed: Any = None) -> dict[str, Any]:
     """One record that must fill `datum` exactly."""
     buf = io.BytesIO(datum)
-    record = schemaless_reader(buf, writer_parsed, reader_parsed)
+    record: Any = schemaless_reader(buf, writer_parsed, reader_parsed)  # a record: its schemas are records
     if buf.tell() != len(datum):
         raise DecodeError(f"{len(datum) - buf.tell()} trailing bytes after the datum")
     return record

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the payload types cost an import; annotations only (docs/design.md §3, typed payloads)
-    from schemas.payloads import ModelCall
+    from schemas.payloads import BoundedText, ModelCall
 
 NAMESPACE = "membench."
 GENESIS_HASH = "0" * 64
@@ -75,7 +75,7 @@ def original_bytes(value: str) -> bytes:
         return value.encode("utf-8", "surrogatepass")
 
 
-def bounded_text(value: str, bound: int = TEXT_BOUND) -> dict[str, Any]:
+def bounded_text(value: str, bound: int = TEXT_BOUND) -> BoundedText:
     """A BoundedText record. `text` is always encodable (safe_str); `sha256` and `length` describe
     the whole original value (its digest over original_bytes), so a sanitized text is recorded
     as such: its `sha256` differs from the digest of its untruncated `text` (text_sanitized)."""

@@ -10,7 +10,8 @@ event against fastavro's ~13–16 µs, too little to keep a second reader byte-e
 (run_set, run_id, unit_id, producer) once per run instead of once per event.
 
 Supported: null, boolean, int, long, double, string, bytes, enum, array, map, record (fields
-missing from the datum take their declared default), unions (records named by the `(name,
+missing from the datum take their declared default; a key the record does not declare is an
+error naming the record and the key), unions (records named by the `(name,
 datum)` tuple notation, nullable types by None), named references, logical types whose
 underlying value is an int (timestamp-micros).
 """
@@ -173,8 +174,17 @@ class _Compiler:
     def _record_source(self, schema: dict, ns: str | None, name: str, constant: tuple[str, ...]) -> Any:
         """A record compiles to straight-line Python source (one function per record type):
         strings, longs, booleans and nullable ones are inlined, other types call their encoder."""
-        env: dict[str, Any] = {"_long": _long, "_VARINT": _VARINT, "_MISSING": _MISSING, "_ValueError": ValueError}
+        # A key the schema does not declare is refused, not dropped: a misspelt optional field
+        # would otherwise encode as its default without a word. One C-level superset test over the
+        # dict's keys; the error names the record (an event's kind) and the unknown keys.
+        # The envelope an emitter encodes with its constant fields is its own dict, not a caller's:
+        # it is not checked.
+        known = frozenset(f["name"] for f in schema["fields"] if f["name"] not in constant)
+        env: dict[str, Any] = {"_long": _long, "_VARINT": _VARINT, "_MISSING": _MISSING, "_ValueError": ValueError,
+                               "_known": known, "_declares": known.issuperset, "_unknown": _unknown_keys}
         lines = ["def encode(d, out, c=()):"]
+        if not constant:
+            lines.append(f"    if not _declares(d): raise _ValueError(_unknown({name!r}, d, _known))")
         constants_seen = 0
         for i, field in enumerate(schema["fields"]):
             fname, ftype = field["name"], field["type"]
@@ -245,6 +255,12 @@ class _Compiler:
             encoders[single](value, out)
 
         return union
+
+
+def _unknown_keys(record: str, datum: dict[str, Any], known: frozenset[str]) -> str:
+    unknown = ", ".join(repr(key) for key in sorted(map(str, datum.keys() - known)))
+    kind = record.rsplit(".", 1)[-1]
+    return f"{kind}: unknown field(s) {unknown} (record {record} declares: {', '.join(sorted(known))})"
 
 
 def compile_encoder(schema: dict) -> Callable[[dict], bytes]:

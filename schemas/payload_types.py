@@ -71,6 +71,21 @@ class _Renderer:
         self.classes.append(f"class {name}(TypedDict):\n" + "\n".join(lines) + "\n")
 
 
+_EMIT_HEADER = '''Event_co = TypeVar("Event_co", covariant=True)
+
+
+class Emit(Protocol[Event_co]):
+    """`emit(kind, payload, visibility)` typed per kind: a type checker refuses a payload key the
+    kind's record does not declare, a missing required key and a value of the wrong type at the
+    call site (at run time the encoder refuses an undeclared key, schemas/fastcodec.py). A key left
+    out that is `NotRequired` takes the schema's default (DEFAULTS)."""
+'''
+_EMIT_OVERLOAD = '''
+    @overload
+    def __call__(self, kind: Literal[{kind!r}], payload: {kind}, visibility: str = ...) -> Event_co: ...
+'''
+
+
 def render(registry: Registry | None = None) -> str:
     """The text of `schemas/payloads.py` for the newest event schema of `registry`."""
     latest = (registry or default_registry()).latest("event")
@@ -85,11 +100,12 @@ def render(registry: Registry | None = None) -> str:
     return (
         f'"""Event payloads as TypedDicts: GENERATED from schemas/avsc/event.v{latest.version}.avsc by\n'
         '`python -m schemas.payload_types` (see that module); do not edit by hand."""\n\n'
-        "from typing import Any, Literal, NotRequired, TypedDict  # noqa: F401\n\n"
+        "from typing import Any, Literal, NotRequired, Protocol, TypedDict, TypeVar, overload  # noqa: F401\n\n"
         f"SCHEMA_VERSION = {latest.version}\n\n\n"
         + "\n\n".join(renderer.classes)
         + "\n\n# the payload record of each event kind\n"
         + "PAYLOADS: dict[str, type] = {\n" + "".join(f"    {k!r}: {k},\n" for k in kinds) + "}\n\n"
+        + _EMIT_HEADER + "".join(_EMIT_OVERLOAD.format(kind=k) for k in kinds) + "\n\n"
         + "# record -> field -> the schema's default (a field missing from an in-process payload reads as this)\n"
         + "DEFAULTS: dict[str, dict[str, Any]] = {\n" + defaults + "}\n"
     )

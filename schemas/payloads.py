@@ -1,7 +1,7 @@
 """Event payloads as TypedDicts: GENERATED from schemas/avsc/event.v6.avsc by
 `python -m schemas.payload_types` (see that module); do not edit by hand."""
 
-from typing import Any, Literal, NotRequired, TypedDict  # noqa: F401
+from typing import Any, Literal, NotRequired, Protocol, TypedDict, TypeVar, overload  # noqa: F401
 
 SCHEMA_VERSION = 6
 
@@ -268,6 +268,79 @@ PAYLOADS: dict[str, type] = {
     'EvaluatorPlan': EvaluatorPlan,
     'EvaluatorCase': EvaluatorCase,
 }
+
+Event_co = TypeVar("Event_co", covariant=True)
+
+
+class Emit(Protocol[Event_co]):
+    """`emit(kind, payload, visibility)` typed per kind: a type checker refuses a payload key the
+    kind's record does not declare, a missing required key and a value of the wrong type at the
+    call site (at run time the encoder refuses an undeclared key, schemas/fastcodec.py). A key left
+    out that is `NotRequired` takes the schema's default (DEFAULTS)."""
+
+    @overload
+    def __call__(self, kind: Literal['RunStarted'], payload: RunStarted, visibility: str = ...) -> Event_co: ...
+
+    @overload
+    def __call__(self, kind: Literal['SessionStarted'], payload: SessionStarted, visibility: str = ...) -> Event_co: ...
+
+    @overload
+    def __call__(self, kind: Literal['Turn'], payload: Turn, visibility: str = ...) -> Event_co: ...
+
+    @overload
+    def __call__(self, kind: Literal['ToolCall'], payload: ToolCall, visibility: str = ...) -> Event_co: ...
+
+    @overload
+    def __call__(self, kind: Literal['ToolResult'], payload: ToolResult, visibility: str = ...) -> Event_co: ...
+
+    @overload
+    def __call__(self, kind: Literal['MemoryWrite'], payload: MemoryWrite, visibility: str = ...) -> Event_co: ...
+
+    @overload
+    def __call__(self, kind: Literal['MemoryRead'], payload: MemoryRead, visibility: str = ...) -> Event_co: ...
+
+    @overload
+    def __call__(self, kind: Literal['MemoryCitation'], payload: MemoryCitation, visibility: str = ...) -> Event_co: ...
+
+    @overload
+    def __call__(self, kind: Literal['ContextCompaction'], payload: ContextCompaction, visibility: str = ...) -> Event_co: ...
+
+    @overload
+    def __call__(self, kind: Literal['PatchProduced'], payload: PatchProduced, visibility: str = ...) -> Event_co: ...
+
+    @overload
+    def __call__(self, kind: Literal['OracleVerdict'], payload: OracleVerdict, visibility: str = ...) -> Event_co: ...
+
+    @overload
+    def __call__(self, kind: Literal['SessionEnded'], payload: SessionEnded, visibility: str = ...) -> Event_co: ...
+
+    @overload
+    def __call__(self, kind: Literal['RunEnded'], payload: RunEnded, visibility: str = ...) -> Event_co: ...
+
+    @overload
+    def __call__(self, kind: Literal['OracleLabel'], payload: OracleLabel, visibility: str = ...) -> Event_co: ...
+
+    @overload
+    def __call__(self, kind: Literal['ModelCall'], payload: ModelCall, visibility: str = ...) -> Event_co: ...
+
+    @overload
+    def __call__(self, kind: Literal['SkillBankFrozen'], payload: SkillBankFrozen, visibility: str = ...) -> Event_co: ...
+
+    @overload
+    def __call__(self, kind: Literal['TransferPhase'], payload: TransferPhase, visibility: str = ...) -> Event_co: ...
+
+    @overload
+    def __call__(self, kind: Literal['PublicCheck'], payload: PublicCheck, visibility: str = ...) -> Event_co: ...
+
+    @overload
+    def __call__(self, kind: Literal['SubmissionFrozen'], payload: SubmissionFrozen, visibility: str = ...) -> Event_co: ...
+
+    @overload
+    def __call__(self, kind: Literal['EvaluatorPlan'], payload: EvaluatorPlan, visibility: str = ...) -> Event_co: ...
+
+    @overload
+    def __call__(self, kind: Literal['EvaluatorCase'], payload: EvaluatorCase, visibility: str = ...) -> Event_co: ...
+
 
 # record -> field -> the schema's default (a field missing from an in-process payload reads as this)
 DEFAULTS: dict[str, dict[str, Any]] = {

@@ -13,7 +13,7 @@ from typing import Any
 from schemas.registry import Registry, SchemaVersion, default_registry, load_schema
 
 
-def writer_schema(schema_json: dict[str, Any] | str | bytes, registry: Registry | None = None) -> SchemaVersion:
+def writer_schema(schema_json: Any, registry: Registry | None = None) -> SchemaVersion:
     """The registered version whose fingerprint the given schema has; a schema the registry does not
     ship (a fork, a hand-written log) is loaded as it is, so its events still verify."""
     if isinstance(schema_json, (str, bytes)):

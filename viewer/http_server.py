@@ -302,8 +302,8 @@ class ViewServer:
 
     @property
     def url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        shown = f"[{host}]" if ":" in str(host) else host
+        host, port = str(self.httpd.server_address[0]), self.httpd.server_address[1]
+        shown = f"[{host}]" if ":" in host else host
         return f"http://{shown}:{port}/"
 
     def serve_forever(self) -> None:

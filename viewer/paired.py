@@ -84,7 +84,7 @@ def pair_view(live: LiveRunSet, blobs_dir: Path, task: str, seed: str,
         return None
     available = sorted(units, key=condition_order)
     chosen = [c for c in (conditions or available)][:MAX_CONDITIONS]
-    columns = []
+    columns: list[dict[str, Any]] = []
     patches: dict[str, str | None] = {}
     for condition in chosen:
         unit_id = units.get(condition)
@@ -98,6 +98,6 @@ def pair_view(live: LiveRunSet, blobs_dir: Path, task: str, seed: str,
         patches[condition] = scored_patch(run, lambda digest: get_blob(blobs_dir, digest))
         columns.append({"condition": condition, "unit_id": unit_id, "run": run})
     shown = [c for c in chosen if patches.get(c) is not None]
-    diffs = [patch_diff(shown[0], patches[shown[0]], other, patches[other]) for other in shown[1:]]
+    diffs = [patch_diff(shown[0], patches[shown[0]] or "", other, patches[other] or "") for other in shown[1:]]
     return {"run_set": live.run_set, "task": task, "seed": seed, "available": available, "conditions": chosen,
             "columns": columns, "patch_diffs": diffs}

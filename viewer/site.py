@@ -159,7 +159,7 @@ def write_site(live: LiveRunSet, run_dir: Path, out: Path) -> dict[str, Any]:
             if run is not None:
                 patches[c] = scored_patch(run, lambda digest: get_blob(blobs_dir, digest))
         shown = [c for c in available if patches.get(c) is not None]
-        diffs = [patch_diff(a, patches[a], b, patches[b]) for i, a in enumerate(shown) for b in shown[i + 1:]]
+        diffs = [patch_diff(a, patches[a] or "", b, patches[b] or "") for i, a in enumerate(shown) for b in shown[i + 1:]]
         name = f"data/pairs/{n}.js"
         put(name, {"run_set": run_set, "task": task, "seed": seed, "available": available, "columns": columns,
                    "patched": shown, "patch_diffs": diffs})

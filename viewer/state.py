@@ -106,6 +106,12 @@ class RunState:
                 return item.payload
         return None
 
+    def ended_summary(self) -> dict[str, Any]:
+        """The RunSummary payload of a run known to have ended (a unit's cell, unit_row)."""
+        summary = self.summary()
+        assert summary is not None, f"run {self.run_id} has not ended"
+        return summary
+
     def summary_seq(self) -> int:
         for item in reversed(self.derived):
             if item.kind == "RunSummary":
@@ -159,8 +165,8 @@ def unit_row(runs: list[RunState]) -> RunState | None:
     ended = [r for r in runs if r.summary() is not None]
     if not ended:
         return None
-    return max(ended, key=lambda r: (r.summary()["status"] == "completed",
-                                     r.summary()["status"] in ("completed", "excluded"), r.summary_seq()))
+    return max(ended, key=lambda r: (r.ended_summary()["status"] == "completed",
+                                     r.ended_summary()["status"] in ("completed", "excluded"), r.summary_seq()))
 
 
 class LiveRunSet:
@@ -222,7 +228,7 @@ class LiveRunSet:
             run.ended = event.payload
         elif event.kind == "ModelCall":
             run.model.add(event.payload)
-        if event.kind == "Turn" or (event.kind == "ModelCall" and agent_model_call(event.payload)):
+        if event.kind == "Turn" or (event.kind == "ModelCall" and agent_model_call(event.payload)):  # type: ignore[arg-type]  # a ModelCall by its kind
             run.input_tokens += int(event.payload.get("input_tokens") or 0)
             run.output_tokens += int(event.payload.get("output_tokens") or 0)
         if event.kind == "MemoryRead":
@@ -304,7 +310,7 @@ class LiveRunSet:
             cell = unit_row(runs)
             if cell is None:
                 continue
-            summary = cell.summary()
+            summary = cell.ended_summary()
             row["finished"] += 1
             if valid_run(summary):
                 row["completed"] += 1
@@ -329,7 +335,7 @@ class LiveRunSet:
         reliability = condition_pass_hat_k(rows)
         out = []
         for condition, count, (passed, valid, rate, ci95, bootstrap) in condition_pass_summaries(
-                (cell.condition, cell.summary()) for cell in cells):
+                (cell.condition, cell.ended_summary()) for cell in cells):
             out.append({"condition": condition, "cells": count, "valid": valid, "passed": passed,
                         "pass_rate": rate, "ci95": ci95, "excluded": count - valid,
                         "bootstrap": {"resamples": bootstrap.resamples, "seed": bootstrap.seed,
@@ -495,14 +501,14 @@ class LiveRunSet:
                 s["model"].add(event.payload)
         slots = {"SessionVerdict": "verdict", "FailureClassified": "failure", "MemoryContract": "contract"}
         summary = None
-        for item in derived:
-            payload = json_safe(item.payload)
-            if item.kind == "RunSummary":
+        for found in derived:
+            payload = json_safe(found.payload)
+            if found.kind == "RunSummary":
                 summary = payload
-            elif item.kind == "HygieneObservation":
-                session(item.payload["session_index"])["hygiene"].append(payload)
-            elif item.kind in slots:
-                session(item.payload["session_index"])[slots[item.kind]] = payload
+            elif found.kind == "HygieneObservation":
+                session(found.payload["session_index"])["hygiene"].append(payload)
+            elif found.kind in slots:
+                session(found.payload["session_index"])[slots[found.kind]] = payload
         for s in sessions.values():
             s["model"] = _model_json(s["model"])
         model = _model_json(ModelTotals())

@@ -20,6 +20,7 @@ import os
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from fastavro import parse_schema, schemaless_reader
 
@@ -87,7 +88,7 @@ class LogTail:
 
     def _clear(self) -> None:
         self.schema: SchemaVersion | None = None  # the writer schema named in the header
-        self._parsed = None
+        self._parsed: Any = None  # fastavro's parsed form of the schema
         self._codec = "null"
         self._sync = b""
         self._identity: tuple[int, int] | None = None  # (device, inode) of the file being read
@@ -215,7 +216,8 @@ class LogTail:
             if self._codec == "deflate":
                 data = zlib.decompress(data, -15)
             stream = io.BytesIO(data)
-            events = [Event.from_record(schemaless_reader(stream, self._parsed, None)) for _ in range(count)]
+            events = [Event.from_record(schemaless_reader(stream, self._parsed, None))  # type: ignore[arg-type]
+                      for _ in range(count)]  # (fastavro's reader returns any Avro value; these are Event records)
         except Exception as exc:  # noqa: BLE001 - whatever fastavro raises, the block is damaged
             raise _Damaged(f"undecodable block at byte {start} ({type(exc).__name__}: {exc})") from None
         return Block(start, events), end

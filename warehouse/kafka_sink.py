@@ -130,7 +130,7 @@ class KafkaSink:
         try:
             while True:
                 messages = [m for m in self._consumer.consume(self.batch_size, 0.5)
-                            if not (m.error() and m.error().code() == KafkaError._PARTITION_EOF)]
+                            if not ((error := m.error()) and error.code() == KafkaError._PARTITION_EOF)]
                 errors = [m for m in messages if m.error()]
                 for m in errors:
                     self._log(f"sink: consumer error {m.error()}")

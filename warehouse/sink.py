@@ -146,7 +146,7 @@ class RawRowEncoder:
     @staticmethod
     def _row(datum: bytes, w: _Writer, where: bytes) -> bytes:
         # straight-line on purpose: a helper call per field costs more than the field itself
-        parts = []
+        parts: list[bytes] = []
         append = parts.append
         pos, size = 0, len(datum)
         for field in range(_ENVELOPE_FIELDS):
@@ -175,7 +175,7 @@ class RawRowEncoder:
                 append(w.visibility[n])
         buf = io.BytesIO(datum)
         buf.seek(pos)
-        payload = schemaless_reader(buf, w.payload_writer, w.payload_reader)["payload"]
+        payload = schemaless_reader(buf, w.payload_writer, w.payload_reader)["payload"]  # type: ignore[index,call-overload]  # a record
         pos = buf.tell()
         n, pos = read_long(datum, pos)  # hash, the last field
         end = pos + n

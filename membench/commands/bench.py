@@ -6,6 +6,7 @@ import json
 import os
 import platform
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -118,7 +119,7 @@ def bus_bench(bus_dsn: str, runs: int, threads: int, sessions: int, turns: int, 
     log(f"worker memory: {memory_runs} completed runs through RunSetProcessor ...")
     memory = worker_memory(memory_runs, checkpoints=(100_000,))
     replay_figures = bench_replay(replay_runs, log)
-    result = {"machine": machine(), "runs": runs, "threads": threads, "emit_alone": emit_alone,
+    result: dict[str, Any] = {"machine": machine(), "runs": runs, "threads": threads, "emit_alone": emit_alone,
               "embedded": embedded, "kafka": kafka, "end_to_end": end_to_end, "engines": engines,
               "worker_memory": memory, "replay": replay_figures}
     if as_json:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -32,7 +33,7 @@ def doctor(as_json: bool) -> None:
     from sandbox.registry import BACKENDS, get_sandbox
     from schemas.pack_format import load_pack
 
-    backends = {}
+    backends: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="membench-doctor-") as tmp:  # doctor writes nothing of its own
         finalize_pack(BUILTIN_DIR / "smoke", Path(tmp) / "smoke")
         smoke = load_pack(Path(tmp) / "smoke")

@@ -114,6 +114,7 @@ def otel(run_set: str, endpoint: str | None, out_file: str | None, include_conte
             raise click.ClickException(str(exc)) from None
         if out is not None and out is not sys.stdout:
             out.close()
+            assert tmp_path is not None and out_file is not None  # a file is written only where --file names one
             os.replace(tmp_path, out_file)
             tmp_path = None
     finally:

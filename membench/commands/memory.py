@@ -70,7 +70,8 @@ def check(condition: str, as_json: bool, memory_model: str | None, base_urls: tu
     config = configuration(condition, memory_model, urls)  # pinned to the code as it is before the suite runs
     digest = configuration_digest(config)
     ledger_path = attempts_path(settings.home, condition)
-    ledger = {"condition": condition, "budget": REPAIR_BUDGET, "attempts": load_attempts(settings.home, condition)}
+    ledger: dict[str, Any] = {"condition": condition, "budget": REPAIR_BUDGET,
+                              "attempts": load_attempts(settings.home, condition)}
     earlier = [a for a in ledger["attempts"] if a["digest"] != digest]
     spender = repair_budget_spender(ledger["attempts"], digest, REPAIR_BUDGET)
     if needs_conformance(condition) and spender is not None:

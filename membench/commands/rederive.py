@@ -38,7 +38,7 @@ def rederive(run_set: str | None, all_run_sets: bool, jobs: int, as_json: bool, 
         if run_set is not None and run_set not in known:
             raise UsageError(f"RUN_SET: no run set '{run_set}' in the warehouse's trajectory_events "
                              f"({len(known)} run sets there)")
-        targets = known if all_run_sets else [run_set]
+        targets = known if run_set is None else [run_set]  # None: --all (checked above)
         results = []
         last = [0.0]
 

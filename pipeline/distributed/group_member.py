@@ -10,9 +10,15 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pipeline.distributed.topic_reads import StatusView, read_run_head
 from pipeline.settings import Settings
+
+if TYPE_CHECKING:  # imported where a unit runs: a runner that only waits does not load them
+    from producers.bus.kafka import KafkaBus
+    from producers.attempts import RunHead
+    from producers.unit_queue import Decision
 
 RUNNER_SESSION_TIMEOUT_MS = 10_000  # a dead runner's units move to another runner after about this long
 RUNNER_MAX_POLL_INTERVAL_MS = 6 * 3600 * 1000  # a rebalance waits this long for running units to finish
@@ -50,8 +56,8 @@ class Plan:
     """What a runner decided for one claimed order, and on what: `base` is the offset of the status
     record it read (None: it read none), `claim` the token its records carry."""
 
-    decision: object  # producers.unit_queue.Decision
-    head: object  # producers.attempts.RunHead of the attempt the status names, or None
+    decision: Decision
+    head: RunHead | None  # of the attempt the status names
     base: int | None
     claim: str
 
@@ -103,7 +109,7 @@ class UnitRunner:
         self._ready_lock = threading.Lock()
         self._scoring: set[tuple[str, str]] = set()  # (pack digest, sandbox) whose scoring pre-flight passed
         self._lock = threading.Lock()
-        self._buses: dict[str, object] = {}
+        self._buses: dict[str, KafkaBus] = {}
         self._packs: dict[tuple[str, str], object] = {}
         self._running: dict = {}  # future -> (partition, offset, key, generation)
         self._generation = 0  # bumped when partitions are lost: a unit claimed before marks no offset after

@@ -18,9 +18,14 @@ The steps, in order:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 
 from pipeline.settings import Settings
+
+if TYPE_CHECKING:
+    from producers.bus.kafka import SharedUnitBus
 
 DONE = ("completed", "excluded")  # a unit in one of these states is not run again
 
@@ -34,7 +39,7 @@ class KafkaPublication:
         self.topics = self.bus.topics
         self.status: dict[str, dict] = read_unit_status(self.topics, run_set)  # unit id -> newest record
         self.attempts: dict[str, int] = {}  # unit id -> the attempt this process runs (set by `start`)
-        self._shared = None
+        self._shared: SharedUnitBus  # set by `start`, before the first publish
 
     def todo(self, units: list) -> list:
         """The units of UNITS the unit-status topic does not hold as completed or excluded."""

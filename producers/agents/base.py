@@ -21,7 +21,7 @@ SKILLS_MOUNT = "/skills"  # where a sandboxed agent finds the skill bank (MEMBEN
 
 def sandbox_mounts(task: "AgentTask") -> tuple[dict[str, Path], dict[str, Path], dict[str, str]]:
     """(read-only mounts, read-write mounts, environment) a task adds to an agent's sandbox."""
-    ro, rw = dict(task.extra_ro_mounts), {}
+    ro, rw = dict(task.extra_ro_mounts), dict[str, Path]()
     env = dict(task.extra_env)
     if task.skills is not None:
         (rw if task.skills_writable else ro)[SKILLS_MOUNT] = Path(task.skills)
@@ -76,7 +76,9 @@ class AgentOutcome:
 
 
 class Agent(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...  # read-only: a model agent's names its model
+
     kind: str
 
     def act(self, task: AgentTask, emitter: RunEmitter) -> AgentOutcome: ...

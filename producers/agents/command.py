@@ -53,6 +53,7 @@ import os
 import shlex
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,7 +77,7 @@ class AgentLimits:
     max_processes: int = 256
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> "AgentLimits":
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "AgentLimits":
         env = os.environ if env is None else env
         default = cls()
         return cls(

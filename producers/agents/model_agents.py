@@ -103,12 +103,17 @@ class ModelAgent:
     # own choice (a command: program)
     wire: tuple[str, str] | None = None
     loads_declared_memory = False  # under NATIVE, membench's prompt is the agent's loader of its MEMORY.md
+    default_model: str
 
     def __init__(self, model: str, limits: AgentLimits | None = None):
         self.model = model
         self.limits = limits or AgentLimits.from_env()
 
     # ------------------------------------------------------------------ per agent
+    @property
+    def name(self) -> str:  # each agent's own, with its model: `codex:gpt-5-codex`
+        raise NotImplementedError
+
     def command(self, task: AgentTask, prompt: str) -> list[str]:
         raise NotImplementedError
 
@@ -225,7 +230,7 @@ class ModelAgent:
                            "reasoning_tokens": 0}
             if "call_id" in payload:  # a CLI numbers its calls per invocation: unique per run here
                 payload = {**payload, "call_id": f"t{emitter.session_index}-{payload['call_id']}"}
-            emitter.emit(event.kind, payload, visibility=event.visibility)
+            emitter.emit_any(event.kind, payload, visibility=event.visibility)
         return list(transcript.cited_memory_ids)
 
 
@@ -324,8 +329,11 @@ class CommandModelAgent(ModelAgent):
     def __init__(self, command_agent: CommandAgent):
         super().__init__(model="", limits=command_agent.limits)
         self._command_agent = command_agent
-        self.name = command_agent.name
-        self.model = None
+        self.model = None  # type: ignore[assignment]  # a command: program chooses its own model
+
+    @property
+    def name(self) -> str:
+        return self._command_agent.name
 
     def command(self, task: AgentTask, prompt: str) -> list[str]:
         argv, mounts = self._command_agent._command()

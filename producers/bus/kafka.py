@@ -55,7 +55,8 @@ def probe_brokers(bootstrap: str, timeout: float = PROBE_TIMEOUT_S) -> str | Non
     quiet = logging.getLogger("membench.kafka_probe")
     quiet.addHandler(logging.NullHandler())
     quiet.propagate = False
-    admin = AdminClient({**admin_config(bootstrap), "logger": quiet, "log_level": 0})
+    # (confluent-kafka's annotation lists plain values only; `logger` takes a logging.Logger)
+    admin = AdminClient({**admin_config(bootstrap), "logger": quiet, "log_level": 0})  # type: ignore[dict-item]
     try:
         admin.list_topics(timeout=timeout)
     except KafkaException as exc:

@@ -14,10 +14,13 @@ what it was never offered. An unknown id returns nothing, recorded as a read tha
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from producers.memory_systems.base import MemoryContext, MemoryItem, count_tokens
 from schemas.events import bounded_text
+
+if TYPE_CHECKING:  # annotations only (docs/design.md §3, typed payloads)
+    from schemas.payloads import Emit
 
 
 class SessionMemoryTools:
@@ -26,7 +29,7 @@ class SessionMemoryTools:
         self._budget = token_budget
         self._shown: dict[str, MemoryItem] = {item.memory_id: item for item in shown.items}
         self._lock = threading.Lock()  # an agent may call tools in parallel; a memory system is not thread-safe
-        self.emit: Callable[..., Any] | None = None  # set by the channel's owner: emit(kind, payload, visibility)
+        self.emit: Emit[Any] | None = None  # set by the channel's owner: emit(kind, payload, visibility)
 
     def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
@@ -46,9 +49,9 @@ class SessionMemoryTools:
             memory_id = args.get("id")
             if not isinstance(memory_id, str) or not memory_id:
                 raise ValueError("get_memory: 'id' must be a non-empty string")
-            item = self._shown.get(memory_id)
-            self._record(f"get_memory: {memory_id}", (memory_id,), (item,) if item else ())
-            return {"items": [_item(item)] if item else []}
+            shown = self._shown.get(memory_id)
+            self._record(f"get_memory: {memory_id}", (memory_id,), (shown,) if shown else ())
+            return {"items": [_item(shown)] if shown else []}
         raise KeyError(f"no memory tool '{tool}' (search, get)")
 
     def _record(self, query: str, candidates, items) -> None:

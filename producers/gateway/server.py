@@ -55,10 +55,11 @@ import socketserver
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from producers.blobs import put_blob
@@ -69,6 +70,9 @@ from producers.gateway.recording import Recording, ReplayCursor
 from schemas.events import error_text
 from producers.gateway.wire_apis import (Endpoint, PathRefused, StreamUsage, Usage, api_of, endpoint_of, loose_digest,
                                          match_digest, request_model, usage_of_body)
+
+if TYPE_CHECKING:  # annotations only (docs/design.md §3, typed payloads)
+    from schemas.payloads import Emit
 
 SOCKET_NAME = "gateway.sock"
 # the default cap on one request's body: Anthropic's documented limit for a Messages request (32 MB);
@@ -210,7 +214,7 @@ class ModelGateway:
     def mode(self) -> str:
         return "replay" if self.replay is not None else "forward"
 
-    def open_channel(self, unit_id: str, emit: Callable[..., Any], memory: Any = None,
+    def open_channel(self, unit_id: str, emit: Emit[Any], memory: Any = None,
                      purpose: str = "agent") -> "Channel":
         return Channel(self, unit_id, emit, memory, purpose)
 
@@ -241,13 +245,15 @@ class Channel:
     `sleep` or `judge` itself; its call ids are `mem1`, `mem2`, … so they never collide with the
     agent's `m1`, `m2`, …"""
 
-    def __init__(self, gateway: ModelGateway, unit_id: str, emit: Callable[..., Any], memory: Any = None,
+    def __init__(self, gateway: ModelGateway, unit_id: str, emit: Emit[Any], memory: Any = None,
                  purpose: str = "agent"):
         self.gateway = gateway
         self.unit_id = unit_id  # whose share of the rate limit its calls spend
         self.memory = memory
         self.purpose = purpose
         self._emit = emit
+        # emit(kind, payload, visibility) under the channel's lock, typed per kind as RunEmitter.emit
+        self.emit: Emit[None] = self._emit_locked
         self._lock = threading.Lock()
         self._calls = 0
         self.failure: ModelUnavailable | None = None
@@ -266,9 +272,9 @@ class Channel:
                                         name="membench-gateway", daemon=True)
         self._thread.start()
 
-    def emit(self, kind: str, payload: dict[str, Any], visibility: str = "harness") -> None:
+    def _emit_locked(self, kind: str, payload: Mapping[str, Any], visibility: str = "harness") -> None:
         with self._lock:
-            self._emit(kind, payload, visibility)
+            self._emit(kind, payload, visibility)  # type: ignore[call-overload]  # a kind of Emit's, checked there
 
     def http_connection(self, timeout_s: float) -> http.client.HTTPConnection:
         """An HTTP connection to this channel's socket, for callers on the host side (the model-driven
@@ -382,10 +388,10 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         if length > cap:
             raise BodyTooLarge(f"{length} bytes")
-        data = self.rfile.read(length)
-        if len(data) < length:
+        body = self.rfile.read(length)
+        if len(body) < length:
             raise ValueError(f"the body ended after {len(data)} of its {length} bytes")
-        return data
+        return body
 
     def _send(self, status: int, body: bytes, content_type: str = "application/json",
               headers: tuple[tuple[str, str], ...] = ()) -> None:
@@ -461,6 +467,7 @@ class _Handler(BaseHTTPRequestHandler):
             _ModelCall(self, channel, *aimed, body).refuse_as_agents(
                 status, "not_found" if status == 404 else "invalid_request_error", f"not forwarded: {refused}")
         else:
+            assert endpoint is not None  # neither memory nor refused: endpoint_of found it
             _ModelCall(self, channel, endpoint.api, endpoint.provider, body, endpoint).run()
 
     def _memory(self, channel: Channel, tool: str, body: bytes) -> None:
@@ -514,7 +521,8 @@ class _ModelCall:
         except ValueError:
             self.request = None
         self.model = request_model(self.request)
-        self.status, self.http_status, self.error = "ok", 0, None
+        self.status, self.http_status = "ok", 0
+        self.error: str | None = None
         self.usage = Usage()
         self.streamed = False
         self.chunks = 0
@@ -557,13 +565,15 @@ class _ModelCall:
         self._refuse(http_status, "client_error", kind, message, headers)
 
     def _replay(self) -> None:
-        found = self.channel.replay.answer(match_digest(self.api, self.request))
+        replay, recording = self.channel.replay, self.channel.gateway.replay
+        assert replay is not None and recording is not None  # _replay runs only on a replaying gateway
+        found = replay.answer(match_digest(self.api, self.request))
         if found is None:  # the divergence rule: tool output that differs only in uids, pids, clocks
-            found = self.channel.replay.answer(match_digest(self.api, self.request),
+            found = replay.answer(match_digest(self.api, self.request),
                                                loose_digest(self.api, self.request))
         if found is None:  # the caller's divergence from the recording: its failure, never an exclusion
             message = (f"no recorded answer for this {self.api} request (model {self.model!r}) in the replay of "
-                       f"{self.channel.gateway.replay.source}")
+                       f"{recording.source}")
             self._refuse(400, "replay_miss", "model_replay_miss", message)
             return
         answer, body = found
@@ -596,15 +606,17 @@ class _ModelCall:
             return
         url = urlsplit(base)
         # the configured root plus the endpoint's fixed suffix: nothing of the agent's target
+        assert self.endpoint is not None  # a refused target never reaches _forward
         path = url.path.rstrip("/") + self.endpoint.suffix + (f"?{self.endpoint.query}" if self.endpoint.query else "")
         place = None
         if self.channel.purpose != PREFLIGHT:
-            place = self.channel.gateway.shares.admit(self.channel.unit_id, self.provider, len(self.body))
-            if isinstance(place, OverShare):
-                self.refuse_as_agents(place.http_status, "rate_limit_exceeded" if place.http_status == 429
-                                      else "request_too_large", place.message,
-                                      (("retry-after", str(place.retry_after_s)),))
+            admitted = self.channel.gateway.shares.admit(self.channel.unit_id, self.provider, len(self.body))
+            if isinstance(admitted, OverShare):
+                self.refuse_as_agents(admitted.http_status, "rate_limit_exceeded" if admitted.http_status == 429
+                                      else "request_too_large", admitted.message,
+                                      (("retry-after", str(admitted.retry_after_s)),))
                 return
+            place = admitted
         headers = {k: v for k, v in self.handler.headers.items() if k.lower() in FORWARDED_HEADERS}
         headers["Accept-Encoding"] = "identity"  # usage is read from the bytes as they pass
         key = settings.keys.get(self.provider) or settings.keys.get("*")
@@ -623,7 +635,7 @@ class _ModelCall:
                     if self.channel.closed.wait(settings.backoff(attempt - 1, retry_after)):
                         break  # the session ended while waiting
                     self.retried = attempt
-                connection = connection_type(url.hostname, url.port, timeout=settings.timeout_s)
+                connection = connection_type(url.hostname or "", url.port, timeout=settings.timeout_s)
                 self.channel.track(connection, True)
                 try:
                     try:  # a timeout anywhere is the upstream's silence; any other OSError, unreachable
@@ -741,7 +753,7 @@ class _ModelCall:
         handler.send_header("Transfer-Encoding", "chunked")
         for name in ("x-request-id", "request-id", "retry-after", *(n for ns in LIMIT_HEADERS.values() for n in ns)):
             if upstream.getheader(name):
-                handler.send_header(name, upstream.getheader(name))
+                handler.send_header(name, upstream.getheader(name, ""))
         handler.end_headers()
         tracker = StreamUsage(self.api) if self.streamed else None
         try:
@@ -799,13 +811,13 @@ class _ModelCall:
         record = gateway.settings.record
         # a replay miss keeps the request that missed, to compare with the recording
         keep_request = record or (self.status == "replay_miss" and gateway.blob_dir is not None)
-        request_digest = put_blob(gateway.blob_dir, self.body) if keep_request else hashlib.sha256(self.body).hexdigest()
+        request_digest = put_blob(gateway.blob_dir, self.body) if keep_request and gateway.blob_dir is not None else hashlib.sha256(self.body).hexdigest()
         response_digest = None
         recorded = False
         if self.response_complete:
             data = bytes(self.response)
             if record:
-                response_digest, recorded = put_blob(gateway.blob_dir, data), True
+                response_digest, recorded = put_blob(gateway.blob_dir, data), True  # type: ignore[arg-type]  # record implies a blob store (ModelGateway.__init__)
             else:
                 response_digest = hashlib.sha256(data).hexdigest()
         cost, price = gateway.settings.prices.cost(self.model, self.usage)
@@ -860,12 +872,12 @@ def _json_usage(api: str, body: bytes) -> Usage:
 def keys_from_env(env: dict[str, str] | None = None) -> dict[str, str]:
     """MEMBENCH_MODEL_API_KEY for every provider; MEMBENCH_OPENAI_API_KEY and
     MEMBENCH_ANTHROPIC_API_KEY override it per provider."""
-    env = os.environ if env is None else env
+    source: Mapping[str, str] = os.environ if env is None else env
     keys = {}
-    if env.get("MEMBENCH_MODEL_API_KEY"):
-        keys["*"] = env["MEMBENCH_MODEL_API_KEY"]
+    if source.get("MEMBENCH_MODEL_API_KEY"):
+        keys["*"] = source["MEMBENCH_MODEL_API_KEY"]
     for provider in PROVIDERS:
-        value = env.get(f"MEMBENCH_{provider.upper()}_API_KEY")
+        value = source.get(f"MEMBENCH_{provider.upper()}_API_KEY")
         if value:
             keys[provider] = value
     return keys

@@ -258,7 +258,8 @@ def import_dreambench(source: Path, out_dir: Path, *, repos: Path | None = None,
     source, out_dir = Path(source), Path(out_dir)
     records, raw_bytes = _read_records(source)
     constructs = dict(constructs or {})
-    sequences, commits = [], {}
+    sequences: list[dict[str, Any]] = []
+    commits: dict[str, str] = {}
     not_used: dict[str, list[str]] = {}
     for where, record in records:
         seq, commit = record_to_sequence(record, where, constructs)

@@ -38,7 +38,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 GATES = ("literal_round_trip", "cross_process_identity", "namespace_isolation", "empty_namespace", "read_budget",
@@ -162,7 +162,7 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
                                                timeout_s=float(request.get("timeout_s", 120))),
                                targets=targets_for(None, request["memory_model"]))
 
-    def emit(kind: str, payload: dict[str, Any], visibility: str = "harness") -> None:
+    def emit(kind: str, payload: Mapping[str, Any], visibility: str = "harness") -> None:
         if kind == "ModelCall":
             calls.append({k: payload.get(k) for k in ("api", "purpose", "status", "latency_ms")})
 

@@ -144,7 +144,7 @@ def external_factory(name: str, command: list[str] | None = None, url: str | Non
                      timeout_s: float = 60.0) -> Callable[[Namespace], ExternalMemory]:
     if (command is None) == (url is None):
         raise ValueError(f"external memory '{name}': give exactly one of command or url")
-    transport = command_transport(command, timeout_s) if command is not None else http_transport(url, timeout_s)
+    transport = command_transport(command, timeout_s) if command is not None else http_transport(url or "", timeout_s)
 
     def make(namespace: Namespace, setup: MemorySetup | None = None) -> ExternalMemory:
         return ExternalMemory(name, namespace, transport, setup)

@@ -131,7 +131,9 @@ def gateway_client(channel: Any, purpose: str) -> Any:
                         timeout=channel.gateway.settings.timeout_s + 30)
     # `Connection: close`: the channel waits for its connections' handlers when the unit ends, so no
     # connection may be kept alive past its call
-    return openai.OpenAI(api_key=PLACEHOLDER_KEY, base_url=GATEWAY_BASE, http_client=http, max_retries=0,
+    # (openai's annotation names httpx2's client; it takes httpx's as well, and checks it at run time)
+    return openai.OpenAI(api_key=PLACEHOLDER_KEY, base_url=GATEWAY_BASE, http_client=http,  # type: ignore[arg-type]
+                         max_retries=0,
                          default_headers={PURPOSE_HEADER: purpose, "Connection": "close"})
 
 
@@ -284,6 +286,7 @@ class _LibraryMemory:
     accepts_setup = True
     model_driven = True
     condition = ""
+    _store: Any  # the library's store and its lock (_open)
 
     def __init__(self, namespace: Namespace, setup: MemorySetup):
         self.namespace = namespace
@@ -294,6 +297,16 @@ class _LibraryMemory:
         self._open()
         self._reset()
         _note_settings(setup, self.condition)
+
+    # each library's own: open its store, bind this condition's clients to it, empty the namespace
+    def _open(self) -> None:
+        raise NotImplementedError
+
+    def _bind(self) -> None:
+        raise NotImplementedError
+
+    def _reset(self) -> None:
+        raise NotImplementedError
 
     def _guarded(self, fn, *args, **kwargs):
         with self._store.lock:

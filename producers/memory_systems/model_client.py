@@ -26,9 +26,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from schemas.events import bounded_text, error_text
+
+if TYPE_CHECKING:  # annotations only (docs/design.md §3, typed payloads)
+    from schemas.payloads import Emit
 
 PURPOSE_HEADER = "X-Membench-Purpose"
 MARKER = "membench memory policy"  # opens every system prompt: the scripted upstream keys on it
@@ -42,7 +45,7 @@ class MemoryModel:
     model: str
     gateway: Any
     unit_id: str
-    emit: Callable[..., Any]
+    emit: Emit[Any]
     _channel: Any = None
 
     def _open(self):

@@ -163,6 +163,7 @@ def _user(task: str, condition: str, session: int, **parts: Any) -> str:
 
 # ------------------------------------------------------------------------------------------ policies
 class _ModelDriven:
+    condition: str  # each system's own
     model_driven = True
     accepts_setup = True
     uses_memory = True

@@ -9,6 +9,7 @@ once at start-up).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from producers.memory_systems.base import MemorySetup, MemorySystem, Namespace
 from producers.memory_systems.curated import CuratedFileMemory
@@ -101,7 +102,7 @@ def register_plugins(entry_points=None) -> list[str]:
         except Exception as exc:  # noqa: BLE001 (a vendor's package: its error, named)
             raise ValueError(f"memory-system plug-in '{point.name}' ({point.value}) cannot be loaded: "
                              f"{type(exc).__name__}: {exc}") from None
-        MEMORY_SYSTEMS[point.name] = factory  # type: ignore[assignment]
+        MEMORY_SYSTEMS[point.name] = factory
         PLUGIN_ENTRY_POINTS[point.name] = point
         added.append(point.name)
     return added
@@ -119,7 +120,7 @@ def configuration(condition: str, memory_model: str | None = None, base_urls: di
     from producers.memory_systems import admission
     from producers.memory_systems.libraries import settings_record
 
-    factory = MEMORY_SYSTEMS[condition]
+    factory: Any = MEMORY_SYSTEMS[condition]  # a class, or a plug-in's or an external system's factory
     module = getattr(factory, "__module__", "?")
     if condition in LIBRARY_SYSTEMS:
         kind, detail = "library", settings_record(condition)

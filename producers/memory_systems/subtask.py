@@ -72,7 +72,8 @@ class SubtaskMemory:
             return MemoryContext((), (), budget_tokens)
         scores = tfidf_scores([i.text for i in self._items], query)
         order = sorted(range(len(self._items)), key=lambda i: (-round(float(scores[i]), 12), -i))
-        admitted, used = [], 0
+        admitted: list[MemoryItem] = []
+        used = 0
         for i in order:
             if len(admitted) >= TOP_K or scores[i] <= 0:
                 break

@@ -228,7 +228,8 @@ class TypedConsolidationMemory:
             return MemoryContext((), (), budget)
         scores = self.scores(query)
         order = sorted(range(len(self.store)), key=lambda i: (-scores[i], -i))  # ties: newest first
-        admitted, used = [], 0
+        admitted: list[MemoryItem] = []
+        used = 0
         for i in order:
             if len(admitted) >= pol.read_limit or scores[i] == -math.inf:
                 break

@@ -47,7 +47,8 @@ class TokenVectorMemory:
             return MemoryContext((), (), budget_tokens)
         scores = tfidf_scores([c.text for c in self._chunks], query)
         order = sorted(range(len(self._chunks)), key=lambda i: (-round(float(scores[i]), 12), -i))
-        admitted, used = [], 0
+        admitted: list[MemoryItem] = []
+        used = 0
         for i in order:
             if len(admitted) >= TOP_K or scores[i] <= 0:
                 break

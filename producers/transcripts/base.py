@@ -29,7 +29,7 @@ class TranscriptError(ValueError):
 
 @dataclass(frozen=True)
 class TranscriptEvent:
-    """One event to emit: `kind` and `payload` exactly as `RunEmitter.emit(kind, payload)` takes
+    """One event to emit: `kind` and `payload` exactly as `RunEmitter.emit_any(kind, payload)` takes
     them. `visibility` is "agent" except for the CLI's own diagnostics (its `error` items and
     failure notices), which are "harness": they are not the agent's words, so no memory system
     should learn them."""

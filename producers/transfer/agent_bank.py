@@ -37,6 +37,7 @@ from producers.agents.base import SKILLS_MOUNT, AgentTask
 from producers.memory_systems.base import MemoryContext
 from producers.memory_systems.skill_bank import MANIFEST
 from sandbox.workspace import write_files
+from schemas.payloads import BoundedText
 
 SANDBOXED_KINDS = ("command", "model")  # agents that run in the sandbox and can be shown a bank directory
 SCRIPTED, AGENT = "scripted", "agent"  # which distiller wrote a learned bank (SkillBankFrozen.distiller)
@@ -88,7 +89,7 @@ class MountedBankAgent:
                                       skills_writable=False), emitter)
 
 
-def _text(value: str) -> dict:
+def _text(value: str) -> BoundedText:
     from schemas.events import bounded_text
 
     return bounded_text(value)
@@ -193,7 +194,10 @@ def distill_with_agent(agent, emitter, sandbox, gateway, bank: Path, task_id: st
                                                      "outcome": outcome}, indent=1), encoding="utf-8")
         for path in [shown, *shown.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
-        result = agent.act(AgentTask(distill_instruction(task_id, outcome), scratch, MemoryContext((), (), 0), None, sandbox=sandbox,
+        # no reference solution: a distillation session has none, and only scripted agents read it
+        result = agent.act(AgentTask(distill_instruction(task_id, outcome), scratch, MemoryContext((), (), 0),
+                                     None,  # type: ignore[arg-type]
+                                     sandbox=sandbox,
                                      gateway=gateway, skills=staging, skills_writable=True,
                                      extra_ro_mounts={FINISHED_MOUNT: shown},
                                      extra_env={"MEMBENCH_DISTILL": "1", "MEMBENCH_FINISHED_DIR": FINISHED_MOUNT}),

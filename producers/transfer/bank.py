@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 from producers.memory_systems.skill_bank import MANIFEST, verify_bank, write_manifest
+from schemas.payloads import BankFile
 
 LEARNED, NATIVE, ABLATED = "learned", "native", "ablated"
 #: condition -> the bank it mounts (no_memory mounts none)
@@ -31,11 +32,11 @@ def write_skill(bank: Path, task_id: str, text: str) -> None:
     target.write_text(text, encoding="utf-8")
 
 
-def freeze(bank: Path) -> tuple[str, list[dict[str, str]]]:
+def freeze(bank: Path) -> tuple[str, list[BankFile]]:
     """Write the bank's manifest, make it read-only; returns (digest, [{path, sha256}])."""
     bank.mkdir(parents=True, exist_ok=True)
     digest = write_manifest(bank)
-    files = []
+    files: list[BankFile] = []
     for line in (bank / MANIFEST).read_text(encoding="utf-8").splitlines():
         if line.strip():
             sha, _, rel = line.partition("  ")

@@ -22,12 +22,15 @@ message for that phase is said instead, and a harness Turn (`simulated_user_fall
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from producers.gateway.server import Channel, ModelGateway, ModelUnavailable
 from producers.transfer.user import ScriptedUser
 from schemas.events import SIMULATED_USER_CALL_PREFIX, bounded_text, error_text
 from schemas.transfer_format import Scenario
+
+if TYPE_CHECKING:  # annotations only (docs/design.md §3, typed payloads)
+    from schemas.payloads import Emit
 
 PREFIX = "model:"
 BRIEF = """You are the simulated user (the product owner) of a software project that an engineer \
@@ -64,7 +67,7 @@ def model_of(spec: str) -> str | None:
 
 class ModelUser:
     def __init__(self, scenario: Scenario, model: str, gateway: ModelGateway | None, unit_id: str,
-                 emit: Callable[..., Any]):
+                 emit: Emit[Any]):
         if gateway is None:
             raise ModelUnavailable(f"the simulated user model:{model} needs the model gateway: run with "
                                    "--model-base-url or --model-replay")

@@ -26,7 +26,7 @@ from producers.memory_systems.base import MemoryContext, MemoryItem, MemorySetup
 from producers.memory_systems.skill_bank import SkillBankMemory
 from producers.memory_systems.text import tfidf_scores
 from producers.grid import (AFTER_VERDICT, HARNESS_FAULT, PATCH_BROKE_SCORING, RunConfig, RunUnit, oracle_base_score,
-                            oracle_isolation_proven, patch_fields, run_id_for, settle_harness_fault, verdict_payload)
+                            oracle_isolation_proven, patch_produced, run_id_for, settle_harness_fault, verdict_payload)
 from producers.transfer.agent_bank import (AGENT, SCRIPTED, MountedBankAgent, distill_instruction,
                                            distill_with_agent, runs_in_sandbox)
 from producers.transfer.bank import (ABLATED, CONDITION_BANKS, LEARNED, NATIVE, check_frozen, copy_bank, distill,
@@ -119,12 +119,7 @@ def _emit_patch(emitter: RunEmitter, start: dict[str, bytes], after: dict[str, b
         if rendered.truncated:  # the stored diff is cut (sandbox/workspace.py DIFF_STORE_LIMIT): say so
             _turn(emitter, "system", f"{name}: kept {len(rendered.text.encode())} of {rendered.full_bytes} bytes",
                   source_kind="diff_truncated", visibility="harness")
-    emitter.emit("PatchProduced", {
-        "files": diff.files, "added_lines": diff.added_lines, "removed_lines": diff.removed_lines,
-        "production_paths": diff.production, "test_paths": diff.tests, "stripped_paths": diff.tests + diff.git,
-        "diff_sha256": diff.sha256,
-        **patch_fields("production_diff", production.text, config.blob_dir),
-        **patch_fields("stripped_diff", stripped.text, config.blob_dir)})
+    emitter.emit("PatchProduced", patch_produced(diff, production.text, stripped.text, config.blob_dir))
 
 
 def _read_skills(items: list[MemoryItem], query: str, budget: int) -> MemoryContext:
@@ -279,12 +274,14 @@ def run_transfer(study: Study, unit: RunUnit, config: RunConfig, sandbox: Sandbo
             if problem is not None:
                 _turn(emitter, "system", f"skill_bank_modified: {problem}", visibility="harness")
                 return "excluded", "skill_bank_modified"
+            assert bank is not None  # no problem found: the bank was recorded
             memory = SkillBankMemory(Namespace(config.run_set, unit.condition, unit.seed, unit.task),
                                      MemorySetup(skill_bank=bank.path))
             if runs_in_sandbox(agent):  # the bank also at /skills in the agent's sandbox, read-only
                 actor = MountedBankAgent(agent, bank.path)
         outcome = _conversation(project, unit, config, sandbox, actor, emitter, start, memory, progress)
         if memory is not None:  # the bank must still be the frozen one after the agent ran
+            assert bank is not None  # a memory is made only from a recorded bank (above)
             problem = check_frozen(bank.path, bank.digest)
             if problem is not None:
                 _turn(emitter, "system", f"skill_bank_modified: {problem}", visibility="harness")

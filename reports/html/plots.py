@@ -106,7 +106,7 @@ def strata_svg(report: dict[str, Any], colors: dict[str, str], conditions: list[
         return left + plot_w * max(0.0, min(1.0, v))
 
     parts = svg_open(width, height, "strata-plot", "Construct strata: pass rate per construct and condition")
-    lx = left
+    lx: float = left
     for cond in conditions:  # legend
         parts.append(f'<circle cx="{lx + 5}" cy="12" r="5" fill="{colors[cond]}"/>')
         parts.append(f'<text x="{lx + 14}" y="16" font-size="12">{esc(cond)}</text>')
@@ -118,7 +118,7 @@ def strata_svg(report: dict[str, Any], colors: dict[str, str], conditions: list[
     x_axis(parts, left, left + plot_w, top, bottom, [(x(t / 4), f"{25 * t}%") for t in range(5)],
             "pass rate per stratum (descriptive), whiskers: 95% CI")
     for i, (label, traps, values) in enumerate(rows):
-        y0 = top + band * i + gap / 2
+        y0 = top + band * i + gap / 2  # type: ignore[assignment]  # y0 is a coordinate: float here, int above
         mid = y0 + sub * len(conditions) / 2
         parts.append(f'<text x="{left - 10}" y="{mid + 1:.1f}" font-size="12.5" text-anchor="end" '
                      f'font-weight="600">{esc(label)}</text>')

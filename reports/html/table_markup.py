@@ -190,7 +190,7 @@ def gates_table(report: dict[str, Any]) -> str | None:
         if not g:
             return
         threshold = g.get("threshold")
-        direction = {"max": "≤", "above": ">"}.get(g.get("direction"), "≥")
+        direction = {"max": "≤", "above": ">"}.get(str(g.get("direction")), "≥")
         shown = value if value is not None else (fmt_pct(g.get("value")) if isinstance(g.get("value"), float)
                                                  else esc(g.get("value")))
         thr = fmt_pct(threshold) if isinstance(threshold, float) else esc(threshold)

@@ -15,6 +15,8 @@ import _socket  # the C module: `socket` adds selectors and enum to every start
 import os
 import sys
 import types
+from collections.abc import Callable
+from typing import Any
 
 from . import wire
 
@@ -24,15 +26,17 @@ MAX_DEPTH = 64
 # Item access is the only operator the oracle may ask of a reference: it is a call that returns
 # data. Comparisons, hashing, truthiness, length, membership, iteration and conversions decide
 # verdicts, so the oracle's side never sends them (docs/sandbox.md, "always-equal values").
-OPERATIONS = {"getitem": operator.getitem, "setitem": operator.setitem, "delitem": operator.delitem}
+OPERATIONS: dict[str, Callable[..., Any]] = {"getitem": operator.getitem, "setitem": operator.setitem, "delitem": operator.delitem}
 # `membench_oracle.plain(ref, kind)` and `length(ref)`: the oracle asks explicitly for
 # production's own conversion, and gets it as plain data
-PLAIN_KINDS = {"list": list, "tuple": tuple, "dict": dict, "set": set, "frozenset": frozenset, "str": str,
+PLAIN_KINDS: dict[str, Callable[[Any], Any]] = {"list": list, "tuple": tuple, "dict": dict, "set": set, "frozenset": frozenset, "str": str,
                "bytes": bytes, "int": int, "float": float, "bool": bool, "len": len}
 EXACT_SCALARS = (type(None), bool, int, float, str)
 
 
-def _base_content(value: object) -> tuple[str, object] | None:
+# Any, not object: the value is of any class, read with its base type's unbound methods after an
+# issubclass test on type(value), which a type checker does not carry over to `value`
+def _base_content(value: Any) -> tuple[str, Any] | None:
     """(base type, content) of an instance of a built-in data type or a subclass of one, read with
     the base type's own methods (never the subclass's `__str__`, `__iter__`, `items`...); None for
     anything else. `type(value)` is the real class: `__class__` can lie, `type()` cannot."""
@@ -46,9 +50,9 @@ def _base_content(value: object) -> tuple[str, object] | None:
     for base in (bytes, bytearray):
         if issubclass(kind, base):
             return "bytes", base.hex(value)
-    for base in (list, tuple, set, frozenset):
-        if issubclass(kind, base):
-            return wire.CONTAINERS[base], list(base.__iter__(value))
+    for container in (list, tuple, set, frozenset):
+        if issubclass(kind, container):
+            return wire.CONTAINERS[container], list(container.__iter__(value))
     if issubclass(kind, dict):
         return "dict", list(dict.items(value))
     return None
@@ -59,7 +63,7 @@ class Server:
         self.objects: dict[int, object] = {}
         self.ids: dict[int, int] = {}  # id(obj) -> ref id, so one object keeps one reference
 
-    def ref(self, value: object) -> dict:
+    def ref(self, value: Any) -> dict:
         key = id(value)
         if key not in self.ids:
             self.ids[key] = len(self.objects) + 1
@@ -100,7 +104,7 @@ class Server:
             return self.ref(value)  # members must stay hashable data
         return {"t": tag, "v": items}
 
-    def decode(self, value: object) -> object:
+    def decode(self, value: object) -> Any:
         if not isinstance(value, dict):
             return value
         tag = value.get("t")

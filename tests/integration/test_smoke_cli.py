@@ -77,9 +77,10 @@ def test_report_contract(smoke):
     assert len(report["inputs"]["pack_digest"]) == 64
     assert (home / "runs" / report["run_set"] / "report.md").read_text().startswith("# membench report")
     # the written report has exactly the declared shape (reports/model.py), key for key
-    from reports.model import Report, from_json, to_json
+    from reports.model import REPORT_SCHEMA_VERSION, Report, from_json, to_json
 
     assert to_json(from_json(Report, report)) == report
+    assert report["schema_version"] == REPORT_SCHEMA_VERSION  # the contract version it was written under
 
 
 def test_log_is_plain_avro_and_matches_the_warehouse(smoke):

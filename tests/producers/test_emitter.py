@@ -39,3 +39,24 @@ def test_event_ids_are_distinct_version_4_uuids():
         parts = value.split("-")
         assert [len(p) for p in parts] == [8, 4, 4, 4, 12]
         assert parts[2][0] == "4" and parts[3][0] in "89ab"
+
+
+def test_a_type_checker_refuses_a_wrong_payload_at_the_emit_call_site(tmp_path):
+    """RunEmitter.emit is typed per kind (schemas.payloads.Emit): mypy refuses a misspelt key and a
+    value of the wrong type where the event is emitted, and passes the same calls written right."""
+    from mypy import api
+
+    source = tmp_path / "emits.py"
+    source.write_text(
+        "from producers.emitter import RunEmitter\n"
+        "from schemas.events import bounded_text\n\n\n"
+        "def emits(emitter: RunEmitter) -> None:\n"
+        "    emitter.emit('ToolCall', {'call_id': 'c', 'name': 'edit', 'arguments_digest': 'a', 'is_ptach': True})\n"
+        "    emitter.emit('Turn', {'role': 'agent', 'text': 'not a BoundedText'})\n"
+        "    emitter.emit('ToolCall', {'call_id': 'c', 'name': 'edit', 'arguments_digest': 'a', 'is_patch': True})\n"
+        "    emitter.emit('Turn', {'role': 'agent', 'text': bounded_text('a BoundedText')})\n"
+        "    emitter.emit_any('ToolCall', {'is_ptach': True})  # a kind known at run time: the encoder checks it\n")
+    out, _, status = api.run([str(source), "--config-file", "", "--follow-imports", "silent",
+                              "--cache-dir", str(tmp_path / "cache")])
+    flagged = sorted(int(line.split(":")[1]) for line in out.splitlines() if ": error:" in line)
+    assert status == 1 and flagged == [6, 7], out

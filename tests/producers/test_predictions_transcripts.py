@@ -103,6 +103,8 @@ class Recorder:
     def emit(self, kind, payload, visibility="agent"):
         self.events.append((kind, payload, visibility))
 
+    emit_any = emit  # RunEmitter's untyped form, for a kind read from a transcript
+
 
 def test_the_agent_records_the_transcript_in_place_of_the_summary_turn(folder, pack, tmp_path):
     (pred,) = load_predictions(write(folder, GOOD), pack, ["B5"])

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from reports.model import Report, ReportShapeError, from_json, key_reference, key_reference_markdown, to_json
+from reports.model import (REPORT_SCHEMA_VERSION, Report, ReportShapeError, from_json, key_reference,
+                           key_reference_markdown, to_json)
 from tests.reports.test_html import make_report
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "reports.md"
@@ -122,12 +123,37 @@ def _full_report() -> dict:
     report["verification"] = {"verified": False, "events": 54, "runs": 1, "derived": 18, "compared": 18,
                               "findings": 1, "dead_letters": 1,
                               "first_finding": "run r seq 0: processor rejected the event: Turn before RunStarted"}
+    report["schema_version"] = REPORT_SCHEMA_VERSION
     return {key: report[key] for key in [f for f, _ in key_reference() if "." not in f and "[" not in f]}
 
 
 def test_round_trip_keeps_every_key_and_value():
     document = _full_report()
     assert to_json(from_json(Report, document)) == document
+
+
+def test_a_report_of_a_newer_schema_version_is_refused_before_its_keys_are_read():
+    document = _full_report()
+    document["schema_version"] = REPORT_SCHEMA_VERSION + 1
+    document["a_key_of_the_newer_contract"] = 1  # named by the version error, not as an unknown key
+    with pytest.raises(ReportShapeError, match=rf"report.schema_version: {REPORT_SCHEMA_VERSION + 1} is newer than "
+                                               rf"this membench reads \(report.json schema version {REPORT_SCHEMA_VERSION}"):
+        from_json(Report, document)
+
+
+@pytest.mark.parametrize("version", [0, "1", True, 1.0])
+def test_a_schema_version_that_is_not_a_positive_integer_is_refused(version):
+    document = _full_report()
+    document["schema_version"] = version
+    with pytest.raises(ReportShapeError, match="report.schema_version: expected a positive integer"):
+        from_json(Report, document)
+
+
+def test_a_report_written_before_the_version_reads_as_it_is():
+    document = _full_report()
+    del document["schema_version"]
+    report = from_json(Report, document)
+    assert report.schema_version is None and to_json(report) == document
 
 
 @pytest.mark.parametrize("edit, needle", [

@@ -57,3 +57,28 @@ def test_constant_fields_must_be_fields_of_the_record():
     with pytest.raises(ValueError, match="not fields of Event"):
         constant_fields_encoder(schema, {"run_id": "r", "runid": "typo"})
 
+
+
+def test_a_misspelt_payload_key_is_refused_with_the_kind_and_the_key():
+    from producers.emitter import RunEmitter
+
+    published = []
+    emitter = RunEmitter("rs", "run", "unit", lambda event, datum: published.append(datum))
+    payload = {"call_id": "c1", "name": "edit", "arguments_digest": "a", "is_ptach": True}
+    with pytest.raises(ValueError, match=r"ToolCall: unknown field\(s\) 'is_ptach'"):
+        emitter.emit("ToolCall", payload)
+    assert published == [] and emitter.emitted == []
+    # nothing half-done: the next event still takes seq 0 and the genesis link
+    event = emitter.emit("ToolCall", {**{k: v for k, v in payload.items() if k != "is_ptach"}, "is_patch": True})
+    assert event.seq == 0 and len(published) == 1
+
+
+def test_fastavro_alone_drops_the_misspelt_key_the_compiled_encoder_refuses():
+    # the control: the reference writer encodes the typo as the field's default, silently
+    schema = default_registry().latest("event")
+    record = next(event for event in build_run() if event.kind == "ToolCall").to_record()
+    kind, payload = record["payload"]
+    record["payload"] = (kind, {**payload, "is_ptach": True})
+    assert encode_datum_reference(schema, record)
+    with pytest.raises(ValueError, match="is_ptach"):
+        encode_datum(schema, record)

@@ -42,7 +42,7 @@ def main(argv):
     oracle_client.REMOTE = oracle_client.Remote(sock_path, float(timeout_s))
     # only the module under test is answered by proxies; everything else imports locally
     sys.meta_path.insert(0, oracle_client.ProductionFinder({checks["module"].split(".", 1)[0]}))
-    results = {}
+    results: dict[str, dict] = {}
     module, import_error = None, None
     try:
         module = __import__(checks["module"], fromlist=["*"])
