@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from processors.diagnosis import DiagnosisFold
 from processors.end_reason import EndReasonFold
 from processors.evidence import EvidenceCollector
+from processors.memory_use import MemoryUseFold
 from processors.model_usage import ModelUsageFold
 from processors.transfer import TransferFold
 from processors.verdicts import VerdictFold
@@ -26,13 +27,14 @@ from schemas.events import Event
 # same session evidence: it is folded once per run, not once per fold): verdicts and run summaries; the
 # diagnosis (failure taxonomy, memory contract, hygiene); transfer results (EngramBench's protocol: CCPF,
 # dimensions, hard caps, resources; only runs with an EvaluatorPlan); model usage and cost per purpose; why
-# the run ended, in its own words.
+# the run ended, in its own words; how it used memory (the harness's reads, the agent's memory calls).
 FOLDS: list[Callable[[EvidenceCollector], object]] = [
     lambda evidence: VerdictFold(evidence=evidence),
     lambda evidence: DiagnosisFold(evidence=evidence),
     lambda evidence: TransferFold(),
     lambda evidence: ModelUsageFold(),
     lambda evidence: EndReasonFold(),
+    lambda evidence: MemoryUseFold(),
 ]
 
 

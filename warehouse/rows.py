@@ -1,9 +1,9 @@
-"""Derived-table rows as frozen dataclasses: GENERATED from the DDL of derived.v5 by
+"""Derived-table rows as frozen dataclasses: GENERATED from the DDL of derived.v6 by
 `python -m warehouse.row_types` (see that module); do not edit by hand."""
 
 from dataclasses import dataclass
 
-DERIVED_SCHEMA_VERSION = 5
+DERIVED_SCHEMA_VERSION = 6
 
 
 @dataclass(frozen=True)
@@ -337,6 +337,26 @@ class RunEndReasonRow:
     text: str
 
 
+@dataclass(frozen=True)
+class MemoryUseRow:
+    """A row of `memory_uses` (`MemoryUse`)."""
+
+    derived_id: str
+    source_seq: int
+    run_set: str
+    run_id: str
+    unit_id: str
+    suite: str
+    task: str
+    condition: str
+    seed: int
+    agent: str
+    harness_reads: int
+    harness_tokens_read: int
+    agent_memory_calls: int
+    agent_tokens_read: int
+
+
 # the row type of each derived table
 ROW_TYPES: dict[str, type] = {
     'session_results': SessionVerdictRow,
@@ -351,4 +371,5 @@ ROW_TYPES: dict[str, type] = {
     'transfer_hard_caps': TransferHardCapRow,
     'skill_banks': SkillBankRow,
     'run_end_reasons': RunEndReasonRow,
+    'memory_uses': MemoryUseRow,
 }

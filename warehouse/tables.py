@@ -56,6 +56,7 @@ DERIVED_TABLES = {
     "TransferHardCap": ("transfer_hard_caps", ("run_id", "cap_id")),
     "SkillBank": ("skill_banks", ("run_id", "bank")),
     "RunEndReason": ("run_end_reasons", ("run_id",)),
+    "MemoryUse": ("memory_uses", ("run_id",)),
 }
 
 
@@ -145,6 +146,9 @@ TABLE_MEANINGS = {
     "skill_banks": "one row per skill bank a transfer study's learning run froze (`SkillBank`)",
     "run_end_reasons": "one row per run that said why it ended (`RunEndReason`): its first run-level system turn, "
                        "which the runner writes for an excluded or failed run",
+    "memory_uses": "one row per run (`MemoryUse`): its MemoryRead events split into the harness's reads before "
+                   "each session and the agent's memory tool calls, with the tokens each admitted "
+                   "(processors/memory_use.py)",
 }
 
 # meanings of columns shared by several tables (a table's own meaning below wins)
@@ -246,6 +250,10 @@ OWN_MEANINGS = {
                     "files": "files in the bank", "ablated_skill": "the skill an ablated bank leaves out",
                     "distiller": "who wrote a learned bank (scripted / agent)"},
     "run_end_reasons": {"text": "the turn's text: the model's or adapter's own words, or a traceback"},
+    "memory_uses": {"harness_reads": "reads the harness made before a session (query = its instruction) or "
+                    "outside one", "harness_tokens_read": "tokens those reads admitted",
+                    "agent_memory_calls": "every other MemoryRead: a memory tool the agent called in a session",
+                    "agent_tokens_read": "tokens the agent's memory calls returned"},
 }
 
 
