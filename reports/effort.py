@@ -9,7 +9,14 @@ valid cells (completed, not excluded), the pass rate's denominator:
   wall time (`duration_ms`), each as total, per valid cell and per pass (total / passed cells, the
   failed cells' spend included: `analytics.resources.per_cell_and_pass`); and the memory tokens
   read, the sum of the cells' MemoryRead `tokens_admitted` (`memory_tokens_admitted`) over all
-  their sessions (warm-up and history sessions included), per session.
+  their sessions (warm-up and history sessions included), per session; and what the agent called
+  memory for: `memory_calls`, the agent's memory tool calls over the cells' sessions (the MemoryUse
+  fold's `agent_memory_calls`, processors/memory_use.py: every MemoryRead but the harness's read
+  before each session), `memory_calls_per_session` = memory_calls / sessions and
+  `passes_per_memory_call` = passed cells / memory_calls (null with no call: a condition whose agent
+  never called memory has no such rate; a low one marks an agent that calls memory for nothing).
+  The memory figures are null when a cell's run has no MemoryUse row (a warehouse an older
+  membench wrote: `membench rederive` adds them).
 - `pass_hat_k`: `analytics.reliability.pass_hat_k` over the condition's cells with k = the run
   set's seeds: a trap counts when it has a valid cell under every seed, and passes when every one
   of them passed.
@@ -28,8 +35,11 @@ from warehouse import queries
 from warehouse.protocol import WarehouseReader
 
 
-def condition_efforts(runs: list[dict[str, Any]], costs: dict[str, tuple[int, float]]) -> dict[str, ConditionEffort]:
-    """condition -> its effort over RUNS' valid cells; COSTS is `queries.run_model_costs`."""
+def condition_efforts(runs: list[dict[str, Any]], costs: dict[str, tuple[int, float]],
+                      memory_calls: dict[str, int] | None = None) -> dict[str, ConditionEffort]:
+    """condition -> its effort over RUNS' valid cells; COSTS is `queries.run_model_costs`, MEMORY_CALLS
+    run_id -> the agent's memory tool calls (`agent_memory_calls` of `queries.memory_uses`)."""
+    memory_calls = memory_calls or {}
     by_condition: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in runs:
         by_condition[r["condition"]].append(r)
@@ -43,6 +53,8 @@ def condition_efforts(runs: list[dict[str, Any]], costs: dict[str, tuple[int, fl
         usd = sum(costs.get(r["run_id"], (0, 0.0))[1] for r in sorted(valid, key=lambda r: r["run_id"]))
         sessions = sum(int(r["sessions"] or 0) for r in valid)
         memory = sum(int(r["memory_tokens_admitted"] or 0) for r in valid)
+        calls = (sum(memory_calls[r["run_id"]] for r in valid)
+                 if all(r["run_id"] in memory_calls for r in valid) else None)
 
         def spread(total: float) -> PerCellAndPass:
             return PerCellAndPass(**shallow_fields(per_cell_and_pass(total, cells, passes)))
@@ -50,7 +62,9 @@ def condition_efforts(runs: list[dict[str, Any]], costs: dict[str, tuple[int, fl
         out[condition] = ConditionEffort(
             cells=cells, passes=passes, sessions=sessions, tokens=spread(float(tokens)),
             cost_usd=spread(float(usd)) if priced else None, priced_calls=priced, wall_time_s=spread(wall),
-            memory_tokens_read=memory, memory_tokens_per_session=memory / sessions if sessions else None)
+            memory_tokens_read=memory, memory_tokens_per_session=memory / sessions if sessions else None,
+            memory_calls=calls, memory_calls_per_session=calls / sessions if calls is not None and sessions else None,
+            passes_per_memory_call=passes / calls if calls else None)
     return out
 
 
@@ -65,7 +79,8 @@ def condition_pass_hat_k(runs: list[dict[str, Any]]) -> dict[str, PassHatK]:
 
 def effort_section(warehouse: WarehouseReader, run_set: str,
                    runs: list[dict[str, Any]]) -> tuple[dict[str, ConditionEffort], dict[str, PassHatK]]:
-    return condition_efforts(runs, queries.run_model_costs(warehouse, run_set)), condition_pass_hat_k(runs)
+    calls = {u.run_id: u.agent_memory_calls for u in queries.memory_uses(warehouse, run_set)}
+    return condition_efforts(runs, queries.run_model_costs(warehouse, run_set), calls), condition_pass_hat_k(runs)
 
 
 # ------------------------------------------------------------------------------------- renderings
@@ -73,9 +88,10 @@ def effort_section(warehouse: WarehouseReader, run_set: str,
 # the columns report.md and report.html show, in order; the CLI pairs each per-cell figure with its
 # per-pass one in a column (CLI_EFFORT_COLUMNS) so the table fits a terminal
 EFFORT_COLUMNS = ("condition", "pass rate", "pass^k", "tokens / cell", "tokens / pass", "USD / cell", "USD / pass",
-                  "wall s / cell", "wall s / pass", "memory tokens / session")
+                  "wall s / cell", "wall s / pass", "memory tokens / session", "memory calls / session",
+                  "passes / memory call")
 CLI_EFFORT_COLUMNS = ("condition", "pass^k", "tokens cell / pass", "USD cell / pass", "wall s cell / pass",
-                      "memory tokens / session")
+                      "memory tokens / session", "memory calls / session", "passes / memory call")
 
 
 def _number(value: float | None, digits: int = 0) -> str:
@@ -109,18 +125,24 @@ def effort_row(entry: dict[str, Any], cli: bool = False) -> list[str] | None:
     dollars = (_usd(usd["per_cell"]), _usd(usd["per_pass"]))
     wall = (_number(e["wall_time_s"]["per_cell"], 1), _number(e["wall_time_s"]["per_pass"], 1))
     memory = _number(e["memory_tokens_per_session"], 1)
+    # .get: a report written before the memory-call figures shows them as unknown
+    calls = (_number(e.get("memory_calls_per_session"), 2), _number(e.get("passes_per_memory_call"), 2))
     reliability = pass_hat_k_text(entry.get("pass_hat_k"), short=cli)
     if cli:
-        return [entry["condition"], reliability, " / ".join(tokens), " / ".join(dollars), " / ".join(wall), memory]
+        return [entry["condition"], reliability, " / ".join(tokens), " / ".join(dollars), " / ".join(wall), memory,
+                *calls]
     rate = "—" if entry["pass_rate"] is None else f"{100 * entry['pass_rate']:.1f}%"
-    return [entry["condition"], rate, reliability, *tokens, *dollars, *wall, memory]
+    return [entry["condition"], rate, reliability, *tokens, *dollars, *wall, memory, *calls]
 
 
 EFFORT_LEGEND = ("Over each condition's valid cells: tokens are input + output of the agent's and the memory model's calls; USD is every "
                  "ModelCall of the cells' runs, the memory model's included (— when no call was priced, as "
                  "for scripted agents); wall time is the run's; per pass = the total over all valid cells, "
                  "failed ones included, / passed cells (— with no pass). Memory tokens / session = tokens "
-                 "memory reads admitted into the prompt / sessions. pass^k = traps passed under every one of "
+                 "memory reads admitted (the harness's before each session and the agent's memory tool calls) / sessions. Memory "
+                 "calls / session = memory tools the agent called (search, get, an MCP memory server's read tools; "
+                 "the harness's read before each session left out) / sessions; passes / memory call = passed cells / "
+                 "those calls (— when the agent made none). pass^k = traps passed under every one of "
                  "the run set's k seeds / traps with a valid cell under every seed (a trap with a missing or "
                  "excluded seed is left out and counted as incomplete).")
 

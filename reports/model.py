@@ -104,7 +104,7 @@ class ConditionEffort:
     """What a condition's valid cells spent (reports/effort.py): tokens (input + output of the agent's
     and a model-driven memory's calls), USD of every ModelCall of the cells' runs (null when none was
     priced: scripted agents, a model without a price), wall time of the runs, and the tokens memory
-    reads admitted into the prompt."""
+    reads admitted into the prompt; the memory tools the agent called (processors/memory_use.py)."""
 
     cells: int  # valid cells the figures cover
     passes: int
@@ -115,6 +115,10 @@ class ConditionEffort:
     wall_time_s: PerCellAndPass
     memory_tokens_read: int  # sum of MemoryRead.tokens_admitted
     memory_tokens_per_session: float | None  # memory_tokens_read / sessions
+    # the agent's memory tool calls (MemoryUse.agent_memory_calls; null when a cell's run has no MemoryUse row)
+    memory_calls: int | None = None
+    memory_calls_per_session: float | None = None  # memory_calls / sessions
+    passes_per_memory_call: float | None = None  # passes / memory_calls; null with no call
 
 
 @dataclass(frozen=True)

@@ -112,6 +112,13 @@ class RunState:
         assert summary is not None, f"run {self.run_id} has not ended"
         return summary
 
+    def derived_payload(self, kind: str) -> dict[str, Any] | None:
+        """The run's newest derived `kind` payload (a per-run kind: MemoryUse), once derived."""
+        for item in reversed(self.derived):
+            if item.kind == kind:
+                return item.payload
+        return None
+
     def summary_seq(self) -> int:
         for item in reversed(self.derived):
             if item.kind == "RunSummary":
@@ -331,7 +338,8 @@ class LiveRunSet:
         # cost and reliability beside the pass rate, as the report's (reports/effort.py); k is the
         # seeds finished so far
         rows = [{**cell.summary(), "run_id": cell.run_id} for cell in cells]
-        efforts = condition_efforts(rows, {c.run_id: (c.model.priced_calls, c.model.cost_usd) for c in cells})
+        calls = {c.run_id: use["agent_memory_calls"] for c in cells if (use := c.derived_payload("MemoryUse"))}
+        efforts = condition_efforts(rows, {c.run_id: (c.model.priced_calls, c.model.cost_usd) for c in cells}, calls)
         reliability = condition_pass_hat_k(rows)
         out = []
         for condition, count, (passed, valid, rate, ci95, bootstrap) in condition_pass_summaries(

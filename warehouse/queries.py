@@ -357,6 +357,11 @@ def run_end_reasons(warehouse: WarehouseReader, run_set: str) -> list[rows.RunEn
     return _derived_rows(warehouse, rows.RunEndReasonRow, "run_end_reasons", run_set)
 
 
+def memory_uses(warehouse: WarehouseReader, run_set: str) -> list[rows.MemoryUseRow]:
+    """Each run's memory use (processors/memory_use.py): the harness's reads and the agent's memory calls."""
+    return _derived_rows(warehouse, rows.MemoryUseRow, "memory_uses", run_set)
+
+
 # ------------------------------------------------------------------ the canary proof's raw-log search
 # The proof searches what the agent could see, so it reads raw events by design (reports/canary.py).
 

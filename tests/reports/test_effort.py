@@ -111,3 +111,28 @@ def test_condition_names_stay_inert_in_the_html_table():
     html = render_html(report)
     section = html[html.index('<section id="cost-reliability">'):html.index("</section>", html.index("cost-reliability"))]
     assert "&lt;b&gt;evil&amp;co&lt;/b&gt;" in section and "<b>evil" not in section
+
+
+def test_memory_calls_per_session_and_passes_per_memory_call_over_valid_cells():
+    # B5's agent called memory 4 + 2 + 0 times in its valid cells; its excluded cell's 50 calls stay out
+    calls = {"B0-t1-1": 0, "B0-t1-2": 0, "B0-t2-1": 0, "B0-t2-2": 0,
+             "B5-t1-1": 4, "B5-t1-2": 2, "B5-t2-1": 0, "B5-t2-2": 50}
+    efforts = condition_efforts(RUNS, COSTS, calls)
+    b0, b5 = efforts["B0"], efforts["B5"]
+    assert (b5.memory_calls, b5.memory_calls_per_session, b5.passes_per_memory_call) == (6, 1.0, 0.5)
+    # control: an agent that never called memory has no rate per call (not 0, not infinite), shown "—"
+    assert (b0.memory_calls, b0.memory_calls_per_session, b0.passes_per_memory_call) == (0, 0.0, None)
+    entry = {"condition": "B0", "pass_rate": 0.25, "effort": to_json(b0), "pass_hat_k": None}
+    assert effort_row(entry)[-2:] == ["0.00", "—"]
+    entry = {"condition": "B5", "pass_rate": 1.0, "effort": to_json(b5), "pass_hat_k": None}
+    assert effort_row(entry)[-2:] == ["1.00", "0.50"] and effort_row(entry, cli=True)[-2:] == ["1.00", "0.50"]
+    # a cell whose run has no MemoryUse row (an older warehouse): unknown, never counted as no call
+    partial = condition_efforts(RUNS, COSTS, {k: v for k, v in calls.items() if k != "B5-t2-1"})["B5"]
+    assert (partial.memory_calls, partial.memory_calls_per_session, partial.passes_per_memory_call) == (None, None, None)
+
+
+def test_a_report_written_before_the_memory_call_figures_shows_them_as_unknown():
+    effort = to_json(condition_efforts(RUNS, COSTS)["B5"])
+    for key in ("memory_calls", "memory_calls_per_session", "passes_per_memory_call"):
+        del effort[key]
+    assert effort_row({"condition": "B5", "pass_rate": 1.0, "effort": effort, "pass_hat_k": None})[-2:] == ["—", "—"]

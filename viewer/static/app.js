@@ -290,12 +290,15 @@ function effortTable(rows) {
       ["tokens_per_cell", effortNumber(e.tokens.per_cell)], ["tokens_per_pass", effortNumber(e.tokens.per_pass)],
       ["usd_per_cell", effortUsd(usd.per_cell)], ["usd_per_pass", effortUsd(usd.per_pass)],
       ["wall_s_per_cell", effortNumber(e.wall_time_s.per_cell, 1)], ["wall_s_per_pass", effortNumber(e.wall_time_s.per_pass, 1)],
-      ["memory_tokens_per_session", effortNumber(e.memory_tokens_per_session, 1)]];
+      ["memory_tokens_per_session", effortNumber(e.memory_tokens_per_session, 1)],
+      ["memory_calls_per_session", effortNumber(e.memory_calls_per_session, 2)],
+      ["passes_per_memory_call", effortNumber(e.passes_per_memory_call, 2)]];
     return el("tr", { "data-condition": row.condition }, el("td", { text: row.condition }),
       cells.map(([field, text]) => el("td", { class: "num", "data-field": field, text })));
   });
   return table(["condition", ...["pass rate", "pass^k", "tokens / cell", "tokens / pass", "USD / cell", "USD / pass",
-    "wall s / cell", "wall s / pass", "memory tokens / session"].map((label) => ({ label, num: 1 }))], body, { id: "effort" });
+    "wall s / cell", "wall s / pass", "memory tokens / session", "memory calls / session", "passes / memory call"]
+    .map((label) => ({ label, num: 1 }))], body, { id: "effort" });
 }
 
 // The units table keeps its controls across polls (focus and typing survive a refresh); its state
@@ -515,7 +518,9 @@ function renderRunSet(data) {
     effortTable(data.ladder) || el("p", { class: "muted", id: "no-effort", text: "No finished unit yet." }),
     el("p", { class: "muted caption", text: "Tokens: input + output of the agent's and the memory model's calls; USD: " +
       "every priced ModelCall of the cells' runs (— when none was priced); per pass = the total over all valid cells / " +
-      "passed cells; memory tokens / session: tokens memory reads admitted into the prompt; pass^k: traps passed " +
+      "passed cells; memory tokens / session: tokens memory reads admitted into the prompt; memory calls / session: " +
+      "memory tools the agent called (the harness's read before each session left out); passes / memory call: passed " +
+      "cells / those calls (— with none); pass^k: traps passed " +
       "under every one of the k seeds finished so far / traps with a valid cell under each." }),
     el("h2", { text: "Units" }),
   ];
