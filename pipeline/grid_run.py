@@ -75,7 +75,7 @@ def print_table(console: Console, report: Report) -> None:
 def print_effort_table(console: Console, report: Report) -> None:
     """What each condition's pass rate cost and how reliably it passes (reports/effort.py), as a
     second table so the pass-rate table stays narrow; a report without the figures prints none."""
-    from reports.effort import CLI_EFFORT_COLUMNS, effort_row
+    from reports.effort import CLI_EFFORT_COLUMNS, CLI_MEMORY_CALL_COLUMNS, effort_row, memory_call_row
     from reports.model import to_json
 
     rows = [row for row in (effort_row(to_json(c), cli=True) for c in report.conditions) if row is not None]
@@ -88,6 +88,13 @@ def print_effort_table(console: Console, report: Report) -> None:
     for row in rows:
         table.add_row(*row)
     console.print(table)
+    calls = Table(title="memory the agent called · over the valid cells' sessions", box=box.SIMPLE)
+    for column in CLI_MEMORY_CALL_COLUMNS:
+        calls.add_column(column, justify="left" if column == "condition" else "right")
+    for row in (memory_call_row(to_json(c)) for c in report.conditions):
+        if row is not None:
+            calls.add_row(*row)
+    console.print(calls)
 
 
 def plain_progress(console: Console, total: int, what: str = "units", passes: bool = True):

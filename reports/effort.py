@@ -91,7 +91,9 @@ EFFORT_COLUMNS = ("condition", "pass rate", "pass^k", "tokens / cell", "tokens /
                   "wall s / cell", "wall s / pass", "memory tokens / session", "memory calls / session",
                   "passes / memory call")
 CLI_EFFORT_COLUMNS = ("condition", "pass^k", "tokens cell / pass", "USD cell / pass", "wall s cell / pass",
-                      "memory tokens / session", "memory calls / session", "passes / memory call")
+                      "memory tokens / session")
+# the CLI prints the memory-call figures as a table of their own: one more column wraps an 80-column terminal
+CLI_MEMORY_CALL_COLUMNS = ("condition", "memory calls / session", "passes / memory call")
 
 
 def _number(value: float | None, digits: int = 0) -> str:
@@ -125,14 +127,23 @@ def effort_row(entry: dict[str, Any], cli: bool = False) -> list[str] | None:
     dollars = (_usd(usd["per_cell"]), _usd(usd["per_pass"]))
     wall = (_number(e["wall_time_s"]["per_cell"], 1), _number(e["wall_time_s"]["per_pass"], 1))
     memory = _number(e["memory_tokens_per_session"], 1)
-    # .get: a report written before the memory-call figures shows them as unknown
-    calls = (_number(e.get("memory_calls_per_session"), 2), _number(e.get("passes_per_memory_call"), 2))
+    calls = _memory_call_figures(e)
     reliability = pass_hat_k_text(entry.get("pass_hat_k"), short=cli)
     if cli:
-        return [entry["condition"], reliability, " / ".join(tokens), " / ".join(dollars), " / ".join(wall), memory,
-                *calls]
+        return [entry["condition"], reliability, " / ".join(tokens), " / ".join(dollars), " / ".join(wall), memory]
     rate = "—" if entry["pass_rate"] is None else f"{100 * entry['pass_rate']:.1f}%"
     return [entry["condition"], rate, reliability, *tokens, *dollars, *wall, memory, *calls]
+
+
+def _memory_call_figures(e: dict[str, Any]) -> tuple[str, str]:
+    # .get: a report written before the memory-call figures shows them as unknown
+    return _number(e.get("memory_calls_per_session"), 2), _number(e.get("passes_per_memory_call"), 2)
+
+
+def memory_call_row(entry: dict[str, Any]) -> list[str] | None:
+    """A condition's row of CLI_MEMORY_CALL_COLUMNS from its JSON entry; None without the figures."""
+    e = entry.get("effort")
+    return None if e is None else [entry["condition"], *_memory_call_figures(e)]
 
 
 EFFORT_LEGEND = ("Over each condition's valid cells: tokens are input + output of the agent's and the memory model's calls; USD is every "

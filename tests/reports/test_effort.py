@@ -7,7 +7,7 @@ from dataclasses import fields
 
 import pytest
 
-from reports.effort import condition_efforts, condition_pass_hat_k, effort_markdown, effort_row
+from reports.effort import condition_efforts, condition_pass_hat_k, effort_markdown, effort_row, memory_call_row
 from reports.html import render_html
 from reports.markdown import render_markdown
 from reports.model import ConditionEffort, ConditionSummary, PassHatK, from_json, to_json
@@ -125,7 +125,7 @@ def test_memory_calls_per_session_and_passes_per_memory_call_over_valid_cells():
     entry = {"condition": "B0", "pass_rate": 0.25, "effort": to_json(b0), "pass_hat_k": None}
     assert effort_row(entry)[-2:] == ["0.00", "—"]
     entry = {"condition": "B5", "pass_rate": 1.0, "effort": to_json(b5), "pass_hat_k": None}
-    assert effort_row(entry)[-2:] == ["1.00", "0.50"] and effort_row(entry, cli=True)[-2:] == ["1.00", "0.50"]
+    assert effort_row(entry)[-2:] == ["1.00", "0.50"] and memory_call_row(entry) == ["B5", "1.00", "0.50"]
     # a cell whose run has no MemoryUse row (an older warehouse): unknown, never counted as no call
     partial = condition_efforts(RUNS, COSTS, {k: v for k, v in calls.items() if k != "B5-t2-1"})["B5"]
     assert (partial.memory_calls, partial.memory_calls_per_session, partial.passes_per_memory_call) == (None, None, None)
