@@ -120,6 +120,15 @@ def test_the_builtin_loop_searches_memory_and_a_missing_recording_is_the_agents_
     assert "memory:#B5:smoke-currency-e1" in results[2]["output"]["text"]
     names = [e.payload["name"] for e in evs if e.kind == "ToolCall"]
     assert names.count("search_memory") == 3 and names.count("write_file") == 3 and names.count("finish") == 3
+    # what the report weighs the pass rate against: the three searches are the agent's memory calls,
+    # the harness's read before each session is not one (6 MemoryReads in all)
+    assert sum(1 for e in evs if e.kind == "MemoryRead") == 6
+    (b5,) = json.loads((home / "runs" / "loop" / "report.json").read_text())["conditions"]
+    effort = b5["effort"]
+    assert (effort["sessions"], effort["passes"], effort["memory_calls"]) == (3, 1, 3)
+    assert effort["memory_calls_per_session"] == 1.0 and effort["passes_per_memory_call"] == pytest.approx(1 / 3)
+    md = (home / "runs" / "loop" / "report.md").read_text(encoding="utf-8")
+    assert "| 1.00 | 0.33 |" in md[md.index("## Cost and reliability"):]
 
     # a replay whose requests differ (another model name) misses: the agent's divergence, reported by
     # the failure taxonomy, never an exclusion (an agent could vary its prompt in the cells it chose)
