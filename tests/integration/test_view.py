@@ -156,6 +156,9 @@ def test_the_page_lists_the_run_set_and_shows_a_unit_trajectory(smoke_home, run_
         b5 = page.locator("#effort tr[data-condition='B5']")
         assert b5.locator("[data-field='pass_hat_k']").inner_text() == "100.0% (3/3 traps, k=2)"
         assert b5.locator("[data-field='usd_per_cell']").inner_text() == "—"  # a scripted agent: no priced call
+        # memory-literal calls no memory tool: the harness's reads are no calls, so no rate per call
+        assert b5.locator("[data-field='memory_calls_per_session']").inner_text() == "0.00"
+        assert b5.locator("[data-field='passes_per_memory_call']").inner_text() == "—"
         page.locator("a.unit-link[data-unit-id='smoke/smoke-client-header/B5/1']").click()
         page.wait_for_selector("section.session[data-session='3']", timeout=30_000)
         assert page.locator("#chain-status").get_attribute("data-ok") == "true"
