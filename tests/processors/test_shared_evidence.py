@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from processors import RunSetProcessor
 from processors.diagnosis import DiagnosisFold
+from processors.end_reason import EndReasonFold
 from processors.evidence import EvidenceCollector
+from processors.memory_use import MemoryUseFold
+from processors.model_usage import ModelUsageFold
 from processors.transfer import TransferFold
 from processors.verdicts import VerdictFold
 from tests.processors.test_verdicts import build_run
@@ -33,7 +36,8 @@ def test_shared_evidence_derives_what_separate_collectors_derive():
     separate = []
     folds: dict[str, list] = {}
     for event in events:  # each fold with a collector of its own, as before the folds shared one
-        for fold in folds.setdefault(event.run_id, [VerdictFold(), DiagnosisFold(), TransferFold()]):
+        for fold in folds.setdefault(event.run_id, [VerdictFold(), DiagnosisFold(), TransferFold(), ModelUsageFold(),
+                                                    EndReasonFold(), MemoryUseFold()]):
             separate += fold.apply(event)
     assert [d.to_record() for d in shared] == [d.to_record() for d in separate]
     assert {d.kind for d in shared} >= {"SessionVerdict", "RunSummary", "FailureClassified"}
