@@ -91,9 +91,9 @@ def print_effort_table(console: Console, report: Report) -> None:
     calls = Table(title="memory the agent called · over the valid cells' sessions", box=box.SIMPLE)
     for column in CLI_MEMORY_CALL_COLUMNS:
         calls.add_column(column, justify="left" if column == "condition" else "right")
-    for row in (memory_call_row(to_json(c)) for c in report.conditions):
-        if row is not None:
-            calls.add_row(*row)
+    for calls_row in (memory_call_row(to_json(c)) for c in report.conditions):
+        if calls_row is not None:
+            calls.add_row(*calls_row)
     console.print(calls)
 
 
