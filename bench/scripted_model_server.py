@@ -133,7 +133,9 @@ class ScriptedModel:
             return {"content": mem0_answer(text)}
         if api == "chat_completions" and _LANGMEM_SESSION.search(text) and _tool_names(body) >= {"Memory"}:
             return {"calls": langmem_answer(text)}
-        entry = next((s for s in self.sessions if s["when"] in text), None)
+        # the latest session whose instruction the request holds: a later session's prompt may quote an
+        # earlier one's instruction (a memory carried from it), never the other way round
+        entry = next((s for s in reversed(self.sessions) if s["when"] in text), None)
         if entry is None:
             return {"text": "I have no task I recognise. Memory citations: none"}
         if "reply" in entry:

@@ -190,6 +190,10 @@ def test_model_agents_and_libraries_run_on_runners_survive_a_kill9_and_replay(tm
     assert "\tModelCall\tembed\tok\t" in distributed[2] and "\tModelCall\tagent\tok\t" in distributed[2]
     # the replay answered every call from the recording: the same verdicts, unit by unit
     assert verdicts.strip() and verdicts == replay_verdicts
+    # memory reached the agent: the scored third session passes under both libraries, fails without memory
+    scored = {unit.split("/")[2] for unit, session, outcome in (line.split("\t") for line in verdicts.splitlines())
+              if session == "3" and outcome == "pass"}
+    assert scored == {"B5-MEM0-LIT", "B5-LANGMEM"}, verdicts
     assert replay_calls.split() == ["replay", "ok"], replay_calls  # no miss, no upstream
     # the audit's machine holds no blob of the run: it reads them from the blobs topic
     assert not (base / "runs" / "grid" / "blobs").exists()
