@@ -32,6 +32,7 @@ import statistics
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -162,6 +163,10 @@ def _bare(sandbox: Sandbox, argv: list[str]):
         return sandbox.run(argv, SandboxSpec(workspace=Path(tmp), wall_time_s=60, cpu_time_s=60))
 
 
+def _score_into(results: list, sandbox: Sandbox, case: ScoringCase, runner: str) -> None:
+    results.append(score_case(sandbox, case, runner))
+
+
 def measure(read: Callable[[], float], work: Callable[[], object], repeats: int) -> list[float]:
     """CPU seconds of each of REPEATS calls of WORK (after one untimed call)."""
     work()
@@ -183,14 +188,13 @@ def scoring_bench(sandbox: Sandbox, cases: list[ScoringCase], repeats: int = 3) 
         for argv, key in ((["python3", "-I", "-S", "-c", "pass"], "sandbox_start"),
                           (["python3", "-I", "-c", "pass"], "sandbox_start_site"),
                           (["python3", "-I", "-c", "import pytest"], "import_pytest")):
-            figures[key] += measure(read, lambda argv=argv: _bare(sandbox, argv), repeats * 2)
+            figures[key] += measure(read, partial(_bare, sandbox, argv), repeats * 2)
         for case in cases:
             figures["oracle_functions"] += measure(read, lambda: run_direct(sandbox, case), repeats)
             outcomes = {}
             for runner, key in (("pytest", "pytest_runner"), ("fast", "fast_runner")):
-                results = []
-                figures[key] += measure(read, lambda runner=runner: results.append(score_case(sandbox, case, runner)),
-                                        repeats)
+                results: list = []
+                figures[key] += measure(read, partial(_score_into, results, sandbox, case, runner), repeats)
                 outcomes[runner] = {r.outcome for r in results}
             if outcomes["pytest"] != outcomes["fast"] or len(outcomes["fast"]) != 1:
                 disagreements.append(f"{case.label}: pytest {sorted(outcomes['pytest'])}, "

@@ -128,9 +128,9 @@ def admit_conditions(home: Path, conditions: list[str], study, memory_model: str
     from producers.memory_systems.conformance_records import (ConditionNotAdmitted, conformance_status,
                                                               require_conformant)
 
-    admission = {"base_urls": base_urls, "any_upstream": any_upstream}
     if study is not None and study.families:
-        statuses = {c: conformance_status(home, c, memory_model, **admission) for c in conditions}
+        statuses = {c: conformance_status(home, c, memory_model, base_urls=base_urls,
+                                           any_upstream=any_upstream) for c in conditions}
         dropped = [c for c in conditions if statuses[c][0] in ("missing", "failed", "budget_spent")]
         for c in dropped:
             say(f"--conditions: {c} is conformance-unavailable, not run; its registered slots stay in their "
@@ -139,7 +139,8 @@ def admit_conditions(home: Path, conditions: list[str], study, memory_model: str
         if not conditions:
             raise RequestInvalid("--conditions: no condition is admitted for evaluation")
     try:
-        require_conformant(home, conditions, memory_model, "--conditions", **admission)
+        require_conformant(home, conditions, memory_model, "--conditions", base_urls=base_urls,
+                           any_upstream=any_upstream)
     except ConditionNotAdmitted as exc:
         raise RequestInvalid(str(exc)) from None
     return conditions

@@ -66,7 +66,7 @@ class ModelUsageFold:
                                p["seed"], p["agent"])
         elif kind == "ModelCall":
             purpose = p.get("purpose", "agent")
-            self.by_purpose.setdefault(purpose, ModelTotals()).add(p)
+            self.by_purpose.setdefault(purpose, ModelTotals()).add(p)  # type: ignore[arg-type]  # a ModelCall by its kind
         elif kind == "RunEnded" and self.key is not None:
             return [make_derived(self.key, "ModelUsage", event.seq, {"purpose": purpose, **totals.fields()},
                                  "model_usage", purpose)

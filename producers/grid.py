@@ -148,8 +148,10 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
         if declared:
             memory = DeclaredMemory(unit.condition, declared, {e.event_id: e.content for e in seq.events})
         else:
-            if config.memory_dir is not None or config.blob_dir is not None:  # else a private temporary one
-                setup = dataclasses.replace(setup, store_dir=config.memory_dir or config.blob_dir.parent / "memory")
+            if config.memory_dir is not None:  # else beside the blobs, else a private temporary one
+                setup = dataclasses.replace(setup, store_dir=config.memory_dir)
+            elif config.blob_dir is not None:
+                setup = dataclasses.replace(setup, store_dir=config.blob_dir.parent / "memory")
             memory = make_memory(system, Namespace(config.run_set, unit.condition, unit.seed, seq.seq_id),
                                  dataclasses.replace(setup, model=memory_model) if memory_model else setup)
     except Exception as exc:  # a memory system that cannot start closes the run as an error

@@ -136,7 +136,7 @@ def _parametrized(decorators: list[ast.expr], check: _Check) -> set[str] | None:
                 names |= {n.strip() for n in first.value.split(",") if n.strip()}
             elif isinstance(first, (ast.List, ast.Tuple)) and all(
                     isinstance(e, ast.Constant) and isinstance(e.value, str) for e in first.elts):
-                names |= {e.value for e in first.elts}
+                names |= {e.value for e in first.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}  # all are
             else:
                 return None
     return names

@@ -234,7 +234,7 @@ class LiveRunSet:
         elif event.kind == "RunEnded":
             run.ended = event.payload
         elif event.kind == "ModelCall":
-            run.model.add(event.payload)
+            run.model.add(event.payload)  # type: ignore[arg-type]  # a ModelCall by its kind
         if event.kind == "Turn" or (event.kind == "ModelCall" and agent_model_call(event.payload)):  # type: ignore[arg-type]  # a ModelCall by its kind
             run.input_tokens += int(event.payload.get("input_tokens") or 0)
             run.output_tokens += int(event.payload.get("output_tokens") or 0)
@@ -337,7 +337,7 @@ class LiveRunSet:
         cells = [cell for cell in (unit_row(runs) for runs in self._units().values()) if cell is not None]
         # cost and reliability beside the pass rate, as the report's (reports/effort.py); k is the
         # seeds finished so far
-        rows = [{**cell.summary(), "run_id": cell.run_id} for cell in cells]
+        rows = [{**cell.ended_summary(), "run_id": cell.run_id} for cell in cells]
         calls = {c.run_id: use["agent_memory_calls"] for c in cells if (use := c.derived_payload("MemoryUse"))}
         efforts = condition_efforts(rows, {c.run_id: (c.model.priced_calls, c.model.cost_usd) for c in cells}, calls)
         reliability = condition_pass_hat_k(rows)

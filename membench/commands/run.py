@@ -117,6 +117,7 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
             from pipeline.distributed.runner_models import ModelsRefused, open_models
             from producers.unit_queue import ModelOrder
 
+            assert run_set is not None  # models are ordered only when the model options are used: run_set is derived
             try:
                 hosted = open_models(settings, run_set, ModelOrder.from_dict(models), agent, workers,
                                      log=lambda line: click.echo(line, err=True))

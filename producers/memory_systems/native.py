@@ -28,7 +28,7 @@ import fnmatch
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -174,7 +174,7 @@ def file_diff(label: str, before: bytes | None, after: bytes | None) -> str:
                                         "/dev/null" if after is None else f"b/{label}"))
 
 
-def drop_memory_files(agent: Any, workspace: Path, pack_paths: Sequence[str]) -> list[str]:
+def drop_memory_files(agent: Any, workspace: Path, pack_paths: Iterable[str]) -> list[str]:
     """Under every condition but NATIVE: the memory files the agent left in the workspace (its
     surfaces, not the pack's) are removed before scoring, so they are never the patch and never
     reach a later session, as under NATIVE. A prediction made elsewhere (`external`) is kept whole."""

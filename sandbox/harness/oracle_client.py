@@ -335,7 +335,7 @@ class ProductionFinder:
     def find_spec(self, fullname, path=None, target=None):
         if fullname.split(".", 1)[0] not in self.names:
             return None
-        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)  # type: ignore[arg-type]  # the finder is its own loader (create_module, exec_module)
 
     def create_module(self, spec):
         try:

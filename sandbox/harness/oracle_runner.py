@@ -37,6 +37,11 @@ import types
 import importlib
 
 from . import oracle_client
+
+TYPE_CHECKING = False  # typing costs start-up CPU in the sandbox: annotations only (mypy takes this as True)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 from .oracle_client import ProductionFinder, Remote, _refuse_workspace_code, _write_outcomes
 
 # imported by its full name, so an installation without it says "No module named …" (a harness fault)
@@ -66,7 +71,7 @@ class _Compare:
     def __init__(self) -> None:
         self.message = ""
 
-    def __call__(self, left: object, symbol: str, right: object) -> bool:
+    def __call__(self, left: Any, symbol: str, right: Any) -> bool:  # the operands of the oracle's own assert
         if symbol == "==":
             result = left == right
         elif symbol == "!=":
@@ -289,8 +294,9 @@ def _idval_from_value(value: object) -> str | None:
         return _escaped(value.pattern)
     if isinstance(value, enum.Enum):
         return str(value)
-    if isinstance(getattr(value, "__name__", None), str):
-        return value.__name__
+    name = getattr(value, "__name__", None)
+    if isinstance(name, str):
+        return name
     return None
 
 
@@ -321,7 +327,7 @@ def _parametrize(mark) -> tuple[list[str], list[tuple[tuple, str, bool]]]:
     ids, idfn = mark.kwargs.get("ids"), None
     if callable(ids):
         ids, idfn = None, ids
-    sets = []
+    sets: list[list[Any]] = []  # [values, id, skipped]: ids are made unique in place below
     for idx, value in enumerate(argvalues):
         if isinstance(value, pytest_standin.ParameterSet):
             values, marks, given = value.values, value.marks, value.id
@@ -479,7 +485,9 @@ def run_case(case: Case, fixtures: Fixtures, report: list[str], oracle: str, lin
     if case.skip is not None:
         record["outcome"] = EXCLUDED
         return record
-    capture, teardowns, values = Capture(), [], {}
+    capture = Capture()
+    teardowns: list[Callable[[], object]] = []
+    values: dict[str, object] = {}
     failure: BaseException | None = None
     capture.start()
     try:
@@ -520,9 +528,9 @@ def main(argv: list[str]) -> int:
     oracle, outcomes, sock_path, timeout_s, names = argv[0], argv[1], argv[2], float(argv[3]), set(argv[4:])
     oracle_client.REMOTE = Remote(sock_path, timeout_s)
     api = types.ModuleType("membench_oracle")
-    api.load_production_file = oracle_client.load_production_file
-    api.plain = oracle_client.plain
-    api.length = oracle_client.length
+    api.load_production_file = oracle_client.load_production_file  # type: ignore[attr-defined]  # the oracle's API module, built here
+    api.plain = oracle_client.plain  # type: ignore[attr-defined]  # the oracle's API module, built here
+    api.length = oracle_client.length  # type: ignore[attr-defined]  # the oracle's API module, built here
     sys.modules["membench_oracle"] = api
     sys.modules["pytest"] = pytest_standin  # the oracle's `import pytest`; the real one is never loaded
     with open(oracle, encoding="utf-8") as handle:
@@ -541,7 +549,7 @@ def main(argv: list[str]) -> int:
     sys.addaudithook(_refuse_workspace_code)
     module = types.ModuleType("test_oracle")
     module.__file__ = oracle
-    module.__membench_compare__ = _Compare()
+    module.__membench_compare__ = _Compare()  # type: ignore[attr-defined]  # what the rewritten asserts call
     sys.modules["test_oracle"] = module
     cases: list[dict] = []
     status = 2
@@ -568,7 +576,7 @@ def main(argv: list[str]) -> int:
             else:
                 status = 0 if all(c["outcome"] in (PASS, EXCLUDED) for c in cases) else 1
     _write_outcomes(outcomes, {"exit_status": status, "cases": cases})
-    counts = {}
+    counts: dict[str, int] = {}
     for c in cases:
         counts[c["outcome"]] = counts.get(c["outcome"], 0) + 1
     summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no tests ran"

@@ -17,6 +17,10 @@ from __future__ import annotations
 import math
 import types
 
+TYPE_CHECKING = False  # typing costs start-up CPU in the sandbox: annotations only (mypy takes this as True)
+if TYPE_CHECKING:
+    from typing import TypeGuard
+
 SUPPORTED = frozenset({"raises", "approx", "fail", "skip", "importorskip", "param", "fixture", "mark"})
 SUPPORTED_MARKS = frozenset({"parametrize", "skip", "skipif"})
 FIXTURE_SCOPES = ("function", "module", "session")
@@ -49,8 +53,8 @@ def skip(reason: str = "", *, allow_module_level: bool = False) -> None:
     raise Skipped(reason)
 
 
-fail.Exception = Failed
-skip.Exception = Skipped
+fail.Exception = Failed  # type: ignore[attr-defined]  # pytest's API: the outcome's class on its function
+skip.Exception = Skipped  # type: ignore[attr-defined]  # pytest's API: the outcome's class on its function
 
 
 def importorskip(modname: str, minversion: str | None = None, reason: str | None = None, *,
@@ -141,7 +145,7 @@ def raises(expected, *args, match=None, **kwargs):
 DEFAULT_REL, DEFAULT_ABS = 1e-6, 1e-12
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float | complex]:
     return isinstance(value, (int, float, complex)) and not isinstance(value, bool)
 
 
@@ -211,11 +215,11 @@ class MarkDecorator:
     def __call__(self, *args, **kwargs):
         if len(args) == 1 and not kwargs and isinstance(args[0], types.FunctionType):
             func = args[0]
-            func.pytestmark = [*getattr(func, "pytestmark", []), self.mark]
+            func.pytestmark = [*getattr(func, "pytestmark", []), self.mark]  # type: ignore[attr-defined]  # pytest keeps marks on the function
             return func
         if len(args) == 1 and not kwargs and isinstance(args[0], type):
             cls = args[0]
-            cls.pytestmark = [*cls.__dict__.get("pytestmark", []), self.mark]
+            cls.pytestmark = [*cls.__dict__.get("pytestmark", []), self.mark]  # type: ignore[attr-defined]  # pytest keeps marks on the class
             return cls
         return MarkDecorator(Mark(self.mark.name, self.mark.args + args, {**self.mark.kwargs, **kwargs}))
 

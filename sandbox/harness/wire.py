@@ -71,7 +71,7 @@ def _json_codec():
             parse_float, parse_int, parse_constant = float, int, constants.__getitem__
             memo: dict = {}
 
-        scan = _json.make_scanner(Context())
+        scan = _json.make_scanner(Context())  # type: ignore[arg-type]  # the stub names its own class; the C scanner reads Context's attributes
         make = lambda: _json.make_encoder({}, refuse, _json.encode_basestring_ascii, None,  # noqa: E731
                                           ":", ",", False, False, True)
         make()

@@ -181,6 +181,10 @@ def test_other_conditions_drop_the_agents_memory_files_but_never_the_packs_or_a_
     prediction.kind = "external"
     assert drop_memory_files(prediction, tmp_path, []) == []
     assert drop_memory_files(Named("codex:m"), tmp_path, []) == ["AGENTS.md"]
+    # the runner gives the pack's tree as its snapshot ({path: content}): its paths are the pack's
+    (tmp_path / "AGENTS.md").write_text("x\n")
+    assert drop_memory_files(Named("codex:m"), tmp_path, {"AGENTS.md": b"x\n"}) == []
+    assert (tmp_path / "AGENTS.md").exists()
 
 
 def test_a_command_program_is_told_its_memory_file_and_the_memory_update_turn(tmp_path):
