@@ -8,10 +8,7 @@ transfer study opens and resumes its embedded run set with the same steps (`open
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import sys
-import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -312,13 +309,20 @@ def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, se
     verified = verify_written(console, settings, run_set)
     resume = None
     if cut:
-        resume = "membench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-        if refused is None:
-            from reports.model import PartialRun
+        from pipeline.stopping import resume_command, write_partial
+        from reports.model import PartialRun
 
-            report = replace(report, partial=PartialRun(
-                reason=stop.cause or "stopped by a signal before the grid finished", units_planned=len(units),
-                units_not_started=len(not_started), attempts_abandoned=len(abandoned), resume=resume))
+        resume = resume_command()
+        partial = PartialRun(reason=stop.cause or "stopped by a signal before the grid finished",
+                             units_planned=len(units), units_not_started=len(not_started),
+                             attempts_abandoned=len(abandoned), resume=resume)
+        write_partial(settings.runs_dir, run_set, partial)  # a report rebuilt later is partial too
+        if refused is None:
+            report = replace(report, partial=partial)
+    else:
+        from pipeline.stopping import clear_partial
+
+        clear_partial(settings.runs_dir, run_set)
     if refused is not None and cut:  # e.g. stopped before any unit ran: nothing to report, still a stop
         console.print(f"stopped: no report ({refused}); resume with the same command: {resume}",
                       highlight=False, markup=False, soft_wrap=True)
@@ -338,11 +342,9 @@ def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, se
                       highlight=False, markup=False, soft_wrap=True)
         if stop.cause is not None:
             console.print(f"stopped because {stop.cause}", highlight=False, markup=False, soft_wrap=True)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        if any(t.name.startswith("membench-unit") and t.is_alive() for t in threading.enumerate()):
-            os._exit(stop.exit_status)  # a unit thread still blocked (its log is fenced): do not wait for it
-        raise SystemExit(stop.exit_status)
+        from pipeline.stopping import exit_stopped
+
+        exit_stopped(stop)  # a unit thread still blocked (its log is fenced) is not waited for
     if stop.asked:  # the signal came after the grid: what ran is complete and written
         console.print("stopped after the grid finished: the report and the log root are complete",
                       highlight=False, markup=False, soft_wrap=True)

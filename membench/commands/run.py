@@ -135,7 +135,8 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
             enqueue_grid(pack, condition_list, seed_list, agent, run_set, sandbox_name, read_budget, settings)
             return
         require_scoring(loaded, sandbox_name)  # the units run here: scoring must work here first
-        run_distributed(pack, condition_list, seed_list, agent, workers, run_set, sandbox_name, read_budget, settings)
+        run_distributed(pack, condition_list, seed_list, agent, workers, run_set, sandbox_name, read_budget, settings,
+                        stop_grace)
         return
     from producers.grid import RunConfig, code_digest, default_run_set, plan_grid
 

@@ -10,13 +10,22 @@ The steps, in order:
    and reads the run set's unit statuses from the compacted unit-status topic (`status`);
 2. `todo(units)`: the units not `completed` or `excluded` there, which are skipped;
 3. `start(todo)`: each gets the attempt after its last recorded one (`attempts`), and is marked
-   `started` with the run id of that attempt before anything runs;
+   `started` with the run id of that attempt before anything runs (`start(todo, mark=False)` and
+   `begin(unit)` as each starts instead: a grid that can be stopped leaves the units it never
+   started unmarked, as the embedded log has no trace of them);
 4. the units run with `publish` as their bus and `completed(unit, run_id)` once each is done (a
    unit is complete only once Kafka acknowledged all of its events);
 5. `close()` flushes the bus and says how the report follows; the run set's id goes to stdout.
+
+A clean stop's kill (`pipeline.stopping`) calls `fence()`: from then on a unit still running
+publishes nothing; `close_open()` then closes every attempt begun here whose run had not ended with
+`RunEnded{abandoned}` continuing its chain where the topic holds it (`producers/attempts.py`), and
+records the unit `abandoned`, so a resumed run runs its next attempt.
 """
 
 from __future__ import annotations
+
+import threading
 
 from rich.console import Console
 
@@ -35,25 +44,91 @@ class KafkaPublication:
         self.status: dict[str, dict] = read_unit_status(self.topics, run_set)  # unit id -> newest record
         self.attempts: dict[str, int] = {}  # unit id -> the attempt this process runs (set by `start`)
         self._shared = None
+        self._lock = threading.Lock()
+        self._fenced = False
+        self._begun: dict[str, str] = {}  # unit id -> the run id of its attempt begun here
+        self._heads: dict[str, object] = {}  # run id -> producers.attempts.RunHead as published
+        self._completed: set[str] = set()  # unit ids
 
     def todo(self, units: list) -> list:
         """The units of UNITS the unit-status topic does not hold as completed or excluded."""
         return [u for u in units if self.status.get(u.unit_id, {}).get("status") not in DONE]
 
-    def start(self, units: list) -> None:
-        """Number each unit's attempt (one past its last recorded one) and mark it `started`."""
+    def start(self, units: list, mark: bool = True) -> None:
+        """Number each unit's attempt (one past its last recorded one) and, with MARK, mark it `started`."""
         from producers.bus.kafka import SharedUnitBus
         from producers.grid import run_id_for
 
         self.attempts.update({u.unit_id: self.status.get(u.unit_id, {}).get("attempt", 0) + 1 for u in units})
         self._shared = SharedUnitBus(self.bus, self.attempts)
-        self._shared.mark_started({u.unit_id: run_id_for(self.run_set, u, self.attempts[u.unit_id]) for u in units})
+        if mark:
+            run_ids = {u.unit_id: run_id_for(self.run_set, u, self.attempts[u.unit_id]) for u in units}
+            self._begun.update(run_ids)
+            self._shared.mark_started(run_ids)
+
+    def begin(self, unit) -> str:
+        """Mark UNIT `started` (acknowledged) as it starts; the run id of its attempt."""
+        from producers.grid import run_id_for
+
+        run_id = run_id_for(self.run_set, unit, self.attempts[unit.unit_id])
+        with self._lock:
+            self._begun[unit.unit_id] = run_id
+        self._shared.mark_started({unit.unit_id: run_id})
+        return run_id
 
     def publish(self, event, datum: bytes) -> None:
-        self._shared.publish(event, datum)
+        from producers.attempts import RunHead
+
+        with self._lock:
+            if self._fenced:  # the attempt is closed as abandoned: what it adds now is no result
+                return
+            self._shared.publish(event, datum)
+            head = self._heads.get(event.run_id)
+            if head is None:
+                head = self._heads[event.run_id] = RunHead(event.run_set, event.run_id, event.unit_id)
+            head.events += 1
+            head.last_seq, head.last_hash = event.seq, event.hash
+            if event.kind == "RunEnded":
+                head.ended, head.status = True, event.payload.get("status")
 
     def completed(self, unit, run_id: str) -> None:
+        with self._lock:
+            head = self._heads.get(run_id)
+            if self._fenced and not (head is not None and head.ended):
+                return  # cut short by the fence: `close_open` closes it
+            self._completed.add(unit.unit_id)
         self._shared.completed(unit.unit_id, run_id)
+
+    def fence(self) -> None:
+        """Publish nothing more of the running units (a clean stop's kill, before their sandboxes die)."""
+        with self._lock:
+            self._fenced = True
+
+    def close_open(self) -> list:
+        """Close every attempt begun here whose run has not ended: `RunEnded{abandoned}` at the next seq
+        of its chain as published (seq 0 for a run with no event), then the unit recorded `abandoned`;
+        all acknowledged. Returns the closing events."""
+        from producers.attempts import RunHead, closing_event
+
+        closed = []
+        with self._lock:
+            self._fenced = True
+            for unit_id, run_id in self._begun.items():
+                head = self._heads.get(run_id) or RunHead(self.run_set, run_id, unit_id)
+                if unit_id in self._completed:
+                    continue
+                if head.ended:  # its RunEnded went out before the fence; its thread never reported back
+                    self.bus.flush()
+                    self.bus.mark_unit(unit_id, "completed", run_id, self.attempts[unit_id])
+                    self._completed.add(unit_id)
+                    continue
+                event, datum = closing_event(head)
+                self._shared.publish(event, datum)
+                head.ended, head.status = True, event.payload["status"]
+                self.bus.mark_unit(unit_id, "abandoned", run_id, self.attempts[unit_id])
+                closed.append(event)
+        self.bus.flush()
+        return closed
 
     def close(self, console: Console) -> None:
         """Flush what was published, then say what comes next; the run set's id on stdout."""
