@@ -14,7 +14,9 @@ The steps, in order:
    `begin(unit)` as each starts instead: a grid that can be stopped leaves the units it never
    started unmarked, as the embedded log has no trace of them);
 4. the units run with `publish` as their bus and `completed(unit, run_id)` once each is done (a
-   unit is complete only once Kafka acknowledged all of its events);
+   unit is complete only once Kafka acknowledged all of its events; one excluded for a cause a later
+   run may not meet, RETRIED_EXCLUSIONS, is recorded `excluded` with its error type and run again
+   on resume, as the embedded run does);
 5. `close()` flushes the bus and says how the report follows; the run set's id goes to stdout.
 
 A clean stop's kill (`pipeline.stopping`) calls `fence()`: from then on a unit still running
@@ -32,6 +34,9 @@ from rich.console import Console
 from pipeline.settings import Settings
 
 DONE = ("completed", "excluded")  # a unit in one of these states is not run again
+# exclusions a later run may not meet again, retried on resume as the embedded run retries them
+# (warehouse.queries.completed_units): the user fixes the model's key, URL or name, or the installation
+RETRIED_EXCLUSIONS = ("model_unavailable", "model_misconfigured", "harness_fault")
 
 
 class KafkaPublication:
@@ -49,10 +54,15 @@ class KafkaPublication:
         self._begun: dict[str, str] = {}  # unit id -> the run id of its attempt begun here
         self._heads: dict[str, object] = {}  # run id -> producers.attempts.RunHead as published
         self._completed: set[str] = set()  # unit ids
+        self._retried: dict[str, str] = {}  # run id -> its RunEnded's error type, one of RETRIED_EXCLUSIONS
 
     def todo(self, units: list) -> list:
-        """The units of UNITS the unit-status topic does not hold as completed or excluded."""
-        return [u for u in units if self.status.get(u.unit_id, {}).get("status") not in DONE]
+        """The units of UNITS the unit-status topic does not hold as completed or excluded (an exclusion
+        of RETRIED_EXCLUSIONS is run again)."""
+        def done(record: dict) -> bool:
+            return record.get("status") in DONE and record.get("error_type") not in RETRIED_EXCLUSIONS
+
+        return [u for u in units if not done(self.status.get(u.unit_id, {}))]
 
     def start(self, units: list, mark: bool = True) -> None:
         """Number each unit's attempt (one past its last recorded one) and, with MARK, mark it `started`."""
@@ -90,6 +100,8 @@ class KafkaPublication:
             head.last_seq, head.last_hash = event.seq, event.hash
             if event.kind == "RunEnded":
                 head.ended, head.status = True, event.payload.get("status")
+                if head.status == "excluded" and event.payload.get("error_type") in RETRIED_EXCLUSIONS:
+                    self._retried[event.run_id] = event.payload["error_type"]
 
     def completed(self, unit, run_id: str) -> None:
         with self._lock:
@@ -97,7 +109,17 @@ class KafkaPublication:
             if self._fenced and not (head is not None and head.ended):
                 return  # cut short by the fence: `close_open` closes it
             self._completed.add(unit.unit_id)
-        self._shared.completed(unit.unit_id, run_id)
+            retried = self._retried.get(run_id)
+        self._mark_ended(unit.unit_id, run_id, retried)
+
+    def _mark_ended(self, unit_id: str, run_id: str, retried: str | None) -> None:
+        """`completed` once its events are acknowledged; a retried exclusion `excluded` with its error type."""
+        if retried is None:
+            self._shared.completed(unit_id, run_id)
+            return
+        self.bus.flush()
+        self.bus.mark_unit(unit_id, "excluded", run_id, self.attempts[unit_id], error_type=retried)
+        self.bus.flush()
 
     def fence(self) -> None:
         """Publish nothing more of the running units (a clean stop's kill, before their sandboxes die)."""
@@ -118,8 +140,7 @@ class KafkaPublication:
                 if unit_id in self._completed:
                     continue
                 if head.ended:  # its RunEnded went out before the fence; its thread never reported back
-                    self.bus.flush()
-                    self.bus.mark_unit(unit_id, "completed", run_id, self.attempts[unit_id])
+                    self._mark_ended(unit_id, run_id, self._retried.get(run_id))
                     self._completed.add(unit_id)
                     continue
                 event, datum = closing_event(head)

@@ -36,6 +36,19 @@ print(json.dumps({"type": "turn", "text": "done waiting"}))
 """
 
 
+def drain(tmp_path: Path, home: Path, ns: str) -> str:
+    """A processor worker over the whole trajectory topic, then the sink into a warehouse of the test's own."""
+    warehouse = f"chdb://{tmp_path / 'warehouse'}"
+    worker = Worker(f"kafka://{SINGLE}/{ns}", home, tmp_path / "worker.log")
+    try:
+        wait_for(lambda: consumer_group_caught_up(SINGLE, f"{ns}.membench.processor", f"{ns}.membench.trajectory"),
+                 180, "the processor worker to commit the whole trajectory topic")
+    finally:
+        worker.stop()
+    run_cli("sink", "--bus", f"kafka://{SINGLE}/{ns}", "--warehouse", warehouse, "--until-idle", home=home, check=True)
+    return warehouse
+
+
 def test_two_signals_stop_a_kafka_run_and_its_resume_command_completes_the_grid(tmp_path, bwrap_sandbox):
     require_broker()
     home = tmp_path / "home"
@@ -89,14 +102,7 @@ def test_two_signals_stop_a_kafka_run_and_its_resume_command_completes_the_grid(
     assert "0 already complete, 2 to run" in " ".join(resumed.stderr.split())
     assert not (home / "runs" / run_set / "partial.json").exists()  # the grid finished: no longer partial
 
-    warehouse = f"chdb://{tmp_path / 'warehouse'}"
-    worker = Worker(dsn, home, tmp_path / "worker.log")
-    try:
-        wait_for(lambda: consumer_group_caught_up(SINGLE, f"{ns}.membench.processor", f"{ns}.membench.trajectory"),
-                 180, "the processor worker to commit the whole trajectory topic")
-    finally:
-        worker.stop()
-    run_cli("sink", "--bus", dsn, "--warehouse", warehouse, "--until-idle", home=home, check=True)
+    warehouse = drain(tmp_path, home, ns)
     rows = run_cli("sql", f"SELECT unit_id, status, uniqExact(run_id) FROM run_results WHERE run_set = '{run_set}' "
                    "GROUP BY unit_id, status ORDER BY unit_id, status", "--warehouse", warehouse, "--format", "CSV",
                    home=home, check=True).stdout.strip().splitlines()
@@ -106,3 +112,41 @@ def test_two_signals_stop_a_kafka_run_and_its_resume_command_completes_the_grid(
     report = run_cli("report", run_set, "--bus", dsn, "--warehouse", warehouse, "--json", home=home, check=True)
     assert "partial" not in json.loads(report.stdout)
     assert_replay_verifies(home, dsn, "--warehouse", warehouse)
+
+
+def test_a_kafka_run_whose_harness_keeps_faulting_stops_and_its_resume_retries_the_faulted_units(tmp_path,
+                                                                                                bwrap_sandbox):
+    """The harness-fault limit of the shared grid loop on the Kafka path: the scoring sandboxes lose
+    pytest once the grid has started (tests/integration/test_harness_fault_stop.py); after three
+    excluded units no further one starts and the command exits 4 naming the cause. The faulted units
+    are recorded `excluded` with their error type, so the same command on the intact installation
+    runs them again with the unit never started: the grid completes, each unit's cell valid once."""
+    from pipeline.stopping import EXIT_HARNESS_FAULTS
+    from tests.integration.test_harness_fault_stop import PYTEST_LOST
+
+    require_broker()
+    home = tmp_path / "home"
+    pack = smoke_cut_to(tmp_path / "pack" / "smoke-currency")  # B0, B5 at seeds 1, 2: four units
+    wrapper = tmp_path / "membench_pytest_lost.py"
+    wrapper.write_text(PYTEST_LOST)
+    ns = namespace()
+    run_set = f"faulty-{ns}"
+    args = ("run", str(pack), "--agent", "scripted:memory-literal", "--conditions", "B0,B5", "--seeds", "1,2",
+            "--run-set", run_set, "--workers", "1", "--bus", f"kafka://{SINGLE}/{ns}")
+    proc = subprocess.run([sys.executable, str(wrapper), *args], env={**os.environ, "MEMBENCH_HOME": str(home)},
+                          cwd=str(home.parent), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == EXIT_HARNESS_FAULTS, proc.stdout + proc.stderr
+    assert "stopped because the oracle's harness produced no outcome in 3 of 3 units" in proc.stderr
+    partial = json.loads((home / "runs" / run_set / "partial.json").read_text())
+    assert partial["units_not_started"] == 1 and "No module named 'pytest'" in partial["reason"]
+
+    again = run_cli(*args, home=home)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "0 already complete, 4 to run" in " ".join(again.stderr.split())
+    assert not (home / "runs" / run_set / "partial.json").exists()
+    warehouse = drain(tmp_path, home, ns)
+    cells = run_cli("sql", f"SELECT condition, count(), sum(valid), sum(passed) FROM scored_cells WHERE run_set = "
+                    f"'{run_set}' GROUP BY condition ORDER BY condition", "--warehouse", warehouse, "--format", "CSV",
+                    home=home, check=True).stdout.split()
+    assert cells == ['"B0",2,2,0', '"B5",2,2,2']  # the faulted cells re-run, not reused
+    assert_replay_verifies(home, f"kafka://{SINGLE}/{ns}", "--warehouse", warehouse)
