@@ -257,6 +257,6 @@ def exit_stopped(stop: GridStop) -> None:
     fenced), which a plain exit would join."""
     sys.stdout.flush()
     sys.stderr.flush()
-    if any(t.name.startswith("membench-unit") and t.is_alive() for t in threading.enumerate()):
+    if any(t.name.startswith(("membench-unit", "membench-runner")) and t.is_alive() for t in threading.enumerate()):
         os._exit(stop.exit_status)
     raise SystemExit(stop.exit_status)
