@@ -21,7 +21,10 @@ from schemas.fields import did_you_mean
 @click.option("--conditions", default="B0,B5", show_default=True, help="comma-separated memory conditions")
 @click.option("--seeds", default="1,2,3", show_default=True, help="comma-separated integer seeds")
 @click.option("--agent", default="scripted:memory-literal", show_default=True)
-@click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64), help="units run concurrently")
+@click.option("--workers", default=None, type=click.IntRange(1, 512),
+              help="units run concurrently (default: one per core for a CPU-bound agent; for a model-driven one, as "
+                   "many as the cores' CPU and the memory hold while each unit waits on its model: "
+                   "pipeline/worker_count.py, docs/benchmarks.md)")
 @click.option("--run-set", "run_set", default=None, help="run set id (default: derived from pack, agent, grid)")
 @click.option("--sandbox", "sandbox_name", default="bwrap", show_default=True, type=click.Choice(list(BACKENDS)))
 @click.option("--read-budget", default=2000, show_default=True, type=click.IntRange(0), help="memory read budget (tokens)")
@@ -40,7 +43,7 @@ from schemas.fields import did_you_mean
 @baseline_options
 @model_options
 @dsn_options
-def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_set: str | None,
+def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None, run_set: str | None,
         sandbox_name: str, read_budget: int, sign_key: Path | None, stop_grace: float, include_refused: bool,
         enqueue: bool, strict: bool, compare: tuple[str, ...], baseline: str | None,
         study_path: Path | None, model: ModelOptions, settings: Settings) -> None:
@@ -52,6 +55,11 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
     a signal. Failed gates are printed under the table with the comparisons they invalidate,
     then one verdict line per comparison of the primary family and per --compare A:B (any two of the
     run's conditions: answered from the family that registers the pair, the primary or all_pairs)."""
+    if workers is None:
+        from pipeline.worker_count import default_workers
+
+        workers, why = default_workers(agent)
+        click.echo(f"workers: {workers} ({why}; --workers N to choose)", err=True)
     from producers.agents.model_agents import LoopLimits
     from producers.agents.registry import make_agent
     from producers.memory_systems.registry import MEMORY_SYSTEMS, is_model_driven, undefined_ablation
