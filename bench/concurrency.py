@@ -15,9 +15,10 @@ Measured, from the run set's log and the process:
 - model calls per unit, and the gateway's added latency per call: the ModelCall's `latency_ms`
   (the gateway's time from the agent's request to the answer relayed) minus the server's `delay_s`,
   p50 and p95;
-- CPU seconds per unit: the command's CPU (its own and every child's, `getrusage`) minus that of the
-  same command run again on the complete run set (start-up, recovery, report and verification: no
-  unit), over the units;
+- CPU seconds per unit: the command's CPU (every process it starts, sandboxes included: a cgroup v1
+  `cpuacct` group of its own where the machine has one, else `getrusage`, which misses the
+  sandboxes' processes) minus that of the same command run again on the complete run set
+  (start-up, recovery, report and verification: no unit), over the units;
 - peak resident memory of the command's process tree (sampled), and per unit in flight.
 
 Two references:
@@ -173,8 +174,29 @@ def _tree_rss_mb(root: int) -> float:
     return total / 2**20
 
 
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+
+
+def _cpu_group() -> Path | None:
+    """A cgroup v1 `cpuacct` group of our own, where there is one to make: it counts the CPU of every
+    process the command starts, the sandboxes' included (they move into memory and pids cgroups of
+    their own, never out of this one), which `getrusage` misses (their processes are reaped inside
+    the sandbox's PID namespace)."""
+    path = CPUACCT / f"membench-bench-{os.getpid()}-{time.monotonic_ns()}"
+    try:
+        path.mkdir()
+    except OSError:
+        return None
+    return path
+
+
 def _run(argv: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess, float, float]:
-    """(the finished command, its CPU seconds with every child's, the peak RSS of its process tree)."""
+    """(the finished command, its CPU seconds with every process it started, the peak RSS of its
+    process tree)."""
+    group = _cpu_group()
+    if group is not None:
+        argv = ["/bin/sh", "-c", 'echo $$ > "$1" && shift && exec "$@"', "membench-bench", str(group / "cgroup.procs"),
+                *argv]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak = [0.0]
@@ -190,6 +212,14 @@ def _run(argv: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProc
     sampler.join()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if group is not None:
+        try:
+            cpu = int((group / "cpuacct.usage").read_text()) / 1e9
+        finally:
+            try:
+                group.rmdir()
+            except OSError:  # a straggler still in it: the group goes with the machine's next clean-up
+                pass
     return subprocess.CompletedProcess(argv, proc.returncode, out, err), cpu, peak[0]
 
 
