@@ -55,11 +55,11 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None,
     a signal. Failed gates are printed under the table with the comparisons they invalidate,
     then one verdict line per comparison of the primary family and per --compare A:B (any two of the
     run's conditions: answered from the family that registers the pair, the primary or all_pairs)."""
+    workers_why = None
     if workers is None:
         from pipeline.worker_count import default_workers
 
-        workers, why = default_workers(agent)
-        click.echo(f"workers: {workers} ({why}; --workers N to choose)", err=True)
+        workers, workers_why = default_workers(agent)
     from producers.agents.model_agents import LoopLimits
     from producers.agents.registry import make_agent
     from producers.memory_systems.registry import MEMORY_SYSTEMS, is_model_driven, undefined_ablation
@@ -143,6 +143,7 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None,
             enqueue_grid(pack, condition_list, seed_list, agent, run_set, sandbox_name, read_budget, settings)
             return
         require_scoring(loaded, sandbox_name)  # the units run here: scoring must work here first
+        say_workers(workers, workers_why)
         run_distributed(pack, condition_list, seed_list, agent, workers, run_set, sandbox_name, read_budget, settings,
                         stop_grace)
         return
@@ -161,6 +162,7 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None,
                                         else None), workers=workers)
     config = RunConfig(run_set, agent, read_budget=read_budget, code_digest=code_digest(), gateway=gateway, loop=loop,
                        memory_model=model.memory_model)
+    say_workers(workers, workers_why)
     report = run_embedded(loaded, plan_grid(loaded, condition_list, seed_list), config, sandbox_name, settings,
                           workers, signer=signer, report_options=ReportOptions(baseline, study, pack, pairs),
                           stop_grace=stop_grace)
@@ -199,3 +201,9 @@ def refuse_refsol_without_solutions(pack) -> None:
                          f"session of {len(missing)} of its {len(pack.sequences)} sequences ({shown}; "
                          f"hidden/<seq>/s<index>.solution.json has no files), so the agent would change nothing "
                          "and score 0; imported packs carry none because their source publishes none")
+
+
+def say_workers(workers: int, why: str | None) -> None:
+    """The default worker count and its reason (pipeline/worker_count.py), once the input is checked."""
+    if why is not None:
+        click.echo(f"workers: {workers} ({why}; --workers N to choose)", err=True)
