@@ -353,12 +353,20 @@ def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, se
                          units_run=len(todo) - len(not_started), units_not_started=len(not_started),
                          attempts_abandoned=len(abandoned), stopped=stopped, stop_cause=stop.cause,
                          resume=resume if cut else None)
-    if cut and refused is None:
+    if cut:
+        from pipeline.stopping import write_partial
         from reports.model import PartialRun
 
-        report = replace(report, partial=PartialRun(
-            reason=stop.cause or "stopped by a signal before the grid finished", units_planned=len(units),
-            units_not_started=len(not_started), attempts_abandoned=len(abandoned), resume=resume))
+        partial = PartialRun(reason=stop.cause or "stopped by a signal before the grid finished",
+                             units_planned=len(units), units_not_started=len(not_started),
+                             attempts_abandoned=len(abandoned), resume=resume)
+        write_partial(settings.runs_dir, run_set, partial)  # a report rebuilt later is partial too
+        if refused is None:
+            report = replace(report, partial=partial)
+    else:
+        from pipeline.stopping import clear_partial
+
+        clear_partial(settings.runs_dir, run_set)
     if refused is not None and cut:  # e.g. stopped before any unit ran: nothing to report, still a stop
         console.print(f"stopped: no report ({refused}); resume with the same command: {resume}",
                       highlight=False, markup=False, soft_wrap=True)

@@ -18,12 +18,21 @@ stays one excluded unit; a broken installation costs a few units, not the whole 
 
 `run_units` is the grid loop that honours it: at most `workers` units in flight, the next one
 started only while no stop was asked, and after `kill` it returns within KILL_WAIT_S even if a unit
-thread is still blocked (the caller then exits without waiting for it).
+thread is still blocked (the caller then exits without waiting for it). Both buses run their grid
+with it: `membench run` embedded (pipeline/grid_run.py) and `membench run --bus kafka://…`
+(pipeline/distributed/kafka_run.py); on Kafka the fence is the publication's (nothing more of a
+running unit is published) and the abandoned attempts are closed on the trajectory topic.
+
+A stopped run records why in runs/<run_set>/partial.json (`write_partial`), removed once a run of
+the run set finishes its grid: `membench report` marks the report it builds partial while it is
+there, so a report rebuilt later (the only report of a Kafka run) says so too.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -31,6 +40,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator
 
 from sandbox.base import IsolationUnavailable
@@ -202,3 +212,51 @@ def run_units(run_one: Callable[[Any], str], units: list[Any], workers: int,
     finally:
         pool.shutdown(wait=not (stop and stop.killed.is_set()), cancel_futures=True)
     return queue
+
+
+def resume_command() -> str:
+    """The command that resumes this run set: the one that was run (a run set resumes where it stopped)."""
+    return "membench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+PARTIAL_FILE = "partial.json"
+
+
+def write_partial(runs_dir: Path, run_set: str, partial: Any) -> Path:
+    """runs/<run_set>/partial.json: the `reports.model.PartialRun` of a stopped run (written atomically)."""
+    from dataclasses import asdict
+
+    path = Path(runs_dir) / run_set / PARTIAL_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{PARTIAL_FILE}.tmp")
+    tmp.write_text(json.dumps(asdict(partial), indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def read_partial(runs_dir: Path, run_set: str) -> Any:
+    """The `PartialRun` a stopped run recorded (None: the run set's last run finished its grid)."""
+    from reports.model import PartialRun
+
+    path = Path(runs_dir) / run_set / PARTIAL_FILE
+    try:
+        return PartialRun(**json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError) as exc:  # unreadable: the report says so rather than hide it
+        return PartialRun(reason=f"{path} is unreadable ({exc})", units_planned=0, units_not_started=0,
+                          attempts_abandoned=0, resume="")
+
+
+def clear_partial(runs_dir: Path, run_set: str) -> None:
+    (Path(runs_dir) / run_set / PARTIAL_FILE).unlink(missing_ok=True)
+
+
+def exit_stopped(stop: GridStop) -> None:
+    """Exit with the stop's status; without waiting for a unit thread still blocked (its output is
+    fenced), which a plain exit would join."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if any(t.name.startswith(("membench-unit", "membench-runner")) and t.is_alive() for t in threading.enumerate()):
+        os._exit(stop.exit_status)
+    raise SystemExit(stop.exit_status)

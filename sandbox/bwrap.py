@@ -56,6 +56,21 @@ STDOUT_LIMIT = 4 << 20
 STDERR_LIMIT = 1 << 20
 SETPRIV = "/usr/bin/setpriv"
 PRLIMIT = "prlimit"
+NICE = "/usr/bin/nice"
+# Sandboxes run at this niceness (MEMBENCH_SANDBOX_NICE, 0: the run's own): with many units in flight
+# the run process (its unit threads and the model gateway relaying every agent's calls) is scheduled
+# before the agents and the code under test, so a busy machine slows the sandboxes, not every model
+# call (docs/benchmarks.md, "Concurrency for waiting work").
+DEFAULT_SANDBOX_NICE = 10
+
+
+def sandbox_nice() -> int:
+    try:
+        return max(0, min(19, int(os.environ.get("MEMBENCH_SANDBOX_NICE", DEFAULT_SANDBOX_NICE))))
+    except ValueError:
+        return DEFAULT_SANDBOX_NICE
+
+
 # Fresh uids for sandboxed processes when membench runs as root: far above login and subordinate
 # (container) uid ranges, one per sandbox so that RLIMIT_NPROC counts only that sandbox.
 UID_BASE, UID_SPAN = 1_500_000_000, 500_000_000
@@ -237,6 +252,9 @@ class BwrapSandbox:
         status_r, status_w = os.pipe()
         started = time.monotonic()
         argv = self.argv(command, spec, uid, status_w, whole_sandbox_memory=cgroup is not None)
+        nice = sandbox_nice()
+        if nice and os.path.exists(NICE):
+            argv = [NICE, "-n", str(nice), *argv]
         try:
             proc = subprocess.Popen(
                 cgroup.wrap(argv) if cgroup else argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -262,6 +262,37 @@ def scoring_bench(pack_name: str, sessions: int, repeats: int, as_json: bool) ->
         click.echo(line)
 
 
+@bench.command("concurrency")
+@click.option("--levels", default="4,16,64,128", show_default=True, help="Worker counts to measure, comma-separated.")
+@click.option("--delay", "delay_s", default=3.0, show_default=True, type=click.FloatRange(0.1),
+              help="Seconds the scripted model takes for every call.")
+@click.option("--rounds", default=2, show_default=True, type=click.IntRange(1),
+              help="Units per worker at each level (the grid has about rounds × workers units).")
+@click.option("--sandbox-nice", "sandbox_nice", default=None, type=click.IntRange(0, 19),
+              help="Niceness of the sandboxes (MEMBENCH_SANDBOX_NICE; default: the run's own default, 10).")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+def concurrency_bench(levels: str, delay_s: float, rounds: int, sandbox_nice: int | None, as_json: bool) -> None:
+    """Units in flight, units per minute and the gateway's added latency (p50, p95) of real `membench
+    run`s of the smoke pack with the built-in `openai:` loop against a slow scripted model, at each
+    worker count; with the ratio to the latency ideal and to the CPU ceiling (bench/concurrency.py)."""
+    from bench.concurrency import Level, bench_concurrency, format_level
+
+    try:
+        counts = [int(v) for v in levels.split(",") if v.strip()]
+    except ValueError:
+        raise click.UsageError(f"--levels: not a list of integers: {levels!r}") from None
+    if not counts or min(counts) < 1 or max(counts) > 512:
+        raise click.UsageError("--levels: worker counts from 1 to 512")
+    result = bench_concurrency(counts, delay_s, rounds, sandbox_nice, lambda msg: click.echo(msg, err=True))
+    m = machine()
+    if as_json:
+        click.echo(json.dumps({**result, "machine": m}, indent=2))
+        return
+    click.echo(f"machine: {m['nproc']} CPUs, {m['cpu_model']}, Python {m['python']}; model delay {delay_s:g} s")
+    for level in result["levels"]:
+        click.echo(format_level(Level(**level)))
+
+
 @bench.command("viewer")
 @click.option("--units", default=10_000, show_default=True, help="Units of the synthetic run set.")
 @click.option("--repeats", default=5, show_default=True, help="Repetitions of each timed request (the median is shown).")

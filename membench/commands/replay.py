@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import click
 
-from membench.commands.cli_helpers import dsn_options, open_warehouse, require_kafka, validate_run_set_id
+from membench.commands.cli_helpers import dsn_options, require_kafka, validate_run_set_id
 from membench.errors import UsageError
 from pipeline.settings import Settings
 
@@ -54,7 +55,7 @@ def replay(source: str, verify: bool, pubkey_path: Path | None, log_root_path: P
         raise UsageError(f"replay: no such event log '{source}'")
     # the same call the end of `membench run`, `score` and `transfer` makes (pipeline.grid_run.verify_written)
     verification = verify_source(source, runs_dir=settings.runs_dir, warehouse_dsn=settings.warehouse,
-                                 open_warehouse=lambda: open_warehouse(settings, create=False), verify=verify,
+                                 open_warehouse=lambda: open_for_replay(settings, source), verify=verify,
                                  public_key=public_key, log_root_path=log_root_path, jobs=jobs)
     result = verification.result
     try:
@@ -75,3 +76,27 @@ def replay(source: str, verify: bool, pubkey_path: Path | None, log_root_path: P
     if not result.ok:
         raise SystemExit(1)
 
+
+
+def open_for_replay(settings: Settings, source: str):
+    """The warehouse `--verify` (or a warehouse: source) compares with. While another process (a run)
+    owns the embedded one: a usage error naming the replay that works now, the same source without
+    the warehouse (a warehouse source: the run sets' log files), which checks the chains, the scored
+    diffs and the processors' folds; a snapshot rebuilt from the logs would only compare the log with
+    itself."""
+    from warehouse.client import WarehouseBusy, WarehouseError, connect
+
+    try:
+        return connect(settings.warehouse, create=False)
+    except WarehouseBusy as exc:
+        if source.startswith("warehouse:"):
+            run_set = source[len("warehouse:"):]
+            log = settings.runs_dir / (run_set or "RUN_SET") / "events.avro"
+            works = f"membench replay {shlex.quote(str(log))}"
+        else:
+            works = f"membench replay {shlex.quote(source)}"
+        raise UsageError(f"replay: {exc}. Run `membench replay {shlex.quote(source)} --verify` again once it has "
+                         f"ended; meanwhile `{works}` replays the log without the warehouse (hash chains, scored diffs, "
+                         "the processors' folds)") from None
+    except WarehouseError as exc:
+        raise UsageError(str(exc)) from None

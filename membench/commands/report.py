@@ -129,6 +129,11 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
     if fmt == "swebench":
         write_json(summary, output)
         return
+    from pipeline.stopping import read_partial
+
+    partial = read_partial(settings.runs_dir, run_set)
+    if partial is not None:  # its last run was stopped before the grid finished (either bus)
+        built = replace(built, partial=partial)
     verified = None
     if recorded is not None and run_set_log_path(settings.runs_dir, run_set).is_file():
         # the log this warehouse was filled from, replayed as the run's end did: the same report, and

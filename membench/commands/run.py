@@ -21,7 +21,10 @@ from sandbox.registry import BACKENDS
 @click.option("--conditions", default="B0,B5", show_default=True, help="comma-separated memory conditions")
 @click.option("--seeds", default="1,2,3", show_default=True, help="comma-separated integer seeds")
 @click.option("--agent", default="scripted:memory-literal", show_default=True)
-@click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64), help="units run concurrently")
+@click.option("--workers", default=None, type=click.IntRange(1, 512),
+              help="units run concurrently (default: one per core for a CPU-bound agent; for a model-driven one, as "
+                   "many as the cores' CPU and the memory hold while each unit waits on its model: "
+                   "pipeline/worker_count.py, docs/benchmarks.md)")
 @click.option("--run-set", "run_set", default=None, help="run set id (default: derived from pack, agent, grid)")
 @click.option("--sandbox", "sandbox_name", default="bwrap", show_default=True, type=click.Choice(list(BACKENDS)))
 @click.option("--read-budget", default=2000, show_default=True, type=click.IntRange(0), help="memory read budget (tokens)")
@@ -40,7 +43,7 @@ from sandbox.registry import BACKENDS
 @baseline_options
 @model_options
 @dsn_options
-def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_set: str | None,
+def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None, run_set: str | None,
         sandbox_name: str, read_budget: int, sign_key: Path | None, stop_grace: float, include_refused: bool,
         enqueue: bool, strict: bool, compare: tuple[str, ...], baseline: str | None,
         study_path: Path | None, model: ModelOptions, settings: Settings) -> None:
@@ -52,6 +55,11 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
     a signal. Failed gates are printed under the table with the comparisons they invalidate,
     then one verdict line per comparison of the primary family and per --compare A:B (any two of the
     run's conditions: answered from the family that registers the pair, the primary or all_pairs)."""
+    workers_why = None
+    if workers is None:
+        from pipeline.worker_count import default_workers
+
+        workers, workers_why = default_workers(agent)
     from pipeline.run_request import (admit_conditions, admit_refused_traps, check_conditions, load_skeleton,
                                       make_run_agent, open_finalized, refuse_refsol_without_solutions)
     from producers.agents.model_agents import LoopLimits
@@ -123,8 +131,9 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
                                      log=lambda line: click.echo(line, err=True))
             except ModelsRefused as exc:
                 raise UsageError(f"{exc} (nothing was run or written)") from None
+        say_workers(workers, workers_why)
         run_distributed(pack, condition_list, seed_list, agent, workers, run_set, sandbox_name, read_budget, settings,
-                        models=hosted)
+                        stop_grace, models=hosted)
         return
     from producers.grid import RunConfig, code_digest, plan_grid
 
@@ -139,6 +148,7 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int, run_se
                                         else None), workers=workers)
     config = RunConfig(run_set, agent, read_budget=read_budget, code_digest=code_digest(), gateway=gateway, loop=loop,
                        memory_model=model.memory_model)
+    say_workers(workers, workers_why)
     report = run_embedded(loaded, plan_grid(loaded, condition_list, seed_list), config, sandbox_name, settings,
                           workers, signer=signer, report_options=ReportOptions(baseline, study, pack, pairs),
                           stop_grace=stop_grace)
@@ -165,3 +175,8 @@ def model_run_set(pack, agent: str, model: ModelOptions, conditions: list[str], 
                                                             if model.memory_model else "")
                            + ("+replay" if model.replay else ""), conditions, seeds)
 
+
+def say_workers(workers: int, why: str | None) -> None:
+    """The default worker count and its reason (pipeline/worker_count.py), once the input is checked."""
+    if why is not None:
+        click.echo(f"workers: {workers} ({why}; --workers N to choose)", err=True)

@@ -13,7 +13,8 @@ from pipeline.settings import Settings
 
 
 @click.command()
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="units run concurrently")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 512),
+              help="units run concurrently (for model-driven agents, many per core: pipeline/worker_count.py)")
 @click.option("--until-idle", is_flag=True, help="exit once every queued unit of every runner is complete")
 @click.option("--idle-seconds", default=5.0, show_default=True, help="quiet time that counts as idle")
 @click.option("--max-poll-interval", "max_poll_s", default=21600.0, show_default=True,
@@ -54,32 +55,27 @@ def runner(workers: int, until_idle: bool, idle_seconds: float, max_poll_s: floa
                        f"{entry['started']} running, {entry['queued']} queued, "
                        f"{entry['attempts_abandoned']} abandoned attempt(s)")
         return
-    import os
-    import sys
-
-    from pipeline.stopping import EXIT_STOPPED, GridStop
+    from pipeline.stopping import GridStop, exit_stopped, resume_command
 
     # a first SIGINT/SIGTERM claims nothing more and lets the running units finish within --stop-grace;
-    # a second (or the period's end) exits at once, as `kill -9` would: the group hands the unfinished
-    # units to another runner, which closes their attempts as abandoned (docs/design.md §2)
+    # a second (or the period's end) fences what they publish and kills their sandboxes; the attempts
+    # they left open are closed as abandoned and their orders stay queued for the group (docs/design.md §2)
     stop = GridStop(stop_grace, say=lambda text: click.echo(f"runner: {text}", err=True))
-
-    def exit_now() -> None:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(EXIT_STOPPED)
-
-    stop.on_kill.append(exit_now)
     try:
         with stop.installed():
-            stats = UnitRunner(settings, workers, max_poll_interval_ms=int(max_poll_s * 1000),
-                               admit=admitted_here(settings)).run(until_idle, idle_seconds, stop)
+            member = UnitRunner(settings, workers, max_poll_interval_ms=int(max_poll_s * 1000),
+                               admit=admitted_here(settings))
+            stop.on_kill.append(member.fence)
+            stats = member.run(until_idle, idle_seconds, stop)
     except RunnerError as exc:  # the unit is left to a runner that has its pack
         click.echo(f"runner: {exc}", err=True)
         raise SystemExit(1) from None
     click.echo(json.dumps(stats.__dict__))
     if stop.asked:
-        raise SystemExit(EXIT_STOPPED)
+        click.echo(f"runner: stopped ({stats.completed} units completed here, {stats.closed} attempts closed as "
+                   "abandoned); the orders not finished stay queued: any runner of the group runs them, or start "
+                   f"this one again: {resume_command()}", err=True)
+        exit_stopped(stop)
 
 
 def admitted_here(settings: Settings):

@@ -115,6 +115,11 @@ class UnitRunner:
         self._generation = 0  # bumped when partitions are lost: a unit claimed before marks no offset after
         self._keys: set[str] = set()  # units running here (a duplicate order waits for no one: it is skipped)
         self._offsets: dict[int, dict[int, bool]] = {}  # partition -> offset -> done
+        # a clean stop's kill (`fence`): nothing more of a running unit is published, its sandboxes die,
+        # and `_close_cut` closes the attempts it left open; their orders stay uncommitted for the group
+        self.killed = threading.Event()
+        self._attempts: dict[str, tuple] = {}  # order key -> (order, plan, run id, ended event ids), running here
+        self._cut: set[str] = set()  # order keys whose attempt the kill cut short
         self._consumer = Consumer(consumer_config(self.topics.bootstrap, self.topics.group("runner"), {
             "session.timeout.ms": RUNNER_SESSION_TIMEOUT_MS, "heartbeat.interval.ms": 2000,
             "max.poll.interval.ms": max_poll_interval_ms,
@@ -150,7 +155,9 @@ class UnitRunner:
             partition, offset, key, generation = self._running.pop(future)
             self._keys.discard(key)
             future.result()  # a runner that cannot publish stops here, its unit uncommitted
-            if generation == self._generation:
+            with self._lock:  # an attempt the kill cut short stays in `_attempts`: its order stays the group's
+                cut = key in self._cut or key in self._attempts
+            if generation == self._generation and not cut:
                 self._offsets[partition][offset] = True
 
     def _commit(self) -> None:
@@ -197,6 +204,9 @@ class UnitRunner:
             while True:
                 self._reap()
                 self._commit()
+                if stop is not None and stop.killed.is_set():
+                    self._close_cut(stop)
+                    return self.stats
                 if stop is not None and stop.asked:
                     if not self._running:
                         self._log(f"runner {self._name}: stopped; the orders not claimed stay queued")
@@ -226,7 +236,8 @@ class UnitRunner:
                 elif until_idle and time.monotonic() - last_activity >= idle_seconds and self._group_lag() == 0:
                     return self.stats
         finally:
-            self._pool.shutdown(wait=True)
+            # after a kill, a unit thread still blocked (its output fenced) is not waited for
+            self._pool.shutdown(wait=not self.killed.is_set(), cancel_futures=self.killed.is_set())
             self._reap_quietly()
             for bus in self._buses.values():
                 bus.close()
@@ -401,6 +412,8 @@ class UnitRunner:
         from producers.grid import RunConfig, run_unit
         from sandbox.registry import get_sandbox
 
+        from pipeline.stopping import StoppableSandbox
+
         bus, attempt, unit = self._bus(order.run_set), plan.decision.attempt, order.unit
         hosted = self._hosted(order)
         run_dir = self.settings.runs_dir / order.run_set
@@ -408,17 +421,29 @@ class UnitRunner:
                            blob_dir=run_dir / "blobs", memory_dir=run_dir / "memory" / self._name,
                            gateway=hosted and hosted.gateway, loop=hosted and hosted.loop,
                            memory_model=hosted and hosted.memory_model)
-        lock = threading.Lock()
         ended: list[str] = []  # the event id of this attempt's RunEnded
+        with self._lock:
+            self._attempts[order.key] = (order, plan, run_id, ended)
 
         def publish(event, datum):
-            with lock:
+            with self._lock:  # one lock with `fence`: after it, nothing of this attempt goes out
+                if self.killed.is_set():
+                    return
                 share_blobs(bus, config.blob_dir, event)  # the blobs it names, for every other runner
                 bus.publish(event, datum)
-            if event.kind == "RunEnded":
-                ended.append(event.event_id)
+                if event.kind == "RunEnded":
+                    ended.append(event.event_id)
 
-        run_unit(self._pack(order), unit, config, get_sandbox(order.sandbox), publish, attempt)
+        try:
+            run_unit(self._pack(order), unit, config, StoppableSandbox(get_sandbox(order.sandbox), self.killed),
+                     publish, attempt)
+        finally:
+            with self._lock:
+                cut = self.killed.is_set() and not ended
+                if not cut:
+                    self._attempts.pop(order.key, None)
+        if cut:  # `_close_cut` closes it
+            return
         bus.flush()  # a unit is complete only once Kafka acknowledged all of its events
         if not self._ended_by(order.key, run_id, ended[0] if ended else None):
             self._log(f"runner {self._name}: fenced {order.key} attempt {attempt} run {run_id}: another "
@@ -432,6 +457,39 @@ class UnitRunner:
         self._log(f"runner {self._name}: completed {order.key} attempt {attempt} run {run_id}")
         with self._lock:
             self.stats.completed += 1
+
+    def fence(self) -> None:
+        """A clean stop's kill (pipeline.stopping.GridStop, before `killed` is set there): nothing more
+        of the running units is published, and their sandboxes are stopped."""
+        with self._lock:
+            self.killed.set()
+
+    def _close_cut(self, stop) -> None:
+        """After the kill: wait up to KILL_WAIT_S for the unit threads to wind down, then close every
+        attempt they left open as a take-over would (`abandoned` recorded with our claim, then
+        `RunEnded{abandoned}` at the run's end on the topic, `_close`); their orders stay uncommitted,
+        so the group hands them to another runner (or this one, restarted), which runs the next attempt."""
+        from concurrent.futures import wait
+
+        from pipeline.stopping import KILL_WAIT_S
+        from producers.attempts import RunHead
+
+        wait(list(self._running), timeout=KILL_WAIT_S)
+        with self._lock:
+            cut = [entry for entry in self._attempts.values() if not entry[3]]
+            self._cut.update(order.key for order, _, _, _ in cut)
+        for order, plan, run_id, _ in cut:
+            bus = self._bus(order.run_set)
+            bus.flush()
+            if not self._record_claim(order, plan, "abandoned", run_id, plan.decision.attempt, run_id):
+                continue  # another runner took the unit over already: the close is its
+            head = read_run_head(self.topics, run_id) or RunHead(order.run_set, run_id, order.unit.unit_id)
+            if head.ended:
+                continue
+            self._close(bus, order, head)
+        self._reap_quietly()
+        self._log(f"runner {self._name}: stopped; {len(cut)} attempt(s) closed as abandoned, their orders and the "
+                  "ones not claimed stay queued for the group")
 
     def _skip(self, bus, order, reason: str, finished_run: str | None, attempt: int) -> None:
         if finished_run:

@@ -1,6 +1,14 @@
 """`membench run --bus kafka://…`: run a grid in this process and publish its events to Kafka
 (processors and the sink run as separate processes); the publication's steps are
-`pipeline.distributed.publication`'s, shared with the transfer study."""
+`pipeline.distributed.publication`'s, shared with the transfer study.
+
+The grid loop and its clean stop are the embedded run's (`pipeline.stopping`): a first SIGINT or
+SIGTERM starts no further unit and gives the running ones `stop_grace` seconds; a second one (or
+the period's end) fences the publication and kills their sandboxes; every attempt begun and not
+ended is then closed `RunEnded{abandoned}` on the trajectory topic and recorded `abandoned`, the
+stop is recorded in runs/<run_set>/partial.json (the report `membench report` builds later is
+marked partial), the partial figures and the command that resumes are printed, and the exit
+status is 130. A grid whose oracle harness keeps faulting stops itself the same way and exits 4."""
 
 from __future__ import annotations
 
@@ -14,16 +22,31 @@ from pipeline.settings import Settings
 
 
 def run_distributed(pack_spec, conditions, seeds, agent, workers, run_set, sandbox_name, read_budget,
-                    settings: Settings, models=None) -> str:
+                    settings: Settings, stop_grace: float = 30.0, models=None) -> str:
     """`models` (pipeline.distributed.runner_models.HostedModels): the gateway this process hosts for
     its units, None when they call no model."""
-    from pipeline.distributed.publication import KafkaPublication
-    from producers.bus.kafka_blobs import share_blobs
-    from producers.pack_resolver import open_pack
-    from producers.grid import RunConfig, code_digest, default_run_set, plan_grid, run_grid
-    from sandbox.registry import get_sandbox
+    from pipeline.stopping import GridStop
 
     console = Console(stderr=True)
+    stop = GridStop(stop_grace, say=lambda text: console.print(text, highlight=False, markup=False, soft_wrap=True))
+    with stop.installed():  # around the whole body: a signal while the statuses are read is a clean stop too
+        return _publish_grid(console, stop, pack_spec, conditions, seeds, agent, workers, run_set, sandbox_name,
+                             read_budget, settings, models)
+
+
+def _publish_grid(console, stop, pack_spec, conditions, seeds, agent, workers, run_set, sandbox_name, read_budget,
+                  settings: Settings, models=None) -> str:
+    from pipeline.distributed.publication import KafkaPublication
+    from producers.bus.kafka_blobs import share_blobs
+    from pipeline.grid_run import plain_progress
+    from pipeline.stopping import (HarnessFaultLimit, StoppableSandbox, clear_partial, exit_stopped, resume_command,
+                                   run_units, write_partial)
+    from producers.attempts import describe
+    from producers.grid import RunConfig, code_digest, default_run_set, plan_grid, run_unit
+    from producers.pack_resolver import open_pack
+    from reports.model import PartialRun
+    from sandbox.registry import get_sandbox
+
     pack = open_pack(pack_spec, settings.home)
     run_set = run_set or default_run_set(pack.name, pack.digest, agent, conditions, seeds)
     publication = KafkaPublication(settings, run_set)
@@ -36,11 +59,16 @@ def run_distributed(pack_spec, conditions, seeds, agent, workers, run_set, sandb
                        memory_dir=settings.runs_dir / run_set / "memory" / f"{socket.gethostname()}-{os.getpid()}",
                        gateway=models and models.gateway, loop=models and models.loop,
                        memory_model=models and models.memory_model)
-    publication.start(todo)
-
-    from pipeline.grid_run import plain_progress
+    publication.start(todo, mark=False)  # each unit is marked `started` as it starts: a stop leaves the rest unmarked
+    stop.on_kill.append(publication.fence)  # before any sandbox dies: a killed agent is no result
+    sandbox = StoppableSandbox(get_sandbox(sandbox_name), stop.killed)
+    faults = HarnessFaultLimit(stop)  # a grid whose oracle harness keeps faulting stops itself
 
     lines = plain_progress(console, len(todo))  # a redirected run still reports progress
+
+    def run_one(unit) -> str:
+        publication.begin(unit)
+        return run_unit(pack, unit, config, sandbox, publish, publication.attempts[unit.unit_id])
 
     def done(unit, run_id):
         publication.completed(unit, run_id)
@@ -50,11 +78,32 @@ def run_distributed(pack_spec, conditions, seeds, agent, workers, run_set, sandb
     def publish(event, datum):
         share_blobs(publication.bus, config.blob_dir, event)  # the blobs it names, for runners and replays
         publication.publish(event, datum)
+        faults.observe(event)
         lines.observe(event)
 
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console) as progress, lines.running():
         bar = progress.add_task("units", total=len(todo))
-        run_grid(pack, todo, config, get_sandbox(sandbox_name), publish, workers, publication.attempts, done)
+        not_started = run_units(run_one, todo, workers, done, stop)
+    cut = stop.asked  # the grid was stopped (a later signal finds it complete)
+    abandoned = publication.close_open() if cut else []
+    for event in abandoned:
+        console.print(describe(event), highlight=False, markup=False, soft_wrap=True)
     publication.close(console)
-    return run_set
+    if not cut:
+        clear_partial(settings.runs_dir, run_set)
+        if stop.asked:
+            exit_stopped(stop)
+        return run_set
+    resume = resume_command()
+    partial = PartialRun(reason=stop.cause or "stopped by a signal before the grid finished", units_planned=len(units),
+                         units_not_started=len(not_started), attempts_abandoned=len(abandoned), resume=resume)
+    path = write_partial(settings.runs_dir, run_set, partial)
+    console.print(f"stopped: the run set is partial ({len(todo) - len(not_started) - len(abandoned)} of the {len(todo)} "
+                  f"units to run ran to their end, {len(not_started)} units not started, {len(abandoned)} attempts closed as "
+                  f"abandoned; recorded in {path}, and `membench report {run_set}` marks its report partial); "
+                  f"resume with the same command: {resume}", highlight=False, markup=False, soft_wrap=True)
+    if stop.cause is not None:
+        console.print(f"stopped because {stop.cause}", highlight=False, markup=False, soft_wrap=True)
+    exit_stopped(stop)
+    return run_set  # not reached

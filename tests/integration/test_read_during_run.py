@@ -90,3 +90,18 @@ def test_a_block_still_being_written_is_left_out(held):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == before
     assert "held: read up to its last complete block" in proc.stderr
+
+
+def test_replay_verify_refuses_with_the_replay_that_works(held):
+    """`replay LOG --verify` compares with the warehouse, which the run owns: refused (exit 2) naming
+    the replay that works now (the chains, scored diffs and folds, without the warehouse), which does."""
+    home = held[0]
+    log = home / "runs" / "held" / "events.avro"
+    proc = cli(held, "replay", str(log), "--verify")
+    assert proc.returncode == 2
+    line = proc.stderr.strip().splitlines()[-1]
+    assert "owned by another process" in line and "again once it has ended" in line
+    works = line.split("meanwhile `")[1].split("`")[0]
+    assert works == f"membench replay {log}"
+    proc = cli(held, *works.split()[1:])
+    assert proc.returncode == 0, proc.stderr

@@ -99,11 +99,16 @@ def test_a_first_signal_lets_the_running_unit_finish_and_starts_no_other(home, b
     assert report["partial"]["units_not_started"] == 1 and report["partial"]["attempts_abandoned"] == 0
     assert "Partial report" in (home / "runs" / "graceful" / "report.md").read_text()
     assert run_cli("replay", str(home / "runs" / "graceful" / "events.avro"), "--verify", home=home).returncode == 0
+    # a report rebuilt later says it is partial too (runs/<run set>/partial.json)
+    rebuilt = json.loads(run_cli("report", "graceful", "--json", home=home, check=True).stdout)
+    assert rebuilt["partial"] == report["partial"]
     # resuming runs only the unit that never started
     done = run_cli("run", str(pack), "--agent", f"command:{agent(tmp_path, 0)}", "--conditions", "B0,B5",
                    "--seeds", "1", "--run-set", "graceful", "--workers", "1", home=home, check=True)
     assert "1 already complete, 1 to run" in done.stderr
     assert sorted(s for _, s in ends(home, "graceful")) == ["completed", "completed"]
+    assert not (home / "runs" / "graceful" / "partial.json").exists()
+    assert "partial" not in json.loads(run_cli("report", "graceful", "--json", home=home, check=True).stdout)
 
 
 def test_a_second_signal_kills_the_running_sandbox_and_the_log_still_verifies(home, bwrap_sandbox, tmp_path, pack):

@@ -4,6 +4,9 @@ The broker end to end: tests/integration/test_kafka_pipeline.py, test_transfer_k
 
 from __future__ import annotations
 
+import hashlib
+from types import SimpleNamespace
+
 import producers.bus.kafka as kafka_bus
 from pipeline.distributed.publication import KafkaPublication
 from pipeline.settings import Settings
@@ -48,9 +51,10 @@ def test_complete_units_are_skipped_and_the_others_marked_with_their_next_attemp
     assert publication.attempts == {"s/t/B1/1": 3, "s/t/B1/2": 1}
     assert publication.bus.marks == [("s/t/B1/1", "started", run_id_for("rs", todo[0], 3), 3),
                                      ("s/t/B1/2", "started", run_id_for("rs", todo[1], 1), 1)]
-    publication.publish("event", b"datum")
+    event = _event("run-b", todo[1].unit_id, 0, "RunStarted")
+    publication.publish(event, b"datum")
     publication.completed(todo[1], "run-b")
-    assert publication.bus.published == [("event", b"datum")]
+    assert publication.bus.published == [(event, b"datum")]
     assert publication.bus.marks[-1] == ("s/t/B1/2", "completed", "run-b", 1)
 
     from rich.console import Console
@@ -61,3 +65,44 @@ def test_complete_units_are_skipped_and_the_others_marked_with_their_next_attemp
     assert out == "rs\n"
     assert "published run set rs; when `membench sink --until-idle` has drained the topics, " \
            "`membench report rs` builds the report" in " ".join(err.split())
+
+
+def _hash(run_id: str, seq: int) -> str:
+    return hashlib.sha256(f"{run_id}/{seq}".encode()).hexdigest()
+
+
+def _event(run_id: str, unit_id: str, seq: int, kind: str) -> SimpleNamespace:
+    return SimpleNamespace(run_set="rs", run_id=run_id, unit_id=unit_id, seq=seq, hash=_hash(run_id, seq), kind=kind,
+                           payload={"status": "completed"} if kind == "RunEnded" else {})
+
+
+def test_a_fenced_publication_closes_the_attempts_it_began_and_left_open(monkeypatch, tmp_path):
+    """A clean stop's kill on the Kafka path: after `fence` nothing of a running unit is published;
+    `close_open` ends each begun attempt whose run had not ended at the next seq of its chain (seq 0
+    for a run with no event), records it `abandoned`, and marks `completed` a unit whose RunEnded went
+    out before the fence; a unit never begun is left unmarked (resumed as its first attempt)."""
+    from producers.attempts import ABANDONED_STATUS
+
+    monkeypatch.setattr(kafka_bus, "KafkaBus", FakeBus)
+    monkeypatch.setattr(kafka_bus, "read_unit_status", lambda topics, run_set: {})
+    publication = KafkaPublication(Settings(home=tmp_path, bus="kafka://127.0.0.1:9/ns", warehouse="chdb:///x"), "rs")
+    running, ended, silent, waiting = units = [RunUnit("s", "t", c, 1) for c in ("B0", "B1", "B2", "B3")]
+    publication.start(units, mark=False)
+    assert publication.bus.marks == []  # nothing marked before it starts
+    runs = {u.unit_id: publication.begin(u) for u in (running, ended, silent)}
+    assert [m[1] for m in publication.bus.marks] == ["started"] * 3
+    for seq in range(3):
+        publication.publish(_event(runs[running.unit_id], running.unit_id, seq, "Turn"), b"d")
+    publication.publish(_event(runs[ended.unit_id], ended.unit_id, 0, "RunEnded"), b"d")
+    publication.fence()
+    publication.publish(_event(runs[running.unit_id], running.unit_id, 3, "Turn"), b"late")  # dropped
+    publication.completed(running, runs[running.unit_id])  # cut short: not completed
+    closed = publication.close_open()
+    assert [(e.run_id, e.seq, e.prev_hash, e.payload["status"]) for e in closed] == [
+        (runs[running.unit_id], 3, _hash(runs[running.unit_id], 2), ABANDONED_STATUS),
+        (runs[silent.unit_id], 0, "0" * 64, ABANDONED_STATUS)]
+    assert b"late" not in [d for _, d in publication.bus.published]
+    assert publication.bus.marks[3:] == [(running.unit_id, "abandoned", runs[running.unit_id], 1),
+                                         (ended.unit_id, "completed", runs[ended.unit_id], 1),
+                                         (silent.unit_id, "abandoned", runs[silent.unit_id], 1)]
+    assert waiting.unit_id not in {m[0] for m in publication.bus.marks}
