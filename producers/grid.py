@@ -28,9 +28,10 @@ from producers.blobs import put_blob
 from producers.emitter import Listener, RunEmitter
 from producers.gateway.server import ModelGateway, ModelUnavailable
 from producers.labels import sequence_labels
-from producers.memory_systems.base import MemorySetup, Namespace
+from producers.memory_systems.base import MemoryContext, MemorySetup, Namespace
 from producers.memory_systems.declared import DeclaredMemory
 from producers.memory_systems.model_client import MemoryModel
+from producers.memory_systems.mcp_servers import session_tools
 from producers.memory_systems.registry import is_model_driven, make_memory
 from sandbox.base import IsolationUnavailable, Sandbox
 from sandbox.scoring import HarnessFault, ScoreResult, score_session, score_with_rules
@@ -191,6 +192,8 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
     finally:
         if memory_model is not None:
             memory_model.close()
+        if getattr(memory, "agent_driven", False):  # a memory server started for this namespace stops with its run
+            memory.close()
     emitter.session_index = -1
     emitter.emit("RunEnded", {"status": status, "error_type": error_type}, visibility="harness")
     return emitter.run_id
@@ -286,20 +289,25 @@ def _act_and_score(pack: Pack, seq: Sequence, session, start: dict[str, bytes], 
     only when it produces none on that checkout either (settle_harness_fault), a model only when the
     gateway's own probe of the configured model fails too (docs/gateway.md), and none of them once
     the scored session's verdict is recorded (_run_sessions)."""
-    context = memory.read(session.instruction, config.read_budget)
-    if getattr(memory, "uses_memory", True):
+    # an agent-driven memory (an MCP memory server) puts nothing into the prompt: the agent calls its tools
+    tools = session_tools(memory, emitter, config.read_budget)
+    context = memory.read(session.instruction, config.read_budget) if tools is None \
+        else MemoryContext((), (), config.read_budget)
+    if getattr(memory, "uses_memory", True) and tools is None:
         emitter.emit("MemoryRead", {
             "query": bounded_text(session.instruction), "candidates": list(context.candidates),
             "admitted_ids": [i.memory_id for i in context.items], "tokens_admitted": context.tokens_admitted,
             "token_budget": context.token_budget, "context": bounded_text(context.render())})
-    search = (lambda query: memory.read(query, config.read_budget)) if getattr(memory, "uses_memory", True) else None
+    search = (lambda query: memory.read(query, config.read_budget)) \
+        if getattr(memory, "uses_memory", True) and tools is None else None
     if progress is not None:
         progress.agent_acted = True
     outcome: AgentOutcome | None = None
     verdict_emitted = False
     try:
         outcome = agent.act(AgentTask(session.instruction, workspace, context, pack.solution(seq, session),
-                                      sandbox=sandbox, gateway=config.gateway, memory_search=search), emitter)
+                                      sandbox=sandbox, gateway=config.gateway, memory_search=search,
+                                      memory_tools=tools), emitter)
         result = _score(pack, seq, session, start, workspace, sandbox, config)
         if result.outcome == "isolation_unavailable" and not _isolation_proven(pack, seq, session, base or start,
                                                                                sandbox, config):

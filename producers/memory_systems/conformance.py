@@ -206,10 +206,16 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
         audit.active = False
         for model in models:
             model.close()
+        # a system that runs a server process (an MCP memory server) says how that process is kept
+        # off the network, which the audit hook of this process cannot see; and stops it
+        isolation = sorted({str(m.network_isolation) for m in (a, b, empty) if getattr(m, "network_isolation", None)})
+        for mem in (a, b, empty):
+            if hasattr(mem, "close"):
+                timed("close", mem.close)
         shutil.rmtree(store, ignore_errors=True)  # the probe's store is this process's alone
     return {"reads": reads, "small": None if small is None else {"tokens": small.tokens_admitted,
                                                                   "budget": SMALL_BUDGET},
-            "ops": ops, "network": audit.violations, "calls": calls}
+            "ops": ops, "network": audit.violations, "calls": calls, "server_isolation": isolation}
 
 
 # ------------------------------------------------------------------------------------- the parent
@@ -271,7 +277,9 @@ def grade(tokens: dict[str, dict[str, str]], first: dict[str, Any], second: dict
                                              "max_seconds": max([o.get("seconds", 0) for r in (first, second)
                                                                  for o in r["ops"]] or [0])}}
     network = sorted({v for r in (first, second) for v in r.get("network", [])})
-    gates["no_network"] = {"verdict": "fail" if network else "pass", "evidence": {"violations": network}}
+    isolation = sorted({i for r in (first, second) for i in r.get("server_isolation", [])})
+    gates["no_network"] = {"verdict": "fail" if network else "pass",
+                           "evidence": {"violations": network, **({"server_isolation": isolation} if isolation else {})}}
     return gates
 
 
