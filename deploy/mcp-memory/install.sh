@@ -50,7 +50,7 @@ if [ "$(cat "$BM/.version" 2>/dev/null)" != "$BASIC_MEMORY_VERSION" ] || [ ! -x 
     rm -rf "$BM"
     if [ -x "$UV" ]; then
       "$UV" venv -q --python "$PY312" "$BM"
-      "$UV" pip install -q --python "$BM/bin/python" "basic-memory==$BASIC_MEMORY_VERSION"
+      "$UV" pip install -q --compile-bytecode --python "$BM/bin/python" "basic-memory==$BASIC_MEMORY_VERSION"
     else
       "$PY312" -m venv "$BM"
       "$BM/bin/python" -m pip install -q "basic-memory==$BASIC_MEMORY_VERSION"

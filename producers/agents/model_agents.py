@@ -65,6 +65,16 @@ class LoopLimits:
     max_tokens: int = 1_000_000
 
 
+def memory_server(task: AgentTask) -> tuple[str, str] | None:
+    """(MCP server name, program under /membench/inside) the agent is given: an MCP memory
+    condition's own tools relayed, membench's search_memory / get_memory, or None (no memory)."""
+    if task.memory_tools is not None:
+        return "memory", "/membench/inside/mcp_relay.py"
+    if task.memory_search is not None:
+        return "membench_memory", "/membench/inside/mcp_memory.py"
+    return None
+
+
 def prompt_for(task: AgentTask) -> str:
     parts = [task.instruction.strip()]
     if task.memory.items:
@@ -141,7 +151,7 @@ class ModelAgent:
             raise RuntimeError(f"{self.name}: {why}")
         session = emitter.session_index
         tools = (SessionMemoryTools(task.memory_search, task.memory, task.memory.token_budget)
-                 if task.memory_search is not None else None)
+                 if task.memory_search is not None else task.memory_tools)
         prompt = prompt_for(task)
         task_dir = Path(tempfile.mkdtemp(prefix="membench-task-"))
         home = Path(tempfile.mkdtemp(prefix="membench-home-"))
@@ -225,10 +235,11 @@ class CodexAgent(ModelAgent):
     def prepare_home(self, home: Path, task: AgentTask) -> None:
         config = home / ".codex"
         config.mkdir()
-        mcp = ('\n[mcp_servers.membench_memory]\n'
+        server = memory_server(task)
+        mcp = (f'\n[mcp_servers.{server[0]}]\n'
                'command = "python3"\n'
-               'args = ["/membench/inside/mcp_memory.py"]\n'
-               f'env = {{ MEMBENCH_GATEWAY_URL = "{GATEWAY_URL}" }}\n') if task.memory_search is not None else ""
+               f'args = ["{server[1]}"]\n'
+               f'env = {{ MEMBENCH_GATEWAY_URL = "{GATEWAY_URL}" }}\n') if server is not None else ""
         (config / "config.toml").write_text(
             f'model = {json.dumps(self.model)}\n'
             'model_provider = "membench"\n'
@@ -266,9 +277,10 @@ class ClaudeCodeAgent(ModelAgent):
                 "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1"}
 
     def command(self, task: AgentTask, prompt: str) -> list[str]:
-        servers = {"membench_memory": {"type": "stdio", "command": "python3", "args": ["/membench/inside/mcp_memory.py"],
-                                       "env": {"MEMBENCH_GATEWAY_URL": GATEWAY_URL}}}
-        mcp = {"mcpServers": servers if task.memory_search is not None else {}}  # a no-memory condition: no tools
+        server = memory_server(task)
+        servers = {server[0]: {"type": "stdio", "command": "python3", "args": [server[1]],
+                               "env": {"MEMBENCH_GATEWAY_URL": GATEWAY_URL}}} if server is not None else {}
+        mcp = {"mcpServers": servers}  # a no-memory condition: no tools
         return [f"{AGENTS_MOUNT}/bin/claude", "-p", "--output-format", "stream-json", "--verbose",
                 "--dangerously-skip-permissions", "--model", self.model, "--strict-mcp-config",
                 "--mcp-config", json.dumps(mcp), "--", prompt]
@@ -290,7 +302,8 @@ class OpenAILoopAgent(ModelAgent):
     def command(self, task: AgentTask, prompt: str) -> list[str]:
         return ["python3", "/membench/inside/openai_loop.py", "--model", self.model,
                 "--max-steps", str(self.loop.max_steps), "--max-tokens", str(self.loop.max_tokens),
-                *([] if task.memory_search is not None else ["--no-memory"])]
+                *(["--mcp-memory"] if task.memory_tools is not None
+                  else [] if task.memory_search is not None else ["--no-memory"])]
 
 
 class CommandModelAgent(ModelAgent):
