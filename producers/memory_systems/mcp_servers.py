@@ -185,8 +185,9 @@ class McpServerSpec:
         return True, f"ok ({self.package} {self.version})".replace(" )", ")")
 
     def record(self) -> dict[str, Any]:
-        return {"server": self.name, "library": self.package or self.name, "command": list(self.command), "env": dict(self.env), "package": self.package,
-                "version": self.version, "driver": self.driver.kind,
+        return {"server": self.name, "library": self.package or self.name, "command": list(self.command),
+                "env": dict(self.env), "package": self.package, "version": self.version, "driver": self.driver.kind,
+                "start_timeout_s": self.start_timeout_s,
                 "tools": {"write": self.driver.write_tool, "search": self.driver.search_tool} if self.driver.kind == "template" else None}
 
 
@@ -206,7 +207,8 @@ MCP_SERVERS: dict[str, McpServerSpec] = {
                                   "BASIC_MEMORY_CONFIG_DIR": "{store}/config",
                                   "BASIC_MEMORY_DEFAULT_SEARCH_TYPE": "text", "BASIC_MEMORY_AUTO_UPDATE": "false",
                                   "BASIC_MEMORY_LOGFIRE_ENABLED": "false", "FASTMCP_CHECK_FOR_UPDATES": "off"},
-        package="basic-memory", version=BASIC_MEMORY_VERSION, start_timeout_s=180.0),
+        # its start imports a web framework and builds its index: 10-20 s idle, over a minute on a busy machine
+        package="basic-memory", version=BASIC_MEMORY_VERSION, start_timeout_s=300.0),
 }
 BUILT_IN_SERVERS = frozenset(MCP_SERVERS)
 
@@ -359,6 +361,7 @@ def mcp_factory(spec: McpServerSpec) -> Callable[..., McpMemory]:
     make.accepts_setup = True  # type: ignore[attr-defined]
     make.agent_driven = True  # type: ignore[attr-defined]
     make.mcp_spec = spec  # type: ignore[attr-defined]
+    make.start_timeout_s = spec.start_timeout_s  # type: ignore[attr-defined]
     make.__module__ = __name__
     make.__qualname__ = f"mcp_factory[{spec.name}]"
     return make

@@ -114,3 +114,10 @@ def test_memory_literal_writes_and_reads_through_the_knowledge_graph_and_passes_
     assert len(cited) == 3 and all(ids[0] in {w["memory_id"] for w in filed} for ids in cited)
     assert not [e for e in by_condition["B0"] if e.kind in ("MemoryRead", "MemoryWrite")]
     assert_run_sets_verify(home, "mcp-kg-smoke")
+
+
+def test_a_malformed_server_declaration_is_a_usage_error_naming_the_field(cli_inproc, home) -> None:
+    bad = {"MEMBENCH_MCP_SERVERS": json.dumps({"MCP-MINE": {"command": ["srv"], "driver": "vector"}})}
+    proc = cli_inproc("memory", "check", "MCP-MINE", env=bad)
+    assert proc.returncode == 2 and "'MCP-MINE'.driver must be knowledge-graph, notes or template" in proc.stderr
+    assert not (home / "conformance").exists()
