@@ -56,8 +56,10 @@ if [ "$(cat "$BM/.version" 2>/dev/null)" != "$BASIC_MEMORY_VERSION" ] || [ ! -x 
       "$BM/bin/python" -m pip install -q "basic-memory==$BASIC_MEMORY_VERSION"
     fi
     echo "$BASIC_MEMORY_VERSION" > "$BM/.version"
+    rm -f "$PREFIX/MCP-BASIC.unavailable"
   else
     echo "mcp-memory/install: no Python 3.12 or later here (basic-memory requires it): MCP-BASIC is left out" >&2
+    echo "blocked: basic-memory $BASIC_MEMORY_VERSION requires Python 3.12 or later and the installer found none (set MEMBENCH_MCP_PYTHON and run deploy/mcp-memory/install.sh)" > "$PREFIX/MCP-BASIC.unavailable"
   fi
 fi
 chmod -R a+rX "$PREFIX"

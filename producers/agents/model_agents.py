@@ -274,7 +274,10 @@ class ClaudeCodeAgent(ModelAgent):
     def environment(self) -> dict[str, str]:
         return {"ANTHROPIC_BASE_URL": GATEWAY_URL, "ANTHROPIC_API_KEY": PLACEHOLDER_KEY,
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
-                "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1"}
+                "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1",
+                # the memory server's tools in every request, as the model is offered any other tool:
+                # the deferred-tool search would hide them behind ToolSearch until the model asks
+                "ENABLE_TOOL_SEARCH": "false"}
 
     def command(self, task: AgentTask, prompt: str) -> list[str]:
         server = memory_server(task)

@@ -166,7 +166,9 @@ class McpServerSpec:
     version: str = ""
     start_timeout_s: float = 120.0
     timeout_s: float = 60.0
-    blocked: str | None = None  # why the server cannot run on this machine (its check says so)
+    # why the server cannot run on this machine (its check says so); the installer says it in
+    # {prefix}/<name>.unavailable when it cannot install the server here
+    blocked: str | None = None
 
     def argv(self, store: Path) -> list[str]:
         return [part.format(store=store, prefix=mcp_prefix()) for part in self.command]
@@ -178,6 +180,9 @@ class McpServerSpec:
         """Whether the server can start here: its program exists (a blocked server says why not)."""
         if self.blocked:
             return False, self.blocked
+        marker = mcp_prefix() / f"{self.name}.unavailable"  # the installer found this machine cannot run it
+        if marker.is_file():
+            return False, marker.read_text(encoding="utf-8").strip()
         program = self.argv(Path("/nonexistent"))
         missing = [p for p in program[:2] if p.startswith("/") and not Path(p).exists()]
         if missing or shutil.which(program[0]) is None:

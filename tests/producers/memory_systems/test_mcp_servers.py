@@ -23,6 +23,8 @@ DOUBLE = Path(__file__).with_name("notes_mcp_server.py")
 
 def require_server(name: str) -> None:
     ok, why = MCP_SERVERS[name].check()
+    if why.startswith("blocked:"):  # the installer found this machine cannot run it (docs/memory-systems.md)
+        pytest.skip(f"{name}: {why}")
     if not ok:
         skip_or_fail(f"{name}: {why}")
 
