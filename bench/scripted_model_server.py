@@ -213,10 +213,17 @@ _LANGMEM_HEADER = re.compile(r"^=+ \w+ Message =+$")
 
 
 def _offered_tool(body: dict[str, Any], name: str) -> str:
-    """The name under which the request offers MCP tool NAME (a CLI prefixes its server's name)."""
-    offered = [t.get("name") or (t.get("function") or {}).get("name") or "" for t in body.get("tools") or []
-               if isinstance(t, dict)]
-    return next((o for o in offered if o == name or o.endswith(f"__{name}") or o.endswith(f".{name}")), name)
+    """The name under which the request offers MCP tool NAME (a CLI prefixes its server's name;
+    Codex offers a server's tools inside a `namespace` tool: "NAMESPACE/NAME")."""
+    offered = []
+    for tool in body.get("tools") or []:
+        if not isinstance(tool, dict):
+            continue
+        if tool.get("type") == "namespace":
+            offered += [f"{tool.get('name')}/{t.get('name')}" for t in tool.get("tools") or [] if isinstance(t, dict)]
+        else:
+            offered.append(tool.get("name") or (tool.get("function") or {}).get("name") or "")
+    return next((o for o in offered if o == name or o.endswith((f"__{name}", f".{name}", f"/{name}"))), name)
 
 
 def _tool_names(body: dict[str, Any]) -> set[str]:
@@ -370,9 +377,10 @@ def _responses(decision, body, n_in, n_out, chunks):
     usage = {"input_tokens": n_in, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": n_out,
              "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": n_in + n_out}
     if "mcp" in decision:
+        namespace, _, name = decision["mcp"]["name"].rpartition("/")
         item = {"type": "function_call", "id": "fc_1", "call_id": f"call_mcp_{_steps_taken('responses', body)}",
-                "name": decision["mcp"]["name"], "arguments": json.dumps(decision["mcp"]["arguments"]),
-                "status": "completed"}
+                "name": name, **({"namespace": namespace} if namespace else {}),
+                "arguments": json.dumps(decision["mcp"]["arguments"]), "status": "completed"}
         events = [_sse({"type": "response.output_item.added", "output_index": 0, "item": {**item, "arguments": ""}})]
     elif "tool" in decision:
         item = {"type": "function_call", "id": "fc_1", "call_id": "call_write_1", "name": "exec_command",
