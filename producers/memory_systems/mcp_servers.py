@@ -297,6 +297,8 @@ class McpMemory:
         if setup.store_dir is not None:
             self.store = Path(setup.store_dir) / "mcp" / namespace_dir(namespace)
             self._temporary = False
+            # the namespace starts empty with its unit: a retried unit never reads its earlier attempt
+            shutil.rmtree(self.store, ignore_errors=True)
         else:
             self.store = Path(tempfile.mkdtemp(prefix="membench-mcp-"))
             self._temporary = True
