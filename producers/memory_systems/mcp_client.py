@@ -13,6 +13,7 @@ import os
 import queue
 import subprocess
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -78,7 +79,13 @@ class StdioMcpClient:
             self._proc.stdin.write(json.dumps(message) + "\n")
             self._proc.stdin.flush()
         except (OSError, ValueError) as exc:
-            raise McpError(f"MCP server {self.argv[0]} is gone: {exc}; stderr: {self.stderr_tail()}") from None
+            try:  # its exit status and last words, which its stderr reader may not have read yet
+                code = self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                code = None
+            time.sleep(0.2)
+            raise McpError(f"MCP server {' '.join(self.argv)[:300]} is gone (exit status {code}): {exc}; "
+                           f"stderr: {self.stderr_tail() or '(nothing)'}") from None
 
     def stderr_tail(self) -> str:
         return " | ".join(self._stderr[-6:])[-1500:]

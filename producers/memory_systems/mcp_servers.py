@@ -303,11 +303,22 @@ class McpMemory:
             self.store = Path(tempfile.mkdtemp(prefix="membench-mcp-"))
             self._temporary = True
         self.store.mkdir(parents=True, exist_ok=True)
-        self.client = StdioMcpClient(isolated(spec.argv(self.store)), spec.environment(self.store),
-                                     cwd=str(self.store), timeout_s=spec.timeout_s,
-                                     start_timeout_s=spec.start_timeout_s)
+        try:
+            self.client = self._start()
+        except McpError as first:
+            # a server that died before its first answer is started once more (seen once in ~50
+            # starts of MCP-KG on a busy machine, cause not found); a second failure names both
+            try:
+                self.client = self._start()
+            except McpError as second:
+                raise McpError(f"{second} (and at the first start: {first})") from None
         self._tools: list[dict[str, Any]] | None = None
         self._lock = threading.Lock()
+
+    def _start(self) -> StdioMcpClient:
+        return StdioMcpClient(isolated(self.spec.argv(self.store)), self.spec.environment(self.store),
+                              cwd=str(self.store), timeout_s=self.spec.timeout_s,
+                              start_timeout_s=self.spec.start_timeout_s)
 
     # ------------------------------------------------------------------ the server's tools
     def tools(self) -> list[dict[str, Any]]:
