@@ -8,6 +8,9 @@ A script (JSON, `{"sessions": [...]}`) says what the "model" does per task sessi
 "say": TEXT, "search"?: QUERY}`. The entry whose `when` occurs in the request's text is used.
 The answers of a session, one per request, in order: (with `search`, Chat Completions only) a
 `search_memory` call; (with `"run": COMMAND`, Chat Completions only) a `run` call of that command;
+(with `"mcp": [{"name": TOOL, "arguments": {...}}, ...]`, every API) one call per entry of the MCP
+tool the request offers under that name (as is, or as a CLI prefixes it: `mcp__memory__TOOL`,
+`memory__TOOL`), its result joining the history;
 one tool call that writes `files` (a shell command
 for Codex's `exec_command` and Claude Code's `Bash`; `write_file` calls for the built-in loop, or
 one `run` call when a path is absolute: outside /workspace, e.g. a skill bank's /skills), each
@@ -149,9 +152,12 @@ class ScriptedModel:
                 for memory_id in MEMORY_ID.findall(text[line_start:found.start()] + " "):
                     cited.append(memory_id)
         chat = api == "chat_completions"
-        steps = (["search"] if entry.get("search") and chat else []) + (["run"] if entry.get("run") and chat else []) \
-            + ["write"]
+        steps: list[Any] = (["search"] if entry.get("search") and chat else []) + (["run"] if entry.get("run") and chat else []) \
+            + [("mcp", call) for call in entry.get("mcp", [])] + ["write"]
         taken = _steps_taken(api, body)
+        if taken < len(steps) and isinstance(steps[taken], tuple):
+            call = steps[taken][1]
+            return {"mcp": {"name": _offered_tool(body, call["name"]), "arguments": call.get("arguments", {})}}
         if taken < len(steps) and steps[taken] == "search":
             return {"search": entry["search"]}
         if taken < len(steps) and steps[taken] == "run":
@@ -206,6 +212,20 @@ def mem0_answer(text: str) -> str:
 
 _LANGMEM_SESSION = re.compile(r"<session_([0-9a-f-]+)>\n(.*?)\n</session_\1>", re.S)
 _LANGMEM_HEADER = re.compile(r"^=+ \w+ Message =+$")
+
+
+def _offered_tool(body: dict[str, Any], name: str) -> str:
+    """The name under which the request offers MCP tool NAME (a CLI prefixes its server's name;
+    Codex offers a server's tools inside a `namespace` tool: "NAMESPACE/NAME")."""
+    offered = []
+    for tool in body.get("tools") or []:
+        if not isinstance(tool, dict):
+            continue
+        if tool.get("type") == "namespace":
+            offered += [f"{tool.get('name')}/{t.get('name')}" for t in tool.get("tools") or [] if isinstance(t, dict)]
+        else:
+            offered.append(tool.get("name") or (tool.get("function") or {}).get("name") or "")
+    return next((o for o in offered if o == name or o.endswith((f"__{name}", f".{name}", f"/{name}"))), name)
 
 
 def _tool_names(body: dict[str, Any]) -> set[str]:
@@ -359,8 +379,14 @@ def _pieces(text: str, chunks: int) -> list[str]:
 def _responses(decision, body, n_in, n_out, chunks):
     usage = {"input_tokens": n_in, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": n_out,
              "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": n_in + n_out}
-    if "tool" in decision:
-        item: dict[str, Any] = {"type": "function_call", "id": "fc_1", "call_id": "call_write_1", "name": "exec_command",
+    if "mcp" in decision:
+        namespace, _, name = decision["mcp"]["name"].rpartition("/")
+        item: dict[str, Any] = {"type": "function_call", "id": "fc_1", "call_id": f"call_mcp_{_steps_taken('responses', body)}",
+                "name": name, **({"namespace": namespace} if namespace else {}),
+                "arguments": json.dumps(decision["mcp"]["arguments"]), "status": "completed"}
+        events = [_sse({"type": "response.output_item.added", "output_index": 0, "item": {**item, "arguments": ""}})]
+    elif "tool" in decision:
+        item = {"type": "function_call", "id": "fc_1", "call_id": "call_write_1", "name": "exec_command",
                 "arguments": json.dumps({"cmd": _write_command(decision["tool"]["files"])}), "status": "completed"}
         events = [_sse({"type": "response.output_item.added", "output_index": 0, "item": {**item, "arguments": ""}})]
     else:
@@ -379,9 +405,11 @@ def _responses(decision, body, n_in, n_out, chunks):
 
 
 def _messages(decision, body, n_in, n_out, chunks):
-    if "tool" in decision:
-        block = {"type": "tool_use", "id": "toolu_write_1", "name": "Bash",
-                 "input": {"command": _write_command(decision["tool"]["files"]), "description": "Write the change"}}
+    if "mcp" in decision or "tool" in decision:
+        block = ({"type": "tool_use", "id": f"toolu_mcp_{_steps_taken('messages', body)}",
+                  "name": decision["mcp"]["name"], "input": decision["mcp"]["arguments"]} if "mcp" in decision else
+                 {"type": "tool_use", "id": "toolu_write_1", "name": "Bash",
+                  "input": {"command": _write_command(decision["tool"]["files"]), "description": "Write the change"}})
         stop = "tool_use"
         deltas = [{"type": "input_json_delta", "partial_json": json.dumps(block["input"])}]
         start_block = {**block, "input": {}}
@@ -421,6 +449,10 @@ def _chat(decision, body, n_in, n_out, chunks):
         message = {"role": "assistant", "content": None, "tool_calls": [{
             "id": "call_run", "type": "function",
             "function": {"name": "run", "arguments": json.dumps({"command": decision["run"]})}}]}
+    elif "mcp" in decision:
+        message = {"role": "assistant", "content": None, "tool_calls": [{
+            "id": f"call_mcp_{_steps_taken('chat_completions', body)}", "type": "function",
+            "function": {"name": decision["mcp"]["name"], "arguments": json.dumps(decision["mcp"]["arguments"])}}]}
     elif "search" in decision:
         message = {"role": "assistant", "content": None, "tool_calls": [{
             "id": "call_search", "type": "function",

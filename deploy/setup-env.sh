@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create membench's Python environment (.venv at the repository root), install the system
 # packages it needs (bubblewrap) and the real agent CLIs (deploy/agents/install.sh: Codex and
-# Claude Code from npm; MEMBENCH_SKIP_AGENTS=1 leaves them out). Safe to run again: it only adds
+# Claude Code from npm; MEMBENCH_SKIP_AGENTS=1 leaves them out) and the MCP memory servers
+# (deploy/mcp-memory/install.sh; MEMBENCH_SKIP_MCP_MEMORY=1 leaves them out). Safe to run again: it only adds
 # what is missing.
 #   deploy/setup-env.sh          # what `membench run` needs
 #   deploy/setup-env.sh --dev    # plus what only the tests need: pytest-xdist and playwright (.[dev]),
@@ -82,6 +83,10 @@ sys.exit(0 if ok else "setup-env: compiling membench's packages failed (above)")
 PY
 if [ "${MEMBENCH_SKIP_AGENTS:-0}" != "1" ]; then
   bash deploy/agents/install.sh
+fi
+# the MCP memory servers (MCP-KG, MCP-BASIC); MEMBENCH_SKIP_MCP_MEMORY=1 leaves them out
+if [ "${MEMBENCH_SKIP_MCP_MEMORY:-0}" != "1" ]; then
+  UV="$UV" bash deploy/mcp-memory/install.sh
 fi
 if [ -n "$phoenix_pid" ] && ! wait "$phoenix_pid"; then
   echo "setup-env: installing arize-phoenix $PHOENIX_VERSION failed" >&2

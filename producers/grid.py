@@ -34,6 +34,7 @@ from producers.memory_systems.base import MemoryContext, MemorySetup, Namespace
 from producers.memory_systems.declared import DeclaredMemory
 from producers.memory_systems.model_client import MemoryModel
 from producers.memory_systems.native import drop_memory_files, update_prompt
+from producers.memory_systems.mcp_servers import session_tools
 from producers.memory_systems.registry import is_model_driven, make_memory
 from sandbox.base import IsolationUnavailable, Sandbox
 from sandbox.scoring import HarnessFault, ScoreResult, score_session, score_with_rules
@@ -203,6 +204,8 @@ def run_unit(pack: Pack, unit: RunUnit, config: RunConfig, sandbox: Sandbox, pub
     finally:
         if memory_model is not None:
             memory_model.close()
+        if getattr(memory, "agent_driven", False):  # a memory server started for this namespace stops with its run
+            memory.close()
     emitter.session_index = -1
     emitter.emit("RunEnded", {"status": status, "error_type": error_type}, visibility="harness")
     return emitter.run_id
@@ -322,14 +325,17 @@ def _act_and_score(pack: Pack, seq: Sequence, session, start: dict[str, bytes], 
     the scored session's verdict is recorded (_run_sessions)."""
     # NATIVE: the agent's memory files, written where it keeps them (read below says what it loads)
     native = memory.open_session(workspace) if getattr(memory, "native", False) else None
-    context = memory.read(session.instruction, config.read_budget)
-    if getattr(memory, "uses_memory", True):
+    # an agent-driven memory (an MCP memory server) puts nothing into the prompt: the agent calls its tools
+    tools = session_tools(memory, emitter, config.read_budget)
+    context = memory.read(session.instruction, config.read_budget) if tools is None \
+        else MemoryContext((), (), config.read_budget)
+    if getattr(memory, "uses_memory", True) and tools is None:
         emitter.emit("MemoryRead", {
             "query": bounded_text(session.instruction), "candidates": list(context.candidates),
             "admitted_ids": [i.memory_id for i in context.items], "tokens_admitted": context.tokens_admitted,
             "token_budget": context.token_budget, "context": bounded_text(context.render())})
     search = ((lambda query: memory.read(query, config.read_budget))
-              if getattr(memory, "uses_memory", True) and native is None else None)
+              if getattr(memory, "uses_memory", True) and native is None and tools is None else None)
     if progress is not None:
         progress.agent_acted = True
     outcome: AgentOutcome | None = None
@@ -337,7 +343,7 @@ def _act_and_score(pack: Pack, seq: Sequence, session, start: dict[str, bytes], 
     try:
         outcome = agent.act(AgentTask(session.instruction, workspace, NOT_INJECTED if native else context,
                                       pack.solution(seq, session), sandbox=sandbox, gateway=config.gateway,
-                                      memory_search=search, native=native), emitter)
+                                      memory_search=search, memory_tools=tools, native=native), emitter)
         if native is not None:  # what the agent changed in its memory files; they leave the workspace
             _emit_memory_writes(emitter, memory.close_session(native, [
                 e.event_id for e in emitter.emitted if e.session_index == session.index and e.kind == "Turn"

@@ -56,6 +56,9 @@ class AgentTask:
     sandbox: Any = None  # the run's sandbox (sandbox.base.Sandbox); program agents run only inside it
     gateway: Any = None  # the run set's model gateway (producers.gateway.server.ModelGateway), for model agents
     memory_search: Callable[[str], MemoryContext] | None = None  # the condition's memory, asked during the session
+    # an agent-driven condition's MCP memory server: its own tools, every call recorded
+    # (producers.memory_systems.mcp_servers.McpSessionTools); None for every other condition
+    memory_tools: Any = None
     # sandboxed agents only (command and model agents): a skill bank mounted at SKILLS_MOUNT, read-only
     # (a transfer unit's frozen bank) or read-write (a learning task's distillation session), further
     # read-only mounts (sandbox path -> host path) and environment variables

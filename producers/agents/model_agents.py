@@ -66,6 +66,16 @@ class LoopLimits:
     max_tokens: int = 1_000_000
 
 
+def memory_server(task: AgentTask) -> tuple[str, str] | None:
+    """(MCP server name, program under /membench/inside) the agent is given: an MCP memory
+    condition's own tools relayed, membench's search_memory / get_memory, or None (no memory)."""
+    if task.memory_tools is not None:
+        return "memory", "/membench/inside/mcp_relay.py"
+    if task.memory_search is not None:
+        return "membench_memory", "/membench/inside/mcp_memory.py"
+    return None
+
+
 NATIVE_CITATION_RULE = ("When you use something from your own memory files, end your final message with a line "
                         "`Memory citations: memory:#native:<file>` (its path in the repository, or ~/ and its "
                         "path under your home); otherwise end it with `Memory citations: none`.")
@@ -163,7 +173,7 @@ class ModelAgent:
             raise RuntimeError(f"{self.name}: {why}")
         session = emitter.session_index
         tools = (SessionMemoryTools(task.memory_search, task.memory, task.memory.token_budget)
-                 if task.memory_search is not None else None)
+                 if task.memory_search is not None else task.memory_tools)
         prompt = prompt_for(task, self.loads_declared_memory)
         task_dir = Path(tempfile.mkdtemp(prefix="membench-task-"))
         # NATIVE: the HOME holds the agent's memory files the harness keeps (and removes); else a fresh one
@@ -249,10 +259,11 @@ class CodexAgent(ModelAgent):
     def prepare_home(self, home: Path, task: AgentTask) -> None:
         config = home / ".codex"
         config.mkdir(exist_ok=True)  # NATIVE may have put the agent's own AGENTS.md there
-        mcp = ('\n[mcp_servers.membench_memory]\n'
+        server = memory_server(task)
+        mcp = (f'\n[mcp_servers.{server[0]}]\n'
                'command = "python3"\n'
-               'args = ["/membench/inside/mcp_memory.py"]\n'
-               f'env = {{ MEMBENCH_GATEWAY_URL = "{GATEWAY_URL}" }}\n') if task.memory_search is not None else ""
+               f'args = ["{server[1]}"]\n'
+               f'env = {{ MEMBENCH_GATEWAY_URL = "{GATEWAY_URL}" }}\n') if server is not None else ""
         (config / "config.toml").write_text(
             f'model = {json.dumps(self.model)}\n'
             'model_provider = "membench"\n'
@@ -287,12 +298,16 @@ class ClaudeCodeAgent(ModelAgent):
     def environment(self) -> dict[str, str]:
         return {"ANTHROPIC_BASE_URL": GATEWAY_URL, "ANTHROPIC_API_KEY": PLACEHOLDER_KEY,
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
-                "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1"}
+                "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1",
+                # the memory server's tools in every request, as the model is offered any other tool:
+                # the deferred-tool search would hide them behind ToolSearch until the model asks
+                "ENABLE_TOOL_SEARCH": "false"}
 
     def command(self, task: AgentTask, prompt: str) -> list[str]:
-        servers = {"membench_memory": {"type": "stdio", "command": "python3", "args": ["/membench/inside/mcp_memory.py"],
-                                       "env": {"MEMBENCH_GATEWAY_URL": GATEWAY_URL}}}
-        mcp = {"mcpServers": servers if task.memory_search is not None else {}}  # a no-memory condition: no tools
+        server = memory_server(task)
+        servers = {server[0]: {"type": "stdio", "command": "python3", "args": [server[1]],
+                               "env": {"MEMBENCH_GATEWAY_URL": GATEWAY_URL}}} if server is not None else {}
+        mcp = {"mcpServers": servers}  # a no-memory condition: no tools
         return [f"{AGENTS_MOUNT}/bin/claude", "-p", "--output-format", "stream-json", "--verbose",
                 "--dangerously-skip-permissions", "--model", self.model, "--strict-mcp-config",
                 "--mcp-config", json.dumps(mcp), "--", prompt]
@@ -315,7 +330,8 @@ class OpenAILoopAgent(ModelAgent):
     def command(self, task: AgentTask, prompt: str) -> list[str]:
         return ["python3", "/membench/inside/openai_loop.py", "--model", self.model,
                 "--max-steps", str(self.loop.max_steps), "--max-tokens", str(self.loop.max_tokens),
-                *([] if task.memory_search is not None else ["--no-memory"])]
+                *(["--mcp-memory"] if task.memory_tools is not None
+                  else [] if task.memory_search is not None else ["--no-memory"])]
 
 
 class CommandModelAgent(ModelAgent):

@@ -6,7 +6,10 @@ labelled `scripted:*` in every report:
 - `scripted:memory-literal` writes the solution template, filling each decisive slot only with a
   value it finds in its context (the instruction, then the memories in the order the memory
   system presents them) and otherwise with the slot's plausible wrong default, so its success
-  measures the memory system, not a model.
+  measures the memory system, not a model. Under an agent-driven memory (an MCP memory server,
+  `task.memory_tools`) nothing is in its context but the instruction: it searches the server with
+  the instruction when a slot is not in it, and records a note of its session through the
+  server's write tool, as an agent with such a server is told to.
 
 Under NATIVE (producers/memory_systems/native.py) the memory is the agent's own file, MEMORY.md
 in the workspace: `memory-literal` records each event it is told in a memory-update turn there,
@@ -94,15 +97,18 @@ class MemoryLiteralAgent:
         values: dict[str, str] = {}
         cited: list[str] = []
         own = read_declared(task.workspace) if task.native is not None else ""
-        items = ((MemoryItem(memory_id("workspace", DECLARED_FILE), "declared", own),) if own else ()) \
-            + tuple(task.memory.items)
+        memories = ([MemoryItem(memory_id("workspace", DECLARED_FILE), "declared", own)] if own else []) \
+            + list(task.memory.items)
+        searched = False
         for name, slot in task.solution.slots.items():
             pattern = re.compile(slot.pattern)
             found = pattern.search(task.instruction)
             if found:
                 values[name] = found.group(1)
                 continue
-            for item in items:
+            if task.memory_tools is not None and not searched:  # one look-up in the server, when needed
+                memories, searched = task.memory_tools.search(task.instruction), True
+            for item in memories:
                 found = pattern.search(item.text)
                 if found:
                     values[name] = found.group(1)
@@ -115,7 +121,10 @@ class MemoryLiteralAgent:
         _write_files(files, task.workspace, emitter)
         filled = sum(1 for n, s in task.solution.slots.items() if values[n] != s.default)
         _say(emitter, f"Filled {filled} of {len(task.solution.slots)} decisive slots from context.",
-             count_tokens(task.instruction) + task.memory.tokens_admitted + (count_tokens(own) if own else 0))
+             count_tokens(task.instruction) + task.memory.tokens_admitted + (count_tokens(own) if own else 0)
+             + (sum(item.tokens for item in memories) if searched else 0))
+        if task.memory_tools is not None:
+            task.memory_tools.remember(f"Session {emitter.session_index} task: {task.instruction}", "session-note")
         if cited:
             emitter.emit("MemoryCitation", {"memory_ids": cited})
         return AgentOutcome(cited_ids=cited)

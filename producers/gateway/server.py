@@ -10,7 +10,8 @@ What a channel answers:
   exactly): forwarded to the configured base URL plus that endpoint's fixed suffix, with the real
   key added (forward mode), or answered from a recording (replay mode). Streams (SSE) are relayed
   chunk by chunk as they arrive. Every call becomes a `ModelCall` event.
-- `POST /membench/memory/search|get`: the session's memory tools (gateway/memory.py).
+- `POST /membench/memory/search|get`: the session's memory tools (gateway/memory.py); under an MCP
+  memory condition `list|call`, the server's own tools (memory_systems/mcp_servers.py).
 - `HEAD` of any path: 200 (CLIs probe connectivity); anything else: 404.
 
 What the gateway refuses itself, as the agent's own request (ModelCall `client_error`, never

@@ -33,7 +33,8 @@ from urllib.parse import urlsplit
 STAND_IN = "stand-in (a model server on this machine)"
 OWN_PACKAGE = "producers.memory_systems"
 GROUP_WORDS = {"modules": "module", "files": "file", "membench": "membench module"}
-KIND_WORDS = {"plugin": "plug-in", "external": "adapter", "library": "library", "built_in": "condition"}
+KIND_WORDS = {"plugin": "plug-in", "external": "adapter", "library": "library", "built_in": "condition",
+              "mcp": "MCP server"}
 
 
 def file_sha256(path: Path) -> str:

@@ -14,7 +14,8 @@ by the parent, one per secret class of the pack format: SECRET_CLASSES). Gates:
   first, nor the first one of the second;
 - `empty_namespace`: a namespace never written returns nothing;
 - `read_budget`: no read admits more tokens than its budget (also at a small budget, SMALL_BUDGET);
-- `errors_timeouts`: no operation raises, none takes longer than OP_TIMEOUT_S;
+- `errors_timeouts`: no operation raises, none takes longer than OP_TIMEOUT_S (a system that starts
+  a server process, an MCP memory server, declares its start's own limit, `start_timeout_s`);
 - `no_network`: the process opens no connection but to the model gateway's sockets and the
   configured upstream (a `sys.addaudithook` on `socket.connect` and `socket.getaddrinfo`).
 
@@ -142,6 +143,9 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
     register_adapters_from_env(os.environ)
     register_plugins()
     condition, tokens = request["condition"], request["tokens"]
+    from producers.memory_systems.registry import MEMORY_SYSTEMS
+
+    start_limit = getattr(MEMORY_SYSTEMS.get(condition), "start_timeout_s", None)
     allowed = set()
     for url in (request.get("base_urls") or {}).values():
         parts = urlsplit(url)
@@ -168,7 +172,7 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
 
     ops: list[dict[str, Any]] = []
 
-    def timed(what: str, fn, *args):
+    def timed(what: str, fn, *args, limit_s: float | None = None):
         started = time.monotonic()
         try:
             return fn(*args)
@@ -177,7 +181,7 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
             return None
         finally:
             elapsed = time.monotonic() - started
-            ops.append({"op": what, "seconds": round(elapsed, 3)})
+            ops.append({"op": what, "seconds": round(elapsed, 3), **({"limit_s": limit_s} if limit_s else {})})
 
     def memory(name: str, seed: int):
         model = MemoryModel(request["memory_model"], gateway, f"conformance/{name}/{condition}/{seed}", emit) \
@@ -185,8 +189,10 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
         if model is not None:
             models.append(model)
         namespace = Namespace(run_set, condition, seed, f"probe-{name}")
+        # a system that starts a server process declares how long its start may take (the server's
+        # own start-up: imports, its index); every operation on the memory keeps OP_TIMEOUT_S
         return timed(f"start {name}", make_memory, condition, namespace,
-                     MemorySetup(model=model, store_dir=__import__("pathlib").Path(store)))
+                     MemorySetup(model=model, store_dir=__import__("pathlib").Path(store)), limit_s=start_limit)
 
     audit.active = True
     try:
@@ -206,10 +212,16 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
         audit.active = False
         for model in models:
             model.close()
+        # a system that runs a server process (an MCP memory server) says how that process is kept
+        # off the network, which the audit hook of this process cannot see; and stops it
+        isolation = sorted({str(m.network_isolation) for m in (a, b, empty) if getattr(m, "network_isolation", None)})
+        for mem in (a, b, empty):
+            if hasattr(mem, "close"):
+                timed("close", mem.close)
         shutil.rmtree(store, ignore_errors=True)  # the probe's store is this process's alone
     return {"reads": reads, "small": None if small is None else {"tokens": small.tokens_admitted,
                                                                   "budget": SMALL_BUDGET},
-            "ops": ops, "network": audit.violations, "calls": calls}
+            "ops": ops, "network": audit.violations, "calls": calls, "server_isolation": isolation}
 
 
 # ------------------------------------------------------------------------------------- the parent
@@ -263,7 +275,7 @@ def grade(tokens: dict[str, dict[str, str]], first: dict[str, Any], second: dict
     gates["read_budget"] = {"verdict": "fail" if over else "pass",
                             "evidence": {"budget": CHECK_BUDGET, "small_budget": SMALL_BUDGET, "over": over}}
     errors = [o for r in (first, second) for o in r["ops"] if "error" in o]
-    slow = [o for r in (first, second) for o in r["ops"] if o.get("seconds", 0) > OP_TIMEOUT_S]
+    slow = [o for r in (first, second) for o in r["ops"] if o.get("seconds", 0) > o.get("limit_s", OP_TIMEOUT_S)]
     failed_calls = [c for r in (first, second) for c in r.get("calls", []) if c.get("status") not in ("ok",)]
     gates["errors_timeouts"] = {"verdict": "fail" if errors or slow or failed_calls else "pass",
                                 "evidence": {"errors": errors[:6], "slow": slow[:6], "failed_model_calls": failed_calls[:6],
@@ -271,7 +283,9 @@ def grade(tokens: dict[str, dict[str, str]], first: dict[str, Any], second: dict
                                              "max_seconds": max([o.get("seconds", 0) for r in (first, second)
                                                                  for o in r["ops"]] or [0])}}
     network = sorted({v for r in (first, second) for v in r.get("network", [])})
-    gates["no_network"] = {"verdict": "fail" if network else "pass", "evidence": {"violations": network}}
+    isolation = sorted({i for r in (first, second) for i in r.get("server_isolation", [])})
+    gates["no_network"] = {"verdict": "fail" if network else "pass",
+                           "evidence": {"violations": network, **({"server_isolation": isolation} if isolation else {})}}
     return gates
 
 

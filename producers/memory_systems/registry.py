@@ -9,6 +9,7 @@ once at start-up).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from producers.memory_systems.base import MemorySetup, MemorySystem, Namespace
@@ -18,6 +19,7 @@ from producers.memory_systems.libraries import LIBRARY_SYSTEMS
 from producers.memory_systems.model_driven import MODEL_DRIVEN, UNDEFINED_ABLATIONS
 from producers.memory_systems.native import NativeMemory
 from producers.memory_systems.external import adapters_from_env, external_factory
+from producers.memory_systems.mcp_servers import MCP_SERVERS, mcp_factory, servers_from_env, spec_from_json
 from producers.memory_systems.reflection import ReflectionMemory
 from producers.memory_systems.skill_bank import SkillBankMemory
 from producers.memory_systems.subtask import SubtaskMemory
@@ -46,6 +48,10 @@ MEMORY_SYSTEMS: dict[str, type] = {
     # real memory libraries in-process (Mem0 native and literal, dense retrieval on embedded Qdrant):
     # their model and embedding calls go through the gateway (producers/memory_systems/libraries.py)
     **LIBRARY_SYSTEMS,
+    # MCP memory servers, agent-driven: the agent calls the server's own tools during the session
+    # (producers/memory_systems/mcp_servers.py)
+    # (a factory stands where a class does: the registry calls both alike)
+    **{name: mcp_factory(spec) for name, spec in MCP_SERVERS.items()},  # type: ignore[misc]
     "curated_file": CuratedFileMemory,
     "skill_bank": SkillBankMemory,
     # the agent's own memory files (CLAUDE.md, auto memory, AGENTS.md, MEMORY.md), kept between the
@@ -64,11 +70,25 @@ def register_external(name: str, command: list[str] | None = None, url: str | No
     MEMORY_SYSTEMS[name] = external_factory(name, command, url, timeout_s)  # type: ignore[assignment]
 
 
+def register_mcp_server(name: str, spec: dict) -> None:
+    """Register a stdio MCP memory server as condition NAME (spec: mcp_servers.spec_from_json)."""
+    if name in MEMORY_SYSTEMS:
+        raise ValueError(f"condition '{name}' is already registered")
+    MCP_SERVERS[name] = spec_from_json(name, spec, "register_mcp_server")
+    MEMORY_SYSTEMS[name] = mcp_factory(MCP_SERVERS[name])  # type: ignore[assignment]
+
+
 def register_adapters_from_env(environ: Mapping[str, str]) -> list[str]:
-    """Register the adapters of MEMBENCH_MEMORY_ADAPTERS (a JSON object {name: {command|url}});
+    """Register the adapters of MEMBENCH_MEMORY_ADAPTERS (a JSON object {name: {command|url}}) and
+    the MCP memory servers of MEMBENCH_MCP_SERVERS (a JSON object {name: {command, write, search}});
     names already registered keep their system. Returns the names added; a malformed value raises
     ValueError naming the variable."""
     added = []
+    for name, spec in servers_from_env(environ.get("MEMBENCH_MCP_SERVERS")).items():
+        if name not in MEMORY_SYSTEMS:
+            MCP_SERVERS[name] = spec
+            MEMORY_SYSTEMS[name] = mcp_factory(spec)  # type: ignore[assignment]
+            added.append(name)
     for name, factory in adapters_from_env(environ.get("MEMBENCH_MEMORY_ADAPTERS")).items():
         if name not in MEMORY_SYSTEMS:
             MEMORY_SYSTEMS[name] = factory  # type: ignore[assignment]
@@ -78,7 +98,7 @@ def register_adapters_from_env(environ: Mapping[str, str]) -> list[str]:
 
 # the conditions membench ships whose behaviour its own tests pin down; everything else (a library
 # condition, an external adapter, a plug-in) must pass `membench memory check` before it is measured
-BUILT_IN: frozenset[str] = frozenset(c for c in MEMORY_SYSTEMS if c not in LIBRARY_SYSTEMS)
+BUILT_IN: frozenset[str] = frozenset(c for c in MEMORY_SYSTEMS if c not in LIBRARY_SYSTEMS and c not in MCP_SERVERS)
 PLUGIN_GROUP = "membench.memory_systems"
 PLUGIN_ENTRY_POINTS: dict[str, object] = {}  # a plug-in's entry point: its distribution, for its record
 
@@ -128,6 +148,11 @@ def configuration(condition: str, memory_model: str | None = None, base_urls: di
     elif condition in BUILT_IN:
         kind, detail = "built_in", {"class": f"{module}.{getattr(factory, '__qualname__', factory)}"}
         code = {"membench": admission.own_modules(module)}
+    elif getattr(factory, "mcp_spec", None) is not None:
+        spec = factory.mcp_spec
+        kind, detail = "mcp", spec.record()
+        code = {"files": admission.argv_files(spec.argv(Path("/nonexistent"))),
+                "membench": admission.own_modules(module)}
     elif getattr(factory, "spec", None) is not None:
         kind, detail = "external", dict(factory.spec)
         code = {"files": admission.argv_files(factory.spec.get("command") or []),

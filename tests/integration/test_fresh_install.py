@@ -5,7 +5,8 @@ needs must be in the main install: the oracles run on .venv's interpreter.
 
 The same virtualenv, with pytest then removed from it, is refused by the scoring pre-flight of the
 pytest oracle runner (exit 2, naming pytest) and the run set already recorded is left as it was. uv's cache makes the
-install take about a minute; agents are left out (MEMBENCH_SKIP_AGENTS=1)."""
+install take about a minute; agents and MCP memory servers are left out (MEMBENCH_SKIP_AGENTS=1,
+MEMBENCH_SKIP_MCP_MEMORY=1)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def test_readme_first_command_on_a_fresh_install(tmp_path, bwrap_sandbox):
     uv_binary()  # installed by this suite's own set-up; the fresh one reuses it and its cache
     clone = tmp_path / "membench"
     _checkout_copy(clone)
-    env = clean_env(MEMBENCH_SKIP_AGENTS="1", PYTHON=base_python())
+    env = clean_env(MEMBENCH_SKIP_AGENTS="1", MEMBENCH_SKIP_MCP_MEMORY="1", PYTHON=base_python())
     setup = subprocess.run(["bash", "deploy/setup-env.sh"], cwd=clone, env=env, capture_output=True, text=True,
                            timeout=900)
     assert setup.returncode == 0, setup.stderr

@@ -5,7 +5,9 @@
 Talks to $MEMBENCH_GATEWAY_URL/v1/chat/completions (the session's gateway; any OpenAI-compatible
 upstream behind it). Tools (JSON arguments): read_file {path}, write_file {path, content},
 list_files {path}, run {command}, search_memory {query} (not under a no-memory condition),
-finish {summary, cited_memory_ids}.
+finish {summary, cited_memory_ids}. With --mcp-memory (an MCP memory condition) search_memory is
+replaced by the memory server's own tools, as the gateway lists them (`/membench/memory/list`),
+each called through `/membench/memory/call`.
 Paths are relative to /workspace and may not leave it. `run` executes a shell command in
 /workspace; its output goes back to the model, cut to OUTPUT_LIMIT characters with a marker.
 
@@ -75,8 +77,24 @@ def post(path, body):
         return json.loads(response.read())
 
 
+MCP_TOOLS: set[str] = set()
+
+
+def mcp_tools():
+    """The memory server's tools as functions (their MCP input schemas as the parameters)."""
+    listed = post("/membench/memory/list", {}).get("tools", [])
+    MCP_TOOLS.update(t["name"] for t in listed)
+    return [{"type": "function", "function": {"name": t["name"], "description": t.get("description", "")[:1000],
+                                              "parameters": t.get("inputSchema") or {"type": "object"}}}
+            for t in listed if t.get("name") not in {s["function"]["name"] for s in TOOLS}]
+
+
 def tool(name, args):
     """(output text, exit code)."""
+    if name in MCP_TOOLS:
+        result = post("/membench/memory/call", {"name": name, "arguments": args})
+        text = "\n".join(c.get("text", "") for c in result.get("content") or [] if c.get("type") == "text")
+        return text or json.dumps(result.get("structuredContent")), 1 if result.get("isError") else 0
     if name == "read_file":
         return inside(args["path"]).read_text(encoding="utf-8", errors="replace"), 0
     if name == "write_file":
@@ -109,8 +127,11 @@ def main():
     parser.add_argument("--max-tokens", type=int, default=1_000_000)
     parser.add_argument("--prompt-file", default="/task/prompt.md")
     parser.add_argument("--no-memory", action="store_true", help="the condition has no memory: no search_memory tool")
+    parser.add_argument("--mcp-memory", action="store_true", help="the memory server's own tools instead of search_memory")
     args = parser.parse_args()
-    tools = [t for t in TOOLS if not (args.no_memory and t["function"]["name"] == "search_memory")]
+    tools = [t for t in TOOLS if not ((args.no_memory or args.mcp_memory) and t["function"]["name"] == "search_memory")]
+    if args.mcp_memory:
+        tools += mcp_tools()
     messages = [
         {"role": "system", "content": "You are a coding agent working in a repository at /workspace. Use the tools "
          "to inspect and change files and to run commands. Make the smallest change that fulfils the task, "
