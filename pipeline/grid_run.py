@@ -234,7 +234,8 @@ class RunOutcome:
 
 def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, workers: int, agent_for=None,
                  verb: str = "run", signer=None, *, build_report: ReportBuilder, stop_grace: float = 30.0,
-                 display: RunDisplay | None = None, resume: str | None = None) -> RunOutcome:
+                 display: RunDisplay | None = None, resume: str | None = None,
+                 workers_note: str | None = None) -> RunOutcome:
     """Run `units` on the embedded pipeline, skipping those already complete in the warehouse,
     showing its account and progress on DISPLAY (default: nothing); then rebuild
     (`build_report(warehouse, run_set, blob_dir)` → (report, secrets)) and write the report, and
@@ -275,11 +276,11 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
     with stop.installed():
         return _run_body(display, run_set, config, root_file, pack, units, sandbox_name, settings, workers,
                          agent_for, verb, signer, build_report, stop,
-                         resume or f"run the same {verb} again (completed units are skipped)")
+                         resume or f"run the same {verb} again (completed units are skipped)", workers_note)
 
 
 def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, settings, workers, agent_for,
-              verb, signer, build_report, stop, resume) -> RunOutcome:
+              verb, signer, build_report, stop, resume, workers_note=None) -> RunOutcome:
     from audit.log_root_record import warehouse_state
     from producers.attempts import LogError, describe
     from producers.bus.base import run_set_log_path
@@ -310,6 +311,8 @@ def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, se
             # printed with the stop handlers installed (run_embedded): a signal from here on is a clean stop
             console.print(f"run set [bold]{run_set}[/]: {len(units)} units, {len(units) - len(todo)} already "
                           f"complete, {len(todo)} to {verb} with {workers} workers")
+            if workers_note:  # after the warehouse opened: an unreachable one stays a one-line error
+                console.print(workers_note, highlight=False, markup=False, soft_wrap=True)
             if not todo and config.gateway is not None and config.gateway.settings.record:
                 # a recording is made by running units: a complete grid runs none, so it would be silent
                 console.print(f"--model-record: nothing was recorded: every unit of run set {run_set} is already "

@@ -140,7 +140,7 @@ class ReportOptions:
 
 def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, workers: int, agent_for=None,
                  verb: str = "run", signer=None, report_options: ReportOptions | None = None,
-                 stop_grace: float = 30.0):
+                 stop_grace: float = 30.0, workers_note: str | None = None):
     """`pipeline.grid_run.run_embedded` with the report `report_options` describe, after the scoring
     pre-flight and the run set's environment check (`pipeline.run_environment.prepare_scoring`), on
     the terminal display; the outcome becomes the exit status (`membench.errors.run_exit_status`),
@@ -154,7 +154,8 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
     try:
         outcome = run_grid(pack, units, config, sandbox_name, settings, workers, agent_for, verb, signer,
                            build_report=(report_options or ReportOptions()).builder(settings.home),
-                           stop_grace=stop_grace, display=TerminalDisplay(), resume=resume)
+                           stop_grace=stop_grace, display=TerminalDisplay(), resume=resume,
+                           workers_note=workers_note)
     except ReportRefused as exc:  # the units are recorded: a log that does not verify is the first news
         if exc.outcome is not None and not exc.outcome.verified:
             raise SystemExit(EXIT_AUDIT_FAILED) from None

@@ -148,10 +148,9 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None,
                                         else None), workers=workers)
     config = RunConfig(run_set, agent, read_budget=read_budget, code_digest=code_digest(), gateway=gateway, loop=loop,
                        memory_model=model.memory_model)
-    say_workers(workers, workers_why)
     report = run_embedded(loaded, plan_grid(loaded, condition_list, seed_list), config, sandbox_name, settings,
                           workers, signer=signer, report_options=ReportOptions(baseline, study, pack, pairs),
-                          stop_grace=stop_grace)
+                          stop_grace=stop_grace, workers_note=workers_line(workers, workers_why))
     exit_if_gates_failed(report, strict)
 
 
@@ -176,7 +175,13 @@ def model_run_set(pack, agent: str, model: ModelOptions, conditions: list[str], 
                            + ("+replay" if model.replay else ""), conditions, seeds)
 
 
+def workers_line(workers: int, why: str | None) -> str | None:
+    """The default worker count and its reason (pipeline/worker_count.py); None when --workers chose it."""
+    return None if why is None else f"workers: {workers} ({why}; --workers N to choose)"
+
+
 def say_workers(workers: int, why: str | None) -> None:
-    """The default worker count and its reason (pipeline/worker_count.py), once the input is checked."""
-    if why is not None:
-        click.echo(f"workers: {workers} ({why}; --workers N to choose)", err=True)
+    """The default worker count's line, once the input is checked (the Kafka path)."""
+    line = workers_line(workers, why)
+    if line is not None:
+        click.echo(line, err=True)

@@ -790,7 +790,10 @@ class _ModelCall:
             handler.close_connection = True
             return
         except OSError as exc:  # the agent hung up (its session ended), or the upstream dropped the stream
-            self.status, self.error = "incomplete", f"the answer broke off: {exc}"
+            # a misconfiguration proven on this call ends the session itself: the agent hanging up while
+            # the refusal is relayed must not turn that verdict into a broken-off answer
+            if self.status != "misconfigured":
+                self.status, self.error = "incomplete", f"the answer broke off: {exc}"
             handler.close_connection = True
         if tracker is not None:  # usage as far as it came
             tracker.close()

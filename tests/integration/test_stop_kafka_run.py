@@ -22,15 +22,18 @@ from tests.conftest import assert_replay_verifies, run_cli
 from tests.integration.kafka_helpers import SINGLE, Worker, consumer_group_caught_up, namespace, require_broker, wait_for
 from tests.integration.pack_helpers import smoke_cut_to
 from tests.integration.test_stop_run import wait_for_agent
+from tests.sandbox.broken_toolchain import says_pytest_is_missing
 from tests.integration.test_stop_run import wait_for as wait_for_text
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka]
 
-# waits while its marker file exists (the stopped run's agent), then reports one turn: the resumed
-# run, the marker gone, runs the same command with the same agent to its end
-GATED_AGENT = """import json, os, time
+# waits while its own program holds the hold line (the stopped run's agent), then reports one turn:
+# the resumed run, the line removed, runs the same command with the same agent to its end. The gate
+# is the program itself because the sandbox sees the host's file only there (its /tmp is private).
+GATED_AGENT = """import json, sys, time
+# HOLD_HERE
 deadline = time.monotonic() + 900
-while os.path.exists(MARKER) and time.monotonic() < deadline:
+while "HOLD" + "_HERE" in open(sys.argv[0]).read() and time.monotonic() < deadline:
     time.sleep(0.2)
 print(json.dumps({"type": "turn", "text": "done waiting"}))
 """
@@ -53,10 +56,8 @@ def test_two_signals_stop_a_kafka_run_and_its_resume_command_completes_the_grid(
     require_broker()
     home = tmp_path / "home"
     pack = smoke_cut_to(tmp_path / "smoke-currency")  # B0 and B5 at one seed: one unit runs, one waits
-    marker = tmp_path / "hold"
-    marker.write_text("")
     agent = tmp_path / f"gated_{uuid.uuid4().hex[:12]}.py"
-    agent.write_text(GATED_AGENT.replace("MARKER", repr(str(marker))))
+    agent.write_text(GATED_AGENT)
     ns = namespace()
     dsn = f"kafka://{SINGLE}/{ns}"
     run_set = f"stopped-{ns}"
@@ -93,7 +94,7 @@ def test_two_signals_stop_a_kafka_run_and_its_resume_command_completes_the_grid(
     assert (progress[run_set]["completed"], progress[run_set]["started"]) == (0, 0), progress
 
     # the printed command, as printed, resumes the run set: the rest of the grid, nothing twice
-    marker.unlink()
+    agent.write_text(agent.read_text().replace("# HOLD_HERE\n", ""))  # in place: the bound file changes
     argv = shlex.split(resume)
     assert argv[0] == "membench"
     resumed = subprocess.run([sys.executable, "-m", "membench", *argv[1:]], capture_output=True, text=True,
@@ -138,7 +139,7 @@ def test_a_kafka_run_whose_harness_keeps_faulting_stops_and_its_resume_retries_t
     assert proc.returncode == EXIT_HARNESS_FAULTS, proc.stdout + proc.stderr
     assert "stopped because the oracle's harness produced no outcome in 3 of 3 units" in proc.stderr
     partial = json.loads((home / "runs" / run_set / "partial.json").read_text())
-    assert partial["units_not_started"] == 1 and "No module named 'pytest'" in partial["reason"]
+    assert partial["units_not_started"] == 1 and says_pytest_is_missing(partial["reason"])
 
     again = run_cli(*args, home=home)
     assert again.returncode == 0, again.stdout + again.stderr
