@@ -59,10 +59,8 @@ def test_a_runner_signalled_twice_closes_its_attempt_and_the_group_runs_the_next
     require_broker()
     home = tmp_path / "home"
     pack = smoke_cut_to(tmp_path / "smoke-currency")  # B0 and B5 at one seed: two orders
-    marker = tmp_path / "hold"
-    marker.write_text("")
     gated = tmp_path / f"gated_{uuid.uuid4().hex[:12]}.py"
-    gated.write_text(GATED_AGENT.replace("MARKER", repr(str(marker))))
+    gated.write_text(GATED_AGENT)
     ns = namespace()
     dsn = f"kafka://{SINGLE}/{ns}"
     grid = ["run", str(pack), "--agent", f"command:{gated}", "--conditions", "B0,B5", "--seeds", "1", "--bus", dsn]
@@ -88,7 +86,7 @@ def test_a_runner_signalled_twice_closes_its_attempt_and_the_group_runs_the_next
     counts = json.loads(run_cli("runner", "--bus", dsn, "--progress", "--json", home=home, check=True).stdout)
     assert (counts[run_set]["abandoned"], counts[run_set]["queued"], counts[run_set]["completed"]) == (1, 1, 0), counts
 
-    marker.unlink()  # the next runner's agent answers at once
+    gated.write_text(gated.read_text().replace("# HOLD_HERE\n", ""))  # the next runner's agent answers at once
     run_cli("runner", "--bus", dsn, "--until-idle", home=home, check=True)
     counts = json.loads(run_cli("runner", "--bus", dsn, "--progress", "--json", home=home, check=True).stdout)
     assert (counts[run_set]["completed"], counts[run_set]["attempts_abandoned"]) == (2, 1), counts
