@@ -63,7 +63,10 @@ def _pipeline_run(engine: str, tmp_path_factory, smoke_run_set) -> dict:
         out, err = runner.communicate(timeout=600)
         assert runner.returncode == 0, err
         run_set = out.strip().splitlines()[-1]
-        wait_for(lambda: len(_group_assignment(group)) == 2, 120, "both workers to be members of the group")
+        # two members, each owning partitions: a member that has just joined holds none until the
+        # group's rebalance completes, which a short run can end before
+        wait_for(lambda: (lambda found: len(found) == 2 and all(found.values()))(_group_assignment(group)), 120,
+                 "both workers to own partitions of the group")
         _wait_worker(ns)
         assignment = _group_assignment(group)
     finally:
