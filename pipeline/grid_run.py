@@ -48,7 +48,7 @@ def print_table(console: Console, report: Report) -> None:
     table = Table(title=f"{report.suite} · {report.agent} · run set {report.run_set}")
     for column in ("condition", "cells", "passed", "pass rate", "95% CI", "excluded"):
         table.add_column(column, justify="left" if column == "condition" else "right")
-    gates = getattr(report, "validity_gates", None)
+    gates = report.validity_gates
     for c in report.conditions:
         low, high = c.ci95
         rate = "—" if c.pass_rate is None else f"{100 * c.pass_rate:.1f}%"
@@ -56,18 +56,17 @@ def print_table(console: Console, report: Report) -> None:
         if c.ci_method == "clopper_pearson_traps":  # all or none passed: the bootstrap has zero width there
             ci += " exact"
         # why, where the user looks: a misconfigured model must not read as a bare count
-        gate = gates.exclusions.get(c.condition) if gates is not None else None
+        gate = gates.exclusions.get(c.condition)
         reasons = ", ".join(f"{reason} {n}" for reason, n in (gate.reasons if gate else {}).items())
         table.add_row(c.condition, str(c.cells), str(c.passed), rate, ci,
                       f"{c.excluded} ({reasons})" if c.excluded and reasons else str(c.excluded))
     console.print(table)
     # a failed validity gate is shown with the numbers it invalidates, never only deep in report.md
     from reports.gate_failures import failure_lines
-    from reports.model import to_json
 
     print_effort_table(console, report)
 
-    for line in failure_lines(to_json(report)):
+    for line in failure_lines(report):
         console.print(Text(line, style="bold red"), soft_wrap=True)
     print_verdicts(console, report)
 
@@ -76,9 +75,8 @@ def print_effort_table(console: Console, report: Report) -> None:
     """What each condition's pass rate cost and how reliably it passes (reports/effort.py), as a
     second table so the pass-rate table stays narrow; a report without the figures prints none."""
     from reports.effort import CLI_EFFORT_COLUMNS, CLI_MEMORY_CALL_COLUMNS, effort_row, memory_call_row
-    from reports.model import to_json
 
-    rows = [row for row in (effort_row(to_json(c), cli=True) for c in report.conditions) if row is not None]
+    rows = [row for row in (effort_row(c, cli=True) for c in report.conditions) if row is not None]
     if not rows:
         return
     k = next((c.pass_hat_k.k for c in report.conditions if c.pass_hat_k is not None), None)
@@ -91,7 +89,7 @@ def print_effort_table(console: Console, report: Report) -> None:
     calls = Table(title="memory the agent called · over the valid cells' sessions", box=box.SIMPLE)
     for column in CLI_MEMORY_CALL_COLUMNS:
         calls.add_column(column, justify="left" if column == "condition" else "right")
-    for calls_row in (memory_call_row(to_json(c)) for c in report.conditions):
+    for calls_row in (memory_call_row(c) for c in report.conditions):
         if calls_row is not None:
             calls.add_row(*calls_row)
     console.print(calls)
@@ -109,8 +107,8 @@ def plain_progress(console: Console, total: int, what: str = "units", passes: bo
 def print_verdicts(console: Console, report: Report) -> None:
     """One verdict line per comparison the user asked (--compare) and per comparison of the primary
     family (reports/comparison_verdicts.py); the other families' are counted and left to report.md."""
-    asked = list(getattr(report, "requested", None) or [])
-    verdicts = list(getattr(report, "verdicts", None) or [])
+    asked = list(report.requested or [])
+    verdicts = list(report.verdicts or [])
     shown = {(frozenset((v.a, v.b)), v.family) for v in asked}
     primary = [v for v in verdicts if v.role == "primary" and (frozenset((v.a, v.b)), v.family) not in shown]
     if not asked and not primary:
@@ -130,7 +128,7 @@ def print_verdicts(console: Console, report: Report) -> None:
 
 def render_report(report: Report, secrets=()) -> dict[str, str]:
     """file name -> text of report.json (the JSON form of the typed report), report.md and report.html
-    rendered from it. With a canary proof that searched the events, the rendered texts are searched
+    rendered from the typed report itself. With a canary proof that searched the events, the rendered texts are searched
     for `secrets` too and the proof records it (it names secrets, never their values, so rendering it
     again adds none)."""
     from reports.canary import search_reports
@@ -138,14 +136,14 @@ def render_report(report: Report, secrets=()) -> dict[str, str]:
     from reports.markdown import render_markdown
     from reports.model import to_json
 
-    def render(document) -> dict[str, str]:
-        return {"report.json": json.dumps(document, indent=2) + "\n", "report.md": render_markdown(document),
-                "report.html": render_html(document)}
+    def render(typed: Report) -> dict[str, str]:
+        return {"report.json": json.dumps(to_json(typed), indent=2) + "\n", "report.md": render_markdown(typed),
+                "report.html": render_html(typed)}
 
-    texts = render(to_json(report))
+    texts = render(report)
     if report.canary is not None and report.canary.searched is not None:
         report = replace(report, canary=search_reports(report.canary, list(secrets), texts))
-        texts = render(to_json(report))
+        texts = render(report)
     return texts
 
 

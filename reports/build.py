@@ -28,8 +28,8 @@ from reports.effort import effort_section
 from reports.conventions import ci_method, condition_pass_summaries
 from reports.failures import failures_section
 from reports.hygiene import hygiene_section
-from reports.model import (AdmissionFunnel, CanaryProof, ComparisonVerdict, ConditionSummary, Inputs, REPORT_SCHEMA_VERSION,
-                           Report, SuiteIsolation, from_json, shallow_fields, to_json)
+from reports.model import (AdmissionFunnel, CanaryProof, ConditionSummary, Inputs, REPORT_SCHEMA_VERSION, Report,
+                           SuiteIsolation, shallow_fields)
 from reports.provenance import cost_usd, outcome_matrix, run_provenance
 from reports.study import DEFAULT_STUDY, BaselineError, Study
 from reports.transfer import transfer_section
@@ -102,10 +102,9 @@ def build_report(warehouse: WarehouseReader, run_set: str, *, baseline: str | No
 def with_verdicts(report: Report, compare: tuple[tuple[str, str], ...] = ()) -> Report:
     """REPORT with one verdict per registered comparison (reports/comparison_verdicts.py), judged by
     its gates, and the verdicts answering COMPARE's pairs (`--compare A:B`) as asked."""
-    found = comparison_verdicts(to_json(replace(report, verdicts=None, requested=None)))
-    asked = [from_json(ComparisonVerdict, requested(found, a, b), "requested") for a, b in compare]
-    return replace(report, verdicts=[from_json(ComparisonVerdict, v, "verdicts") for v in found] if found else None,
-                   requested=asked or None)
+    found = comparison_verdicts(replace(report, verdicts=None, requested=None))
+    asked = [requested(found, a, b) for a, b in compare]
+    return replace(report, verdicts=found or None, requested=asked or None)
 
 
 def suite_isolation(warehouse: WarehouseReader, run_set: str) -> list[SuiteIsolation]:

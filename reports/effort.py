@@ -30,7 +30,7 @@ from typing import Any
 from analytics.reliability import pass_hat_k
 from analytics.resources import per_cell_and_pass
 from reports.conventions import valid_run
-from reports.model import ConditionEffort, PassHatK, PerCellAndPass, shallow_fields
+from reports.model import ConditionEffort, ConditionSummary, PassHatK, PerCellAndPass, Report, shallow_fields
 from warehouse import queries
 from warehouse.protocol import WarehouseReader
 
@@ -104,46 +104,46 @@ def _usd(value: float | None) -> str:
     return "—" if value is None else f"${value:.4f}" if value < 1 else f"${value:,.2f}"
 
 
-def pass_hat_k_text(p: dict[str, Any] | None, short: bool = False) -> str:
+def pass_hat_k_text(p: PassHatK | None, short: bool = False) -> str:
     """"50.0% (2/4 traps, k=2)", with the traps left out for a missing or excluded seed; SHORT:
     "50.0% 2/4" (and "+1 incomplete")."""
-    if not p:
+    if p is None:
         return "—"
-    rate = "—" if p["value"] is None else f"{100 * p['value']:.1f}%"
+    rate = "—" if p.value is None else f"{100 * p.value:.1f}%"
     if short:
-        return f"{rate} {p['passed']}/{p['complete']}" + (f" +{p['incomplete']} incomplete" if p["incomplete"] else "")
-    left_out = f", {p['incomplete']} incomplete" if p["incomplete"] else ""
-    return f"{rate} ({p['passed']}/{p['complete']} traps, k={p['k']}{left_out})"
+        return f"{rate} {p.passed}/{p.complete}" + (f" +{p.incomplete} incomplete" if p.incomplete else "")
+    left_out = f", {p.incomplete} incomplete" if p.incomplete else ""
+    return f"{rate} ({p.passed}/{p.complete} traps, k={p.k}{left_out})"
 
 
-def effort_row(entry: dict[str, Any], cli: bool = False) -> list[str] | None:
-    """A condition's row of EFFORT_COLUMNS (CLI: CLI_EFFORT_COLUMNS) from its JSON entry
-    (`report.json` conditions[]); None for a report written before the figures existed."""
-    e = entry.get("effort")
+def effort_row(entry: ConditionSummary, cli: bool = False) -> list[str] | None:
+    """A condition's row of EFFORT_COLUMNS (CLI: CLI_EFFORT_COLUMNS) from its entry (`Report.conditions`);
+    None for a report written before the figures existed."""
+    e = entry.effort
     if e is None:
         return None
-    usd = e["cost_usd"] or {"per_cell": None, "per_pass": None}
-    tokens = (_number(e["tokens"]["per_cell"]), _number(e["tokens"]["per_pass"]))
-    dollars = (_usd(usd["per_cell"]), _usd(usd["per_pass"]))
-    wall = (_number(e["wall_time_s"]["per_cell"], 1), _number(e["wall_time_s"]["per_pass"], 1))
-    memory = _number(e["memory_tokens_per_session"], 1)
+    tokens = (_number(e.tokens.per_cell), _number(e.tokens.per_pass))
+    usd = e.cost_usd
+    dollars = (_usd(None if usd is None else usd.per_cell), _usd(None if usd is None else usd.per_pass))
+    wall = (_number(e.wall_time_s.per_cell, 1), _number(e.wall_time_s.per_pass, 1))
+    memory = _number(e.memory_tokens_per_session, 1)
     calls = _memory_call_figures(e)
-    reliability = pass_hat_k_text(entry.get("pass_hat_k"), short=cli)
+    reliability = pass_hat_k_text(entry.pass_hat_k, short=cli)
     if cli:
-        return [entry["condition"], reliability, " / ".join(tokens), " / ".join(dollars), " / ".join(wall), memory]
-    rate = "—" if entry["pass_rate"] is None else f"{100 * entry['pass_rate']:.1f}%"
-    return [entry["condition"], rate, reliability, *tokens, *dollars, *wall, memory, *calls]
+        return [entry.condition, reliability, " / ".join(tokens), " / ".join(dollars), " / ".join(wall), memory]
+    rate = "—" if entry.pass_rate is None else f"{100 * entry.pass_rate:.1f}%"
+    return [entry.condition, rate, reliability, *tokens, *dollars, *wall, memory, *calls]
 
 
-def _memory_call_figures(e: dict[str, Any]) -> tuple[str, str]:
-    # .get: a report written before the memory-call figures shows them as unknown
-    return _number(e.get("memory_calls_per_session"), 2), _number(e.get("passes_per_memory_call"), 2)
+def _memory_call_figures(e: ConditionEffort) -> tuple[str, str]:
+    # a report written before the memory-call figures has them as None: shown as unknown
+    return _number(e.memory_calls_per_session, 2), _number(e.passes_per_memory_call, 2)
 
 
-def memory_call_row(entry: dict[str, Any]) -> list[str] | None:
-    """A condition's row of CLI_MEMORY_CALL_COLUMNS from its JSON entry; None without the figures."""
-    e = entry.get("effort")
-    return None if e is None else [entry["condition"], *_memory_call_figures(e)]
+def memory_call_row(entry: ConditionSummary) -> list[str] | None:
+    """A condition's row of CLI_MEMORY_CALL_COLUMNS from its entry; None without the figures."""
+    e = entry.effort
+    return None if e is None else [entry.condition, *_memory_call_figures(e)]
 
 
 EFFORT_LEGEND = ("Over each condition's valid cells: tokens are input + output of the agent's and the memory model's calls; USD is every "
@@ -158,9 +158,9 @@ EFFORT_LEGEND = ("Over each condition's valid cells: tokens are input + output o
                  "excluded seed is left out and counted as incomplete).")
 
 
-def effort_markdown(report: dict[str, Any]) -> str:
+def effort_markdown(report: Report) -> str:
     """report.md's "Cost and reliability" part ("" for a report without the figures)."""
-    rows = [row for row in (effort_row(c) for c in report["conditions"]) if row is not None]
+    rows = [row for row in (effort_row(c) for c in report.conditions) if row is not None]
     if not rows:
         return ""
     lines = ["## Cost and reliability", "", "| " + " | ".join(EFFORT_COLUMNS) + " |",

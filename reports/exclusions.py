@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any
 
 from analytics.cells import Cell
 from analytics.gates import exclusion_balance
-from reports.model import ExclusionBalanceGate, shallow_fields
+from reports.model import ExclusionBalanceGate, Report, shallow_fields
 
 
 def exclusion_balance_gates(cells: Iterable[Cell], conditions: list[str],
@@ -57,34 +56,33 @@ def _reasons(counts: dict[str, int]) -> str:
     return ", ".join(f"{reason} {n}" for reason, n in counts.items()) or "none"
 
 
-def _decision(g: dict[str, Any]) -> str:
-    rule = g["rule"]
+def _decision(g: ExclusionBalanceGate) -> str:
+    rule = g.rule
     if rule == "fisher_exact":
-        return f"Fisher exact p = {g['p_value']:.4g} ({'≤' if g['differs'] else '>'} α = {g['alpha']})"
+        return f"Fisher exact p = {g.p_value:.4g} ({'≤' if g.differs else '>'} α = {g.alpha})"
     if rule == "any_difference":
-        return (f"Fisher exact p = {g['p_value']:.4g}; no table with these margins reaches α = {g['alpha']} "
-                f"(smallest p {g['min_attainable_p']:.4g}), so any difference counts")
+        return (f"Fisher exact p = {g.p_value:.4g}; no table with these margins reaches α = {g.alpha} "
+                f"(smallest p {g.min_attainable_p:.4g}), so any difference counts")
     return {"no_exclusions": "no exclusion on either side", "no_cells": "a side has no cells"}.get(rule, rule)
 
 
-def _rows(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def _rows(report: Report) -> tuple[list[str], list[list[str]]]:
     """(reasons, rows) of the per-condition table: condition, cells, excluded, rate, then each reason."""
-    gates = report.get("validity_gates") or {}
-    by_condition = {c: g.get("reasons") or {} for c, g in (gates.get("exclusions") or {}).items()}
+    by_condition = {c: g.reasons or {} for c, g in report.validity_gates.exclusions.items()}
     all_reasons = sorted({r for counts in by_condition.values() for r in counts})
     rows = []
-    for c in report.get("conditions") or []:
-        counts = by_condition.get(c["condition"], {})
-        rate = c["excluded"] / c["cells"] if c["cells"] else None
-        rows.append([c["condition"], str(c["cells"]), str(c["excluded"]), _pct(rate)]
+    for c in report.conditions:
+        counts = by_condition.get(c.condition, {})
+        rate = c.excluded / c.cells if c.cells else None
+        rows.append([c.condition, str(c.cells), str(c.excluded), _pct(rate)]
                     + [str(counts.get(r, 0)) for r in all_reasons])
     return all_reasons, rows
 
 
-def exclusions_markdown(report: dict[str, Any]) -> str:
+def exclusions_markdown(report: Report) -> str:
     """The `## Exclusions` section: each condition's exclusions by reason, and the balance gate.
     Empty for a report.json written before the gate."""
-    balance = (report.get("validity_gates") or {}).get("exclusion_balance")
+    balance = report.validity_gates.exclusion_balance
     if balance is None:
         return ""
     reasons, rows = _rows(report)
@@ -96,21 +94,21 @@ def exclusions_markdown(report: dict[str, Any]) -> str:
     if not balance:
         lines.append("Exclusion balance: no baseline cells to compare with.")
     for name, g in balance.items():
-        lines.append(f"- exclusion balance {name}: {g['excluded']}/{g['cells']} ({_pct(g['rate'])}) vs "
-                     f"{g['baseline_excluded']}/{g['baseline_cells']} ({_pct(g['baseline_rate'])}) — "
-                     f"{_decision(g)} — {'FAIL: the rates differ' if not g['passed'] else 'pass'}")
+        lines.append(f"- exclusion balance {name}: {g.excluded}/{g.cells} ({_pct(g.rate)}) vs "
+                     f"{g.baseline_excluded}/{g.baseline_cells} ({_pct(g.baseline_rate)}) — "
+                     f"{_decision(g)} — {'FAIL: the rates differ' if not g.passed else 'pass'}")
     lines += ["", "An excluded cell leaves every rate and comparison; exclusions on one side only can fabricate "
                   "an effect, so a condition's exclusion rate must not differ from the baseline's."]
     return "\n".join(lines) + "\n"
 
 
-def exclusions_html(report: dict[str, Any]) -> str | None:
+def exclusions_html(report: Report) -> str | None:
     """The body of the page's Exclusions section (None: a report.json written before the gate)."""
     # imported here: reports.html's page imports this module
     from reports.html.format import esc
     from reports.html.table_markup import _verdict, html_table, reason_count
 
-    balance = (report.get("validity_gates") or {}).get("exclusion_balance")
+    balance = report.validity_gates.exclusion_balance
     if balance is None:
         return None
     reasons, rows = _rows(report)
@@ -118,8 +116,8 @@ def exclusions_html(report: dict[str, Any]) -> str | None:
     html = html_table(["condition", "cells", "excluded", "rate", *map(esc, reasons)],
                       [[esc(x) for x in row[:4]] + [reason_count(report, row[0], r, n) for r, n in zip(reasons, row[4:])]
                        for row in rows])
-    gate_rows = [[esc(name), f"{g['excluded']}/{g['cells']}", f"{g['baseline_excluded']}/{g['baseline_cells']}",
-                  esc(_decision(g)), _verdict(g["passed"])]
+    gate_rows = [[esc(name), f"{g.excluded}/{g.cells}", f"{g.baseline_excluded}/{g.baseline_cells}",
+                  esc(_decision(g)), _verdict(g.passed)]
                  for name, g in balance.items()]
     if gate_rows:
         html += html_table(["exclusion balance", "excluded", "baseline excluded", "test", "verdict"], gate_rows)

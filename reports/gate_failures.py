@@ -1,9 +1,9 @@
 """Failed validity gates and the comparisons each one invalidates, for the places a pass rate is
 shown: the CLI's table (`pipeline.grid_run.print_table`), the top of report.md and report.html, and
 the exit status of `--strict` (membench/commands/cli_helpers.py); each comparison's verdict line
-(reports/comparison_verdicts.py) names the ones that invalidate it. Read from the JSON form of a report
-(`report.json`), so a report read back from disk gives the same list; a key an older report lacks
-is a gate it does not judge.
+(reports/comparison_verdicts.py) names the ones that invalidate it. Read from the typed report
+(`reports.model.Report`, as built or as `from_json` reads a report.json back), so a report read back
+from disk gives the same list; a key an older report lacks is a gate it does not judge.
 
 What a failed gate invalidates, from DreamBench-SWE's definitions (docs/reports.md, "Failed gates"):
 
@@ -29,6 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from analytics.gates import Gate
+from reports.model import HeadroomGates, Report, StratumGate
+
 EVERY_COMPARISON = "every comparison"
 
 
@@ -52,31 +55,31 @@ def _pct(value: Any) -> str:
     return "—" if not isinstance(value, (int, float)) else f"{100 * value:.1f} %".replace(".0 %", " %")
 
 
-def _ratio(g: dict[str, Any]) -> str:
-    return f"{g.get('numerator')}/{g.get('denominator')}"
+def _ratio(g: Gate | None) -> str:
+    return "None/None" if g is None else f"{g.numerator}/{g.denominator}"
 
 
-def _measured(g: dict[str, Any]) -> str:
+def _measured(g: Gate | None) -> str:
     """"12.5 % > 5 % (9/72)": the value against the bound it breaks, or "not evaluated (0/0)"."""
-    value = g.get("value")
-    if value is None:
+    value = None if g is None else g.value
+    if g is None or value is None:
         return f"not evaluated ({_ratio(g)})"
-    threshold = g.get("threshold")
-    broken = {"max": ">", "min": "<", "above": "≤"}.get(str(g.get("direction")), "vs")
+    threshold = g.threshold
+    broken = {"max": ">", "min": "<", "above": "≤"}.get(str(g.direction), "vs")
     if isinstance(value, float) or isinstance(threshold, float):
         return f"{_pct(value)} {broken} {_pct(threshold)} ({_ratio(g)})"
     return f"{value} {broken} {threshold}"
 
 
-def comparison_labels(report: dict[str, Any]) -> list[str]:
+def comparison_labels(report: Report) -> list[str]:
     """Every comparison the report makes, "A vs B": the comparisons against the baseline, then the
     registered families' (each once, in order)."""
     labels: dict[str, None] = {}
-    for c in (report.get("comparisons") or {}).get("comparisons") or []:
-        labels[f"{c['a']} vs {c['b']}"] = None
-    for family in (report.get("families") or {}).get("families") or []:
-        for c in family.get("comparisons") or []:
-            labels[f"{c['a']} vs {c['b']}"] = None
+    for c in report.comparisons.comparisons:
+        labels[f"{c.a} vs {c.b}"] = None
+    for family in report.families.families if report.families is not None else []:
+        for fc in family.comparisons:
+            labels[f"{fc.a} vs {fc.b}"] = None
     return list(labels)
 
 
@@ -90,96 +93,100 @@ def _stratum(construct: str) -> tuple[str, ...]:
     return (f"construct {construct}'s stratum in every comparison",)
 
 
-def failed_gates(report: dict[str, Any]) -> list[GateFailure]:
-    """The report's failed validity gates (the JSON form, `report.json`), in the order of its
-    verdicts; empty when every gate passed, for a report without gates, and for a transfer study."""
-    gates = report.get("validity_gates")
-    if not gates or report.get("transfer") is not None:
+def failed_gates(report: Report) -> list[GateFailure]:
+    """The report's failed validity gates, in the order of its verdicts; empty when every gate
+    passed, and for a transfer study."""
+    gates = report.validity_gates
+    if report.transfer is not None:
         return []
     comparisons = comparison_labels(report)
-    conditions = {c["condition"] for c in report.get("conditions") or []}
-    reference = gates.get("reference") or {}
+    conditions = {c.condition for c in report.conditions}
+    reference = gates.reference or {}
     b0 = reference.get("b0_headroom", "B0")
-    verdicts = gates.get("verdicts")
+    verdicts = gates.verdicts
     if verdicts is None:  # a report.json written before every gate had a verdict by name
-        verdicts = {"b0_headroom": (gates.get("b0_headroom") or {}).get("passed", True)}
-        verdicts.update({f"exclusions {c}": g["passed"] for c, g in (gates.get("exclusions") or {}).items()})
-        verdicts.update({f"paired_coverage {k}": g["passed"] for k, g in (gates.get("paired_coverage") or {}).items()})
+        verdicts = {"b0_headroom": gates.b0_headroom.passed}
+        verdicts.update({f"exclusions {c}": g.passed for c, g in gates.exclusions.items()})
+        verdicts.update({f"paired_coverage {k}": g.passed for k, g in gates.paired_coverage.items()})
     out: list[GateFailure] = []
     for key, passed in verdicts.items():
         if passed:
             continue
         family, _, subject = key.partition(" ")
         if family == "b0_headroom":
-            out += _headroom(gates.get("b0_headroom") or {}, b0)
+            out += _headroom(gates.b0_headroom, b0)
         elif family == "exclusions":
-            g = (gates.get("exclusions") or {}).get(subject) or {}
-            out.append(GateFailure(f"exclusions {subject}", _measured(g) + " of its cells without a valid outcome",
+            out.append(GateFailure(f"exclusions {subject}",
+                                   _measured(gates.exclusions.get(subject)) + " of its cells without a valid outcome",
                                    _with(subject, comparisons)))
         elif family == "paired_coverage":
-            g = (gates.get("paired_coverage") or {}).get(subject) or {}
+            g = gates.paired_coverage.get(subject)
+            numerator, denominator, threshold = (None, None, None) if g is None else (g.numerator, g.denominator,
+                                                                                     g.threshold)
             out.append(GateFailure(
                 f"paired coverage {subject}",
-                f"{g.get('numerator')} of {g.get('denominator')} units with ≥ 2 paired valid seeds < {g.get('threshold')}",
+                f"{numerator} of {denominator} units with ≥ 2 paired valid seeds < {threshold}",
                 (subject,)))
         elif family == "exclusion_balance":
-            g = (gates.get("exclusion_balance") or {}).get(subject) or {}
+            bal = (gates.exclusion_balance or {}).get(subject)
+            counts = (None, None, None, None) if bal is None else (bal.excluded, bal.cells, bal.baseline_excluded,
+                                                                   bal.baseline_cells)
             out.append(GateFailure(
                 f"exclusion balance {subject}",
-                f"{g.get('excluded')}/{g.get('cells')} excluded against {g.get('baseline_excluded')}/"
-                f"{g.get('baseline_cells')} (the exclusion rates differ)", (subject,)))
+                f"{counts[0]}/{counts[1]} excluded against {counts[2]}/{counts[3]} (the exclusion rates differ)",
+                (subject,)))
         elif family == "stratum_validity":
             out.append(GateFailure(f"stratum validity {subject}",
-                                   _stratum_measured((gates.get("stratum_validity") or {}).get(subject) or {}, b0),
+                                   _stratum_measured((gates.stratum_validity or {}).get(subject), b0),
                                    _stratum(subject)))
         elif family == "warmup":
             if b0 not in conditions:  # a B0 gate without B0 cells: nothing it could judge
                 continue
-            g = gates.get("warmup") or {}
-            why = ("the scoring harness or the agent did not work" if g.get("value") == 0 or g.get("value") is None
+            warmup = gates.warmup
+            value = None if warmup is None else warmup.value
+            why = ("the scoring harness or the agent did not work" if value == 0 or value is None
                    else f"{b0}'s S3 failures are not only memory failures")
-            out.append(GateFailure(f"{b0} warm-up S1+S2", f"{_measured(g)}: {why}", (EVERY_COMPARISON,)))
+            out.append(GateFailure(f"{b0} warm-up S1+S2", f"{_measured(warmup)}: {why}", (EVERY_COMPARISON,)))
         elif family == "continuation_audit":
-            g = gates.get("continuation_audit") or {}
             out.append(GateFailure("continuation audit",
-                                   f"{_ratio(g)} valid cells started as designed (required: all)",
-                                   (EVERY_COMPARISON,)))
+                                   f"{_ratio(gates.continuation_audit)} valid cells started as designed "
+                                   "(required: all)", (EVERY_COMPARISON,)))
         else:
             out.append(GateFailure(key, "failed", (EVERY_COMPARISON,)))
     return out
 
 
-def _stratum_measured(s: dict[str, Any], b0: str) -> str:
+def _stratum_measured(s: StratumGate | None, b0: str) -> str:
     """The clauses of a construct's stratum gate that failed (Table 10: best condition ≥ the floor,
     spread > 0, B0's rate)."""
+    if s is None:
+        return "failed"
     broken = []
-    best, spread, base = (s[part] if isinstance(s.get(part), dict) else {} for part in
-                          ("max_rate", "spread", "b0_rate"))
-    if best and not best.get("passed"):
-        broken.append(f"best condition ({s.get('max_condition')}) {_measured(best)}")
-    if spread and not spread.get("passed"):
-        broken.append(f"spread between conditions {_pct(spread.get('value'))} (required > 0)")
-    if base and not base.get("passed"):
-        broken.append(f"{b0} {_measured(base)}")
+    if not s.max_rate.passed:
+        broken.append(f"best condition ({s.max_condition}) {_measured(s.max_rate)}")
+    if not s.spread.passed:
+        broken.append(f"spread between conditions {_pct(s.spread.value)} (required > 0)")
+    if not s.b0_rate.passed:
+        broken.append(f"{b0} {_measured(s.b0_rate)}")
     return "; ".join(broken) or "failed"
 
 
-def _headroom(head: dict[str, Any], b0: str) -> list[GateFailure]:
-    overall = head.get("overall")
+def _headroom(head: HeadroomGates, b0: str) -> list[GateFailure]:
+    overall = head.overall
     if overall is None:  # no B0 cells at all: the gate has nothing to judge
         return []
     out = []
-    if not overall.get("passed"):
+    if not overall.passed:
         out.append(GateFailure(f"{b0} headroom", _measured(overall) + f": {b0} passes too often to show a memory "
                                "effect", (EVERY_COMPARISON,)))
-    gated = {**(head.get("by_construct") or {}), **(head.get("reversed") or {})}
-    for construct in head.get("failing_constructs") or []:
-        g = gated.get(construct) or {}
-        reversed_ = g.get("direction") == "min"
+    gated = {**head.by_construct, **(head.reversed or {})}
+    for construct in head.failing_constructs:
+        g = gated.get(construct)
+        reversed_ = g is not None and g.direction == "min"
         out.append(GateFailure(f"{b0} {'passes reversed' if reversed_ else 'headroom'} {construct}", _measured(g),
                                _stratum(construct)))
     return out
 
 
-def failure_lines(report: dict[str, Any]) -> list[str]:
+def failure_lines(report: Report) -> list[str]:
     return [f.line() for f in failed_gates(report)]

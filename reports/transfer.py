@@ -16,7 +16,7 @@ from collections import defaultdict
 from typing import Any
 
 from analytics.ccpf import CaseOutcome, EvaluatorManifest, ManifestCase, ccpf
-from reports.model import (TransferBank, TransferConditionRow, TransferDimensionScore, TransferProjectRow,
+from reports.model import (Report, TransferBank, TransferConditionRow, TransferDimensionScore, TransferProjectRow,
                            TransferSection)
 from warehouse import queries
 from warehouse.protocol import WarehouseReader
@@ -143,54 +143,56 @@ def _num(value: Any, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
-def transfer_markdown(report: dict[str, Any]) -> str:
-    section = report.get("transfer")
-    if not section:
+def _reduction(value: float | None) -> str:
+    return "" if value is None else f" ({100 * value:+.0f}%)"
+
+
+def transfer_markdown(report: Report) -> str:
+    section = report.transfer
+    if section is None:
         return ""
     out = ["", "## Transfer (EngramBench protocol)", "",
            "CCPF = passed / applicable hidden cases (blocked and unreached count); weighted score after hard caps.",
            "", "| project | condition | runs | excluded | CCPF | weighted score | all cases pass | caps fired |",
            "|---|---|---:|---:|---:|---:|---:|---|"]
-    for p in section["projects"]:
-        out.append(f"| {p['project']} | {p['condition']} | {p['runs']} | {p['excluded']} | {_num(p['ccpf_micro'])} | "
-                   f"{_num(p['weighted_score_mean'], 1)} | {p['all_cases_pass_runs']} | "
-                   f"{', '.join(p['caps_fired']) or '—'} |")
+    for p in section.projects:
+        out.append(f"| {p.project} | {p.condition} | {p.runs} | {p.excluded} | {_num(p.ccpf_micro)} | "
+                   f"{_num(p.weighted_score_mean, 1)} | {p.all_cases_pass_runs} | "
+                   f"{', '.join(p.caps_fired) or '—'} |")
     out += ["", "| condition | CCPF micro | CCPF macro over projects | weighted score | "
             + " | ".join(RESOURCE_METRICS) + " |", "|---|---:|---:|---:|" + "---:|" * len(RESOURCE_METRICS)]
-    for c in section["conditions"]:
-        red = c.get("reduction_vs_baseline") or {}
+    for c in section.conditions:
+        red = c.reduction_vs_baseline or {}
         cells = []
         for m in RESOURCE_METRICS:
-            cell = _num(c["resources"].get(m), 1)
-            if red.get(m) is not None:
-                cell += f" ({100 * red[m]:+.0f}%)"
-            cells.append(cell)
-        out.append(f"| {c['condition']} | {_num(c['ccpf_micro'])} | {_num(c['ccpf_macro_over_projects'])} | "
-                   f"{_num(c['weighted_score_mean'], 1)} | " + " | ".join(cells) + " |")
+            cell = _num(c.resources.get(m), 1)
+            cells.append(cell + _reduction(red.get(m)))
+        out.append(f"| {c.condition} | {_num(c.ccpf_micro)} | {_num(c.ccpf_macro_over_projects)} | "
+                   f"{_num(c.weighted_score_mean, 1)} | " + " | ".join(cells) + " |")
     out += ["", "Reductions in parentheses are against the baseline "
-            f"`{section.get('baseline') or '—'}`: (baseline − condition) / baseline.", "",
+            f"`{section.baseline or '—'}`: (baseline − condition) / baseline.", "",
             "Dimension scores (mean passed weight / case weight):", ""]
-    for p in section["projects"]:
-        dims = ", ".join(f"{d['dimension']} {_num(d['score_mean'], 2)}" for d in p["dimensions"])
-        out.append(f"- {p['project']} / {p['condition']}: {dims or '—'}")
-        for reason in p["cap_reasons"]:
+    for p in section.projects:
+        dims = ", ".join(f"{d.dimension} {_num(d.score_mean, 2)}" for d in p.dimensions)
+        out.append(f"- {p.project} / {p.condition}: {dims or '—'}")
+        for reason in p.cap_reasons:
             out.append(f"  - cap fired: {reason}")
-        for cap in p.get("caps_without_cases") or ():
+        for cap in p.caps_without_cases or ():
             out.append(f"  - hard cap {cap} cannot fire without a case mapping (cases.json `hardCaps`, "
                        "docs/transfer.md)")
-        for reason, n in p["exclusion_reasons"].items():
+        for reason, n in p.exclusion_reasons.items():
             out.append(f"  - excluded ({n}): {reason}")
-    if section["banks"]:
+    if section.banks:
         out += ["", "Frozen skill banks: " + "; ".join(
-            f"seed {b['seed']} {b['bank']} ({b['files']} files"
-            + (f", {b['distiller']} distiller" if b.get("distiller") else "") + f") `{b['digest'][:16]}`"
-            for b in section["banks"])]
+            f"seed {b.seed} {b.bank} ({b.files} files"
+            + (f", {b.distiller} distiller" if b.distiller else "") + f") `{b.digest[:16]}`"
+            for b in section.banks)]
     return "\n".join(out) + "\n"
 
 
-def transfer_html(report: dict[str, Any]) -> str:
-    section = report.get("transfer")
-    if not section:
+def transfer_html(report: Report) -> str:
+    section = report.transfer
+    if section is None:
         return ""
     esc = lambda v: html.escape(str(v))  # noqa: E731
     out = ['<section id="transfer"><h2>Transfer (EngramBench protocol)</h2>',
@@ -198,26 +200,24 @@ def transfer_html(report: dict[str, Any]) -> str:
            "caps. Bars: per-dimension score (passed case weight / case weight), mean over runs.</p>",
            "<table><thead><tr><th>project</th><th>condition</th><th>runs</th><th>excluded</th><th>CCPF</th>"
            "<th>weighted score</th><th>caps fired</th><th>dimensions</th></tr></thead><tbody>"]
-    for p in section["projects"]:
+    for p in section.projects:
         bars = []
-        for i, d in enumerate(p["dimensions"]):
-            width = 0 if d["score_mean"] is None else round(60 * d["score_mean"])
-            bars.append(f'<text x="{i * 70}" y="12" font-size="10">{esc(d["dimension"])} {_num(d["score_mean"], 2)}</text>'
+        for i, d in enumerate(p.dimensions):
+            width = 0 if d.score_mean is None else round(60 * d.score_mean)
+            bars.append(f'<text x="{i * 70}" y="12" font-size="10">{esc(d.dimension)} {_num(d.score_mean, 2)}</text>'
                         f'<rect x="{i * 70}" y="16" width="60" height="8" fill="#eee"/>'
                         f'<rect x="{i * 70}" y="16" width="{width}" height="8" fill="#4878a8"/>')
         svg = f'<svg width="{70 * max(1, len(bars))}" height="26" role="img">{"".join(bars)}</svg>'
-        out.append(f"<tr><td>{esc(p['project'])}</td><td>{esc(p['condition'])}</td><td>{p['runs']}</td>"
-                   f"<td>{p['excluded']}</td><td>{_num(p['ccpf_micro'])}</td><td>{_num(p['weighted_score_mean'], 1)}</td>"
-                   f"<td>{esc('; '.join(p['cap_reasons']) or '—')}</td><td>{svg}</td></tr>")
+        out.append(f"<tr><td>{esc(p.project)}</td><td>{esc(p.condition)}</td><td>{p.runs}</td>"
+                   f"<td>{p.excluded}</td><td>{_num(p.ccpf_micro)}</td><td>{_num(p.weighted_score_mean, 1)}</td>"
+                   f"<td>{esc('; '.join(p.cap_reasons) or '—')}</td><td>{svg}</td></tr>")
     out.append("</tbody></table>")
     out.append("<table><thead><tr><th>condition</th><th>CCPF micro</th><th>CCPF macro over projects</th>"
                "<th>weighted score</th>" + "".join(f"<th>{m}</th>" for m in RESOURCE_METRICS) + "</tr></thead><tbody>")
-    for c in section["conditions"]:
-        red = c.get("reduction_vs_baseline") or {}
-        cells = "".join(f"<td>{_num(c['resources'].get(m), 1)}"
-                        + (f" ({100 * red[m]:+.0f}%)" if red.get(m) is not None else "") + "</td>"
-                        for m in RESOURCE_METRICS)
-        out.append(f"<tr><td>{esc(c['condition'])}</td><td>{_num(c['ccpf_micro'])}</td>"
-                   f"<td>{_num(c['ccpf_macro_over_projects'])}</td><td>{_num(c['weighted_score_mean'], 1)}</td>{cells}</tr>")
+    for c in section.conditions:
+        red = c.reduction_vs_baseline or {}
+        cells = "".join(f"<td>{_num(c.resources.get(m), 1)}{_reduction(red.get(m))}</td>" for m in RESOURCE_METRICS)
+        out.append(f"<tr><td>{esc(c.condition)}</td><td>{_num(c.ccpf_micro)}</td>"
+                   f"<td>{_num(c.ccpf_macro_over_projects)}</td><td>{_num(c.weighted_score_mean, 1)}</td>{cells}</tr>")
     out.append("</tbody></table></section>")
     return "".join(out)

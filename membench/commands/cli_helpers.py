@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -20,6 +20,9 @@ from membench.errors import EXIT_AUDIT_FAILED, EXIT_GATE_FAILED, EXIT_OK, UsageE
 from pipeline.run_errors import ReportRefused
 from pipeline.settings import Settings, load_settings
 from schemas.fields import PLAIN_NAME_RULE, is_plain_name
+
+if TYPE_CHECKING:
+    from reports.model import Report
 
 
 def dsn_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -242,16 +245,15 @@ def strict_option(f):
                         "under the table either way)")(f)
 
 
-def exit_if_gates_failed(report, strict: bool) -> None:
-    """Under --strict, exit 3 when REPORT (a `reports.model.Report` or its JSON form) has a failed
-    validity gate (reports/gate_failures.py). Called last, after everything is written and printed:
-    the exit status is the only thing it changes."""
+def exit_if_gates_failed(report: Report | None, strict: bool) -> None:
+    """Under --strict, exit 3 when REPORT (a `reports.model.Report`) has a failed validity gate
+    (reports/gate_failures.py). Called last, after everything is written and printed: the exit status
+    is the only thing it changes."""
     if not strict or report is None:
         return
     from reports.gate_failures import failed_gates
-    from reports.model import to_json
 
-    failures = failed_gates(report if isinstance(report, dict) else to_json(report))
+    failures = failed_gates(report)
     if failures:
         click.echo(f"--strict: {len(failures)} validity gate{'s' * (len(failures) > 1)} failed "
                    f"({'; '.join(f.gate for f in failures)}): exit status {EXIT_GATE_FAILED}", err=True)

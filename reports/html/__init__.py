@@ -1,6 +1,7 @@
 """A report as one self-contained HTML page: inline CSS and inline SVG plots, no scripts, no fetches.
 
-`render_html(report)` (`page.py`) takes the `report.json` dict (reports/build.py and its sections) and draws:
+`render_html(report)` (`page.py`) takes the typed report (`reports.model.Report`: as reports/build.py
+builds it, or as `from_json(Report, …)` reads a `report.json` back) and draws:
 
 - the ladder: pass rate per condition with its 95% trap-cluster bootstrap CI (`ladder`, else
   `conditions`);
@@ -11,8 +12,8 @@
 
 then tables: conditions, comparisons (p-values to 4 significant digits), resources, failure counts
 and memory failure counts, hygiene, validity gates, and the inputs (raw events, pack digest).
-Every key but `run_set`, `suite`, `agent`, `conditions` and `inputs` is optional. Every string from
-the report is HTML-escaped. The page opens from disk with no network (system fonts only).
+A part whose optional field (as `reports/model.py` declares it) is None is left out. Every string
+from the report is HTML-escaped. The page opens from disk with no network (system fonts only).
 """
 
 from reports.html.page import render_html

@@ -7,6 +7,8 @@ import math
 from html import escape
 from typing import Any
 
+from reports.model import Report
+
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#8C564B", "#332288", "#117733",
            "#AA4499")
 BASELINE_COLOR = "#6B6B6B"
@@ -90,14 +92,14 @@ def fmt_signed_pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:+.1f}%"
 
 
-def report_baseline(report: dict[str, Any]) -> str | None:
+def report_baseline(report: Report) -> str | None:
     """The condition the report compares against (the study's baseline, reports/study.py), as its
-    sections state it; a report.json without them: B0, else no_memory, when present."""
-    for key in ("comparisons", "families", "resources", "validity_gates"):
-        section = report.get(key)
-        if isinstance(section, dict) and section.get("baseline"):
-            return str(section["baseline"])
-    names = [c.get("condition") for c in report.get("conditions") or []]
+    sections state it; a report without one: B0, else no_memory, when present."""
+    for baseline in (report.comparisons.baseline, report.families.baseline if report.families else None,
+                     report.resources.baseline, report.validity_gates.baseline):
+        if baseline:
+            return str(baseline)
+    names = [c.condition for c in report.conditions]
     return next((b for b in BASELINES if b in names), None)
 
 

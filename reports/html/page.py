@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from reports.html.format import CSS, condition_colors, esc, report_baseline
 from reports.html.plots import frontier_svg, ladder_svg, strata_svg
 from reports.html.study import canary_html, families_html, matrix_html, provenance_html, verdicts_html
@@ -20,6 +18,7 @@ from reports.html.table_markup import (
 from reports.effort import EFFORT_LEGEND
 from reports.exclusions import exclusions_html
 from reports.gate_failures import failed_gates
+from reports.model import Report
 from reports.provenance_text import admission_text, not_verified_text, refused_measured_text, verification_text
 from reports.transfer import transfer_html
 
@@ -33,46 +32,48 @@ def optional_section(ident: str, title: str, body: str | None, caption: str = ""
     return [f'<section id="{ident}"><h2>{title}</h2>{note}{body}</section>']
 
 
-def render_html(report: dict[str, Any]) -> str:
-    agent = str(report.get("agent", ""))
+def render_html(report: Report) -> str:
+    """The page of the typed report (`reports.model.Report`, as built or as `from_json` reads a
+    report.json back)."""
+    agent = report.agent
     scripted = agent.startswith("scripted:")
-    conditions = [c["condition"] for c in report.get("conditions", [])]
+    conditions = [c.condition for c in report.conditions]
     colors = condition_colors(conditions, report_baseline(report))
-    inputs = report.get("inputs") or {}
-    digest = inputs.get("pack_digest")
+    inputs = report.inputs
+    digest = inputs.pack_digest
     digests = digest if isinstance(digest, list) else [digest]
-    log_root = inputs.get("log_root")  # absent from a report.json written before log roots were recorded
-    verification = report.get("verification")  # set by the run that wrote the report, from the replay of its log
+    log_root = inputs.log_root  # absent from a report.json written before log roots were recorded
+    verification = report.verification  # set by the run that wrote the report, from the replay of its log
     badge = '<span class="badge">scripted reference agent — not a model</span>' if scripted else ""
-    boot = (report.get("conditions") or [{}])[0].get("bootstrap") or {}
-    suites = report.get("suites") or []  # absent from a report.json written before suites were recorded
-    isolation = ", ".join(f"<code>{esc(s['suite'])}</code>: {esc(s['oracle_isolation'])}" for s in suites)
-    in_process = [s["suite"] for s in suites if s["oracle_isolation"] == "in_process"]
+    boot = report.conditions[0].bootstrap if report.conditions else None
+    suites = report.suites or []  # absent from a report.json written before suites were recorded
+    isolation = ", ".join(f"<code>{esc(s.suite)}</code>: {esc(s.oracle_isolation)}" for s in suites)
+    in_process = [s.suite for s in suites if s.oracle_isolation == "in_process"]
 
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
-           f"<title>membench report — {esc(report.get('run_set'))}</title>",
+           f"<title>membench report — {esc(report.run_set)}</title>",
            f"<style>{CSS}</style></head><body><main>",
-           f"<h1>membench report — {esc(report.get('run_set'))}</h1>",
+           f"<h1>membench report — {esc(report.run_set)}</h1>",
            '<dl class="meta">',
-           f"<dt>suite</dt><dd><code>{esc(report.get('suite'))}</code></dd>",
+           f"<dt>suite</dt><dd><code>{esc(report.suite)}</code></dd>",
            f"<dt>agent</dt><dd><code>{esc(agent)}</code>{badge}</dd>",
            f"<dt>conditions</dt><dd>{esc(', '.join(conditions)) or '—'}</dd>",
-           f"<dt>raw events</dt><dd>{esc(inputs.get('events'))}</dd>",
+           f"<dt>raw events</dt><dd>{esc(inputs.events)}</dd>",
            f"<dt>pack digest</dt><dd>{'<br>'.join(f'<code>{esc(d)}</code>' for d in digests)}</dd>",
            *([f"<dt>log root</dt><dd><code>{esc(log_root)}</code></dd>"] if log_root else []),
-           *([f"<dt>log</dt><dd>{esc(verification_text(verification))}</dd>"] if verification else []),
+           *([f"<dt>log</dt><dd>{esc(verification_text(verification))}</dd>"] if verification is not None else []),
            *([f"<dt>oracle isolation</dt><dd>{isolation}</dd>"] if isolation else []),
            "</dl>"]
-    if verification and not verification["verified"]:  # before any number: they come from a broken log
+    if verification is not None and not verification.verified:  # before any number: they come from a broken log
         out.append(f'<p class="warning"><strong>Not verified</strong>: {esc(not_verified_text(verification))}</p>')
-    partial = report.get("partial")
-    if partial:  # a stopped run's report says so before any number: its cells are not the design
-        out.append(f'<p class="warning"><strong>Partial report</strong>: {esc(partial["reason"])}; '
-                   f'{partial["units_not_started"]} of {partial["units_planned"]} units not started, '
-                   f'{partial["attempts_abandoned"]} attempts closed as abandoned. Resume with '
-                   f'<code>{esc(partial["resume"])}</code>.</p>')
-    refused = refused_measured_text(report.get("admission"))
+    partial = report.partial
+    if partial is not None:  # a stopped run's report says so before any number: its cells are not the design
+        out.append(f'<p class="warning"><strong>Partial report</strong>: {esc(partial.reason)}; '
+                   f'{partial.units_not_started} of {partial.units_planned} units not started, '
+                   f'{partial.attempts_abandoned} attempts closed as abandoned. Resume with '
+                   f'<code>{esc(partial.resume)}</code>.</p>')
+    refused = refused_measured_text(report.admission)
     if refused:  # traps validate refused, measured anyway: said before any number
         out.append(f'<p class="warning"><strong>Refused traps measured</strong>: {esc(refused)}</p>')
     for suite in in_process:
@@ -90,13 +91,13 @@ def render_html(report: dict[str, Any]) -> str:
 
     out.append('<section id="ladder"><h2>Ladder</h2>')
     out.append(ladder_svg(report, colors))
-    if boot:
+    if boot is not None:
         out.append(f'<p class="caption">Pass rate = passed / valid cells (excluded cells counted, never imputed). '
-                   f'95% CIs: trap-cluster percentile bootstrap, {esc(boot.get("resamples"))} resamples, seed '
-                   f'{esc(boot.get("seed"))}; marked exact: Clopper–Pearson over traps, where all or none of the '
+                   f'95% CIs: trap-cluster percentile bootstrap, {esc(boot.resamples)} resamples, seed '
+                   f'{esc(boot.seed)}; marked exact: Clopper–Pearson over traps, where all or none of the '
                    f'cells passed and the bootstrap interval would have zero width.</p>')
-    if report.get("admission"):  # which traps the ladder ranks over, beside it
-        out.append(f'<p class="caption">Traps: admission funnel {esc(admission_text(report["admission"]))}.</p>')
+    if report.admission is not None:  # which traps the ladder ranks over, beside it
+        out.append(f'<p class="caption">Traps: admission funnel {esc(admission_text(report.admission))}.</p>')
     out.append("</section>")
 
     out.append('<section id="strata"><h2>Construct strata</h2>')
@@ -123,8 +124,7 @@ def render_html(report: dict[str, Any]) -> str:
 
     out += optional_section("verdicts", "Verdicts", verdicts_html(report))
     comps = comparisons_table(report)
-    family = report.get("comparisons")
-    baseline = family.get("baseline") if isinstance(family, dict) else None
+    baseline = report.comparisons.baseline
     out.append(f'<section id="comparisons"><h2>Comparisons{" vs " + esc(baseline) if baseline else ""}</h2>')
     out.append(comps or '<p class="note">No comparisons (a single condition, or none computed).</p>')
     out.append("</section>")
@@ -132,8 +132,8 @@ def render_html(report: dict[str, Any]) -> str:
     out += optional_section("families", "Registered families", families_html(report))
     out += optional_section("resources", "Resources", resources_table(report))
 
-    failures = counts_table(report, "failure_counts")
-    memory = counts_table(report, "memory_failure_counts")
+    failures = counts_table(report, lambda c: c.failure_counts)
+    memory = counts_table(report, lambda c: c.memory_failure_counts)
     if failures or memory:
         out.append('<section id="failures"><h2>Failures</h2>')
         if failures:
@@ -156,10 +156,10 @@ def render_html(report: dict[str, Any]) -> str:
     out += optional_section("canary", "Canary proof", canary_html(report))
 
     out.append('<section id="inputs"><h2>Inputs</h2>')
-    bootstrap = (f"{esc(boot.get('resamples', '—'))} resamples, seed {esc(boot.get('seed', '—'))}, "
-                 f"level {esc(boot.get('level', '—'))}")
-    out.append(html_table(["input", "value"], [["run set", f"<code>{esc(report.get('run_set'))}</code>"],
-                                           ["raw events", esc(inputs.get("events"))],
+    bootstrap = (f"{esc(boot.resamples if boot else '—')} resamples, seed {esc(boot.seed if boot else '—')}, "
+                 f"level {esc(boot.level if boot else '—')}")
+    out.append(html_table(["input", "value"], [["run set", f"<code>{esc(report.run_set)}</code>"],
+                                           ["raw events", esc(inputs.events)],
                                            ["pack digest", "<br>".join(f"<code>{esc(d)}</code>" for d in digests)],
                                            *([["log root", f"<code>{esc(log_root)}</code> (SHA-256 over the "
                                                            "runs' final chain hashes; <code>membench replay</code> "

@@ -3,22 +3,22 @@ strata (pass rate per construct × condition) and the cost frontier (tokens agai
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 from reports.conventions import construct_label
 from reports.html.format import BASELINE_COLOR, esc, fmt_ci, fmt_num, fmt_pct, nice_ticks, svg_open, tick_label, x_axis
+from reports.model import CellSummary, ConditionSummary, LadderEntry, Report
 
 
-def _ladder_entries(report: dict[str, Any]) -> list[dict[str, Any]]:
-    if report.get("ladder"):
-        return [{"condition": e["condition"], "pass_rate": e.get("pass_rate"), "ci95": e.get("ci95"),
-                 "passed": e.get("passed"), "valid": e.get("valid")} for e in report["ladder"]]
-    return [{"condition": c["condition"], "pass_rate": c.get("pass_rate"), "ci95": c.get("ci95"),
-             "passed": c.get("passed"), "valid": c.get("cells", 0) - c.get("excluded", 0)}
-            for c in report.get("conditions", [])]
+def _ladder_entries(report: Report) -> list[LadderEntry]:
+    """The ladder; a report without one ranks nothing, so its conditions are shown in their order."""
+    if report.ladder:
+        return report.ladder
+    return [LadderEntry(condition=c.condition, pass_rate=c.pass_rate, ci95=c.ci95, passed=c.passed,
+                        valid=c.cells - c.excluded, rank=0) for c in report.conditions]
 
 
-def ladder_svg(report: dict[str, Any], colors: dict[str, str]) -> str:
+def ladder_svg(report: Report, colors: dict[str, str]) -> str:
     entries = _ladder_entries(report)
     left, right, top, row = 120, 250, 14, 30
     width = 940
@@ -34,17 +34,17 @@ def ladder_svg(report: dict[str, Any], colors: dict[str, str]) -> str:
             "pass rate (valid cells), whiskers: 95% trap-cluster bootstrap CI")
     for i, e in enumerate(entries):
         cy = top + row * i + row / 2
-        color = colors.get(e["condition"], BASELINE_COLOR)
+        color = colors.get(e.condition, BASELINE_COLOR)
         parts.append(f'<text x="{left - 10}" y="{cy + 4:.1f}" font-size="13" text-anchor="end" '
-                     f'font-weight="600">{esc(e["condition"])}</text>')
-        rate = e["pass_rate"]
+                     f'font-weight="600">{esc(e.condition)}</text>')
+        rate = e.pass_rate
         if rate is None:
             parts.append(f'<text x="{left + 6}" y="{cy + 4:.1f}" font-size="12" fill="#5b636b">no valid cells</text>')
             continue
         parts.append(f'<rect x="{left}" y="{cy - 7:.1f}" width="{x(rate) - left:.1f}" height="14" fill="{color}" '
                      f'fill-opacity="0.18"/>')
-        ci = e.get("ci95") or [None, None]
-        if ci[0] is not None:
+        ci = e.ci95 or [None, None]
+        if ci[0] is not None and ci[1] is not None:
             lo, hi = x(ci[0]), x(ci[1])
             parts.append(f'<line x1="{lo:.1f}" y1="{cy:.1f}" x2="{hi:.1f}" y2="{cy:.1f}" stroke="{color}" '
                          f'stroke-width="2"/>')
@@ -53,42 +53,48 @@ def ladder_svg(report: dict[str, Any], colors: dict[str, str]) -> str:
                              f'stroke="{color}" stroke-width="2"/>')
         parts.append(f'<circle cx="{x(rate):.1f}" cy="{cy:.1f}" r="5.5" fill="{color}" stroke="#fff" '
                      f'stroke-width="1.5"/>')
-        counts = f" ({e['passed']}/{e['valid']})" if e.get("passed") is not None and e.get("valid") is not None else ""
+        counts = f" ({e.passed}/{e.valid})"
         parts.append(f'<text x="{left + plot_w + 12}" y="{cy + 4:.1f}" font-size="12">{fmt_pct(rate)}{esc(counts)}'
                      f'<tspan fill="#5b636b" font-size="11"> {esc(fmt_ci(ci))}</tspan></text>')
     parts.append("</svg>")
     return "".join(parts)
 
 
-def _strata_rows(report: dict[str, Any]) -> list[tuple[str, int | None, dict[str, tuple[float | None, list | None]]]]:
+StrataRow = tuple[str, int | None, dict[str, tuple[float | None, list[float | None] | None]]]
+
+
+def _strata_rows(report: Report) -> list[StrataRow]:
     """[(stratum label, traps, {condition: (rate, ci95)})]: constructs, then clean-start/continuation."""
-    strata = report.get("strata") or {}
-    entries = {c["condition"]: c for c in report.get("conditions", [])}
-    rows = []
-    for label, s in (strata.get("constructs") or {}).items():
-        values = {}
-        for cond, rate in (s.get("pass_rate") or {}).items():
-            ci = ((entries.get(cond) or {}).get("by_construct") or {}).get(label, {}).get("ci95")
-            values[cond] = (rate, ci)
-        rows.append((construct_label(str(label)), s.get("traps"), values))
-    if not rows:  # no strata key: fall back to the conditions' own by_construct
+    strata = report.strata
+    entries = {c.condition: c for c in report.conditions}
+
+    def ci_of(cond: str, summary: Callable[[ConditionSummary], CellSummary | None]) -> list[float | None] | None:
+        entry = entries.get(cond)
+        cell = summary(entry) if entry is not None else None
+        return None if cell is None else cell.ci95
+
+    rows: list[StrataRow] = []
+    for label, s in strata.constructs.items():
+        values = {cond: (rate, ci_of(cond, lambda c: c.by_construct.get(label)))  # noqa: B023
+                  for cond, rate in s.pass_rate.items()}
+        rows.append((construct_label(str(label)), s.traps, values))
+    if not rows:  # no construct strata: fall back to the conditions' own by_construct
         labels: list[str] = []
-        for c in report.get("conditions", []):
-            labels += [k for k in (c.get("by_construct") or {}) if k not in labels]
+        for c in report.conditions:
+            labels += [k for k in c.by_construct if k not in labels]
         for label in labels:
-            values = {c["condition"]: (c["by_construct"][label].get("pass_rate"), c["by_construct"][label].get("ci95"))
-                      for c in report.get("conditions", []) if label in (c.get("by_construct") or {})}
+            values = {c.condition: (c.by_construct[label].pass_rate, c.by_construct[label].ci95)
+                      for c in report.conditions if label in c.by_construct}
             rows.append((construct_label(label), None, values))
-    for key, label in (("clean_start", "clean-start S3"), ("continuation", "continuation S3")):
-        s = strata.get(key)
-        if s and s.get("traps"):
-            values = {cond: (rate, (entries.get(cond) or {}).get(key, {}).get("ci95"))
-                      for cond, rate in (s.get("pass_rate") or {}).items()}
-            rows.append((label, s.get("traps"), values))
+    for stratum, summary, label in ((strata.clean_start, lambda c: c.clean_start, "clean-start S3"),
+                                    (strata.continuation, lambda c: c.continuation, "continuation S3")):
+        if stratum.traps:
+            values = {cond: (rate, ci_of(cond, summary)) for cond, rate in stratum.pass_rate.items()}
+            rows.append((label, stratum.traps, values))
     return rows
 
 
-def strata_svg(report: dict[str, Any], colors: dict[str, str], conditions: list[str]) -> str | None:
+def strata_svg(report: Report, colors: dict[str, str], conditions: list[str]) -> str | None:
     rows = _strata_rows(report)
     if not rows:
         return None
@@ -131,7 +137,7 @@ def strata_svg(report: dict[str, Any], colors: dict[str, str], conditions: list[
             if rate is None:
                 continue
             color = colors[cond]
-            if ci and ci[0] is not None:
+            if ci and ci[0] is not None and ci[1] is not None:
                 parts.append(f'<line x1="{x(ci[0]):.1f}" y1="{cy:.1f}" x2="{x(ci[1]):.1f}" y2="{cy:.1f}" '
                              f'stroke="{color}" stroke-width="1.4" stroke-opacity="0.55"/>')
             parts.append(f'<circle cx="{x(rate):.1f}" cy="{cy:.1f}" r="4" fill="{color}"><title>{esc(cond)} · '
@@ -140,18 +146,18 @@ def strata_svg(report: dict[str, Any], colors: dict[str, str], conditions: list[
     return "".join(parts)
 
 
-def _frontier_points(report: dict[str, Any]) -> list[tuple[str, float, float]]:
-    resources = (report.get("resources") or {}).get("conditions") or {}
+def _frontier_points(report: Report) -> list[tuple[str, float, float]]:
+    resources = report.resources.conditions
     out = []
-    for c in report.get("conditions", []):
-        mean = (resources.get(c["condition"]) or {}).get("mean") or {}
-        tokens = mean.get("total_tokens")
-        if tokens is not None and c.get("pass_rate") is not None:
-            out.append((c["condition"], float(tokens), float(c["pass_rate"])))
+    for c in report.conditions:
+        r = resources.get(c.condition)
+        tokens = r.mean.get("total_tokens") if r is not None else None
+        if tokens is not None and c.pass_rate is not None:
+            out.append((c.condition, float(tokens), float(c.pass_rate)))
     return out
 
 
-def frontier_svg(report: dict[str, Any], colors: dict[str, str]) -> str | None:
+def frontier_svg(report: Report, colors: dict[str, str]) -> str | None:
     points = _frontier_points(report)
     if not points:
         return None

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from reports.effort import effort_row, pass_hat_k_text
+from reports.model import Report, from_json
 from viewer.http_server import ViewApp
 from producers.attempts import read_log
 from tests.conftest import run_cli
@@ -147,12 +148,12 @@ def test_the_page_lists_the_run_set_and_shows_a_unit_trajectory(smoke_home, run_
         assert page.locator("#progress tr[data-condition='B5'] td[data-field='passed']").inner_text() == "6"
         assert page.locator("#ladder .row[data-condition='B5'] [data-field='pass_rate']").inner_text().startswith("100.0%")
         # cost and reliability beside the pass rate, figure for figure as report.md and report.html word them
-        report = json.loads((smoke_home / "runs" / run_set_id / "report.json").read_text())
-        for entry in report["conditions"]:
-            shown = page.locator(f"#effort tr[data-condition='{entry['condition']}'] td.num").all_inner_texts()
-            assert shown == effort_row(entry)[1:], entry["condition"]
-            pass_hat_k = page.locator(f"#ladder .row[data-condition='{entry['condition']}'] [data-field='pass_hat_k']")
-            assert pass_hat_k.inner_text().strip() == "pass^k " + pass_hat_k_text(entry["pass_hat_k"], short=True)
+        report = from_json(Report, json.loads((smoke_home / "runs" / run_set_id / "report.json").read_text()))
+        for entry in report.conditions:
+            shown = page.locator(f"#effort tr[data-condition='{entry.condition}'] td.num").all_inner_texts()
+            assert shown == effort_row(entry)[1:], entry.condition
+            pass_hat_k = page.locator(f"#ladder .row[data-condition='{entry.condition}'] [data-field='pass_hat_k']")
+            assert pass_hat_k.inner_text().strip() == "pass^k " + pass_hat_k_text(entry.pass_hat_k, short=True)
         b5 = page.locator("#effort tr[data-condition='B5']")
         assert b5.locator("[data-field='pass_hat_k']").inner_text() == "100.0% (3/3 traps, k=2)"
         assert b5.locator("[data-field='usd_per_cell']").inner_text() == "—"  # a scripted agent: no priced call

@@ -14,11 +14,10 @@ from membench.errors import EXIT_AUDIT_FAILED
 from pipeline.grid_run import LogNotVerified, exit_unless_verified, verify_written, write_log_root
 from pipeline.settings import Settings
 from producers.emitter import RunEmitter
-from reports.html import render_html
-from reports.markdown import render_markdown
 from reports.model import to_json
 from schemas.events import bounded_text
 from tests.processors.test_verdicts import build_run
+from tests.reports.test_html import render_html, render_markdown
 from tests.reports.test_model import _full_report
 
 SETTINGS_TURN = {"role": "system", "text": bounded_text("{}"), "source_event_id": None,

@@ -29,15 +29,17 @@ def test_an_excluded_run_has_no_case_rows():
 
 def test_the_report_says_which_hard_caps_cannot_fire():
     from reports.transfer import transfer_markdown
+    from tests.reports.test_html import make_report, typed
 
     row = {"project": "escrow", "condition": "learned_bank", "runs": 1, "excluded": 0, "exclusion_reasons": {},
            "ccpf_micro": 0.5, "weighted_score_mean": 50.0, "all_cases_pass_runs": 0, "caps_fired": [],
-           "cap_reasons": [], "dimensions": []}
+           "cap_reasons": [], "dimensions": [], "passed": 1, "applicable": 2, "ccpf_macro": 0.5,
+           "raw_score_mean": 50.0}
     section = {"baseline": None, "projects": [dict(row, caps_without_cases=["BOOT"])], "conditions": [], "banks": []}
-    text = transfer_markdown({"transfer": section})
+    text = transfer_markdown(typed(make_report(transfer=section)))
     assert "hard cap BOOT cannot fire without a case mapping" in text
     # control: a project whose caps are all mapped says nothing of the kind
-    assert "cannot fire" not in transfer_markdown({"transfer": dict(section, projects=[row])})
+    assert "cannot fire" not in transfer_markdown(typed(make_report(transfer=dict(section, projects=[row]))))
 
 
 def test_one_hard_cap_row_per_cap_of_the_plan_excluded_runs_too():

@@ -10,16 +10,14 @@ import pytest
 
 from analytics.cells import Cell
 from analytics.holm import holm
-from reports.comparison_verdicts import comparison_verdicts, requested
+from reports import comparison_verdicts as verdicts_module
 from reports.comparisons import all_pairs, families_from_cells
 from reports.conventions import HYGIENE_LEGEND
 from reports.hygiene import HYGIENE_METRICS
-from reports.html import render_html
-from reports.markdown import render_markdown
-from reports.model import to_json
+from reports.model import ComparisonVerdict, from_json, to_json
 from reports.study import FamilySpec, Study, StudyError, parse_study
 from tests.reports.test_gate_failures import _passing
-from tests.reports.test_html import make_report
+from tests.reports.test_html import make_report, render_html, render_markdown, typed
 
 TRAPS = ("t1", "t2", "t3", "t4")
 # condition -> (trap, seed) cells that pass; B0 fails everything, B5 passes everything, B1 half
@@ -42,8 +40,18 @@ def _report(seeds=(1, 2), study: Study | None = None, **gates) -> dict:
     report["validity_gates"] = _passing()["validity_gates"]
     report["validity_gates"]["seeds"] = len(seeds)
     report["validity_gates"].update(gates)
-    report.pop("comparisons")
+    report["comparisons"]["comparisons"] = []  # the registered families' comparisons only
     return report
+
+
+def comparison_verdicts(report: dict) -> list[dict]:
+    """The verdicts of a report.json document, in their JSON form."""
+    return [to_json(v) for v in verdicts_module.comparison_verdicts(typed(report))]
+
+
+def requested(verdicts: list[dict], a: str, b: str) -> dict:
+    found = [from_json(ComparisonVerdict, v, "verdicts") for v in verdicts]
+    return to_json(verdicts_module.requested(found, a, b))
 
 
 def _by_pair(verdicts: list[dict], family: str) -> dict[tuple[str, str], dict]:
@@ -108,7 +116,7 @@ def test_a_failed_gate_invalidates_what_its_mapping_says_and_nothing_else():
     report = _report()
     report["validity_gates"]["exclusions"]["B1"] = {"name": "excl", "value": 0.25, "threshold": 0.05,
                                                      "direction": "max", "passed": False, "numerator": 2,
-                                                     "denominator": 8}
+                                                     "denominator": 8, "reasons": {"harness_error": 2}}
     report["validity_gates"]["verdicts"]["exclusions B1"] = False
     verdicts = comparison_verdicts(report)
     for v in verdicts:

@@ -16,6 +16,7 @@ from reports.study import BaselineError, FamilySpec, Study
 from analytics.cells import Cell
 from analytics.compare import compare_family
 from analytics.holm import holm
+from tests.reports.test_html import make_report, typed
 
 TASKS = [f"t{i}" for i in range(6)]
 SEEDS = [1, 2, 3]
@@ -218,7 +219,8 @@ def test_study_families_holm_within_each_family_and_unavailable_slots():
     assert unavailable["tests"]["mcnemar"]["p"] == 1.0 and unavailable["primary"]["p"] == 1.0
     from reports.markdown import _families_markdown
 
-    row = next(line for line in _families_markdown({"families": fams}).splitlines() if line.startswith("| B7 | B0 |"))
+    row = next(line for line in _families_markdown(typed(make_report(families=fams))).splitlines()
+               if line.startswith("| B7 | B0 |"))
     assert "clustered (primary) 1 → 1 not rejected" in row and "mcnemar 1 → 1" in row, row
     assert unavailable["tests"]["clustered"]["p_holm"] == 1.0
     raw = [c["tests"]["clustered"]["p"] for c in a["comparisons"]]
@@ -233,8 +235,8 @@ def test_markdown_and_html_state_the_minimum_detectable_difference():
     from reports.markdown import _families_markdown
 
     section = comparisons_section(NoWarehouse(), "rs", make_rows())
-    report = {"families": to_json(section.families)}
-    power = report["families"]["families"][0]["comparisons"][1]["power"]
+    report = typed(make_report(families=to_json(section.families)))
+    power = to_json(report)["families"]["families"][0]["comparisons"][1]["power"]
     mdd = power["detectable"][0]
     expected = (f"MDD at 80 %, one discordant seed per trap / all seeds alike: {100 * mdd['one_discordant_seed']:.1f}"
                 f" / {100 * mdd['all_seeds_alike']:.1f} pp (6/6 traps differ)")

@@ -6,22 +6,24 @@ from __future__ import annotations
 
 from reports.html.study import families_html
 from reports.markdown import _families_markdown
-from reports.model import CONFORMANCE_UNAVAILABLE
+from reports.model import CONFORMANCE_UNAVAILABLE, Report
+from tests.reports.test_html import make_report, typed
 
 NONE = {"p": 1.0, "p_holm": 1.0, "rejected": False}  # an unavailable slot: raw and adjusted p = 1
 
 
-def _report(with_funnel: bool) -> dict:
-    slot = {"a": "B5-MEM0", "b": "B0", "available": False, "effect": None, "power": None, "per_seed": None,
-            "tests": {"clustered": NONE}, "primary": NONE}
-    report = {"families": {"baseline": "B0", "baseline_source": "study", "study": "s.json", "primary_test": "clustered",
-                           "families": [{"name": "A", "role": "primary", "family_size": 6, "alpha": 0.05,
-                                         "comparisons": [slot]}]}}
+def _report(with_funnel: bool) -> Report:
+    slot = {"a": "B5-MEM0", "b": "B0", "available": False, "D": None, "units": None, "paired_cells": None,
+            "effect": None, "power": None, "per_seed": None, "tests": {"clustered": NONE}, "primary": NONE}
+    report = make_report(families={
+        "baseline": "B0", "baseline_source": "study", "study": "s.json", "primary_test": "clustered",
+        "families": [{"name": "A", "role": "primary", "family_size": 6, "alpha": 0.05, "tests": ["clustered"],
+                      "comparisons": [slot]}]})
     if with_funnel:
         report["conformance"] = {"registered": 2, "conformant": 1, "evaluated": 1, "conditions": [
             {"condition": "B5-MEM0", "status": "failed", "conformant": False, "evaluated": False,
              "failed_gates": ["cross_process_identity"], "record": "conformance/x.json", "label": CONFORMANCE_UNAVAILABLE}]}
-    return report
+    return typed(report)
 
 
 def test_a_conformance_unavailable_slot_is_labelled_and_another_is_not() -> None:

@@ -3,15 +3,18 @@ place in report.json, and how report.md and report.html show them."""
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import pytest
 
 from reports.effort import condition_efforts, condition_pass_hat_k, effort_markdown, effort_row, memory_call_row
-from reports.html import render_html
-from reports.markdown import render_markdown
 from reports.model import ConditionEffort, ConditionSummary, PassHatK, from_json, to_json
-from tests.reports.test_html import make_report
+from tests.reports.test_html import make_report, render_html, render_markdown, typed
+
+
+def _entry(**entry) -> ConditionSummary:
+    """A condition's entry of a report.json document with ENTRY's keys, read as the renderers take it."""
+    return from_json(ConditionSummary, {**make_report()["conditions"][0], **entry}, "entry")
 
 
 def row(condition: str, task: str, seed: int, passed: bool, *, tokens=(100, 20), ms=2000, sessions=2, memory=0,
@@ -53,8 +56,8 @@ def test_no_pass_leaves_per_pass_undefined_and_shown_as_a_dash():
     runs = [row("B0", "t1", 1, False), row("B0", "t1", 2, False)]
     effort = condition_efforts(runs, {"B0-t1-1": (1, 0.5)})["B0"]
     assert effort.tokens.per_pass is None and effort.cost_usd.per_pass is None and effort.wall_time_s.per_pass is None
-    entry = {"condition": "B0", "pass_rate": 0.0, "effort": to_json(effort),
-             "pass_hat_k": to_json(condition_pass_hat_k(runs)["B0"])}
+    entry = _entry(condition="B0", pass_rate=0.0, effort=to_json(effort),
+                   pass_hat_k=to_json(condition_pass_hat_k(runs)["B0"]))
     cells = dict(zip(("condition", "pass rate", "pass^k", "tok/cell", "tok/pass", "usd/cell", "usd/pass"),
                      effort_row(entry)))
     assert cells["tok/cell"] == "120" and cells["tok/pass"] == "—"
@@ -88,7 +91,7 @@ def test_the_figures_are_part_of_each_condition_in_report_json_and_round_trip():
     assert b5["effort"]["cost_usd"]["per_cell"] == pytest.approx(0.03)
     # an older report.json without them still reads, and renders without the part
     old = make_report()
-    assert effort_markdown(old) == "" and "Cost and reliability" not in render_html(old)
+    assert effort_markdown(typed(old)) == "" and "Cost and reliability" not in render_html(old)
 
     report["validity_gates"]["b0_headroom"]["overall"].update(preferred_threshold=0.4, preferred_passed=True)
     md = render_markdown(report)
@@ -122,9 +125,9 @@ def test_memory_calls_per_session_and_passes_per_memory_call_over_valid_cells():
     assert (b5.memory_calls, b5.memory_calls_per_session, b5.passes_per_memory_call) == (6, 1.0, 0.5)
     # control: an agent that never called memory has no rate per call (not 0, not infinite), shown "—"
     assert (b0.memory_calls, b0.memory_calls_per_session, b0.passes_per_memory_call) == (0, 0.0, None)
-    entry = {"condition": "B0", "pass_rate": 0.25, "effort": to_json(b0), "pass_hat_k": None}
+    entry = _entry(condition="B0", pass_rate=0.25, effort=to_json(b0))
     assert effort_row(entry)[-2:] == ["0.00", "—"]
-    entry = {"condition": "B5", "pass_rate": 1.0, "effort": to_json(b5), "pass_hat_k": None}
+    entry = _entry(condition="B5", pass_rate=1.0, effort=to_json(b5))
     assert effort_row(entry)[-2:] == ["1.00", "0.50"] and memory_call_row(entry) == ["B5", "1.00", "0.50"]
     # a cell whose run has no MemoryUse row (an older warehouse): unknown, never counted as no call
     partial = condition_efforts(RUNS, COSTS, {k: v for k, v in calls.items() if k != "B5-t2-1"})["B5"]
@@ -132,7 +135,7 @@ def test_memory_calls_per_session_and_passes_per_memory_call_over_valid_cells():
 
 
 def test_a_report_written_before_the_memory_call_figures_shows_them_as_unknown():
-    effort = to_json(condition_efforts(RUNS, COSTS)["B5"])
-    for key in ("memory_calls", "memory_calls_per_session", "passes_per_memory_call"):
-        del effort[key]
-    assert effort_row({"condition": "B5", "pass_rate": 1.0, "effort": effort, "pass_hat_k": None})[-2:] == ["—", "—"]
+    effort = replace(condition_efforts(RUNS, COSTS)["B5"], memory_calls=None, memory_calls_per_session=None,
+                     passes_per_memory_call=None)  # the fields' defaults: what an older report held
+    entry = replace(_entry(condition="B5", pass_rate=1.0), effort=effort)
+    assert effort_row(entry)[-2:] == ["—", "—"]

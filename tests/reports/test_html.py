@@ -1,10 +1,14 @@
-"""render_html on hand-built report dicts: self-contained, one SVG per plot, escaped names."""
+"""render_html on hand-built reports (report.json documents read with `from_json`, as a report
+read back from disk is): self-contained, one SVG per plot, escaped names."""
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from reports.html import render_html
+from reports.html import render_html as render_html_typed
+from reports.markdown import render_markdown as render_markdown_typed
+from reports.model import Report, from_json
 
 CONDITIONS = ("B0", "B5", "<b>evil&co</b>")
 
@@ -12,6 +16,23 @@ CONDITIONS = ("B0", "B5", "<b>evil&co</b>")
 def _summary(rate: float | None) -> dict:
     return {"cells": 4, "valid": 4, "passed": 0 if rate is None else round(4 * rate),
             "pass_rate": rate, "ci95": [None, None] if rate is None else [max(0.0, rate - 0.25), min(1.0, rate + 0.25)]}
+
+
+def typed(document: dict[str, Any]) -> Report:
+    """The typed report the renderers take, read from a report.json document."""
+    return from_json(Report, document)
+
+
+def render_html(document: dict[str, Any]) -> str:
+    return render_html_typed(typed(document))
+
+
+def render_markdown(document: dict[str, Any]) -> str:
+    return render_markdown_typed(typed(document))
+
+
+MEMORY_CONTRACT = {"status_counts": {}, "runtime_failure_counts": {}, "memory_helped": 0, "memory_hurt": 0,
+                   "citations_without_memory": 0}
 
 
 def make_report(**overrides) -> dict:
@@ -24,6 +45,7 @@ def make_report(**overrides) -> dict:
             "bootstrap": {"resamples": 2000, "seed": 20260101, "level": 0.95},
             "failure_counts": {"test_failure": 2, "<script>x</script>": 1},
             "memory_failure_counts": {"stale_memory": 1} if name != "B0" else {},
+            "memory_contract": dict(MEMORY_CONTRACT),
             "hygiene": {"repeated_error": {"numerator": 1, "denominator": 2, "rate": 0.5}},
             "by_construct": {"C1": _summary(rates[name]), "C2": _summary(None if name == "B0" else 0.5)},
             "clean_start": _summary(rates[name]), "continuation": _summary(rates[name]),
@@ -32,6 +54,7 @@ def make_report(**overrides) -> dict:
         "run_set": "rs-<1>", "suite": "smoke", "agent": "scripted:memory-literal",
         "conditions": conditions,
         "inputs": {"events": 123, "pack_digest": "ab" * 32},
+        "hygiene_by_construct": {},
         "ladder": [{"condition": n, "pass_rate": rates[n], "ci95": [rates[n] - 0.1, rates[n] + 0.1], "passed": 1,
                     "valid": 8, "rank": i + 1} for i, n in enumerate(sorted(rates, key=lambda n: -rates[n]))],
         "strata": {"constructs": {"C1": {"traps": 2, "pass_rate": dict(rates)},
@@ -41,18 +64,20 @@ def make_report(**overrides) -> dict:
         "validity_gates": {"baseline": "B0", "traps": 4, "seeds": 2, "passed": True,
                            "b0_headroom": {"overall": {"name": "B0 headroom", "value": 0.25, "threshold": 0.5,
                                                        "direction": "max", "passed": True, "numerator": 2,
-                                                       "denominator": 8},
+                                                       "denominator": 8, "preferred_threshold": 0.4,
+                                                       "preferred_passed": True},
                                            "by_construct": {}, "passed": True, "failing_constructs": []},
                            "exclusions": {}, "paired_coverage": {}},
-        "comparisons": {"baseline": "B0", "alpha": 0.05, "family_size": 2, "comparisons": [
+        "comparisons": {"baseline": "B0", "alpha": 0.05, "test": "clustered", "family_size": 2, "comparisons": [
             {"a": "B5", "b": "B0", "D": 4, "discordant_a": 4, "discordant_b": 0, "units": 4, "paired_cells": 8,
              "p_clustered": 0.123456789, "p_mcnemar": 0.0625, "p_majority": 0.25,
-             "p_per_seed": {"1": 0.5, "2": 0.5}, "p_holm": 0.24691357},
+             "p_per_seed": {"1": 0.5, "2": 0.5}, "p_holm": 0.24691357, "clustered_method": "exact"},
             {"a": "<b>evil&co</b>", "b": "B0", "D": 2, "discordant_a": 2, "discordant_b": 0, "units": 2,
              "paired_cells": 8, "p_clustered": 0.5, "p_mcnemar": 0.5, "p_majority": 1.0,
-             "p_per_seed": {"1": 1.0, "2": 1.0}, "p_holm": 0.5}]},
-        "resources": {"baseline": "B0", "conditions": {
+             "p_per_seed": {"1": 1.0, "2": 1.0}, "p_holm": 0.5, "clustered_method": "exact"}]},
+        "resources": {"baseline": "B0", "runs": "valid runs", "cost": "total tokens", "conditions": {
             n: {"runs": 8, "successes": int(8 * rates[n]),
+                "total": {},
                 "mean": {"input_tokens": 1000.0 * (i + 1), "cached_input_tokens": 0.0, "output_tokens": 100.0,
                          "reasoning_tokens": 0.0, "total_tokens": 1000.0 * (i + 1) + 100, "tool_invocations": 3.0,
                          "patch_invocations": 1.0, "compactions": 0.0, "wall_time_s": 2.5},
@@ -93,19 +118,18 @@ def test_tables_and_p_values_to_four_significant_digits():
 
 
 def test_renders_gracefully_without_optional_keys():
-    report = make_report()
-    for key in ("ladder", "strata", "validity_gates", "comparisons", "resources"):
-        report.pop(key)
+    report = make_report(ladder=[], resources={"baseline": "B0", "runs": "valid runs", "cost": "total tokens",
+                                               "conditions": {}})
+    report["strata"] = {"constructs": {}, "clean_start": {"traps": 0, "pass_rate": {}},
+                        "continuation": {"traps": 0, "pass_rate": {}}}
+    report["comparisons"]["comparisons"] = []
     for c in report["conditions"]:
-        for key in ("by_construct", "clean_start", "continuation", "failure_counts", "memory_failure_counts",
-                    "hygiene"):
-            c.pop(key)
+        c.update(by_construct={}, failure_counts={}, memory_failure_counts={}, hygiene={})
     html = render_html(report)
     assert '<svg id="ladder-plot"' in html and "no construct strata" in html and "no resource figures" in html
-    assert 'id="gates"' not in html
-    none_rate = make_report()
+    assert "No comparisons" in html and 'id="hygiene"' not in html and 'id="families"' not in html
+    none_rate = make_report(ladder=[])
     none_rate["conditions"][0]["pass_rate"] = None
-    none_rate.pop("ladder")
     assert "no valid cells" in render_html(none_rate)
 
 
@@ -120,7 +144,6 @@ def test_in_process_oracle_isolation_is_a_warning_on_the_page():
 def test_issue14_gates_and_hygiene_panel_render():
     """Reversed constructs, stratum validity, warm-up, continuation audit and the hygiene panel show
     with their verdicts in both renderers."""
-    from reports.markdown import render_markdown
 
     gate = {"name": "g", "value": 0.25, "threshold": 0.5, "direction": "max", "passed": True, "numerator": 1,
             "denominator": 4}

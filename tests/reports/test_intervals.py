@@ -9,6 +9,8 @@ from analytics.bootstrap import trap_cluster_bootstrap_ci
 from analytics.exact import clopper_pearson
 from reports.conventions import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CI_BOOTSTRAP, CI_EXACT, ci_method, pass_summary
 from reports.markdown import _ci
+from reports.model import LadderEntry
+from tests.reports.test_html import make_report, render_html, render_markdown
 
 NONE_OF_NINE = {"t1": [False] * 3, "t2": [False] * 3, "t3": [False] * 3}  # smoke's 3 traps × 3 seeds
 
@@ -37,31 +39,31 @@ def test_a_mixed_fraction_keeps_the_bootstrap_and_says_so():
 
 
 def test_report_md_marks_an_exact_interval():
-    assert _ci({"ci95": [0.0, 0.7076], "ci_method": CI_EXACT}) == "[0.0%, 70.8%] exact"
-    assert _ci({"ci95": [0.2, 0.6], "ci_method": CI_BOOTSTRAP}) == "[20.0%, 60.0%]"
+    def entry(ci95: list[float | None], method: str) -> LadderEntry:
+        return LadderEntry(condition="B0", pass_rate=0.0, ci95=ci95, passed=0, valid=9, rank=1, ci_method=method)
+
+    assert _ci(entry([0.0, 0.7076], CI_EXACT)) == "[0.0%, 70.8%] exact"
+    assert _ci(entry([0.2, 0.6], CI_BOOTSTRAP)) == "[20.0%, 60.0%]"
 
 
 def test_constructs_are_shown_with_their_names_from_the_paper():
     """Issue 25: constructs appear as "C9 Spurious-lesson rejection / disconfirmation" (DreamBench-SWE
     Table 30), never bare, in report.md and report.html."""
     from reports.conventions import construct_label
-    from reports.html import render_html
-    from reports.markdown import render_markdown
     from schemas.pack_format import CONSTRUCT_NAMES, CONSTRUCTS
 
     assert set(CONSTRUCT_NAMES) == set(CONSTRUCTS)
     assert construct_label("C9") == "C9 Spurious-lesson rejection / disconfirmation"
     assert construct_label("C11") == "C11"
     entry = {"pass_rate": 0.0, "ci95": [0.0, 0.7], "ci_method": CI_EXACT}
-    report = {"run_set": "r", "suite": "s", "agent": "scripted:null", "inputs": {"events": 1, "pack_digest": "d"},
-              "conditions": [{"condition": "B0", "cells": 3, "passed": 0, "excluded": 0, "bootstrap": {},
-                              "by_construct": {"C9": {**entry, "cells": 3, "valid": 3, "passed": 0}}, **entry}],
-              "ladder": [{"condition": "B0", "rank": 1, "passed": 0, "valid": 3, **entry}],
-              "strata": {"constructs": {"C9": {"traps": 3, "pass_rate": {"B0": 0.0}}},
-                         "clean_start": {"traps": 0, "pass_rate": {}}, "continuation": {"traps": 3, "pass_rate": {}}},
-              "validity_gates": {"b0_headroom": {"overall": None, "by_construct": {}, "failing_constructs": [],
-                                                 "passed": False},
-                                 "exclusions": {}, "paired_coverage": {}}}
+    report = make_report(run_set="r", suite="s", agent="scripted:null", inputs={"events": 1, "pack_digest": "d"})
+    report["conditions"] = [{**report["conditions"][0], "condition": "B0", "cells": 3, "passed": 0,
+                             "by_construct": {"C9": {**entry, "cells": 3, "valid": 3, "passed": 0}}, **entry}]
+    report["ladder"] = [{"condition": "B0", "rank": 1, "passed": 0, "valid": 3, **entry}]
+    report["strata"] = {"constructs": {"C9": {"traps": 3, "pass_rate": {"B0": 0.0}}},
+                        "clean_start": {"traps": 0, "pass_rate": {}}, "continuation": {"traps": 3, "pass_rate": {}}}
+    report["validity_gates"]["b0_headroom"] = {"overall": None, "by_construct": {}, "failing_constructs": [],
+                                               "passed": False}
     md = render_markdown(report)
     assert "| C9 Spurious-lesson rejection / disconfirmation | 3 |" in md
     assert "C9 Spurious-lesson rejection / disconfirmation" in render_html(report)

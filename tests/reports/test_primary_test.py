@@ -9,8 +9,9 @@ from analytics.cells import Cell
 from reports.comparisons import PRIMARY_TEST, comparisons_from_cells, families_from_cells
 from reports.html.study import families_html
 from reports.html.table_markup import comparisons_table
-from reports.markdown import _family_tests_markdown, render_markdown
-from reports.model import to_json
+from reports.markdown import _family_tests_markdown
+from reports.model import FamilyComparison, from_json, to_json
+from tests.reports.test_html import make_report, render_markdown, typed
 
 CELLS = [Cell(unit=f"t{t}", seed=s, condition=c, passed=c == "B5") for t in range(3) for s in (1, 2, 3)
          for c in ("B0", "B5")]
@@ -26,25 +27,26 @@ def test_the_primary_verdict_stands_beside_a_secondary_rejection():
     (comp,) = fams["families"][0]["comparisons"]
     assert comp["primary"]["p"] == 0.25 and not comp["primary"]["rejected"]
     assert comp["tests"]["mcnemar"]["rejected"]  # the shape that was misread
-    lines = _family_tests_markdown(comp, fams["primary_test"])
+    lines = _family_tests_markdown(from_json(FamilyComparison, comp, "comparison"), fams["primary_test"])
     assert lines[0] == "clustered (primary) 0.25 → 0.25 not rejected"
     assert "mcnemar 0.003906 → 0.003906 rejected (secondary; primary NOT rejected)" in lines
-    html = families_html({"families": fams})
+    html = families_html(typed(make_report(families=fams)))
     assert "clustered (primary)" in html and "rejected (secondary; primary NOT rejected)" in html
 
 
 def test_an_older_report_without_the_primary_key_still_renders():  # the control: what was shown before
     fams = _families()
     comp = {k: v for k, v in fams["families"][0]["comparisons"][0].items() if k != "primary"}
-    assert "mcnemar 0.003906 → 0.003906 **rejected**" in _family_tests_markdown(comp, None)
+    assert "mcnemar 0.003906 → 0.003906 **rejected**" in _family_tests_markdown(
+        from_json(FamilyComparison, comp, "comparison"), None)
 
 
 def test_the_comparisons_table_leads_with_the_primary_test_and_its_verdict():
     family = to_json(comparisons_from_cells(CELLS, ["B0", "B5"], "B0"))
-    report = {"comparisons": family}
-    html = comparisons_table(report)
+    html = comparisons_table(typed(make_report(comparisons=family)))
+    assert html is not None
     assert "p clustered (primary)" in html and "not rejected" in html and "a small secondary p is not a rejection" in html
-    md = render_markdown({"run_set": "r", "suite": "smoke", "agent": "scripted:refsol", "conditions": [],
-                          "inputs": {"events": 1, "pack_digest": "d"}, "comparisons": family})
+    md = render_markdown(make_report(run_set="r", agent="scripted:refsol", conditions=[],
+                                     inputs={"events": 1, "pack_digest": "d"}, comparisons=family))
     assert "| p clustered (primary) | p Holm | verdict |" in md and "| 0.25 | 0.25 | not rejected |" in md
     assert "Primary test: the exact trap-clustered sign-flip test" in md

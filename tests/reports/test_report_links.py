@@ -9,8 +9,7 @@ from urllib.parse import parse_qs, unquote, urljoin
 
 import pytest
 
-from reports.html import render_html
-from tests.reports.test_html import make_report
+from tests.reports.test_html import make_report, render_html, typed
 
 REPORT_AT = "http://127.0.0.1:8000/runs/rs-%3C1%3E/report.html"  # where `membench view` serves it
 AGENT_WORDS = 'HTTP 401 <img src=x onerror="alert(1)"> & more'
@@ -112,13 +111,6 @@ def test_without_example_units_a_gate_example_links_to_its_reason():
     assert [units_filter(h) for h in example] == [("rs/rs-<1>", {"condition": "B5", "reason": "model_misconfigured"})]
 
 
-def test_no_run_set_no_links():
-    report = gated_report()
-    del report["run_set"]
-    html = render_html(report)
-    assert links(html, "failures") == [] and links(html, "gates") == []
-
-
 def test_agent_text_in_a_gate_example_stays_inert(monkeypatch):
     """The example is the run's own words (a model's error message): escaped into the page. Control:
     with escaping bypassed the same words would open an element."""
@@ -134,4 +126,4 @@ def test_agent_text_in_a_gate_example_stays_inert(monkeypatch):
 def test_a_zero_count_is_not_a_link(count):
     from reports.html.table_markup import reason_count
 
-    assert reason_count({"run_set": "rs"}, "B0", "test_failure", count) == "0"
+    assert reason_count(typed(make_report(run_set="rs")), "B0", "test_failure", count) == "0"

@@ -94,8 +94,7 @@ def test_a_secret_in_a_rendered_report_fails_the_proof():
 
 
 def test_markdown_and_html_render_the_new_parts():
-    from reports.html import render_html
-    from reports.markdown import render_markdown
+    from tests.reports.test_html import render_html, render_markdown
     from tests.reports.test_model import _full_report
 
     report = _full_report()

@@ -135,9 +135,8 @@ def test_a_b0_alone_run_failing_a_reversed_construct_renders(tmp_path):
     """Issue 25, defect 1: B0 alone, failing the reversed trap C9. `failing_constructs` names C9, whose gate
     is in `reversed`, not `by_construct`: report.md ended in KeyError 'C9'. The control shows the report
     does carry that shape (so the test exercises the path that crashed)."""
-    from reports.html import render_html
-    from reports.markdown import render_markdown
     from reports.model import to_json
+    from tests.reports.test_html import render_html, render_markdown
 
     runs = [_run(task, "B0", seed, False) for task in TRAPS for seed in (1, 2, 3)]
     document = to_json(_report(tmp_path, runs))

@@ -10,6 +10,7 @@ from urllib.parse import urljoin
 import pytest
 
 from reports.html.study import matrix_html
+from tests.reports.test_html import make_report, typed
 from tests.viewer.test_view_api import _get
 from tests.viewer.test_view_logs import LogWriter, emit_run, write_log
 from viewer.http_server import REPORT_CSP, BadRequest, NotFound, ViewApp, ViewServer
@@ -123,8 +124,8 @@ def test_http_pair_search_and_report(runs_dir, server):
     assert _get(server, "/api/run_sets/nope/search?q=x")[0] == 404
     assert _get(server, "/api/run_sets/rs/pair/t9/1")[0] == 404
     assert _get(server, "/runs/rs/report.html")[0] == 404  # not written yet
-    report = {"run_set": "rs", "suite": "suite", "outcome_matrix": {
-        "traps": ["t1"], "seeds": ["1"], "conditions": {"B5": {"t1": {"1": "pass"}}}}}
+    report = typed(make_report(run_set="rs", suite="suite", outcome_matrix={
+        "traps": ["t1"], "seeds": ["1"], "conditions": {"B5": {"t1": {"1": "pass"}}}}))
     (runs_dir / "rs" / "report.html").write_text(f"<!DOCTYPE html><html><body>{matrix_html(report)}</body></html>")
     status, headers, body = _get(server, "/runs/rs/report.html")
     assert status == 200 and headers["Content-Type"] == "text/html; charset=utf-8"
@@ -147,7 +148,7 @@ def test_report_links_escape_trap_and_run_set_names():
     """A trap name is pack text: in the matrix's link it is percent-encoded and escaped, never markup.
     Control: the same name unescaped would open a script element."""
     name = '"><script>alert(1)</script>'
-    html = matrix_html({"run_set": "rs", "suite": "s", "outcome_matrix": {
-        "traps": [name], "seeds": ["1"], "conditions": {"B0": {name: {"1": "fail"}}}}})
+    html = matrix_html(typed(make_report(run_set="rs", suite="s", outcome_matrix={
+        "traps": [name], "seeds": ["1"], "conditions": {"B0": {name: {"1": "fail"}}}})))
     assert "<script" not in html and "%3Cscript%3E" in html
     assert "<script" in f'<a href="{name}">'  # what an unescaped href would have put in the page

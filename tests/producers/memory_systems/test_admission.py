@@ -225,6 +225,7 @@ def test_a_spent_repair_budget_is_its_own_status_naming_the_record_that_spent_it
     from reports.markdown import _study_parts_markdown
     from reports.model import to_json
     from reports.study import FamilySpec, Study
+    from tests.reports.test_html import make_report, typed
 
     study = Study(source="s.json", baseline="B0", alpha=0.05,
                   families=(FamilySpec("A", "primary", (("B2-dense", "B0"),), ("clustered",)),))
@@ -232,8 +233,9 @@ def test_a_spent_repair_budget_is_its_own_status_naming_the_record_that_spent_it
     (entry,) = [e for e in funnel.conditions if e.condition == "B2-dense"]
     assert (entry.status, entry.record, entry.failed_gates, entry.conformant) == ("budget_spent", spent_by, ["x"],
                                                                                    False)
-    provenance = {"agents": [], "agent_kinds": [], "models": [], "code_digests": [], "seeds": [1], "runs": 1}
-    text = _study_parts_markdown({"provenance": provenance, "conformance": to_json(funnel)})
+    provenance = {"agents": [], "agent_kinds": [], "models": [], "code_digests": [], "pack_digests": [], "seeds": [1],
+                  "conditions": [], "runs": 1}
+    text = _study_parts_markdown(typed(make_report(provenance=provenance, conformance=to_json(funnel))))
     assert f"  - B2-dense: budget_spent (spent by {spent_by}), failed x" in text, text
 
 
