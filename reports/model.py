@@ -2,7 +2,8 @@
 
 `reports.build.build_report` returns a `Report`; `to_json(report)` is exactly what `report.json`
 holds (fields in declaration order; a field marked `OMIT_IF_NONE` is left out while it is None).
-Markdown and HTML render that JSON form, so a `report.json` read back from disk renders the same.
+Markdown and HTML render the `Report` itself; a `report.json` read back from disk with
+`from_json(Report, …)` is the same value, so it renders the same.
 
 Keys are added over time, never renamed. `docs/reports.md` carries the key reference generated
 by `key_reference_markdown()` (`python -m reports.model` prints it); a test checks they agree.
