@@ -81,6 +81,14 @@ def test_report_contract(smoke):
 
     assert to_json(from_json(Report, report)) == report
     assert report["schema_version"] == REPORT_SCHEMA_VERSION  # the contract version it was written under
+    # the renderers take the typed report: report.json read back renders the files the run wrote, byte for byte
+    from reports.html import render_html
+    from reports.markdown import render_markdown
+
+    written = home / "runs" / report["run_set"]
+    read_back = from_json(Report, report)
+    assert render_markdown(read_back) == (written / "report.md").read_text(encoding="utf-8")
+    assert render_html(read_back) == (written / "report.html").read_text(encoding="utf-8")
 
 
 def test_log_is_plain_avro_and_matches_the_warehouse(smoke):
