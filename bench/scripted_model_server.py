@@ -1,7 +1,8 @@
 """A local, scripted model server speaking the three wire APIs the gateway relays — the upstream
 for the gateway's tests and for `membench bench gateway`. No model runs here: answers come from a
 *script* (below), rendered in the format the request's API expects, streamed as server-sent
-events when the request asks for a stream, with deterministic usage.
+events when the request asks for a stream, with deterministic usage (and, on the Messages API, a
+message id of each answer's own: `_answer_id`).
 
 A script (JSON, `{"sessions": [...]}`) says what the "model" does per task session:
 `{"when": TEXT, "files": {path: template}, "slots": {name: {"pattern": REGEX, "default": V}},
@@ -404,11 +405,21 @@ def _responses(decision, body, n_in, n_out, chunks):
     return events, response
 
 
+def _answer_id(body: dict[str, Any]) -> str:
+    """An answer's own id, as a provider gives each message: a digest of the request, so no two
+    answers of a session share one (Claude Code joins the content blocks of answers that carry the
+    same message id into one assistant message: with one id for every answer, a session of two
+    tool-call steps would show one step in its history, and the script would repeat the second step
+    until the agent's wall clock ended the session) and a repeated run gets the same ids."""
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:24]
+
+
 def _messages(decision, body, n_in, n_out, chunks):
+    step = _steps_taken("messages", body)
     if "mcp" in decision or "tool" in decision:
-        block = ({"type": "tool_use", "id": f"toolu_mcp_{_steps_taken('messages', body)}",
+        block = ({"type": "tool_use", "id": f"toolu_mcp_{step}",
                   "name": decision["mcp"]["name"], "input": decision["mcp"]["arguments"]} if "mcp" in decision else
-                 {"type": "tool_use", "id": "toolu_write_1", "name": "Bash",
+                 {"type": "tool_use", "id": f"toolu_write_{step}", "name": "Bash",
                   "input": {"command": _write_command(decision["tool"]["files"]), "description": "Write the change"}})
         stop = "tool_use"
         deltas = [{"type": "input_json_delta", "partial_json": json.dumps(block["input"])}]
@@ -418,7 +429,7 @@ def _messages(decision, body, n_in, n_out, chunks):
         stop = "end_turn"
         deltas = [{"type": "text_delta", "text": p} for p in _pieces(decision["text"], chunks)]
         start_block = {"type": "text", "text": ""}
-    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": body.get("model"),
+    message = {"id": f"msg_{_answer_id(body)}", "type": "message", "role": "assistant", "model": body.get("model"),
                "content": [block], "stop_reason": stop, "stop_sequence": None,
                "usage": {"input_tokens": n_in, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
                          "output_tokens": n_out}}

@@ -55,6 +55,9 @@ def test_an_agent_writes_in_s1_and_reads_in_s3_through_the_knowledge_graph(cli, 
     assert proc.returncode == 0, proc.stderr[-3000:]
     evs = events(home, run_set)
     assert outcomes(evs) == ["pass", "pass", "pass"] and run_end(evs)["status"] == "completed"
+    # every session's agent ended on its own: none ran until the wall clock killed it (a session whose
+    # files were written before it looped on would still pass, and take the whole wall clock)
+    assert [e.payload["status"] for e in evs if e.kind == "SessionEnded"] == ["completed"] * 3
     # nothing was put into a prompt: the first request of S3 carries no currency code
     writes = [e for e in evs if e.kind == "MemoryWrite"]
     reads = [e for e in evs if e.kind == "MemoryRead"]
