@@ -342,7 +342,7 @@ def verify_written(console: RunDisplay, settings: Settings, run_set: str):
     with the checks of `membench replay runs/<run_set>/events.avro --verify` — the same call
     (`audit.verify.verify_source`): chains, scored diffs, the processors' folds and dead letters, the
     re-derived events against the warehouse, the root against the log_root.json just written. Prints
-    each finding; returns the report's `LogVerification` (`exit_unless_verified` ends the command)."""
+    each finding; returns the report's `LogVerification` (`exit_unless_verified` raises on it)."""
     from audit.verify import problem_lines, verify_source
     from producers.bus.base import run_set_log_path
     from reports.model import LogVerification
