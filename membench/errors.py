@@ -4,6 +4,10 @@ chooses how a process ends."""
 
 from __future__ import annotations
 
+import os
+import sys
+from typing import NoReturn
+
 import click
 
 EXIT_OK = 0
@@ -23,11 +27,36 @@ class UsageError(click.ClickException):
         return " ".join(str(self.message).split())
 
 
+def stop_exit_status(stopped: str | None, after_grid: bool = False) -> int:
+    """The exit status of how a grid ended (`pipeline.stopping.GridStop.stopped`, an outcome's
+    `stopped`): 4 when it stopped itself for its harness, 130 for a signal (also one that came
+    once every unit had ended, AFTER_GRID), else 0."""
+    if stopped is not None:
+        return EXIT_HARNESS_FAULTS if stopped == "harness_faults" else EXIT_STOPPED
+    return EXIT_STOPPED if after_grid else EXIT_OK
+
+
 def run_exit_status(outcome) -> int:
     """The exit status of a grid run's `pipeline.grid_run.RunOutcome` (before --strict): a stop
     first (whatever its log holds, the findings are shown), then a log that does not verify."""
-    if outcome.stopped is not None:
-        return EXIT_HARNESS_FAULTS if outcome.stopped == "harness_faults" else EXIT_STOPPED
-    if not outcome.verified:
+    if outcome.stopped is None and not outcome.verified:
         return EXIT_AUDIT_FAILED
-    return EXIT_STOPPED if outcome.stopped_after_grid else EXIT_OK
+    return stop_exit_status(outcome.stopped, outcome.stopped_after_grid)
+
+
+def end_stopped(status: int) -> NoReturn:
+    """Exit with STATUS after a grid's stop. A unit thread still blocked past the kill (its output
+    is fenced) would be joined by a plain exit, so the process then ends at once, streams flushed."""
+    from pipeline.stopping import unit_threads_alive
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if unit_threads_alive():
+        os._exit(status)
+    raise SystemExit(status)
+
+
+def hard_exit() -> None:
+    """A third Ctrl-C / SIGTERM (`pipeline.stopping.GridStop`'s last resort): end the process at
+    once, whatever thread, Kafka client or sandbox child still hangs."""
+    os._exit(EXIT_STOPPED)

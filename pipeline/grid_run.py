@@ -15,11 +15,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich import box
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
 from pipeline.run_errors import AuditFailed, ReportRefused, RunRefused
 from pipeline.settings import Settings
 
@@ -40,90 +35,6 @@ def open_warehouse(settings: Settings, create: bool = True):
         return connect(settings.warehouse, create=create)
     except WarehouseError as exc:
         raise RunRefused(str(exc)) from None
-
-
-def print_table(console: Console, report: Report) -> None:
-    """The pass-rate table, and under it one line per failed validity gate naming the comparisons it
-    invalidates (reports/gate_failures.py)."""
-    table = Table(title=f"{report.suite} · {report.agent} · run set {report.run_set}")
-    for column in ("condition", "cells", "passed", "pass rate", "95% CI", "excluded"):
-        table.add_column(column, justify="left" if column == "condition" else "right")
-    gates = report.validity_gates
-    for c in report.conditions:
-        low, high = c.ci95
-        rate = "—" if c.pass_rate is None else f"{100 * c.pass_rate:.1f}%"
-        ci = "—" if low is None or high is None else f"{100 * low:.1f}–{100 * high:.1f}%"
-        if c.ci_method == "clopper_pearson_traps":  # all or none passed: the bootstrap has zero width there
-            ci += " exact"
-        # why, where the user looks: a misconfigured model must not read as a bare count
-        gate = gates.exclusions.get(c.condition)
-        reasons = ", ".join(f"{reason} {n}" for reason, n in (gate.reasons if gate else {}).items())
-        table.add_row(c.condition, str(c.cells), str(c.passed), rate, ci,
-                      f"{c.excluded} ({reasons})" if c.excluded and reasons else str(c.excluded))
-    console.print(table)
-    # a failed validity gate is shown with the numbers it invalidates, never only deep in report.md
-    from reports.gate_failures import failure_lines
-
-    print_effort_table(console, report)
-
-    for line in failure_lines(report):
-        console.print(Text(line, style="bold red"), soft_wrap=True)
-    print_verdicts(console, report)
-
-
-def print_effort_table(console: Console, report: Report) -> None:
-    """What each condition's pass rate cost and how reliably it passes (reports/effort.py), as a
-    second table so the pass-rate table stays narrow; a report without the figures prints none."""
-    from reports.effort import CLI_EFFORT_COLUMNS, CLI_MEMORY_CALL_COLUMNS, effort_row, memory_call_row
-
-    rows = [row for row in (effort_row(c, cli=True) for c in report.conditions) if row is not None]
-    if not rows:
-        return
-    k = next((c.pass_hat_k.k for c in report.conditions if c.pass_hat_k is not None), None)
-    table = Table(title=f"cost and reliability · per valid cell / per pass · pass^k over k={k} seeds", box=box.SIMPLE)
-    for column in CLI_EFFORT_COLUMNS:
-        table.add_column(column, justify="left" if column == "condition" else "right")
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)
-    calls = Table(title="memory the agent called · over the valid cells' sessions", box=box.SIMPLE)
-    for column in CLI_MEMORY_CALL_COLUMNS:
-        calls.add_column(column, justify="left" if column == "condition" else "right")
-    for calls_row in (memory_call_row(c) for c in report.conditions):
-        if calls_row is not None:
-            calls.add_row(*calls_row)
-    console.print(calls)
-
-
-def plain_progress(console: Console, total: int, what: str = "units", passes: bool = True):
-    """Plain progress lines on CONSOLE's stream when it is not a terminal (pipeline/progress_lines.py);
-    on a terminal the rich bar shows progress and the lines are off."""
-    from pipeline.progress_lines import PlainProgress
-
-    say = lambda text: console.print(text, highlight=False, markup=False, soft_wrap=True)  # noqa: E731
-    return PlainProgress(total, say, interval_s=None if not console.is_terminal else 0, what=what, passes=passes)
-
-
-def print_verdicts(console: Console, report: Report) -> None:
-    """One verdict line per comparison the user asked (--compare) and per comparison of the primary
-    family (reports/comparison_verdicts.py); the other families' are counted and left to report.md."""
-    asked = list(report.requested or [])
-    verdicts = list(report.verdicts or [])
-    shown = {(frozenset((v.a, v.b)), v.family) for v in asked}
-    primary = [v for v in verdicts if v.role == "primary" and (frozenset((v.a, v.b)), v.family) not in shown]
-    if not asked and not primary:
-        return
-    console.print("verdicts (primary test: exact trap-clustered sign-flip; Holm within the family):",
-                  highlight=False, markup=False)
-    for label, items in (("asked", asked), ("primary", primary)):
-        for v in items:
-            style = "green" if v.status == "publishable" else "yellow" if v.status == "not_publishable" else ""
-            console.print(Text(f"  {label}: {v.line}", style=style), soft_wrap=True, highlight=False)
-    rest = sum(1 for v in verdicts if v.role != "primary" and (frozenset((v.a, v.b)), v.family) not in shown)
-    if rest:
-        families = ", ".join(dict.fromkeys(v.family for v in verdicts if v.role != "primary"))
-        console.print(f"  {rest} more verdicts ({families}) in report.md; ask one with --compare A:B",
-                      highlight=False, markup=False, soft_wrap=True)
 
 
 def render_report(report: Report, secrets=()) -> dict[str, str]:
@@ -157,16 +68,16 @@ def write_report(settings: Settings, report: Report, secrets=(), out: Path | Non
     return out
 
 
-def refuse(console: Console, lines: list[str], what: str, hint: str = "") -> None:
+def refuse(console: RunDisplay, lines: list[str], what: str, hint: str = "") -> None:
     """Show each problem and raise `AuditFailed`: an audit failure (exit 1 on the CLI), not a usage error."""
     for line in lines:
-        console.print(Text.assemble(("MISMATCH ", "bold red"), line), highlight=False, soft_wrap=True)
+        console.problem("MISMATCH", line)
     summary = f"{what}: the warehouse disagrees with the log (above); nothing was written{hint}"
     console.print(summary, highlight=False, markup=False, soft_wrap=True)
     raise AuditFailed(summary)
 
 
-def open_embedded(console: Console, settings: Settings, warehouse, run_set: str, verb: str) -> EmbeddedPipeline:
+def open_embedded(console: RunDisplay, settings: Settings, warehouse, run_set: str, verb: str) -> EmbeddedPipeline:
     """The embedded pipeline on the run set's log, as a grid run and a transfer run open it: first,
     the warehouse must still agree with the log_root.json of the run set's last end (a tampered
     warehouse is refused, exit 1, not laundered into a new root). Recover it (`recover`) before
@@ -233,7 +144,7 @@ class RunOutcome:
 def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, workers: int, agent_for=None,
                  verb: str = "run", signer=None, *, build_report: ReportBuilder, stop_grace: float = 30.0,
                  display: RunDisplay | None = None, resume: str | None = None,
-                 workers_note: str | None = None) -> RunOutcome:
+                 workers_note: str | None = None, hard_exit: Callable[[], None] | None = None) -> RunOutcome:
     """Run `units` on the embedded pipeline, skipping those already complete in the warehouse,
     showing its account and progress on DISPLAY (default: nothing); then rebuild
     (`build_report(warehouse, run_set, blob_dir)` → (report, secrets)) and write the report, and
@@ -249,7 +160,8 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
     cannot read: `AuditFailed`).
 
     A first SIGINT/SIGTERM starts no further unit and gives the running ones `stop_grace` seconds; a
-    second one (or the period's end) fences the log and kills their sandboxes (pipeline/stopping.py).
+    second one (or the period's end) fences the log and kills their sandboxes (pipeline/stopping.py);
+    a third calls HARD_EXIT (the CLI's ends the process; None: KeyboardInterrupt).
     Every unfinished attempt is then closed `RunEnded{abandoned}`, the report is written marked
     `partial` with RESUME (how to go on) and the outcome says `stopped="signal"`. A grid whose oracle
     harness keeps faulting stops itself the same way (`HarnessFaultLimit`), the cause as the
@@ -270,7 +182,7 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
     # Installed around the whole body: a signal during recovery, the report or the log root is
     # a stop too, never a traceback or a death that leaves the log root unwritten.
     stop = GridStop(stop_grace, say=lambda text: display.print(text, highlight=False, markup=False,
-                                                                soft_wrap=True))
+                                                                soft_wrap=True), hard_exit=hard_exit)
     with stop.installed():
         return _run_body(display, run_set, config, root_file, pack, units, sandbox_name, settings, workers,
                          agent_for, verb, signer, build_report, stop,
@@ -397,7 +309,7 @@ def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, se
     return outcome
 
 
-def write_log_root(console: Console, path: Path, state, signer, warehouse_dsn: str) -> None:
+def write_log_root(console: RunDisplay, path: Path, state, signer, warehouse_dsn: str) -> None:
     """runs/<run_set>/log_root.json at the end of the run set: root, heads, row digests, signature.
     Without a key, a signature already there is kept while it signs the same root (a re-run that ran
     nothing); a root that changed loses it, with a warning, since it would no longer verify."""
@@ -405,7 +317,7 @@ def write_log_root(console: Console, path: Path, state, signer, warehouse_dsn: s
 
     for lines in state.problems.values():  # the run just wrote these rows: a disagreement is a bug
         for line in lines:
-            console.print(Text.assemble(("WARNING ", "bold red"), line), highlight=False, soft_wrap=True)
+            console.problem("WARNING", line)
     signature = sign(signer, state.run_set, state.root) if signer is not None else None
     if signer is None and path.exists():
         try:
@@ -425,12 +337,12 @@ def write_log_root(console: Console, path: Path, state, signer, warehouse_dsn: s
                       markup=False, soft_wrap=True)
 
 
-def verify_written(console: Console, settings: Settings, run_set: str):
+def verify_written(console: RunDisplay, settings: Settings, run_set: str):
     """The end of every embedded `membench run`, `score` and `transfer`: the run set's log replayed
     with the checks of `membench replay runs/<run_set>/events.avro --verify` — the same call
     (`audit.verify.verify_source`): chains, scored diffs, the processors' folds and dead letters, the
     re-derived events against the warehouse, the root against the log_root.json just written. Prints
-    each finding; returns the report's `LogVerification` (`exit_unless_verified` ends the command)."""
+    each finding; returns the report's `LogVerification` (`exit_unless_verified` raises on it)."""
     from audit.verify import problem_lines, verify_source
     from producers.bus.base import run_set_log_path
     from reports.model import LogVerification
@@ -459,7 +371,7 @@ class LogNotVerified(AuditFailed):
     `membench replay --verify` does on the same findings."""
 
 
-def show_unless_verified(console: Console, verified, settings: Settings, run_set: str) -> str | None:
+def show_unless_verified(console: RunDisplay, verified, settings: Settings, run_set: str) -> str | None:
     """When the log the command wrote does not verify: the line saying so (its numbers are shown and
     its report written, marked "not verified"), shown and returned; None when it verifies."""
     from producers.bus.base import run_set_log_path
@@ -474,7 +386,7 @@ def show_unless_verified(console: Console, verified, settings: Settings, run_set
     return line
 
 
-def exit_unless_verified(console: Console, verified, settings: Settings, run_set: str) -> None:
+def exit_unless_verified(console: RunDisplay, verified, settings: Settings, run_set: str) -> None:
     """`LogNotVerified` when the log the command wrote does not verify (`show_unless_verified`): a
     command never ends with exit status 0 on it."""
     line = show_unless_verified(console, verified, settings, run_set)

@@ -225,7 +225,8 @@ def run_grid(request: RunRequest, display: RunDisplay | None = None) -> RunOutco
     scoring pre-flight fails or the run set's recorded environment differs, `AuditFailed` when the
     warehouse disagrees with the log, `ReportRefused` when the units ran but the report cannot be
     built. A SIGINT/SIGTERM during the call (main thread) stops the grid cleanly: the outcome says
-    `stopped="signal"`."""
+    `stopped="signal"`; a second kills the running units' sandboxes, and a third raises
+    KeyboardInterrupt (the call ends no process: `membench run` gives the grid its hard exit)."""
     from pipeline.run_display import SilentDisplay
     from pipeline.run_environment import prepare_scoring
     from producers.grid import RunConfig, code_digest, default_run_set, plan_grid

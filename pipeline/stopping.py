@@ -7,31 +7,37 @@
   unit threads wind down at once; the caller then closes every unfinished attempt in the log with
   `RunEnded{abandoned}` (producers/attempts.py), which keeps the log verifiable (`membench replay`)
   and the units retried on resume.
-- A third signal exits at once (status 130), as a last resort.
+- A third signal calls the caller's `hard_exit` (the CLI's ends the process at once, status 130,
+  however the unit threads, Kafka clients or sandbox children hang), as a last resort; without one
+  it raises KeyboardInterrupt in the main thread, as Python's own SIGINT handler does.
 
 A grid whose oracle harness keeps faulting stops the same way, by itself (`HarnessFaultLimit`): once
 at least HARNESS_FAULT_MIN units are excluded `harness_fault` and they are more than
 HARNESS_FAULT_SHARE of the units ended so far, no further unit starts, the report is written
-partial with the cause, and the command exits EXIT_HARNESS_FAULTS. Such units are retried on
+partial with the cause, and the stop says `harness_faults` (the CLI exits 4 on it). Such units are retried on
 resume, so the grid finishes once the installation is fixed. A stray fault in a long healthy grid
 stays one excluded unit; a broken installation costs a few units, not the whole grid.
 
 `run_units` is the grid loop that honours it: at most `workers` units in flight, the next one
 started only while no stop was asked, and after `kill` it returns within KILL_WAIT_S even if a unit
-thread is still blocked (the caller then exits without waiting for it). Both buses run their grid
-with it: `membench run` embedded (pipeline/grid_run.py) and `membench run --bus kafka://…`
-(pipeline/distributed/kafka_run.py); on Kafka the fence is the publication's (nothing more of a
-running unit is published) and the abandoned attempts are closed on the trajectory topic.
+thread is still blocked (`unit_threads_alive` says so: the CLI then exits without waiting for
+it). Both buses run their grid with it: `membench run` embedded (pipeline/grid_run.py) and
+`membench run --bus kafka://…` (pipeline/distributed/kafka_run.py); on Kafka the fence is the
+publication's (nothing more of a running unit is published) and the abandoned attempts are closed
+on the trajectory topic.
 
 A stopped run records why in runs/<run_set>/partial.json (`write_partial`), removed once a run of
 the run set finishes its grid: `membench report` marks the report it builds partial while it is
 there, so a report rebuilt later (the only report of a Kafka run) says so too.
+
+Nothing here ends the process: a stop is the `GridStop`'s state (`stopped`, `cause`), which the grid
+runs return in their outcomes, and the CLI alone chooses the exit status and performs the exit
+(`membench/errors.py`).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import signal
 import sys
@@ -45,17 +51,22 @@ from typing import Any, Iterator
 
 from sandbox.base import IsolationUnavailable
 
-EXIT_STOPPED = 130  # 128 + SIGINT, as shells report an interrupted command
-EXIT_HARNESS_FAULTS = 4  # the grid stopped itself: its oracle harness kept producing no outcome
+SIGNAL = "signal"  # how a grid stopped: a SIGINT/SIGTERM (or `request`) ...
+HARNESS_FAULTS = "harness_faults"  # ... or by itself: its oracle harness kept producing no outcome
 HARNESS_FAULT_MIN = 3  # harness faults before a grid may stop for them ...
 HARNESS_FAULT_SHARE = 0.05  # ... and their share of the units ended (the exclusion-balance gate's 5 %)
 KILL_WAIT_S = 15.0
 
 
 class GridStop:
-    def __init__(self, grace_s: float, say: Callable[[str], None] = lambda text: print(text, file=sys.stderr)):
+    """SAY shows the stop's lines; HARD_EXIT, the caller's last resort on a third signal (the CLI's
+    ends the process at once; None: KeyboardInterrupt)."""
+
+    def __init__(self, grace_s: float, say: Callable[[str], None] = lambda text: print(text, file=sys.stderr),
+                 hard_exit: Callable[[], None] | None = None):
         self.grace_s = grace_s
         self.say = say
+        self.hard_exit = hard_exit
         self.stopping = threading.Event()
         self.killed = threading.Event()
         self.signals = 0
@@ -64,19 +75,24 @@ class GridStop:
         self._kill_started = False
         self._timer: threading.Timer | None = None
         self.cause: str | None = None  # why the grid stopped itself (None: a signal)
-        self.exit_status = EXIT_STOPPED
+        self.how = SIGNAL  # what `stopped` says once a stop was asked
 
-    def halt(self, cause: str, exit_status: int) -> None:
-        """The grid stops itself for CAUSE: as a first signal, and the command exits EXIT_STATUS."""
+    def halt(self, cause: str, how: str = HARNESS_FAULTS) -> None:
+        """The grid stops itself for CAUSE: as a first signal, and `stopped` says HOW."""
         with self._lock:
             if self.cause is not None or self.stopping.is_set():
                 return
-            self.cause, self.exit_status = cause, exit_status
+            self.cause, self.how = cause, how
         self.request(f"stopping: {cause}")
 
     @property
     def asked(self) -> bool:
         return self.stopping.is_set()
+
+    @property
+    def stopped(self) -> str | None:
+        """None while no stop was asked; else SIGNAL or HARNESS_FAULTS (the outcomes' `stopped`)."""
+        return self.how if self.stopping.is_set() else None
 
     def request(self, how: str = "a stop was asked") -> None:
         """The first signal's effect (also callable without a signal)."""
@@ -109,8 +125,10 @@ class GridStop:
             self.request(f"{name} received")
         elif self.signals == 2:
             threading.Thread(target=self.kill, kwargs={"why": f"{name} received again"}, daemon=True).start()
+        elif self.hard_exit is not None:
+            self.hard_exit()
         else:
-            os._exit(EXIT_STOPPED)
+            raise KeyboardInterrupt
 
     @contextmanager
     def installed(self) -> Iterator["GridStop"]:
@@ -154,7 +172,7 @@ class HarnessFaultLimit:
             if over:
                 self.stop.halt(f"the oracle's harness produced no outcome in {faults} of {ended} units (the limit: "
                                f"{self.minimum}, and over {self.share:.0%} of the units ended); the last cause: "
-                               f"{cause or 'not recorded'}", EXIT_HARNESS_FAULTS)
+                               f"{cause or 'not recorded'}", HARNESS_FAULTS)
 
 
 class _Either:
@@ -188,7 +206,8 @@ def run_units(run_one: Callable[[Any], str], units: list[Any], workers: int,
               on_done: Callable[[Any, str], None], stop: GridStop | None = None) -> list[Any]:
     """Runs `run_one(unit)` for each unit, `workers` at a time; returns the units never started
     (a stop was asked). After `stop.kill`, returns within KILL_WAIT_S without waiting for a unit
-    thread still blocked (it is a daemon of nothing: the caller exits)."""
+    thread still blocked (it is a daemon of nothing: the CLI exits without joining it,
+    `unit_threads_alive`)."""
     pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="membench-unit")
     queue = list(units)
     running: dict[Any, Any] = {}
@@ -252,11 +271,10 @@ def clear_partial(runs_dir: Path, run_set: str) -> None:
     (Path(runs_dir) / run_set / PARTIAL_FILE).unlink(missing_ok=True)
 
 
-def exit_stopped(stop: GridStop) -> None:
-    """Exit with the stop's status; without waiting for a unit thread still blocked (its output is
-    fenced), which a plain exit would join."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    if any(t.name.startswith(("membench-unit", "membench-runner")) and t.is_alive() for t in threading.enumerate()):
-        os._exit(stop.exit_status)
-    raise SystemExit(stop.exit_status)
+UNIT_THREADS = ("membench-unit", "membench-runner")  # the pools' thread-name prefixes (`run_units`, the runner)
+
+
+def unit_threads_alive() -> bool:
+    """Whether a unit thread is still running (blocked past a kill: its output is fenced). A process
+    that ends then must not join it (a plain exit would wait for it): the CLI ends it at once."""
+    return any(t.name.startswith(UNIT_THREADS) and t.is_alive() for t in threading.enumerate())

@@ -2,18 +2,19 @@
 learning units, then the transfer units against the banks they froze, skipping completed units.
 Embedded it ends with the report and the log root, as the grid run does (`pipeline.grid_run`); on
 Kafka it publishes, with the unit statuses on the compacted topic, and `membench sink` / `membench
-report` follow."""
+report` follow. Either shows itself on the caller's display (`pipeline.run_display`)."""
 
 from __future__ import annotations
 
 import threading
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from pipeline.grid_run import (RunRefused, exit_unless_verified, open_embedded, open_warehouse, resume_point,
+                               verify_written, write_log_root, write_report)
 
-from pipeline.grid_run import (RunRefused, exit_unless_verified, open_embedded, open_warehouse, plain_progress,
-                               print_table, resume_point, verify_written, write_log_root, write_report)
+if TYPE_CHECKING:
+    from pipeline.run_display import RunDisplay
 
 
 def _frozen_from_events(events) -> dict[tuple[int, str], str]:
@@ -92,11 +93,16 @@ def _phases(study, conditions, seeds, phase, new_agent, workers, config, sandbox
             on_done(futures[future], future.result())
 
 
-def run_transfer_embedded(study, conditions, seeds, phase, new_agent, workers, config, sandbox_name, settings) -> None:
+def run_transfer_embedded(study, conditions, seeds, phase, new_agent, workers, config, sandbox_name, settings,
+                          display: RunDisplay | None = None) -> None:
+    """The phases on the embedded pipeline, then the report and the log root, shown on DISPLAY
+    (default: nothing). A report that cannot be built raises `RunRefused` (the units are recorded); a
+    log that does not verify, `LogNotVerified` once everything is written."""
     from audit.log_root_record import record_path, warehouse_state
+    from pipeline.run_display import SilentDisplay
     from reports.build import ReportError, build_report
 
-    console = Console(stderr=True)
+    console = display if display is not None else SilentDisplay()
     run_set = config.run_set
     root_file = record_path(settings.runs_dir, run_set)
     warehouse = open_warehouse(settings)
@@ -115,21 +121,14 @@ def run_transfer_embedded(study, conditions, seeds, phase, new_agent, workers, c
 
             planned = ([learning_unit(study, seed).unit_id for seed in seeds] * (phase != "transfer")
                        + [u.unit_id for u in plan_transfer(study, conditions, seeds)] * (phase != "learning"))
-            # a redirected run still reports progress (the units this invocation runs)
-            lines = plain_progress(console, len([u for u in planned if u not in done]), passes=False)
+            # the progress of the units this invocation runs
+            with console.units(len([u for u in planned if u not in done]), passes=False) as shown:
+                def publish(event, datum) -> None:
+                    pipeline.publish(event, datum)
+                    shown.observe(event)
 
-            def publish(event, datum) -> None:
-                pipeline.publish(event, datum)
-                lines.observe(event)
-
-            def unit_done(unit, run_id) -> None:
-                progress.update(bar, advance=1, description=unit.unit_id)
-                lines.unit_done()
-            with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), console=console) as progress, lines.running():
-                bar = progress.add_task("units", total=total)
                 _phases(study, conditions, seeds, phase, new_agent, workers, config, sandbox_name, settings,
-                        publish, done, attempts, frozen, unit_done)
+                        publish, done, attempts, frozen, lambda unit, run_id: shown.done(unit.unit_id))
         finally:
             pipeline.close()
         try:
@@ -143,37 +142,24 @@ def run_transfer_embedded(study, conditions, seeds, phase, new_agent, workers, c
     write_log_root(console, root_file, state, None, settings.warehouse)
     verified = verify_written(console, settings, run_set)
     out = write_report(settings, replace(report, verification=verified))
-    print_table(Console(), report)
-    if report.transfer is not None:
-        print_transfer(Console(), report.transfer)
+    console.report(report)
     console.print(f"report: {out / 'report.json'}  ·  log: {out / 'events.avro'}", highlight=False, markup=False,
                   soft_wrap=True)
     exit_unless_verified(console, verified, settings, run_set)
 
 
-def print_transfer(console: Console, section) -> None:
-    from rich.table import Table
-
-    table = Table(title="transfer: CCPF and weighted score per project and condition")
-    for column in ("project", "condition", "runs", "CCPF", "weighted score", "caps fired", "excluded"):
-        table.add_column(column, justify="left" if column in ("project", "condition", "caps fired") else "right")
-    for row in section.projects:
-        ccpf = "—" if row.ccpf_micro is None else f"{row.ccpf_micro:.3f}"
-        score = "—" if row.weighted_score_mean is None else f"{row.weighted_score_mean:.1f}"
-        table.add_row(row.project, row.condition, str(row.runs), ccpf, score, ", ".join(row.caps_fired) or "—",
-                      str(row.excluded))
-    console.print(table)
-
-
-def run_transfer_kafka(study, conditions, seeds, phase, new_agent, workers, config, sandbox_name, settings) -> None:
+def run_transfer_kafka(study, conditions, seeds, phase, new_agent, workers, config, sandbox_name, settings,
+                       display: RunDisplay | None = None) -> None:
     """Publish to Kafka; unit status on the compacted topic makes the run resumable. The frozen bank
     digests of completed learning units come from their `SkillBankFrozen` events on the trajectory
-    topic (`_frozen_from_topic`), so `--phase transfer` runs on any machine that holds the banks."""
+    topic (`_frozen_from_topic`), so `--phase transfer` runs on any machine that holds the banks.
+    What it says goes to DISPLAY (default: nothing); the caller prints the run set's id."""
     from pipeline.distributed.publication import KafkaPublication
+    from pipeline.run_display import SilentDisplay
     from producers.bus.kafka_blobs import share_blobs
     from producers.transfer.transfer_units import learning_unit, plan_transfer
 
-    console = Console(stderr=True)
+    console = display if display is not None else SilentDisplay()
     publication = KafkaPublication(settings, config.run_set)
     units = ([learning_unit(study, s) for s in seeds] if phase != "transfer" else []) + (
         plan_transfer(study, conditions, seeds) if phase != "learning" else [])

@@ -1,5 +1,5 @@
 """Failed validity gates and the comparisons each one invalidates, for the places a pass rate is
-shown: the CLI's table (`pipeline.grid_run.print_table`), the top of report.md and report.html, and
+shown: the CLI's table (`membench.commands.terminal_display.print_table`), the top of report.md and report.html, and
 the exit status of `--strict` (membench/commands/cli_helpers.py); each comparison's verdict line
 (reports/comparison_verdicts.py) names the ones that invalidate it. Read from the typed report
 (`reports.model.Report`, as built or as `from_json` reads a report.json back), so a report read back

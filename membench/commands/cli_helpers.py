@@ -5,10 +5,8 @@ the report options of `run`, `score` and `report`, the signing key, the embedded
 from __future__ import annotations
 
 import functools
-import os
 import shlex
 import sys
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from membench.errors import EXIT_AUDIT_FAILED, EXIT_GATE_FAILED, EXIT_OK, UsageError, run_exit_status
+from membench.errors import (EXIT_AUDIT_FAILED, EXIT_GATE_FAILED, EXIT_OK, UsageError, end_stopped, hard_exit,
+                             run_exit_status)
 from pipeline.run_errors import ReportRefused
 from pipeline.settings import Settings, load_settings
 from schemas.fields import PLAIN_NAME_RULE, is_plain_name
@@ -158,7 +157,7 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
         outcome = run_grid(pack, units, config, sandbox_name, settings, workers, agent_for, verb, signer,
                            build_report=(report_options or ReportOptions()).builder(settings.home),
                            stop_grace=stop_grace, display=TerminalDisplay(), resume=resume,
-                           workers_note=workers_note)
+                           workers_note=workers_note, hard_exit=hard_exit)
     except ReportRefused as exc:  # the units are recorded: a log that does not verify is the first news
         if exc.outcome is not None and not exc.outcome.verified:
             raise SystemExit(EXIT_AUDIT_FAILED) from None
@@ -166,10 +165,7 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
     status = run_exit_status(outcome)
     if status != EXIT_OK:
         if outcome.stopped is not None:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            if any(t.name.startswith("membench-unit") and t.is_alive() for t in threading.enumerate()):
-                os._exit(status)  # a unit thread still blocked (its log is fenced): do not wait for it
+            end_stopped(status)  # a unit thread still blocked (its log is fenced): not waited for
         raise SystemExit(status)
     return outcome.report
 

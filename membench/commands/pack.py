@@ -100,7 +100,7 @@ def validate(pack_spec: str, as_json: bool, workers: int, sandbox_name: str, out
     if admitted is not None and admitted.exists():  # refused before the (long) live gates
         raise UsageError(f"--admitted: {admitted} already exists (the admitted pack is written to a new directory)")
     done = [0]
-    from pipeline.grid_run import plain_progress
+    from membench.commands.terminal_display import plain_progress
     from producers.pack_resolver import resolve_pack_dir
     from schemas.pack_format import load_pack
 

@@ -27,7 +27,8 @@ from pathlib import Path
 from membench.commands.cli_helpers import (baseline_options, compare_option, dsn_options, exit_if_gates_failed,
                                            parse_compare, strict_option, validate_run_set_id)
 from membench.errors import UsageError
-from pipeline.grid_run import exit_unless_verified, print_table, refuse, render_report, verify_written, write_report
+from membench.commands.terminal_display import TerminalDisplay, print_table
+from pipeline.grid_run import exit_unless_verified, refuse, render_report, verify_written, write_report
 from pipeline.settings import Settings
 
 
@@ -88,6 +89,7 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
             raise UsageError(f"--output: {output} is a file; name a directory for report.json, report.md and "
                              "report.html")
     console = Console(stderr=True)
+    display = TerminalDisplay(console)  # what the pipeline's checks show their lines on
     root_file = record_path(settings.runs_dir, run_set)
     warehouse = open_for_report(settings, run_set)
     try:
@@ -102,7 +104,7 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
         except LogRootError as exc:
             recorded, problems = None, [str(exc)]
         if problems and not allow_mismatch:
-            refuse(console, problems, "report", f" (checked against {root_file if recorded else 'the raw log'}; "
+            refuse(display, problems, "report", f" (checked against {root_file if recorded else 'the raw log'}; "
                    "`membench replay warehouse:RUN_SET` names every difference from the log; --allow-mismatch "
                    "builds the report anyway)")
         for line in problems:
@@ -138,7 +140,7 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
     if recorded is not None and run_set_log_path(settings.runs_dir, run_set).is_file():
         # the log this warehouse was filled from, replayed as the run's end did: the same report, and
         # a log that does not verify is said so here too (the warehouse alone cannot show a dead letter)
-        verified = verify_written(console, settings, run_set)
+        verified = verify_written(display, settings, run_set)
         built = replace(built, verification=verified)
     parse_compare(compare, [c.condition for c in built.conditions])  # each side a condition of the run set
     # the run set's own files are rebuilt only when asked for as they are: an option that changes the
@@ -166,7 +168,7 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
     if where:
         Console(stderr=True).print(where, highlight=False, markup=False, soft_wrap=True)
     if verified is not None and not allow_mismatch:  # --allow-mismatch: the report anyway, marked
-        exit_unless_verified(console, verified, settings, run_set)
+        exit_unless_verified(display, verified, settings, run_set)
     exit_if_gates_failed(built, strict)
 
 

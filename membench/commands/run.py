@@ -11,7 +11,7 @@ from membench.commands.model_options import ModelOptions, check_model_options, m
 from membench.commands.cli_helpers import (ReportOptions, baseline_options, compare_option, dsn_options,
                                            exit_if_gates_failed, load_signer, parse_compare, parse_list, parse_seeds,
                                            require_scoring, run_embedded, strict_option, validate_run_set_id)
-from membench.errors import UsageError
+from membench.errors import EXIT_OK, UsageError, end_stopped, hard_exit, stop_exit_status
 from pipeline.settings import Settings
 from sandbox.registry import BACKENDS
 
@@ -108,6 +108,7 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None,
             raise UsageError(f"--model-replay {run_set}: a run set cannot replay itself; name another --run-set")
         from membench.commands.cli_helpers import require_kafka
         from membench.commands.model_options import order_model
+        from membench.commands.terminal_display import TerminalDisplay
         from pipeline.distributed.enqueue import enqueue_grid
         from pipeline.distributed.kafka_run import run_distributed
 
@@ -116,8 +117,8 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None,
             require_recorded(settings.bus, model.replay)
         models = order_model(model)  # the orders carry them; each runner hosts the gateway (docs/gateway.md)
         if enqueue:
-            enqueue_grid(pack, condition_list, seed_list, agent, run_set, sandbox_name, read_budget, settings,
-                         model=models)
+            click.echo(enqueue_grid(pack, condition_list, seed_list, agent, run_set, sandbox_name, read_budget,
+                                    settings, model=models, display=TerminalDisplay()))
             return
         require_scoring(loaded, sandbox_name)  # the units run here: scoring must work here first
         hosted = None
@@ -132,8 +133,13 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None,
             except ModelsRefused as exc:
                 raise UsageError(f"{exc} (nothing was run or written)") from None
         say_workers(workers, workers_why)
-        run_distributed(pack, condition_list, seed_list, agent, workers, run_set, sandbox_name, read_budget, settings,
-                        stop_grace, models=hosted)
+        published = run_distributed(pack, condition_list, seed_list, agent, workers, run_set, sandbox_name,
+                                    read_budget, settings, stop_grace, models=hosted, display=TerminalDisplay(),
+                                    hard_exit=hard_exit)
+        click.echo(published.run_set)  # stdout: what a script runs `membench report` on
+        status = stop_exit_status(published.stopped, published.stopped_after_grid)
+        if status != EXIT_OK:
+            end_stopped(status)  # a unit thread still blocked (its output is fenced): not waited for
         return
     from producers.grid import RunConfig, code_digest, plan_grid
 

@@ -55,12 +55,14 @@ def runner(workers: int, until_idle: bool, idle_seconds: float, max_poll_s: floa
                        f"{entry['started']} running, {entry['queued']} queued, "
                        f"{entry['attempts_abandoned']} abandoned attempt(s)")
         return
-    from pipeline.stopping import GridStop, exit_stopped, resume_command
+    from membench.errors import end_stopped, hard_exit, stop_exit_status
+    from pipeline.stopping import GridStop, resume_command
 
     # a first SIGINT/SIGTERM claims nothing more and lets the running units finish within --stop-grace;
     # a second (or the period's end) fences what they publish and kills their sandboxes; the attempts
     # they left open are closed as abandoned and their orders stay queued for the group (docs/design.md §2)
-    stop = GridStop(stop_grace, say=lambda text: click.echo(f"runner: {text}", err=True))
+    # a third ends the process at once (hard_exit), whatever unit thread or Kafka client still hangs
+    stop = GridStop(stop_grace, say=lambda text: click.echo(f"runner: {text}", err=True), hard_exit=hard_exit)
     try:
         with stop.installed():
             member = UnitRunner(settings, workers, max_poll_interval_ms=int(max_poll_s * 1000),
@@ -75,7 +77,7 @@ def runner(workers: int, until_idle: bool, idle_seconds: float, max_poll_s: floa
         click.echo(f"runner: stopped ({stats.completed} units completed here, {stats.closed} attempts closed as "
                    "abandoned); the orders not finished stay queued: any runner of the group runs them, or start "
                    f"this one again: {resume_command()}", err=True)
-        exit_stopped(stop)
+        end_stopped(stop_exit_status(stop.stopped))
 
 
 def admitted_here(settings: Settings):

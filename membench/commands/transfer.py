@@ -142,16 +142,20 @@ def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, wo
 
     from producers.scoring_preflight import study_probe_cases
 
+    from membench.commands.terminal_display import TerminalDisplay
+
     if settings.bus.startswith("kafka://"):
         require_kafka(settings.bus)
         require_scoring(None, sandbox_name, study_probe_cases(loaded))
-        run_transfer_kafka(loaded, condition_list, seed_list, phase, new_agent, workers, config, sandbox_name, settings)
+        run_transfer_kafka(loaded, condition_list, seed_list, phase, new_agent, workers, config, sandbox_name, settings,
+                           display=TerminalDisplay())
+        click.echo(run_set)  # stdout: what a script runs `membench report` on
         return
     try:
         from pipeline.run_environment import prepare_scoring
 
         prepare_scoring(None, sandbox_name, settings.runs_dir, run_set, study_probe_cases(loaded))
         run_transfer_embedded(loaded, condition_list, seed_list, phase, new_agent, workers, config, sandbox_name,
-                              settings)
+                              settings, display=TerminalDisplay())
     except RunRefused as exc:
         raise UsageError(str(exc)) from None

@@ -3,25 +3,30 @@
 
 from __future__ import annotations
 
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from pipeline.settings import Settings
 
+if TYPE_CHECKING:
+    from pipeline.run_display import RunDisplay
+
 
 def enqueue_grid(pack_spec, conditions, seeds, agent, run_set, sandbox_name, read_budget, settings: Settings,
-                 model: dict | None = None) -> str:
+                 model: dict | None = None, display: RunDisplay | None = None) -> str:
     """Put the grid's units that are not complete (and not already queued) on the units topic, each
-    marked `queued` on the unit-status topic, and print the run set id. Nothing runs here. `model`:
-    the run set's model settings (`producers.unit_queue.ModelOrder`), carried by every order."""
+    marked `queued` on the unit-status topic, say so on DISPLAY (default: nothing) and return the run
+    set id (the CLI prints it). Nothing runs here. `model`: the run set's model settings
+    (`producers.unit_queue.ModelOrder`), carried by every order."""
     from confluent_kafka import Producer
 
     from producers.bus.kafka import KafkaBus, read_unit_status
     from producers.pack_resolver import open_pack
     from producers.grid import default_run_set, plan_grid
     from producers.unit_queue import DONE_STATUSES, UnitOrder
+    from pipeline.run_display import SilentDisplay
     from schemas.kafka_config import producer_config
 
-    console = Console(stderr=True)
+    console = display if display is not None else SilentDisplay()
     pack = open_pack(pack_spec, settings.home)
     run_set = run_set or default_run_set(pack.name, pack.digest, agent, conditions, seeds)
     bus = KafkaBus(settings.bus, run_set, settings.runs_dir / run_set / "spool")
@@ -41,5 +46,4 @@ def enqueue_grid(pack_spec, conditions, seeds, agent, run_set, sandbox_name, rea
     bus.close()
     console.print(f"run set [bold]{run_set}[/] on {settings.bus}: {len(units)} units, {len(todo)} queued for "
                   f"`membench runner`, {len(units) - len(todo)} already complete, queued or running")
-    print(run_set)
     return run_set

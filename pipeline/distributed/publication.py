@@ -17,7 +17,8 @@ The steps, in order:
    unit is complete only once Kafka acknowledged all of its events; one excluded for a cause a later
    run may not meet, RETRIED_EXCLUSIONS, is recorded `excluded` with its error type and run again
    on resume, as the embedded run does);
-5. `close()` flushes the bus and says how the report follows; the run set's id goes to stdout.
+5. `close(display)` flushes the bus and says how the report follows on the caller's display (the
+   CLI then prints the run set's id on stdout).
 
 A clean stop's kill (`pipeline.stopping`) calls `fence()`: from then on a unit still running
 publishes nothing; `close_open()` then closes every attempt begun here whose run had not ended with
@@ -30,11 +31,10 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from rich.console import Console
-
 from pipeline.settings import Settings
 
 if TYPE_CHECKING:
+    from pipeline.run_display import RunDisplay
     from producers.attempts import RunHead
     from producers.bus.kafka import SharedUnitBus
 
@@ -156,9 +156,8 @@ class KafkaPublication:
         self.bus.flush()
         return closed
 
-    def close(self, console: Console) -> None:
-        """Flush what was published, then say what comes next; the run set's id on stdout."""
+    def close(self, display: RunDisplay) -> None:
+        """Flush what was published, then say what comes next on DISPLAY."""
         self.bus.close()
-        console.print(f"published run set {self.run_set}; when `membench sink --until-idle` has drained the "
+        display.print(f"published run set {self.run_set}; when `membench sink --until-idle` has drained the "
                       f"topics, `membench report {self.run_set}` builds the report", highlight=False, markup=False)
-        print(self.run_set)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.stopping import EXIT_HARNESS_FAULTS
+from membench.errors import EXIT_HARNESS_FAULTS
 from producers.attempts import read_log
 from tests.conftest import REPO, run_cli
 from tests.integration.pack_helpers import smoke_cut_to

@@ -122,7 +122,7 @@ def test_a_kafka_run_whose_harness_keeps_faulting_stops_and_its_resume_retries_t
     excluded units no further one starts and the command exits 4 naming the cause. The faulted units
     are recorded `excluded` with their error type, so the same command on the intact installation
     runs them again with the unit never started: the grid completes, each unit's cell valid once."""
-    from pipeline.stopping import EXIT_HARNESS_FAULTS
+    from membench.errors import EXIT_HARNESS_FAULTS
     from tests.integration.test_harness_fault_stop import PYTEST_LOST
 
     require_broker()

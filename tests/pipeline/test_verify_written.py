@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from membench.errors import EXIT_AUDIT_FAILED
 from pipeline.grid_run import LogNotVerified, exit_unless_verified, verify_written, write_log_root
+from pipeline.run_display import PlainLines
 from pipeline.settings import Settings
 from producers.emitter import RunEmitter
 from reports.model import to_json
@@ -51,7 +51,7 @@ def _write_run_set(settings: Settings, run_set: str, settings_turn_first: bool) 
         state = warehouse_state(warehouse, run_set)
     finally:
         warehouse.close()
-    write_log_root(Console(stderr=True), record_path(settings.runs_dir, run_set), state, None, settings.warehouse)
+    write_log_root(PlainLines(), record_path(settings.runs_dir, run_set), state, None, settings.warehouse)
 
 
 def _report(verification) -> dict:
@@ -62,7 +62,7 @@ def _report(verification) -> dict:
 def test_a_log_the_processors_reject_part_of_is_not_verified_and_exits_1(tmp_path: Path, capsys) -> None:
     home = tmp_path / "home"
     settings = Settings(home, f"file://{home / 'runs'}", f"chdb://{home / 'warehouse'}")
-    console = Console(stderr=True)
+    console = PlainLines()  # stderr, as the CLI's display writes
     _write_run_set(settings, "intact", settings_turn_first=False)
     _write_run_set(settings, "early-turn", settings_turn_first=True)
 

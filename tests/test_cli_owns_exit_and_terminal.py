@@ -1,0 +1,72 @@
+"""Only the CLI ends the process and draws the terminal (docs/design.md §1, the import rule): below
+`membench/` a run returns its outcome or raises a typed error, shows itself on the `RunDisplay` its
+caller passes, and imports no `rich`. The exits that remain are separate programs' own mains."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.test_architecture import ALLOWED, REPO, _imports
+
+ROOMS = sorted(set(ALLOWED) - {"membench"})
+
+# programs run as processes of their own (a sandbox's, a code generator's, a benchmark's worker): their
+# exit status is their answer to the process that started them
+PROGRAMS = {
+    "producers/agents/inside/launch.py": "the agent's launcher in the sandbox: exits with the agent's status",
+    "producers/agents/inside/openai_loop.py": "the built-in agent loop, a program in the sandbox",
+    "producers/transfer/inside/evaluator_runner.py": "the hidden evaluator's case runner, in its sandbox",
+    "schemas/payload_types.py": "the code generator of schemas/payloads.py (python -m)",
+    "warehouse/row_types.py": "the code generator of warehouse/rows.py (python -m)",
+    "bench/floor.py": "the faust worker process the floor benchmark starts; it ends once its figure is written",
+}
+
+
+def _exits(source: str) -> list[int]:
+    """Lines that end the process: sys.exit, os._exit, exit, quit, or a raised SystemExit."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            owner = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else ""
+            if (owner, name) in (("sys", "exit"), ("os", "_exit")) or (not owner and name in ("exit", "quit")):
+                found.append(node.lineno)
+        elif isinstance(node, ast.Raise) and node.exc is not None:
+            raised = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if isinstance(raised, ast.Name) and raised.id == "SystemExit":
+                found.append(node.lineno)
+    return found
+
+
+def test_no_room_below_the_cli_ends_the_process():
+    stray = {}
+    for room in ROOMS:
+        for path in sorted((REPO / room).rglob("*.py")):
+            rel = str(path.relative_to(REPO))
+            lines = _exits(path.read_text(encoding="utf-8"))
+            if lines and rel not in PROGRAMS:
+                stray[rel] = lines
+    assert not stray, f"process exits below membench/ (return an outcome or raise a typed error): {stray}"
+
+
+def test_the_programs_listed_exist_and_exit():
+    """An entry whose module is gone, or exits no more, would silently allow a new exit."""
+    for rel in PROGRAMS:
+        assert _exits((REPO / rel).read_text(encoding="utf-8")), rel
+
+
+def test_the_exit_check_sees_exits():
+    """Not vacuous: each way of ending the process is found; a status, a name alone or a comment is not."""
+    for code in ("import sys\nsys.exit(2)\n", "import os\nos._exit(130)\n", "raise SystemExit(4)\n",
+                 "raise SystemExit\n", "exit(1)\n"):
+        assert _exits(code) == [code.count("\n")], code
+    assert _exits("EXIT_STOPPED = 130  # sys.exit(130)\nstatus = stop_exit_status(None)\n") == []
+
+
+def test_no_room_below_the_cli_draws_the_terminal():
+    drawing = {str(path.relative_to(REPO)): sorted(m for m in _imports(path) if m.split(".")[0] == "rich")
+               for room in ROOMS for path in sorted((REPO / room).rglob("*.py"))}
+    drawing = {rel: modules for rel, modules in drawing.items() if modules}
+    assert not drawing, f"rich imported below membench/ (show it on the caller's RunDisplay): {drawing}"
