@@ -60,3 +60,77 @@ def test_a_run_started_from_python_returns_its_outcome_silently(tmp_path: Path, 
     assert (again["planned"], again["completed"], again["run"]) == (12, 12, 0)
     assert again["conditions"] == first["conditions"] and again["verified"]
     assert_run_sets_verify(home, first["run_set"])
+
+
+# the request's model settings come in as JSON (argv[2]): the upstream is the test process's
+MODEL_CALL = textwrap.dedent("""
+    import json, sys
+    from pathlib import Path
+    from membench.api import ModelSettings, RunRequest, run_grid
+
+    spec = json.loads(sys.argv[2])
+    model = ModelSettings(**{k: tuple(v) if k == "base_urls" else v for k, v in spec.pop("model").items()})
+    outcome = run_grid(RunRequest(spec.pop("pack"), conditions=tuple(spec.pop("conditions")), seeds=(1,),
+                                  model=model, **spec))
+    with open(sys.argv[1], "w", encoding="utf-8") as out:
+        json.dump({"run_set": outcome.run_set, "verified": outcome.verified, "stopped": outcome.stopped,
+                   "completed": outcome.units_completed, "planned": outcome.units_planned,
+                   "conditions": {c.condition: [c.passed, c.cells, c.excluded] for c in outcome.report.conditions}},
+                  out)
+""")
+KEY = "sk-membench-library-call-0d5e"
+
+
+def _model_call(tmp_path: Path, home: Path, spec: dict) -> dict:
+    result = tmp_path / f"outcome-{len(list(tmp_path.glob('outcome-*')))}.json"
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}  # the key is the request's
+    proc = subprocess.run([sys.executable, "-c", MODEL_CALL, str(result), json.dumps(spec)], capture_output=True,
+                          text=True, env={**env, "MEMBENCH_HOME": str(home)}, cwd=str(tmp_path), timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (proc.stdout, proc.stderr) == ("", ""), "the library call drew on the terminal"
+    return json.loads(result.read_text(encoding="utf-8"))
+
+
+def test_a_model_agent_and_a_model_driven_condition_run_through_the_library_call(tmp_path: Path,
+                                                                                  bwrap_sandbox) -> None:
+    """The built-in `openai:` loop under B5 and under B3-llm (whose memory model the harness calls),
+    both through the gateway the call starts, against the scripted upstream with the request's own
+    key; then replayed from the recording with no upstream. The control, a call without the key,
+    is refused by the models' pre-flight before anything is written."""
+    from bench.scripted_model_server import ScriptedUpstream, script_from_pack
+    from producers.attempts import read_log
+    from tests.integration.pack_helpers import smoke_cut_to
+
+    pack = smoke_cut_to(tmp_path / "smoke-currency")
+    home = tmp_path / "home"
+    spec = {"pack": str(pack), "conditions": ["B5", "B3-llm"], "agent": "openai:local-model", "workers": 2,
+            "run_set": "lib-loop", "baseline": "B5",
+            "model": {"record": True, "memory_model": "memory-model", "api_keys": {"*": KEY}}}
+    with ScriptedUpstream(script_from_pack(pack), key=KEY) as upstream:
+        spec["model"]["base_urls"] = [upstream.base_url]
+        keyless = {**spec, "model": {k: v for k, v in spec["model"].items() if k != "api_keys"}}
+        refused = subprocess.run([sys.executable, "-c", MODEL_CALL, str(tmp_path / "none.json"), json.dumps(keyless)],
+                                 capture_output=True, text=True, timeout=600,
+                                 env={**{k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")},
+                                      "MEMBENCH_HOME": str(home)})
+        assert refused.returncode != 0 and "RequestInvalid: pre-flight failed" in refused.stderr, refused.stderr
+        assert not (home / "runs" / "lib-loop").exists()  # nothing written
+        recorded = _model_call(tmp_path, home, spec)
+    assert recorded["run_set"] == "lib-loop" and recorded["verified"] and recorded["stopped"] is None
+    assert (recorded["planned"], recorded["completed"]) == (2, 2)
+    # the script fills S3's currency code from what reached the agent: each condition's memory carried it
+    assert recorded["conditions"] == {"B5": [1, 1, 0], "B3-llm": [1, 1, 0]}
+    evs = [e for e, _ in read_log(home / "runs" / "lib-loop" / "events.avro")]
+    assert [e.payload["outcome"] for e in evs if e.kind == "OracleVerdict"].count("pass") == 6
+    calls = [e.payload for e in evs if e.kind == "ModelCall"]
+    assert {c["purpose"] for c in calls} >= {"agent", "sleep"} and all(c["recorded"] for c in calls)
+    assert {c["status"] for c in calls} == {"ok"}
+    assert {e.unit_id.split("/")[2] for e in evs if e.kind == "ModelCall" and e.payload["purpose"] == "sleep"} == {
+        "B3-llm"}
+
+    # replayed: no upstream, a run set of its own (derived, "+replay"), the same verdicts
+    replay = {**spec, "run_set": None, "model": {"replay": "lib-loop", "memory_model": "memory-model"}}
+    replayed = _model_call(tmp_path, home, replay)
+    assert replayed["run_set"] != "lib-loop" and replayed["conditions"] == recorded["conditions"]
+    assert replayed["verified"] and replayed["completed"] == 2
+    assert_run_sets_verify(home, "lib-loop", replayed["run_set"])
