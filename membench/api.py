@@ -1,9 +1,13 @@
 """membench from Python: a grid run as a library call, as `membench run` makes it.
 
-    from membench.api import RunRequest, run_grid
+    from membench.api import ModelSettings, RunRequest, run_grid
 
     outcome = run_grid(RunRequest("smoke", conditions=("B0", "B5"), seeds=(1,)))
     outcome.report.conditions, outcome.report_dir, outcome.verified
+
+    # a model agent, through the model gateway (its key from MEMBENCH_MODEL_API_KEY unless `api_keys` gives it)
+    run_grid(RunRequest("smoke", agent="openai:gpt-5-mini", conditions=("B5",), seeds=(1,),
+                        model=ModelSettings(base_urls=("https://api.openai.com/v1",), record=True)))
 
 `run_grid` shows nothing unless given a display (`PlainLines()` for plain lines on stderr, or any
 `RunDisplay`), never ends the process, and raises `RequestInvalid` for a request that breaks a rule
@@ -14,10 +18,11 @@ explicit calls the CLI makes at start-up (`producers.memory_systems.registry.reg
 `register_plugins`); a Python caller makes them too before naming one."""
 
 from pipeline.grid_run import RunOutcome
+from pipeline.model_gateway import ModelSettings
 from pipeline.run_display import PlainLines, RunDisplay, SilentDisplay
 from pipeline.run_errors import AuditFailed, ReportRefused, RequestInvalid, RunRefused
 from pipeline.run_request import RunRequest, run_grid
 from pipeline.settings import Settings, load_settings
 
-__all__ = ["AuditFailed", "PlainLines", "ReportRefused", "RequestInvalid", "RunDisplay", "RunOutcome", "RunRefused",
-           "RunRequest", "Settings", "SilentDisplay", "load_settings", "run_grid"]
+__all__ = ["AuditFailed", "ModelSettings", "PlainLines", "ReportRefused", "RequestInvalid", "RunDisplay", "RunOutcome",
+           "RunRefused", "RunRequest", "Settings", "SilentDisplay", "load_settings", "run_grid"]

@@ -6,25 +6,28 @@ The rules that make a run legal live here, one function each, and both the call 
 apply them (the command in its own order, with its CLI-only checks between): an illegal request
 raises `RequestInvalid` (a `RunRefused`) before anything is written; the CLI shows it as a usage
 error (exit status 2). A warehouse or log that does not check raises `AuditFailed`; a stop, a log
-that does not verify, a grid stopped for its harness are fields of the outcome. Model agents and
-model-driven memory conditions need the model gateway the CLI starts (`--model-*`): the call
-refuses them for now."""
+that does not verify, a grid stopped for its harness are fields of the outcome. Model agents
+(`openai:MODEL`, `codex`, `claude-code`) and model-driven memory conditions (B3-llm, DF-llm, …) run
+through the model gateway `RunRequest.model` configures (`pipeline.model_gateway.ModelSettings`, what
+`--model-*` and `--memory-model` say): the call starts it for the run set after probing its models,
+as `membench run` does."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.grid_run import RunOutcome, run_embedded
+from pipeline.model_gateway import ModelSettings
 from pipeline.run_errors import AuditFailed, ReportRefused, RequestInvalid, RunRefused
 from pipeline.settings import Settings, load_settings
 
 if TYPE_CHECKING:
     from pipeline.run_display import RunDisplay
 
-__all__ = ["AuditFailed", "ReportRefused", "RequestInvalid", "RunOutcome", "RunRefused", "RunRequest",
+__all__ = ["AuditFailed", "ModelSettings", "ReportRefused", "RequestInvalid", "RunOutcome", "RunRefused", "RunRequest",
            "admit_conditions", "admit_refused_traps", "check_compare", "check_conditions", "check_run_set_id",
            "load_signer", "load_skeleton", "make_run_agent", "open_finalized", "refuse_refsol_without_solutions",
            "run_grid"]
@@ -39,7 +42,7 @@ class RunRequest:
     pack: str  # a built-in pack's name or a pack directory [PACK]
     conditions: tuple[str, ...] = ("B0", "B5")  # memory conditions [--conditions]
     seeds: tuple[int, ...] = (1, 2, 3)  # [--seeds]
-    agent: str = "scripted:memory-literal"  # scripted:*, command:PROGRAM [--agent]
+    agent: str = "scripted:memory-literal"  # scripted:*, command:PROGRAM, openai:MODEL, codex, claude-code [--agent]
     workers: int = 2  # units run at once [--workers]
     run_set: str | None = None  # None: derived from pack, agent and grid, so a re-run resumes [--run-set]
     sandbox: str = "bwrap"  # [--sandbox]
@@ -51,6 +54,8 @@ class RunRequest:
     include_refused: bool = False  # [--include-refused]
     sign_key: Path | None = None  # Ed25519 private key (PEM) that signs the log root [--sign-key]
     stop_grace: float = 30.0  # seconds running units get after a first SIGINT/SIGTERM [--stop-grace]
+    # how model agents and model-driven conditions reach their models [--model-*, --memory-model, --max-steps, …]
+    model: ModelSettings = field(default_factory=ModelSettings)
 
 
 def check_run_set_id(run_set: str | None, where: str = "--run-set") -> None:
@@ -221,15 +226,18 @@ def run_grid(request: RunRequest, display: RunDisplay | None = None) -> RunOutco
     return the `RunOutcome` (the report, its directory, the units, the log's verification, how it
     ended). DISPLAY shows the run's account and progress (`pipeline.run_display`; default: nothing).
 
-    Raises `RequestInvalid` for a request that breaks a rule (nothing written), `RunRefused` when the
-    scoring pre-flight fails or the run set's recorded environment differs, `AuditFailed` when the
+    Raises `RequestInvalid` for a request that breaks a rule or whose models fail their pre-flight
+    probe (nothing written), `RunRefused` when the scoring pre-flight fails or the run set's recorded
+    environment differs, `AuditFailed` when the
     warehouse disagrees with the log, `ReportRefused` when the units ran but the report cannot be
     built. A SIGINT/SIGTERM during the call (main thread) stops the grid cleanly: the outcome says
     `stopped="signal"`; a second kills the running units' sandboxes, and a third raises
     KeyboardInterrupt (the call ends no process: `membench run` gives the grid its hard exit)."""
+    from pipeline.model_gateway import check_model_settings, model_run_set, parse_base_urls, run_set_gateway
     from pipeline.run_display import SilentDisplay
     from pipeline.run_environment import prepare_scoring
-    from producers.grid import RunConfig, code_digest, default_run_set, plan_grid
+    from producers.agents.model_agents import LoopLimits
+    from producers.grid import RunConfig, code_digest, plan_grid
     from producers.memory_systems.registry import is_model_driven
     from sandbox.registry import BACKENDS
 
@@ -254,21 +262,23 @@ def run_grid(request: RunRequest, display: RunDisplay | None = None) -> RunOutco
     study = load_study(request.study) if request.study is None or isinstance(request.study, Path) else request.study
     check_baseline(conditions, request.baseline, study)
     pairs = check_compare(request.compare, conditions)
-    made = make_run_agent(request.agent)
-    model_driven = [c for c in conditions if is_model_driven(c)]
-    if getattr(made, "needs_gateway", False) or model_driven:
-        raise RequestInvalid(f"--agent {request.agent} / --conditions {','.join(model_driven) or '-'}: a model agent "
-                             "or a model-driven memory condition calls a model through the gateway, which "
-                             "`membench run --model-*` starts; the library call runs without one")
-    conditions = admit_conditions(settings.home, conditions, study, None, say)
+    model = request.model
+    loop = LoopLimits(model.max_steps, model.max_tokens)
+    made = make_run_agent(request.agent, loop, with_gateway=model.used)
+    check_model_settings(model, made, [c for c in conditions if is_model_driven(c)])
+    # the admission is the record of this code against this upstream (a replay calls none)
+    conditions = admit_conditions(settings.home, conditions, study, model.memory_model, say,
+                                  base_urls=parse_base_urls(model.base_urls), any_upstream=bool(model.replay))
     if request.agent == "scripted:refsol":
         refuse_refsol_without_solutions(skeleton)
     signer = load_signer(request.sign_key)
     loaded = open_finalized(request.pack, settings.home)
     admit_refused_traps(request.pack, loaded, settings.home, request.include_refused, say)
     seeds = [int(s) for s in request.seeds]
-    run_set = request.run_set or default_run_set(loaded.name, loaded.digest, request.agent, conditions, seeds)
-    config = RunConfig(run_set, request.agent, read_budget=request.read_budget, code_digest=code_digest())
+    run_set = request.run_set or model_run_set(loaded, request.agent, model, conditions, seeds)
+    gateway = run_set_gateway(model, made, conditions, settings.runs_dir, run_set, request.workers, say)
+    config = RunConfig(run_set, request.agent, read_budget=request.read_budget, code_digest=code_digest(),
+                       gateway=gateway, loop=loop, memory_model=model.memory_model)
     prepare_scoring(loaded, request.sandbox, settings.runs_dir, run_set)  # before anything is written
     return run_embedded(loaded, plan_grid(loaded, conditions, seeds), config, request.sandbox, settings,
                         request.workers, signer=signer, stop_grace=request.stop_grace, display=display,

@@ -52,7 +52,7 @@ def memory() -> None:
 def check(condition: str, as_json: bool, memory_model: str | None, base_urls: tuple[str, ...],
           model_timeout: float) -> None:
     """Run the frozen conformance suite against CONDITION in two fresh processes and record it."""
-    from membench.commands.model_options import parse_base_urls
+    from pipeline.model_gateway import parse_base_urls
     from producers.memory_systems.admission import describe, repair_budget_spender
     from producers.memory_systems.conformance import REPAIR_BUDGET, check as run_check, evidence_lines
     from producers.memory_systems.registry import (MEMORY_SYSTEMS, configuration, configuration_digest,

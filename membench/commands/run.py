@@ -7,11 +7,12 @@ from typing import Any
 
 import click
 
-from membench.commands.model_options import ModelOptions, check_model_options, model_options, start_gateway
+from membench.commands.model_options import model_options
 from membench.commands.cli_helpers import (ReportOptions, baseline_options, compare_option, dsn_options,
                                            exit_if_gates_failed, load_signer, parse_compare, parse_list, parse_seeds,
                                            require_scoring, run_embedded, strict_option, validate_run_set_id)
 from membench.errors import EXIT_OK, UsageError, end_stopped, hard_exit, stop_exit_status
+from pipeline.model_gateway import ModelSettings
 from pipeline.settings import Settings
 from sandbox.registry import BACKENDS
 
@@ -46,7 +47,7 @@ from sandbox.registry import BACKENDS
 def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None, run_set: str | None,
         sandbox_name: str, read_budget: int, sign_key: Path | None, stop_grace: float, include_refused: bool,
         enqueue: bool, strict: bool, compare: tuple[str, ...], baseline: str | None,
-        study_path: Path | None, model: ModelOptions, settings: Settings) -> None:
+        study_path: Path | None, model: ModelSettings, settings: Settings) -> None:
     """Run PACK (a built-in pack name or a pack directory) under memory conditions and seeds.
 
     Exit status: 0 done; 1 an audit failure (a log or warehouse that does not check); 2 a usage error
@@ -62,6 +63,7 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None,
         workers, workers_why = default_workers(agent)
     from pipeline.run_request import (admit_conditions, admit_refused_traps, check_conditions, load_skeleton,
                                       make_run_agent, open_finalized, refuse_refsol_without_solutions)
+    from pipeline.model_gateway import check_model_settings, model_run_set, parse_base_urls, refuse_self_replay
     from producers.agents.model_agents import LoopLimits
     from producers.memory_systems.registry import is_model_driven
 
@@ -78,9 +80,7 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None,
     pairs = parse_compare(compare, condition_list)
     loop = LoopLimits(model.max_steps, model.max_tokens)
     made = make_run_agent(agent, loop, with_gateway=model.used)  # scripted:*, command:<program>, or a model agent
-    check_model_options(model, made, [c for c in condition_list if is_model_driven(c)])
-    from membench.commands.model_options import parse_base_urls
-
+    check_model_settings(model, made, [c for c in condition_list if is_model_driven(c)])
     # the admission is the record of this code against this upstream (a replay calls none)
     condition_list = admit_conditions(settings.home, condition_list, study, model.memory_model,
                                       lambda text: click.echo(text, err=True),
@@ -104,18 +104,17 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None,
             raise UsageError("--sign-key: the log root is written and signed on the embedded bus only (file://); "
                              "on Kafka the runner does not see the whole run set")
         run_set = run_set or (model_run_set(loaded, agent, model, condition_list, seed_list) if model.used else None)
-        if model.replay is not None and model.replay == run_set:
-            raise UsageError(f"--model-replay {run_set}: a run set cannot replay itself; name another --run-set")
+        refuse_self_replay(model, run_set)
         from membench.commands.cli_helpers import require_kafka
-        from membench.commands.model_options import order_model
         from membench.commands.terminal_display import TerminalDisplay
+        from pipeline.model_gateway import model_order
         from pipeline.distributed.enqueue import enqueue_grid
         from pipeline.distributed.kafka_run import run_distributed
 
         require_kafka(settings.bus)  # input checked: now the bus must answer
         if model.replay:
             require_recorded(settings.bus, model.replay)
-        models = order_model(model)  # the orders carry them; each runner hosts the gateway (docs/gateway.md)
+        models = model_order(model)  # the orders carry them; each runner hosts the gateway (docs/gateway.md)
         if enqueue:
             click.echo(enqueue_grid(pack, condition_list, seed_list, agent, run_set, sandbox_name, read_budget,
                                     settings, model=models, display=TerminalDisplay()))
@@ -145,13 +144,10 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None,
 
     # a replay is a new run set of its own, not the recorded one resumed
     run_set = run_set or model_run_set(loaded, agent, model, condition_list, seed_list)
-    if model.replay == run_set:
-        raise UsageError(f"--model-replay {run_set}: a run set cannot replay itself; name another --run-set")
-    from producers.gateway.preflight import targets_for
+    from pipeline.model_gateway import run_set_gateway
 
-    gateway = start_gateway(model, settings.runs_dir, run_set,
-                            targets_for(made, model.memory_model if any(is_model_driven(c) for c in condition_list)
-                                        else None), workers=workers)
+    gateway = run_set_gateway(model, made, condition_list, settings.runs_dir, run_set, workers,
+                              say=lambda text: click.echo(text, err=True))
     config = RunConfig(run_set, agent, read_budget=read_budget, code_digest=code_digest(), gateway=gateway, loop=loop,
                        memory_model=model.memory_model)
     report = run_embedded(loaded, plan_grid(loaded, condition_list, seed_list), config, sandbox_name, settings,
@@ -170,15 +166,6 @@ def require_recorded(bus: str, run_set: str) -> None:
     if not any(r.get("status") == "completed" for r in statuses.values()):
         raise UsageError(f"--model-replay {run_set}: no completed unit of run set '{run_set}' on {bus}; replay a run "
                          "set recorded on this bus (--model-record)")
-
-
-def model_run_set(pack, agent: str, model: ModelOptions, conditions: list[str], seeds: list[int]) -> str:
-    """The default run-set id; a replay is a new run set of its own, not the recorded one resumed."""
-    from producers.grid import default_run_set
-
-    return default_run_set(pack.name, pack.digest, agent + (f"+memory-model={model.memory_model}"
-                                                            if model.memory_model else "")
-                           + ("+replay" if model.replay else ""), conditions, seeds)
 
 
 def workers_line(workers: int, why: str | None) -> str | None:

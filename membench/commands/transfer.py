@@ -16,8 +16,9 @@ import click
 
 from membench.commands.cli_helpers import (dsn_options, parse_list, parse_seeds, require_kafka, require_scoring,
                                            validate_run_set_id)
-from membench.commands.model_options import ModelOptions, check_model_options, model_options, start_gateway
+from membench.commands.model_options import model_options
 from membench.errors import UsageError
+from pipeline.model_gateway import ModelSettings, check_model_settings, refuse_self_replay, start_gateway
 from pipeline.settings import Settings
 from sandbox.registry import BACKENDS
 from schemas.fields import did_you_mean
@@ -49,7 +50,7 @@ def default_transfer_run_set(study, agent: str, conditions: list[str], seeds: li
 
 
 class _UserNeedsGateway:
-    """The agent as check_model_options sees it when the simulated user is a model: the gateway is used."""
+    """The agent as check_model_settings sees it when the simulated user is a model: the gateway is used."""
 
     needs_gateway = True
 
@@ -75,7 +76,7 @@ class _UserNeedsGateway:
 @model_options
 @dsn_options
 def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, workers: int, run_set: str | None,
-             sandbox_name: str, read_budget: int, user: str, model: ModelOptions, settings: Settings) -> None:
+             sandbox_name: str, read_budget: int, user: str, model: ModelSettings, settings: Settings) -> None:
     """Run the transfer study STUDY (a built-in name such as transfer-v1, or a study directory)."""
     from producers.agents.model_agents import LoopLimits
     from producers.agents.registry import make_agent
@@ -105,7 +106,7 @@ def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, wo
     if model.used and user_model is None and not getattr(made, "needs_gateway", False):
         raise UsageError(f"--agent {made.name} and the scripted user call no model: --model-* options apply to "
                          "--user model:MODEL and to model agents")
-    check_model_options(model, _UserNeedsGateway(made) if user_model is not None else made)
+    check_model_settings(model, _UserNeedsGateway(made) if user_model is not None else made)
     try:  # everything is validated before anything is written
         loaded = load_study(resolve_study(study))
     except TransferFormatError as exc:
@@ -115,8 +116,7 @@ def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, wo
             click.echo(f"warning: {warning}", err=True)
     run_set = run_set or default_transfer_run_set(loaded, agent, condition_list, seed_list, user,
                                                   replay=bool(model.replay))
-    if model.replay == run_set:
-        raise UsageError(f"--model-replay {run_set}: a run set cannot replay itself; name another --run-set")
+    refuse_self_replay(model, run_set)
     from producers.gateway.preflight import targets_for
 
     recording = None
@@ -130,7 +130,7 @@ def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, wo
         except (ModelsRefused, RecordingError) as exc:
             raise UsageError(str(exc)) from None
     gateway = start_gateway(model, settings.runs_dir, run_set, targets_for(made, user_model=user_model),
-                            workers=workers, recording=recording)
+                            workers=workers, recording=recording, say=lambda text: click.echo(text, err=True))
     config = RunConfig(run_set, made.name, read_budget=read_budget, code_digest=code_digest(),
                        blob_dir=settings.runs_dir / run_set / "blobs", gateway=gateway, loop=loop, user=user)
 

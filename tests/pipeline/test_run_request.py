@@ -10,6 +10,7 @@ import pytest
 
 from membench.errors import EXIT_AUDIT_FAILED, EXIT_HARNESS_FAULTS, EXIT_OK, EXIT_STOPPED, run_exit_status
 from pipeline.grid_run import RunOutcome
+from pipeline.model_gateway import ModelSettings
 from pipeline.run_errors import RequestInvalid
 from pipeline.run_request import RunRequest, run_grid
 from pipeline.settings import Settings
@@ -22,6 +23,16 @@ ILLEGAL = [  # (request fields, the same request on the command line, what the r
     ({"compare": (("B0", "B7"),)}, ["--compare", "B0:B7"], "condition 'B7' is not in the run set"),
     ({"agent": "scripted:nope"}, ["--agent", "scripted:nope"], "unknown agent 'scripted:nope'"),
     ({"baseline": "B5", "conditions": ("B0", "B2")}, ["--baseline", "B5", "--conditions", "B0,B2"], "B5"),
+    ({"agent": "openai:m"}, ["--agent", "openai:m"], "a model agent needs --model-base-url"),
+    ({"conditions": ("B0", "DF-llm")}, ["--conditions", "B0,DF-llm"],
+     "a model-driven memory policy needs --memory-model"),
+    ({"agent": "openai:m", "model": ModelSettings(base_urls=("ftp://x",))},
+     ["--agent", "openai:m", "--model-base-url", "ftp://x"], "expected an http:// or https:// URL"),
+    ({"agent": "codex", "model": ModelSettings(base_urls=("http://127.0.0.1:9/v1",), replay="earlier")},
+     ["--agent", "codex", "--model-base-url", "http://127.0.0.1:9/v1", "--model-replay", "earlier"],
+     "--model-replay and --model-base-url exclude each other"),
+    ({"model": ModelSettings(base_urls=("http://127.0.0.1:9/v1",))},
+     ["--model-base-url", "http://127.0.0.1:9/v1"], "calls no model"),
 ]
 
 
@@ -62,6 +73,19 @@ def test_a_legal_request_passes_every_rule(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(pipeline.run_environment, "prepare_scoring", preflight)
     with pytest.raises(Reached):
         run_grid(RunRequest("smoke", conditions=("B0", "B5"), compare=(("B0", "B5"),), settings=_settings(tmp_path)))
+    # a model agent and a model-driven condition pass them too, the gateway started (its probe off: no upstream)
+    model = ModelSettings(base_urls=("http://127.0.0.1:9/v1",), memory_model="mm", preflight=False)
+    with pytest.raises(Reached) as reached:
+        run_grid(RunRequest("smoke", conditions=("B0", "B3-llm"), agent="openai:m", model=model,
+                            settings=_settings(tmp_path)))
+    # the default id includes the memory model, as `membench run`'s does (a run set of its own)
+    from producers.grid import default_run_set
+    from producers.pack_resolver import open_pack
+
+    pack = open_pack("smoke", tmp_path)
+    assert str(reached.value) == default_run_set(pack.name, pack.digest, "openai:m+memory-model=mm", ["B0", "B3-llm"],
+                                                 [1, 2, 3])
+    assert str(reached.value) != default_run_set(pack.name, pack.digest, "openai:m", ["B0", "B3-llm"], [1, 2, 3])
 
 
 def _outcome(verified: bool = True, stopped: str | None = None, after_grid: bool = False) -> RunOutcome:
