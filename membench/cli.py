@@ -54,7 +54,7 @@ class LazyGroup(click.Group):
     def invoke(self, ctx: click.Context) -> object:
         """The pipeline's typed refusals become exit statuses here, the one place that chooses them: a
         refused input is a usage error (2); an audit failure, already shown with its problems, exits 1."""
-        from pipeline.run_errors import AuditFailed, RunRefused
+        from membench.pipeline.run_errors import AuditFailed, RunRefused
 
         try:
             return super().invoke(ctx)
@@ -68,7 +68,7 @@ class LazyGroup(click.Group):
 @click.version_option(package_name="membench")
 def main() -> None:
     """membench: measure whether a coding agent's memory helps or hurts it across sessions."""
-    from producers.memory_systems.registry import register_adapters_from_env, register_plugins
+    from membench.producers.memory_systems.registry import register_adapters_from_env, register_plugins
 
     # a memory library's own telemetry stays off in every process membench starts (Mem0 reads it at import)
     os.environ["MEM0_TELEMETRY"] = "False"

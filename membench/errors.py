@@ -1,5 +1,5 @@
 """Errors the CLI turns into one-line messages and exit statuses, and the exit statuses themselves:
-the pipeline returns outcomes and raises typed errors (`pipeline.run_errors`), and only the CLI
+the pipeline returns outcomes and raises typed errors (`membench.pipeline.run_errors`), and only the CLI
 chooses how a process ends."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class UsageError(click.ClickException):
 
 
 def stop_exit_status(stopped: str | None, after_grid: bool = False) -> int:
-    """The exit status of how a grid ended (`pipeline.stopping.GridStop.stopped`, an outcome's
+    """The exit status of how a grid ended (`membench.pipeline.stopping.GridStop.stopped`, an outcome's
     `stopped`): 4 when it stopped itself for its harness, 130 for a signal (also one that came
     once every unit had ended, AFTER_GRID), else 0."""
     if stopped is not None:
@@ -37,7 +37,7 @@ def stop_exit_status(stopped: str | None, after_grid: bool = False) -> int:
 
 
 def run_exit_status(outcome) -> int:
-    """The exit status of a grid run's `pipeline.grid_run.RunOutcome` (before --strict): a stop
+    """The exit status of a grid run's `membench.pipeline.grid_run.RunOutcome` (before --strict): a stop
     first (whatever its log holds, the findings are shown), then a log that does not verify."""
     if outcome.stopped is None and not outcome.verified:
         return EXIT_AUDIT_FAILED
@@ -47,7 +47,7 @@ def run_exit_status(outcome) -> int:
 def end_stopped(status: int) -> NoReturn:
     """Exit with STATUS after a grid's stop. A unit thread still blocked past the kill (its output
     is fenced) would be joined by a plain exit, so the process then ends at once, streams flushed."""
-    from pipeline.stopping import unit_threads_alive
+    from membench.pipeline.stopping import unit_threads_alive
 
     sys.stdout.flush()
     sys.stderr.flush()
@@ -57,6 +57,6 @@ def end_stopped(status: int) -> NoReturn:
 
 
 def hard_exit() -> None:
-    """A third Ctrl-C / SIGTERM (`pipeline.stopping.GridStop`'s last resort): end the process at
+    """A third Ctrl-C / SIGTERM (`membench.pipeline.stopping.GridStop`'s last resort): end the process at
     once, whatever thread, Kafka client or sandbox child still hangs."""
     os._exit(EXIT_STOPPED)

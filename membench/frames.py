@@ -16,7 +16,7 @@ time zone, nullable strings, lists). Which warehouse: `warehouse=DSN` when given
 `home/warehouse` when `home` (a MEMBENCH_HOME) is given, else the CLI's default
 (`MEMBENCH_WAREHOUSE`, else `$MEMBENCH_HOME/warehouse`). An embedded (chDB) warehouse has one
 owner at a time: while a `membench run` holds it, a call here reads a snapshot rebuilt from the
-logs under that home's `runs/` instead (`pipeline.log_snapshot`: every event logged so far; a unit
+logs under that home's `runs/` instead (`membench.pipeline.log_snapshot`: every event logged so far; a unit
 still running has no `runs` row yet), with a warning saying so (a ClickHouse server DSN has no
 such limit). `run_set=None` reads every run set.
 
@@ -30,8 +30,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from exports.table_formats import raw_query, table_key
-from pipeline.settings import load_settings
+from membench.exports.table_formats import raw_query, table_key
+from membench.pipeline.settings import load_settings
 
 __all__ = ["runs", "sessions", "events", "failures", "memory_contracts", "hygiene", "table"]
 
@@ -49,7 +49,7 @@ def _frame(sql: str, parameters: dict[str, Any], home: str | Path | None, wareho
 
     import pandas as pd
 
-    from warehouse.client import WarehouseBusy, connect
+    from membench.warehouse.client import WarehouseBusy, connect
 
     try:
         conn: Any = connect(_dsn(home, warehouse), create=False, read_only=True)  # or a snapshot's (below)
@@ -58,7 +58,7 @@ def _frame(sql: str, parameters: dict[str, Any], home: str | Path | None, wareho
             raise
         import warnings
 
-        from pipeline.log_snapshot import snapshot_from_logs
+        from membench.pipeline.log_snapshot import snapshot_from_logs
 
         runs_dir = Path(home).expanduser().absolute() / "runs" if home is not None else load_settings().runs_dir
         snapshot = snapshot_from_logs(runs_dir, [parameters["rs"]] if "rs" in parameters else None)
@@ -73,7 +73,7 @@ def _frame(sql: str, parameters: dict[str, Any], home: str | Path | None, wareho
 
 def table(name: str, run_set: str | None = None, home: str | Path | None = None, warehouse: str | None = None):
     """Rows of table NAME (`trajectory_events` or a derived table), each once, in key order."""
-    from warehouse.queries import table_statement
+    from membench.warehouse.queries import table_statement
 
     return _frame(*table_statement(name, run_set, *table_key(name)), home, warehouse)
 
@@ -81,10 +81,10 @@ def table(name: str, run_set: str | None = None, home: str | Path | None = None,
 def runs(run_set: str | None = None, home: str | Path | None = None, warehouse: str | None = None,
          all_attempts: bool = False):
     """run_results: one row per unit — its completed run, else its excluded run, else its latest
-    attempt — the rows a report counts (`warehouse.queries.run_results`). `all_attempts=True`: every
+    attempt — the rows a report counts (`membench.warehouse.queries.run_results`). `all_attempts=True`: every
     run, abandoned and retried attempts included. A valid cell is `status == "completed"` and not
     `excluded`; `scored_passed` is its outcome."""
-    from warehouse.queries import runs_statement
+    from membench.warehouse.queries import runs_statement
 
     return _frame(*runs_statement(run_set, all_attempts), home, warehouse)
 
@@ -114,7 +114,7 @@ def events(run_set: str | None = None, home: str | Path | None = None, warehouse
     """trajectory_events: the raw log in (run, seq) order, one row per event; `payload` is JSON text
     (`json.loads`, or `pandas.json_normalize` over a column of them). `kinds` keeps those event
     kinds only; the exact Avro `datum` (bytes, for audit) is left out unless `datum=True`."""
-    from warehouse.queries import events_statement
+    from membench.warehouse.queries import events_statement
 
     return _frame(*events_statement(run_set, sorted(set(kinds)) if kinds is not None else None, datum), home,
                   warehouse)

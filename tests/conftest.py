@@ -16,8 +16,8 @@ from typing import NoReturn
 
 import pytest
 
-from sandbox.docker_backend import DEFAULT_HOST
-from sandbox.registry import get_sandbox
+from membench.sandbox.docker_backend import DEFAULT_HOST
+from membench.sandbox.registry import get_sandbox
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -170,7 +170,7 @@ def run_cli_inprocess(*args: str, home: Path, env: dict[str, str] | None = None)
     exception becomes exit status 1 with its traceback on stderr, as a real process would show it.
 
     Only for commands that stop before opening a warehouse: a chDB path has one owner process
-    (warehouse/client.py) and chDB keeps one session per process, so a command that ran here would
+    (membench/warehouse/client.py) and chDB keeps one session per process, so a command that ran here would
     hold the test process to it: a command that connects to a warehouse here, or succeeds, is a
     misuse and fails the test."""
     from click.testing import CliRunner
@@ -185,7 +185,7 @@ def run_cli_inprocess(*args: str, home: Path, env: dict[str, str] | None = None)
     full_env = {"MEMBENCH_HOME": str(home), **(env or {})}
     cwd, get_client = os.getcwd(), clickhouse_connect.get_client
     os.chdir(home.parent)
-    clickhouse_connect.get_client = refuse  # warehouse/client.py looks it up at each connect
+    clickhouse_connect.get_client = refuse  # membench/warehouse/client.py looks it up at each connect
     try:
         result = CliRunner().invoke(main, list(args), env=full_env, prog_name="membench")
     finally:

@@ -1,4 +1,5 @@
-"""The folders are the architecture (docs/design.md §1): each package imports only the packages
+"""The folders are the architecture (docs/design.md §1): the rooms are the subpackages of the one
+import name, membench; each imports only the rooms
 upstream of it, interface modules hold protocols and types, not the implementations, no two
 modules import each other (directly or round a circle), and a module's name says its job, so the
 same name in two rooms is the same job."""
@@ -10,8 +11,10 @@ import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+PKG = REPO / "membench"
 
-# package -> the project packages it may import (besides itself)
+# room -> the rooms it may import (besides itself); a room is membench/ROOM, except "membench": the
+# command line and the Python API, the modules directly in membench/ and membench/commands/
 ALLOWED = {
     "schemas": set(),
     "processors": {"schemas"},
@@ -28,8 +31,8 @@ ALLOWED = {
     "membench": {"schemas", "producers", "processors", "sandbox", "warehouse", "analytics", "reports", "exports",
                  "audit", "viewer", "pipeline", "bench"},
 }
-INTERFACES = ("producers/bus/base.py", "producers/agents/base.py", "producers/memory_systems/base.py",
-              "producers/transcripts/base.py", "sandbox/base.py", "warehouse/protocol.py")
+INTERFACES = ("membench/producers/bus/base.py", "membench/producers/agents/base.py", "membench/producers/memory_systems/base.py",
+              "membench/producers/transcripts/base.py", "membench/sandbox/base.py", "membench/warehouse/protocol.py")
 
 # A module's name may repeat across the rooms only where it is the same job in each:
 SAME_JOB = {
@@ -38,14 +41,32 @@ SAME_JOB = {
     "registry": "a room's implementations (or schemas) by name",
 }
 # ... or where each room does its own job on one subject, the room naming the job and the module
-# the subject: the fold (processors/), the report section (reports/) and the command (membench/commands/)
+# the subject: the fold (membench/processors/), the report section (membench/reports/) and the command (membench/commands/)
 SAME_SUBJECT = {
-    "hygiene": {"processors/hygiene.py", "reports/hygiene.py"},
-    "transfer": {"processors/transfer.py", "reports/transfer.py", "membench/commands/transfer.py"},
-    "study": {"reports/study.py", "reports/html/study.py"},  # the study file; its HTML section
+    "hygiene": {"membench/processors/hygiene.py", "membench/reports/hygiene.py"},
+    "transfer": {"membench/processors/transfer.py", "membench/reports/transfer.py", "membench/commands/transfer.py"},
+    "study": {"membench/reports/study.py", "membench/reports/html/study.py"},  # the study file; its HTML section
 }
 # A CLI command's module (membench/commands/) is named after its verb (membench/cli.py COMMANDS), so
-# it may share the name of the module that does the work (membench/commands/rederive.py -> audit/rederive.py).
+# it may share the name of the module that does the work (membench/commands/rederive.py -> membench/audit/rederive.py).
+
+
+ROOMS = tuple(room for room in ALLOWED if room != "membench")
+
+
+def _room_files(room: str) -> list[Path]:
+    """The modules of ROOM."""
+    if room == "membench":
+        return sorted([*PKG.glob("*.py"), *(PKG / "commands").rglob("*.py")])
+    return sorted((PKG / room).rglob("*.py"))
+
+
+def _room_of(module: str) -> str | None:
+    """The room a dotted import names (None: not membench's)."""
+    parts = module.split(".")
+    if parts[0] != "membench":
+        return None
+    return parts[1] if len(parts) > 1 and parts[1] in ROOMS else "membench"
 
 
 def _imports(path: Path) -> set[str]:
@@ -62,7 +83,7 @@ def _modules() -> dict[str, Path]:
     """Every module of the project's packages, by dotted name (a package by its own name)."""
     out = {}
     for package in ALLOWED:
-        for path in sorted((REPO / package).rglob("*.py")):
+        for path in _room_files(package):
             parts = list(path.relative_to(REPO).with_suffix("").parts)
             out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return out
@@ -71,12 +92,23 @@ def _modules() -> dict[str, Path]:
 def test_each_package_imports_only_upstream_packages():
     broken = []
     for package, allowed in ALLOWED.items():
-        for path in sorted((REPO / package).rglob("*.py")):
+        for path in _room_files(package):
             for module in _imports(path):
-                top = module.split(".")[0]
-                if top in ALLOWED and top != package and top not in allowed:
+                room = _room_of(module)
+                if room is not None and room != package and room not in allowed:
                     broken.append(f"{path.relative_to(REPO)} imports {module}")
     assert not broken, "imports against the layering:\n" + "\n".join(broken)
+
+
+def test_the_rooms_are_imported_through_the_one_import_name():
+    """`from pipeline import x` would need a second top-level name in the user's environment (and find
+    the user's own `pipeline` module first): product code, tests and tools import `membench.ROOM`."""
+    bare = []
+    for path in sorted([*PKG.rglob("*.py"), *(REPO / "tests").rglob("*.py"), *(REPO / "tools").rglob("*.py")]):
+        if "fixtures" in path.relative_to(REPO).parts[:2] or (path.parent.name == "inside"):
+            continue
+        bare += [f"{path.relative_to(REPO)} imports {m}" for m in _imports(path) if m.split(".")[0] in ROOMS]
+    assert not bare, "\n".join(bare)
 
 
 def test_interface_modules_import_no_implementation():
@@ -91,7 +123,7 @@ def test_programs_that_run_inside_the_sandbox_use_the_standard_library_only():
     """They run on the sandbox's python3, where membench and its dependencies are not importable."""
     import sys
 
-    inside = sorted((REPO / "producers" / "agents" / "inside").glob("*.py"))
+    inside = sorted((PKG / "producers" / "agents" / "inside").glob("*.py"))
     assert inside
     for path in inside:
         foreign = {m for m in _imports(path) if m.split(".")[0] not in sys.stdlib_module_names}
@@ -100,7 +132,7 @@ def test_programs_that_run_inside_the_sandbox_use_the_standard_library_only():
 
 def test_no_module_imports_itself_round_a_circle():
     """Imports inside functions count: deferring an import hides a circle from the interpreter, not
-    from a reader (producers/transcripts/base.py once imported the parsers that import it)."""
+    from a reader (membench/producers/transcripts/base.py once imported the parsers that import it)."""
     modules = _modules()
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
@@ -172,7 +204,7 @@ def test_a_module_name_is_one_job():
         if len(others) < 2 or others <= SAME_SUBJECT.get(name, set()):
             continue
         repeated.append(f"{name}: {', '.join(sorted(paths))}")
-    for package in ALLOWED:  # nor does a module take a room's name (processors/pipeline.py beside pipeline/)
+    for package in ALLOWED:  # nor does a module take a room's name (processors/pipeline.py beside membench/pipeline/)
         for path in by_name.get(package, []):
             if not (path == f"membench/commands/{package}.py" and package in verbs):
                 repeated.append(f"{package}: the room {package}/ and {path}")
@@ -191,7 +223,7 @@ def test_the_allow_lists_name_what_exists():
 def test_membench_holds_the_cli_alone():
     """The command line, its errors and exit statuses, and the Python API (the notebook frames, the run as
     a library call, re-exported); the work is done in the rooms below it."""
-    entries = {p.name for p in (REPO / "membench").iterdir() if p.name != "__pycache__"}
+    entries = {p.name for p in PKG.iterdir() if p.name != "__pycache__" and p.name not in ROOMS}
     assert entries == {"__init__.py", "__main__.py", "api.py", "cli.py", "commands", "errors.py",
                        "frames.py"}, sorted(entries)
 
@@ -200,20 +232,27 @@ def test_every_room_is_a_package():
     """A folder of modules without __init__.py is a namespace package, which setuptools' package
     discovery (pyproject.toml) does not ship. The programs copied into the sandbox are files, not a
     package."""
+    for package in ROOMS:
+        assert (PKG / package / "__init__.py").is_file(), package
     for package in ALLOWED:
-        assert (REPO / package / "__init__.py").is_file(), package
-        for path in (REPO / package).rglob("*.py"):
+        for path in _room_files(package):
             folder = path.parent
             if folder.name != "inside" or folder.parent.name != "agents":
                 assert (folder / "__init__.py").is_file(), f"{folder.relative_to(REPO)} has no __init__.py"
 
 
-def test_pyproject_ships_every_room():
+def test_pyproject_ships_every_room_under_one_import_name():
+    """setuptools' own discovery, with the pyproject's include list, finds every room and nothing
+    outside membench (a wheel holds these packages; the fresh-install test checks an installed one)."""
     import tomllib
+
+    from setuptools import find_packages
 
     config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
     include = config["tool"]["setuptools"]["packages"]["find"]["include"]
-    assert sorted(f"{package}*" for package in ALLOWED) == sorted(include)
+    packages = find_packages(where=str(REPO), include=include)
+    assert {p.split(".")[0] for p in packages} == {"membench"}
+    assert {f"membench.{room}" for room in ROOMS} <= set(packages)
 
 
 def test_every_room_imports_outside_the_repository():
@@ -228,25 +267,26 @@ def test_every_room_imports_outside_the_repository():
               "for name in sys.argv[1:]:\n"
               "    spec = importlib.util.find_spec(name)\n"
               "    print(name, spec.submodule_search_locations[0] if spec else None)\n")
-    proc = subprocess.run([sys.executable, "-c", script, *ALLOWED], capture_output=True, text=True, timeout=60,
+    names = ["membench", *(f"membench.{room}" for room in ROOMS)]
+    proc = subprocess.run([sys.executable, "-c", script, *names], capture_output=True, text=True, timeout=60,
                           cwd=os.path.abspath(os.sep))
     assert proc.returncode == 0, proc.stderr
     found = dict(line.split(" ", 1) for line in proc.stdout.splitlines())
-    stale = {name: where for name, where in found.items() if where != str(REPO / name)}
+    stale = {name: where for name, where in found.items() if where != str(REPO.joinpath(*name.split(".")))}
     assert not stale, f"rooms that do not import from {REPO}: {stale} (run deploy/setup-env.sh again)"
 
 
-# Product SQL — a SELECT, INSERT or CREATE the code sends — lives in warehouse/ only: the tables'
-# DDL in tables.py, every read in queries.py, typed by warehouse/rows.py. Elsewhere a string literal
+# Product SQL — a SELECT, INSERT or CREATE the code sends — lives in membench/warehouse/ only: the tables'
+# DDL in tables.py, every read in queries.py, typed by membench/warehouse/rows.py. Elsewhere a string literal
 # holds SQL only where it must:
 SQL_EXCEPTIONS = {
     "membench/commands/sql.py": "`membench sql` runs the user's own SQL",
     "membench/commands/report.py": "a usage hint names a query the user may paste into `membench sql`",
-    "exports/table_formats.py": "the export writes a table in ClickHouse's own output formats (FORMAT clauses)",
-    "audit/run_heads.py": "its own SQLite index of the run heads on disk, not the warehouse",
-    "bench/replay_rates.py": "it measures the engine's own insert floor, into a scratch copy of the raw table",
+    "membench/exports/table_formats.py": "the export writes a table in ClickHouse's own output formats (FORMAT clauses)",
+    "membench/audit/run_heads.py": "its own SQLite index of the run heads on disk, not the warehouse",
+    "membench/bench/replay_rates.py": "it measures the engine's own insert floor, into a scratch copy of the raw table",
 }
-# ... and where a read has not moved into warehouse/queries.py yet. Each entry still holds SQL (the
+# ... and where a read has not moved into membench/warehouse/queries.py yet. Each entry still holds SQL (the
 # test below fails once a module is cleaned, so the list only shrinks); none may be added.
 SQL_NOT_YET_MOVED: set[str] = set()
 _SQL = re.compile(r"^\s*\(?\s*(SELECT\b|INSERT\s+INTO\b|CREATE\s+(TABLE|VIEW|DATABASE)\b|ALTER\s+TABLE\b|"
@@ -287,7 +327,7 @@ def _modules_with_sql() -> dict[str, list[tuple[int, str]]]:
     for package in ALLOWED:
         if package == "warehouse":
             continue
-        for path in sorted((REPO / package).rglob("*.py")):
+        for path in _room_files(package):
             found = _sql_literals(path)
             if found:
                 out[str(path.relative_to(REPO))] = found
@@ -297,13 +337,13 @@ def _modules_with_sql() -> dict[str, list[tuple[int, str]]]:
 def test_product_sql_lives_in_the_warehouse():
     found = _modules_with_sql()
     stray = {path: lines for path, lines in found.items() if path not in SQL_EXCEPTIONS and path not in SQL_NOT_YET_MOVED}
-    assert not stray, f"SQL outside warehouse/ (move the read into warehouse/queries.py): {stray}"
+    assert not stray, f"SQL outside membench/warehouse/ (move the read into membench/warehouse/queries.py): {stray}"
     cleaned = sorted(path for path in (set(SQL_EXCEPTIONS) | SQL_NOT_YET_MOVED) - set(found) if (REPO / path).exists())
     assert not cleaned, f"these modules hold no SQL any more: take them off the lists {cleaned}"
 
 
 def test_the_sql_check_sees_sql():
-    """Not vacuous: the reads of warehouse/queries.py are SQL to it, prose and docstrings are not."""
-    assert len(_sql_literals(REPO / "warehouse" / "queries.py")) >= 20
+    """Not vacuous: the reads of membench/warehouse/queries.py are SQL to it, prose and docstrings are not."""
+    assert len(_sql_literals(PKG / "warehouse" / "queries.py")) >= 20
     assert _SQL.search('f"SELECT run_id FROM {table} WHERE x"') and _SQL.search("INSERT INTO t VALUES")
     assert not _SQL.search("select the runs from the table") and not _SQL.search("the SELECT clause")

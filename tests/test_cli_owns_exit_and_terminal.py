@@ -1,5 +1,5 @@
-"""Only the CLI ends the process and draws the terminal (docs/design.md §1, the import rule): below
-`membench/` a run returns its outcome or raises a typed error, shows itself on the `RunDisplay` its
+"""Only the CLI ends the process and draws the terminal (docs/design.md §1, the import rule): in the
+rooms below the CLI a run returns its outcome or raises a typed error, shows itself on the `RunDisplay` its
 caller passes, and imports no `rich`. The exits that remain are separate programs' own mains."""
 
 from __future__ import annotations
@@ -7,19 +7,18 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.test_architecture import ALLOWED, REPO, _imports
+from tests.test_architecture import PKG, REPO, ROOMS, _imports
 
-ROOMS = sorted(set(ALLOWED) - {"membench"})
 
 # programs run as processes of their own (a sandbox's, a code generator's, a benchmark's worker): their
 # exit status is their answer to the process that started them
 PROGRAMS = {
-    "producers/agents/inside/launch.py": "the agent's launcher in the sandbox: exits with the agent's status",
-    "producers/agents/inside/openai_loop.py": "the built-in agent loop, a program in the sandbox",
-    "producers/transfer/inside/evaluator_runner.py": "the hidden evaluator's case runner, in its sandbox",
-    "schemas/payload_types.py": "the code generator of schemas/payloads.py (python -m)",
-    "warehouse/row_types.py": "the code generator of warehouse/rows.py (python -m)",
-    "bench/floor.py": "the faust worker process the floor benchmark starts; it ends once its figure is written",
+    "membench/producers/agents/inside/launch.py": "the agent's launcher in the sandbox: exits with the agent's status",
+    "membench/producers/agents/inside/openai_loop.py": "the built-in agent loop, a program in the sandbox",
+    "membench/producers/transfer/inside/evaluator_runner.py": "the hidden evaluator's case runner, in its sandbox",
+    "membench/schemas/payload_types.py": "the code generator of membench/schemas/payloads.py (python -m)",
+    "membench/warehouse/row_types.py": "the code generator of membench/warehouse/rows.py (python -m)",
+    "membench/bench/floor.py": "the faust worker process the floor benchmark starts; it ends once its figure is written",
 }
 
 
@@ -43,7 +42,7 @@ def _exits(source: str) -> list[int]:
 def test_no_room_below_the_cli_ends_the_process():
     stray = {}
     for room in ROOMS:
-        for path in sorted((REPO / room).rglob("*.py")):
+        for path in sorted((PKG / room).rglob("*.py")):
             rel = str(path.relative_to(REPO))
             lines = _exits(path.read_text(encoding="utf-8"))
             if lines and rel not in PROGRAMS:
@@ -67,6 +66,6 @@ def test_the_exit_check_sees_exits():
 
 def test_no_room_below_the_cli_draws_the_terminal():
     drawing = {str(path.relative_to(REPO)): sorted(m for m in _imports(path) if m.split(".")[0] == "rich")
-               for room in ROOMS for path in sorted((REPO / room).rglob("*.py"))}
+               for room in ROOMS for path in sorted((PKG / room).rglob("*.py"))}
     drawing = {rel: modules for rel, modules in drawing.items() if modules}
     assert not drawing, f"rich imported below membench/ (show it on the caller's RunDisplay): {drawing}"

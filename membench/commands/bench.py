@@ -48,7 +48,7 @@ def machine() -> dict[str, object]:
 def stats_bench(units: int, seeds: int, n_cells: int, resamples: int, repeats: int, seed: int, compare_units: int,
                 as_json: bool) -> None:
     """Time the P1–P6 comparison family with bootstraps, and a pass-fraction report over many cells."""
-    from bench.stats_timings import bench_compare_csv, bench_family, bench_pass_fractions
+    from membench.bench.stats_timings import bench_compare_csv, bench_family, bench_pass_fractions
 
     click.echo(f"timing the P1-P6 family on {units} units x {seeds} seeds ({repeats} repeats)...", err=True)
     family = bench_family(units=units, seeds=seeds, resamples=resamples, repeats=repeats, seed=seed)
@@ -97,11 +97,11 @@ def bus_bench(bus_dsn: str, runs: int, threads: int, sessions: int, turns: int, 
     workers and 1 faust worker, each engine's CPU per event beside its floors, the producer-side emit
     cost, worker memory after many runs, the embedded path's figure on the same synthetic runs, and
     replay/rederive rates with --jobs 1 and 2 beside the read and chDB insert floors and replay's memory."""
-    from bench.bus import bench_embedded, bench_emit, bench_kafka
-    from bench.replay_rates import bench_replay, format_lines
-    from bench.engines import bench_engines
-    from bench.worker_memory import worker_memory
-    from schemas.topics import topics_from_dsn
+    from membench.bench.bus import bench_embedded, bench_emit, bench_kafka
+    from membench.bench.replay_rates import bench_replay, format_lines
+    from membench.bench.engines import bench_engines
+    from membench.bench.worker_memory import worker_memory
+    from membench.schemas.topics import topics_from_dsn
 
     log = lambda msg: click.echo(msg, err=True)  # noqa: E731
     bootstrap = topics_from_dsn(bus_dsn).bootstrap
@@ -174,8 +174,8 @@ def bus_bench(bus_dsn: str, runs: int, threads: int, sessions: int, turns: int, 
 def claims_bench(bus_dsn: str, units: int, as_json: bool) -> None:
     """What a runner's claim on a unit's status costs per unit (docs/design.md §2 Claims): the status
     read before deciding, recording `started` without and with the claim check, and a lost claim."""
-    from bench.claim_cost import bench_claims, format_lines
-    from schemas.topics import topics_from_dsn
+    from membench.bench.claim_cost import bench_claims, format_lines
+    from membench.schemas.topics import topics_from_dsn
 
     result = {"machine": machine(), **bench_claims(topics_from_dsn(bus_dsn).bootstrap, units,
                                                    lambda msg: click.echo(msg, err=True))}
@@ -207,7 +207,7 @@ def gateway_bench(calls: int, chunks: int, chunk_calls: int, warmup: int, fresh_
                   prompt_kb: int, pause_ms: float, as_json: bool) -> None:
     """Latency the model gateway adds per call (p50, p95) and per streamed chunk, against a local
     scripted upstream measured directly in the same run."""
-    from bench.gateway import bench_gateway, format_table
+    from membench.bench.gateway import bench_gateway, format_table
 
     result = bench_gateway(calls=calls, chunks=chunks, chunk_calls=chunk_calls, warmup=warmup,
                            keepalive=not fresh_connections, isolate=not one_process, prompt_bytes=prompt_kb * 1024,
@@ -234,10 +234,10 @@ def scoring_bench(pack_name: str, sessions: int, repeats: int, as_json: bool) ->
     run, counted by a cgroup cpuacct group (bwrap, as root)."""
     import tempfile
 
-    from bench.scoring_cpu import CpuAccountUnavailable, format_lines, pack_cases, scoring_bench as run_bench
-    from producers.pack_resolver import open_pack
-    from sandbox.bwrap import BwrapSandbox
-    from schemas.pack_format import PackError
+    from membench.bench.scoring_cpu import CpuAccountUnavailable, format_lines, pack_cases, scoring_bench as run_bench
+    from membench.producers.pack_resolver import open_pack
+    from membench.sandbox.bwrap import BwrapSandbox
+    from membench.schemas.pack_format import PackError
 
     with tempfile.TemporaryDirectory(prefix="membench-bench-scoring-") as home:
         try:
@@ -274,8 +274,8 @@ def scoring_bench(pack_name: str, sessions: int, repeats: int, as_json: bool) ->
 def concurrency_bench(levels: str, delay_s: float, rounds: int, sandbox_nice: int | None, as_json: bool) -> None:
     """Units in flight, units per minute and the gateway's added latency (p50, p95) of real `membench
     run`s of the smoke pack with the built-in `openai:` loop against a slow scripted model, at each
-    worker count; with the ratio to the latency ideal and to the CPU ceiling (bench/concurrency.py)."""
-    from bench.concurrency import Level, bench_concurrency, format_level
+    worker count; with the ratio to the latency ideal and to the CPU ceiling (membench/bench/concurrency.py)."""
+    from membench.bench.concurrency import Level, bench_concurrency, format_level
 
     try:
         counts = [int(v) for v in levels.split(",") if v.strip()]
@@ -302,7 +302,7 @@ def concurrency_bench(levels: str, delay_s: float, rounds: int, sandbox_nice: in
 def viewer_bench(units: int, repeats: int, chromium: str | None, as_json: bool) -> None:
     """The live viewer's run-set page at UNITS units: the first answer (the log read and folded),
     each poll's answer (time, size, and with If-None-Match), a full-text search, one unit."""
-    from bench.viewer_api import bench_viewer, format_lines
+    from membench.bench.viewer_api import bench_viewer, format_lines
 
     if units < 1 or repeats < 1:
         raise click.UsageError("--units and --repeats must be at least 1")

@@ -16,12 +16,12 @@ import click
 
 from membench.errors import (EXIT_AUDIT_FAILED, EXIT_GATE_FAILED, EXIT_OK, UsageError, end_stopped, hard_exit,
                              run_exit_status)
-from pipeline.run_errors import ReportRefused
-from pipeline.settings import Settings, load_settings
-from schemas.fields import PLAIN_NAME_RULE, is_plain_name
+from membench.pipeline.run_errors import ReportRefused
+from membench.pipeline.settings import Settings, load_settings
+from membench.schemas.fields import PLAIN_NAME_RULE, is_plain_name
 
 if TYPE_CHECKING:
-    from reports.model import Report
+    from membench.reports.model import Report
 
 
 def dsn_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -38,7 +38,7 @@ def dsn_options(func: Callable[..., Any]) -> Callable[..., Any]:
             if dsn is not None and not dsn.startswith(schemes):
                 raise UsageError(f"{name}: unknown DSN '{dsn}' (expected {' or '.join(s + '...' for s in schemes)})")
         if bus_dsn and bus_dsn.startswith("kafka://"):
-            from schemas.topics import topics_from_dsn
+            from membench.schemas.topics import topics_from_dsn
 
             try:
                 topics_from_dsn(bus_dsn)
@@ -53,8 +53,8 @@ def require_kafka(dsn: str, where: str = "--bus") -> None:
     """A UsageError (exit 2, one line) when no Kafka broker of DSN answers (probed with a bounded
     timeout, librdkafka's log silenced): the address and how to start one. A command that talks to
     the bus calls it once its own input is checked, before its first Kafka client."""
-    from producers.bus.kafka import probe_brokers
-    from schemas.topics import topics_from_dsn
+    from membench.producers.bus.kafka import probe_brokers
+    from membench.schemas.topics import topics_from_dsn
 
     try:
         bootstrap = topics_from_dsn(dsn).bootstrap
@@ -68,7 +68,7 @@ def require_kafka(dsn: str, where: str = "--bus") -> None:
 
 
 def open_warehouse(settings: Settings, create: bool = True):
-    from warehouse.client import WarehouseError, connect
+    from membench.warehouse.client import WarehouseError, connect
 
     try:
         return connect(settings.warehouse, create=create)
@@ -79,14 +79,14 @@ def open_warehouse(settings: Settings, create: bool = True):
 def connect_for_reading(settings: Settings, run_sets: list[str] | None = None):
     """The warehouse opened read-only for a query (`sql`, the exports, `membench.frames`). While
     another process (a run) owns the embedded warehouse: a snapshot rebuilt from the logs under
-    runs/ instead (`pipeline.log_snapshot`; only RUN_SETS' logs when given), said on stderr with what
+    runs/ instead (`membench.pipeline.log_snapshot`; only RUN_SETS' logs when given), said on stderr with what
     it holds; its `close` removes it. Raises WarehouseError as `connect` does otherwise."""
-    from warehouse.client import WarehouseBusy, connect
+    from membench.warehouse.client import WarehouseBusy, connect
 
     try:
         return connect(settings.warehouse, create=False, read_only=True)
     except WarehouseBusy as exc:
-        from pipeline.log_snapshot import snapshot_from_logs
+        from membench.pipeline.log_snapshot import snapshot_from_logs
 
         snapshot = snapshot_from_logs(settings.runs_dir, run_sets)
         click.echo(f"note: the warehouse is owned by {exc.owner or 'another process'}; {snapshot.note}", err=True)
@@ -115,7 +115,7 @@ def validate_run_set_id(value: str | None, where: str = "--run-set") -> str | No
     UsageError (exit 2) naming WHERE — the option or argument it came from.
 
     A run-set id becomes a directory under MEMBENCH_HOME/runs/ and a value in warehouse queries, so
-    it is confined to `schemas.fields.PLAIN_NAME`: 1-128 characters, a letter or digit first, then
+    it is confined to `membench.schemas.fields.PLAIN_NAME`: 1-128 characters, a letter or digit first, then
     letters, digits, '.', '_', '-', and no '..' — no path separator, no leading dot, no escape
     from the runs directory."""
     if value is None or is_plain_name(value):
@@ -128,14 +128,14 @@ class ReportOptions:
     """How `run` and `score` build the report at the end: the baseline, the study, the pack (canary)."""
 
     baseline: str | None = None
-    study: Any = None  # reports.study.Study; None: the default study
+    study: Any = None  # membench.reports.study.Study; None: the default study
     pack_spec: str | None = None
     compare: tuple[tuple[str, str], ...] = ()  # --compare A:B pairs, answered in the report's `requested`
 
     def builder(self, home: Path):
-        """What `pipeline.grid_run.run_embedded` calls to build the report at the end
-        (`pipeline.run_request.report_builder`, as the library call builds it) with these options."""
-        from pipeline.run_request import report_builder
+        """What `membench.pipeline.grid_run.run_embedded` calls to build the report at the end
+        (`membench.pipeline.run_request.report_builder`, as the library call builds it) with these options."""
+        from membench.pipeline.run_request import report_builder
 
         return report_builder(home, self.baseline, self.study, self.pack_spec, self.compare)
 
@@ -143,13 +143,13 @@ class ReportOptions:
 def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, workers: int, agent_for=None,
                  verb: str = "run", signer=None, report_options: ReportOptions | None = None,
                  stop_grace: float = 30.0, workers_note: str | None = None):
-    """`pipeline.grid_run.run_embedded` with the report `report_options` describe, after the scoring
-    pre-flight and the run set's environment check (`pipeline.run_environment.prepare_scoring`), on
+    """`membench.pipeline.grid_run.run_embedded` with the report `report_options` describe, after the scoring
+    pre-flight and the run set's environment check (`membench.pipeline.run_environment.prepare_scoring`), on
     the terminal display; the outcome becomes the exit status (`membench.errors.run_exit_status`),
     what the pipeline refuses a usage error (exit 2). Returns the report written."""
     from membench.commands.terminal_display import TerminalDisplay
-    from pipeline.grid_run import run_embedded as run_grid
-    from pipeline.run_environment import prepare_scoring
+    from membench.pipeline.grid_run import run_embedded as run_grid
+    from membench.pipeline.run_environment import prepare_scoring
 
     prepare_scoring(pack, sandbox_name, settings.runs_dir, config.run_set)  # before anything is written
     resume = "membench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
@@ -171,9 +171,9 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
 
 
 def require_scoring(pack, sandbox_name: str, cases=None) -> None:
-    """The scoring pre-flight (`producers.scoring_preflight`) where no run set's environment is
+    """The scoring pre-flight (`membench.producers.scoring_preflight`) where no run set's environment is
     recorded (a Kafka run, `validate`): a failure is a usage error (exit 2) before anything runs."""
-    from producers.scoring_preflight import ScoringPreflightFailed, require_scoring as preflight
+    from membench.producers.scoring_preflight import ScoringPreflightFailed, require_scoring as preflight
 
     try:
         preflight(pack, sandbox_name, cases)
@@ -222,7 +222,7 @@ def load_signer(sign_key: Path | None):
     error, exit 2, naming the file)."""
     if sign_key is None:
         return None
-    from audit.log_root_record import LogRootError, load_signing_key
+    from membench.audit.log_root_record import LogRootError, load_signing_key
 
     try:
         return load_signing_key(sign_key)
@@ -242,12 +242,12 @@ def strict_option(f):
 
 
 def exit_if_gates_failed(report: Report | None, strict: bool) -> None:
-    """Under --strict, exit 3 when REPORT (a `reports.model.Report`) has a failed validity gate
-    (reports/gate_failures.py). Called last, after everything is written and printed: the exit status
+    """Under --strict, exit 3 when REPORT (a `membench.reports.model.Report`) has a failed validity gate
+    (membench/reports/gate_failures.py). Called last, after everything is written and printed: the exit status
     is the only thing it changes."""
     if not strict or report is None:
         return
-    from reports.gate_failures import failed_gates
+    from membench.reports.gate_failures import failed_gates
 
     failures = failed_gates(report)
     if failures:

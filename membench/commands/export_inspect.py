@@ -9,7 +9,7 @@ import click
 
 from membench.commands.cli_helpers import connect_for_reading, dsn_options, validate_run_set_id
 from membench.errors import UsageError
-from pipeline.settings import Settings
+from membench.pipeline.settings import Settings
 
 
 @click.command("inspect")
@@ -26,8 +26,8 @@ def inspect_(run_set: str, out_dir: Path, settings: Settings) -> None:
         raise UsageError(f"OUT_DIR: {out_dir} exists and is not a directory")
     if importlib.util.find_spec("inspect_ai") is None:  # one clear line instead of a traceback
         raise click.ClickException("membench export inspect needs the inspect-ai package (pip install inspect-ai)")
-    from exports.inspect_log import InspectExportError, build_logs, load_run_set, write_logs
-    from warehouse.client import WarehouseError
+    from membench.exports.inspect_log import InspectExportError, build_logs, load_run_set, write_logs
+    from membench.warehouse.client import WarehouseError
 
     try:
         warehouse = connect_for_reading(settings, [run_set])

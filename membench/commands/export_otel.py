@@ -1,6 +1,6 @@
 """`membench export otel RUN_SET`: a run set as OpenTelemetry GenAI traces, sent to an OTLP/HTTP
 endpoint (`--endpoint`) and/or written as OTLP JSON lines (`--file`). The mapping is
-`exports/otel.py`'s; docs/exports/otel.md describes it."""
+`membench/exports/otel.py`'s; docs/exports/otel.md describes it."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import click
 
 from membench.commands.cli_helpers import connect_for_reading, dsn_options, validate_run_set_id
 from membench.errors import UsageError
-from pipeline.settings import Settings
+from membench.pipeline.settings import Settings
 
 
 def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
@@ -52,9 +52,9 @@ def otel(run_set: str, endpoint: str | None, out_file: str | None, include_conte
     run, an invoke_agent span per session, chat spans for model calls, execute_tool spans for tool
     calls, search_memory / update_memory spans for memory reads and writes. Needs --endpoint, --file,
     or both. An unknown run set exits 2; an endpoint that cannot take the spans exits 1."""
-    from exports.otel import ExportOptions, OtelExportError, Sender, batches, default_resource, otlp_json, \
+    from membench.exports.otel import ExportOptions, OtelExportError, Sender, batches, default_resource, otlp_json, \
         run_set_spans, traces_endpoint
-    from warehouse.client import WarehouseError
+    from membench.warehouse.client import WarehouseError
 
     validate_run_set_id(run_set, "RUN_SET")
     if not endpoint and not out_file:

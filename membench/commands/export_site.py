@@ -8,7 +8,7 @@ import click
 
 from membench.commands.cli_helpers import validate_run_set_id
 from membench.errors import UsageError
-from pipeline.settings import load_settings
+from membench.pipeline.settings import load_settings
 
 
 @click.command("site")
@@ -26,8 +26,8 @@ def site(run_set: str, out_dir: Path, bus_dsn: str | None) -> None:
     settings = load_settings(bus_dsn)
     if not settings.bus.startswith("file://"):
         raise UsageError(f"--bus: a site is exported from a file log (file://DIR), not {settings.bus!r}")
-    from viewer.site import SiteError, write_site
-    from viewer.state import LOG_NAME, LiveRunSet
+    from membench.viewer.site import SiteError, write_site
+    from membench.viewer.state import LOG_NAME, LiveRunSet
 
     run_dir = settings.runs_dir / run_set
     if not (run_dir / LOG_NAME).is_file():

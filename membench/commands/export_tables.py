@@ -1,5 +1,5 @@
 """`membench export parquet RUN_SET OUT_DIR`: every table of a run set as Parquet files
-(exports/table_formats.py, docs/exports/tables.md)."""
+(membench/exports/table_formats.py, docs/exports/tables.md)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from rich.console import Console
 
 from membench.commands.cli_helpers import connect_for_reading, dsn_options, validate_run_set_id
 from membench.errors import UsageError
-from pipeline.settings import Settings
+from membench.pipeline.settings import Settings
 
 
 @click.command("parquet")
@@ -21,8 +21,8 @@ def parquet(run_set: str, out_dir: Path, settings: Settings) -> None:
     """Write RUN_SET's rows of trajectory_events and of every derived table (session_results,
     run_results, failures, memory_contracts, hygiene_observations) to OUT_DIR/<table>.parquet, with
     OUT_DIR/manifest.json (rows and SHA-256 per file). The warehouse is opened read-only."""
-    from exports.table_formats import TableExportError, export_parquet
-    from warehouse.client import WarehouseError
+    from membench.exports.table_formats import TableExportError, export_parquet
+    from membench.warehouse.client import WarehouseError
 
     validate_run_set_id(run_set, "RUN_SET")
     try:

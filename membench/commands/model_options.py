@@ -1,6 +1,6 @@
 """The model gateway's options of `membench run` and `transfer` (docs/gateway.md), read into the
 pipeline's `ModelSettings`; the rules they must meet and the gateway they start are the pipeline's
-(`pipeline/model_gateway.py`), which the library call shares."""
+(`membench/pipeline/model_gateway.py`), which the library call shares."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from pipeline.model_gateway import ModelSettings
+from membench.pipeline.model_gateway import ModelSettings
 
 
 def model_options(command):

@@ -10,8 +10,8 @@ from rich.console import Console
 
 from membench.commands.cli_helpers import require_scoring
 from membench.errors import UsageError
-from pipeline.settings import load_settings
-from sandbox.registry import BACKENDS
+from membench.pipeline.settings import load_settings
+from membench.sandbox.registry import BACKENDS
 
 
 @click.group()
@@ -27,8 +27,8 @@ def new(name: str, out: Path) -> None:
 
     Edit it from there (docs/authoring.md explains every field), then `membench validate OUT` and
     `membench run OUT`."""
-    from producers.skeletons import write_example_pack
-    from schemas.pack_format import PackError
+    from membench.producers.skeletons import write_example_pack
+    from membench.schemas.pack_format import PackError
 
     try:
         write_example_pack(name, out)
@@ -50,9 +50,9 @@ def finalize(skeleton: str, out: Path, force: bool) -> None:
     Writes OUT/provenance.json (generator hash, format classes, where each secret was placed —
     never a value). Refuses undeclared, unused, cross-trap-shared and leftover placeholders.
     OUT appears whole or not at all: a failure leaves nothing behind and an existing OUT intact."""
-    from producers.finalize import finalize_pack
-    from producers.pack_resolver import resolve_pack_dir
-    from schemas.pack_format import PackError, load_pack
+    from membench.producers.finalize import finalize_pack
+    from membench.producers.pack_resolver import resolve_pack_dir
+    from membench.schemas.pack_format import PackError, load_pack
 
     try:
         root = resolve_pack_dir(skeleton)
@@ -90,10 +90,10 @@ def validate(pack_spec: str, as_json: bool, workers: int, sandbox_name: str, out
 
     Exit status 1 when a trap is refused, 2 when the pack itself is malformed or the scoring
     pre-flight fails (the oracle harness cannot score in SANDBOX here: no trap is judged)."""
-    from producers.pack_resolver import open_pack
-    from producers.validate import validate_pack, write_admitted_pack
-    from sandbox.registry import get_sandbox
-    from schemas.pack_format import PackError
+    from membench.producers.pack_resolver import open_pack
+    from membench.producers.validate import validate_pack, write_admitted_pack
+    from membench.sandbox.registry import get_sandbox
+    from membench.schemas.pack_format import PackError
 
     console = Console(stderr=True)
     settings = load_settings()
@@ -101,8 +101,8 @@ def validate(pack_spec: str, as_json: bool, workers: int, sandbox_name: str, out
         raise UsageError(f"--admitted: {admitted} already exists (the admitted pack is written to a new directory)")
     done = [0]
     from membench.commands.terminal_display import plain_progress
-    from producers.pack_resolver import resolve_pack_dir
-    from schemas.pack_format import load_pack
+    from membench.producers.pack_resolver import resolve_pack_dir
+    from membench.schemas.pack_format import load_pack
 
     try:
         traps = len(load_pack(resolve_pack_dir(pack_spec), check_hidden=False).sequences)
@@ -158,9 +158,9 @@ def validate(pack_spec: str, as_json: bool, workers: int, sandbox_name: str, out
 
 def record_validation(home: Path, data: dict, digest: str | None = None) -> None:
     """The funnel, kept as MEMBENCH_HOME/validations/<digest>.json (default: the validated pack's) so
-    that the reports of run sets of that (finalized) pack show it (pipeline/report_inputs.py); written
+    that the reports of run sets of that (finalized) pack show it (membench/pipeline/report_inputs.py); written
     to a temporary name and renamed."""
-    from pipeline.report_inputs import validation_path
+    from membench.pipeline.report_inputs import validation_path
 
     path = validation_path(home, digest or data["pack_digest"])
     path.parent.mkdir(parents=True, exist_ok=True)

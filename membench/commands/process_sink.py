@@ -10,7 +10,7 @@ import click
 
 from membench.commands.cli_helpers import dsn_options, open_warehouse, require_kafka
 from membench.errors import UsageError
-from pipeline.settings import Settings
+from membench.pipeline.settings import Settings
 
 
 def _require_kafka(settings: Settings) -> None:
@@ -22,7 +22,7 @@ def _require_kafka(settings: Settings) -> None:
 @click.option("--engine", type=click.Choice(["kafka", "faust"]), default="kafka", show_default=True,
               help="kafka: the confluent-kafka consumer (faster, docs/benchmarks.md); faust: faust-streaming")
 @click.option("--ended-window", default=None, type=click.IntRange(min=1),
-              help="ended run ids remembered to drop redelivered events (default: processors.run_set_processor.ENDED_WINDOW)")
+              help="ended run ids remembered to drop redelivered events (default: membench.processors.run_set_processor.ENDED_WINDOW)")
 @click.option("--until-idle", default=None, type=click.FloatRange(min=0.1),
               help="kafka engine: exit after this many seconds without a message")
 @click.option("--loglevel", default="WARNING", show_default=True)
@@ -35,17 +35,17 @@ def process(engine: str, ended_window: int | None, until_idle: float | None, log
     if until_idle is not None and engine != "kafka":
         raise UsageError("--until-idle: only the kafka engine stops when idle")
     require_kafka(settings.bus)  # the options checked: now the bus must answer
-    from producers.bus.kafka import ensure_topics
-    from schemas.topics import topics_from_dsn
+    from membench.producers.bus.kafka import ensure_topics
+    from membench.schemas.topics import topics_from_dsn
 
     ensure_topics(topics_from_dsn(settings.bus))
     if engine == "kafka":
-        from pipeline.kafka_engine import run_engine
+        from membench.pipeline.kafka_engine import run_engine
 
         done = run_engine(settings.bus, loglevel, until_idle, ended_window)
         click.echo(json.dumps({"messages": done.messages, "dead_letters": done.dead_letters}))
         return
-    from pipeline.faust_worker import run_worker
+    from membench.pipeline.faust_worker import run_worker
 
     sys.argv = [sys.argv[0]]  # faust's Worker parses the command line itself
     run_worker(settings.bus, loglevel, ended_window)
@@ -60,9 +60,9 @@ def sink(until_idle: bool, idle_seconds: float, batch_size: int, settings: Setti
     """Move the raw and derived topics into the warehouse, exactly once."""
     _require_kafka(settings)
     require_kafka(settings.bus)
-    from producers.bus.kafka import ensure_topics
-    from schemas.topics import topics_from_dsn
-    from warehouse.kafka_sink import KafkaSink
+    from membench.producers.bus.kafka import ensure_topics
+    from membench.schemas.topics import topics_from_dsn
+    from membench.warehouse.kafka_sink import KafkaSink
 
     ensure_topics(topics_from_dsn(settings.bus))
     warehouse = open_warehouse(settings)

@@ -9,8 +9,8 @@ import click
 
 from membench.commands.cli_helpers import dsn_options, open_warehouse, validate_run_set_id
 from membench.errors import UsageError
-from pipeline.settings import Settings
-from schemas.fields import is_plain_name
+from membench.pipeline.settings import Settings
+from membench.schemas.fields import is_plain_name
 
 
 @click.command()
@@ -25,9 +25,9 @@ def rederive(run_set: str | None, all_run_sets: bool, jobs: int, as_json: bool, 
     every derived table (after a processor change). New rows are staged first and swapped in at the
     end, so a crash mid-way leaves the old rows in place; the raw log is never written. Updates the
     run set's log_root.json row digests when its raw log is unchanged."""
-    from audit.rederive import RederiveError, rederive as do_rederive, refresh_log_root
-    from audit.log_root_record import record_path
-    from warehouse.queries import raw_run_sets
+    from membench.audit.rederive import RederiveError, rederive as do_rederive, refresh_log_root
+    from membench.audit.log_root_record import record_path
+    from membench.warehouse.queries import raw_run_sets
 
     if all_run_sets == (run_set is not None):
         raise UsageError("rederive: give one RUN_SET or --all")

@@ -10,7 +10,7 @@ import click
 
 from membench.commands.cli_helpers import dsn_options, require_kafka, validate_run_set_id
 from membench.errors import UsageError
-from pipeline.settings import Settings
+from membench.pipeline.settings import Settings
 
 
 @click.command()
@@ -34,8 +34,8 @@ def replay(source: str, verify: bool, pubkey_path: Path | None, log_root_path: P
     prints each run set's log root, and with --verify diffs the result against the warehouse and
     the root against log_root.json; --pubkey also verifies its signature. Exits 1 naming the run
     and seq of every break."""
-    from audit.log_root_record import LogRootError, load_public_key
-    from audit.verify import problem_lines, summary_lines, verify_source
+    from membench.audit.log_root_record import LogRootError, load_public_key
+    from membench.audit.verify import problem_lines, summary_lines, verify_source
 
     public_key = None
     if pubkey_path is not None:
@@ -53,7 +53,7 @@ def replay(source: str, verify: bool, pubkey_path: Path | None, log_root_path: P
         require_kafka(source, "SOURCE")
     elif from_file and not Path(source).is_file():
         raise UsageError(f"replay: no such event log '{source}'")
-    # the same call the end of `membench run`, `score` and `transfer` makes (pipeline.grid_run.verify_written)
+    # the same call the end of `membench run`, `score` and `transfer` makes (membench.pipeline.grid_run.verify_written)
     verification = verify_source(source, runs_dir=settings.runs_dir, warehouse_dsn=settings.warehouse,
                                  open_warehouse=lambda: open_for_replay(settings, source), verify=verify,
                                  public_key=public_key, log_root_path=log_root_path, jobs=jobs)
@@ -84,7 +84,7 @@ def open_for_replay(settings: Settings, source: str):
     the warehouse (a warehouse source: the run sets' log files), which checks the chains, the scored
     diffs and the processors' folds; a snapshot rebuilt from the logs would only compare the log with
     itself."""
-    from warehouse.client import WarehouseBusy, WarehouseError, connect
+    from membench.warehouse.client import WarehouseBusy, WarehouseError, connect
 
     try:
         return connect(settings.warehouse, create=False)

@@ -10,7 +10,7 @@ was refused, e.g. no baseline) gets its first one in place from `--baseline`/`--
 too: there is nothing to overwrite.
 
 `--format swebench` prints, after the same check, the SWE-bench harness's run summary instead
-(exports/swebench.py, docs/exports/swebench.md) — to stdout, or to `--output FILE` — and writes no
+(membench/exports/swebench.py, docs/exports/swebench.md) — to stdout, or to `--output FILE` — and writes no
 report files; `--condition` / `--seed` select one group of a run set that has several."""
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from membench.commands.cli_helpers import (baseline_options, compare_option, dsn
                                            parse_compare, strict_option, validate_run_set_id)
 from membench.errors import UsageError
 from membench.commands.terminal_display import TerminalDisplay, print_table
-from pipeline.grid_run import exit_unless_verified, refuse, render_report, verify_written, write_report
-from pipeline.settings import Settings
+from membench.pipeline.grid_run import exit_unless_verified, refuse, render_report, verify_written, write_report
+from membench.pipeline.settings import Settings
 
 
 @click.command()
@@ -67,10 +67,10 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
     With --format swebench, print the SWE-bench harness's run summary instead (no report files).
     Failed validity gates are printed under the table, with one verdict line per comparison; with
     --strict they exit 3, once anything asked for is written."""
-    from audit.log_root_record import LogRootError, check_warehouse, describes, read_record, record_path, warehouse_state
-    from pipeline.report_inputs import build_full_report, load_study
-    from producers.bus.base import run_set_log_path
-    from reports.build import ReportError
+    from membench.audit.log_root_record import LogRootError, check_warehouse, describes, read_record, record_path, warehouse_state
+    from membench.pipeline.report_inputs import build_full_report, load_study
+    from membench.producers.bus.base import run_set_log_path
+    from membench.reports.build import ReportError
 
     validate_run_set_id(run_set, "RUN_SET")
     study = load_study(study_path)
@@ -114,7 +114,7 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
             console.print(f"note: no {root_file}; the derived tables were checked against the raw log only",
                           highlight=False, markup=False, soft_wrap=True)
         if fmt == "swebench":
-            from exports.swebench import SwebenchExportError, swebench_report
+            from membench.exports.swebench import SwebenchExportError, swebench_report
 
             try:
                 summary = swebench_report(warehouse, run_set, condition, seed)
@@ -131,7 +131,7 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
     if fmt == "swebench":
         write_json(summary, output)
         return
-    from pipeline.stopping import read_partial
+    from membench.pipeline.stopping import read_partial
 
     partial = read_partial(settings.runs_dir, run_set)
     if partial is not None:  # its last run was stopped before the grid finished (either bus)
@@ -193,7 +193,7 @@ def open_for_report(settings: Settings, run_set: str):
     warehouse, a usage error with what works now: a report is built from the warehouse itself and
     checked against the run set's log root, which a snapshot rebuilt from the logs cannot stand in
     for (its raw rows are decoded from the log, not the rows the root's digests cover)."""
-    from warehouse.client import WarehouseBusy, WarehouseError, connect
+    from membench.warehouse.client import WarehouseBusy, WarehouseError, connect
 
     try:
         return connect(settings.warehouse, create=False)

@@ -12,9 +12,9 @@ from membench.commands.cli_helpers import (ReportOptions, baseline_options, comp
                                            exit_if_gates_failed, load_signer, parse_compare, parse_list, parse_seeds,
                                            require_scoring, run_embedded, strict_option, validate_run_set_id)
 from membench.errors import EXIT_OK, UsageError, end_stopped, hard_exit, stop_exit_status
-from pipeline.model_gateway import ModelSettings
-from pipeline.settings import Settings
-from sandbox.registry import BACKENDS
+from membench.pipeline.model_gateway import ModelSettings
+from membench.pipeline.settings import Settings
+from membench.sandbox.registry import BACKENDS
 
 
 @click.command()
@@ -25,7 +25,7 @@ from sandbox.registry import BACKENDS
 @click.option("--workers", default=None, type=click.IntRange(1, 512),
               help="units run concurrently (default: one per core for a CPU-bound agent; for a model-driven one, as "
                    "many as the cores' CPU and the memory hold while each unit waits on its model: "
-                   "pipeline/worker_count.py, docs/benchmarks.md)")
+                   "membench/pipeline/worker_count.py, docs/benchmarks.md)")
 @click.option("--run-set", "run_set", default=None, help="run set id (default: derived from pack, agent, grid)")
 @click.option("--sandbox", "sandbox_name", default="bwrap", show_default=True, type=click.Choice(list(BACKENDS)))
 @click.option("--read-budget", default=2000, show_default=True, type=click.IntRange(0), help="memory read budget (tokens)")
@@ -58,22 +58,22 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None,
     run's conditions: answered from the family that registers the pair, the primary or all_pairs)."""
     workers_why = None
     if workers is None:
-        from pipeline.worker_count import default_workers
+        from membench.pipeline.worker_count import default_workers
 
         workers, workers_why = default_workers(agent)
-    from pipeline.run_request import (admit_conditions, admit_refused_traps, check_conditions, load_skeleton,
+    from membench.pipeline.run_request import (admit_conditions, admit_refused_traps, check_conditions, load_skeleton,
                                       make_run_agent, open_finalized, refuse_refsol_without_solutions)
-    from pipeline.model_gateway import check_model_settings, model_run_set, parse_base_urls, refuse_self_replay
-    from producers.agents.model_agents import LoopLimits
-    from producers.memory_systems.registry import is_model_driven
+    from membench.pipeline.model_gateway import check_model_settings, model_run_set, parse_base_urls, refuse_self_replay
+    from membench.producers.agents.model_agents import LoopLimits
+    from membench.producers.memory_systems.registry import is_model_driven
 
-    # the rules of a legal run are the library call's (pipeline/run_request.py); the CLI applies them in
+    # the rules of a legal run are the library call's (membench/pipeline/run_request.py); the CLI applies them in
     # its own order, its option checks between; everything is validated before anything is written
     validate_run_set_id(run_set)
     condition_list = parse_list(conditions, "--conditions")
     skeleton = load_skeleton(pack)
     check_conditions(condition_list, skeleton)
-    from pipeline.report_inputs import check_baseline, load_study
+    from membench.pipeline.report_inputs import check_baseline, load_study
 
     study = load_study(study_path)
     check_baseline(condition_list, baseline, study)  # refused before anything runs
@@ -107,9 +107,9 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None,
         refuse_self_replay(model, run_set)
         from membench.commands.cli_helpers import require_kafka
         from membench.commands.terminal_display import TerminalDisplay
-        from pipeline.model_gateway import model_order
-        from pipeline.distributed.enqueue import enqueue_grid
-        from pipeline.distributed.kafka_run import run_distributed
+        from membench.pipeline.model_gateway import model_order
+        from membench.pipeline.distributed.enqueue import enqueue_grid
+        from membench.pipeline.distributed.kafka_run import run_distributed
 
         require_kafka(settings.bus)  # input checked: now the bus must answer
         if model.replay:
@@ -122,8 +122,8 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None,
         require_scoring(loaded, sandbox_name)  # the units run here: scoring must work here first
         hosted = None
         if models is not None:
-            from pipeline.distributed.runner_models import ModelsRefused, open_models
-            from producers.unit_queue import ModelOrder
+            from membench.pipeline.distributed.runner_models import ModelsRefused, open_models
+            from membench.producers.unit_queue import ModelOrder
 
             assert run_set is not None  # models are ordered only when the model options are used: run_set is derived
             try:
@@ -140,11 +140,11 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None,
         if status != EXIT_OK:
             end_stopped(status)  # a unit thread still blocked (its output is fenced): not waited for
         return
-    from producers.grid import RunConfig, code_digest, plan_grid
+    from membench.producers.grid import RunConfig, code_digest, plan_grid
 
     # a replay is a new run set of its own, not the recorded one resumed
     run_set = run_set or model_run_set(loaded, agent, model, condition_list, seed_list)
-    from pipeline.model_gateway import run_set_gateway
+    from membench.pipeline.model_gateway import run_set_gateway
 
     gateway = run_set_gateway(model, made, condition_list, settings.runs_dir, run_set, workers,
                               say=lambda text: click.echo(text, err=True))
@@ -159,8 +159,8 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None,
 def require_recorded(bus: str, run_set: str) -> None:
     """--model-replay on Kafka: the recorded run set must have completed units on the bus (each
     runner reads its recording from there; a runner that finds none would stop)."""
-    from producers.bus.kafka import read_unit_status
-    from schemas.topics import topics_from_dsn
+    from membench.producers.bus.kafka import read_unit_status
+    from membench.schemas.topics import topics_from_dsn
 
     statuses = read_unit_status(topics_from_dsn(bus), run_set)
     if not any(r.get("status") == "completed" for r in statuses.values()):
@@ -169,7 +169,7 @@ def require_recorded(bus: str, run_set: str) -> None:
 
 
 def workers_line(workers: int, why: str | None) -> str | None:
-    """The default worker count and its reason (pipeline/worker_count.py); None when --workers chose it."""
+    """The default worker count and its reason (membench/pipeline/worker_count.py); None when --workers chose it."""
     return None if why is None else f"workers: {workers} ({why}; --workers N to choose)"
 
 

@@ -9,12 +9,12 @@ import click
 
 from membench.commands.cli_helpers import dsn_options, require_kafka
 from membench.errors import UsageError
-from pipeline.settings import Settings
+from membench.pipeline.settings import Settings
 
 
 @click.command()
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 512),
-              help="units run concurrently (for model-driven agents, many per core: pipeline/worker_count.py)")
+              help="units run concurrently (for model-driven agents, many per core: membench/pipeline/worker_count.py)")
 @click.option("--until-idle", is_flag=True, help="exit once every queued unit of every runner is complete")
 @click.option("--idle-seconds", default=5.0, show_default=True, help="quiet time that counts as idle")
 @click.option("--max-poll-interval", "max_poll_s", default=21600.0, show_default=True,
@@ -38,10 +38,10 @@ def runner(workers: int, until_idle: bool, idle_seconds: float, max_poll_s: floa
         raise UsageError("--bus: `membench runner` needs a Kafka bus (--bus kafka://HOST:PORT)")
     if not progress and (run_set is not None or as_json):
         raise UsageError("--run-set and --json go with --progress")
-    from pipeline.distributed.progress import grid_progress
-    from pipeline.distributed.group_member import RunnerError, UnitRunner
-    from producers.bus.kafka import ensure_topics
-    from schemas.topics import topics_from_dsn
+    from membench.pipeline.distributed.progress import grid_progress
+    from membench.pipeline.distributed.group_member import RunnerError, UnitRunner
+    from membench.producers.bus.kafka import ensure_topics
+    from membench.schemas.topics import topics_from_dsn
 
     require_kafka(settings.bus)
     ensure_topics(topics_from_dsn(settings.bus))
@@ -56,7 +56,7 @@ def runner(workers: int, until_idle: bool, idle_seconds: float, max_poll_s: floa
                        f"{entry['attempts_abandoned']} abandoned attempt(s)")
         return
     from membench.errors import end_stopped, hard_exit, stop_exit_status
-    from pipeline.stopping import GridStop, resume_command
+    from membench.pipeline.stopping import GridStop, resume_command
 
     # a first SIGINT/SIGTERM claims nothing more and lets the running units finish within --stop-grace;
     # a second (or the period's end) fences what they publish and kills their sandboxes; the attempts

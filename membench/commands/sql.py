@@ -25,7 +25,7 @@ import click
 
 from membench.commands.cli_helpers import connect_for_reading, dsn_options
 from membench.errors import UsageError
-from pipeline.settings import Settings
+from membench.pipeline.settings import Settings
 
 READONLY_ERROR = 164  # ClickHouse's READONLY error code
 ROW_STATEMENTS = ("SELECT", "WITH", "SHOW", "DESCRIBE", "DESC", "EXISTS", "EXPLAIN")
@@ -57,8 +57,8 @@ def sql(query: str, allow_write: bool, fmt: str, output: Path | None, settings: 
     """Run QUERY against the warehouse, read-only, and print the result as TabSeparated (or --format
     NAME, any ClickHouse output format). A query that would write is refused (exit 2) unless
     --allow-write is given."""
-    from exports.table_formats import TableExportError, raw_query, resolve_format
-    from warehouse.client import WarehouseBusy, WarehouseError, connect
+    from membench.exports.table_formats import TableExportError, raw_query, resolve_format
+    from membench.warehouse.client import WarehouseBusy, WarehouseError, connect
 
     if allow_write:
         click.echo("WARNING: --allow-write breaks the audit trail: rows this query changes no longer match the log, "

@@ -8,11 +8,11 @@ from pathlib import Path
 import click
 
 from membench.errors import UsageError
-from analytics.ccpf import EvaluatorManifest, ccpf as compute_ccpf
-from analytics.cells import Cell, gc_paused
-from analytics.compare import FamilyResult, compare_family
-from analytics.export import family_json
-from analytics.loaders import InputError, load_cases_csv, load_cells_csv, load_manifest
+from membench.analytics.ccpf import EvaluatorManifest, ccpf as compute_ccpf
+from membench.analytics.cells import Cell, gc_paused
+from membench.analytics.compare import FamilyResult, compare_family
+from membench.analytics.export import family_json
+from membench.analytics.loaders import InputError, load_cases_csv, load_cells_csv, load_manifest
 
 
 @click.group("stats")
@@ -52,7 +52,7 @@ def compare(cells_path: str, pair_args: tuple[str, ...], family_size: int | None
     other pairs did not run is larger and its Holm p-values larger too. p_holm is the
     Holm-adjusted p_clustered over the family. clustered_method says how p_clustered was
     computed: "exact", or "monte_carlo" (seeded, with its draws and a Clopper-Pearson 95% interval
-    of the exact p) when the exact test would be too large (k * S > 2^24; analytics/exact.py).
+    of the exact p) when the exact test would be too large (k * S > 2^24; membench/analytics/exact.py).
     """
     pairs, unavailable, alpha, source = _registered_family(pair_args, family_size, unavailable_args, study_path,
                                                            family_name)
@@ -84,8 +84,8 @@ def _registered_family(pair_args: tuple[str, ...], family_size: int | None, unav
         if pair_args or unavailable_args or family_size is not None:
             raise UsageError("--study: the study file registers the family; give it without --pair, --unavailable "
                              "and --family-size")
-        from pipeline.report_inputs import load_study
-        from pipeline.run_errors import RequestInvalid
+        from membench.pipeline.report_inputs import load_study
+        from membench.pipeline.run_errors import RequestInvalid
 
         try:  # `stats` reads CSV files alone, and its command is also called outside the group
             study = load_study(study_path)

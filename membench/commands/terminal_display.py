@@ -1,6 +1,6 @@
-"""The CLI's terminal display of a run (`pipeline.run_display.RunDisplay`): the run's account on stderr
+"""The CLI's terminal display of a run (`membench.pipeline.run_display.RunDisplay`): the run's account on stderr
 (rich, styled), a progress bar on a terminal or plain progress lines when stderr is not one
-(pipeline/progress_lines.py), and the report's tables on stdout: the pass-rate table, the cost and
+(membench/pipeline/progress_lines.py), and the report's tables on stdout: the pass-rate table, the cost and
 reliability tables, the failed gates and the verdicts (also what `membench report` prints), and a
 transfer study's section. The pipeline draws none of it: `membench run` (either bus), `score` and
 `transfer` pass a `TerminalDisplay`."""
@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from reports.model import Report
+    from membench.reports.model import Report
 
 
 class TerminalDisplay:
@@ -58,7 +58,7 @@ class _Shown:
 
 def print_table(console: Console, report: Report) -> None:
     """The pass-rate table, and under it one line per failed validity gate naming the comparisons it
-    invalidates (reports/gate_failures.py)."""
+    invalidates (membench/reports/gate_failures.py)."""
     table = Table(title=f"{report.suite} · {report.agent} · run set {report.run_set}")
     for column in ("condition", "cells", "passed", "pass rate", "95% CI", "excluded"):
         table.add_column(column, justify="left" if column == "condition" else "right")
@@ -76,7 +76,7 @@ def print_table(console: Console, report: Report) -> None:
                       f"{c.excluded} ({reasons})" if c.excluded and reasons else str(c.excluded))
     console.print(table)
     # a failed validity gate is shown with the numbers it invalidates, never only deep in report.md
-    from reports.gate_failures import failure_lines
+    from membench.reports.gate_failures import failure_lines
 
     print_effort_table(console, report)
 
@@ -86,9 +86,9 @@ def print_table(console: Console, report: Report) -> None:
 
 
 def print_effort_table(console: Console, report: Report) -> None:
-    """What each condition's pass rate cost and how reliably it passes (reports/effort.py), as a
+    """What each condition's pass rate cost and how reliably it passes (membench/reports/effort.py), as a
     second table so the pass-rate table stays narrow; a report without the figures prints none."""
-    from reports.effort import CLI_EFFORT_COLUMNS, CLI_MEMORY_CALL_COLUMNS, effort_row, memory_call_row
+    from membench.reports.effort import CLI_EFFORT_COLUMNS, CLI_MEMORY_CALL_COLUMNS, effort_row, memory_call_row
 
     rows = [row for row in (effort_row(c, cli=True) for c in report.conditions) if row is not None]
     if not rows:
@@ -110,9 +110,9 @@ def print_effort_table(console: Console, report: Report) -> None:
 
 
 def plain_progress(console: Console, total: int, what: str = "units", passes: bool = True):
-    """Plain progress lines on CONSOLE's stream when it is not a terminal (pipeline/progress_lines.py);
+    """Plain progress lines on CONSOLE's stream when it is not a terminal (membench/pipeline/progress_lines.py);
     on a terminal the rich bar shows progress and the lines are off."""
-    from pipeline.progress_lines import PlainProgress
+    from membench.pipeline.progress_lines import PlainProgress
 
     say = lambda text: console.print(text, highlight=False, markup=False, soft_wrap=True)  # noqa: E731
     return PlainProgress(total, say, interval_s=None if not console.is_terminal else 0, what=what, passes=passes)
@@ -120,7 +120,7 @@ def plain_progress(console: Console, total: int, what: str = "units", passes: bo
 
 def print_verdicts(console: Console, report: Report) -> None:
     """One verdict line per comparison the user asked (--compare) and per comparison of the primary
-    family (reports/comparison_verdicts.py); the other families' are counted and left to report.md."""
+    family (membench/reports/comparison_verdicts.py); the other families' are counted and left to report.md."""
     asked = list(report.requested or [])
     verdicts = list(report.verdicts or [])
     shown = {(frozenset((v.a, v.b)), v.family) for v in asked}

@@ -5,7 +5,7 @@ by the scripted distiller or the sandboxed agent's own session, banks frozen), t
 units (project × condition × seed) against the frozen banks; `--phase` runs one of the two.
 Embedded (default) it ends with the report (report.json with a `transfer` section, report.md,
 report.html) and the log root, as `membench run` does; on Kafka it publishes and `membench sink` /
-`membench report` follow. The phases run in `pipeline/transfer_run.py`; this module is the command.
+`membench report` follow. The phases run in `membench/pipeline/transfer_run.py`; this module is the command.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from membench.commands.cli_helpers import (dsn_options, parse_list, parse_seeds,
                                            validate_run_set_id)
 from membench.commands.model_options import model_options
 from membench.errors import UsageError
-from pipeline.model_gateway import ModelSettings, check_model_settings, refuse_self_replay, start_gateway
-from pipeline.settings import Settings
-from sandbox.registry import BACKENDS
-from schemas.fields import did_you_mean
+from membench.pipeline.model_gateway import ModelSettings, check_model_settings, refuse_self_replay, start_gateway
+from membench.pipeline.settings import Settings
+from membench.sandbox.registry import BACKENDS
+from membench.schemas.fields import did_you_mean
 
 BUILT_IN = Path(__file__).resolve().parent.parent.parent / "fixtures"
 
@@ -38,7 +38,7 @@ def default_transfer_run_set(study, agent: str, conditions: list[str], seeds: li
                              replay: bool = False) -> str:
     """As `membench run`'s default id; a model user, or a replay, makes a run set of its own (the
     scripted user's ids stay as they were)."""
-    from producers.grid import default_run_set
+    from membench.producers.grid import default_run_set
 
     key = agent + ("" if user == "scripted" else f"+user={user}") + ("+replay" if replay else "")
     run_set = default_run_set(study.name, study.digest, key, conditions, seeds)
@@ -78,11 +78,11 @@ class _UserNeedsGateway:
 def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, workers: int, run_set: str | None,
              sandbox_name: str, read_budget: int, user: str, model: ModelSettings, settings: Settings) -> None:
     """Run the transfer study STUDY (a built-in name such as transfer-v1, or a study directory)."""
-    from producers.agents.model_agents import LoopLimits
-    from producers.agents.registry import make_agent
-    from producers.grid import RunConfig, code_digest
-    from producers.transfer.model_user import model_of
-    from schemas.transfer_format import CONDITIONS, TransferFormatError, load_study
+    from membench.producers.agents.model_agents import LoopLimits
+    from membench.producers.agents.registry import make_agent
+    from membench.producers.grid import RunConfig, code_digest
+    from membench.producers.transfer.model_user import model_of
+    from membench.schemas.transfer_format import CONDITIONS, TransferFormatError, load_study
 
     validate_run_set_id(run_set)
     condition_list = parse_list(conditions, "--conditions")
@@ -117,12 +117,12 @@ def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, wo
     run_set = run_set or default_transfer_run_set(loaded, agent, condition_list, seed_list, user,
                                                   replay=bool(model.replay))
     refuse_self_replay(model, run_set)
-    from producers.gateway.preflight import targets_for
+    from membench.producers.gateway.preflight import targets_for
 
     recording = None
     if model.replay and settings.bus.startswith("kafka://"):  # the recorded run set is on the topics
-        from pipeline.distributed.runner_models import ModelsRefused, recording_from_kafka
-        from producers.gateway.recording import RecordingError
+        from membench.pipeline.distributed.runner_models import ModelsRefused, recording_from_kafka
+        from membench.producers.gateway.recording import RecordingError
 
         require_kafka(settings.bus)
         try:
@@ -137,10 +137,10 @@ def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, wo
     def new_agent():  # one agent object per unit
         return make_agent(agent, loop, with_gateway=model.used)
 
-    from pipeline.grid_run import RunRefused
-    from pipeline.transfer_run import run_transfer_embedded, run_transfer_kafka
+    from membench.pipeline.grid_run import RunRefused
+    from membench.pipeline.transfer_run import run_transfer_embedded, run_transfer_kafka
 
-    from producers.scoring_preflight import study_probe_cases
+    from membench.producers.scoring_preflight import study_probe_cases
 
     from membench.commands.terminal_display import TerminalDisplay
 
@@ -152,7 +152,7 @@ def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, wo
         click.echo(run_set)  # stdout: what a script runs `membench report` on
         return
     try:
-        from pipeline.run_environment import prepare_scoring
+        from membench.pipeline.run_environment import prepare_scoring
 
         prepare_scoring(None, sandbox_name, settings.runs_dir, run_set, study_probe_cases(loaded))
         run_transfer_embedded(loaded, condition_list, seed_list, phase, new_agent, workers, config, sandbox_name,

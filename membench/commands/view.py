@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from membench.errors import UsageError
-from pipeline.settings import load_settings
+from membench.pipeline.settings import load_settings
 
 
 @click.command()
@@ -20,12 +20,12 @@ def view(host: str, port: int, bus_dsn: str | None) -> None:
     """Serve a live page of the run sets: progress per condition, the ladder, and every unit's
     trajectory, read from the event logs (never from the warehouse, so it works beside a running
     `membench run`) or, on the Kafka bus, from the trajectory topic."""
-    from viewer.http_server import ViewServer, is_loopback
+    from membench.viewer.http_server import ViewServer, is_loopback
 
     settings = load_settings(bus_dsn)
     kafka_dsn = None
     if settings.bus.startswith("kafka://"):
-        from schemas.topics import topics_from_dsn
+        from membench.schemas.topics import topics_from_dsn
 
         try:
             topics_from_dsn(settings.bus)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analytics.bootstrap import BootstrapCI, pass_fractions, trap_cluster_bootstrap_ci
-from analytics.cells import Cell
+from membench.analytics.bootstrap import BootstrapCI, pass_fractions, trap_cluster_bootstrap_ci
+from membench.analytics.cells import Cell
 
 
 def naive_cluster_bootstrap(outcomes_by_unit, resamples, seed, level=0.95):

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from analytics.ccpf import CaseOutcome, EvaluatorManifest, ManifestCase, UnknownCaseError, ccpf
-from analytics.loaders import load_manifest
+from membench.analytics.ccpf import CaseOutcome, EvaluatorManifest, ManifestCase, UnknownCaseError, ccpf
+from membench.analytics.loaders import load_manifest
 from tests.conftest import require_shared
 
 SHARED = Path(__file__).parents[2] / ".." / "shared"

@@ -6,8 +6,8 @@ from fractions import Fraction
 
 import pytest
 
-from analytics.cells import Cell, DuplicateCellError, UnknownConditionError, count_cells, dedup_cells, pair_cells
-from analytics.compare import compare_conditions, compare_family, majority_collapse
+from membench.analytics.cells import Cell, DuplicateCellError, UnknownConditionError, count_cells, dedup_cells, pair_cells
+from membench.analytics.compare import compare_conditions, compare_family, majority_collapse
 
 
 def trap_cells(traps: list[tuple[int, int]], both_pass: int, a: str, b: str, *, units: int = 60,
@@ -221,7 +221,7 @@ def test_family_with_named_unavailable_slot():
 def reference_pairs(cells: list[Cell], a: str, b: str) -> list[tuple[str, object, tuple[bool, bool]]]:
     """(unit, seed, outcomes) of every paired valid seed, by unit then seed_sort_key: the order
     `pair_cells` documents, computed the slow obvious way."""
-    from analytics.cells import seed_sort_key
+    from membench.analytics.cells import seed_sort_key
 
     side = {(c.condition, c.unit, c.seed): c for c in cells}
     keys = sorted({(c.unit, c.seed) for c in cells if c.condition in (a, b)},

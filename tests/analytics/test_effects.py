@@ -6,7 +6,7 @@ from math import comb
 
 import pytest
 
-from analytics.effects import design_power, paired_difference_ci
+from membench.analytics.effects import design_power, paired_difference_ci
 
 
 def test_difference_is_discordant_balance_over_paired_cells():
@@ -45,13 +45,13 @@ import re  # noqa: E402
 from fractions import Fraction  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from analytics.effects import (  # noqa: E402
+from membench.analytics.effects import (  # noqa: E402
     arrangement_difference,
     detectable_difference_table,
     detectable_share,
     minimum_detectable_difference,
 )
-from analytics.exact import sign_flip_test, sign_test_power  # noqa: E402
+from membench.analytics.exact import sign_flip_test, sign_test_power  # noqa: E402
 
 STUDY_DOC = Path(__file__).resolve().parents[2] / "docs" / "study.md"
 
@@ -90,7 +90,7 @@ def test_one_seed_the_arrangements_coincide():
     assert mdd.one_discordant_seed == mdd.all_seeds_alike
 
 
-# An exact computation independent of analytics/exact.py and analytics/effects.py: the trap-clustered
+# An exact computation independent of membench/analytics/exact.py and membench/analytics/effects.py: the trap-clustered
 # permutation test's null distribution by convolving each trap's two signs, its rejection region as
 # the counts of A-favouring traps whose exact p is below α, the power as the alternative's mass on
 # that region (itself a convolution, no binomial formula), and q by bisection on that power.
@@ -195,5 +195,5 @@ def test_docs_study_table_is_generated_from_the_code():
     block = re.search(r"<!-- detectable difference table: begin -->\n(.*?)<!-- detectable difference table: end -->",
                       text, re.S)
     assert block, "docs/study.md lost its generated detectable-difference table"
-    assert block.group(1) == detectable_difference_table(), "regenerate it with: python -m analytics.effects"
+    assert block.group(1) == detectable_difference_table(), "regenerate it with: python -m membench.analytics.effects"
     assert "| 60 × 3 | 180 | 39 / 60 | 0.6916 | 12.8 pp / 38.3 pp |" in block.group(1)

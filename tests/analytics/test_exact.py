@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binomtest
 
-from analytics.exact import (
+from membench.analytics.exact import (
     EXACT_MAX_WORK,
     MONTE_CARLO_DRAWS,
     MONTE_CARLO_SEED,

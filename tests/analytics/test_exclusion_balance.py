@@ -9,8 +9,8 @@ import itertools
 import pytest
 from scipy import stats
 
-from analytics.exact import fisher_exact
-from analytics.gates import exclusion_balance
+from membench.analytics.exact import fisher_exact
+from membench.analytics.gates import exclusion_balance
 
 
 @pytest.mark.parametrize("table", [(0, 3, 3, 0), (8, 2, 1, 5), (1, 9, 11, 3), (0, 60, 10, 50), (2, 58, 3, 57),

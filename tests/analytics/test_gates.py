@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from analytics.cells import Cell, pair_cells
-from analytics.gates import (REVERSED_CONSTRUCTS, b0_headroom, comparison_gates, exclusion_gates, paired_units_gate,
+from membench.analytics.cells import Cell, pair_cells
+from membench.analytics.gates import (REVERSED_CONSTRUCTS, b0_headroom, comparison_gates, exclusion_gates, paired_units_gate,
                              stratum_validity, warmup_gate)
 
 # Table 10 / Table 8: B0 passes per construct, (passes, cells). C1, C4, C8 are filled so the

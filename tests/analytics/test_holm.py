@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analytics.exact import exact_mcnemar
-from analytics.holm import holm
+from membench.analytics.exact import exact_mcnemar
+from membench.analytics.holm import holm
 
 
 def test_table_13_family_a_keeps_unavailable_slots():

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from analytics.ccpf import EvaluatorManifest, ManifestCase
-from analytics.cells import Cell
-from analytics.loaders import MAX_MANIFEST_BYTES, InputError, load_cases_csv, load_cells_csv, load_manifest
+from membench.analytics.ccpf import EvaluatorManifest, ManifestCase
+from membench.analytics.cells import Cell
+from membench.analytics.loaders import MAX_MANIFEST_BYTES, InputError, load_cases_csv, load_cells_csv, load_manifest
 
 
 def write(tmp_path, name, text):

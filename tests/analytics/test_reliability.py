@@ -3,7 +3,7 @@ does to it."""
 
 from __future__ import annotations
 
-from analytics.reliability import pass_hat_k
+from membench.analytics.reliability import pass_hat_k
 
 SEEDS = ["1", "2", "3"]
 

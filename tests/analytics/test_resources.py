@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analytics.resources import ResourceUsage, cost_per_success, relative_reduction, resource_reductions
+from membench.analytics.resources import ResourceUsage, cost_per_success, relative_reduction, resource_reductions
 
 
 def split(total: int | float, parts: int = 12) -> list:
@@ -93,7 +93,7 @@ def test_cost_per_success():
 
 
 def test_per_cell_and_per_pass_spread_the_total_and_are_undefined_at_zero():
-    from analytics.resources import per_cell_and_pass
+    from membench.analytics.resources import per_cell_and_pass
 
     got = per_cell_and_pass(12.0, cells=4, passes=3)
     assert (got.total, got.per_cell, got.per_pass) == (12.0, 3.0, 4.0)

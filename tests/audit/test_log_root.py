@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from audit.log_root_record import (
+from membench.audit.log_root_record import (
     LogRootError,
     RunHead,
     WarehouseState,
@@ -26,16 +26,16 @@ from audit.log_root_record import (
     verify_signature,
     write_record,
 )
-from audit.checks import BlobStore, diff_findings
-from audit.file_source import events_from_file
-from audit.replayer import replay
-from audit.root_check import check_log_root
-from producers.attempts import close_abandoned, closing_event, scan_log
-from producers.bus.file import FileBus
-from schemas.chain import seal
-from schemas.events import GENESIS_HASH
-from schemas.log_root import log_root, root_lines, signed_message
-from schemas.registry import default_registry
+from membench.audit.checks import BlobStore, diff_findings
+from membench.audit.file_source import events_from_file
+from membench.audit.replayer import replay
+from membench.audit.root_check import check_log_root
+from membench.producers.attempts import close_abandoned, closing_event, scan_log
+from membench.producers.bus.file import FileBus
+from membench.schemas.chain import seal
+from membench.schemas.events import GENESIS_HASH
+from membench.schemas.log_root import log_root, root_lines, signed_message
+from membench.schemas.registry import default_registry
 from tests.processors.test_verdicts import build_run
 
 SCHEMA = default_registry().latest("event")
@@ -353,11 +353,11 @@ def test_replay_checks_the_diffs_of_a_log_against_its_blob_store(tmp_path):
 
 
 def test_replay_names_the_last_good_event_before_an_undecodable_block(tmp_path):
-    """Replay's log reader (audit.logscan): a damaged block is a finding naming the byte offset
+    """Replay's log reader (membench.audit.logscan): a damaged block is a finding naming the byte offset
     and the run and seq of the last event before it."""
-    from audit.file_source import events_from_file
-    from producers.bus.file import FileBus
-    from producers.emitter import RunEmitter
+    from membench.audit.file_source import events_from_file
+    from membench.producers.bus.file import FileBus
+    from membench.producers.emitter import RunEmitter
 
     path = tmp_path / "events.avro"
     bus = FileBus(path)

@@ -1,4 +1,4 @@
-"""The log reader replay uses (`audit.logscan`): the generated skipper walks every datum to the
+"""The log reader replay uses (`membench.audit.logscan`): the generated skipper walks every datum to the
 same end as fastavro's decoder, for every writer schema shipped, and the envelope readers find the
 run and seq; a damaged block is refused naming its offset."""
 
@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from audit.logscan import BlockError, LogFile, compile_skipper, run_and_seq
-from producers.bus.file import FileBus
-from schemas.codec import encode_datum
-from schemas.registry import default_registry
+from membench.audit.logscan import BlockError, LogFile, compile_skipper, run_and_seq
+from membench.producers.bus.file import FileBus
+from membench.schemas.codec import encode_datum
+from membench.schemas.registry import default_registry
 from tests.audit.test_replay_jobs import _transfer_runs
 from tests.processors.test_verdicts import build_run
 
@@ -63,8 +63,8 @@ def test_a_damaged_block_is_refused_with_its_offset(tmp_path):
 def test_a_log_repacked_with_deflate_replays_like_the_original(tmp_path):
     import fastavro
 
-    from audit.file_source import events_from_file
-    from audit.replayer import replay
+    from membench.audit.file_source import events_from_file
+    from membench.audit.replayer import replay
 
     schema = default_registry().latest("event")
     path = tmp_path / "events.avro"

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from audit.rederive import derived_tables
-from schemas.codec import encode_datum
-from schemas.registry import default_registry
+from membench.audit.rederive import derived_tables
+from membench.schemas.codec import encode_datum
+from membench.schemas.registry import default_registry
 from tests.audit.test_log_root import rechain
 from tests.processors.test_verdicts import build_run
 
@@ -32,8 +32,8 @@ def _snapshot(warehouse, run_set):
 def home(tmp_path):
     """Two run sets (five and four runs) through the embedded pipeline into a real chDB warehouse;
     the derived rows it wrote, per run set."""
-    from pipeline.embedded import EmbeddedPipeline
-    from warehouse.client import connect
+    from membench.pipeline.embedded import EmbeddedPipeline
+    from membench.warehouse.client import connect
 
     dsn = f"chdb://{tmp_path / 'wh'}"
     warehouse = connect(dsn)
@@ -51,7 +51,7 @@ def home(tmp_path):
 
 
 def _corrupt(dsn, run_set):
-    from warehouse.client import connect
+    from membench.warehouse.client import connect
 
     with connect(dsn) as warehouse:
         sync = {"mutations_sync": 2}
@@ -64,7 +64,7 @@ def _corrupt(dsn, run_set):
 
 
 def _tables(dsn):
-    from warehouse.client import connect
+    from membench.warehouse.client import connect
 
     with connect(dsn) as warehouse:
         return {run_set: _snapshot(warehouse, run_set) for run_set in RUN_SETS}
@@ -96,7 +96,7 @@ def test_rederive_all_over_two_run_sets(home, jobs):
     out = json.loads(proc.stdout)
     assert [(r["run_set"], r["runs"]) for r in out["run_sets"]] == [("rs-a", 5), ("rs-b", 4)]
     assert _tables(home["dsn"]) == home["written"]
-    from warehouse.client import connect
+    from membench.warehouse.client import connect
 
     with connect(home["dsn"]) as warehouse:  # no staging table is left behind
         assert not warehouse.query_rows("SELECT name FROM system.tables WHERE name LIKE 'rederive_%'")
@@ -112,7 +112,7 @@ def test_a_bad_run_set_is_one_line_exit_2(home, args, needle):
 
 
 def test_an_undecodable_raw_row_replaces_nothing(home):
-    from warehouse.client import connect
+    from membench.warehouse.client import connect
 
     _corrupt(home["dsn"], "rs-b")
     with connect(home["dsn"]) as warehouse:
@@ -125,8 +125,8 @@ def test_an_undecodable_raw_row_replaces_nothing(home):
 
 
 def test_log_root_json_is_refreshed_only_while_the_raw_log_is_the_recorded_one(home):
-    from audit.log_root_record import check_warehouse, read_record, record_path, warehouse_state, write_record
-    from warehouse.client import connect
+    from membench.audit.log_root_record import check_warehouse, read_record, record_path, warehouse_state, write_record
+    from membench.warehouse.client import connect
 
     runs_dir = Path(home["env"]["MEMBENCH_HOME"]) / "runs"
     path = record_path(runs_dir, "rs-a")

@@ -10,10 +10,10 @@ import dataclasses
 
 import pytest
 
-from audit.checks import SourceDirs
-from audit.file_source import events_from_file
-from audit.parallel_replay import replay_file_jobs
-from audit.replayer import replay
+from membench.audit.checks import SourceDirs
+from membench.audit.file_source import events_from_file
+from membench.audit.parallel_replay import replay_file_jobs
+from membench.audit.replayer import replay
 from tests.audit.test_replay_jobs import SCHEMA, _interleaved, _write
 from tests.processors.test_verdicts import build_run
 
@@ -72,7 +72,7 @@ def test_other_fenced_events_of_a_log_file_are_findings_too(tmp_path):
     run's end."""
     runs = _runs()
     other = dataclasses.replace(runs[0][2], event_id="00000000-0000-4000-8000-000000000000")
-    from schemas.chain import seal
+    from membench.schemas.chain import seal
     other, _ = seal(SCHEMA, other)
     runs[0].insert(3, other)
     path = tmp_path / "events.avro"

@@ -12,15 +12,15 @@ import sys
 
 import pytest
 
-from audit.checks import SourceDirs
-from audit.file_source import events_from_file
-from audit.parallel_replay import replay_file_jobs
-from audit.replayer import replay
-from producers.bus.file import FileBus
-from producers.emitter import RunEmitter
-from producers.memory_systems.skill_bank import MANIFEST, write_manifest
-from schemas.codec import encode_datum
-from schemas.registry import default_registry
+from membench.audit.checks import SourceDirs
+from membench.audit.file_source import events_from_file
+from membench.audit.parallel_replay import replay_file_jobs
+from membench.audit.replayer import replay
+from membench.producers.bus.file import FileBus
+from membench.producers.emitter import RunEmitter
+from membench.producers.memory_systems.skill_bank import MANIFEST, write_manifest
+from membench.schemas.codec import encode_datum
+from membench.schemas.registry import default_registry
 from tests.audit.test_log_root import rechain
 from tests.processors.test_verdicts import build_run
 
@@ -47,8 +47,8 @@ def _write(path, events):
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     """Twelve runs of two run sets through the embedded pipeline (log + chDB), interleaved."""
-    from pipeline.embedded import EmbeddedPipeline
-    from warehouse.client import connect
+    from membench.pipeline.embedded import EmbeddedPipeline
+    from membench.warehouse.client import connect
 
     root = tmp_path_factory.mktemp("replay-jobs")
     runs = [build_run(("pass", "fail") if i % 2 else ("fail", "pass", "pass"), run_id=f"run-{i:02d}")

@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 import confluent_kafka
 
-from audit.kafka_source import events_from_kafka
-from schemas.chain import seal
-from schemas.codec import frame
-from schemas.registry import default_registry
+from membench.audit.kafka_source import events_from_kafka
+from membench.schemas.chain import seal
+from membench.schemas.codec import frame
+from membench.schemas.registry import default_registry
 from tests.processors.test_verdicts import build_run
 
 

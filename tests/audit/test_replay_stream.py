@@ -8,19 +8,19 @@ import dataclasses
 
 import pytest
 
-import audit.comparison as comparison
-import audit.warehouse_source as warehouse_source
-from audit.replayer import replay
-from schemas.chain import seal
-from schemas.registry import default_registry
+import membench.audit.comparison as comparison
+import membench.audit.warehouse_source as warehouse_source
+from membench.audit.replayer import replay
+from membench.schemas.chain import seal
+from membench.schemas.registry import default_registry
 from tests.processors.test_verdicts import build_run
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     """Seven runs through the embedded pipeline: the log and the warehouse agree."""
-    from pipeline.embedded import EmbeddedPipeline
-    from warehouse.client import connect
+    from membench.pipeline.embedded import EmbeddedPipeline
+    from membench.warehouse.client import connect
 
     root = tmp_path_factory.mktemp("replay-stream")
     schema = default_registry().latest("event")
@@ -77,9 +77,9 @@ def test_an_edited_verdict_differs_from_the_warehouse(recorded, batch, monkeypat
 def test_the_warehouse_source_pages_through_run_ids_and_replays_as_the_log_does(recorded, monkeypatch):
     """`replay warehouse:` reads run ids a page at a time (`raw_run_id_pages`, keyed on the last id
     of the page before): with pages of 2 runs every one of the 7 runs is read, once."""
-    from audit.file_source import events_from_file
-    from audit.warehouse_source import events_from_warehouse
-    from warehouse.queries import raw_run_count, raw_run_id_pages
+    from membench.audit.file_source import events_from_file
+    from membench.audit.warehouse_source import events_from_warehouse
+    from membench.warehouse.queries import raw_run_count, raw_run_id_pages
 
     pages = list(raw_run_id_pages(recorded["warehouse"], "rs", 2))
     assert [len(p) for p in pages] == [2, 2, 2, 1]

@@ -1,6 +1,6 @@
 """The figures `membench bench bus` derives from raw counters."""
 
-from bench.bus import EmitTimings, _busy_fraction, _p95, stage_ceiling
+from membench.bench.bus import EmitTimings, _busy_fraction, _p95, stage_ceiling
 
 
 def test_busy_fraction_is_over_the_end_to_end_time_not_the_closing_quiet():

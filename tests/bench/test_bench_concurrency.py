@@ -1,7 +1,7 @@
-"""`membench bench concurrency` (bench/concurrency.py): the arithmetic of a level's figures, and one
+"""`membench bench concurrency` (membench/bench/concurrency.py): the arithmetic of a level's figures, and one
 tiny real invocation (two units, a fast scripted model, bubblewrap); the measured levels are in
 docs/benchmarks.md, never in the test suite. And the default worker count's rule
-(pipeline/worker_count.py)."""
+(membench/pipeline/worker_count.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from bench.concurrency import in_flight, level_figures, percentile
-from pipeline.worker_count import MAX_WORKERS, default_workers
+from membench.bench.concurrency import in_flight, level_figures, percentile
+from membench.pipeline.worker_count import MAX_WORKERS, default_workers
 from tests.conftest import run_cli
 
 

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 import pytest
 from click.testing import CliRunner
 
-from bench.gateway import (APIS, PATHS, GatewayBench, UnixHTTPConnection, bench_gateway, long_script,
+from membench.bench.gateway import (APIS, PATHS, GatewayBench, UnixHTTPConnection, bench_gateway, long_script,
                                     percentile, request_body, scripted_upstream, sse_events)
 
 

@@ -1,4 +1,4 @@
-"""The replay/rederive figures of `membench bench bus` (bench/replay_rates.py) on a small real
+"""The replay/rederive figures of `membench bench bus` (membench/bench/replay_rates.py) on a small real
 log and chDB warehouse: every figure is measured over every event, and the benchmark refuses a log
 that replay finds problems in (a figure over a broken replay would mean nothing)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.replay_rates import bench_replay, format_lines, replay_rates, write_runs
+from membench.bench.replay_rates import bench_replay, format_lines, replay_rates, write_runs
 
 
 def test_every_replay_figure_covers_every_event():

@@ -10,7 +10,7 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from bench.scoring_cpu import CPUACCT, cpu_account, format_lines
+from membench.bench.scoring_cpu import CPUACCT, cpu_account, format_lines
 from membench.commands.bench import bench
 
 pytestmark = pytest.mark.integration
@@ -37,7 +37,7 @@ def test_the_command_measures_each_piece_and_both_runners(bwrap_sandbox):
 
 @needs_cpuacct
 def test_the_accounting_counts_what_the_sandbox_burns(bwrap_sandbox, tmp_path):
-    from sandbox.base import SandboxSpec
+    from membench.sandbox.base import SandboxSpec
 
     spin = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\n"
     with cpu_account() as read:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bench.viewer_api import bench_viewer, format_lines
+from membench.bench.viewer_api import bench_viewer, format_lines
 from membench.commands.bench import bench
 from tests.conftest import skip_or_fail
 

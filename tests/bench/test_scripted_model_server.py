@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import urllib.request
 
-from bench.scripted_model_server import ScriptedUpstream
+from membench.bench.scripted_model_server import ScriptedUpstream
 
 SCRIPT = {"sessions": [{"when": "Add parse_amount", "files": {"ledger/money.py": "def parse_amount(): ...\n"},
                         "say": "Done.", "mcp": [{"name": "create_entities", "arguments": {"entities": []}}]}]}

@@ -15,7 +15,7 @@ from inspect_ai.analysis import evals_df, samples_df  # noqa: E402
 from inspect_ai.event import ErrorEvent, ModelEvent, ScoreEvent, ToolEvent  # noqa: E402
 from inspect_ai.log import list_eval_logs, read_eval_log  # noqa: E402
 
-from exports.inspect_log import RawEvent, RunSetData, build_logs, log_file_name, seed_epochs, write_logs  # noqa: E402
+from membench.exports.inspect_log import RawEvent, RunSetData, build_logs, log_file_name, seed_epochs, write_logs  # noqa: E402
 
 RUN_SET = "rs-test"
 T0 = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z in microseconds

@@ -1,4 +1,4 @@
-"""exports/otel.py: a hand-made run's events → GenAI spans (names, parents, attributes, ids), its
+"""membench/exports/otel.py: a hand-made run's events → GenAI spans (names, parents, attributes, ids), its
 OTLP JSON encoding, and the OTLP/HTTP sender against a local receiver."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
-from exports.otel import (
+from membench.exports.otel import (
     ExportOptions,
     LoggedEvent,
     OtelExportError,

@@ -21,7 +21,7 @@ from tests.conftest import run_cli
 from tests.integration.sql_batch import sql_batch
 from tests.membench.test_score_swebench import PREDICTIONS, write_pack_source
 
-from warehouse.tables import derived_columns, table_for_kind
+from membench.warehouse.tables import derived_columns, table_for_kind
 
 # every table the warehouse defines: the raw log and one per derived kind (a new kind adds a table;
 # the transfer tables exist, empty, for a run set that is no transfer study)
@@ -58,7 +58,7 @@ def warehouse_home(tmp_path_factory, bwrap_sandbox):
 def empty_home(tmp_path) -> Path:
     """A warehouse with its tables and no rows (created in a process of its own)."""
     home = tmp_path / "membench-home"
-    subprocess.run([sys.executable, "-c", "import sys; from warehouse.client import connect; "
+    subprocess.run([sys.executable, "-c", "import sys; from membench.warehouse.client import connect; "
                     "connect('chdb://' + sys.argv[1]).close()", str(home / "warehouse")], check=True, cwd=tmp_path)
     return home
 

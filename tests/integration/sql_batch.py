@@ -1,8 +1,8 @@
 """Several read-only queries on one warehouse in one subprocess: what `membench sql QUERY` prints
-(TabSeparated or --format, read-only connection, `exports.table_formats.raw_query`), for each query, without one
+(TabSeparated or --format, read-only connection, `membench.exports.table_formats.raw_query`), for each query, without one
 interpreter start and import per query (1–3 s each on the CI machine). A subprocess, not this
 process: a chDB path has one owner process and chDB keeps one session per process
-(warehouse/client.py), so the test process must not open one."""
+(membench/warehouse/client.py), so the test process must not open one."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from pathlib import Path
 
 _SCRIPT = """
 import json, sys
-from exports.table_formats import raw_query
-from pipeline.settings import load_settings
-from warehouse.client import connect
+from membench.exports.table_formats import raw_query
+from membench.pipeline.settings import load_settings
+from membench.warehouse.client import connect
 dsn, queries, fmt = json.loads(sys.stdin.read())
 warehouse = connect(load_settings(warehouse=dsn).warehouse, create=False, read_only=True)
 try:

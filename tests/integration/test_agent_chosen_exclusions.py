@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from processors import derive_all
-from producers.pack_resolver import open_pack
-from producers.grid import RunConfig, RunUnit, run_unit
+from membench.processors import derive_all
+from membench.producers.pack_resolver import open_pack
+from membench.producers.grid import RunConfig, RunUnit, run_unit
 
 pytestmark = pytest.mark.integration
 

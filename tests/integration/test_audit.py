@@ -276,7 +276,7 @@ def test_report_refuses_deleted_rows(tmp_path, smoke_run_set):
 
 def _recover(log, warehouse):
     """`recover` on a fresh pipeline, as a resumed run set starts."""
-    from pipeline.embedded import EmbeddedPipeline
+    from membench.pipeline.embedded import EmbeddedPipeline
 
     pipeline = EmbeddedPipeline(log, warehouse)
     recovery = pipeline.recover("rs")
@@ -288,14 +288,14 @@ def test_recover_copies_what_the_warehouse_lacks_and_closes_the_open_run(tmp_pat
     """A crash after the log's fsync but before the warehouse insert: the log holds a finished run
     and the first half of another that the warehouse never saw. `recover` copies both in and closes
     the open one; replay of the log against the warehouse then agrees."""
-    from pipeline.embedded import EmbeddedPipeline
-    from audit.file_source import events_from_file
-    from audit.replayer import replay
-    from schemas.chain import seal
-    from schemas.registry import default_registry
+    from membench.pipeline.embedded import EmbeddedPipeline
+    from membench.audit.file_source import events_from_file
+    from membench.audit.replayer import replay
+    from membench.schemas.chain import seal
+    from membench.schemas.registry import default_registry
     from tests.processors.test_verdicts import build_run
-    from warehouse import queries
-    from warehouse.client import connect
+    from membench.warehouse import queries
+    from membench.warehouse.client import connect
 
     schema = default_registry().latest("event")
     log = tmp_path / "runs" / "rs" / "events.avro"
@@ -359,16 +359,16 @@ def test_recover_derives_a_finished_run_whose_raw_rows_landed_without_its_derive
     the warehouse, its derived rows are not, or all but its summary row are. The run's raw count
     matches the log, so only its missing summary row gives it away; `recover` derives what is
     missing once, and replay of the log against the warehouse agrees (CI saw this after a kill -9)."""
-    from audit.file_source import events_from_file
-    from audit.log_root_record import warehouse_state
-    from audit.replayer import replay
-    from pipeline.embedded import EmbeddedPipeline
-    from schemas.chain import seal
-    from schemas.registry import default_registry
+    from membench.audit.file_source import events_from_file
+    from membench.audit.log_root_record import warehouse_state
+    from membench.audit.replayer import replay
+    from membench.pipeline.embedded import EmbeddedPipeline
+    from membench.schemas.chain import seal
+    from membench.schemas.registry import default_registry
     from tests.processors.test_verdicts import build_run
-    from warehouse import queries
-    from warehouse.client import connect
-    from warehouse.tables import derived_columns, table_for_kind
+    from membench.warehouse import queries
+    from membench.warehouse.client import connect
+    from membench.warehouse.tables import derived_columns, table_for_kind
 
     schema = default_registry().latest("event")
     log = tmp_path / "runs" / "rs" / "events.avro"

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from bench.bus import synthetic_run
-from processors import derive_all
-from producers.emitter import RunEmitter
+from membench.bench.bus import synthetic_run
+from membench.processors import derive_all
+from membench.producers.emitter import RunEmitter
 from tests.conftest import run_cli
 from tests.integration.kafka_helpers import SINGLE, require_broker
 

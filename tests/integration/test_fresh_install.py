@@ -6,7 +6,8 @@ needs must be in the main install: the oracles run on .venv's interpreter.
 The same virtualenv, with pytest then removed from it, is refused by the scoring pre-flight of the
 pytest oracle runner (exit 2, naming pytest) and the run set already recorded is left as it was. uv's cache makes the
 install take about a minute; agents and MCP memory servers are left out (MEMBENCH_SKIP_AGENTS=1,
-MEMBENCH_SKIP_MCP_MEMORY=1)."""
+MEMBENCH_SKIP_MCP_MEMORY=1). The install claims one top-level import name: outside the checkout, none
+of the rooms' names imports (a user's own `reports` or `schemas` module is theirs)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import subprocess
 import pytest
 
 from tests.conftest import REPO, skip_or_fail
+from tests.test_architecture import ROOMS
 from tests.integration.test_scoring_preflight import base_python, clean_env, uv_binary
 
 pytestmark = pytest.mark.integration
@@ -46,6 +48,12 @@ def test_readme_first_command_on_a_fresh_install(tmp_path, bwrap_sandbox):
                            timeout=900)
     assert setup.returncode == 0, setup.stderr
     assert (clone / ".venv" / "bin" / "membench").exists()
+    names = subprocess.run([str(clone / ".venv" / "bin" / "python"), "-c",
+                            "import importlib.util, sys\n"
+                            "print(sorted(n for n in sys.argv[1:] if importlib.util.find_spec(n)))",
+                            "membench", "membench.pipeline", *ROOMS], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=120)
+    assert names.stdout.strip() == "['membench', 'membench.pipeline']", names.stdout + names.stderr
 
     def membench(*args: str, **extra: str) -> subprocess.CompletedProcess:  # from the clone's root, as the README says
         return subprocess.run([".venv/bin/membench", *args], cwd=clone, env={**env, **extra}, capture_output=True,

@@ -12,8 +12,8 @@ import json
 
 import pytest
 
-from bench.scripted_model_server import ScriptedUpstream
-from producers.attempts import read_log
+from membench.bench.scripted_model_server import ScriptedUpstream
+from membench.producers.attempts import read_log
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.integration

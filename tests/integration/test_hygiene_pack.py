@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from producers.finalize import finalize_pack
-from schemas.pack_format import pack_digest
+from membench.producers.finalize import finalize_pack
+from membench.schemas.pack_format import pack_digest
 from tests.producers.hygiene_helpers import FIXTURES, subset_pack
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("bwrap_sandbox")]
@@ -121,8 +121,8 @@ def test_memory_conditions_run_separates_conditions_and_contains_secrets(cli, ho
         text = _scrub(text) if name.endswith(".json") else re.sub(r"[0-9a-f]{16,}", "", text)
         assert not [v for v in every if _occurs(v, text)], name
 
-    from pipeline.settings import load_settings
-    from warehouse.client import connect
+    from membench.pipeline.settings import load_settings
+    from membench.warehouse.client import connect
 
     warehouse = connect(load_settings().warehouse)
     try:

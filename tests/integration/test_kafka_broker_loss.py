@@ -12,10 +12,10 @@ import uuid
 import pytest
 from confluent_kafka import Consumer
 
-from producers.bus.kafka import KafkaBus
-from producers.emitter import RunEmitter
-from schemas.codec import decode
-from schemas.events import bounded_text
+from membench.producers.bus.kafka import KafkaBus
+from membench.producers.emitter import RunEmitter
+from membench.schemas.codec import decode
+from membench.schemas.events import bounded_text
 from tests.conftest import REPO, run_cli, skip_or_fail
 from tests.integration.kafka_helpers import (CLUSTER, Worker, consumer_group_caught_up, membench, namespace,
                                              reachable, topic_size, wait_for)

@@ -180,7 +180,7 @@ def test_kafkas_own_console_consumer_reads_decodable_events(kafka_run):
 def test_garbage_and_schema_violations_go_to_the_dead_letter_topic(engine_run, tmp_path):
     from confluent_kafka import Consumer, Producer
 
-    from schemas.registry import default_registry
+    from membench.schemas.registry import default_registry
 
     ns = namespace()
     dsn = f"kafka://{SINGLE}/{ns}"

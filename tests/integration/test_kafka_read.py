@@ -1,4 +1,4 @@
-"""The read-to-end policy against the real broker (`producers/bus/kafka_read.py`, docs/design.md §2):
+"""The read-to-end policy against the real broker (`membench/producers/bus/kafka_read.py`, docs/design.md §2):
 a read that stops short — no time left before a partition's end, or an undecodable message — raises
 `ShortRead` naming where; no reader returns a partial result. `read_unit_status` raises rather than
 return a partial map (which would let `run --bus` re-run a completed unit); replay turns each gap
@@ -13,16 +13,16 @@ import logging
 import pytest
 from confluent_kafka import Producer
 
-from audit.kafka_source import events_from_kafka
-from pipeline.distributed.topic_reads import read_run_head
-from pipeline.kafka_engine import earlier_events
-from producers.bus.kafka import ensure_topics, read_run_events, read_unit_status
-from producers.bus.kafka_read import ShortRead, open_reader, read_to_end
-from schemas.chain import seal
-from schemas.codec import frame
-from schemas.kafka_config import producer_config
-from schemas.registry import default_registry
-from schemas.topics import topics_from_dsn
+from membench.audit.kafka_source import events_from_kafka
+from membench.pipeline.distributed.topic_reads import read_run_head
+from membench.pipeline.kafka_engine import earlier_events
+from membench.producers.bus.kafka import ensure_topics, read_run_events, read_unit_status
+from membench.producers.bus.kafka_read import ShortRead, open_reader, read_to_end
+from membench.schemas.chain import seal
+from membench.schemas.codec import frame
+from membench.schemas.kafka_config import producer_config
+from membench.schemas.registry import default_registry
+from membench.schemas.topics import topics_from_dsn
 from tests.integration.kafka_helpers import SINGLE, namespace, require_broker
 from tests.processors.test_verdicts import build_run
 

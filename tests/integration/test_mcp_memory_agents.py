@@ -1,7 +1,7 @@
 """Agents that call a model drive an MCP memory server through the gateway: under MCP-KG, the real
 knowledge-graph server runs on the host, the agent in bubblewrap reaches its own tools through the
 relay (inside/mcp_relay.py) — the real Claude Code and Codex CLIs from their MCP configuration, the
-built-in loop as functions. The model is the scripted upstream (bench.scripted_model_server): in S1
+built-in loop as functions. The model is the scripted upstream (membench.bench.scripted_model_server): in S1
 it calls `create_entities`, in S3 `search_nodes` and fills the default currency from what the search
 returned (the decision the harness filed after S1); no memory is in any prompt. Every call is a
 MemoryWrite or MemoryRead, the scored session passes, the log verifies."""
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.scripted_model_server import ScriptedUpstream, script_from_pack
-from producers.memory_systems.mcp_servers import MCP_SERVERS
+from membench.bench.scripted_model_server import ScriptedUpstream, script_from_pack
+from membench.producers.memory_systems.mcp_servers import MCP_SERVERS
 from tests.conftest import assert_run_sets_verify, skip_or_fail
 from tests.integration.pack_helpers import smoke_cut_to
 from tests.integration.test_model_agents import KEY, events, outcomes, require_cli, run_end

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.scripted_model_server import ScriptedUpstream
+from membench.bench.scripted_model_server import ScriptedUpstream
 from tests.conftest import assert_run_sets_verify
 from tests.producers.hygiene_helpers import subset_pack
 

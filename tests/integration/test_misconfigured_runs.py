@@ -5,7 +5,7 @@ anything is written; with the pre-flight skipped, the refused calls exclude the 
 same command once the key is set retries it.
 
 No model API is reachable from these machines: the upstream is membench's scripted local server
-(bench.scripted_model_server.ScriptedUpstream) told to answer as a misconfigured provider would (a key
+(membench.bench.scripted_model_server.ScriptedUpstream) told to answer as a misconfigured provider would (a key
 it requires, the wire APIs it speaks). The sandbox, the gateway and the built-in agent loop are real."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from urllib.parse import quote
 
 import pytest
 
-from bench.scripted_model_server import ScriptedUpstream, script_from_pack
-from producers.attempts import read_log
+from membench.bench.scripted_model_server import ScriptedUpstream, script_from_pack
+from membench.producers.attempts import read_log
 from tests.integration.pack_helpers import smoke_cut_to
 
 pytestmark = pytest.mark.integration

@@ -2,7 +2,7 @@
 Codex and Claude Code CLIs from npm (deploy/agents/install.sh) and membench's built-in loop.
 
 The upstream model service cannot be reached from these machines (no network but the package
-registries), so the model is `bench.scripted_model_server.ScriptedUpstream`, a local server that
+registries), so the model is `membench.bench.scripted_model_server.ScriptedUpstream`, a local server that
 answers in each API's real wire format from a script authored from the smoke pack's solution
 templates (its slots are filled only from what reached the agent: memory in the prompt, or a
 search_memory result). The CLIs, the sandbox, the gateway and the relay are the real ones. Each
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.scripted_model_server import ScriptedUpstream, script_from_pack
-from producers.agents.model_agents import agents_prefix
-from producers.attempts import read_log
+from membench.bench.scripted_model_server import ScriptedUpstream, script_from_pack
+from membench.producers.agents.model_agents import agents_prefix
+from membench.producers.attempts import read_log
 from tests.conftest import assert_run_sets_verify, skip_or_fail
 from tests.integration.pack_helpers import smoke_cut_to
 

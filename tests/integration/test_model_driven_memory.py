@@ -1,6 +1,6 @@
 """The model-driven memory policies end to end (issue 14): the real CLI runs hygiene-v1 traps under
 B3-llm, DF-llm and DF-hybrid-llm with `scripted:memory-literal` (embedded bus, bubblewrap, chDB).
-The memory model is `bench.scripted_model_server.ScriptedUpstream`, a local server with scripted
+The memory model is `membench.bench.scripted_model_server.ScriptedUpstream`, a local server with scripted
 answers (no model API is reachable here), reached from the harness through the real model gateway.
 
 Recorded with --model-record, then replayed with --model-replay and no upstream at all: the same
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.scripted_model_server import ScriptedUpstream
+from membench.bench.scripted_model_server import ScriptedUpstream
 from tests.integration.sql_batch import sql_batch
 from tests.producers.hygiene_helpers import FIXTURES, subset_pack
 

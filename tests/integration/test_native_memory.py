@@ -3,7 +3,7 @@ run` with the real runner, sandbox and scoring.
 
 The scripted agents first (no model), then the real Codex and Claude Code CLIs in bubblewrap. No
 model API can be reached from these machines: the CLIs' upstream is a scripted model server
-(`bench.scripted_model_server.ScriptedUpstream`) that answers in each API's wire format, its
+(`membench.bench.scripted_model_server.ScriptedUpstream`) that answers in each API's wire format, its
 answers authored from the smoke pack's solution templates and filled only from what reached the
 agent. In the memory-update turn after S1 it writes the decision it was told to the CLI's own
 memory file; in S3 it finds the currency code only if the CLI itself loaded that file."""
@@ -14,9 +14,9 @@ import re
 
 import pytest
 
-from bench.scripted_model_server import ScriptedUpstream, script_from_pack
-from producers.agents.scripted import NullAgent, RefsolAgent
-from producers.pack_resolver import open_pack
+from membench.bench.scripted_model_server import ScriptedUpstream, script_from_pack
+from membench.producers.agents.scripted import NullAgent, RefsolAgent
+from membench.producers.pack_resolver import open_pack
 from tests.conftest import assert_run_sets_verify
 from tests.integration.test_model_agents import KEY, currency_pack, events, require_cli  # noqa: F401 (fixture)
 from tests.producers.unit_runs import WorkAgent, run_smoke_unit
@@ -69,7 +69,7 @@ def test_refsol_and_null_remember_nothing(tmp_path, bwrap_sandbox, agent, passes
 def test_only_native_carries_a_memory_file_and_it_is_never_the_patch(tmp_path, bwrap_sandbox, monkeypatch,
                                                                      condition, defended):
     if not defended:  # the runner's drop bypassed: the file rides the continuation tree into S2
-        monkeypatch.setattr("producers.grid.drop_memory_files", lambda agent, workspace, pack: [])
+        monkeypatch.setattr("membench.producers.grid.drop_memory_files", lambda agent, workspace, pack: [])
     seen: dict[int, str | None] = {}
 
     def work(task, session):

@@ -27,7 +27,7 @@ def held(tmp_path_factory):
     run_cli("run", "smoke", "--conditions", "B0,B5", "--seeds", "1", "--run-set", "held", home=home, check=True)
     before = run_cli("sql", COUNTS, home=home, check=True).stdout
     owner = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from warehouse.client import connect; "
+        [sys.executable, "-c", "import sys; from membench.warehouse.client import connect; "
          f"w = connect('chdb://{home / 'warehouse'}'); print('held', flush=True); sys.stdin.read()"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=str(REPO))
     assert owner.stdout.readline().strip() == "held"

@@ -21,7 +21,7 @@ import shutil
 import pytest
 
 from tests.conftest import SHARED, require_shared
-from warehouse.client import connect
+from membench.warehouse.client import connect
 
 pytestmark = pytest.mark.integration
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.scripted_model_server import ScriptedUpstream, script_from_pack
-from producers.attempts import read_log
+from membench.bench.scripted_model_server import ScriptedUpstream, script_from_pack
+from membench.producers.attempts import read_log
 from tests.integration.pack_helpers import smoke_cut_to
 
 pytestmark = pytest.mark.integration

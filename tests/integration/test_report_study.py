@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from bench.scripted_model_server import ScriptedUpstream, script_from_pack
-from pipeline.report_inputs import find_secrets
-from producers.attempts import read_log
+from membench.bench.scripted_model_server import ScriptedUpstream, script_from_pack
+from membench.pipeline.report_inputs import find_secrets
+from membench.producers.attempts import read_log
 from tests.conftest import run_cli, run_cli_inprocess
 from tests.integration.pack_helpers import smoke_cut_to
 
@@ -136,7 +136,7 @@ def test_canary_proof_passes_and_a_planted_leak_fails(b1_b5):
     assert not any(s.value in report_text for s in secrets)
     # plant one trap's secret in an agent-visible event of another trap's run
     victim, other = secrets[0], next(s for s in secrets if s.trap != secrets[0].trap)
-    from warehouse.client import connect
+    from membench.warehouse.client import connect
 
     warehouse = connect(f"chdb://{b1_b5 / 'warehouse'}")
     try:
@@ -169,8 +169,8 @@ def test_canary_searches_a_scored_diff_stored_as_a_blob(b1_b5):
     runs/<run set>/blobs: a secret of another trap planted there is found by `membench report`."""
     import hashlib
 
-    from producers.blobs import put_blob
-    from warehouse.client import connect
+    from membench.producers.blobs import put_blob
+    from membench.warehouse.client import connect
 
     digest = _report(b1_b5)["inputs"]["pack_digest"]
     secrets, _, _ = find_secrets(b1_b5, [digest], None)

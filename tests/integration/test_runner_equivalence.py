@@ -3,7 +3,7 @@
 A sample of each built-in pack's pytest-scored sessions (smoke, hygiene-v1, hygiene-v2 and the
 transfer-v1 study's learning tasks), each under the null patch (its start tree) and its reference
 solution, scored on both runners: the outcome, every case's outcome and the harness-fault
-suspicion agree. The full sweep over every session is `bench.scoring_cpu.compare_runners` over
+suspicion agree. The full sweep over every session is `membench.bench.scoring_cpu.compare_runners` over
 `built_in_cases` (docs/benchmarks.md records it); this keeps CI to a few sessions per pack.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.scoring_cpu import built_in_cases, compare_runners
+from membench.bench.scoring_cpu import built_in_cases, compare_runners
 
 pytestmark = pytest.mark.integration
 

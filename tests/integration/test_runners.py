@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from pipeline.distributed.topic_reads import read_run_head
-from schemas.topics import topics_from_dsn
+from membench.pipeline.distributed.topic_reads import read_run_head
+from membench.schemas.topics import topics_from_dsn
 from tests.conftest import run_cli
 from tests.integration.conftest import SMOKE_GRID, copy_home
 from tests.integration.kafka_helpers import (SINGLE, Worker, consumer_group_caught_up, membench, namespace,
@@ -144,8 +144,8 @@ def test_a_runner_without_the_queued_pack_leaves_the_unit_to_others(tmp_path):
     named by partition and offset and skipped."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    from producers.bus.kafka import ensure_topics
-    from producers.unit_queue import UnitOrder
+    from membench.producers.bus.kafka import ensure_topics
+    from membench.producers.unit_queue import UnitOrder
 
     require_broker()
     home = tmp_path / "home"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.run_environment import ScoringEnvironment
+from membench.pipeline.run_environment import ScoringEnvironment
 from tests.conftest import REPO, run_cli, skip_or_fail
 from tests.integration.conftest import SMOKE_GRID, copy_home
 

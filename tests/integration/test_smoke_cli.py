@@ -76,14 +76,14 @@ def test_report_contract(smoke):
         assert 0.0 <= low <= entry["pass_rate"] <= high <= 1.0
     assert len(report["inputs"]["pack_digest"]) == 64
     assert (home / "runs" / report["run_set"] / "report.md").read_text().startswith("# membench report")
-    # the written report has exactly the declared shape (reports/model.py), key for key
-    from reports.model import REPORT_SCHEMA_VERSION, Report, from_json, to_json
+    # the written report has exactly the declared shape (membench/reports/model.py), key for key
+    from membench.reports.model import REPORT_SCHEMA_VERSION, Report, from_json, to_json
 
     assert to_json(from_json(Report, report)) == report
     assert report["schema_version"] == REPORT_SCHEMA_VERSION  # the contract version it was written under
     # the renderers take the typed report: report.json read back renders the files the run wrote, byte for byte
-    from reports.html import render_html
-    from reports.markdown import render_markdown
+    from membench.reports.html import render_html
+    from membench.reports.markdown import render_markdown
 
     written = home / "runs" / report["run_set"]
     read_back = from_json(Report, report)

@@ -1,4 +1,4 @@
-"""The clean stop of `membench run --bus kafka://…` (the embedded run's grid loop, pipeline/stopping.py)
+"""The clean stop of `membench run --bus kafka://…` (the embedded run's grid loop, membench/pipeline/stopping.py)
 with a real broker, real bubblewrap and real signals: a first SIGINT starts no further unit, a second
 one fences the publication and kills the running sandbox; its attempt is closed `RunEnded{abandoned}`
 on the trajectory topic, the stop is recorded (partial.json) and printed with the command to resume;

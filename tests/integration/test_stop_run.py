@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from producers.attempts import read_log
+from membench.producers.attempts import read_log
 from tests.conftest import run_cli
 from tests.integration.pack_helpers import smoke_cut_to
 
@@ -134,8 +134,8 @@ def test_a_second_signal_kills_the_running_sandbox_and_the_log_still_verifies(ho
 
 # `membench` with one step of run_embedded wrapped so the process signals itself while that step runs
 SIGNAL_DURING = """import os, signal, sys
-import pipeline.grid_run as run
-import pipeline.embedded as embedded
+import membench.pipeline.grid_run as run
+import membench.pipeline.embedded as embedded
 owner, name = (embedded.EmbeddedPipeline, "recover") if STEP == "recover" else (run, "write_log_root")
 original = getattr(owner, name)
 def signalled(*args, **kwargs):

@@ -1,5 +1,5 @@
 """The built-in `openai:` loop through `membench transfer`, the model scripted
-(`bench.scripted_model_server.ScriptedUpstream`: no model runs; its answers come from a script): the loop
+(`membench.bench.scripted_model_server.ScriptedUpstream`: no model runs; its answers come from a script): the loop
 solves the learning tasks from their instructions, distils a skill into /skills in each distillation
 session (a `run` call through the real gateway, in bubblewrap), the learned bank is the agent's, and
 in the transfer units the prompt the model receives says where the read-only bank is."""
@@ -10,9 +10,9 @@ import json
 
 import pytest
 
-from bench.scripted_model_server import ScriptedUpstream
-from producers.attempts import read_log
-from schemas.transfer_format import load_study
+from membench.bench.scripted_model_server import ScriptedUpstream
+from membench.producers.attempts import read_log
+from membench.schemas.transfer_format import load_study
 from tests.conftest import REPO, assert_run_sets_verify, run_cli
 
 pytestmark = pytest.mark.integration

@@ -1,6 +1,6 @@
 """The model-driven simulated user (`membench transfer --user model:MODEL`, issue 15) through the real
 CLI, the model gateway, bubblewrap and the chDB warehouse. The model's responses are scripted: the
-upstream is `bench.scripted_model_server.ScriptedUpstream` answering each phase's request with a fixed
+upstream is `membench.bench.scripted_model_server.ScriptedUpstream` answering each phase's request with a fixed
 reply (no model runs on this machine), so the test shows the wiring — brief, key, gateway, recording,
 replay, exclusion — not a model's judgement. The same run is then replayed from its recording with
 no upstream at all and must hold the same conversation and get the same verdicts."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from producers.attempts import read_log
+from membench.producers.attempts import read_log
 from tests.conftest import assert_run_sets_verify, run_cli, run_cli_inprocess
 
 pytestmark = pytest.mark.integration
@@ -54,7 +54,7 @@ def user_turns(evs) -> dict[str, list[str]]:
 
 
 def test_a_model_user_recorded_then_replayed_holds_the_same_conversation(home, bwrap_sandbox):
-    from bench.scripted_model_server import ScriptedUpstream
+    from membench.bench.scripted_model_server import ScriptedUpstream
 
     with ScriptedUpstream(SCRIPT) as upstream:
         run_cli(*transfer_args("recorded", "--model-base-url", upstream.base_url, "--model-record"), home=home,
@@ -110,7 +110,7 @@ def test_a_model_user_recorded_then_replayed_holds_the_same_conversation(home, b
 
 
 def test_an_unavailable_user_model_excludes_the_unit(home, bwrap_sandbox):
-    from bench.scripted_model_server import ScriptedUpstream
+    from membench.bench.scripted_model_server import ScriptedUpstream
 
     with ScriptedUpstream(SCRIPT, status=503) as upstream:
         run_cli(*transfer_args("down", "--model-base-url", upstream.base_url), home=home, check=True,

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from reports.effort import effort_row, pass_hat_k_text
-from reports.model import Report, from_json
-from viewer.http_server import ViewApp
-from producers.attempts import read_log
+from membench.reports.effort import effort_row, pass_hat_k_text
+from membench.reports.model import Report, from_json
+from membench.viewer.http_server import ViewApp
+from membench.producers.attempts import read_log
 from tests.conftest import run_cli
 
 pytestmark = pytest.mark.integration
@@ -44,9 +44,9 @@ def _warehouse_rows(home: Path, run_set: str) -> dict:
     one owner of the chDB path at a time; the run has ended)."""
     script = (
         "import json, sys\n"
-        "from pipeline.settings import load_settings\n"
-        "from warehouse.client import connect\n"
-        "from warehouse import queries\n"
+        "from membench.pipeline.settings import load_settings\n"
+        "from membench.warehouse.client import connect\n"
+        "from membench.warehouse import queries\n"
         "w = connect(load_settings().warehouse, create=False, read_only=True)\n"
         "rs = sys.argv[1]\n"
         "out = {'runs': queries.run_results(w, rs), 'sessions': queries.session_results(w, rs),\n"
@@ -219,8 +219,8 @@ def test_the_page_shows_model_calls_memory_and_a_broken_chain(tmp_path, browser)
     """A synthetic log (no sandbox): model calls, a memory read's candidates, and a run whose event
     was edited after sealing, shown as broken at its seq; a second run set whose chains are intact but
     one of whose events the processors rejected is "not verified", never "chain ok"."""
-    from viewer.http_server import ViewServer
-    from schemas.codec import encode_datum
+    from membench.viewer.http_server import ViewServer
+    from membench.schemas.codec import encode_datum
     from tests.viewer.test_view_logs import SCHEMA, LogWriter, emit_run, emit_run_turn_first
 
     rejected = LogWriter(tmp_path / "runs" / "dl" / "events.avro")
@@ -353,7 +353,7 @@ def test_agent_text_stays_inert_in_the_paired_view_and_the_search(tmp_path, brow
     the search hits and the paired view: no element is made from it and nothing of it runs.
     Control: the same text given to the page as HTML does make an element."""
     from playwright.sync_api import expect
-    from viewer.http_server import ViewServer
+    from membench.viewer.http_server import ViewServer
     from tests.viewer.test_view_logs import write_log
 
     attack = '<img class="injected" src=x onerror="document.title=\'owned\'">'
@@ -453,8 +453,8 @@ def test_agent_text_stays_inert_in_the_static_export(tmp_path, browser):
     page and the paired view; nothing of it runs. Control: the same text as HTML makes an element."""
     from playwright.sync_api import expect
     from tests.viewer.test_view_logs import write_log
-    from viewer.site import write_site
-    from viewer.state import LiveRunSet
+    from membench.viewer.site import write_site
+    from membench.viewer.state import LiveRunSet
 
     attack = '<img class="injected" src=x onerror="document.title=\'owned\'"></script><script>document.title="owned"</script>'
     write_log(tmp_path / "runs" / "rs" / "events.avro", [

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from viewer.http_server import ViewApp, ViewServer
-from producers.bus.kafka import KafkaBus
-from schemas.codec import encode_datum
+from membench.viewer.http_server import ViewApp, ViewServer
+from membench.producers.bus.kafka import KafkaBus
+from membench.schemas.codec import encode_datum
 from tests.integration.kafka_helpers import SINGLE, membench, namespace, require_broker
 from tests.viewer.test_view_api import RUNS
 from tests.viewer.test_view_logs import SCHEMA, emit_run, write_log

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from membench.commands.bench import bench
-from analytics.holm import holm
+from membench.analytics.holm import holm
 from membench.commands.stats import stats
 from tests.conftest import require_shared
 
@@ -350,7 +350,7 @@ def test_compare_beyond_the_exact_bound_names_its_method(tmp_path):
 
 
 def test_bench_compare_csv_workload():
-    from bench.stats_timings import bench_compare_csv
+    from membench.bench.stats_timings import bench_compare_csv
 
     timing = bench_compare_csv(units=2000, seeds=3, repeats=1)
     assert timing.detail["rows"] == 12_000 and timing.detail["clustered_method"] in ("exact", "monte_carlo")

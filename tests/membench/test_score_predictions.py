@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from producers.importers.remem import import_remem
-from producers.predictions import PredictionError, apply_patch, load_predictions
-from schemas.pack_format import load_pack
+from membench.producers.importers.remem import import_remem
+from membench.producers.predictions import PredictionError, apply_patch, load_predictions
+from membench.schemas.pack_format import load_pack
 from tests.producers.test_remem_import import LATER
 
 

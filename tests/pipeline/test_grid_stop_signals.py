@@ -1,4 +1,4 @@
-"""What the signals do to a grid (pipeline/stopping.py), the pipeline's part: the first asks a stop,
+"""What the signals do to a grid (membench/pipeline/stopping.py), the pipeline's part: the first asks a stop,
 the second kills, the third calls the hard exit its caller gave (the CLI's ends the process,
 membench/errors.py `hard_exit`); the pipeline itself ends nothing: without one it raises
 KeyboardInterrupt, as Python's own SIGINT handler does."""
@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from pipeline.stopping import GridStop
+from membench.pipeline.stopping import GridStop
 
 
 def _three_signals(stop: GridStop) -> None:

@@ -1,4 +1,4 @@
-"""The harness-fault limit of a grid (pipeline/stopping.py): a grid whose oracle harness keeps
+"""The harness-fault limit of a grid (membench/pipeline/stopping.py): a grid whose oracle harness keeps
 producing no outcome stops itself, naming the cause; a stray fault in a healthy grid does not."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from membench.errors import EXIT_HARNESS_FAULTS, EXIT_STOPPED, stop_exit_status
-from pipeline.stopping import GridStop, HarnessFaultLimit
+from membench.pipeline.stopping import GridStop, HarnessFaultLimit
 
 
 @pytest.fixture

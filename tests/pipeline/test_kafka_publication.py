@@ -1,4 +1,4 @@
-"""A run set published to Kafka from this process (`pipeline/distributed/publication.py`), against a
+"""A run set published to Kafka from this process (`membench/pipeline/distributed/publication.py`), against a
 stand-in bus: which units it skips, the attempt each gets, what it marks, what it says at the end.
 The broker end to end: tests/integration/test_kafka_pipeline.py, test_transfer_kafka.py."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 import hashlib
 from types import SimpleNamespace
 
-import producers.bus.kafka as kafka_bus
-from pipeline.distributed.publication import KafkaPublication
-from pipeline.settings import Settings
-from producers.grid import RunUnit, run_id_for
-from schemas.topics import topics_from_dsn
+import membench.producers.bus.kafka as kafka_bus
+from membench.pipeline.distributed.publication import KafkaPublication
+from membench.pipeline.settings import Settings
+from membench.producers.grid import RunUnit, run_id_for
+from membench.schemas.topics import topics_from_dsn
 
 
 class FakeBus:
@@ -57,7 +57,7 @@ def test_complete_units_are_skipped_and_the_others_marked_with_their_next_attemp
     assert publication.bus.published == [(event, b"datum")]
     assert publication.bus.marks[-1] == ("s/t/B1/2", "completed", "run-b", 1)
 
-    from pipeline.run_display import PlainLines
+    from membench.pipeline.run_display import PlainLines
 
     publication.close(PlainLines())
     assert publication.bus.closed
@@ -81,7 +81,7 @@ def test_a_fenced_publication_closes_the_attempts_it_began_and_left_open(monkeyp
     `close_open` ends each begun attempt whose run had not ended at the next seq of its chain (seq 0
     for a run with no event), records it `abandoned`, and marks `completed` a unit whose RunEnded went
     out before the fence; a unit never begun is left unmarked (resumed as its first attempt)."""
-    from producers.attempts import ABANDONED_STATUS
+    from membench.producers.attempts import ABANDONED_STATUS
 
     monkeypatch.setattr(kafka_bus, "KafkaBus", FakeBus)
     monkeypatch.setattr(kafka_bus, "read_unit_status", lambda topics, run_set: {})

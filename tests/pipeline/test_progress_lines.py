@@ -1,11 +1,11 @@
-"""Plain progress lines (pipeline/progress_lines.py): the counts a redirected grid prints."""
+"""Plain progress lines (membench/pipeline/progress_lines.py): the counts a redirected grid prints."""
 
 from __future__ import annotations
 
 import time
 from types import SimpleNamespace
 
-from pipeline.progress_lines import PROGRESS_INTERVAL_ENV, PlainProgress, progress_interval
+from membench.pipeline.progress_lines import PROGRESS_INTERVAL_ENV, PlainProgress, progress_interval
 
 
 def _event(kind, run_id, session_index=-1, **payload):

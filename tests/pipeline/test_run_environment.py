@@ -1,4 +1,4 @@
-"""The run set's scoring environment (pipeline/run_environment.py): recorded when a run set starts,
+"""The run set's scoring environment (membench/pipeline/run_environment.py): recorded when a run set starts,
 and a resume under another environment refused with both digests, what differs and the fix,
 writing nothing. The CLI path (a real run resumed, then refused) is
 tests/integration/test_scoring_preflight.py."""
@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from pipeline.grid_run import RunRefused
-from pipeline.run_environment import (ENVIRONMENT_FILE, ScoringEnvironment, claim_environment, differences,
+from membench.pipeline.grid_run import RunRefused
+from membench.pipeline.run_environment import (ENVIRONMENT_FILE, ScoringEnvironment, claim_environment, differences,
                                       environment_path, read_environment)
 
 FIELDS = {"membench_version": "0.1.0", "code_digest": "a" * 64, "python": "3.11.2", "sandbox_python": "3.11.2",
@@ -93,7 +93,7 @@ def test_the_oracle_runner_in_use_is_part_of_the_environment(monkeypatch):
     """MEMBENCH_ORACLE_RUNNER changes the recorded environment, so a resume cannot mix runners."""
     from types import SimpleNamespace
 
-    from pipeline.run_environment import scoring_environment
+    from membench.pipeline.run_environment import scoring_environment
 
     probe = SimpleNamespace(python="3.11.2", pytest="9.2.0", backend_version="bubblewrap 0.8.0")
     preflight = SimpleNamespace(checks=[], probe=probe, backend="bwrap", ok=True)

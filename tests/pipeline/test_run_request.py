@@ -1,4 +1,4 @@
-"""The rules of a legal run, as the library call applies them (`pipeline.run_request.run_grid`): an
+"""The rules of a legal run, as the library call applies them (`membench.pipeline.run_request.run_grid`): an
 illegal request raises `RequestInvalid` before anything is written, and `membench run` refuses the
 same request with the same message and exit status 2."""
 
@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from membench.errors import EXIT_AUDIT_FAILED, EXIT_HARNESS_FAULTS, EXIT_OK, EXIT_STOPPED, run_exit_status
-from pipeline.grid_run import RunOutcome
-from pipeline.model_gateway import ModelSettings
-from pipeline.run_errors import RequestInvalid
-from pipeline.run_request import RunRequest, run_grid
-from pipeline.settings import Settings
-from reports.model import LogVerification
+from membench.pipeline.grid_run import RunOutcome
+from membench.pipeline.model_gateway import ModelSettings
+from membench.pipeline.run_errors import RequestInvalid
+from membench.pipeline.run_request import RunRequest, run_grid
+from membench.pipeline.settings import Settings
+from membench.reports.model import LogVerification
 from tests.conftest import run_cli_inprocess
 
 ILLEGAL = [  # (request fields, the same request on the command line, what the refusal names)
@@ -62,7 +62,7 @@ def test_the_library_call_refuses_a_kafka_bus(tmp_path: Path) -> None:
 def test_a_legal_request_passes_every_rule(tmp_path: Path, monkeypatch) -> None:
     """Control: the same pack and options, legal, reach the run's first step (the scoring pre-flight,
     stopped here: the run itself is tests/integration/test_library_run.py)."""
-    import pipeline.run_environment
+    import membench.pipeline.run_environment
 
     class Reached(Exception):
         pass
@@ -70,7 +70,7 @@ def test_a_legal_request_passes_every_rule(tmp_path: Path, monkeypatch) -> None:
     def preflight(pack, sandbox_name, runs_dir, run_set, cases=None):
         raise Reached(run_set)
 
-    monkeypatch.setattr(pipeline.run_environment, "prepare_scoring", preflight)
+    monkeypatch.setattr(membench.pipeline.run_environment, "prepare_scoring", preflight)
     with pytest.raises(Reached):
         run_grid(RunRequest("smoke", conditions=("B0", "B5"), compare=(("B0", "B5"),), settings=_settings(tmp_path)))
     # a model agent and a model-driven condition pass them too, the gateway started (its probe off: no upstream)
@@ -79,8 +79,8 @@ def test_a_legal_request_passes_every_rule(tmp_path: Path, monkeypatch) -> None:
         run_grid(RunRequest("smoke", conditions=("B0", "B3-llm"), agent="openai:m", model=model,
                             settings=_settings(tmp_path)))
     # the default id includes the memory model, as `membench run`'s does (a run set of its own)
-    from producers.grid import default_run_set
-    from producers.pack_resolver import open_pack
+    from membench.producers.grid import default_run_set
+    from membench.producers.pack_resolver import open_pack
 
     pack = open_pack("smoke", tmp_path)
     assert str(reached.value) == default_run_set(pack.name, pack.digest, "openai:m+memory-model=mm", ["B0", "B3-llm"],
@@ -111,7 +111,7 @@ def test_plain_lines_show_the_account_without_styling() -> None:
 
     from rich.text import Text
 
-    from pipeline.run_display import PlainLines
+    from membench.pipeline.run_display import PlainLines
 
     out = io.StringIO()
     display = PlainLines(out, interval_s=0)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.distributed.group_member import committable
+from membench.pipeline.distributed.group_member import committable
 from tests.conftest import run_cli_inprocess
 
 

@@ -1,5 +1,5 @@
 """The end of every embedded `membench run`, `score` and `transfer` replays the log it wrote with the
-checks of `membench replay --verify` (`pipeline.grid_run.verify_written`, `audit.verify.verify_source`):
+checks of `membench replay --verify` (`membench.pipeline.grid_run.verify_written`, `membench.audit.verify.verify_source`):
 a log the processors reject part of exits 1 and its report says "not verified" with the count and
 the first finding, never a silent exit 0. Real embedded pipeline, real chDB warehouse, real log file."""
 
@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from membench.errors import EXIT_AUDIT_FAILED
-from pipeline.grid_run import LogNotVerified, exit_unless_verified, verify_written, write_log_root
-from pipeline.run_display import PlainLines
-from pipeline.settings import Settings
-from producers.emitter import RunEmitter
-from reports.model import to_json
-from schemas.events import bounded_text
+from membench.pipeline.grid_run import LogNotVerified, exit_unless_verified, verify_written, write_log_root
+from membench.pipeline.run_display import PlainLines
+from membench.pipeline.settings import Settings
+from membench.producers.emitter import RunEmitter
+from membench.reports.model import to_json
+from membench.schemas.events import bounded_text
 from tests.processors.test_verdicts import build_run
 from tests.reports.test_html import render_html, render_markdown
 from tests.reports.test_model import _full_report
@@ -37,10 +37,10 @@ def _emit_run(publish, run_set: str, run_id: str, settings_turn_first: bool) -> 
 
 
 def _write_run_set(settings: Settings, run_set: str, settings_turn_first: bool) -> None:
-    from audit.log_root_record import record_path, warehouse_state
-    from pipeline.embedded import EmbeddedPipeline
-    from producers.bus.base import run_set_log_path
-    from warehouse.client import connect
+    from membench.audit.log_root_record import record_path, warehouse_state
+    from membench.pipeline.embedded import EmbeddedPipeline
+    from membench.producers.bus.base import run_set_log_path
+    from membench.warehouse.client import connect
 
     warehouse = connect(settings.warehouse)
     try:

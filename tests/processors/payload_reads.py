@@ -1,4 +1,4 @@
-"""A small static check of payload reads against `schemas/payloads.py` (docs/design.md §3, "Typed payloads").
+"""A small static check of payload reads against `membench/schemas/payloads.py` (docs/design.md §3, "Typed payloads").
 
 Processors read an event's payload as a dict, for speed; a misspelt key would silently read a
 default. This check walks a module's source and finds every read of a payload whose record it can
@@ -15,7 +15,7 @@ How it knows the record of an expression:
 - `p = event.payload` (or `kind, p = event.kind, event.payload`) binds a payload of unknown kind,
   narrowed inside `if`/`elif`/`and`/conditional expressions by `kind == "Turn"`, `event.kind ==
   "Turn"`, `kind in ("Turn", "ModelCall")` and `or` of such tests;
-- an annotation naming a payload type imported from `schemas.payloads` (`X` or `X | None`): a
+- an annotation naming a payload type imported from `membench.schemas.payloads` (`X` or `X | None`): a
   parameter, a local (`p: RunEnded = event.payload`) or a dataclass field read as `self.name`;
 - a record-typed field of a known record (`plan["cases"]` is `list[EvaluatorPlanCase]`), and the
   target of a `for` or a comprehension over such a list.
@@ -28,9 +28,9 @@ import typing
 from dataclasses import dataclass, field
 from types import NoneType, UnionType
 
-from schemas import payloads
+from membench.schemas import payloads
 
-PAYLOAD_MODULE = "schemas.payloads"
+PAYLOAD_MODULE = "membench.schemas.payloads"
 _MISSING = object()
 
 
@@ -98,7 +98,7 @@ class _Checker:
             if isinstance(node, ast.ImportFrom) and node.module == PAYLOAD_MODULE:
                 for alias in node.names:
                     if alias.name not in RECORDS:
-                        report.problem(node, f"schemas.payloads has no record {alias.name}")
+                        report.problem(node, f"membench.schemas.payloads has no record {alias.name}")
                     self.imported[alias.asname or alias.name] = alias.name
             elif isinstance(node, ast.ImportFrom) and node.module == "schemas":
                 self.module_aliases |= {a.asname or a.name for a in node.names if a.name == "payloads"}
@@ -121,7 +121,7 @@ class _Checker:
         if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                 and node.value.id in self.module_aliases):
             if node.attr not in RECORDS:
-                self.report.problem(node, f"schemas.payloads has no record {node.attr}")
+                self.report.problem(node, f"membench.schemas.payloads has no record {node.attr}")
                 return None
             return Rec(frozenset({node.attr}))
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
@@ -261,7 +261,7 @@ class _Checker:
             return narrow
         for kind in kinds:
             if kind not in RECORDS:
-                self.report.problem(test, f"no event kind {kind!r} in schemas.payloads")
+                self.report.problem(test, f"no event kind {kind!r} in membench.schemas.payloads")
         return {**narrow, **{name: Rec(kinds) for name, t in env.items() if t == UNNARROWED}}
 
     # -- expressions -----------------------------------------------------------------------------
@@ -350,7 +350,7 @@ class _Checker:
         self.report.reads += 1
         if t == UNNARROWED:
             self.report.problem(node, "a payload read whose event kind is not known here (test the kind, or "
-                                      "annotate the payload with its type from schemas.payloads)")
+                                      "annotate the payload with its type from membench.schemas.payloads)")
             return
         if key is _MISSING or not isinstance(key, str):
             self.report.problem(node, "a payload key that is not a string literal")

@@ -3,7 +3,7 @@ writes for an excluded or failed run — as one `RunEndReason` row (the report's
 
 from __future__ import annotations
 
-from schemas.events import bounded_text
+from membench.schemas.events import bounded_text
 from tests.processors.test_transfer_fold import derived, events_of
 
 

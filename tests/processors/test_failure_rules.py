@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from processors import derive_all
-from processors.failure import FAILURE_REASONS, RULES
-from schemas.events import Event, bounded_text
+from membench.processors import derive_all
+from membench.processors.failure import FAILURE_REASONS, RULES
+from membench.schemas.events import Event, bounded_text
 
 
 class RunBuilder:

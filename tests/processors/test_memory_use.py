@@ -3,9 +3,9 @@ query is the session's instruction) and the memory tool calls the agent made dur
 
 from __future__ import annotations
 
-from processors import derive_all
-from producers.emitter import RunEmitter
-from schemas.events import bounded_text
+from membench.processors import derive_all
+from membench.producers.emitter import RunEmitter
+from membench.schemas.events import bounded_text
 
 
 def _read(query: str, tokens: int) -> dict:

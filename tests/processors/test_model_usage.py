@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from processors.model_usage import ModelTotals
+from membench.processors.model_usage import ModelTotals
 from tests.processors.model_call_fixtures import model_call as call
 from tests.processors.payload_reads import check_source
 from tests.processors.test_transfer_fold import derived, events_of
@@ -37,7 +37,7 @@ def test_a_run_without_model_calls_derives_no_usage_and_a_run_is_summed_only_at_
 def test_a_misspelt_cost_field_fails_the_payload_check_instead_of_costing_nothing():
     """SQL's JSONExtract read a missing field as 0; the fold's reads are checked against the
     ModelCall record (tests/processors/payload_reads.py), so a renamed field fails a test."""
-    source = (REPO / "processors" / "model_usage.py").read_text(encoding="utf-8")
+    source = (REPO / "membench" / "processors" / "model_usage.py").read_text(encoding="utf-8")
     assert check_source(source, "model_usage.py").problems == [] and check_source(source, "model_usage.py").reads >= 8
     report = check_source(source.replace('"cost_usd", 0.0', '"usd", 0.0', 1), "model_usage.py")
     assert len(report.problems) == 1 and "usd" in report.problems[0], report.problems

@@ -13,7 +13,7 @@ from tests.processors.payload_reads import check_source
 
 REPO = Path(__file__).resolve().parents[2]
 # the modules whose payload reads are checked: the processors (the folds' hot path) and the helper they share
-CHECKED = sorted((REPO / "processors").glob("*.py")) + [REPO / "schemas" / "events.py"]
+CHECKED = sorted((REPO / "membench" / "processors").glob("*.py")) + [REPO / "membench" / "schemas" / "events.py"]
 
 
 def _check(path: Path):
@@ -34,7 +34,7 @@ def test_the_check_sees_the_folds_reads():
 
 
 def test_a_misspelt_key_in_a_fold_fails():
-    source = (REPO / "processors" / "verdicts.py").read_text(encoding="utf-8")
+    source = (REPO / "membench" / "processors" / "verdicts.py").read_text(encoding="utf-8")
     assert '"cached_tokens"' in source
     report = check_source(source.replace('"cached_tokens"', '"cache_tokens"', 1), "verdicts.py")
     assert [p.split(": ", 1)[1] for p in report.problems] == [
@@ -73,7 +73,7 @@ def test_a_read_of_unknown_kind_fails():
             p = event.payload
             return p["status"]
     """) == ["a payload read whose event kind is not known here (test the kind, or annotate the payload with its "
-             "type from schemas.payloads)"]
+             "type from membench.schemas.payloads)"]
 
 
 def test_defaults_and_required_fields():
@@ -103,7 +103,7 @@ def test_non_literal_keys_methods_and_unknown_kinds_fail():
             if event.kind == "Trun":
                 return 0
     """) == ["a payload key that is not a string literal", "payload method .items(): read fields by name",
-             "no event kind 'Trun' in schemas.payloads"]
+             "no event kind 'Trun' in membench.schemas.payloads"]
 
 
 def test_annotations_fields_and_nested_records():
@@ -111,7 +111,7 @@ def test_annotations_fields_and_nested_records():
         from dataclasses import dataclass, field
         from typing import TYPE_CHECKING
         if TYPE_CHECKING:
-            from schemas.payloads import EvaluatorCase, EvaluatorPlan, RunEnded, RunEnd
+            from membench.schemas.payloads import EvaluatorCase, EvaluatorPlan, RunEnded, RunEnd
 
         def g(ended: RunEnded, event):
             p: RunEnded = event.payload
@@ -131,7 +131,7 @@ def test_annotations_fields_and_nested_records():
                     yield cap["cap"], cap["caps"]
                 count = lambda s: sum(1 for c in applicable if c["statuss"] == s)
     """) == [
-        "schemas.payloads has no record RunEnd",
+        "membench.schemas.payloads has no record RunEnd",
         "RunEnded has no field 'statuss'",
         "EvaluatorCase has no field 'duration'",
         "EvaluatorPlanCase has no field 'prerequisite'",

@@ -4,8 +4,8 @@ is derived again with the same deterministic ids."""
 
 import pytest
 
-from processors import RunSetProcessor
-from processors.run_set_processor import ENDED_WINDOW
+from membench.processors import RunSetProcessor
+from membench.processors.run_set_processor import ENDED_WINDOW
 from tests.processors.test_verdicts import build_run
 
 

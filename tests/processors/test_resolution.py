@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from processors.failure import RULES
+from membench.processors.failure import RULES
 from tests.processors.test_failure_rules import ALL, SCENARIOS, memory_run
 
 POLICIES = ("patch_as_submitted", "agent_must_finish")

@@ -3,14 +3,14 @@ evidence once, and the derived events equal those of folds that each keep their 
 
 from __future__ import annotations
 
-from processors import RunSetProcessor
-from processors.diagnosis import DiagnosisFold
-from processors.end_reason import EndReasonFold
-from processors.evidence import EvidenceCollector
-from processors.memory_use import MemoryUseFold
-from processors.model_usage import ModelUsageFold
-from processors.transfer import TransferFold
-from processors.verdicts import VerdictFold
+from membench.processors import RunSetProcessor
+from membench.processors.diagnosis import DiagnosisFold
+from membench.processors.end_reason import EndReasonFold
+from membench.processors.evidence import EvidenceCollector
+from membench.processors.memory_use import MemoryUseFold
+from membench.processors.model_usage import ModelUsageFold
+from membench.processors.transfer import TransferFold
+from membench.processors.verdicts import VerdictFold
 from tests.processors.test_verdicts import build_run
 
 

@@ -28,7 +28,7 @@ def test_an_excluded_run_has_no_case_rows():
 
 
 def test_the_report_says_which_hard_caps_cannot_fire():
-    from reports.transfer import transfer_markdown
+    from membench.reports.transfer import transfer_markdown
     from tests.reports.test_html import make_report, typed
 
     row = {"project": "escrow", "condition": "learned_bank", "runs": 1, "excluded": 0, "exclusion_reasons": {},

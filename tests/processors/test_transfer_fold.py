@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-from processors.run_set_processor import derive_all
-from producers.emitter import RunEmitter
-from analytics.loaders import load_manifest
+from membench.processors.run_set_processor import derive_all
+from membench.producers.emitter import RunEmitter
+from membench.analytics.loaders import load_manifest
 from tests.analytics.test_ccpf import table_2_outcomes
 from tests.conftest import SHARED, require_shared
 

@@ -4,9 +4,9 @@ import dataclasses
 
 import pytest
 
-from processors import RunSetProcessor, derive_all
-from producers.emitter import RunEmitter
-from schemas.events import bounded_text
+from membench.processors import RunSetProcessor, derive_all
+from membench.producers.emitter import RunEmitter
+from membench.schemas.events import bounded_text
 
 
 def _turn(role="agent", inp=0, out=0, cached=0, reasoning=0):

@@ -1,5 +1,5 @@
 """A real HTTP server playing an external memory store, for the external adapter's tests
-(producers/memory_systems/external.py): POSTed JSON in, JSON out, on an ephemeral local port."""
+(membench/producers/memory_systems/external.py): POSTed JSON in, JSON out, on an ephemeral local port."""
 
 from __future__ import annotations
 

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-import producers.grid as runner
-from producers.pack_resolver import open_pack
-from reports.conventions import exclusion_of, valid_run
-from sandbox.base import IsolationUnavailable
-from sandbox.workspace import DIFF_STORE_LIMIT
+import membench.producers.grid as runner
+from membench.producers.pack_resolver import open_pack
+from membench.reports.conventions import exclusion_of, valid_run
+from membench.sandbox.base import IsolationUnavailable
+from membench.sandbox.workspace import DIFF_STORE_LIMIT
 from tests.producers.unit_runs import WorkAgent, run_smoke_unit
 
 pytestmark = pytest.mark.integration
@@ -56,7 +56,7 @@ class _BrokenMemory:
     def read(self, query, budget):
         if self.fail_read:
             raise RuntimeError("memory read broke before the agent started")
-        from producers.memory_systems.base import MemoryContext
+        from membench.producers.memory_systems.base import MemoryContext
         return MemoryContext(items=(), candidates=(), token_budget=budget)
 
     def write(self, events):

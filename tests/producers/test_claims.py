@@ -5,8 +5,8 @@ loses and is ignored by readers, and a loser's restatement makes the newest reco
 
 from __future__ import annotations
 
-from producers.unit_queue import KeyStatus, fold_statuses, restatement
-from schemas.topics import topics_from_dsn
+from membench.producers.unit_queue import KeyStatus, fold_statuses, restatement
+from membench.schemas.topics import topics_from_dsn
 
 
 def _fold(*records):

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from producers.importers.dreambench import import_dreambench
-from schemas.pack_format import PackError, load_pack
+from membench.producers.importers.dreambench import import_dreambench
+from membench.schemas.pack_format import PackError, load_pack
 from tests.conftest import SHARED, require_shared
 
 SAMPLES = SHARED / "external" / "dreambench-swe" / "sequences_excerpt.jsonl"

@@ -1,10 +1,10 @@
 """The emitter: seq without gaps, the hash chain, and datums that are the events' own encoding."""
 
-from producers.emitter import RunEmitter, uuid4_strings
-from schemas.chain import ChainVerifier
-from schemas.codec import encode_datum_reference
-from schemas.events import bounded_text
-from schemas.registry import default_registry
+from membench.producers.emitter import RunEmitter, uuid4_strings
+from membench.schemas.chain import ChainVerifier
+from membench.schemas.codec import encode_datum_reference
+from membench.schemas.events import bounded_text
+from membench.schemas.registry import default_registry
 from tests.processors.test_verdicts import build_run
 
 
@@ -42,14 +42,14 @@ def test_event_ids_are_distinct_version_4_uuids():
 
 
 def test_a_type_checker_refuses_a_wrong_payload_at_the_emit_call_site(tmp_path):
-    """RunEmitter.emit is typed per kind (schemas.payloads.Emit): mypy refuses a misspelt key and a
+    """RunEmitter.emit is typed per kind (membench.schemas.payloads.Emit): mypy refuses a misspelt key and a
     value of the wrong type where the event is emitted, and passes the same calls written right."""
     from mypy import api
 
     source = tmp_path / "emits.py"
     source.write_text(
-        "from producers.emitter import RunEmitter\n"
-        "from schemas.events import bounded_text\n\n\n"
+        "from membench.producers.emitter import RunEmitter\n"
+        "from membench.schemas.events import bounded_text\n\n\n"
         "def emits(emitter: RunEmitter) -> None:\n"
         "    emitter.emit('ToolCall', {'call_id': 'c', 'name': 'edit', 'arguments_digest': 'a', 'is_ptach': True})\n"
         "    emitter.emit('Turn', {'role': 'agent', 'text': 'not a BoundedText'})\n"

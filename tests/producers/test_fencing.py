@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from processors import RunSetProcessor
-from producers.attempts import RunChain, RunHead, closing_event
-from schemas.events import GENESIS_HASH
+from membench.processors import RunSetProcessor
+from membench.producers.attempts import RunChain, RunHead, closing_event
+from membench.schemas.events import GENESIS_HASH
 from tests.processors.test_verdicts import build_run
 
 

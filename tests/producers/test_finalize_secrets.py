@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from producers.finalize import finalize_pack, scan_placeholders
-from producers.pack_resolver import finalized_copy
-from schemas.pack_format import PackError, load_pack
+from membench.producers.finalize import finalize_pack, scan_placeholders
+from membench.producers.pack_resolver import finalized_copy
+from membench.schemas.pack_format import PackError, load_pack
 from tests.producers.hygiene_helpers import FIXTURES, edit_manifest
 
 

@@ -23,17 +23,17 @@ import socket
 
 import pytest
 
-import producers.gateway.preflight as preflight
-from bench.scripted_model_server import ScriptedUpstream
-from processors import derive_all
-from producers.agents.base import AgentOutcome
-from producers.gateway.preflight import Target
-from producers.gateway.recording import Recording
-from producers.gateway.server import GatewaySettings, ModelGateway
-from producers.grid import AFTER_VERDICT, RunConfig, RunUnit, run_unit
-from producers.pack_resolver import open_pack
-from reports.conventions import exclusion_of, valid_run
-from schemas.events import bounded_text
+import membench.producers.gateway.preflight as preflight
+from membench.bench.scripted_model_server import ScriptedUpstream
+from membench.processors import derive_all
+from membench.producers.agents.base import AgentOutcome
+from membench.producers.gateway.preflight import Target
+from membench.producers.gateway.recording import Recording
+from membench.producers.gateway.server import GatewaySettings, ModelGateway
+from membench.producers.grid import AFTER_VERDICT, RunConfig, RunUnit, run_unit
+from membench.producers.pack_resolver import open_pack
+from membench.reports.conventions import exclusion_of, valid_run
+from membench.schemas.events import bounded_text
 
 pytestmark = pytest.mark.integration
 
@@ -62,7 +62,7 @@ class HostileAgent:
     """Changes nothing in the workspace (it fails every session); in the chosen session it calls the
     model through its own gateway channel, as a sandboxed model agent's relay would, with `prompt`;
     it says `said` in its last turn (what a memory policy reads). A channel failure is raised after
-    the session, as producers/agents/model_agents.py does."""
+    the session, as membench/producers/agents/model_agents.py does."""
 
     name = "test:hostile"
     kind = "command"

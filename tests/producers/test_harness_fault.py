@@ -17,13 +17,13 @@ import dataclasses
 
 import pytest
 
-import producers.grid as runner
-from processors import derive_all
-from producers.grid import RunConfig
-from producers.pack_resolver import open_pack
-from reports.conventions import exclusion_of, valid_run
-from sandbox.scoring import ScoreResult
-from sandbox.workspace import TreeDiff
+import membench.producers.grid as runner
+from membench.processors import derive_all
+from membench.producers.grid import RunConfig
+from membench.producers.pack_resolver import open_pack
+from membench.reports.conventions import exclusion_of, valid_run
+from membench.sandbox.scoring import ScoreResult
+from membench.sandbox.workspace import TreeDiff
 from tests.sandbox.broken_toolchain import PytestlessToolchain, says_pytest_is_missing
 from tests.producers.unit_runs import WorkAgent, run_smoke_unit
 
@@ -100,9 +100,9 @@ def test_control_without_the_probe_the_agents_tree_would_exclude_its_cell(pack, 
 
 
 def test_a_transfer_learning_task_without_pytest_excludes_its_unit_as_a_harness_fault(bwrap_sandbox, tmp_path):
-    from producers.agents.scripted import RefsolAgent
-    from producers.transfer.transfer_units import run_learning
-    from schemas.transfer_format import load_study
+    from membench.producers.agents.scripted import RefsolAgent
+    from membench.producers.transfer.transfer_units import run_learning
+    from membench.schemas.transfer_format import load_study
     from tests.conftest import REPO
 
     events = []

@@ -1,4 +1,4 @@
-"""The read-to-end loop's policy (`producers/bus/kafka_read.py`) against a stand-in consumer: a
+"""The read-to-end loop's policy (`membench/producers/bus/kafka_read.py`) against a stand-in consumer: a
 complete read delivers every message up to the end taken at the start and nothing past it; a stall
 or an undecodable message is a gap, and the read raises `ShortRead` naming each, after delivering
 what it could. The broker end to end: tests/integration/test_kafka_read.py."""
@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from producers.bus.kafka_read import Gap, ShortRead, read_assigned, read_to_end
+from membench.producers.bus.kafka_read import Gap, ShortRead, read_assigned, read_to_end
 
 
 class _Message:

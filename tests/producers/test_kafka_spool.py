@@ -3,8 +3,8 @@ crash while re-sending."""
 
 import pytest
 
-from producers.bus.base import BusError
-from producers.bus.kafka import Spool
+from membench.producers.bus.base import BusError
+from membench.producers.bus.kafka import Spool
 
 
 def test_spool_returns_messages_in_failure_order_once(tmp_path):

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from producers.memory_systems.base import MemorySetup, Namespace
-from producers.memory_systems.registry import MEMORY_SYSTEMS, make_memory, register_external
-from producers.memory_systems.skill_bank import SkillBankError, verify_bank, write_manifest
-from schemas.events import Event, bounded_text
+from membench.producers.memory_systems.base import MemorySetup, Namespace
+from membench.producers.memory_systems.registry import MEMORY_SYSTEMS, make_memory, register_external
+from membench.producers.memory_systems.skill_bank import SkillBankError, verify_bank, write_manifest
+from membench.schemas.events import Event, bounded_text
 from tests.producers.memory_server import json_memory_server
 
 BUILTINS = ["B0", "B1", "B2", "B4", "B5", "curated_file"]
@@ -182,10 +182,10 @@ def test_external_http_adapter(tmp_path: Path) -> None:
 def test_memory_literal_agent_fills_slots_in_presentation_order(tmp_path: Path) -> None:
     """scripted:memory-literal fills a slot only from its context — the instruction, then the
     memories in the order the memory system presents them — and otherwise writes the default."""
-    from producers.agents.base import AgentTask
-    from producers.agents.scripted import MemoryLiteralAgent
-    from producers.memory_systems.base import MemoryContext, MemoryItem
-    from schemas.pack_format import Slot, Solution
+    from membench.producers.agents.base import AgentTask
+    from membench.producers.agents.scripted import MemoryLiteralAgent
+    from membench.producers.memory_systems.base import MemoryContext, MemoryItem
+    from membench.schemas.pack_format import Slot, Solution
 
     class Emitter:
         session_index = 3
@@ -213,7 +213,7 @@ def test_memory_literal_agent_fills_slots_in_presentation_order(tmp_path: Path) 
 
 
 def test_adapters_from_the_environment_are_registered_by_an_explicit_call(tmp_path):
-    from producers.memory_systems.registry import register_adapters_from_env
+    from membench.producers.memory_systems.registry import register_adapters_from_env
 
     script = tmp_path / "mem.py"
     script.write_text("import json, sys\njson.load(sys.stdin)\nprint(json.dumps({'items': [], 'candidates': []}))\n")

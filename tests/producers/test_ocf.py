@@ -1,7 +1,7 @@
 import fastavro
 
-from producers.bus.file import FileBus
-from producers.emitter import RunEmitter
+from membench.producers.bus.file import FileBus
+from membench.producers.emitter import RunEmitter
 
 
 

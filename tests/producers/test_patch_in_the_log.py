@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import hashlib
 
-from producers.grid import INLINE_DIFF_LIMIT, patch_fields
-from sandbox.workspace import diff_trees, render_patch
+from membench.producers.grid import INLINE_DIFF_LIMIT, patch_fields
+from membench.sandbox.workspace import diff_trees, render_patch
 
 
 def test_a_small_diff_is_inline_with_its_digest(tmp_path):

@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import pytest
 
-from producers.importers.remem import import_remem
-from producers.predictions import PredictionError, load_predictions, pack_baseline
-from schemas.pack_format import load_pack
+from membench.producers.importers.remem import import_remem
+from membench.producers.predictions import PredictionError, load_predictions, pack_baseline
+from membench.schemas.pack_format import load_pack
 from tests.producers.test_remem_import import LATER
 
 KNOWN = ["B0", "B5", "no_memory", "curated_file"]

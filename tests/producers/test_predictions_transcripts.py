@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from producers.agents.base import AgentTask
-from producers.importers.remem import import_remem
-from producers.memory_systems.base import MemoryContext
-from producers.predictions import PredictionAgent, PredictionError, load_predictions
-from schemas.pack_format import load_pack
+from membench.producers.agents.base import AgentTask
+from membench.producers.importers.remem import import_remem
+from membench.producers.memory_systems.base import MemoryContext
+from membench.producers.predictions import PredictionAgent, PredictionError, load_predictions
+from membench.schemas.pack_format import load_pack
 from tests.conftest import REPO, SHARED, require_shared
 from tests.producers.test_remem_import import LATER
 

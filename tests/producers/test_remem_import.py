@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from producers.importers.remem import import_remem
-from producers.labels import sequence_labels
-from schemas.fields import MAX_INPUT_BYTES
-from schemas.pack_format import PackError, load_pack
+from membench.producers.importers.remem import import_remem
+from membench.producers.labels import sequence_labels
+from membench.schemas.fields import MAX_INPUT_BYTES
+from membench.schemas.pack_format import PackError, load_pack
 from tests.conftest import SHARED, require_shared
 
 SAMPLE = SHARED / "external" / "remem-coding-bench" / "tasks-v1-5tasks.json"

@@ -1,4 +1,4 @@
-"""The scoring pre-flight in process (producers/scoring_preflight.py), on real bubblewrap: the smoke
+"""The scoring pre-flight in process (membench/producers/scoring_preflight.py), on real bubblewrap: the smoke
 pack scores as authored; a trap whose reference solution is broken is found and named as the pack's
 fault (the harness's self-test passes), with the unbroken pack as the control; which case stands for
 each repository. Without pytest in the sandbox's interpreter: tests/integration/test_scoring_preflight.py."""
@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from producers.scoring_preflight import (SELF_TEST, ScoringPreflightFailed, probe_cases, require_scoring,
+from membench.producers.scoring_preflight import (SELF_TEST, ScoringPreflightFailed, probe_cases, require_scoring,
                                          scoring_preflight)
-from schemas.pack_format import load_pack
+from membench.schemas.pack_format import load_pack
 from tests.integration.pack_helpers import smoke_cut_to
 
 pytestmark = pytest.mark.integration

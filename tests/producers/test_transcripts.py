@@ -9,8 +9,8 @@ import json
 from collections import Counter
 import pytest
 
-from producers.transcripts.base import TranscriptError, parse_citations
-from producers.transcripts.registry import FORMATS, parse_transcript
+from membench.producers.transcripts.base import TranscriptError, parse_citations
+from membench.producers.transcripts.registry import FORMATS, parse_transcript
 from tests.conftest import REPO, SHARED, require_shared
 
 CODEX_DIR = SHARED / "external" / "remem-coding-bench" / "transcripts"

@@ -1,4 +1,4 @@
-"""Skill banks seen by a sandboxed agent (docs/transfer.md, producers/transfer/agent_bank.py), with a
+"""Skill banks seen by a sandboxed agent (docs/transfer.md, membench/producers/transfer/agent_bank.py), with a
 real command agent (tests/fixtures/agents/skill_agent.py) in the real bubblewrap sandbox (and, for the
 read-only mount, podman through the Docker API): the agent
 distils its own skills (bad entries refused and recorded, the run goes on), the frozen bank is
@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from producers.agents.command import CommandAgent
-from producers.agents.scripted import RefsolAgent
-from producers.memory_systems.skill_bank import MANIFEST
-from producers.grid import RunConfig, RunUnit
-from producers.transfer.agent_bank import MAX_ENTRIES, MAX_SKILL_BYTES, collect
-from producers.transfer.transfer_units import FrozenBank, bank_dir, run_learning, run_transfer
-from schemas.transfer_format import load_study
+from membench.producers.agents.command import CommandAgent
+from membench.producers.agents.scripted import RefsolAgent
+from membench.producers.memory_systems.skill_bank import MANIFEST
+from membench.producers.grid import RunConfig, RunUnit
+from membench.producers.transfer.agent_bank import MAX_ENTRIES, MAX_SKILL_BYTES, collect
+from membench.producers.transfer.transfer_units import FrozenBank, bank_dir, run_learning, run_transfer
+from membench.schemas.transfer_format import load_study
 
 STUDY = load_study(Path(__file__).parents[2] / "fixtures" / "transfer-v1")
 AGENT = Path(__file__).parents[1] / "fixtures" / "agents" / "skill_agent.py"

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from producers.transfer.evaluator import EVALUATOR_ISOLATION, freeze_submission, run_evaluator
-from sandbox.base import SandboxSpec
-from sandbox.workspace import write_tree
-from schemas.transfer_format import load_evaluator
+from membench.producers.transfer.evaluator import EVALUATOR_ISOLATION, freeze_submission, run_evaluator
+from membench.sandbox.base import SandboxSpec
+from membench.sandbox.workspace import write_tree
+from membench.schemas.transfer_format import load_evaluator
 
 pytestmark = pytest.mark.integration
 

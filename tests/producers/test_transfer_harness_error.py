@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from producers.emitter import RunEmitter
-from producers.gateway.server import ModelUnavailable
-from producers.grid import AFTER_VERDICT
-from producers.transfer.transfer_units import _close, _Progress, _user_says, _user_says_after_verdict
-from reports.conventions import valid_run
+from membench.producers.emitter import RunEmitter
+from membench.producers.gateway.server import ModelUnavailable
+from membench.producers.grid import AFTER_VERDICT
+from membench.producers.transfer.transfer_units import _close, _Progress, _user_says, _user_says_after_verdict
+from membench.reports.conventions import valid_run
 
 
 def _closed(acted: bool) -> tuple[dict, list]:
@@ -40,7 +40,7 @@ def test_control_before_the_agent_started_the_same_exception_excludes():
 
 def test_a_harness_fault_proven_on_the_base_checkout_excludes_even_after_the_agent_started():
     # settle_harness_fault raises it only when the task's base checkout faults too (tests/producers/test_harness_fault.py)
-    from sandbox.scoring import HarnessFault
+    from membench.sandbox.scoring import HarnessFault
 
     events = []
     emitter = RunEmitter("rs", "run", "unit", lambda event, datum: events.append(event))

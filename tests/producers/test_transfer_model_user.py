@@ -1,5 +1,5 @@
 """The model-driven simulated user against the real model gateway (host side, no sandbox needed),
-whose upstream is the scripted model server (`bench.scripted_model_server.ScriptedUpstream`): the
+whose upstream is the scripted model server (`membench.bench.scripted_model_server.ScriptedUpstream`): the
 model's replies are scripted, so these tests show what the user sends and how it fails, not a
 model's judgement. The whole CLI path is in tests/integration/test_transfer_model_user.py."""
 
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from bench.scripted_model_server import ScriptedUpstream
-from producers.gateway.preflight import Target
-from producers.gateway.server import GatewaySettings, ModelGateway, ModelUnavailable
-from producers.transfer.model_user import ModelUser, _reply_text, model_of
-from schemas.transfer_format import Scenario
+from membench.bench.scripted_model_server import ScriptedUpstream
+from membench.producers.gateway.preflight import Target
+from membench.producers.gateway.server import GatewaySettings, ModelGateway, ModelUnavailable
+from membench.producers.transfer.model_user import ModelUser, _reply_text, model_of
+from membench.schemas.transfer_format import Scenario
 
 SCENARIO = Scenario(Path("scenario.json"), "Build the settlement module.", (("fee", "Fees are 37 bps."),),
                     "Use your judgement.", "Accepted.", "The check failed:\n{output}", "{passed} of {cases} passed.", 2)

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from producers.transfer.evaluator import RUNNER, freeze_submission, run_evaluator
-from sandbox.workspace import write_tree
-from schemas.transfer_format import TransferFormatError, load_evaluator
+from membench.producers.transfer.evaluator import RUNNER, freeze_submission, run_evaluator
+from membench.sandbox.workspace import write_tree
+from membench.schemas.transfer_format import TransferFormatError, load_evaluator
 
 # the project's exception, and two functions that raise what the cases expect
 HONEST = '''class VaultError(Exception):
@@ -77,8 +77,8 @@ MANIFEST = {"taskId": "vault", "dimensions": {"A": {"title": "errors", "weight":
 @pytest.fixture(scope="module")
 def runner():
     """The case runner as a module of this process (its harness import resolved to the repository's)."""
-    import sandbox.harness as harness
-    from sandbox.harness import oracle_client
+    import membench.sandbox.harness as harness
+    from membench.sandbox.harness import oracle_client
 
     saved = {k: sys.modules.get(k) for k in ("membench_harness", "membench_harness.oracle_client")}
     sys.modules["membench_harness"], sys.modules["membench_harness.oracle_client"] = harness, oracle_client

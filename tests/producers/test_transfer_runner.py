@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-import producers.transfer.transfer_units as transfer_runner
-from producers.agents.base import AgentOutcome
-from producers.agents.scripted import RefsolAgent, _say
-from producers.grid import RunConfig, RunUnit
-from producers.transfer.evaluator import freeze_submission, run_evaluator
-from producers.transfer.transfer_units import run_transfer
-from producers.transfer.user import ScriptedUser
-from schemas.transfer_format import load_study
+import membench.producers.transfer.transfer_units as transfer_runner
+from membench.producers.agents.base import AgentOutcome
+from membench.producers.agents.scripted import RefsolAgent, _say
+from membench.producers.grid import RunConfig, RunUnit
+from membench.producers.transfer.evaluator import freeze_submission, run_evaluator
+from membench.producers.transfer.transfer_units import run_transfer
+from membench.producers.transfer.user import ScriptedUser
+from membench.schemas.transfer_format import load_study
 
 STUDY = load_study(Path(__file__).parents[2] / "fixtures" / "transfer-v1")
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from producers.transfer.evaluator import freeze_submission, run_evaluator, submission_tree
-from sandbox.workspace import write_tree
-from schemas.transfer_format import Evaluator, Project, load_study
+from membench.producers.transfer.evaluator import freeze_submission, run_evaluator, submission_tree
+from membench.sandbox.workspace import write_tree
+from membench.schemas.transfer_format import Evaluator, Project, load_study
 
 STUDY = Path(__file__).parents[2] / "fixtures" / "transfer-v1"
 

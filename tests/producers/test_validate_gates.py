@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.bwrap import BwrapSandbox
+from membench.sandbox.bwrap import BwrapSandbox
 from tests.producers.hygiene_helpers import FIXTURES, edit_manifest
 
 pytestmark = pytest.mark.integration
@@ -96,10 +96,10 @@ def test_malformed_manifest_refuses_the_whole_pack(cli_inproc, tmp_path: Path) -
 
 
 def test_packs_without_injected_secrets_are_refused(tmp_path: Path, home: Path) -> None:
-    from producers.finalize import finalize_pack
-    from producers.validate import static_gates
-    from sandbox.workspace import snapshot
-    from schemas.pack_format import load_pack
+    from membench.producers.finalize import finalize_pack
+    from membench.producers.validate import static_gates
+    from membench.sandbox.workspace import snapshot
+    from membench.schemas.pack_format import load_pack
 
     finalize_pack(FIXTURES / "smoke", tmp_path / "final")
     (tmp_path / "final" / "provenance.json").unlink()  # hand-written literals: nothing proves injection
@@ -110,9 +110,9 @@ def test_packs_without_injected_secrets_are_refused(tmp_path: Path, home: Path) 
 
 @pytest.mark.usefixtures("bwrap_sandbox")
 def test_skill_bank_digest_recorded_in_run_started(tmp_path: Path, home: Path) -> None:
-    from producers.memory_systems.skill_bank import verify_bank
-    from producers.pack_resolver import open_pack
-    from producers.grid import RunConfig, RunUnit, run_unit
+    from membench.producers.memory_systems.skill_bank import verify_bank
+    from membench.producers.pack_resolver import open_pack
+    from membench.producers.grid import RunConfig, RunUnit, run_unit
     from tests.producers.hygiene_helpers import subset_pack
 
     skeleton = subset_pack(FIXTURES / "hygiene-v1", tmp_path / "one", ["c8-taskq-states"], name="one")

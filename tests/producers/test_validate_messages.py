@@ -8,11 +8,11 @@ import json
 import shutil
 from pathlib import Path
 
-from producers.finalize import finalize_pack
-from producers.validate import _Collector, static_gates
-from sandbox.workspace import snapshot
-from schemas.events import Event
-from schemas.pack_format import load_pack
+from membench.producers.finalize import finalize_pack
+from membench.producers.validate import _Collector, static_gates
+from membench.sandbox.workspace import snapshot
+from membench.schemas.events import Event
+from membench.schemas.pack_format import load_pack
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 

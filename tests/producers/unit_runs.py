@@ -3,10 +3,10 @@ does what a test tells it — what the hostile-agent and harness-fault tests dri
 
 from __future__ import annotations
 
-from processors import derive_all
-from producers.agents.base import AgentOutcome
-from producers.grid import RunConfig, RunUnit, run_unit
-from schemas.events import bounded_text
+from membench.processors import derive_all
+from membench.producers.agents.base import AgentOutcome
+from membench.producers.grid import RunConfig, RunUnit, run_unit
+from membench.schemas.events import bounded_text
 
 SEQ = "smoke-currency"
 

@@ -8,14 +8,14 @@ from html import escape
 
 import pytest
 
-from analytics.cells import Cell
-from analytics.holm import holm
-from reports import comparison_verdicts as verdicts_module
-from reports.comparisons import all_pairs, families_from_cells
-from reports.conventions import HYGIENE_LEGEND
-from reports.hygiene import HYGIENE_METRICS
-from reports.model import ComparisonVerdict, from_json, to_json
-from reports.study import FamilySpec, Study, StudyError, parse_study
+from membench.analytics.cells import Cell
+from membench.analytics.holm import holm
+from membench.reports import comparison_verdicts as verdicts_module
+from membench.reports.comparisons import all_pairs, families_from_cells
+from membench.reports.conventions import HYGIENE_LEGEND
+from membench.reports.hygiene import HYGIENE_METRICS
+from membench.reports.model import ComparisonVerdict, from_json, to_json
+from membench.reports.study import FamilySpec, Study, StudyError, parse_study
 from tests.reports.test_gate_failures import _passing
 from tests.reports.test_html import make_report, render_html, render_markdown, typed
 

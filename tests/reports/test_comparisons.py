@@ -10,12 +10,12 @@ import pytest
 from click.testing import CliRunner
 
 from membench.commands.stats import stats
-from reports.comparisons import baseline_of, comparisons_section, resources_from_rows
-from reports.model import to_json
-from reports.study import BaselineError, FamilySpec, Study
-from analytics.cells import Cell
-from analytics.compare import compare_family
-from analytics.holm import holm
+from membench.reports.comparisons import baseline_of, comparisons_section, resources_from_rows
+from membench.reports.model import to_json
+from membench.reports.study import BaselineError, FamilySpec, Study
+from membench.analytics.cells import Cell
+from membench.analytics.compare import compare_family
+from membench.analytics.holm import holm
 from tests.reports.test_html import make_report, typed
 
 TASKS = [f"t{i}" for i in range(6)]
@@ -131,7 +131,7 @@ def test_construct_from_run_started_when_rows_lack_it():
             return []
 
     rows = [{k: v for k, v in r.items() if k != "construct"} for r in make_rows()]
-    from reports.comparisons import _constructs
+    from membench.reports.comparisons import _constructs
 
     assert set(_constructs(Warehouse(), "rs", rows).values()) == {"C7"}
 
@@ -217,7 +217,7 @@ def test_study_families_holm_within_each_family_and_unavailable_slots():
     # an unavailable slot carries raw p = 1, as the paper writes it, not null
     assert unavailable["available"] is False and unavailable["tests"]["clustered"]["p"] == 1.0
     assert unavailable["tests"]["mcnemar"]["p"] == 1.0 and unavailable["primary"]["p"] == 1.0
-    from reports.markdown import _families_markdown
+    from membench.reports.markdown import _families_markdown
 
     row = next(line for line in _families_markdown(typed(make_report(families=fams))).splitlines()
                if line.startswith("| B7 | B0 |"))
@@ -231,8 +231,8 @@ def test_study_families_holm_within_each_family_and_unavailable_slots():
 
 
 def test_markdown_and_html_state_the_minimum_detectable_difference():
-    from reports.html.study import families_html
-    from reports.markdown import _families_markdown
+    from membench.reports.html.study import families_html
+    from membench.reports.markdown import _families_markdown
 
     section = comparisons_section(NoWarehouse(), "rs", make_rows())
     report = typed(make_report(families=to_json(section.families)))

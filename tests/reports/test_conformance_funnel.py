@@ -4,9 +4,9 @@ unavailable for another reason (no runs, no conformance entry) keeps the plain l
 
 from __future__ import annotations
 
-from reports.html.study import families_html
-from reports.markdown import _families_markdown
-from reports.model import CONFORMANCE_UNAVAILABLE, Report
+from membench.reports.html.study import families_html
+from membench.reports.markdown import _families_markdown
+from membench.reports.model import CONFORMANCE_UNAVAILABLE, Report
 from tests.reports.test_html import make_report, typed
 
 NONE = {"p": 1.0, "p_holm": 1.0, "rejected": False}  # an unavailable slot: raw and adjusted p = 1

@@ -1,4 +1,4 @@
-"""Cost and reliability beside the pass rate (reports/effort.py): the figures from run rows, their
+"""Cost and reliability beside the pass rate (membench/reports/effort.py): the figures from run rows, their
 place in report.json, and how report.md and report.html show them."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from dataclasses import fields, replace
 
 import pytest
 
-from reports.effort import condition_efforts, condition_pass_hat_k, effort_markdown, effort_row, memory_call_row
-from reports.model import ConditionEffort, ConditionSummary, PassHatK, from_json, to_json
+from membench.reports.effort import condition_efforts, condition_pass_hat_k, effort_markdown, effort_row, memory_call_row
+from membench.reports.model import ConditionEffort, ConditionSummary, PassHatK, from_json, to_json
 from tests.reports.test_html import make_report, render_html, render_markdown, typed
 
 

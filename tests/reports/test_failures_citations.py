@@ -4,7 +4,7 @@ MemoryCitation events. A stand-in reader answers with full derived rows (no chDB
 
 from __future__ import annotations
 
-from reports.failures import failures_section
+from membench.reports.failures import failures_section
 from tests.warehouse.row_fixtures import full_row
 
 RUNS = [{"run_id": f"r{i}", "condition": "B0"} for i in range(3)]

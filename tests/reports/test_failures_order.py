@@ -14,7 +14,7 @@ import json
 from dataclasses import asdict
 from itertools import permutations
 
-from reports.failures import failures_section
+from membench.reports.failures import failures_section
 from tests.warehouse.row_fixtures import full_row
 
 RUNS = [{"run_id": f"r{i}", "condition": "B5"} for i in range(3)]

@@ -1,4 +1,4 @@
-"""Failed validity gates and the comparisons each invalidates (reports/gate_failures.py), on reports
+"""Failed validity gates and the comparisons each invalidates (membench/reports/gate_failures.py), on reports
 read from report.json documents: the mapping of every gate family, the places it is not applied, the
 renderings (beside the conditions table, before the first plot) and `--strict`'s exit status."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from reports.gate_failures import EVERY_COMPARISON, failed_gates
+from membench.reports.gate_failures import EVERY_COMPARISON, failed_gates
 from tests.reports.test_html import make_report, render_html, render_markdown, typed
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from reports.html import render_html as render_html_typed
-from reports.markdown import render_markdown as render_markdown_typed
-from reports.model import Report, from_json
+from membench.reports.html import render_html as render_html_typed
+from membench.reports.markdown import render_markdown as render_markdown_typed
+from membench.reports.model import Report, from_json
 
 CONDITIONS = ("B0", "B5", "<b>evil&co</b>")
 
@@ -174,8 +174,8 @@ def test_issue14_gates_and_hygiene_panel_render():
 
 
 def test_report_lists_every_metric_the_processor_emits():
-    from processors.hygiene import METRICS
-    from reports.hygiene import HYGIENE_METRICS
+    from membench.processors.hygiene import METRICS
+    from membench.reports.hygiene import HYGIENE_METRICS
 
     assert HYGIENE_METRICS == METRICS
 
@@ -189,7 +189,7 @@ def _swatches(html: str) -> dict[str, str]:
 def test_baseline_colour_follows_the_reports_baseline():
     """The baseline is drawn grey: B0 by default, B5 when the report compares against B5 (--baseline
     or a study file); before the fix B0 stayed grey and B5 took a palette colour."""
-    from reports.html.format import BASELINE_COLOR
+    from membench.reports.html.format import BASELINE_COLOR
 
     default = _swatches(render_html(make_report()))
     assert default["B0"] == BASELINE_COLOR and default["B5"] != BASELINE_COLOR

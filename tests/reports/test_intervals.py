@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from analytics.bootstrap import trap_cluster_bootstrap_ci
-from analytics.exact import clopper_pearson
-from reports.conventions import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CI_BOOTSTRAP, CI_EXACT, ci_method, pass_summary
-from reports.markdown import _ci
-from reports.model import LadderEntry
+from membench.analytics.bootstrap import trap_cluster_bootstrap_ci
+from membench.analytics.exact import clopper_pearson
+from membench.reports.conventions import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CI_BOOTSTRAP, CI_EXACT, ci_method, pass_summary
+from membench.reports.markdown import _ci
+from membench.reports.model import LadderEntry
 from tests.reports.test_html import make_report, render_html, render_markdown
 
 NONE_OF_NINE = {"t1": [False] * 3, "t2": [False] * 3, "t3": [False] * 3}  # smoke's 3 traps × 3 seeds
@@ -49,8 +49,8 @@ def test_report_md_marks_an_exact_interval():
 def test_constructs_are_shown_with_their_names_from_the_paper():
     """Issue 25: constructs appear as "C9 Spurious-lesson rejection / disconfirmation" (DreamBench-SWE
     Table 30), never bare, in report.md and report.html."""
-    from reports.conventions import construct_label
-    from schemas.pack_format import CONSTRUCT_NAMES, CONSTRUCTS
+    from membench.reports.conventions import construct_label
+    from membench.schemas.pack_format import CONSTRUCT_NAMES, CONSTRUCTS
 
     assert set(CONSTRUCT_NAMES) == set(CONSTRUCTS)
     assert construct_label("C9") == "C9 Spurious-lesson rejection / disconfirmation"

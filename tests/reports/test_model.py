@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.model import (REPORT_SCHEMA_VERSION, Report, ReportShapeError, from_json, key_reference,
+from membench.reports.model import (REPORT_SCHEMA_VERSION, Report, ReportShapeError, from_json, key_reference,
                            key_reference_markdown, to_json)
 from tests.reports.test_html import make_report
 
@@ -20,7 +20,7 @@ def test_docs_key_reference_is_generated_from_the_models():
     text = DOCS.read_text(encoding="utf-8")
     block = re.search(r"<!-- key reference: begin -->\n(.*?)<!-- key reference: end -->", text, re.S)
     assert block, "docs/reports.md lost its generated key reference block"
-    assert block.group(1) == key_reference_markdown(), "regenerate it with: python -m reports.model"
+    assert block.group(1) == key_reference_markdown(), "regenerate it with: python -m membench.reports.model"
 
 
 def test_key_reference_covers_every_section():

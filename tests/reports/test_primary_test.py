@@ -5,12 +5,12 @@ cannot (p = 0.25 with 3 traps)."""
 
 from __future__ import annotations
 
-from analytics.cells import Cell
-from reports.comparisons import PRIMARY_TEST, comparisons_from_cells, families_from_cells
-from reports.html.study import families_html
-from reports.html.table_markup import comparisons_table
-from reports.markdown import _family_tests_markdown
-from reports.model import FamilyComparison, from_json, to_json
+from membench.analytics.cells import Cell
+from membench.reports.comparisons import PRIMARY_TEST, comparisons_from_cells, families_from_cells
+from membench.reports.html.study import families_html
+from membench.reports.html.table_markup import comparisons_table
+from membench.reports.markdown import _family_tests_markdown
+from membench.reports.model import FamilyComparison, from_json, to_json
 from tests.reports.test_html import make_report, render_markdown, typed
 
 CELLS = [Cell(unit=f"t{t}", seed=s, condition=c, passed=c == "B5") for t in range(3) for s in (1, 2, 3)

@@ -116,7 +116,7 @@ def test_agent_text_in_a_gate_example_stays_inert(monkeypatch):
     with escaping bypassed the same words would open an element."""
     html = render_html(gated_report())
     assert "<img" not in html and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in html
-    import reports.html.table_markup as markup
+    import membench.reports.html.table_markup as markup
 
     monkeypatch.setattr(markup, "esc", lambda value: str(value))
     assert "<img src=x" in render_html(gated_report())
@@ -124,6 +124,6 @@ def test_agent_text_in_a_gate_example_stays_inert(monkeypatch):
 
 @pytest.mark.parametrize("count", [0, "0"])
 def test_a_zero_count_is_not_a_link(count):
-    from reports.html.table_markup import reason_count
+    from membench.reports.html.table_markup import reason_count
 
     assert reason_count(typed(make_report(run_set="rs")), "B0", "test_failure", count) == "0"

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from reports.canary import Secret, search_reports
-from reports.model import CanaryProof, CanarySearch
-from reports.study import (
+from membench.reports.canary import Secret, search_reports
+from membench.reports.model import CanaryProof, CanarySearch
+from membench.reports.study import (
     DEFAULT_STUDY,
     TESTS,
     BaselineError,

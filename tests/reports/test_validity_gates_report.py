@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import pytest
 
-from processors import derive_all
-from producers.emitter import RunEmitter
-from reports.build import build_report
-from schemas.chain import seal
-from schemas.events import bounded_text
-from schemas.registry import default_registry
-from warehouse.client import connect
-from warehouse.sink import RunBatchSink
+from membench.processors import derive_all
+from membench.producers.emitter import RunEmitter
+from membench.reports.build import build_report
+from membench.schemas.chain import seal
+from membench.schemas.events import bounded_text
+from membench.schemas.registry import default_registry
+from membench.warehouse.client import connect
+from membench.warehouse.sink import RunBatchSink
 
 pytestmark = pytest.mark.integration
 
@@ -135,7 +135,7 @@ def test_a_b0_alone_run_failing_a_reversed_construct_renders(tmp_path):
     """Issue 25, defect 1: B0 alone, failing the reversed trap C9. `failing_constructs` names C9, whose gate
     is in `reversed`, not `by_construct`: report.md ended in KeyError 'C9'. The control shows the report
     does carry that shape (so the test exercises the path that crashed)."""
-    from reports.model import to_json
+    from membench.reports.model import to_json
     from tests.reports.test_html import render_html, render_markdown
 
     runs = [_run(task, "B0", seed, False) for task in TRAPS for seed in (1, 2, 3)]

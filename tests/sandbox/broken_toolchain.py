@@ -14,7 +14,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from sandbox.scoring import HARNESS
+from membench.sandbox.scoring import HARNESS
 
 SITE_PACKAGES = Path(sysconfig.get_paths()["purelib"])
 # what the oracle's harness says when pytest is missing: the pytest runner, the fast runner

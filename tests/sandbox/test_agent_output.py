@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from producers.emitter import RunEmitter
-from sandbox.scoring import production_change
-from sandbox.workspace import (
+from membench.producers.emitter import RunEmitter
+from membench.sandbox.scoring import production_change
+from membench.sandbox.workspace import (
     DIFF_STORE_LIMIT,
     TRUNCATION_MARK,
     PatchTooLarge,
@@ -24,7 +24,7 @@ from sandbox.workspace import (
     snapshot,
     tree_digest,
 )
-from schemas.events import bounded_text, text_sanitized
+from membench.schemas.events import bounded_text, text_sanitized
 
 
 def _turn(text: dict) -> dict:

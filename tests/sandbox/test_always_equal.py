@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.harness import oracle_client
-from sandbox.harness.production_server import Server
-from sandbox.scoring import score_session
-from sandbox.workspace import write_tree
+from membench.sandbox.harness import oracle_client
+from membench.sandbox.harness.production_server import Server
+from membench.sandbox.scoring import score_session
+from membench.sandbox.workspace import write_tree
 from tests.sandbox.test_harness_wire import remote  # noqa: F401  (the fixture)
 
 PREFIX, CLIENT, REGION = "AUD-7f3a9c21/", "5e0c9a1b2d3f", "KQZMWTRB"  # a prefix, 12 hex digits, 8 capitals

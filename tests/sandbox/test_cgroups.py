@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.cgroups import SandboxCgroup, limits_mode, reap_orphans
+from membench.sandbox.cgroups import SandboxCgroup, limits_mode, reap_orphans
 from tests.conftest import skip_or_fail
 
 pytestmark = pytest.mark.integration
@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 # it waits to be killed
 OWNER = """
 import subprocess, time
-from sandbox.cgroups import SandboxCgroup
+from membench.sandbox.cgroups import SandboxCgroup
 group = SandboxCgroup.create(256, 8)
 child = subprocess.Popen(group.wrap(["sleep", "600"]), start_new_session=True)
 print(group.name, child.pid, flush=True)

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from producers.agents.base import AgentTask
-from producers.agents.command import MAX_EVENTS, CommandAgent
-from producers.emitter import RunEmitter
-from producers.memory_systems.base import MemoryContext, MemoryItem
-from sandbox import SandboxResult
+from membench.producers.agents.base import AgentTask
+from membench.producers.agents.command import MAX_EVENTS, CommandAgent
+from membench.producers.emitter import RunEmitter
+from membench.producers.memory_systems.base import MemoryContext, MemoryItem
+from membench.sandbox import SandboxResult
 
 
 class FakeSandbox:

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from producers.agents.base import AgentTask
-from producers.agents.registry import make_agent
-from producers.agents.command import CommandAgent
-from producers.memory_systems.base import MemoryContext
-from sandbox import IsolationUnavailable, SandboxSpec
-from sandbox.bwrap import BwrapSandbox
-from sandbox.docker_backend import DockerSandbox
+from membench.producers.agents.base import AgentTask
+from membench.producers.agents.registry import make_agent
+from membench.producers.agents.command import CommandAgent
+from membench.producers.memory_systems.base import MemoryContext
+from membench.sandbox import IsolationUnavailable, SandboxSpec
+from membench.sandbox.bwrap import BwrapSandbox
+from membench.sandbox.docker_backend import DockerSandbox
 
 
 @pytest.fixture

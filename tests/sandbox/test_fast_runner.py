@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.scoring import score_session
-from sandbox.workspace import write_tree
+from membench.sandbox.scoring import score_session
+from membench.sandbox.workspace import write_tree
 
 pytestmark = pytest.mark.integration
 
@@ -201,7 +201,7 @@ def test_production_code_cannot_skip_or_rewrite_the_oracles_run(bwrap_sandbox, t
 def test_control_a_skip_raised_in_the_oracles_own_process_would_exclude_the_case():
     """What the attack above aims at: pytest's skip, raised where the oracle runs, ends the case as
     `excluded` rather than `fail` — so its failure there is the process boundary's doing."""
-    from sandbox.harness import oracle_runner, pytest_standin
+    from membench.sandbox.harness import oracle_runner, pytest_standin
 
     def test_add():
         pytest_standin.skip("production says skip")

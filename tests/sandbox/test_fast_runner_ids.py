@@ -8,7 +8,7 @@ import subprocess
 import sys
 import types
 
-from sandbox.harness import oracle_runner, pytest_standin
+from membench.sandbox.harness import oracle_runner, pytest_standin
 
 ORACLE = '''import enum
 import re

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.scoring import score_session
-from sandbox.workspace import write_files, write_tree
+from membench.sandbox.scoring import score_session
+from membench.sandbox.workspace import write_files, write_tree
 from tests.sandbox.broken_toolchain import PytestlessToolchain, says_pytest_is_missing
 
 pytestmark = pytest.mark.integration

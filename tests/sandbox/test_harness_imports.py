@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from sandbox.scoring import HARNESS
+from membench.sandbox.scoring import HARNESS
 
 COSTLY = ("typing", "re", "enum")
 

@@ -1,4 +1,4 @@
-"""The oracle ↔ production channel (sandbox/harness): values cross as plain data or references,
+"""The oracle ↔ production channel (membench/sandbox/harness): values cross as plain data or references,
 exceptions keep their name and builtin base, and nothing crosses that is not plain data."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from sandbox.harness import oracle_client, wire
-from sandbox.harness.production_server import Server
+from membench.sandbox.harness import oracle_client, wire
+from membench.sandbox.harness.production_server import Server
 
 
 @pytest.fixture

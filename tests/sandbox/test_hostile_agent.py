@@ -22,9 +22,9 @@ from pathlib import Path
 import fastavro
 import pytest
 
-from producers.bus.file import FileBus
-from producers.pack_resolver import open_pack
-from producers.grid import RunConfig, RunUnit, run_unit
+from membench.producers.bus.file import FileBus
+from membench.producers.pack_resolver import open_pack
+from membench.producers.grid import RunConfig, RunUnit, run_unit
 
 pytestmark = pytest.mark.integration
 

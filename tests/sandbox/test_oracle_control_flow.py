@@ -13,7 +13,7 @@ import types
 
 import pytest
 
-from sandbox.harness import oracle_client
+from membench.sandbox.harness import oracle_client
 from tests.sandbox.test_harness_wire import remote  # noqa: F401  (the fixture)
 
 STOPPER = '''

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.scoring import score_session
-from sandbox.workspace import write_tree
+from membench.sandbox.scoring import score_session
+from membench.sandbox.workspace import write_tree
 
 pytestmark = pytest.mark.integration
 

@@ -1,15 +1,15 @@
-"""Which oracles the fast oracle runner takes (`sandbox.oracle_runners`), and how a pack author
+"""Which oracles the fast oracle runner takes (`membench.sandbox.oracle_runners`), and how a pack author
 hears about one it does not: `membench validate`'s `oracle_runner` gate. Static (no sandbox)."""
 
 from __future__ import annotations
 
 import pytest
 
-from producers.finalize import finalize_pack
-from producers.validate import static_gates
-from sandbox.oracle_runners import RUNNER_ENV, default_runner, refusal_of_source
-from sandbox.workspace import snapshot
-from schemas.pack_format import load_pack
+from membench.producers.finalize import finalize_pack
+from membench.producers.validate import static_gates
+from membench.sandbox.oracle_runners import RUNNER_ENV, default_runner, refusal_of_source
+from membench.sandbox.workspace import snapshot
+from membench.schemas.pack_format import load_pack
 from tests.schemas.test_authoring_guide import write_example
 
 SUPPORTED = '''import pytest

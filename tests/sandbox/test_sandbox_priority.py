@@ -1,4 +1,4 @@
-"""Sandboxes run below the run process's priority (sandbox/bwrap.py `sandbox_nice`): with many units
+"""Sandboxes run below the run process's priority (membench/sandbox/bwrap.py `sandbox_nice`): with many units
 in flight the run process, whose model gateway relays every agent's calls, is scheduled before the
 agents and the code under test. Real bubblewrap; the control runs at the run's own priority."""
 
@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from sandbox.base import SandboxSpec
+from membench.sandbox.base import SandboxSpec
 
 pytestmark = pytest.mark.integration
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.scoring import expected_tests, score_session
-from sandbox.workspace import diff_trees, is_test_path, snapshot, write_tree
+from membench.sandbox.scoring import expected_tests, score_session
+from membench.sandbox.workspace import diff_trees, is_test_path, snapshot, write_tree
 
 pytestmark = pytest.mark.integration
 
@@ -127,7 +127,7 @@ class _DeadServerSandbox:
     name = "dead"
 
     def run(self, argv, spec, stop=None):
-        from sandbox.base import SandboxResult
+        from membench.sandbox.base import SandboxResult
 
         return SandboxResult(1, "", "python3: cannot start", False, 1)
 

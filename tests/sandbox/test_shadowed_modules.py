@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.harness import oracle_client
-from sandbox.scoring import production_modules, score_session
-from sandbox.workspace import write_tree
+from membench.sandbox.harness import oracle_client
+from membench.sandbox.scoring import production_modules, score_session
+from membench.sandbox.workspace import write_tree
 from tests.sandbox.test_harness_wire import remote  # noqa: F401  (the fixture)
 
 ORACLE = '''import json

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox.base import SandboxSpec
-from sandbox.cgroups import limits_mode
+from membench.sandbox.base import SandboxSpec
+from membench.sandbox.cgroups import limits_mode
 from tests.conftest import skip_or_fail
 
 pytestmark = pytest.mark.integration

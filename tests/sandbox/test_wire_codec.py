@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from sandbox.harness import wire
+from membench.sandbox.harness import wire
 
 VALUES = [None, True, 0, -7, 10 ** 40, 1.5, -0.0, 1e-300, "plain", "é \u2028 \"quoted\" \\ \n\t\x00", [],
           {"t": "list", "v": [1, "a", None]}, {"t": "dict", "v": [[1, 2], ["k", {"t": "ref", "id": 3}]]},

@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from sandbox.scoring import score_session
-from sandbox.workspace import (
+from membench.sandbox.scoring import score_session
+from membench.sandbox.workspace import (
     WorkspaceTooLarge,
     capped_directory,
     diff_trees,

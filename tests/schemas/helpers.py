@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from schemas.events import GENESIS_HASH, Event, bounded_text
+from membench.schemas.events import GENESIS_HASH, Event, bounded_text
 
 
 def sample_event(seq: int = 0, text: str = "hello", run_id: str = "run-1", kind: str = "Turn") -> Event:

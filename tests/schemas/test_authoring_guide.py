@@ -9,10 +9,10 @@ import json
 import re
 from pathlib import Path
 
-from producers.finalize import finalize_pack
-from producers.validate import STATIC_GATES, static_gates
-from sandbox.workspace import snapshot
-from schemas.pack_format import MANIFEST_KEYS, SEQUENCE_KEYS, SESSION_KEYS, load_pack
+from membench.producers.finalize import finalize_pack
+from membench.producers.validate import STATIC_GATES, static_gates
+from membench.sandbox.workspace import snapshot
+from membench.schemas.pack_format import MANIFEST_KEYS, SEQUENCE_KEYS, SESSION_KEYS, load_pack
 
 GUIDE = Path(__file__).parents[2] / "docs" / "authoring.md"
 BLOCK = re.compile(r"^```\w+ file=(\S+)\n(.*?)^```$", re.S | re.M)
@@ -52,7 +52,7 @@ def test_every_manifest_key_is_in_the_guide():
 
 
 def test_pack_new_writes_the_guides_example(cli_inproc, tmp_path):
-    from producers.skeletons import EXAMPLE_PACK
+    from membench.producers.skeletons import EXAMPLE_PACK
 
     blocks = dict(BLOCK.findall(GUIDE.read_text(encoding="utf-8")))
     assert blocks == EXAMPLE_PACK  # the guide and `membench pack new` show the same pack

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from analytics.ccpf import V1_PREREQUISITES, CaseOutcome, EvaluatorManifest, ManifestCase, ccpf
-from producers.finalize import finalize_pack, scan_placeholders, slot_problem
-from producers.pack_resolver import finalized_copy, open_pack
-from schemas.pack_format import PackError, load_pack
-from schemas.transfer_format import CHECKPOINTS, V1_CHECKPOINTS, TransferFormatError, load_evaluator, load_study
+from membench.analytics.ccpf import V1_PREREQUISITES, CaseOutcome, EvaluatorManifest, ManifestCase, ccpf
+from membench.producers.finalize import finalize_pack, scan_placeholders, slot_problem
+from membench.producers.pack_resolver import finalized_copy, open_pack
+from membench.schemas.pack_format import PackError, load_pack
+from membench.schemas.transfer_format import CHECKPOINTS, V1_CHECKPOINTS, TransferFormatError, load_evaluator, load_study
 from tests.conftest import SHARED, require_shared
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"

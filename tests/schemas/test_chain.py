@@ -1,9 +1,9 @@
 import dataclasses
 
-from schemas import default_registry
-from schemas.chain import ChainVerifier, expected_hash, seal, verify
-from schemas.codec import decode_datum
-from schemas.events import GENESIS_HASH, Event
+from membench.schemas import default_registry
+from membench.schemas.chain import ChainVerifier, expected_hash, seal, verify
+from membench.schemas.codec import decode_datum
+from membench.schemas.events import GENESIS_HASH, Event
 from tests.schemas.helpers import sample_event
 
 SCHEMA = default_registry().latest("event")

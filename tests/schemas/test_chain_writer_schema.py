@@ -9,14 +9,14 @@ import dataclasses
 import fastavro
 import pytest
 
-from audit.file_source import events_from_file
-from audit.replayer import replay
-from audit.warehouse_source import events_from_warehouse
-from producers.bus.ocf import OcfAppender
-from schemas.chain import ChainVerifier, seal
-from schemas.events import GENESIS_HASH, Event, bounded_text
-from schemas.registry import default_registry
-from schemas.writers import writer_schema
+from membench.audit.file_source import events_from_file
+from membench.audit.replayer import replay
+from membench.audit.warehouse_source import events_from_warehouse
+from membench.producers.bus.ocf import OcfAppender
+from membench.schemas.chain import ChainVerifier, seal
+from membench.schemas.events import GENESIS_HASH, Event, bounded_text
+from membench.schemas.registry import default_registry
+from membench.schemas.writers import writer_schema
 
 REGISTRY = default_registry()
 LATEST = REGISTRY.latest("event")
@@ -118,9 +118,9 @@ def test_without_any_writer_schema_the_verifier_refuses():
 
 @pytest.mark.integration
 def test_warehouse_rows_verify_with_the_schema_their_fingerprint_names(tmp_path):
-    from processors import derive_all
-    from warehouse.client import connect
-    from warehouse.sink import RunBatchSink
+    from membench.processors import derive_all
+    from membench.warehouse.client import connect
+    from membench.warehouse.sink import RunBatchSink
 
     sealed = sealed_run(PREVIOUS)
     warehouse = connect(f"chdb://{tmp_path / 'wh'}")

@@ -5,9 +5,9 @@ import fastavro
 import pytest
 from fastavro.schema import fingerprint as fastavro_fingerprint
 
-from schemas import default_registry
-from schemas.codec import DecodeError, MAGIC, decode, encode
-from schemas.events import TEXT_BOUND, bounded_text
+from membench.schemas import default_registry
+from membench.schemas.codec import DecodeError, MAGIC, decode, encode
+from membench.schemas.events import TEXT_BOUND, bounded_text
 from tests.schemas.helpers import sample_event
 
 
@@ -70,8 +70,8 @@ def test_registry_ships_every_avsc_as_package_data():
 def test_a_plain_decode_builds_the_same_event_and_refuses_what_the_full_one_refuses():
     """The processors' path reads newest-version datums without logical types (`plain=True`): the
     `Event` is the one the full decode builds, `ts` included; an older writer is still resolved."""
-    from schemas.chain import seal
-    from schemas.events import Event
+    from membench.schemas.chain import seal
+    from membench.schemas.events import Event
 
     registry = default_registry()
     newest = registry.latest("event")

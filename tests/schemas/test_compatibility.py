@@ -20,9 +20,9 @@ from avro.compatibility import ReaderWriterCompatibilityChecker, SchemaCompatibi
 from fastavro.read import SchemaResolutionError
 from fastavro.schema import expand_schema
 
-from schemas import default_registry
+from membench.schemas import default_registry
 
-AVSC = Path(__file__).resolve().parents[2] / "schemas" / "avsc"
+AVSC = Path(__file__).resolve().parents[2] / "membench" / "schemas" / "avsc"
 FILE_NAME = re.compile(r"^(?P<family>[a-z_]+)\.v(?P<version>\d+)\.avsc$")
 
 

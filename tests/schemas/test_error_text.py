@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from schemas.events import error_text
+from membench.schemas.events import error_text
 
 KEY = "sk-proj-a1b2c3d4e5f6g7h8"
 

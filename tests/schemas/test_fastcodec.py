@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schemas.codec import constant_fields_encoder, encode_datum, encode_datum_reference
-from schemas.fastcodec import compile_encoder
-from schemas.registry import default_registry
+from membench.schemas.codec import constant_fields_encoder, encode_datum, encode_datum_reference
+from membench.schemas.fastcodec import compile_encoder
+from membench.schemas.registry import default_registry
 from tests.processors.test_verdicts import build_run
 
 texts = st.text(max_size=40)
@@ -60,7 +60,7 @@ def test_constant_fields_must_be_fields_of_the_record():
 
 
 def test_a_misspelt_payload_key_is_refused_with_the_kind_and_the_key():
-    from producers.emitter import RunEmitter
+    from membench.producers.emitter import RunEmitter
 
     published = []
     emitter = RunEmitter("rs", "run", "unit", lambda event, datum: published.append(datum))

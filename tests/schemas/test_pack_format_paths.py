@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from schemas.fields import MAX_INPUT_BYTES, is_plain_name
-from schemas.pack_format import PackError, load_pack
+from membench.schemas.fields import MAX_INPUT_BYTES, is_plain_name
+from membench.schemas.pack_format import PackError, load_pack
 from tests.producers.hygiene_helpers import FIXTURES, edit_manifest
 
 

@@ -1,4 +1,4 @@
-"""`schemas/payloads.py` is the newest event schema's payload records as TypedDicts (docs/design.md §3,
+"""`membench/schemas/payloads.py` is the newest event schema's payload records as TypedDicts (docs/design.md §3,
 "Typed payloads"): it is regenerated here and compared, and checked against every shipped version,
 so a schema change without regenerating, or a hand edit, fails."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import typing
 
-from schemas import default_registry, payloads
-from schemas.events import RAW_KINDS
-from schemas.payload_types import TARGET, render
+from membench.schemas import default_registry, payloads
+from membench.schemas.events import RAW_KINDS
+from membench.schemas.payload_types import TARGET, render
 
 EVENT_VERSIONS = default_registry().versions("event")
 
@@ -37,7 +37,7 @@ def _records(schema) -> dict[str, dict]:
 
 def test_the_module_is_what_the_newest_schema_generates():
     assert TARGET.read_text(encoding="utf-8") == render(), (
-        "schemas/payloads.py is stale or edited by hand: run `python -m schemas.payload_types`")
+        "membench/schemas/payloads.py is stale or edited by hand: run `python -m membench.schemas.payload_types`")
     assert payloads.SCHEMA_VERSION == EVENT_VERSIONS[-1].version
 
 
@@ -73,8 +73,8 @@ def test_every_shipped_version_reads_as_the_declared_types():
 
 
 def test_a_decoded_event_carries_every_declared_field():
-    from schemas.codec import decode, encode
-    from schemas.events import Event, bounded_text
+    from membench.schemas.codec import decode, encode
+    from membench.schemas.events import Event, bounded_text
 
     latest = default_registry().latest("event")
     turn = Event("e", "rs", "r", "u", 0, 0, 0, "test", "Turn", "agent", "0" * 64,

@@ -13,10 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 from membench.commands.view import view
-from viewer.http_server import ViewApp, ViewServer, is_loopback
-from viewer.state import LiveRunSet
-from reports.conventions import pass_summary
-from schemas.codec import encode_datum
+from membench.viewer.http_server import ViewApp, ViewServer, is_loopback
+from membench.viewer.state import LiveRunSet
+from membench.reports.conventions import pass_summary
+from membench.schemas.codec import encode_datum
 from tests.viewer.test_view_logs import SCHEMA, LogWriter, emit_run, emit_run_turn_first, write_log
 
 RUNS = [
@@ -256,7 +256,7 @@ def test_http_refuses_writes_and_foreign_hosts(server):
 
 
 def test_blobs_are_served_when_they_hash_to_their_name(runs_dir, server):
-    from producers.blobs import put_blob
+    from membench.producers.blobs import put_blob
 
     digest = put_blob(runs_dir / "rs" / "blobs", b"--- a/big\n+++ b/big\n")
     status, headers, body = _get(server, f"/api/blobs/rs/{digest}")

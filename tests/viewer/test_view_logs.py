@@ -1,4 +1,4 @@
-"""The viewer's log tail (viewer/tail.py) over logs written here, and the synthetic runs the
+"""The viewer's log tail (membench/viewer/tail.py) over logs written here, and the synthetic runs the
 other viewer tests share: sealed events of realistic runs, appended block by block like the
 embedded pipeline does."""
 
@@ -12,13 +12,13 @@ from pathlib import Path
 import fastavro
 import pytest
 
-from viewer.tail import LogTail
-from producers.attempts import read_log
-from producers.bus.ocf import OcfAppender
-from producers.emitter import RunEmitter
-from schemas.codec import encode_datum
-from schemas.events import bounded_text
-from schemas.registry import default_registry
+from membench.viewer.tail import LogTail
+from membench.producers.attempts import read_log
+from membench.producers.bus.ocf import OcfAppender
+from membench.producers.emitter import RunEmitter
+from membench.schemas.codec import encode_datum
+from membench.schemas.events import bounded_text
+from membench.schemas.registry import default_registry
 
 SCHEMA = default_registry().latest("event")
 

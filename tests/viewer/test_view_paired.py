@@ -9,11 +9,11 @@ from urllib.parse import urljoin
 
 import pytest
 
-from reports.html.study import matrix_html
+from membench.reports.html.study import matrix_html
 from tests.reports.test_html import make_report, typed
 from tests.viewer.test_view_api import _get
 from tests.viewer.test_view_logs import LogWriter, emit_run, write_log
-from viewer.http_server import REPORT_CSP, BadRequest, NotFound, ViewApp, ViewServer
+from membench.viewer.http_server import REPORT_CSP, BadRequest, NotFound, ViewApp, ViewServer
 
 XSS = '<img src=x onerror="document.title=\'owned\'"><script>document.title="owned"</script>'
 RUNS = [

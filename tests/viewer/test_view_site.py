@@ -1,4 +1,4 @@
-"""The static export's writer (viewer/site.py, `membench export site`) over a synthetic log (no
+"""The static export's writer (membench/viewer/site.py, `membench export site`) over a synthetic log (no
 sandbox): the files it writes hold the live viewer's answers, agent-controlled text cannot end a
 script element, and the command refuses what it must not overwrite."""
 
@@ -12,9 +12,9 @@ import pytest
 from tests.conftest import run_cli, run_cli_inprocess
 from tests.viewer.test_view_logs import write_log
 from tests.viewer.test_view_paired import RUNS, XSS
-from viewer.http_server import ViewApp
-from viewer.site import MARKER, PAGE_CSP, STATIC_REPORT_CSP, SiteError, data_file, script_json, write_site
-from viewer.state import LiveRunSet
+from membench.viewer.http_server import ViewApp
+from membench.viewer.site import MARKER, PAGE_CSP, STATIC_REPORT_CSP, SiteError, data_file, script_json, write_site
+from membench.viewer.state import LiveRunSet
 
 BREAKOUT = "</script><script>document.title='owned'</script>\u2028"
 REPORT = ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>r</title></head><body>'

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from warehouse.tables import table_columns
+from membench.warehouse.tables import table_columns
 
 _ZERO = {"String": "", "Int32": 0, "Int64": 0, "UInt64": 0, "Bool": False, "Float64": 0.0}
 

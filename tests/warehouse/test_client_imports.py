@@ -13,7 +13,7 @@ pytestmark = pytest.mark.integration
 def test_row_inserts_leave_pandas_unimported_and_dataframes_still_insert(tmp_path):
     script = textwrap.dedent(f"""
         import sys
-        from warehouse.client import connect
+        from membench.warehouse.client import connect
 
         warehouse = connect("chdb://{tmp_path / 'wh'}")
         warehouse.command("CREATE TABLE t (k UInt32, v String) ENGINE = MergeTree ORDER BY k")

@@ -7,14 +7,14 @@ import dataclasses
 
 import pytest
 
-from schemas.chain import seal
-from schemas.codec import DecodeError, decode, frame
-from schemas.events import GENESIS_HASH, Event, bounded_text
-from schemas.registry import default_registry
+from membench.schemas.chain import seal
+from membench.schemas.codec import DecodeError, decode, frame
+from membench.schemas.events import GENESIS_HASH, Event, bounded_text
+from membench.schemas.registry import default_registry
 from tests.processors.test_verdicts import build_run
 from tests.schemas.test_chain_writer_schema import PREVIOUS, sealed_run
-from warehouse.client import connect
-from warehouse.sink import RawRowEncoder, insert_raw, insert_raw_rowbinary, location, trajectory_row
+from membench.warehouse.client import connect
+from membench.warehouse.sink import RawRowEncoder, insert_raw, insert_raw_rowbinary, location, trajectory_row
 
 pytestmark = pytest.mark.integration
 

@@ -1,23 +1,23 @@
-"""The derived-table rows readers get (`warehouse/rows.py`): generated from the DDL, and what
-`warehouse.queries` returns from real chDB for the rows the processors derived."""
+"""The derived-table rows readers get (`membench/warehouse/rows.py`): generated from the DDL, and what
+`membench.warehouse.queries` returns from real chDB for the rows the processors derived."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from processors import derive_all
+from membench.processors import derive_all
 from tests.processors.model_call_fixtures import model_call
 from tests.processors.test_transfer_fold import events_of
-from warehouse import queries, rows
-from warehouse.client import connect
-from warehouse.row_types import TARGET, render
-from warehouse.sink import insert_derived
-from warehouse.tables import ensure_tables, table_columns
+from membench.warehouse import queries, rows
+from membench.warehouse.client import connect
+from membench.warehouse.row_types import TARGET, render
+from membench.warehouse.sink import insert_derived
+from membench.warehouse.tables import ensure_tables, table_columns
 
 
 def test_the_module_is_the_generated_one():
     assert TARGET.read_text(encoding="utf-8") == render(), (
-        "warehouse/rows.py is stale or edited by hand: run `python -m warehouse.row_types`")
+        "membench/warehouse/rows.py is stale or edited by hand: run `python -m membench.warehouse.row_types`")
 
 
 def test_every_row_type_has_its_tables_columns_in_order():

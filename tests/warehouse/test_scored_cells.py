@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from processors import derive_all
-from reports.build import build_report
-from schemas.chain import seal
-from schemas.registry import default_registry
+from membench.processors import derive_all
+from membench.reports.build import build_report
+from membench.schemas.chain import seal
+from membench.schemas.registry import default_registry
 from tests.reports.test_validity_gates_report import _grid
-from warehouse.client import connect
-from warehouse.sink import RunBatchSink
+from membench.warehouse.client import connect
+from membench.warehouse.sink import RunBatchSink
 
 pytestmark = pytest.mark.integration
 

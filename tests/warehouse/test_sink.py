@@ -2,12 +2,12 @@
 
 import pytest
 
-from processors import derive_all
-from schemas.chain import seal
-from schemas.registry import default_registry
+from membench.processors import derive_all
+from membench.schemas.chain import seal
+from membench.schemas.registry import default_registry
 from tests.processors.test_verdicts import build_run
-from warehouse.client import WarehouseError, connect
-from warehouse.sink import RunBatchSink
+from membench.warehouse.client import WarehouseError, connect
+from membench.warehouse.sink import RunBatchSink
 
 pytestmark = pytest.mark.integration
 

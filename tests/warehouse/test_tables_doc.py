@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from warehouse.client import connect
-from warehouse.tables import column_reference, ensure_tables, table_columns
+from membench.warehouse.client import connect
+from membench.warehouse.tables import column_reference, ensure_tables, table_columns
 
 DOC = Path(__file__).parents[2] / "docs" / "tables.md"
 
@@ -15,7 +15,7 @@ DOC = Path(__file__).parents[2] / "docs" / "tables.md"
 def test_the_doc_is_the_generated_reference():
     assert DOC.read_text(encoding="utf-8") == column_reference(), (
         "docs/tables.md is stale: regenerate it with "
-        "python -c 'from warehouse.tables import column_reference as c; open(\"docs/tables.md\", \"w\").write(c())'")
+        "python -c 'from membench.warehouse.tables import column_reference as c; open(\"docs/tables.md\", \"w\").write(c())'")
 
 
 def test_the_reference_is_the_tables_chdb_creates(tmp_path):

@@ -11,12 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from producers.agents.base import AgentTask
-from producers.agents.model_agents import ClaudeCodeAgent, CodexAgent, OpenAILoopAgent
-from producers.gateway.server import GatewaySettings
-from producers.memory_systems.base import MemoryContext, Namespace
-from producers.memory_systems.mcp_servers import MCP_SERVERS, McpMemory, McpSessionTools
-from schemas.pack_format import Solution
+from membench.producers.agents.base import AgentTask
+from membench.producers.agents.model_agents import ClaudeCodeAgent, CodexAgent, OpenAILoopAgent
+from membench.producers.gateway.server import GatewaySettings
+from membench.producers.memory_systems.base import MemoryContext, Namespace
+from membench.producers.memory_systems.mcp_servers import MCP_SERVERS, McpMemory, McpSessionTools
+from membench.schemas.pack_format import Solution
 from tests.conftest import skip_or_fail
 from tests.producers.gateway.test_server import INSIDE, open_channel
 

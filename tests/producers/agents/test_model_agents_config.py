@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from producers.agents.base import AgentTask
-from producers.agents.model_agents import (GATEWAY_URL, PLACEHOLDER_KEY, ClaudeCodeAgent, CodexAgent,
+from membench.producers.agents.base import AgentTask
+from membench.producers.agents.model_agents import (GATEWAY_URL, PLACEHOLDER_KEY, ClaudeCodeAgent, CodexAgent,
                                            OpenAILoopAgent, make_model_agent, prompt_for)
-from producers.memory_systems.base import MemoryContext, MemoryItem
-from schemas.pack_format import Solution
+from membench.producers.memory_systems.base import MemoryContext, MemoryItem
+from membench.schemas.pack_format import Solution
 
 
 def task(memory: bool) -> AgentTask:

@@ -1,4 +1,4 @@
-"""The built-in loop's tools (producers/agents/inside/openai_loop.py), run on the host against a
+"""The built-in loop's tools (membench/producers/agents/inside/openai_loop.py), run on the host against a
 temporary workspace: paths stay inside it, `run` output is cut with a marker, and a tool error is
 returned to the model rather than ending the session."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-LOOP = Path(__file__).resolve().parents[3] / "producers" / "agents" / "inside" / "openai_loop.py"
+LOOP = Path(__file__).resolve().parents[3] / "membench" / "producers" / "agents" / "inside" / "openai_loop.py"
 
 
 @pytest.fixture

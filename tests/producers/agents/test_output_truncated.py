@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from producers.agents.base import OUTPUT_TRUNCATED, AgentTask
-from producers.agents.command import CommandAgent
-from producers.emitter import RunEmitter
-from producers.memory_systems.base import MemoryContext
-from sandbox.bwrap import STDOUT_LIMIT
-from sandbox.docker_backend import _read_capped
+from membench.producers.agents.base import OUTPUT_TRUNCATED, AgentTask
+from membench.producers.agents.command import CommandAgent
+from membench.producers.emitter import RunEmitter
+from membench.producers.memory_systems.base import MemoryContext
+from membench.sandbox.bwrap import STDOUT_LIMIT
+from membench.sandbox.docker_backend import _read_capped
 
 FLOOD = STDOUT_LIMIT + 300_000
 
@@ -45,7 +45,7 @@ def test_stdout_past_the_limit_leaves_a_harness_event_saying_how_much_was_droppe
 
 @pytest.mark.docker
 def test_the_podman_backend_counts_the_stdout_it_drops(docker_sandbox, tmp_path):
-    from sandbox.base import SandboxSpec
+    from membench.sandbox.base import SandboxSpec
 
     spec = SandboxSpec(workspace=tmp_path, ro_mounts={}, rw_mounts={}, wall_time_s=60, cpu_time_s=60, memory_mb=512,
                        max_processes=64)

@@ -1,5 +1,5 @@
 """The gateway's embeddings wire (`POST …/embeddings`, issue 31) against a real local upstream
-(bench.scripted_model_server.ScriptedUpstream): its vectors are deterministic hashed bags of words, not
+(membench.bench.scripted_model_server.ScriptedUpstream): its vectors are deterministic hashed bags of words, not
 a model's (said so here and in its docstring). An embedding call gets the real key, a ModelCall of
 purpose `embed` on a memory channel, its usage and cost; it is recorded and replayed with no
 upstream, and a request the recording lacks is a replay miss."""
@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import math
 
-from bench.scripted_model_server import ScriptedUpstream, scripted_embedding
-from producers.blobs import get_blob
-from producers.gateway.recording import RecordedAnswer, Recording
-from producers.gateway.server import GatewaySettings, ModelGateway
-from producers.gateway.wire_apis import api_of, usage_of_body
+from membench.bench.scripted_model_server import ScriptedUpstream, scripted_embedding
+from membench.producers.blobs import get_blob
+from membench.producers.gateway.recording import RecordedAnswer, Recording
+from membench.producers.gateway.server import GatewaySettings, ModelGateway
+from membench.producers.gateway.wire_apis import api_of, usage_of_body
 from tests.producers.gateway.test_server import KEY, Events, post
 
 MODEL = "text-embedding-3-small"

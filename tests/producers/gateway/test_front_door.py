@@ -1,5 +1,5 @@
 """The gateway's front door against a hostile agent, over real sockets: the channel's Unix socket on
-one side, a real local upstream (bench.scripted_model_server, which records every request target and
+one side, a real local upstream (membench.bench.scripted_model_server, which records every request target and
 header it received) on the other. Each attack has a control that runs it with the defence bypassed
 and shows it works there, so each defence's test can fail."""
 
@@ -12,12 +12,12 @@ import time
 
 import pytest
 
-from bench.scripted_model_server import ScriptedUpstream
-from producers.gateway import server as gateway_server
-from producers.gateway.preflight import Target, probe
-from producers.gateway.rate_shares import OverShare, RateLimit, RateShares
-from producers.gateway.server import GatewaySettings, ModelGateway, ModelUnavailable
-from producers.gateway.wire_apis import Endpoint, PathRefused, api_of, endpoint_of
+from membench.bench.scripted_model_server import ScriptedUpstream
+from membench.producers.gateway import server as gateway_server
+from membench.producers.gateway.preflight import Target, probe
+from membench.producers.gateway.rate_shares import OverShare, RateLimit, RateShares
+from membench.producers.gateway.server import GatewaySettings, ModelGateway, ModelUnavailable
+from membench.producers.gateway.wire_apis import Endpoint, PathRefused, api_of, endpoint_of
 from tests.producers.gateway.test_server import KEY, SCRIPT, Events, open_channel, post
 
 HOSTILE_TARGETS = [

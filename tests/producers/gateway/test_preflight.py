@@ -1,5 +1,5 @@
 """The gateway's pre-flight probe and its in-run re-check, against membench's scripted local upstream
-(bench.scripted_model_server; no model API is reachable from the test machines) configured as a
+(membench.bench.scripted_model_server; no model API is reachable from the test machines) configured as a
 misconfigured real provider would answer: a key it requires, the wire APIs it speaks, the models it
 knows. The probe goes through a real gateway channel, so it proves what an agent's call would meet."""
 
@@ -10,9 +10,9 @@ import socket
 
 import pytest
 
-from bench.scripted_model_server import ScriptedUpstream
-from producers.gateway.preflight import Target, probe, targets_for
-from producers.gateway.server import GatewaySettings, ModelGateway, ModelMisconfigured
+from membench.bench.scripted_model_server import ScriptedUpstream
+from membench.producers.gateway.preflight import Target, probe, targets_for
+from membench.producers.gateway.server import GatewaySettings, ModelGateway, ModelMisconfigured
 from tests.producers.gateway.test_server import Events, post
 
 KEY = "sk-test-preflight-5c1d"
@@ -68,7 +68,7 @@ def test_an_unknown_model_and_an_unreachable_server(tmp_path):
 
 
 def test_targets_cover_the_agent_and_the_memory_model_but_not_a_command_agents_own_choice():
-    from producers.agents.registry import make_agent
+    from membench.producers.agents.registry import make_agent
 
     codex = make_agent("codex", with_gateway=True)
     assert targets_for(codex, "mem-model") == [
@@ -250,7 +250,7 @@ def test_the_model_users_refusal_is_checked_against_the_user_target():
     upstream while the agent's is known, so the probe (of the user's model) proves the harness
     misconfigured. Checked against the agent's target, the probe would pass and the refusal would
     count as the user's client_error."""
-    from producers.transfer.model_user import _UserChannel
+    from membench.producers.transfer.model_user import _UserChannel
 
     user = Target("openai", "chat_completions", "user-model", "user", "--user model:user-model")
     events = Events()

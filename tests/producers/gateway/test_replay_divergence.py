@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from producers.blobs import put_blob
-from producers.gateway.recording import RecordedAnswer, Recording
-from producers.gateway.wire_apis import loose_digest, match_digest
+from membench.producers.blobs import put_blob
+from membench.producers.gateway.recording import RecordedAnswer, Recording
+from membench.producers.gateway.wire_apis import loose_digest, match_digest
 
 LS_1 = ("total 8\ndrwxr-xr-x 2 1727527128 1727527128 4096 Wed Dec  2 00:51 .\n"
         "-rw-r--r-- 1 1727527128 1727527128   12 Wed Dec  2 00:51 app.py\nuid=1727527128 gid=1727527128\n"
@@ -77,7 +77,7 @@ def test_a_recording_answers_a_loose_match_of_the_same_unit_only(tmp_path):
 def test_a_recording_from_events_leaves_out_a_call_whose_response_never_reached_the_store(tmp_path):
     """A runner killed between a call's event and its blobs leaves an abandoned attempt's call with no
     body on the blobs topic: the completed attempt's identical call answers, not a dead end."""
-    from schemas.events import Event
+    from membench.schemas.events import Event
 
     blobs = tmp_path / "blobs"
     request = json.dumps(chat(LS_1)).encode()

@@ -1,4 +1,4 @@
-"""The gateway against a real local upstream (bench.scripted_model_server, loopback only): calls are
+"""The gateway against a real local upstream (membench.bench.scripted_model_server, loopback only): calls are
 relayed with the real key added, streams pass through byte for byte, usage and failures land in
 ModelCall events, and failures that are not the agent's mark the channel (the unit is excluded)."""
 
@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from bench.scripted_model_server import ScriptedUpstream
-from producers.blobs import get_blob
-from producers.gateway.memory import SessionMemoryTools
-from producers.gateway.recording import RecordedAnswer, Recording
-from producers.gateway.preflight import Target
-from producers.gateway.server import GatewaySettings, ModelGateway, ModelUnavailable
-from producers.memory_systems.base import MemoryContext, MemoryItem
+from membench.bench.scripted_model_server import ScriptedUpstream
+from membench.producers.blobs import get_blob
+from membench.producers.gateway.memory import SessionMemoryTools
+from membench.producers.gateway.recording import RecordedAnswer, Recording
+from membench.producers.gateway.preflight import Target
+from membench.producers.gateway.server import GatewaySettings, ModelGateway, ModelUnavailable
+from membench.producers.memory_systems.base import MemoryContext, MemoryItem
 
-INSIDE = Path(__file__).resolve().parents[3] / "producers" / "agents" / "inside"
+INSIDE = Path(__file__).resolve().parents[3] / "membench" / "producers" / "agents" / "inside"
 KEY = "sk-test-7f3a9c0d1e2b"
 
 

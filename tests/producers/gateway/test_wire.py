@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from producers.gateway.prices import PriceTable, PriceTableError
-from producers.gateway.wire_apis import StreamUsage, Usage, api_of, match_digest, normalize_request, usage_of_body
+from membench.producers.gateway.prices import PriceTable, PriceTableError
+from membench.producers.gateway.wire_apis import StreamUsage, Usage, api_of, match_digest, normalize_request, usage_of_body
 
 
 def sse(*docs: dict) -> bytes:

@@ -1,4 +1,4 @@
-"""Admissions pinned to what earned them (producers/memory_systems/admission.py): a conformance record
+"""Admissions pinned to what earned them (membench/producers/memory_systems/admission.py): a conformance record
 holds the code digest of the system it checked — a plug-in's distribution and module files, a
 command adapter's argv files, membench's own modules — and the memory model's upstream (a host, or a
 stand-in on this machine). A real installed plug-in passes `memory check`; once its module is edited
@@ -21,9 +21,9 @@ import pytest
 from membench.commands.memory import (admission_record, attempts_path, conformance_status, load_record, record_path,
                                       require_conformant)
 from membench.errors import UsageError
-from producers.memory_systems.admission import STAND_IN, changes, repair_budget_spender, upstream
-from producers.memory_systems.conformance import REPAIR_BUDGET, SUITE_VERSION, draw_tokens, evidence_lines, fact, grade
-from producers.memory_systems.registry import (MEMORY_SYSTEMS, PLUGIN_ENTRY_POINTS, configuration,
+from membench.producers.memory_systems.admission import STAND_IN, changes, repair_budget_spender, upstream
+from membench.producers.memory_systems.conformance import REPAIR_BUDGET, SUITE_VERSION, draw_tokens, evidence_lines, fact, grade
+from membench.producers.memory_systems.registry import (MEMORY_SYSTEMS, PLUGIN_ENTRY_POINTS, configuration,
                                                configuration_digest, register_adapters_from_env, register_plugins)
 from tests.producers.memory_systems.test_conformance import _result
 from tests.producers.memory_systems.vendor_distribution import break_read, repair_read, write_vendor_distribution
@@ -125,7 +125,7 @@ def test_a_stand_in_check_and_a_real_upstream_are_different_records(home, tmp_pa
     assert configuration_digest(checked) != configuration_digest(wanted)
     # control: without the upstream (as records were keyed before) the two are one configuration
     assert {**checked, "upstream": None} == {**wanted, "upstream": None}
-    assert checked["code"]["membench"]["producers/memory_systems/libraries.py"]  # membench's module, pinned
+    assert checked["code"]["membench"]["membench/producers/memory_systems/libraries.py"]  # membench's module, pinned
     assert checked["detail"]["version"]  # the library version (mem0ai, qdrant-client…)
 
     _pinned_write(home, checked)
@@ -221,10 +221,10 @@ def test_a_spent_repair_budget_is_its_own_status_naming_the_record_that_spent_it
     # each configuration that spent it keeps its own status: its record failed
     assert conformance_status(home, "B2-dense", "m1", {"*": url})[0] == "failed"
 
-    from pipeline.report_inputs import conformance_funnel
-    from reports.markdown import _study_parts_markdown
-    from reports.model import to_json
-    from reports.study import FamilySpec, Study
+    from membench.pipeline.report_inputs import conformance_funnel
+    from membench.reports.markdown import _study_parts_markdown
+    from membench.reports.model import to_json
+    from membench.reports.study import FamilySpec, Study
     from tests.reports.test_html import make_report, typed
 
     study = Study(source="s.json", baseline="B0", alpha=0.05,

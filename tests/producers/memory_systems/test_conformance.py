@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from membench.commands.memory import conformance_status
-from producers.memory_systems.conformance import GATES, SECRET_CLASSES, SMALL_BUDGET, draw_tokens, fact, grade
+from membench.producers.memory_systems.conformance import GATES, SECRET_CLASSES, SMALL_BUDGET, draw_tokens, fact, grade
 
 DOUBLE = Path(__file__).with_name("shuffling_adapter.py")
 
@@ -72,7 +72,7 @@ def _adapters(tmp_path: Path) -> dict[str, str]:
 @pytest.fixture
 def registered():
     """The conditions an in-process CLI call registers from its environment are removed afterwards."""
-    from producers.memory_systems.registry import MEMORY_SYSTEMS
+    from membench.producers.memory_systems.registry import MEMORY_SYSTEMS
 
     before = set(MEMORY_SYSTEMS)
     yield

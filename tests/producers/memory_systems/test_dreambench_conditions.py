@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from producers.memory_systems.base import MemorySetup, Namespace
-from producers.memory_systems.registry import MEMORY_SYSTEMS, make_memory
-from producers.memory_systems.subtask import MAX_PER_EPISODE
-from producers.memory_systems.tracker import TRACKER_ID
-from producers.memory_systems.typed import VARIANTS
-from schemas.events import Event, bounded_text
+from membench.producers.memory_systems.base import MemorySetup, Namespace
+from membench.producers.memory_systems.registry import MEMORY_SYSTEMS, make_memory
+from membench.producers.memory_systems.subtask import MAX_PER_EPISODE
+from membench.producers.memory_systems.tracker import TRACKER_ID
+from membench.producers.memory_systems.typed import VARIANTS
+from membench.schemas.events import Event, bounded_text
 
 NEW = ["B3", "B6", "B7", *VARIANTS]
 _n = [0]

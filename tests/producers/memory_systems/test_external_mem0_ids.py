@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from producers.memory_systems.base import MemorySetup, Namespace
-from producers.memory_systems.external import mem0_ids
-from producers.memory_systems.registry import MEMORY_SYSTEMS, make_memory, register_external
+from membench.producers.memory_systems.base import MemorySetup, Namespace
+from membench.producers.memory_systems.external import mem0_ids
+from membench.producers.memory_systems.registry import MEMORY_SYSTEMS, make_memory, register_external
 from tests.producers.memory_server import json_memory_server
 from tests.producers.memory_systems.test_dreambench_conditions import S1
 
@@ -77,7 +77,7 @@ def test_a_failing_adapter_keeps_its_own_error_text_redacted():
     import http.server
     import threading
 
-    from producers.memory_systems.external import ExternalMemoryError
+    from membench.producers.memory_systems.external import ExternalMemoryError
 
     class Down(http.server.BaseHTTPRequestHandler):
         def do_POST(self):  # noqa: N802

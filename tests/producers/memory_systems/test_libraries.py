@@ -23,14 +23,14 @@ from pathlib import Path
 
 import pytest
 
-from bench.scripted_model_server import ScriptedUpstream
-from producers.gateway.recording import RecordedAnswer, Recording
-from producers.gateway.server import GatewaySettings, ModelGateway
-from producers.memory_systems.base import MemorySetup, Namespace
-from producers.memory_systems.conformance import GATES
-from producers.memory_systems.libraries import (SETTINGS, DenseQdrantMemory, LangMemMemory, LibraryUnavailable,
+from membench.bench.scripted_model_server import ScriptedUpstream
+from membench.producers.gateway.recording import RecordedAnswer, Recording
+from membench.producers.gateway.server import GatewaySettings, ModelGateway
+from membench.producers.memory_systems.base import MemorySetup, Namespace
+from membench.producers.memory_systems.conformance import GATES
+from membench.producers.memory_systems.libraries import (SETTINGS, DenseQdrantMemory, LangMemMemory, LibraryUnavailable,
                                                 Mem0Literal, Mem0Native, settings_record)
-from producers.memory_systems.model_client import MemoryModel
+from membench.producers.memory_systems.model_client import MemoryModel
 from tests.producers.memory_systems.test_model_client import Events
 from tests.producers.test_memory_systems import session
 
@@ -111,10 +111,10 @@ def test_a_library_run_verifies_its_settings_turn_inside_the_run(upstream, bwrap
     """A whole unit under B5-MEM0-LIT: the settings turn the library records while it opens comes after
     the run's RunStarted, so replay (the checks `membench replay --verify` runs) finds nothing; before,
     the processors rejected it ("Turn before RunStarted") and the run still exited 0."""
-    from audit.replayer import replay
-    from producers.grid import RunConfig, RunUnit, run_unit
-    from producers.pack_resolver import open_pack
-    from schemas.registry import default_registry
+    from membench.audit.replayer import replay
+    from membench.producers.grid import RunConfig, RunUnit, run_unit
+    from membench.producers.pack_resolver import open_pack
+    from membench.schemas.registry import default_registry
 
     pack = open_pack("smoke", tmp_path / "home")
     schema = default_registry().latest("event")
@@ -151,7 +151,7 @@ def test_native_mem0_against_the_scripted_upstream_passes_every_gate(upstream) -
     a fixed function of the text, so both processes store and rank the same texts. It says nothing
     of native Mem0 against a real model, whose extraction is the part that may differ between
     processes (DreamBench-SWE's audit failed it at cross_process_identity)."""
-    from producers.memory_systems.conformance import check
+    from membench.producers.memory_systems.conformance import check
 
     result = check("B5-MEM0", "gpt-5-mini", {"*": upstream.base_url})
     gates = result["gates"]
@@ -203,7 +203,7 @@ def test_mem0_imported_with_telemetry_on_is_turned_off_before_use() -> None:
     program = ("import os; os.environ['MEM0_TELEMETRY'] = 'True'\n"
                "from mem0.memory import telemetry as t\n"
                "before = (t.MEM0_TELEMETRY, t.client_telemetry.posthog is not None)\n"
-               "from producers.memory_systems.libraries import _import_mem0\n"
+               "from membench.producers.memory_systems.libraries import _import_mem0\n"
                "_import_mem0()\n"
                "print(before, (t.MEM0_TELEMETRY, t.client_telemetry.posthog is not None))\n")
     proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120,
@@ -218,7 +218,7 @@ def _abandon(memory) -> None:
     handles on the store go (the Qdrant folder lock, Mem0's SQLite connection) and nothing of it
     stays cached, so the next attempt opens the store from disk as a resumed `membench run` does;
     nothing the attempt wrote is cleaned up."""
-    from producers.memory_systems import libraries
+    from membench.producers.memory_systems import libraries
 
     handle = memory._store.handle
     with libraries._STORES_LOCK:
@@ -457,7 +457,7 @@ def test_a_process_that_opened_an_embedded_qdrant_store_exits_without_a_tracebac
     import sys
 
     script = ("import sys\nfrom pathlib import Path\nfrom qdrant_client import QdrantClient\n"
-              "from producers.memory_systems.libraries import _shared\n"
+              "from membench.producers.memory_systems.libraries import _shared\n"
               "_shared(Path(sys.argv[1]), lambda path: QdrantClient(path=str(path / 'qdrant')))\n")
     proc = subprocess.run([sys.executable, "-c", script, str(tmp_path / "store")], capture_output=True, text=True,
                           cwd=str(Path(__file__).resolve().parents[3]), timeout=120)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from producers.attempts import read_log
-from producers.memory_systems.mcp_servers import MCP_SERVERS, ToolDriver, keywords, servers_from_env
+from membench.producers.attempts import read_log
+from membench.producers.memory_systems.mcp_servers import MCP_SERVERS, ToolDriver, keywords, servers_from_env
 from tests.conftest import assert_run_sets_verify, skip_or_fail
 
 DOUBLE = Path(__file__).with_name("notes_mcp_server.py")

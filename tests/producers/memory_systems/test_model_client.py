@@ -1,5 +1,5 @@
 """The memory model's client against the real model gateway and a real local upstream — the
-scripted model server `bench.scripted_model_server` (no model API is reachable here; its answers are
+scripted model server `membench.bench.scripted_model_server` (no model API is reachable here; its answers are
 scripted): every call is a ModelCall of purpose sleep or judge with its tokens and cost, recorded and
 replayed like an agent's; an unavailable model or a replay miss raises the exclusion the runner
 records; the purpose header never reaches the upstream and an agent cannot claim it."""
@@ -10,12 +10,12 @@ import json
 
 import pytest
 
-from bench.scripted_model_server import ScriptedUpstream
-from producers.gateway.recording import RecordedAnswer, Recording
-from producers.gateway.preflight import Target
-from producers.gateway.server import GatewaySettings, ModelGateway, ModelUnavailable
-from producers.memory_systems.model_client import PURPOSE_HEADER, MemoryModel
-from producers.memory_systems.model_driven import REFLECT_SYSTEM, parse_lessons
+from membench.bench.scripted_model_server import ScriptedUpstream
+from membench.producers.gateway.recording import RecordedAnswer, Recording
+from membench.producers.gateway.preflight import Target
+from membench.producers.gateway.server import GatewaySettings, ModelGateway, ModelUnavailable
+from membench.producers.memory_systems.model_client import PURPOSE_HEADER, MemoryModel
+from membench.producers.memory_systems.model_driven import REFLECT_SYSTEM, parse_lessons
 
 UNIT = "hygiene-v1/c1/B3-llm/1"
 ASK = json.dumps({"task": "reflect", "condition": "B3-llm", "session": 1,

@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from producers.memory_systems.base import MemorySetup, Namespace
-from producers.memory_systems.model_driven import (MAX_ITEMS, MAX_TEXT, AnswerError, parse_lessons, parse_memories,
+from membench.producers.memory_systems.base import MemorySetup, Namespace
+from membench.producers.memory_systems.model_driven import (MAX_ITEMS, MAX_TEXT, AnswerError, parse_lessons, parse_memories,
                                                   parse_object, parse_supersessions)
-from producers.memory_systems.registry import is_model_driven, make_memory, undefined_ablation
+from membench.producers.memory_systems.registry import is_model_driven, make_memory, undefined_ablation
 from tests.producers.memory_systems.test_dreambench_conditions import QUERY, S1, S2, SCOPES
 
 

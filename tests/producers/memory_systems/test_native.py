@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from producers.memory_systems.base import Namespace
-from producers.memory_systems.native import (AUTO_MEMORY_BYTES, AUTO_MEMORY_LINES, CODEX_PROJECT_DOC_BYTES,
+from membench.producers.memory_systems.base import Namespace
+from membench.producers.memory_systems.native import (AUTO_MEMORY_BYTES, AUTO_MEMORY_LINES, CODEX_PROJECT_DOC_BYTES,
                                              NativeMemory, NativeSession, drop_memory_files)
-from producers.memory_systems.registry import make_memory
-from schemas.events import Event, bounded_text
+from membench.producers.memory_systems.registry import make_memory
+from membench.schemas.events import Event, bounded_text
 
 AUTO = ".claude/projects/-workspace/memory/MEMORY.md"
 
@@ -159,9 +159,9 @@ def test_a_memory_update_turn_keeps_only_memory_files(tmp_path):
 
 def test_only_the_builtin_loop_gets_its_memory_file_in_the_prompt(tmp_path):
     """The CLIs load their own files (membench adds nothing); the built-in loop's loader is its prompt."""
-    from producers.agents.base import AgentTask
-    from producers.agents.model_agents import prompt_for
-    from producers.memory_systems.base import MemoryContext
+    from membench.producers.agents.base import AgentTask
+    from membench.producers.agents.model_agents import prompt_for
+    from membench.producers.memory_systems.base import MemoryContext
 
     (tmp_path / "MEMORY.md").write_text("the default currency code is QZRSCZVQ\n")
     task = AgentTask("Add make_invoice.", tmp_path, MemoryContext((), (), 0), None,
@@ -188,9 +188,9 @@ def test_other_conditions_drop_the_agents_memory_files_but_never_the_packs_or_a_
 
 
 def test_a_command_program_is_told_its_memory_file_and_the_memory_update_turn(tmp_path):
-    from producers.agents.base import AgentTask
-    from producers.agents.command import native_env
-    from producers.memory_systems.base import MemoryContext
+    from membench.producers.agents.base import AgentTask
+    from membench.producers.agents.command import native_env
+    from membench.producers.memory_systems.base import MemoryContext
 
     def env(native):
         return native_env(AgentTask("x", tmp_path, MemoryContext((), (), 0), None, native=native))

@@ -9,8 +9,8 @@ from importlib.metadata import EntryPoint
 
 import pytest
 
-from producers.memory_systems.base import MemoryContext, Namespace
-from producers.memory_systems.registry import (MEMORY_SYSTEMS, configuration, make_memory, needs_conformance,
+from membench.producers.memory_systems.base import MemoryContext, Namespace
+from membench.producers.memory_systems.registry import (MEMORY_SYSTEMS, configuration, make_memory, needs_conformance,
                                                register_plugins)
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-STORE = '''from producers.memory_systems.base import MemoryContext, MemoryItem, admit_newest
-from producers.memory_systems.text import pieces
+STORE = '''from membench.producers.memory_systems.base import MemoryContext, MemoryItem, admit_newest
+from membench.producers.memory_systems.text import pieces
 
 
 class VendorMemory:
