@@ -205,9 +205,10 @@ def test_the_page_follows_a_run_while_it_runs(bwrap_sandbox, tmp_path, browser):
                 run.kill()
                 run.wait()
         assert run.returncode == 0, f"membench run exited {run.returncode}\n{out}\n{err}"
-        increases = [b for a, b in zip(seen_while_running, seen_while_running[1:]) if b > a]
-        assert increases and 0 < increases[0] < 6, \
-            f"the completed count never grew while the run ran (seen: {seen_while_running})"
+        # a count between none and all, shown while the run still ran (the run set did not exist when
+        # the page opened): the page followed the run, whichever poll first caught it
+        assert any(0 < value < 6 for value in seen_while_running), \
+            f"the page showed no partial count while the run ran (seen: {seen_while_running})"
         from playwright.sync_api import expect  # (the page's CSP forbids evaluating strings: no wait_for_function)
 
         expect(page.locator("#total-completed")).to_have_text("6", timeout=60_000)
