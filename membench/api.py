@@ -14,7 +14,7 @@
 of a legal run (nothing is written), `AuditFailed` when the warehouse or the log does not check.
 The code lives in `membench/pipeline/run_request.py`; the CLI applies the same rules and maps the outcome to
 its exit statuses (`membench.errors`). External and plug-in memory systems become conditions by the
-explicit calls the CLI makes at start-up (`membench.producers.memory_systems.registry.register_adapters_from_env`,
+explicit calls the CLI makes at start-up (`membench.memory_systems.registry.register_adapters_from_env`,
 `register_plugins`); a Python caller makes them too before naming one."""
 
 from membench.pipeline.grid_run import RunOutcome

@@ -68,7 +68,7 @@ class LazyGroup(click.Group):
 @click.version_option(package_name="membench")
 def main() -> None:
     """membench: measure whether a coding agent's memory helps or hurts it across sessions."""
-    from membench.producers.memory_systems.registry import register_adapters_from_env, register_plugins
+    from membench.memory_systems.registry import register_adapters_from_env, register_plugins
 
     # a memory library's own telemetry stays off in every process membench starts (Mem0 reads it at import)
     os.environ["MEM0_TELEMETRY"] = "False"

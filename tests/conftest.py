@@ -94,8 +94,8 @@ LONGEST_FIRST = (
     "tests/integration/test_report_study.py",
     "tests/exports/test_tables_export.py",
     "tests/integration/test_bench_bus.py",
-    "tests/producers/test_validate_gates.py",
-    "tests/producers/test_transfer_evaluator_isolation.py",
+    "tests/packs/test_validate_gates.py",
+    "tests/transfer_protocol/test_transfer_evaluator_isolation.py",
     "tests/sandbox/test_hostile_agent.py",
 )
 

@@ -13,9 +13,9 @@ from tests.test_architecture import PKG, REPO, ROOMS, _imports
 # programs run as processes of their own (a sandbox's, a code generator's, a benchmark's worker): their
 # exit status is their answer to the process that started them
 PROGRAMS = {
-    "membench/producers/agents/inside/launch.py": "the agent's launcher in the sandbox: exits with the agent's status",
-    "membench/producers/agents/inside/openai_loop.py": "the built-in agent loop, a program in the sandbox",
-    "membench/producers/transfer/inside/evaluator_runner.py": "the hidden evaluator's case runner, in its sandbox",
+    "membench/agents/inside/launch.py": "the agent's launcher in the sandbox: exits with the agent's status",
+    "membench/agents/inside/openai_loop.py": "the built-in agent loop, a program in the sandbox",
+    "membench/transfer_protocol/inside/evaluator_runner.py": "the hidden evaluator's case runner, in its sandbox",
     "membench/schemas/payload_types.py": "the code generator of membench/schemas/payloads.py (python -m)",
     "membench/warehouse/row_types.py": "the code generator of membench/warehouse/rows.py (python -m)",
     "membench/bench/floor.py": "the faust worker process the floor benchmark starts; it ends once its figure is written",

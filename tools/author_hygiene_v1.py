@@ -25,7 +25,7 @@ from hygiene_repos import GENERATED, REPOS  # noqa: E402
 from hygiene_traps import TRAPS  # noqa: E402
 from hygiene_warmups import W  # noqa: E402
 
-from membench.producers.memory_systems.skill_bank import write_manifest  # noqa: E402
+from membench.memory_systems.skill_bank import write_manifest  # noqa: E402
 from membench.schemas.pack_format import SECRET  # noqa: E402
 
 PACK_CURATED = ("# Project notes (hand-curated)\n\n"

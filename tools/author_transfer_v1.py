@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from membench.producers.memory_systems.skill_bank import write_manifest  # noqa: E402
+from membench.memory_systems.skill_bank import write_manifest  # noqa: E402
 
 SLOT_PATTERNS = {
     "fee_bps": (r"FEE_BPS = (\d+)", "37", "30"),

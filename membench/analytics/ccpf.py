@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-#: every status membench's evaluator emits (membench/producers/transfer/evaluator.py) and EngramBench's CSVs use:
+#: every status membench's evaluator emits (membench/transfer_protocol/evaluator.py) and EngramBench's CSVs use:
 #: ``blocked`` (a prerequisite case did not pass) stays in the denominator like a failure;
 #: ``not_applicable`` (the evaluator found a V1 prerequisite unmet) leaves it, like ``excluded``
 CASE_STATUSES = ("passed", "failed", "error", "unreached", "blocked", "not_applicable", "excluded")

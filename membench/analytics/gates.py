@@ -75,7 +75,7 @@ class HeadroomGates:
                 and all(g.passed for g in self.reversed.values()))
 
 
-REVERSED_CONSTRUCTS = frozenset({"C9", "C10"})  # the trap runs the other way (membench/producers/validate.py)
+REVERSED_CONSTRUCTS = frozenset({"C9", "C10"})  # the trap runs the other way (membench/packs/validate.py)
 
 
 def _max_gate(name: str, num: int, den: int, threshold: float) -> Gate:

@@ -137,8 +137,8 @@ class BankLedger:
         s<seed>/<bank>`) must still verify against its MANIFEST.sha256, whose SHA-256 must be a
         frozen digest. A retried learning unit freezes again, so any of a seed's frozen digests
         counts."""
-        from membench.producers.memory_systems.skill_bank import MANIFEST, SkillBankError, verify_bank
-        from membench.producers.transfer.bank import CONDITION_BANKS
+        from membench.memory_systems.skill_bank import MANIFEST, SkillBankError, verify_bank
+        from membench.transfer_protocol.bank import CONDITION_BANKS
 
         digests: dict[tuple[str, int, str], set[str]] = {}
         where: dict[tuple[str, int, str], tuple[str, int]] = {}

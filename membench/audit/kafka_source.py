@@ -16,7 +16,7 @@ def events_from_kafka(dsn: str, findings: list, timeout: float = 30.0) -> Iterat
     Each partition is read to the end it has when its read begins (`read_to_end`; `timeout` bounds a
     wait without progress); its short read is replay's finding: one per undecodable message, one
     for a partition that stalled before its end."""
-    from membench.producers.bus.kafka_read import ShortRead, open_reader, partitions_of, read_to_end
+    from membench.bus.kafka_read import ShortRead, open_reader, partitions_of, read_to_end
     from membench.schemas.codec import DecodeError, decode_datum, unframe
     from membench.schemas.topics import topics_from_dsn
 

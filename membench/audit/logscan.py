@@ -6,7 +6,7 @@ hashing them avoids re-encoding the event), and `replay --jobs N` needs to pass 
 the runs another worker owns without decoding them. So:
 
 - `blocks(path)` yields each block's records region after checking its sync marker; the log is
-  uncompressed (`membench/producers/bus/ocf.py`), so a block is its datums back to back.
+  uncompressed (`membench/bus/ocf.py`), so a block is its datums back to back.
 - `decode_block` decodes every datum of a block with fastavro (the writer schema with its logical
   types removed, so `ts` stays the integer the `Event` holds) and cuts out its bytes.
 - `compile_skipper(schema)` generates a function that walks a datum of that schema to its end

@@ -63,7 +63,7 @@ class _Replayer:
         self.banks = BankLedger()
         self.heads = self.result.heads = heads if heads is not None else RunHeads()
         self.first_seen: dict[str, int] = {}  # run set -> position of its first event (orders the run sets)
-        # the fencing rule of the processors (and membench.producers.attempts.RunChain): a run's chain is its
+        # the fencing rule of the processors (and membench.bus.attempts.RunChain): a run's chain is its
         # first event at each seq, up to its first RunEnded; what comes after is fenced
         self.last_seq: dict[str, int] = {}  # open run -> the seq of its chain's last event
         self.open_in: dict[str, str] = {}  # open run -> its run set (that of its first event)

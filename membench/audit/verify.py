@@ -68,7 +68,7 @@ def verify_source(source: str, *, runs_dir: Path, warehouse_dsn: str, open_wareh
             events = events_from_warehouse(warehouse, source[len("warehouse:"):] or None, findings)
         elif from_kafka:
             from membench.audit.kafka_source import events_from_kafka
-            from membench.producers.bus.kafka_blobs import fetch_blobs
+            from membench.bus.kafka_blobs import fetch_blobs
             from membench.schemas.topics import topics_from_dsn
 
             # runners on other machines stored their blobs there: the checks read them from runs/ here

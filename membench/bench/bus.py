@@ -27,7 +27,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from membench.producers.emitter import RunEmitter
+from membench.bus.emitter import RunEmitter
 from membench.warehouse import queries
 from membench.schemas.events import bounded_text
 
@@ -135,7 +135,7 @@ def bench_embedded(runs: int, threads: int, sessions: int, turns: int) -> dict:
 def bench_kafka(bootstrap: str, runs: int, threads: int, sessions: int, turns: int, log, engine: str = "kafka",
                 workers: int = 1, floors: bool = True) -> dict:
     from membench.bench.floor import faust_noop_rate, kafka_consume_rate
-    from membench.producers.bus.kafka import KafkaBus
+    from membench.bus.kafka import KafkaBus
     from membench.schemas.topics import topics_from_dsn
 
     namespace = "bench" + uuid.uuid4().hex[:8]

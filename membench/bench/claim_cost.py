@@ -20,7 +20,7 @@ def _figure(seconds: list[float]) -> dict:
 def bench_claims(bootstrap: str, units: int, log) -> dict:
     from membench.pipeline.distributed.unit_claims import record_claim, restate
     from membench.pipeline.distributed.topic_reads import StatusView
-    from membench.producers.bus.kafka import KafkaBus
+    from membench.bus.kafka import KafkaBus
     from membench.schemas.topics import topics_from_dsn
 
     dsn = f"kafka://{bootstrap}/bench{uuid.uuid4().hex[:8]}"

@@ -225,7 +225,7 @@ def _run(argv: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProc
 
 def measure_level(workers: int, base_url: str, delay_s: float, rounds: int, sandbox_nice: int | None,
                   say: Callable[[str], None], n_cores: int) -> Level:
-    from membench.producers.attempts import read_log
+    from membench.bus.attempts import read_log
 
     seeds = max(1, math.ceil(workers * rounds / SEQUENCES))
     with tempfile.TemporaryDirectory(prefix="membench-bench-concurrency-") as tmp:

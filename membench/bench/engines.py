@@ -31,7 +31,7 @@ from membench.bench.bus import _Discard, _process_cpu_seconds, synthetic_run
 
 def synthetic_messages(runs: int, sessions: int, turns: int) -> list[tuple[bytes, bytes]]:
     """(key, framed message) of `runs` synthetic runs, run after run."""
-    from membench.producers.emitter import RunEmitter
+    from membench.bus.emitter import RunEmitter
     from membench.schemas.registry import default_registry
 
     header = b"\xc3\x01" + default_registry().latest("event").fingerprint
@@ -96,7 +96,7 @@ def _produce(bootstrap: str, topic: str, messages: list[tuple[bytes, bytes]]) ->
 
 
 def _wait_caught_up(bootstrap: str, group: str, topic: str, timeout_s: float, procs, what: str) -> None:
-    from membench.producers.bus.kafka_read import consumer_group_caught_up
+    from membench.bus.kafka_read import consumer_group_caught_up
 
     deadline = time.monotonic() + timeout_s
     while not consumer_group_caught_up(bootstrap, group, topic):
@@ -109,7 +109,7 @@ def engine_drain(bootstrap: str, engine: str, messages: list[tuple[bytes, bytes]
                  workers: int = 1, timeout_s: float = 1800.0) -> dict:
     """`messages[:warmup]` (whole runs) are drained first, untimed: the workers have then joined,
     been assigned the partitions and committed once; the rest is timed."""
-    from membench.producers.bus.kafka import ensure_topics
+    from membench.bus.kafka import ensure_topics
     from membench.schemas.topics import topics_from_dsn
 
     dsn = f"kafka://{bootstrap}/bench{uuid.uuid4().hex[:8]}"
@@ -157,7 +157,7 @@ def bench_engines(bootstrap: str, runs: int, sessions: int, turns: int, log) -> 
         log(f"engine {engine}: one worker draining {len(messages)} messages ...")
         drains[engine] = engine_drain(bootstrap, engine, messages, warmup=len(messages) // runs)
     log("consumer floors on a topic holding the same messages ...")
-    from membench.producers.bus.kafka import ensure_topics
+    from membench.bus.kafka import ensure_topics
     from membench.schemas.topics import topics_from_dsn
 
     dsn = f"kafka://{bootstrap}/bench{uuid.uuid4().hex[:8]}"

@@ -1,7 +1,7 @@
 """`membench bench gateway`: the latency the model gateway adds, per call and per streamed chunk.
 
 Set-up (one run, one upstream): a `ScriptedUpstream` (membench/bench/scripted_model_server.py) on loopback
-TCP, and a gateway channel (membench/producers/gateway/server.py, forward mode) whose upstream it is. By
+TCP, and a gateway channel (membench/gateway/server.py, forward mode) whose upstream it is. By
 default each runs in its own process (`isolate=True`), as in a real run, where the agent, the
 runner holding the gateway, and the model server are different processes; otherwise three
 parties would share one interpreter lock and the gateway path would pay for it twice. The
@@ -307,7 +307,7 @@ def _upstream_process(conn: Any, script: dict[str, Any]) -> None:
 
 
 def _gateway_process(conn: Any, base_url: str) -> None:
-    from membench.producers.gateway.server import GatewaySettings, ModelGateway
+    from membench.gateway.server import GatewaySettings, ModelGateway
 
     events: list[dict[str, Any]] = []
     gateway = ModelGateway(GatewaySettings(base_urls={"*": base_url}), blob_dir=None)
@@ -365,7 +365,7 @@ class _Servers:
             self.socket_path = gateway.ask()
             self._set_chunks = lambda n: upstream.ask("chunks", n)
         else:
-            from membench.producers.gateway.server import GatewaySettings, ModelGateway
+            from membench.gateway.server import GatewaySettings, ModelGateway
 
             up = scripted_upstream(script).__enter__()
             self._local.append(up)

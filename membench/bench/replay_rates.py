@@ -35,8 +35,8 @@ from pathlib import Path
 def write_runs(directory: Path, runs: int, sessions: int = 3, turns: int = 8, warehouse=None) -> Path:
     """`runs` synthetic runs as a log file (and into `warehouse`, when given, through the embedded pipeline)."""
     from membench.bench.bus import _Discard, synthetic_run
-    from membench.producers.bus.file import FileBus
-    from membench.producers.emitter import RunEmitter
+    from membench.bus.file import FileBus
+    from membench.bus.emitter import RunEmitter
 
     path = directory / "events.avro"
     if warehouse is not None:

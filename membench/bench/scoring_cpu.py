@@ -218,7 +218,7 @@ BUILT_IN_STUDIES = ("transfer-v1",)
 def built_in_cases(home: Path, packs: tuple[str, ...] = BUILT_IN_PACKS,
                    studies: tuple[str, ...] = BUILT_IN_STUDIES) -> dict[str, list[ScoringCase]]:
     """Every pytest-scored session of the built-in packs and transfer studies, by pack."""
-    from membench.producers.pack_resolver import open_pack
+    from membench.packs.pack_resolver import open_pack
     from membench.schemas.transfer_format import load_study
 
     fixtures = Path(__file__).resolve().parents[2] / "fixtures"

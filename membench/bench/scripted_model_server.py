@@ -22,7 +22,7 @@ as `Memory citations: memory:#<id> …` (or `none`). `script_from_pack` writes s
 pack's solution templates.
 
 A request from a model-driven memory policy (its system prompt opens with "membench memory
-policy", membench/producers/memory_systems/model_client.py) is answered instead by `memory_answer`, a
+policy", membench/memory_systems/model_client.py) is answered instead by `memory_answer`, a
 scripted stand-in for the memory model: `reflect` -> one lesson per evidence item, quoting it;
 `consolidate` -> one typed memory per evidence item (type from its kind), quoting it; `judge` -> each
 new memory whose text signals a correction supersedes the other memories that share a scope entry
@@ -76,7 +76,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-MEMORY_MARKER = "membench memory policy"  # membench.producers.memory_systems.model_client.MARKER
+MEMORY_MARKER = "membench memory policy"  # membench.memory_systems.model_client.MARKER
 _CORRECTION = re.compile(r"\b(supersede[sd]?|correction|no longer|instead|now|replace[sd]?|deprecated)\b", re.I)
 _KIND_TYPE = {"review": "human_feedback", "human_feedback": "human_feedback", "failure": "failure",
               "decision": "constraint"}

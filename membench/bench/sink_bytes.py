@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 
 from membench.bench.bus import _Discard, synthetic_run
-from membench.producers.emitter import RunEmitter
+from membench.bus.emitter import RunEmitter
 from membench.warehouse import queries
 from membench.schemas.codec import decode_datum, frame, unframe
 from membench.schemas.events import Event

@@ -108,8 +108,8 @@ def _emit_unit(emitter: Any, trap: str, condition: str, seed: int, fails: bool) 
 
 def write_run_set(runs_dir: Path, units: int) -> Path:
     """A finished run set of UNITS units as runs_dir/<RUN_SET>/events.avro (sealed, chained events)."""
-    from membench.producers.bus.file import FileBus
-    from membench.producers.emitter import RunEmitter
+    from membench.bus.file import FileBus
+    from membench.bus.emitter import RunEmitter
 
     path = runs_dir / RUN_SET / "events.avro"
     bus = FileBus(path)

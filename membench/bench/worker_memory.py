@@ -31,7 +31,7 @@ def rss_bytes() -> int:
 
 
 def _template_run() -> list:
-    from membench.producers.emitter import RunEmitter
+    from membench.bus.emitter import RunEmitter
 
     events: list = []
     emitter = RunEmitter("bench-memory", "r", "bench/t/B5/1", lambda event, datum: events.append(event))

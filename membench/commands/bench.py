@@ -235,7 +235,7 @@ def scoring_bench(pack_name: str, sessions: int, repeats: int, as_json: bool) ->
     import tempfile
 
     from membench.bench.scoring_cpu import CpuAccountUnavailable, format_lines, pack_cases, scoring_bench as run_bench
-    from membench.producers.pack_resolver import open_pack
+    from membench.packs.pack_resolver import open_pack
     from membench.sandbox.bwrap import BwrapSandbox
     from membench.schemas.pack_format import PackError
 

@@ -53,7 +53,7 @@ def require_kafka(dsn: str, where: str = "--bus") -> None:
     """A UsageError (exit 2, one line) when no Kafka broker of DSN answers (probed with a bounded
     timeout, librdkafka's log silenced): the address and how to start one. A command that talks to
     the bus calls it once its own input is checked, before its first Kafka client."""
-    from membench.producers.bus.kafka import probe_brokers
+    from membench.bus.kafka import probe_brokers
     from membench.schemas.topics import topics_from_dsn
 
     try:
@@ -171,9 +171,9 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
 
 
 def require_scoring(pack, sandbox_name: str, cases=None) -> None:
-    """The scoring pre-flight (`membench.producers.scoring_preflight`) where no run set's environment is
+    """The scoring pre-flight (`membench.runner.scoring_preflight`) where no run set's environment is
     recorded (a Kafka run, `validate`): a failure is a usage error (exit 2) before anything runs."""
-    from membench.producers.scoring_preflight import ScoringPreflightFailed, require_scoring as preflight
+    from membench.runner.scoring_preflight import ScoringPreflightFailed, require_scoring as preflight
 
     try:
         preflight(pack, sandbox_name, cases)

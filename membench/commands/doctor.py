@@ -26,10 +26,10 @@ def doctor(as_json: bool) -> None:
     Exits 0 when at least one backend works; a command on a backend that does not work stops before
     anything runs (exit 2). A missing agent CLI does not change the exit status
     (deploy/agents/install.sh installs them)."""
-    from membench.producers.agents.model_agents import MODEL_AGENTS
-    from membench.producers.finalize import finalize_pack
-    from membench.producers.pack_resolver import BUILTIN_DIR
-    from membench.producers.scoring_preflight import scoring_preflight
+    from membench.agents.model_agents import MODEL_AGENTS
+    from membench.packs.finalize import finalize_pack
+    from membench.packs.pack_resolver import BUILTIN_DIR
+    from membench.runner.scoring_preflight import scoring_preflight
     from membench.sandbox.registry import BACKENDS, get_sandbox
     from membench.schemas.pack_format import load_pack
 

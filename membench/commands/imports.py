@@ -23,7 +23,7 @@ def remem(source: Path, out_dir: Path, name: str | None) -> None:
 
     Run it afterwards with e.g. `membench run OUT_DIR --conditions no_memory,curated_file,B5`,
     or score patches produced elsewhere with `membench score OUT_DIR --predictions FILE.jsonl`."""
-    from membench.producers.importers.remem import import_remem
+    from membench.packs.importers.remem import import_remem
     from membench.schemas.pack_format import PackError, load_pack
 
     try:
@@ -52,7 +52,7 @@ def dreambench(source: Path, out_dir: Path, repos: Path | None, hidden: Path | N
     The records publish sessions, events and labels, not hidden oracles, reference solutions or
     fixture repositories: supply them with --hidden and --repos, or afterwards at the paths the
     pack's SUPPLY.md lists; `membench validate OUT_DIR` refuses the pack until they are there."""
-    from membench.producers.importers.dreambench import import_dreambench, parse_constructs
+    from membench.packs.importers.dreambench import import_dreambench, parse_constructs
     from membench.schemas.pack_format import PackError
 
     try:

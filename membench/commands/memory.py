@@ -1,9 +1,9 @@
-"""`membench memory check CONDITION`: the frozen conformance suite (membench/producers/memory_systems/conformance.py)
+"""`membench memory check CONDITION`: the frozen conformance suite (membench/memory_systems/conformance.py)
 against a configured memory system, recorded under its configuration's digest in
 `$MEMBENCH_HOME/conformance/<digest>.json`, beside the admission funnel's `validations/`. `run` and
 `score` refuse a library, external or plug-in condition without a passing record for the
 configuration they would run, code and upstream included (`require_conformant`; what a record is
-pinned to: membench/producers/memory_systems/admission.py); docs/memory-systems.md.
+pinned to: membench/memory_systems/admission.py); docs/memory-systems.md.
 
 Exit status: 0 conformant, 1 a gate failed (or the repair budget is spent), 2 usage errors."""
 
@@ -19,7 +19,7 @@ import click
 from membench.errors import UsageError
 from membench.pipeline.settings import load_settings
 # the records are read below the CLI (a run's admission, the report's conformance funnel); `check` writes them
-from membench.producers.memory_systems.conformance_records import (admission_record, attempts_path,  # noqa: F401
+from membench.memory_systems.conformance_records import (admission_record, attempts_path,  # noqa: F401
                                                           conformance_status, load_attempts, load_record,
                                                           record_path, records_of)
 from membench.schemas.fields import did_you_mean
@@ -28,7 +28,7 @@ from membench.schemas.fields import did_you_mean
 def require_conformant(home: Path, conditions: list[str], memory_model: str | None, option: str,
                        base_urls: dict[str, str] | None = None, any_upstream: bool = False) -> None:
     """A usage error naming the first condition that may not be measured and why."""
-    from membench.producers.memory_systems.conformance_records import ConditionNotAdmitted, require_conformant as require
+    from membench.memory_systems.conformance_records import ConditionNotAdmitted, require_conformant as require
 
     try:
         require(home, conditions, memory_model, option, base_urls, any_upstream)
@@ -53,9 +53,9 @@ def check(condition: str, as_json: bool, memory_model: str | None, base_urls: tu
           model_timeout: float) -> None:
     """Run the frozen conformance suite against CONDITION in two fresh processes and record it."""
     from membench.pipeline.model_gateway import parse_base_urls
-    from membench.producers.memory_systems.admission import describe, repair_budget_spender
-    from membench.producers.memory_systems.conformance import REPAIR_BUDGET, check as run_check, evidence_lines
-    from membench.producers.memory_systems.registry import (MEMORY_SYSTEMS, configuration, configuration_digest,
+    from membench.memory_systems.admission import describe, repair_budget_spender
+    from membench.memory_systems.conformance import REPAIR_BUDGET, check as run_check, evidence_lines
+    from membench.memory_systems.registry import (MEMORY_SYSTEMS, configuration, configuration_digest,
                                                    is_model_driven, needs_conformance)
 
     if condition not in MEMORY_SYSTEMS:

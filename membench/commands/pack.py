@@ -27,7 +27,7 @@ def new(name: str, out: Path) -> None:
 
     Edit it from there (docs/authoring.md explains every field), then `membench validate OUT` and
     `membench run OUT`."""
-    from membench.producers.skeletons import write_example_pack
+    from membench.packs.skeletons import write_example_pack
     from membench.schemas.pack_format import PackError
 
     try:
@@ -50,8 +50,8 @@ def finalize(skeleton: str, out: Path, force: bool) -> None:
     Writes OUT/provenance.json (generator hash, format classes, where each secret was placed —
     never a value). Refuses undeclared, unused, cross-trap-shared and leftover placeholders.
     OUT appears whole or not at all: a failure leaves nothing behind and an existing OUT intact."""
-    from membench.producers.finalize import finalize_pack
-    from membench.producers.pack_resolver import resolve_pack_dir
+    from membench.packs.finalize import finalize_pack
+    from membench.packs.pack_resolver import resolve_pack_dir
     from membench.schemas.pack_format import PackError, load_pack
 
     try:
@@ -90,8 +90,8 @@ def validate(pack_spec: str, as_json: bool, workers: int, sandbox_name: str, out
 
     Exit status 1 when a trap is refused, 2 when the pack itself is malformed or the scoring
     pre-flight fails (the oracle harness cannot score in SANDBOX here: no trap is judged)."""
-    from membench.producers.pack_resolver import open_pack
-    from membench.producers.validate import validate_pack, write_admitted_pack
+    from membench.packs.pack_resolver import open_pack
+    from membench.packs.validate import validate_pack, write_admitted_pack
     from membench.sandbox.registry import get_sandbox
     from membench.schemas.pack_format import PackError
 
@@ -101,7 +101,7 @@ def validate(pack_spec: str, as_json: bool, workers: int, sandbox_name: str, out
         raise UsageError(f"--admitted: {admitted} already exists (the admitted pack is written to a new directory)")
     done = [0]
     from membench.commands.terminal_display import plain_progress
-    from membench.producers.pack_resolver import resolve_pack_dir
+    from membench.packs.pack_resolver import resolve_pack_dir
     from membench.schemas.pack_format import load_pack
 
     try:

@@ -35,7 +35,7 @@ def process(engine: str, ended_window: int | None, until_idle: float | None, log
     if until_idle is not None and engine != "kafka":
         raise UsageError("--until-idle: only the kafka engine stops when idle")
     require_kafka(settings.bus)  # the options checked: now the bus must answer
-    from membench.producers.bus.kafka import ensure_topics
+    from membench.bus.kafka import ensure_topics
     from membench.schemas.topics import topics_from_dsn
 
     ensure_topics(topics_from_dsn(settings.bus))
@@ -60,7 +60,7 @@ def sink(until_idle: bool, idle_seconds: float, batch_size: int, settings: Setti
     """Move the raw and derived topics into the warehouse, exactly once."""
     _require_kafka(settings)
     require_kafka(settings.bus)
-    from membench.producers.bus.kafka import ensure_topics
+    from membench.bus.kafka import ensure_topics
     from membench.schemas.topics import topics_from_dsn
     from membench.warehouse.kafka_sink import KafkaSink
 

@@ -69,7 +69,7 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
     --strict they exit 3, once anything asked for is written."""
     from membench.audit.log_root_record import LogRootError, check_warehouse, describes, read_record, record_path, warehouse_state
     from membench.pipeline.report_inputs import build_full_report, load_study
-    from membench.producers.bus.base import run_set_log_path
+    from membench.bus.base import run_set_log_path
     from membench.reports.build import ReportError
 
     validate_run_set_id(run_set, "RUN_SET")

@@ -64,8 +64,8 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None,
     from membench.pipeline.run_request import (admit_conditions, admit_refused_traps, check_conditions, load_skeleton,
                                       make_run_agent, open_finalized, refuse_refsol_without_solutions)
     from membench.pipeline.model_gateway import check_model_settings, model_run_set, parse_base_urls, refuse_self_replay
-    from membench.producers.agents.model_agents import LoopLimits
-    from membench.producers.memory_systems.registry import is_model_driven
+    from membench.agents.model_agents import LoopLimits
+    from membench.memory_systems.registry import is_model_driven
 
     # the rules of a legal run are the library call's (membench/pipeline/run_request.py); the CLI applies them in
     # its own order, its option checks between; everything is validated before anything is written
@@ -123,7 +123,7 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None,
         hosted = None
         if models is not None:
             from membench.pipeline.distributed.runner_models import ModelsRefused, open_models
-            from membench.producers.unit_queue import ModelOrder
+            from membench.runner.unit_queue import ModelOrder
 
             assert run_set is not None  # models are ordered only when the model options are used: run_set is derived
             try:
@@ -140,7 +140,7 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None,
         if status != EXIT_OK:
             end_stopped(status)  # a unit thread still blocked (its output is fenced): not waited for
         return
-    from membench.producers.grid import RunConfig, code_digest, plan_grid
+    from membench.runner.grid import RunConfig, code_digest, plan_grid
 
     # a replay is a new run set of its own, not the recorded one resumed
     run_set = run_set or model_run_set(loaded, agent, model, condition_list, seed_list)
@@ -159,7 +159,7 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None,
 def require_recorded(bus: str, run_set: str) -> None:
     """--model-replay on Kafka: the recorded run set must have completed units on the bus (each
     runner reads its recording from there; a runner that finds none would stop)."""
-    from membench.producers.bus.kafka import read_unit_status
+    from membench.bus.kafka import read_unit_status
     from membench.schemas.topics import topics_from_dsn
 
     statuses = read_unit_status(topics_from_dsn(bus), run_set)

@@ -40,7 +40,7 @@ def runner(workers: int, until_idle: bool, idle_seconds: float, max_poll_s: floa
         raise UsageError("--run-set and --json go with --progress")
     from membench.pipeline.distributed.progress import grid_progress
     from membench.pipeline.distributed.group_member import RunnerError, UnitRunner
-    from membench.producers.bus.kafka import ensure_topics
+    from membench.bus.kafka import ensure_topics
     from membench.schemas.topics import topics_from_dsn
 
     require_kafka(settings.bus)

@@ -2,7 +2,7 @@
 agent's output is scored (same runner, events, processors, warehouse), and write report.json.
 
 The file is membench's own predictions format or SWE-bench's (`instance_id`, `model_name_or_path`,
-`model_patch`; membench/producers/predictions.py, docs/exports/swebench.md): a SWE-bench record is scored
+`model_patch`; membench/runner/predictions.py, docs/exports/swebench.md): a SWE-bench record is scored
 under its `condition` field, else `--condition`, else the pack's baseline, with seed 1 unless it
 names one, and its `model_name_or_path` labels the agent unless `--agent-name` is given.
 
@@ -53,8 +53,8 @@ def score(pack: str, predictions_path: Path, agent_name: str | None, condition: 
 
     Exit status as `membench run`'s: 3 with --strict when a validity gate failed (after everything is
     written); the failed gates are printed under the table either way."""
-    from membench.producers.pack_resolver import open_pack, resolve_pack_dir
-    from membench.producers.predictions import PredictionError, load_predictions
+    from membench.packs.pack_resolver import open_pack, resolve_pack_dir
+    from membench.runner.predictions import PredictionError, load_predictions
     from membench.schemas.pack_format import PackError, load_pack
 
     validate_run_set_id(run_set)
@@ -80,7 +80,7 @@ def score(pack: str, predictions_path: Path, agent_name: str | None, condition: 
         raise UsageError(str(exc)) from None
     check_baseline(sorted({p.condition for p in predictions}), baseline, study)  # before anything is scored
     from membench.commands.memory import require_conformant
-    from membench.producers.memory_systems.registry import MEMORY_SYSTEMS
+    from membench.memory_systems.registry import MEMORY_SYSTEMS
 
     require_conformant(settings.home, sorted({p.condition for p in predictions} & set(MEMORY_SYSTEMS)), None,
                        "--predictions")
@@ -107,22 +107,22 @@ def score_conditions(pack) -> list[str]:
     and the conditions the pack declares — for an imported pack its source benchmark's names, such as
     the A/B bench's `remem`. The memory of scored predictions ran elsewhere, so a declared name that
     is no memory system here is a label (`RunConfig.label_conditions`): membench records the memories
-    the pack declares it held (`source_memories`, membench/producers/memory_systems/declared.py), so its memory
+    the pack declares it held (`source_memories`, membench/memory_systems/declared.py), so its memory
     contract applies, and reads none for a label the pack declares nothing for. The model-driven policies (B3-llm, …) are left out:
     `score` starts no memory model for them."""
-    from membench.producers.memory_systems.registry import MEMORY_SYSTEMS, is_model_driven
+    from membench.memory_systems.registry import MEMORY_SYSTEMS, is_model_driven
 
     return sorted({c for c in MEMORY_SYSTEMS if not is_model_driven(c)} | set(pack.conditions))
 
 
 def _score_embedded(pack, predictions, agent_name, run_set, workers, sandbox_name, read_budget, settings,
                     signer=None, report_options=None):
-    from membench.producers.predictions import PredictionAgent, group_units
-    from membench.producers.grid import RunConfig, RunUnit, code_digest
+    from membench.runner.predictions import PredictionAgent, group_units
+    from membench.runner.grid import RunConfig, RunUnit, code_digest
 
     units = {RunUnit(pack.name, unit, condition, seed): by_session
              for (unit, condition, seed), by_session in sorted(group_units(predictions).items())}
-    from membench.producers.memory_systems.registry import MEMORY_SYSTEMS
+    from membench.memory_systems.registry import MEMORY_SYSTEMS
 
     labels = frozenset(pack.conditions) - set(MEMORY_SYSTEMS)
     config = RunConfig(run_set, agent_name, read_budget=read_budget, code_digest=code_digest(), label_conditions=labels)

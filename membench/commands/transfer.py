@@ -38,7 +38,7 @@ def default_transfer_run_set(study, agent: str, conditions: list[str], seeds: li
                              replay: bool = False) -> str:
     """As `membench run`'s default id; a model user, or a replay, makes a run set of its own (the
     scripted user's ids stay as they were)."""
-    from membench.producers.grid import default_run_set
+    from membench.runner.grid import default_run_set
 
     key = agent + ("" if user == "scripted" else f"+user={user}") + ("+replay" if replay else "")
     run_set = default_run_set(study.name, study.digest, key, conditions, seeds)
@@ -78,10 +78,10 @@ class _UserNeedsGateway:
 def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, workers: int, run_set: str | None,
              sandbox_name: str, read_budget: int, user: str, model: ModelSettings, settings: Settings) -> None:
     """Run the transfer study STUDY (a built-in name such as transfer-v1, or a study directory)."""
-    from membench.producers.agents.model_agents import LoopLimits
-    from membench.producers.agents.registry import make_agent
-    from membench.producers.grid import RunConfig, code_digest
-    from membench.producers.transfer.model_user import model_of
+    from membench.agents.model_agents import LoopLimits
+    from membench.agents.registry import make_agent
+    from membench.runner.grid import RunConfig, code_digest
+    from membench.transfer_protocol.model_user import model_of
     from membench.schemas.transfer_format import CONDITIONS, TransferFormatError, load_study
 
     validate_run_set_id(run_set)
@@ -117,12 +117,12 @@ def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, wo
     run_set = run_set or default_transfer_run_set(loaded, agent, condition_list, seed_list, user,
                                                   replay=bool(model.replay))
     refuse_self_replay(model, run_set)
-    from membench.producers.gateway.preflight import targets_for
+    from membench.gateway.preflight import targets_for
 
     recording = None
     if model.replay and settings.bus.startswith("kafka://"):  # the recorded run set is on the topics
         from membench.pipeline.distributed.runner_models import ModelsRefused, recording_from_kafka
-        from membench.producers.gateway.recording import RecordingError
+        from membench.gateway.recording import RecordingError
 
         require_kafka(settings.bus)
         try:
@@ -140,7 +140,7 @@ def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, wo
     from membench.pipeline.grid_run import RunRefused
     from membench.pipeline.transfer_run import run_transfer_embedded, run_transfer_kafka
 
-    from membench.producers.scoring_preflight import study_probe_cases
+    from membench.runner.scoring_preflight import study_probe_cases
 
     from membench.commands.terminal_display import TerminalDisplay
 

@@ -11,7 +11,7 @@ batch's raw insert and its derived inserts leaves a run's raw rows without its d
 killed run has no RunEnded. `recover` runs before a run set resumes: it brings the warehouse up to
 the log (missing raw rows, and the derived events of open runs, of runs whose raw rows lag and of
 ended runs without a summary row) and closes every abandoned attempt with a
-`RunEnded{abandoned}` (membench/producers/attempts.py), so attempt numbers, resumption and replay all see
+`RunEnded{abandoned}` (membench/bus/attempts.py), so attempt numbers, resumption and replay all see
 the same runs.
 """
 
@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from membench.processors import RunSetProcessor
-from membench.producers.attempts import close_abandoned, run_events, scan_log
-from membench.producers.bus.file import FileBus
+from membench.bus.attempts import close_abandoned, run_events, scan_log
+from membench.bus.file import FileBus
 from membench.schemas.events import Event
 from membench.schemas.registry import default_registry
 from membench.warehouse import queries

@@ -85,7 +85,7 @@ def open_embedded(console: RunDisplay, settings: Settings, warehouse, run_set: s
     from membench.audit.log_root_record import (LogRootError, check_warehouse, describes, read_record, record_path,
                                        warehouse_state)
     from membench.pipeline.embedded import EmbeddedPipeline
-    from membench.producers.bus.base import run_set_log_path
+    from membench.bus.base import run_set_log_path
 
     root_file = record_path(settings.runs_dir, run_set)
     if root_file.exists():
@@ -192,10 +192,10 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
 def _run_body(console, run_set, config, root_file, pack, units, sandbox_name, settings, workers, agent_for,
               verb, signer, build_report, stop, resume, workers_note=None) -> RunOutcome:
     from membench.audit.log_root_record import warehouse_state
-    from membench.producers.attempts import LogError, describe
-    from membench.producers.bus.base import run_set_log_path
+    from membench.bus.attempts import LogError, describe
+    from membench.bus.base import run_set_log_path
     from membench.pipeline.stopping import HarnessFaultLimit, StoppableSandbox, run_units
-    from membench.producers.grid import run_unit
+    from membench.runner.grid import run_unit
     from membench.sandbox.registry import get_sandbox
     from membench.reports.build import ReportError
     from membench.warehouse import queries
@@ -344,7 +344,7 @@ def verify_written(console: RunDisplay, settings: Settings, run_set: str):
     re-derived events against the warehouse, the root against the log_root.json just written. Prints
     each finding; returns the report's `LogVerification` (`exit_unless_verified` raises on it)."""
     from membench.audit.verify import problem_lines, verify_source
-    from membench.producers.bus.base import run_set_log_path
+    from membench.bus.base import run_set_log_path
     from membench.reports.model import LogVerification
 
     verification = verify_source(str(run_set_log_path(settings.runs_dir, run_set)), runs_dir=settings.runs_dir,
@@ -374,7 +374,7 @@ class LogNotVerified(AuditFailed):
 def show_unless_verified(console: RunDisplay, verified, settings: Settings, run_set: str) -> str | None:
     """When the log the command wrote does not verify: the line saying so (its numbers are shown and
     its report written, marked "not verified"), shown and returned; None when it verifies."""
-    from membench.producers.bus.base import run_set_log_path
+    from membench.bus.base import run_set_log_path
 
     if verified.verified:
         return None

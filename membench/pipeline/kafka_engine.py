@@ -59,7 +59,7 @@ def earlier_events(topics: Topics, partition: int, before_offset: int, run_id: s
     partition's next owner reads it again). A message of the run that does not decode is left out,
     as the live fold left it out (it went to the dead-letter topic when it was first met), and is
     named in a warning."""
-    from membench.producers.bus.kafka_read import ShortRead, open_reader, read_to_end
+    from membench.bus.kafka_read import ShortRead, open_reader, read_to_end
 
     key = run_id.encode()
     found: list[Event] = []

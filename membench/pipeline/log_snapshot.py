@@ -86,7 +86,7 @@ def snapshot_from_logs(runs_dir: Path, run_sets: list[str] | None = None) -> Sna
     import hashlib
 
     from membench.processors import RunSetProcessor
-    from membench.producers.attempts import LogError, read_log
+    from membench.bus.attempts import LogError, read_log
     from membench.schemas.codec import encode_datum
     from membench.warehouse.client import connect
     from membench.warehouse.sink import insert_derived, insert_raw, trajectory_row

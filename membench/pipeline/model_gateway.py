@@ -44,7 +44,7 @@ class ModelSettings:
 
 def parse_base_urls(values: tuple[str, ...]) -> dict[str, str]:
     """provider (or "*") -> API root of each "[PROVIDER=]URL"."""
-    from membench.producers.gateway.server import PROVIDERS
+    from membench.gateway.server import PROVIDERS
 
     urls: dict[str, str] = {}
     for value in values:
@@ -93,7 +93,7 @@ def check_model_settings(options: ModelSettings, agent, model_driven: list[str] 
                              "claude-code and command:PROGRAM, and to model-driven memory conditions")
     parse_base_urls(options.base_urls)
     if options.prices is not None:
-        from membench.producers.gateway.prices import PriceTable, PriceTableError
+        from membench.gateway.prices import PriceTable, PriceTableError
 
         try:
             PriceTable.load(options.prices)
@@ -102,12 +102,12 @@ def check_model_settings(options: ModelSettings, agent, model_driven: list[str] 
 
 
 def model_order(options: ModelSettings) -> dict | None:
-    """The model settings a Kafka run's unit orders carry (`membench.producers.unit_queue.ModelOrder`), None
+    """The model settings a Kafka run's unit orders carry (`membench.runner.unit_queue.ModelOrder`), None
     when the run calls no model. The price table travels as its document: a runner on another machine
     has no path of this one. No key: each runner reads its own from its environment."""
     if not options.used:
         return None
-    from membench.producers.unit_queue import ModelOrder
+    from membench.runner.unit_queue import ModelOrder
 
     prices = json.loads(options.prices.read_text(encoding="utf-8")) if options.prices is not None else None
     return ModelOrder(parse_base_urls(options.base_urls), options.record, options.replay, prices, options.timeout_s,
@@ -116,9 +116,9 @@ def model_order(options: ModelSettings) -> dict | None:
 
 
 def model_run_set(pack, agent: str, model: ModelSettings, conditions: list[str], seeds: list[int]) -> str:
-    """The default run-set id (as `membench.producers.grid.default_run_set` for a run without models); the
+    """The default run-set id (as `membench.runner.grid.default_run_set` for a run without models); the
     memory model is part of it, and a replay is a new run set of its own, not the recorded one resumed."""
-    from membench.producers.grid import default_run_set
+    from membench.runner.grid import default_run_set
 
     return default_run_set(pack.name, pack.digest, agent + (f"+memory-model={model.memory_model}"
                                                             if model.memory_model else "")
@@ -136,16 +136,16 @@ def start_gateway(options: ModelSettings, runs_dir: Path, run_set: str, targets=
     are what the run calls: forwarding to an upstream, each is probed first (unless `preflight` is
     off) and a failure is refused, before anything is written; the gateway keeps them to tell a
     misconfigured harness from an agent's own refused request during the run. `workers`: the units
-    running at once, among which the run's rate limit is shared (membench/producers/gateway/rate_shares.py).
+    running at once, among which the run's rate limit is shared (membench/gateway/rate_shares.py).
     `recording`: the replay's, already read (a Kafka run set's: `membench.pipeline.distributed.runner_models`).
     SAY shows one line per model probed."""
     if not (options.base_urls or options.replay):
         return None
-    from membench.producers.bus.base import run_set_log_path
-    from membench.producers.gateway.prices import PriceTable
-    from membench.producers.gateway.rate_shares import RateLimit
-    from membench.producers.gateway.recording import Recording, RecordingError
-    from membench.producers.gateway.server import MAX_REQUEST_BYTES, GatewaySettings, ModelGateway, keys_from_env
+    from membench.bus.base import run_set_log_path
+    from membench.gateway.prices import PriceTable
+    from membench.gateway.rate_shares import RateLimit
+    from membench.gateway.recording import Recording, RecordingError
+    from membench.gateway.server import MAX_REQUEST_BYTES, GatewaySettings, ModelGateway, keys_from_env
 
     replay = recording
     if options.replay and replay is None:
@@ -173,8 +173,8 @@ def run_set_gateway(options: ModelSettings, agent, conditions: list[str], runs_d
     """The gateway of an embedded grid's run set (None when it calls no model): the agent's model and,
     when a condition is model-driven, the memory model are its targets; a run set replaying itself is
     refused."""
-    from membench.producers.gateway.preflight import targets_for
-    from membench.producers.memory_systems.registry import is_model_driven
+    from membench.gateway.preflight import targets_for
+    from membench.memory_systems.registry import is_model_driven
 
     refuse_self_replay(options, run_set)
     targets = targets_for(agent, options.memory_model if any(is_model_driven(c) for c in conditions) else None)
@@ -184,7 +184,7 @@ def run_set_gateway(options: ModelSettings, agent, conditions: list[str], runs_d
 def preflight(gateway, say: Say = lambda text: None) -> None:
     """Probe each of the gateway's targets; say one line each, or refuse the run naming every failure:
     provider, URL, HTTP status and the fix. Nothing has been written yet."""
-    from membench.producers.gateway.preflight import probe
+    from membench.gateway.preflight import probe
 
     results = [probe(gateway, target) for target in gateway.targets]
     failed = [r for r in results if not r.ok]

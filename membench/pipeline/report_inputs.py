@@ -4,7 +4,7 @@ funnel. Also the last step of writing a report: the rendered files are searched 
 before they are written.
 
 Secret values are recorded nowhere but in the finalized pack's own trap material
-(membench/producers/finalize.py), so they are recovered by matching the skeleton (placeholders
+(membench/packs/finalize.py), so they are recovered by matching the skeleton (placeholders
 `{{SECRET:name:class}}`) against the finalized copy, `$MEMBENCH_HOME/packs/<skeleton>-<digest12>`.
 The skeleton is `--pack` when given, else the built-in pack the finalized copy names in its
 provenance (its digest must match the directory's). Anything missing makes the proof `not_run`
@@ -115,7 +115,7 @@ def pack_secrets(skeleton: Path, finalized: Path) -> list[Secret]:
 
 
 def _builtin_dirs() -> list[Path]:
-    from membench.producers.pack_resolver import BUILTIN_DIR, builtin_packs
+    from membench.packs.pack_resolver import BUILTIN_DIR, builtin_packs
 
     return [BUILTIN_DIR / name for name in builtin_packs()]
 
@@ -124,7 +124,7 @@ def find_secrets(home: Path, digests: list[str], pack_spec: str | None,
                  kafka: bool = False) -> tuple[list[Secret] | None, str | None, str]:
     """(secrets, pack label, reason): secrets None when they cannot be had (reason says why; KAFKA:
     the run set came through a Kafka bus, whose runners hold the finalized pack on their machines)."""
-    from membench.producers.pack_resolver import resolve_pack_dir
+    from membench.packs.pack_resolver import resolve_pack_dir
     from membench.schemas.pack_format import PackError
 
     if len(digests) != 1:
@@ -137,7 +137,7 @@ def find_secrets(home: Path, digests: list[str], pack_spec: str | None,
         except PackError as exc:
             return None, None, f"--pack: {exc}"
     candidates = [skeleton] if skeleton is not None else _builtin_dirs()
-    from membench.producers.pack_resolver import finalized_skeleton_name
+    from membench.packs.pack_resolver import finalized_skeleton_name
 
     if skeleton is not None and finalized_skeleton_name(skeleton) is not None:
         # a finalized copy has no placeholders but does have secrets: never report it as secret-free
@@ -177,7 +177,7 @@ def canary_for(warehouse: Any, run_set: str, home: Path, digests: list[str], pac
                blob_dir: Path | None = None, kafka: bool = False):
     """(events proof, secrets): the proof over the warehouse's agent-visible events and the diffs
     stored as blobs in BLOB_DIR (runs/<run set>/blobs), or not_run."""
-    from membench.producers.blobs import get_blob
+    from membench.bus.blobs import get_blob
     from membench.reports.canary import search_events
 
     secrets, label, reason = find_secrets(home, digests, pack_spec, kafka)
@@ -254,8 +254,8 @@ def conformance_funnel(home: Path, evaluated: list[str], study: Any, memory_mode
     """The conformance funnel (registered -> conformant -> evaluated) of a run set whose registered
     conditions (evaluated, or named in a study family) include a library, external or plug-in
     condition; None when every one is built in."""
-    from membench.producers.memory_systems.conformance_records import admission_record
-    from membench.producers.memory_systems.registry import MEMORY_SYSTEMS, needs_conformance
+    from membench.memory_systems.conformance_records import admission_record
+    from membench.memory_systems.registry import MEMORY_SYSTEMS, needs_conformance
     from membench.reports.model import CONFORMANCE_UNAVAILABLE, ConformanceEntry, ConformanceFunnel
 
     registered = list(dict.fromkeys([*evaluated, *(c for fam in study.families for pair in fam.comparisons

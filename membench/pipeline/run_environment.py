@@ -2,7 +2,7 @@
 (docs/design.md §5, "Resuming a run set").
 
 Before any unit of an embedded `run`, `score` or `transfer`, the scoring pre-flight runs in the
-backend the command uses (`membench.producers.scoring_preflight`); a failure stops the command (RunRefused,
+backend the command uses (`membench.runner.scoring_preflight`); a failure stops the command (RunRefused,
 exit 2) before anything is written. Its result and the versions that decide a verdict — membench's
 version and code digest, the Python membench runs on, the sandboxed interpreter's Python and pytest,
 the backend and its version, the oracle runner (fast or pytest: the two agree on every built-in
@@ -66,9 +66,9 @@ def membench_version() -> str:
 
 
 def scoring_environment(preflight) -> ScoringEnvironment:
-    """The environment of PREFLIGHT (`membench.producers.scoring_preflight.ScoringPreflight`, passed) and this
+    """The environment of PREFLIGHT (`membench.runner.scoring_preflight.ScoringPreflight`, passed) and this
     process: what a run set records and compares on resume (no timings, no paths)."""
-    from membench.producers.grid import code_digest
+    from membench.runner.grid import code_digest
     from membench.sandbox.oracle_runners import default_runner
 
     checks = "; ".join(f"{c.repo}/{c.trap}: reference {c.reference}, base {c.base}" for c in preflight.checks)
@@ -114,7 +114,7 @@ def differences(recorded: ScoringEnvironment, current: ScoringEnvironment) -> li
 
 
 def has_events(runs_dir: Path, run_set: str) -> bool:
-    from membench.producers.bus.base import run_set_log_path
+    from membench.bus.base import run_set_log_path
 
     log = run_set_log_path(runs_dir, run_set)
     return log.exists() and log.stat().st_size > 0
@@ -148,7 +148,7 @@ def claim_environment(runs_dir: Path, run_set: str, current: ScoringEnvironment)
 def prepare_scoring(pack, sandbox_name: str, runs_dir: Path, run_set: str, cases=None) -> ScoringEnvironment:
     """What an embedded command does first: the scoring pre-flight in SANDBOX_NAME (a failure is
     RunRefused before anything is written), then the run set's environment claimed."""
-    from membench.producers.scoring_preflight import ScoringPreflightFailed, require_scoring
+    from membench.runner.scoring_preflight import ScoringPreflightFailed, require_scoring
 
     try:
         preflight = require_scoring(pack, sandbox_name, cases)

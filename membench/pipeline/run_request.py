@@ -69,7 +69,7 @@ def check_run_set_id(run_set: str | None, where: str = "--run-set") -> None:
 
 def load_skeleton(pack: str):
     """The pack as authored (not finalized yet): what the conditions and the agent are checked against."""
-    from membench.producers.pack_resolver import resolve_pack_dir
+    from membench.packs.pack_resolver import resolve_pack_dir
     from membench.schemas.pack_format import PackError, load_pack
 
     try:
@@ -81,7 +81,7 @@ def load_skeleton(pack: str):
 def check_conditions(conditions: list[str], skeleton) -> None:
     """Every condition is a memory system membench can run; a paper ablation that cannot be defined
     here, or a source benchmark's own condition name, is named as such."""
-    from membench.producers.memory_systems.registry import MEMORY_SYSTEMS, undefined_ablation
+    from membench.memory_systems.registry import MEMORY_SYSTEMS, undefined_ablation
     from membench.schemas.fields import did_you_mean
 
     if not conditions:
@@ -116,7 +116,7 @@ def check_compare(pairs, conditions: list[str]) -> tuple[tuple[str, str], ...]:
 
 
 def make_run_agent(agent: str, loop=None, with_gateway: bool = False):
-    from membench.producers.agents.registry import make_agent
+    from membench.agents.registry import make_agent
 
     try:
         return make_agent(agent, loop, with_gateway=with_gateway)
@@ -130,7 +130,7 @@ def admit_conditions(home: Path, conditions: list[str], study, memory_model: str
     conformance record of the configuration it would run (`membench memory check`). Under a study
     with families a condition without one is dropped (said, its registered slots stay at p = 1);
     otherwise it is refused."""
-    from membench.producers.memory_systems.conformance_records import (ConditionNotAdmitted, conformance_status,
+    from membench.memory_systems.conformance_records import (ConditionNotAdmitted, conformance_status,
                                                               require_conformant)
 
     if study is not None and study.families:
@@ -179,7 +179,7 @@ def load_signer(sign_key: Path | None):
 def open_finalized(pack: str, home: Path):
     """The finalized pack (its secrets placed, cached under MEMBENCH_HOME/packs): a bad placement is
     refused, not a traceback."""
-    from membench.producers.pack_resolver import open_pack
+    from membench.packs.pack_resolver import open_pack
     from membench.schemas.pack_format import PackError
 
     try:
@@ -236,9 +236,9 @@ def run_grid(request: RunRequest, display: RunDisplay | None = None) -> RunOutco
     from membench.pipeline.model_gateway import check_model_settings, model_run_set, parse_base_urls, run_set_gateway
     from membench.pipeline.run_display import SilentDisplay
     from membench.pipeline.run_environment import prepare_scoring
-    from membench.producers.agents.model_agents import LoopLimits
-    from membench.producers.grid import RunConfig, code_digest, plan_grid
-    from membench.producers.memory_systems.registry import is_model_driven
+    from membench.agents.model_agents import LoopLimits
+    from membench.runner.grid import RunConfig, code_digest, plan_grid
+    from membench.memory_systems.registry import is_model_driven
     from membench.sandbox.registry import BACKENDS
 
     display = display if display is not None else SilentDisplay()

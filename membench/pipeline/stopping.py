@@ -5,7 +5,7 @@
 - `kill` (the grace period over, or a second signal): the pipeline is fenced (a unit still running
   can no longer append to the log), then every sandbox is stopped (its processes killed), so the
   unit threads wind down at once; the caller then closes every unfinished attempt in the log with
-  `RunEnded{abandoned}` (membench/producers/attempts.py), which keeps the log verifiable (`membench replay`)
+  `RunEnded{abandoned}` (membench/bus/attempts.py), which keeps the log verifiable (`membench replay`)
   and the units retried on resume.
 - A third signal calls the caller's `hard_exit` (the CLI's ends the process at once, status 130,
   however the unit threads, Kafka clients or sandbox children hang), as a last resort; without one

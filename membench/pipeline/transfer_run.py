@@ -34,8 +34,8 @@ def _frozen_from_warehouse(warehouse, run_set: str) -> dict[tuple[int, str], str
 def _frozen_from_topic(topics, study, seeds: list[int], status: dict[str, dict]) -> dict[tuple[int, str], str]:
     """(seed, bank) -> digest from the SkillBankFrozen events of each seed's completed learning run
     (its run id from the unit-status topic), read from the trajectory topic."""
-    from membench.producers.bus.kafka import read_run_events
-    from membench.producers.transfer.transfer_units import learning_unit
+    from membench.bus.kafka import read_run_events
+    from membench.transfer_protocol.transfer_units import learning_unit
 
     runs = {}
     for seed in seeds:
@@ -53,8 +53,8 @@ def _phases(study, conditions, seeds, phase, new_agent, workers, config, sandbox
     """Run the learning units, then the transfer units, skipping completed ones."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
-    from membench.producers.transfer.bank import CONDITION_BANKS
-    from membench.producers.transfer.transfer_units import FrozenBank, bank_dir, learning_unit, plan_transfer, run_learning, run_transfer
+    from membench.transfer_protocol.bank import CONDITION_BANKS
+    from membench.transfer_protocol.transfer_units import FrozenBank, bank_dir, learning_unit, plan_transfer, run_learning, run_transfer
     from membench.sandbox.registry import get_sandbox
 
     sandbox = get_sandbox(sandbox_name)
@@ -117,7 +117,7 @@ def run_transfer_embedded(study, conditions, seeds, phase, new_agent, workers, c
                 phase != "learning")
             console.print(f"run set [bold]{run_set}[/]: study {study.name}, phase {phase}, {total} units "
                           f"(some may be complete already)")
-            from membench.producers.transfer.transfer_units import learning_unit, plan_transfer
+            from membench.transfer_protocol.transfer_units import learning_unit, plan_transfer
 
             planned = ([learning_unit(study, seed).unit_id for seed in seeds] * (phase != "transfer")
                        + [u.unit_id for u in plan_transfer(study, conditions, seeds)] * (phase != "learning"))
@@ -156,8 +156,8 @@ def run_transfer_kafka(study, conditions, seeds, phase, new_agent, workers, conf
     What it says goes to DISPLAY (default: nothing); the caller prints the run set's id."""
     from membench.pipeline.distributed.publication import KafkaPublication
     from membench.pipeline.run_display import SilentDisplay
-    from membench.producers.bus.kafka_blobs import share_blobs
-    from membench.producers.transfer.transfer_units import learning_unit, plan_transfer
+    from membench.bus.kafka_blobs import share_blobs
+    from membench.transfer_protocol.transfer_units import learning_unit, plan_transfer
 
     console = display if display is not None else SilentDisplay()
     publication = KafkaPublication(settings, config.run_set)

@@ -16,7 +16,7 @@ Counts and ratios, as that benchmark computes them:
 Applicability: the contract attributes memories the system learned from this run's trajectory.
 It applies when the session read memory (a MemoryRead) and the memory system holds memories
 written from the run's events (a MemoryWrite with provenance; a scored `remem` label's memories are
-the ones its pack declares, membench/producers/memory_systems/declared.py); otherwise it is `not_applicable`
+the ones its pack declares, membench/memory_systems/declared.py); otherwise it is `not_applicable`
 — conditions without memory (B0, no_memory) and fixed-file baselines (curated_file), as the A/B
 benchmark defines them, and a first session with nothing learned yet. Nor does it apply when the
 agent could not act on what it received: it called a model and every call failed (a

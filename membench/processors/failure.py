@@ -77,12 +77,12 @@ FAILURE_REASONS = (
     "stale_memory_followed", "missing_memory", "ignored_memory", "irrelevant_memory_distracted",
     "compile_failure", "test_failure",
 )
-# verdict outcomes (membench/sandbox/scoring.py, membench/producers/grid.py) that are the agent's doing, by the rule naming each
+# verdict outcomes (membench/sandbox/scoring.py, membench/runner/grid.py) that are the agent's doing, by the rule naming each
 INVALID_OUTPUT_OUTCOMES = {"unencodable_workspace_path": "workspace_path_not_utf8",
                            "workspace_too_large": "workspace_over_limit", "patch_too_large": "patch_over_limit",
                            "patch_broke_scoring": "scoring_failed_only_on_agent_tree"}
 # verdict outcomes that exclude a session: the harness's, proven on the pack's base checkout
-# (membench/sandbox/scoring.py, membench/producers/grid.py), so that no agent can bring them about
+# (membench/sandbox/scoring.py, membench/runner/grid.py), so that no agent can bring them about
 EXCLUDING_OUTCOMES = frozenset({"isolation_unavailable", "harness_fault"})
 
 

@@ -1,8 +1,8 @@
 """How a run used its memory (derived v6 `MemoryUse`): a pure fold over one run's `MemoryRead` events.
 
 A MemoryRead is either the harness's read before a session (what the condition puts into the prompt:
-its query is the session's instruction, membench/producers/grid.py) or a call the agent made to a memory tool
-during the session (`search_memory`/`get_memory`, membench/producers/gateway/memory.py; an MCP memory server's
+its query is the session's instruction, membench/runner/grid.py) or a call the agent made to a memory tool
+during the session (`search_memory`/`get_memory`, membench/memory_systems/agent_tools.py; an MCP memory server's
 read-only tool, its query the call's JSON). The events carry no marker of which, so the fold tells them
 apart by the one thing the harness's read always has: within a session, the first MemoryRead whose
 query digest equals the SessionStarted instruction's is the harness's; a read outside any session is

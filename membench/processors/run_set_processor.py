@@ -5,7 +5,7 @@ re-sent message overtaken by later ones) waits in a small per-run buffer until t
 and a duplicate (a seq already applied) is dropped and counted, so redelivery after a crash or
 a producer retry derives nothing twice. A run ends at its first RunEnded so applied: events of it
 that arrive later derive nothing, which is what fences a stalled runner's attempt once another
-runner has closed it (docs/design.md §2; `membench.producers.attempts.RunChain` reads a run the same way).
+runner has closed it (docs/design.md §2; `membench.bus.attempts.RunChain` reads a run the same way).
 """
 
 from __future__ import annotations

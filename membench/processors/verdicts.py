@@ -8,13 +8,13 @@ passing tests holds (an inconclusive oracle, a wrong file), and under the run's 
 stays the oracle's own. A session or run is excluded (never a
 fail, never imputed) when isolation was unavailable or the oracle's harness produced no outcome
 (`harness_fault`, `membench.processors.failure.EXCLUDING_OUTCOMES`), or the run ended as excluded or was closed as
-abandoned (a crashed attempt, `membench/producers/attempts.py`). A run that ended `completed` with an
+abandoned (a crashed attempt, `membench/bus/attempts.py`). A run that ended `completed` with an
 `error_type` of `harness_error:…` (the harness raised after the agent started) is not
 excluded: its unfinished sessions simply did not pass. Nothing after the scored session's verdict
 can change the cell: a run that ended `excluded` once its scored session had a verdict (a memory
 write after it whose model failed, say) is summarized as `completed`, its reason kept in
 `error_type` only — whatever runner wrote the log (membench's own records such a failure as a
-note and ends the run `completed`, membench/producers/grid.py). Durations are
+note and ends the run `completed`, membench/runner/grid.py). Durations are
 the difference of event timestamps, the only wall-clock fields.
 """
 

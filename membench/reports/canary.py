@@ -14,7 +14,7 @@ Scored diffs (`PatchProduced.production_diff` / `stripped_diff`) are inline up t
 the payload; a larger one is only its digest in the event, its text a blob beside the log
 (`runs/<run set>/blobs/<sha256>`, docs/design.md §9). Those blobs are agent-visible too (the agent
 wrote the diff) and are searched through `read_blob` (digest -> bytes, None when absent or not
-hashing to its name; the CLI reads `membench.producers.blobs`). A blob that cannot be read leaves the proof
+hashing to its name; the CLI reads `membench.bus.blobs`). A blob that cannot be read leaves the proof
 `not_run` naming how many and where they were looked for — an unsearched diff is never a pass —
 unless a leak was found anyway (`fail`).
 """

@@ -1,5 +1,5 @@
 """The sandbox backends by name (`--sandbox bwrap|docker`); each probes itself (`Sandbox.probe`), and the
-scoring pre-flight (membench/producers/scoring_preflight.py) that `membench doctor` shows runs that probe."""
+scoring pre-flight (membench/runner/scoring_preflight.py) that `membench doctor` shows runs that probe."""
 
 from __future__ import annotations
 

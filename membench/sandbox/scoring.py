@@ -25,7 +25,7 @@
    or the harness could not be imported, the interpreter is missing), or pytest's own internal,
    usage or no-test-collected status (3, 4, 5) — still scores `fail`, and `ScoreResult.harness_fault`
    names the cause. The oracle's process runs no production code, but what it calls is production
-   code, so this is a suspicion, not a finding: the runner (`membench/producers/grid.py`) scores the pack's untouched
+   code, so this is a suspicion, not a finding: the runner (`membench/runner/grid.py`) scores the pack's untouched
    base checkout the same way, and only when the harness produces no outcome there either is the
    session `harness_fault` and the unit excluded; otherwise the `fail` stands (the agent's tree
    caused it). A collection error (a symbol the code under test lacks, an import that raises

@@ -20,7 +20,7 @@ RAW_KINDS = (
 )
 
 # A ModelCall whose call_id starts with this is the transfer protocol's simulated user's (a model
-# user, membench/producers/transfer/model_user.py), not the agent's: its usage is kept out of the agent's.
+# user, membench/transfer_protocol/model_user.py), not the agent's: its usage is kept out of the agent's.
 SIMULATED_USER_CALL_PREFIX = "user-"
 
 

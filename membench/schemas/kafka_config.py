@@ -1,7 +1,7 @@
 """The confluent-kafka client configurations, built in one place (docs/design.md §2).
 
 Plain dicts, no confluent-kafka import: every package may import `schemas`, so the bus and the
-runners (`membench/producers/`, `membench/`) and the sink (`membench/warehouse/`) take their configs from here. One
+runners (`membench/runner/`, `membench/pipeline/`, `membench/`) and the sink (`membench/warehouse/`) take their configs from here. One
 function per client kind holds the settings every client of that kind shares; a caller passes the
 brokers, its group, and only what is its own (a delivery callback, a rebalance timeout):
 
@@ -11,7 +11,7 @@ brokers, its group, and only what is its own (a delivery callback, a rebalance t
   by the caller, never automatically; a new group starts at the beginning; only committed records
   are read (librdkafka's default, stated);
 - `reader_config`: a consumer that assigns partitions and reads them to a known end
-  (`membench/producers/bus/kafka_read.py` `read_to_end`): a consumer's settings, and the broker answers a
+  (`membench/bus/kafka_read.py` `read_to_end`): a consumer's settings, and the broker answers a
   fetch at once instead of batching for up to `fetch.wait.max.ms`;
 - `admin_config`: the admin client (topic creation).
 

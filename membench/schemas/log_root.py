@@ -6,7 +6,7 @@
 as 64 lowercase hex characters. `last_hash` is the `hash` of the run's last event in its chain
 (its `RunEnded` for a closed run, the last event there is for a run that never ended), so the
 root commits to every event of every run through the per-run hash chains (§3). Every run counts:
-completed, excluded, errored, abandoned (closed by a later attempt, `membench/producers/attempts.py`) and
+completed, excluded, errored, abandoned (closed by a later attempt, `membench/bus/attempts.py`) and
 still open. One space separates the two fields, every line ends in "\\n"; run ids are UUIDs, so
 sorting the ids and sorting the lines agree. The same root can be recomputed in a shell from the
 heads: `printf '%s %s\\n' RUN_ID HASH ... | LC_ALL=C sort | sha256sum`.

@@ -29,7 +29,7 @@ Optional, backward-compatible manifest fields (imported packs use them; native p
   the memories a source condition's own memory store held, under the ids its agent cites (the A/B
   benchmark's `remem` numbers a fresh database's memories `memory:#1`, `#2`, … in the order they
   were seeded), each with the pack event that carries it. `membench score` records them for
-  predictions under that label (membench/producers/memory_systems/declared.py), so their memory contract
+  predictions under that label (membench/memory_systems/declared.py), so their memory contract
   is known without membench running that memory system. Each condition must be one of `conditions`
   and each event one of the sequence's events.
 `hidden/` never enters an agent's sandbox. The loader rejects a malformed pack before any run,
@@ -77,7 +77,7 @@ SLOT = re.compile(r"\{\{SLOT:([A-Za-z0-9_]+)\}\}")
 SECRET = re.compile(r"\{\{SECRET:([A-Za-z0-9_]+):([A-Za-z0-9_]+)\}\}")
 # anything that starts like a secret placeholder, well-formed or not (a leftover after finalize)
 SECRET_LIKE = re.compile(r"\{\{\s*SECRET\b[^}]*\}?\}?")
-# the format classes of generated secrets (membench/producers/finalize.py holds one generator per class)
+# the format classes of generated secrets (membench/packs/finalize.py holds one generator per class)
 SECRET_CLASSES = ("hex8", "hex12", "hex16", "token", "word", "int")
 # constructs whose trap must not be solvable from one injected event (docs/design.md §4)
 NO_SINGLE_EVENT_CONSTRUCTS = ("C2", "C3", "C6", "C7")

@@ -6,14 +6,14 @@
 - deadletter: messages a worker could not decode or process, header `reason`;
 - schemas: compacted, key = fingerprint hex, value = schema JSON (travels with the data);
 - unit-status: compacted (no record younger than a day), key = "<run_set>/<unit_id>", value =
-  JSON {status, run_id, attempt} and a runner's claim fields (`membench/producers/unit_queue.py` `KeyStatus`),
+  JSON {status, run_id, attempt} and a runner's claim fields (`membench/bus/unit_status.py` `KeyStatus`),
   so `membench run` can skip complete units without the warehouse;
 - units: the work queue of `membench runner` processes (a consumer group), key =
-  "<run_set>/<unit_id>", value = JSON unit order (`membench/producers/unit_queue.py`); a runner commits a
+  "<run_set>/<unit_id>", value = JSON unit order (`membench/runner/unit_queue.py`); a runner commits a
   unit's offset only once the unit is complete, so a dead runner's units go to another one;
 - blobs: compacted, key = "<run_set>/<sha256>/<chunk>/<chunks>", value = that chunk of the blob: the
   recorded model calls' bodies and large diffs a runner stored, so any runner (a `--model-replay`)
-  and any replay reads them (`membench/producers/bus/kafka_blobs.py`).
+  and any replay reads them (`membench/bus/kafka_blobs.py`).
 
 A DSN `kafka://HOST:PORT[,HOST:PORT…][/NAMESPACE][?partitions=N&replication=R&min_insync=M]`
 names the brokers; the optional namespace prefixes every topic and consumer group

@@ -420,7 +420,7 @@ BANK_MANIFEST = "MANIFEST.sha256"
 def _verify_native_bank(bank: Path, path: Path) -> None:
     """The hand-authored bank must match its `MANIFEST.sha256` (`sha256sum` format: one line
     `<64 hex>  <path relative to the bank>` per file, the manifest itself not listed), as
-    membench/producers/memory_systems/skill_bank.py verifies every bank it mounts. A missing or stale manifest
+    membench/memory_systems/skill_bank.py verifies every bank it mounts. A missing or stale manifest
     is the author's mistake to fix, not something to re-freeze silently: the run would otherwise
     record a digest of a bank nobody reviewed."""
     manifest = bank / BANK_MANIFEST

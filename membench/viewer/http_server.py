@@ -124,7 +124,7 @@ class ViewApp:
         return detail
 
     def blob(self, run_set: str, digest: str) -> bytes:
-        from membench.producers.blobs import get_blob
+        from membench.bus.blobs import get_blob
 
         if self.catalog.get(run_set, refresh=False) is None or not _SHA256.match(digest):
             raise NotFound("no such blob")

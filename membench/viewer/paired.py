@@ -77,7 +77,7 @@ def pair_view(live: LiveRunSet, blobs_dir: Path, task: str, seed: str,
               conditions: list[str] | None) -> dict[str, Any] | None:
     """The paired view of (TASK, SEED): one column per condition asked for (all that ran it, when none
     is named), in ladder order as named; None when no condition ran that trap and seed."""
-    from membench.producers.blobs import get_blob
+    from membench.bus.blobs import get_blob
 
     units = live.unit_ids(task, seed)
     if not units:

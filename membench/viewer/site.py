@@ -106,7 +106,7 @@ def static_report(html: str) -> str:
 def write_site(live: LiveRunSet, run_dir: Path, out: Path) -> dict[str, Any]:
     """Write the static site of LIVE (its directory RUN_DIR: blobs, report.html) into OUT; returns
     what was written (counts, bytes)."""
-    from membench.producers.blobs import get_blob
+    from membench.bus.blobs import get_blob
 
     prepare_out(out)
     live.refresh()

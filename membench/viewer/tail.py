@@ -1,7 +1,7 @@
 """Reading a run set's Avro container log incrementally while a run appends to it.
 
 `membench run` appends whole blocks (count, size, datums, sync marker) to `events.avro`
-(membench/producers/bus/ocf.py) and fsyncs each one; a reader can therefore meet, at the end of the file, a
+(membench/bus/ocf.py) and fsyncs each one; a reader can therefore meet, at the end of the file, a
 block whose bytes are not all there yet. `LogTail.poll` decodes every complete block after the last
 one it returned and stops before an incomplete one, remembering the byte offset where that block
 starts: the next poll begins there. It never writes the file and takes no lock.

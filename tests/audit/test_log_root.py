@@ -30,8 +30,8 @@ from membench.audit.checks import BlobStore, diff_findings
 from membench.audit.file_source import events_from_file
 from membench.audit.replayer import replay
 from membench.audit.root_check import check_log_root
-from membench.producers.attempts import close_abandoned, closing_event, scan_log
-from membench.producers.bus.file import FileBus
+from membench.bus.attempts import close_abandoned, closing_event, scan_log
+from membench.bus.file import FileBus
 from membench.schemas.chain import seal
 from membench.schemas.events import GENESIS_HASH
 from membench.schemas.log_root import log_root, root_lines, signed_message
@@ -356,8 +356,8 @@ def test_replay_names_the_last_good_event_before_an_undecodable_block(tmp_path):
     """Replay's log reader (membench.audit.logscan): a damaged block is a finding naming the byte offset
     and the run and seq of the last event before it."""
     from membench.audit.file_source import events_from_file
-    from membench.producers.bus.file import FileBus
-    from membench.producers.emitter import RunEmitter
+    from membench.bus.file import FileBus
+    from membench.bus.emitter import RunEmitter
 
     path = tmp_path / "events.avro"
     bus = FileBus(path)

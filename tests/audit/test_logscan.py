@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from membench.audit.logscan import BlockError, LogFile, compile_skipper, run_and_seq
-from membench.producers.bus.file import FileBus
+from membench.bus.file import FileBus
 from membench.schemas.codec import encode_datum
 from membench.schemas.registry import default_registry
 from tests.audit.test_replay_jobs import _transfer_runs

@@ -16,9 +16,9 @@ from membench.audit.checks import SourceDirs
 from membench.audit.file_source import events_from_file
 from membench.audit.parallel_replay import replay_file_jobs
 from membench.audit.replayer import replay
-from membench.producers.bus.file import FileBus
-from membench.producers.emitter import RunEmitter
-from membench.producers.memory_systems.skill_bank import MANIFEST, write_manifest
+from membench.bus.file import FileBus
+from membench.bus.emitter import RunEmitter
+from membench.memory_systems.skill_bank import MANIFEST, write_manifest
 from membench.schemas.codec import encode_datum
 from membench.schemas.registry import default_registry
 from tests.audit.test_log_root import rechain

@@ -14,7 +14,7 @@ import membench.audit.replayer as replay_module
 import membench.audit.run_heads as run_heads_module
 from membench.audit.replayer import replay
 from membench.audit.run_heads import RunHeads
-from membench.producers.attempts import RunChain, closing_event
+from membench.bus.attempts import RunChain, closing_event
 from membench.schemas.log_root import log_root, log_root_of_sorted
 from membench.schemas.registry import default_registry
 from tests.processors.test_verdicts import build_run

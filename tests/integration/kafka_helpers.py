@@ -11,7 +11,7 @@ import time
 import uuid
 from pathlib import Path
 
-from membench.producers.bus.kafka_read import consumer_group_caught_up  # noqa: F401 - the tests' wait for the processors
+from membench.bus.kafka_read import consumer_group_caught_up  # noqa: F401 - the tests' wait for the processors
 from tests.conftest import REPO, skip_or_fail
 
 SINGLE = "127.0.0.1:9092"

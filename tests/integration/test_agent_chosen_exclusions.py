@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from membench.processors import derive_all
-from membench.producers.pack_resolver import open_pack
-from membench.producers.grid import RunConfig, RunUnit, run_unit
+from membench.packs.pack_resolver import open_pack
+from membench.runner.grid import RunConfig, RunUnit, run_unit
 
 pytestmark = pytest.mark.integration
 

@@ -8,7 +8,7 @@ import pytest
 
 from membench.bench.bus import synthetic_run
 from membench.processors import derive_all
-from membench.producers.emitter import RunEmitter
+from membench.bus.emitter import RunEmitter
 from tests.conftest import run_cli
 from tests.integration.kafka_helpers import SINGLE, require_broker
 

@@ -15,10 +15,11 @@ from membench.pipeline.distributed.progress import grid_progress
 from membench.pipeline.distributed.group_member import UnitRunner
 from membench.pipeline.distributed.topic_reads import read_run_head
 from membench.pipeline.settings import Settings
-from membench.producers.bus.kafka import KafkaBus, ensure_topics, read_unit_status
-from membench.producers.pack_resolver import open_pack
-from membench.producers.grid import plan_grid
-from membench.producers.unit_queue import KeyStatus, UnitOrder
+from membench.bus.kafka import KafkaBus, ensure_topics, read_unit_status
+from membench.packs.pack_resolver import open_pack
+from membench.runner.grid import plan_grid
+from membench.bus.unit_status import KeyStatus
+from membench.runner.unit_queue import UnitOrder
 from membench.schemas.topics import topics_from_dsn
 from tests.conftest import run_cli
 from tests.integration.kafka_helpers import SINGLE, namespace, require_broker, topic_size

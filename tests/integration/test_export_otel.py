@@ -26,7 +26,7 @@ import pytest
 
 from membench.exports.otel import span_id_of
 from membench.bench.scripted_model_server import ScriptedUpstream, script_from_pack
-from membench.producers.attempts import read_log
+from membench.bus.attempts import read_log
 from tests.conftest import REPO, skip_or_fail
 
 pytestmark = pytest.mark.integration

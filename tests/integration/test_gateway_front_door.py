@@ -4,7 +4,7 @@ one-minute window, as a provider does): nothing it sends reaches the upstream of
 its malformed framing is answered at once, its oversized body and its flood are refused by the
 gateway as its own 4xx — so the upstream never answers 429 and no unit, its own or another, is
 excluded — and the log verifies. The controls (each defence bypassed) are in
-tests/producers/gateway/test_front_door.py."""
+tests/gateway/test_front_door.py."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import json
 import pytest
 
 from membench.bench.scripted_model_server import ScriptedUpstream
-from membench.producers.attempts import read_log
+from membench.bus.attempts import read_log
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.integration

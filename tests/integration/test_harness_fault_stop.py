@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from membench.errors import EXIT_HARNESS_FAULTS
-from membench.producers.attempts import read_log
+from membench.bus.attempts import read_log
 from tests.conftest import REPO, run_cli
 from tests.integration.pack_helpers import smoke_cut_to
 from tests.sandbox.broken_toolchain import says_pytest_is_missing
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.integration
 # `membench` whose scoring sandboxes lose pytest from the first unit on (nothing before the grid is touched)
 PYTEST_LOST = f"""import sys
 sys.path.insert(0, {str(REPO)!r})
-import membench.producers.grid as grid
+import membench.runner.grid as grid
 import membench.sandbox.registry as registry
 from tests.sandbox.broken_toolchain import PytestlessToolchain
 made = []

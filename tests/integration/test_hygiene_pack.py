@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from membench.producers.finalize import finalize_pack
+from membench.packs.finalize import finalize_pack
 from membench.schemas.pack_format import pack_digest
-from tests.producers.hygiene_helpers import FIXTURES, subset_pack
+from tests.packs.hygiene_helpers import FIXTURES, subset_pack
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("bwrap_sandbox")]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.producers.hygiene_helpers import FIXTURES, subset_pack
+from tests.packs.hygiene_helpers import FIXTURES, subset_pack
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("bwrap_sandbox")]
 

@@ -12,8 +12,8 @@ import uuid
 import pytest
 from confluent_kafka import Consumer
 
-from membench.producers.bus.kafka import KafkaBus
-from membench.producers.emitter import RunEmitter
+from membench.bus.kafka import KafkaBus
+from membench.bus.emitter import RunEmitter
 from membench.schemas.codec import decode
 from membench.schemas.events import bounded_text
 from tests.conftest import REPO, run_cli, skip_or_fail

@@ -1,4 +1,4 @@
-"""The read-to-end policy against the real broker (`membench/producers/bus/kafka_read.py`, docs/design.md §2):
+"""The read-to-end policy against the real broker (`membench/bus/kafka_read.py`, docs/design.md §2):
 a read that stops short — no time left before a partition's end, or an undecodable message — raises
 `ShortRead` naming where; no reader returns a partial result. `read_unit_status` raises rather than
 return a partial map (which would let `run --bus` re-run a completed unit); replay turns each gap
@@ -16,8 +16,8 @@ from confluent_kafka import Producer
 from membench.audit.kafka_source import events_from_kafka
 from membench.pipeline.distributed.topic_reads import read_run_head
 from membench.pipeline.kafka_engine import earlier_events
-from membench.producers.bus.kafka import ensure_topics, read_run_events, read_unit_status
-from membench.producers.bus.kafka_read import ShortRead, open_reader, read_to_end
+from membench.bus.kafka import ensure_topics, read_run_events, read_unit_status
+from membench.bus.kafka_read import ShortRead, open_reader, read_to_end
 from membench.schemas.chain import seal
 from membench.schemas.codec import frame
 from membench.schemas.kafka_config import producer_config

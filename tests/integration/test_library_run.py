@@ -109,7 +109,7 @@ def test_a_model_agent_and_a_model_driven_condition_run_through_the_library_call
     key; then replayed from the recording with no upstream. The control, a call without the key,
     is refused by the models' pre-flight before anything is written."""
     from membench.bench.scripted_model_server import ScriptedUpstream, script_from_pack
-    from membench.producers.attempts import read_log
+    from membench.bus.attempts import read_log
     from tests.integration.pack_helpers import smoke_cut_to
 
     pack = smoke_cut_to(tmp_path / "smoke-currency")

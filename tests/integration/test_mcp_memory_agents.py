@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from membench.bench.scripted_model_server import ScriptedUpstream, script_from_pack
-from membench.producers.memory_systems.mcp_servers import MCP_SERVERS
+from membench.memory_systems.mcp_servers import MCP_SERVERS
 from tests.conftest import assert_run_sets_verify, skip_or_fail
 from tests.integration.pack_helpers import smoke_cut_to
 from tests.integration.test_model_agents import KEY, events, outcomes, require_cli, run_end

@@ -1,9 +1,9 @@
 """A plug-in's admission is pinned to its code, end to end through the CLI: a real installed
-distribution (tests/producers/memory_systems/vendor_distribution.py) passes `membench memory check`,
+distribution (tests/memory_systems/vendor_distribution.py) passes `membench memory check`,
 `run` measures it (it carries the smoke pack's secrets: 3/3, B0 0/3) and the log verifies; its module
 is then edited so that `read` returns nothing, and `run` exits 2 before any unit naming the module
 and both digests — without the pin, it was admitted and measured 0/3 (the unit-level control in
-tests/producers/memory_systems/test_admission.py shows the old lookup admitting it)."""
+tests/memory_systems/test_admission.py shows the old lookup admitting it)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.producers.memory_systems.vendor_distribution import break_read, write_vendor_distribution
+from tests.memory_systems.vendor_distribution import break_read, write_vendor_distribution
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("bwrap_sandbox")]
 

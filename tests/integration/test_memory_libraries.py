@@ -29,10 +29,10 @@ import pytest
 
 from membench.bench.scripted_model_server import ScriptedUpstream
 from tests.conftest import assert_run_sets_verify
-from tests.producers.hygiene_helpers import subset_pack
+from tests.packs.hygiene_helpers import subset_pack
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-DOUBLE = Path(__file__).resolve().parents[1] / "producers" / "memory_systems" / "shuffling_adapter.py"
+DOUBLE = Path(__file__).resolve().parents[1] / "memory_systems" / "shuffling_adapter.py"
 LIBRARIES = ("B5-MEM0", "B5-MEM0-LIT", "B2-dense", "B5-LANGMEM")
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("bwrap_sandbox")]

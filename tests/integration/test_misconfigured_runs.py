@@ -17,7 +17,7 @@ from urllib.parse import quote
 import pytest
 
 from membench.bench.scripted_model_server import ScriptedUpstream, script_from_pack
-from membench.producers.attempts import read_log
+from membench.bus.attempts import read_log
 from tests.integration.pack_helpers import smoke_cut_to
 
 pytestmark = pytest.mark.integration

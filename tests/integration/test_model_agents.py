@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from membench.bench.scripted_model_server import ScriptedUpstream, script_from_pack
-from membench.producers.agents.model_agents import agents_prefix
-from membench.producers.attempts import read_log
+from membench.agents.model_agents import agents_prefix
+from membench.bus.attempts import read_log
 from tests.conftest import assert_run_sets_verify, skip_or_fail
 from tests.integration.pack_helpers import smoke_cut_to
 
@@ -171,7 +171,7 @@ def test_a_request_too_large_in_the_scored_session_is_the_agents_failure_not_an_
     the agent's failure, nothing is excluded, and the log verifies. The control — a provider that
     answers the probe 429/5xx as well, a genuine outage — excludes:
     test_an_unavailable_upstream_excludes_the_unit, and the units-level controls in
-    tests/producers/test_gateway_chosen_exclusions.py."""
+    tests/gateway/test_gateway_chosen_exclusions.py."""
     with ScriptedUpstream(script_from_pack(currency_pack), too_large="make_invoice(lines") as upstream:
         proc = cli("run", str(currency_pack), "--agent", "openai:local-model", "--conditions", "B0,B5", "--seeds", "1",
                    "--run-set", "too-large", "--workers", "1", "--model-base-url", upstream.base_url)

@@ -17,7 +17,7 @@ import pytest
 
 from membench.bench.scripted_model_server import ScriptedUpstream
 from tests.integration.sql_batch import sql_batch
-from tests.producers.hygiene_helpers import FIXTURES, subset_pack
+from tests.packs.hygiene_helpers import FIXTURES, subset_pack
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("bwrap_sandbox")]
 
@@ -148,7 +148,7 @@ def test_a_memory_write_made_to_fail_after_the_scored_session_keeps_the_cell(cli
     of --memory-model gets through, so it is the policy's failure: a harness note, the cell as
     scored, nothing excluded, and the log verifies. A failure there that the probe does reproduce
     (a genuine outage) leaves the cell as well (after_scored_verdict), while the same outage before
-    the scored session excludes — both units-level, tests/producers/test_gateway_chosen_exclusions.py."""
+    the scored session excludes — both units-level, tests/gateway/test_gateway_chosen_exclusions.py."""
     pack = subset_pack(FIXTURES / "hygiene-v1", tmp_path / "hygiene-v1", TRAPS[:1], name="hygiene-v1")
     with ScriptedUpstream(too_large="Create httpmini/partner.py") as upstream:
         proc = _run(cli, pack, "mdlate", ["B0", "B3-llm"], "--model-base-url", upstream.base_url)

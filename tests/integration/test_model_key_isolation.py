@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from membench.bench.scripted_model_server import ScriptedUpstream
-from membench.producers.attempts import read_log
+from membench.bus.attempts import read_log
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.integration

@@ -15,11 +15,11 @@ import re
 import pytest
 
 from membench.bench.scripted_model_server import ScriptedUpstream, script_from_pack
-from membench.producers.agents.scripted import NullAgent, RefsolAgent
-from membench.producers.pack_resolver import open_pack
+from membench.agents.scripted import NullAgent, RefsolAgent
+from membench.packs.pack_resolver import open_pack
 from tests.conftest import assert_run_sets_verify
 from tests.integration.test_model_agents import KEY, currency_pack, events, require_cli  # noqa: F401 (fixture)
-from tests.producers.unit_runs import WorkAgent, run_smoke_unit
+from tests.runner.unit_runs import WorkAgent, run_smoke_unit
 
 pytestmark = pytest.mark.integration
 
@@ -69,7 +69,7 @@ def test_refsol_and_null_remember_nothing(tmp_path, bwrap_sandbox, agent, passes
 def test_only_native_carries_a_memory_file_and_it_is_never_the_patch(tmp_path, bwrap_sandbox, monkeypatch,
                                                                      condition, defended):
     if not defended:  # the runner's drop bypassed: the file rides the continuation tree into S2
-        monkeypatch.setattr("membench.producers.grid.drop_memory_files", lambda agent, workspace, pack: [])
+        monkeypatch.setattr("membench.runner.grid.drop_memory_files", lambda agent, workspace, pack: [])
     seen: dict[int, str | None] = {}
 
     def work(task, session):

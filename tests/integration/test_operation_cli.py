@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from membench.producers.bus.kafka import probe_brokers
+from membench.bus.kafka import probe_brokers
 from tests.integration.kafka_helpers import SINGLE, require_broker
 
 pytestmark = pytest.mark.integration

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.producers.hygiene_helpers import FIXTURES, edit_manifest
+from tests.packs.hygiene_helpers import FIXTURES, edit_manifest
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SHARED, require_shared
-from tests.producers.test_remem_import import LATER
+from tests.packs.test_remem_import import LATER
 
 pytestmark = pytest.mark.integration
 

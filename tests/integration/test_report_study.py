@@ -10,7 +10,7 @@ import pytest
 
 from membench.bench.scripted_model_server import ScriptedUpstream, script_from_pack
 from membench.pipeline.report_inputs import find_secrets
-from membench.producers.attempts import read_log
+from membench.bus.attempts import read_log
 from tests.conftest import run_cli, run_cli_inprocess
 from tests.integration.pack_helpers import smoke_cut_to
 
@@ -169,7 +169,7 @@ def test_canary_searches_a_scored_diff_stored_as_a_blob(b1_b5):
     runs/<run set>/blobs: a secret of another trap planted there is found by `membench report`."""
     import hashlib
 
-    from membench.producers.blobs import put_blob
+    from membench.bus.blobs import put_blob
     from membench.warehouse.client import connect
 
     digest = _report(b1_b5)["inputs"]["pack_digest"]

@@ -35,7 +35,7 @@ from tests.conftest import REPO, run_cli
 from tests.integration.kafka_helpers import (SINGLE, Worker, consumer_group_caught_up, membench, namespace,
                                              require_broker, wait_for)
 from tests.integration.sql_batch import sql_batch
-from tests.producers.hygiene_helpers import subset_pack
+from tests.packs.hygiene_helpers import subset_pack
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka, pytest.mark.usefixtures("bwrap_sandbox")]
 
@@ -71,7 +71,7 @@ def _lines(path: Path, pattern) -> list:
 
 
 def _topic_values(dsn: str, topic: str) -> list[bytes]:
-    from membench.producers.bus.kafka_read import open_reader, read_to_end
+    from membench.bus.kafka_read import open_reader, read_to_end
 
     consumer = open_reader(topics_from_dsn(dsn), "test-scan")
     try:
@@ -211,7 +211,7 @@ def test_model_agents_and_libraries_run_on_runners_survive_a_kill9_and_replay(tm
 def test_codex_runs_on_a_runner_that_hosts_its_gateway(tmp_path):
     """The real Codex CLI on a runner: its sandboxed relay reaches the gateway the runner hosts, which
     adds the runner's key; the recorded calls and the scored sessions arrive through Kafka."""
-    from membench.producers.agents.model_agents import agents_prefix
+    from membench.agents.model_agents import agents_prefix
     from tests.conftest import skip_or_fail
     from tests.integration.pack_helpers import smoke_cut_to
 
@@ -262,7 +262,7 @@ def test_the_transfer_study_model_user_records_and_replays_on_kafka(tmp_path):
     """`membench transfer --bus kafka://… --user model:MODEL`: the gateway runs in that process with its
     key, the recorded bodies go to the blobs topic, and a replay on another machine, which holds none of
     them, reads the recording from the topics and holds the same conversation."""
-    from membench.producers.bus.kafka import read_run_events, read_unit_status
+    from membench.bus.kafka import read_run_events, read_unit_status
     from tests.integration.test_transfer_model_user import REPLIES, SCRIPT, transfer_args
 
     require_broker()

@@ -144,8 +144,8 @@ def test_a_runner_without_the_queued_pack_leaves_the_unit_to_others(tmp_path):
     named by partition and offset and skipped."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    from membench.producers.bus.kafka import ensure_topics
-    from membench.producers.unit_queue import UnitOrder
+    from membench.bus.kafka import ensure_topics
+    from membench.runner.unit_queue import UnitOrder
 
     require_broker()
     home = tmp_path / "home"

@@ -14,7 +14,7 @@ import shutil
 import pytest
 
 from tests.integration.test_remem_pack import diff, report
-from tests.producers.test_remem_import import LATER
+from tests.packs.test_remem_import import LATER
 
 pytestmark = pytest.mark.integration
 

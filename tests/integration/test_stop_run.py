@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from membench.producers.attempts import read_log
+from membench.bus.attempts import read_log
 from tests.conftest import run_cli
 from tests.integration.pack_helpers import smoke_cut_to
 

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from membench.bench.scripted_model_server import ScriptedUpstream
-from membench.producers.attempts import read_log
+from membench.bus.attempts import read_log
 from membench.schemas.transfer_format import load_study
 from tests.conftest import REPO, assert_run_sets_verify, run_cli
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from membench.producers.attempts import read_log
+from membench.bus.attempts import read_log
 from tests.conftest import assert_run_sets_verify, run_cli, run_cli_inprocess
 
 pytestmark = pytest.mark.integration

@@ -18,7 +18,7 @@ import pytest
 from membench.reports.effort import effort_row, pass_hat_k_text
 from membench.reports.model import Report, from_json
 from membench.viewer.http_server import ViewApp
-from membench.producers.attempts import read_log
+from membench.bus.attempts import read_log
 from tests.conftest import run_cli
 
 pytestmark = pytest.mark.integration

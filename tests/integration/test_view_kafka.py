@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from membench.viewer.http_server import ViewApp, ViewServer
-from membench.producers.bus.kafka import KafkaBus
+from membench.bus.kafka import KafkaBus
 from membench.schemas.codec import encode_datum
 from tests.integration.kafka_helpers import SINGLE, membench, namespace, require_broker
 from tests.viewer.test_view_api import RUNS

@@ -13,9 +13,9 @@ import pytest
 from membench.commands.cli_helpers import validate_run_set_id
 from membench.errors import UsageError
 from membench.schemas.fields import MAX_INPUT_BYTES
-from tests.producers.hygiene_helpers import FIXTURES
-from tests.producers.test_finalize_secrets import break_mid_fill
-from tests.producers.test_remem_import import LATER
+from tests.packs.hygiene_helpers import FIXTURES
+from tests.packs.test_finalize_secrets import break_mid_fill
+from tests.packs.test_remem_import import LATER
 
 BAD_IDS = ["../escape", "a/b", "/abs", ".hidden", "-rf", "a..b", "x" * 129, "tab\there", "ünïcode"]
 
@@ -171,7 +171,7 @@ def test_score_refuses_a_patch_out_of_the_workspace(cli_inproc, home, tmp_path, 
 
 
 def test_a_patch_whose_content_looks_like_headers_is_accepted(tmp_path):
-    from membench.producers.predictions import patch_path_problem
+    from membench.runner.predictions import patch_path_problem
 
     patch = ("diff --git a/notes.sql b/notes.sql\n--- a/notes.sql\n+++ b/notes.sql\n@@ -1,2 +1,2 @@\n"
              "--- /etc/passwd is a comment here\n+++ ../ also just content\n")

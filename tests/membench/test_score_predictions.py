@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from membench.producers.importers.remem import import_remem
-from membench.producers.predictions import PredictionError, apply_patch, load_predictions
+from membench.packs.importers.remem import import_remem
+from membench.runner.predictions import PredictionError, apply_patch, load_predictions
 from membench.schemas.pack_format import load_pack
-from tests.producers.test_remem_import import LATER
+from tests.packs.test_remem_import import LATER
 
 
 @pytest.fixture

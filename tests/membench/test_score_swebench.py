@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from tests.producers.test_remem_import import LATER
+from tests.packs.test_remem_import import LATER
 
 TASKS = ("stale-api", "stale-api-2", "stale-api-3", "stale-api-4")
 MODEL = "org/model-7b"

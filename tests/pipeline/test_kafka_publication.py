@@ -7,10 +7,10 @@ from __future__ import annotations
 import hashlib
 from types import SimpleNamespace
 
-import membench.producers.bus.kafka as kafka_bus
+import membench.bus.kafka as kafka_bus
 from membench.pipeline.distributed.publication import KafkaPublication
 from membench.pipeline.settings import Settings
-from membench.producers.grid import RunUnit, run_id_for
+from membench.runner.grid import RunUnit, run_id_for
 from membench.schemas.topics import topics_from_dsn
 
 
@@ -81,7 +81,7 @@ def test_a_fenced_publication_closes_the_attempts_it_began_and_left_open(monkeyp
     `close_open` ends each begun attempt whose run had not ended at the next seq of its chain (seq 0
     for a run with no event), records it `abandoned`, and marks `completed` a unit whose RunEnded went
     out before the fence; a unit never begun is left unmarked (resumed as its first attempt)."""
-    from membench.producers.attempts import ABANDONED_STATUS
+    from membench.bus.attempts import ABANDONED_STATUS
 
     monkeypatch.setattr(kafka_bus, "KafkaBus", FakeBus)
     monkeypatch.setattr(kafka_bus, "read_unit_status", lambda topics, run_set: {})

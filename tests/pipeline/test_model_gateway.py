@@ -9,9 +9,9 @@ import pytest
 from membench.bench.scripted_model_server import ScriptedUpstream
 from membench.pipeline.model_gateway import ModelSettings, start_gateway
 from membench.pipeline.run_errors import RequestInvalid
-from membench.producers.gateway.preflight import Target
-from membench.producers.gateway.rate_shares import RateLimit
-from membench.producers.gateway.server import MAX_REQUEST_BYTES
+from membench.gateway.preflight import Target
+from membench.gateway.rate_shares import RateLimit
+from membench.gateway.server import MAX_REQUEST_BYTES
 
 TARGET = Target("openai", "chat_completions", "m", "agent", "--agent openai:m")
 

@@ -79,8 +79,8 @@ def test_a_legal_request_passes_every_rule(tmp_path: Path, monkeypatch) -> None:
         run_grid(RunRequest("smoke", conditions=("B0", "B3-llm"), agent="openai:m", model=model,
                             settings=_settings(tmp_path)))
     # the default id includes the memory model, as `membench run`'s does (a run set of its own)
-    from membench.producers.grid import default_run_set
-    from membench.producers.pack_resolver import open_pack
+    from membench.runner.grid import default_run_set
+    from membench.packs.pack_resolver import open_pack
 
     pack = open_pack("smoke", tmp_path)
     assert str(reached.value) == default_run_set(pack.name, pack.digest, "openai:m+memory-model=mm", ["B0", "B3-llm"],

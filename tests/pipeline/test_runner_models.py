@@ -11,8 +11,8 @@ import pytest
 from membench.bench.scripted_model_server import ScriptedUpstream
 from membench.pipeline.distributed.runner_models import ModelsRefused, RunnerModels
 from membench.pipeline.settings import load_settings
-from membench.producers.bus.kafka_blobs import CHUNK_BYTES, chunks, referenced_blobs
-from membench.producers.unit_queue import ModelOrder, UnitOrder
+from membench.bus.kafka_blobs import CHUNK_BYTES, chunks, referenced_blobs
+from membench.runner.unit_queue import ModelOrder, UnitOrder
 from membench.schemas.events import Event
 
 KEY = "sk-runner-test-1f2e"

@@ -13,7 +13,7 @@ from membench.errors import EXIT_AUDIT_FAILED
 from membench.pipeline.grid_run import LogNotVerified, exit_unless_verified, verify_written, write_log_root
 from membench.pipeline.run_display import PlainLines
 from membench.pipeline.settings import Settings
-from membench.producers.emitter import RunEmitter
+from membench.bus.emitter import RunEmitter
 from membench.reports.model import to_json
 from membench.schemas.events import bounded_text
 from tests.processors.test_verdicts import build_run
@@ -39,7 +39,7 @@ def _emit_run(publish, run_set: str, run_id: str, settings_turn_first: bool) -> 
 def _write_run_set(settings: Settings, run_set: str, settings_turn_first: bool) -> None:
     from membench.audit.log_root_record import record_path, warehouse_state
     from membench.pipeline.embedded import EmbeddedPipeline
-    from membench.producers.bus.base import run_set_log_path
+    from membench.bus.base import run_set_log_path
     from membench.warehouse.client import connect
 
     warehouse = connect(settings.warehouse)

@@ -1,7 +1,7 @@
 """Every hygiene rate is observable on the built-in hygiene-v1 pack (issue 14, defect 5).
 
-Each trap is replayed as the runner emits it — its OracleLabels (membench/producers/labels.py), the pack
-events delivered as Turns, B5 (membench/producers/memory_systems/verbatim.py) writing and reading memory,
+Each trap is replayed as the runner emits it — its OracleLabels (membench/runner/labels.py), the pack
+events delivered as Turns, B5 (membench/memory_systems/verbatim.py) writing and reading memory,
 a verdict per task session — and folded by the real processors. No sandbox or agent is involved:
 denominators depend on labels, memories and the declared oracle cases, not on who wrote the
 patch (the integration test tests/integration/test_hygiene_pack.py checks the same on real runs).
@@ -16,12 +16,12 @@ from typing import Any
 
 from membench.processors import derive_all
 from membench.processors.hygiene import METRICS
-from membench.producers.labels import sequence_labels
-from membench.producers.memory_systems.base import Namespace
-from membench.producers.memory_systems.verbatim import VerbatimEventMemory
+from membench.runner.labels import sequence_labels
+from membench.memory_systems.base import Namespace
+from membench.memory_systems.verbatim import VerbatimEventMemory
 from membench.schemas.events import Event, bounded_text
 from membench.schemas.pack_format import load_pack
-from tests.producers.hygiene_helpers import FIXTURES
+from tests.packs.hygiene_helpers import FIXTURES
 
 BUDGET = 2000  # the runner's default read budget
 

@@ -4,7 +4,7 @@ query is the session's instruction) and the memory tool calls the agent made dur
 from __future__ import annotations
 
 from membench.processors import derive_all
-from membench.producers.emitter import RunEmitter
+from membench.bus.emitter import RunEmitter
 from membench.schemas.events import bounded_text
 
 

@@ -8,7 +8,7 @@ import json
 from collections import defaultdict
 
 from membench.processors.run_set_processor import derive_all
-from membench.producers.emitter import RunEmitter
+from membench.bus.emitter import RunEmitter
 from membench.analytics.loaders import load_manifest
 from tests.analytics.test_ccpf import table_2_outcomes
 from tests.conftest import SHARED, require_shared

@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from membench.processors import RunSetProcessor, derive_all
-from membench.producers.emitter import RunEmitter
+from membench.bus.emitter import RunEmitter
 from membench.schemas.events import bounded_text
 
 

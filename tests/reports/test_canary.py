@@ -1,5 +1,5 @@
 """The canary proof over a real warehouse (chDB) and a real blob store: scored diffs larger than the
-inline limit live only as blobs beside the log (membench/producers/blobs.py), and the proof searches them too.
+inline limit live only as blobs beside the log (membench/bus/blobs.py), and the proof searches them too.
 
 Before the fix a secret inside such a diff was never looked at: a leak planted there passed."""
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from membench.processors import derive_all
-from membench.producers.blobs import get_blob
-from membench.producers.emitter import RunEmitter
-from membench.producers.grid import INLINE_DIFF_LIMIT, patch_fields
+from membench.bus.blobs import get_blob
+from membench.bus.emitter import RunEmitter
+from membench.runner.grid import INLINE_DIFF_LIMIT, patch_fields
 from membench.reports.canary import Secret, search_events
 from membench.schemas.chain import seal
 from membench.schemas.events import bounded_text

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from membench.producers.emitter import RunEmitter
+from membench.bus.emitter import RunEmitter
 from membench.reports.model import Report, from_json, to_json
 from tests.reports.test_html import render_html, render_markdown
 from tests.reports.test_validity_gates_report import TRAPS, _grid, _report

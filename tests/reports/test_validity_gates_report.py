@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from membench.processors import derive_all
-from membench.producers.emitter import RunEmitter
+from membench.bus.emitter import RunEmitter
 from membench.reports.build import build_report
 from membench.schemas.chain import seal
 from membench.schemas.events import bounded_text

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from membench.producers.emitter import RunEmitter
+from membench.bus.emitter import RunEmitter
 from membench.sandbox.scoring import production_change
 from membench.sandbox.workspace import (
     DIFF_STORE_LIMIT,

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from membench.producers.agents.base import AgentTask
-from membench.producers.agents.command import MAX_EVENTS, CommandAgent
-from membench.producers.emitter import RunEmitter
-from membench.producers.memory_systems.base import MemoryContext, MemoryItem
+from membench.agents.base import AgentTask
+from membench.agents.command import MAX_EVENTS, CommandAgent
+from membench.bus.emitter import RunEmitter
+from membench.memory_systems.base import MemoryContext, MemoryItem
 from membench.sandbox import SandboxResult
 
 

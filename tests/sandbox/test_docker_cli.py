@@ -30,7 +30,7 @@ def test_run_with_docker_sandbox(docker_sandbox, cli, home, tmp_path):
 @pytest.mark.integration
 def test_run_with_docker_unavailable_stops_at_the_preflight(cli, home, tmp_path):
     """No unit runs on a backend the scoring pre-flight finds missing (a unit that meets it later is
-    excluded: tests/producers/test_agent_chosen_failures.py)."""
+    excluded: tests/runner/test_agent_chosen_failures.py)."""
     proc = cli("run", "smoke", "--seeds", "1", "--conditions", "B5", "--sandbox", "docker",
                env={"DOCKER_HOST": f"unix://{tmp_path}/no.sock"}, timeout=600)
     assert proc.returncode == 2, proc.stderr

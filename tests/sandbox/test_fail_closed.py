@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from membench.producers.agents.base import AgentTask
-from membench.producers.agents.registry import make_agent
-from membench.producers.agents.command import CommandAgent
-from membench.producers.memory_systems.base import MemoryContext
+from membench.agents.base import AgentTask
+from membench.agents.registry import make_agent
+from membench.agents.command import CommandAgent
+from membench.memory_systems.base import MemoryContext
 from membench.sandbox import IsolationUnavailable, SandboxSpec
 from membench.sandbox.bwrap import BwrapSandbox
 from membench.sandbox.docker_backend import DockerSandbox
@@ -105,7 +105,7 @@ def test_command_agent_refuses_to_run_without_a_sandbox(tmp_path):
 
 def test_broken_bwrap_run_stops_before_any_unit(cli, home, broken_bwrap):
     """The scoring pre-flight finds the broken backend first: no unit is run (units that could not
-    be scored are excluded at the unit level, tests/producers/test_agent_chosen_failures.py)."""
+    be scored are excluded at the unit level, tests/runner/test_agent_chosen_failures.py)."""
     proc = cli("run", "smoke", "--seeds", "1", "--conditions", "B0,B5", "--agent", "scripted:refsol",
                env={"MEMBENCH_BWRAP": str(broken_bwrap)}, timeout=600)
     assert proc.returncode == 2, proc.stderr

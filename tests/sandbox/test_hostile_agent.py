@@ -22,9 +22,9 @@ from pathlib import Path
 import fastavro
 import pytest
 
-from membench.producers.bus.file import FileBus
-from membench.producers.pack_resolver import open_pack
-from membench.producers.grid import RunConfig, RunUnit, run_unit
+from membench.bus.file import FileBus
+from membench.packs.pack_resolver import open_pack
+from membench.runner.grid import RunConfig, RunUnit, run_unit
 
 pytestmark = pytest.mark.integration
 

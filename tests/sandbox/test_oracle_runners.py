@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from membench.producers.finalize import finalize_pack
-from membench.producers.validate import static_gates
+from membench.packs.finalize import finalize_pack
+from membench.packs.validate import static_gates
 from membench.sandbox.oracle_runners import RUNNER_ENV, default_runner, refusal_of_source
 from membench.sandbox.workspace import snapshot
 from membench.schemas.pack_format import load_pack

@@ -9,8 +9,8 @@ import json
 import re
 from pathlib import Path
 
-from membench.producers.finalize import finalize_pack
-from membench.producers.validate import STATIC_GATES, static_gates
+from membench.packs.finalize import finalize_pack
+from membench.packs.validate import STATIC_GATES, static_gates
 from membench.sandbox.workspace import snapshot
 from membench.schemas.pack_format import MANIFEST_KEYS, SEQUENCE_KEYS, SESSION_KEYS, load_pack
 
@@ -52,7 +52,7 @@ def test_every_manifest_key_is_in_the_guide():
 
 
 def test_pack_new_writes_the_guides_example(cli_inproc, tmp_path):
-    from membench.producers.skeletons import EXAMPLE_PACK
+    from membench.packs.skeletons import EXAMPLE_PACK
 
     blocks = dict(BLOCK.findall(GUIDE.read_text(encoding="utf-8")))
     assert blocks == EXAMPLE_PACK  # the guide and `membench pack new` show the same pack

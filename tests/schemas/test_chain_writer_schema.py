@@ -12,7 +12,7 @@ import pytest
 from membench.audit.file_source import events_from_file
 from membench.audit.replayer import replay
 from membench.audit.warehouse_source import events_from_warehouse
-from membench.producers.bus.ocf import OcfAppender
+from membench.bus.ocf import OcfAppender
 from membench.schemas.chain import ChainVerifier, seal
 from membench.schemas.events import GENESIS_HASH, Event, bounded_text
 from membench.schemas.registry import default_registry

@@ -60,7 +60,7 @@ def test_constant_fields_must_be_fields_of_the_record():
 
 
 def test_a_misspelt_payload_key_is_refused_with_the_kind_and_the_key():
-    from membench.producers.emitter import RunEmitter
+    from membench.bus.emitter import RunEmitter
 
     published = []
     emitter = RunEmitter("rs", "run", "unit", lambda event, datum: published.append(datum))

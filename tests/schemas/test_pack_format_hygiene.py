@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from membench.producers.finalize import finalize_pack
+from membench.packs.finalize import finalize_pack
 from membench.sandbox.scoring import production_change, score_session
 from membench.sandbox.workspace import snapshot, write_tree
 from membench.schemas.pack_format import NO_SINGLE_EVENT_CONSTRUCTS, Pack, PackError, Sequence, load_pack
-from tests.producers.hygiene_helpers import FIXTURES, edit_manifest
+from tests.packs.hygiene_helpers import FIXTURES, edit_manifest
 
 HYGIENE = FIXTURES / "hygiene-v1"
 
@@ -89,7 +89,7 @@ def test_hygiene_pack_composition() -> None:
 
 
 def _null_patch_verdicts(pack: Pack, seq: Sequence, sandbox) -> list[str]:
-    """Each session's hidden oracle scored from the tree the agent starts from, as membench.producers.grid
+    """Each session's hidden oracle scored from the tree the agent starts from, as membench.runner.grid
     walks a sequence, unchanged (the null patch). Returns the problems: a null patch that does not
     fail. The reference half (every session's oracle passes the reference solution, applied in
     order as the runner does) is `membench validate`'s `reference_passes` gate, which

@@ -14,7 +14,7 @@ import pytest
 
 from membench.schemas.fields import MAX_INPUT_BYTES, is_plain_name
 from membench.schemas.pack_format import PackError, load_pack
-from tests.producers.hygiene_helpers import FIXTURES, edit_manifest
+from tests.packs.hygiene_helpers import FIXTURES, edit_manifest
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from membench.schemas.pack_format import RESOLUTION_POLICIES, PackError, load_pack
-from tests.producers.hygiene_helpers import FIXTURES, edit_manifest
+from tests.packs.hygiene_helpers import FIXTURES, edit_manifest
 
 
 @pytest.fixture

@@ -256,7 +256,7 @@ def test_http_refuses_writes_and_foreign_hosts(server):
 
 
 def test_blobs_are_served_when_they_hash_to_their_name(runs_dir, server):
-    from membench.producers.blobs import put_blob
+    from membench.bus.blobs import put_blob
 
     digest = put_blob(runs_dir / "rs" / "blobs", b"--- a/big\n+++ b/big\n")
     status, headers, body = _get(server, f"/api/blobs/rs/{digest}")

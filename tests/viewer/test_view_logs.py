@@ -13,9 +13,9 @@ import fastavro
 import pytest
 
 from membench.viewer.tail import LogTail
-from membench.producers.attempts import read_log
-from membench.producers.bus.ocf import OcfAppender
-from membench.producers.emitter import RunEmitter
+from membench.bus.attempts import read_log
+from membench.bus.ocf import OcfAppender
+from membench.bus.emitter import RunEmitter
 from membench.schemas.codec import encode_datum
 from membench.schemas.events import bounded_text
 from membench.schemas.registry import default_registry

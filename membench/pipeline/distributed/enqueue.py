@@ -16,13 +16,14 @@ def enqueue_grid(pack_spec, conditions, seeds, agent, run_set, sandbox_name, rea
     """Put the grid's units that are not complete (and not already queued) on the units topic, each
     marked `queued` on the unit-status topic, say so on DISPLAY (default: nothing) and return the run
     set id (the CLI prints it). Nothing runs here. `model`: the run set's model settings
-    (`membench.producers.unit_queue.ModelOrder`), carried by every order."""
+    (`membench.runner.unit_queue.ModelOrder`), carried by every order."""
     from confluent_kafka import Producer
 
-    from membench.producers.bus.kafka import KafkaBus, read_unit_status
-    from membench.producers.pack_resolver import open_pack
-    from membench.producers.grid import default_run_set, plan_grid
-    from membench.producers.unit_queue import DONE_STATUSES, UnitOrder
+    from membench.bus.kafka import KafkaBus, read_unit_status
+    from membench.packs.pack_resolver import open_pack
+    from membench.runner.grid import default_run_set, plan_grid
+    from membench.bus.unit_status import DONE_STATUSES
+    from membench.runner.unit_queue import UnitOrder
     from membench.pipeline.run_display import SilentDisplay
     from membench.schemas.kafka_config import producer_config
 

@@ -16,9 +16,9 @@ from membench.pipeline.distributed.topic_reads import StatusView, read_run_head
 from membench.pipeline.settings import Settings
 
 if TYPE_CHECKING:  # imported where a unit runs: a runner that only waits does not load them
-    from membench.producers.bus.kafka import KafkaBus
-    from membench.producers.attempts import RunHead
-    from membench.producers.unit_queue import Decision
+    from membench.bus.kafka import KafkaBus
+    from membench.bus.attempts import RunHead
+    from membench.runner.unit_queue import Decision
 
 RUNNER_SESSION_TIMEOUT_MS = 10_000  # a dead runner's units move to another runner after about this long
 RUNNER_MAX_POLL_INTERVAL_MS = 6 * 3600 * 1000  # a rebalance waits this long for running units to finish
@@ -72,7 +72,7 @@ class UnitRunner:
       a partition still holds are never run by two live runners at once.
     - A runner that dies (`kill -9`) leaves its units uncommitted: after the group's session timeout
       another runner receives them, closes the dead attempt in its own chain
-      (`RunEnded{abandoned}`, `membench/producers/attempts.py`) and runs the next attempt (`decide`).
+      (`RunEnded{abandoned}`, `membench/bus/attempts.py`) and runs the next attempt (`decide`).
     - A runner that only stalled (or was cut off) past the session timeout or `max.poll.interval.ms`
       is fenced: the close is the first RunEnded of its attempt's run, so what it publishes on
       resuming derives nothing, and before recording `completed` it checks that its own RunEnded ended
@@ -84,8 +84,8 @@ class UnitRunner:
 
         from confluent_kafka import Consumer
 
-        from membench.producers.bus.kafka import ensure_topics
-        from membench.producers.grid import code_digest
+        from membench.bus.kafka import ensure_topics
+        from membench.runner.grid import code_digest
         from membench.schemas.kafka_config import consumer_config
         from membench.schemas.topics import topics_from_dsn
 
@@ -252,7 +252,7 @@ class UnitRunner:
             self._log(f"runner {self._name}: {exc}")
 
     def _claim(self, msg) -> None:
-        from membench.producers.unit_queue import OrderError, UnitOrder
+        from membench.runner.unit_queue import OrderError, UnitOrder
 
         partition, offset = msg.partition(), msg.offset()
         self._offsets.setdefault(partition, {})[offset] = False
@@ -275,7 +275,7 @@ class UnitRunner:
     # -- the unit side (worker threads) --
 
     def _bus(self, run_set: str):
-        from membench.producers.bus.kafka import KafkaBus
+        from membench.bus.kafka import KafkaBus
 
         with self._lock:
             if run_set not in self._buses:
@@ -286,7 +286,7 @@ class UnitRunner:
             return self._buses[run_set]
 
     def _pack(self, order):
-        from membench.producers.pack_resolver import open_pack
+        from membench.packs.pack_resolver import open_pack
         from membench.schemas.pack_format import PackError
 
         with self._lock:
@@ -305,7 +305,7 @@ class UnitRunner:
 
     def _scoring_ready(self, order) -> None:
         """The scoring pre-flight (docs/sandbox.md) on this machine, once per pack and sandbox backend."""
-        from membench.producers.scoring_preflight import ScoringPreflightFailed, require_scoring
+        from membench.runner.scoring_preflight import ScoringPreflightFailed, require_scoring
 
         with self._ready_lock:
             if (order.pack_digest, order.sandbox) in self._scoring:
@@ -329,7 +329,7 @@ class UnitRunner:
     def _plan(self, order) -> "Plan":
         """Read the unit's status (to the topic's end) and, when an attempt started, its run's head;
         decide. The claim token names this decision, the base the record it read."""
-        from membench.producers.unit_queue import Head, decide
+        from membench.runner.unit_queue import Head, decide
 
         self._status.refresh()
         state = self._status.state(order.key)
@@ -351,8 +351,8 @@ class UnitRunner:
     def _prepare(self, order, plan: "Plan") -> str | None:
         """Skip a done unit, or close the earlier attempt the plan takes over; the run id of the
         attempt to claim, or None when there is nothing to run here."""
-        from membench.producers.attempts import RunHead
-        from membench.producers.grid import run_id_for
+        from membench.bus.attempts import RunHead
+        from membench.runner.grid import run_id_for
 
         decision, bus = plan.decision, self._bus(order.run_set)
         if decision.action == "skip":
@@ -408,8 +408,8 @@ class UnitRunner:
         return False
 
     def _execute(self, order, plan: "Plan", run_id: str) -> None:
-        from membench.producers.bus.kafka_blobs import share_blobs
-        from membench.producers.grid import RunConfig, run_unit
+        from membench.bus.kafka_blobs import share_blobs
+        from membench.runner.grid import RunConfig, run_unit
         from membench.sandbox.registry import get_sandbox
 
         from membench.pipeline.stopping import StoppableSandbox
@@ -472,7 +472,7 @@ class UnitRunner:
         from concurrent.futures import wait
 
         from membench.pipeline.stopping import KILL_WAIT_S
-        from membench.producers.attempts import RunHead
+        from membench.bus.attempts import RunHead
 
         wait(list(self._running), timeout=KILL_WAIT_S)
         with self._lock:
@@ -508,7 +508,7 @@ class UnitRunner:
         The close continues the chain where we read it; if the stalled runner published more in
         between, the close lands on a seq already taken (the processors drop it), so it is published
         again at the new end until it is the run's first RunEnded or the run ended by itself."""
-        from membench.producers.attempts import closing_event, describe
+        from membench.bus.attempts import closing_event, describe
 
         while True:
             event, datum = closing_event(head)

@@ -64,12 +64,12 @@ def run_distributed(pack_spec, conditions, seeds, agent, workers, run_set, sandb
 def _publish_grid(console: RunDisplay, stop, pack_spec, conditions, seeds, agent, workers, run_set, sandbox_name,
                   read_budget, settings: Settings, models=None) -> PublishedRun:
     from membench.pipeline.distributed.publication import KafkaPublication
-    from membench.producers.bus.kafka_blobs import share_blobs
+    from membench.bus.kafka_blobs import share_blobs
     from membench.pipeline.stopping import (HarnessFaultLimit, StoppableSandbox, clear_partial, resume_command, run_units,
                                    write_partial)
-    from membench.producers.attempts import describe
-    from membench.producers.grid import RunConfig, code_digest, default_run_set, plan_grid, run_unit
-    from membench.producers.pack_resolver import open_pack
+    from membench.bus.attempts import describe
+    from membench.runner.grid import RunConfig, code_digest, default_run_set, plan_grid, run_unit
+    from membench.packs.pack_resolver import open_pack
     from membench.reports.model import PartialRun
     from membench.sandbox.registry import get_sandbox
 

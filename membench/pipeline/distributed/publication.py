@@ -22,7 +22,7 @@ The steps, in order:
 
 A clean stop's kill (`membench.pipeline.stopping`) calls `fence()`: from then on a unit still running
 publishes nothing; `close_open()` then closes every attempt begun here whose run had not ended with
-`RunEnded{abandoned}` continuing its chain where the topic holds it (`membench/producers/attempts.py`), and
+`RunEnded{abandoned}` continuing its chain where the topic holds it (`membench/bus/attempts.py`), and
 records the unit `abandoned`, so a resumed run runs its next attempt.
 """
 
@@ -35,8 +35,8 @@ from membench.pipeline.settings import Settings
 
 if TYPE_CHECKING:
     from membench.pipeline.run_display import RunDisplay
-    from membench.producers.attempts import RunHead
-    from membench.producers.bus.kafka import SharedUnitBus
+    from membench.bus.attempts import RunHead
+    from membench.bus.kafka import SharedUnitBus
 
 DONE = ("completed", "excluded")  # a unit in one of these states is not run again
 # exclusions a later run may not meet again, retried on resume as the embedded run retries them
@@ -46,7 +46,7 @@ RETRIED_EXCLUSIONS = ("model_unavailable", "model_misconfigured", "harness_fault
 
 class KafkaPublication:
     def __init__(self, settings: Settings, run_set: str):
-        from membench.producers.bus.kafka import KafkaBus, read_unit_status
+        from membench.bus.kafka import KafkaBus, read_unit_status
 
         self.run_set = run_set
         self.bus = KafkaBus(settings.bus, run_set, settings.runs_dir / run_set / "spool")
@@ -57,7 +57,7 @@ class KafkaPublication:
         self._lock = threading.Lock()
         self._fenced = False
         self._begun: dict[str, str] = {}  # unit id -> the run id of its attempt begun here
-        self._heads: dict[str, RunHead] = {}  # run id -> membench.producers.attempts.RunHead as published
+        self._heads: dict[str, RunHead] = {}  # run id -> membench.bus.attempts.RunHead as published
         self._completed: set[str] = set()  # unit ids
         self._retried: dict[str, str] = {}  # run id -> its RunEnded's error type, one of RETRIED_EXCLUSIONS
 
@@ -71,8 +71,8 @@ class KafkaPublication:
 
     def start(self, units: list, mark: bool = True) -> None:
         """Number each unit's attempt (one past its last recorded one) and, with MARK, mark it `started`."""
-        from membench.producers.bus.kafka import SharedUnitBus
-        from membench.producers.grid import run_id_for
+        from membench.bus.kafka import SharedUnitBus
+        from membench.runner.grid import run_id_for
 
         self.attempts.update({u.unit_id: self.status.get(u.unit_id, {}).get("attempt", 0) + 1 for u in units})
         self._shared = SharedUnitBus(self.bus, self.attempts)
@@ -83,7 +83,7 @@ class KafkaPublication:
 
     def begin(self, unit) -> str:
         """Mark UNIT `started` (acknowledged) as it starts; the run id of its attempt."""
-        from membench.producers.grid import run_id_for
+        from membench.runner.grid import run_id_for
 
         run_id = run_id_for(self.run_set, unit, self.attempts[unit.unit_id])
         with self._lock:
@@ -92,7 +92,7 @@ class KafkaPublication:
         return run_id
 
     def publish(self, event, datum: bytes) -> None:
-        from membench.producers.attempts import RunHead
+        from membench.bus.attempts import RunHead
 
         with self._lock:
             if self._fenced:  # the attempt is closed as abandoned: what it adds now is no result
@@ -135,7 +135,7 @@ class KafkaPublication:
         """Close every attempt begun here whose run has not ended: `RunEnded{abandoned}` at the next seq
         of its chain as published (seq 0 for a run with no event), then the unit recorded `abandoned`;
         all acknowledged. Returns the closing events."""
-        from membench.producers.attempts import RunHead, closing_event
+        from membench.bus.attempts import RunHead, closing_event
 
         closed = []
         with self._lock:

@@ -1,6 +1,6 @@
 """The model gateway a Kafka run hosts for the units it runs (docs/gateway.md "Model agents on
 runners"): one per run set and model settings in each `membench runner` (and in `run --bus kafka`),
-built from the settings the unit orders carry (`membench.producers.unit_queue.ModelOrder`) and the API key of
+built from the settings the unit orders carry (`membench.runner.unit_queue.ModelOrder`) and the API key of
 this process's environment — which therefore never reaches the units topic, the sandbox or the log.
 
 Before the first unit of a run set runs here, the runner checks what it is about to run: each model
@@ -10,7 +10,7 @@ upstream it will run). A refusal is the runner's (`RunnerError`): the unit stays
 runner that can run it.
 
 A replay (`--model-replay RUN_SET` of a Kafka run set) is answered from RUN_SET's completed runs as
-the trajectory topic holds them, their bodies fetched from the blobs topic (`membench/producers/bus/kafka_blobs.py`)
+the trajectory topic holds them, their bodies fetched from the blobs topic (`membench/bus/kafka_blobs.py`)
 into this machine's `runs/RUN_SET/blobs/`."""
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ class ModelsRefused(RuntimeError):
 
 @dataclass(frozen=True)
 class HostedModels:
-    gateway: object  # membench.producers.gateway.server.ModelGateway
-    loop: object  # membench.producers.agents.model_agents.LoopLimits
+    gateway: object  # membench.gateway.server.ModelGateway
+    loop: object  # membench.agents.model_agents.LoopLimits
     memory_model: str | None
 
 
@@ -40,9 +40,9 @@ def recording_from_kafka(settings: Settings, run_set: str):
     """The recording of a Kafka run set: the ModelCall events of its completed runs (the unit-status
     topic names them; an abandoned attempt's calls are not part of it), their bodies copied from the
     blobs topic into `runs/<run_set>/blobs/`."""
-    from membench.producers.bus.kafka import read_run_events, read_unit_status
-    from membench.producers.bus.kafka_blobs import fetch_blobs
-    from membench.producers.gateway.recording import Recording
+    from membench.bus.kafka import read_run_events, read_unit_status
+    from membench.bus.kafka_blobs import fetch_blobs
+    from membench.gateway.recording import Recording
     from membench.schemas.topics import topics_from_dsn
 
     topics = topics_from_dsn(settings.bus)
@@ -57,9 +57,9 @@ def recording_from_kafka(settings: Settings, run_set: str):
 
 def gateway_settings(order, workers: int):
     """GatewaySettings of a ModelOrder, with this process's keys."""
-    from membench.producers.gateway.prices import PriceTable, PriceTableError
-    from membench.producers.gateway.rate_shares import RateLimit
-    from membench.producers.gateway.server import MAX_REQUEST_BYTES, GatewaySettings, keys_from_env
+    from membench.gateway.prices import PriceTable, PriceTableError
+    from membench.gateway.rate_shares import RateLimit
+    from membench.gateway.server import MAX_REQUEST_BYTES, GatewaySettings, keys_from_env
 
     prices = PriceTable.default()
     if order.prices is not None:
@@ -83,11 +83,11 @@ def open_models(settings: Settings, run_set: str, order, agent_spec: str, worker
                 recording=None, log: Callable[[str], None] = lambda line: None) -> HostedModels:
     """The gateway for ORDER (a ModelOrder) in this process, its models probed first (unless the
     order turned the pre-flight off, or replays). RECORDING: the replay's, when already read."""
-    from membench.producers.agents.model_agents import LoopLimits
-    from membench.producers.agents.registry import make_agent
-    from membench.producers.gateway.preflight import probe, targets_for
-    from membench.producers.gateway.recording import RecordingError
-    from membench.producers.gateway.server import ModelGateway
+    from membench.agents.model_agents import LoopLimits
+    from membench.agents.registry import make_agent
+    from membench.gateway.preflight import probe, targets_for
+    from membench.gateway.recording import RecordingError
+    from membench.gateway.server import ModelGateway
 
     loop = LoopLimits(order.max_steps, order.max_tokens)
     agent = make_agent(agent_spec, loop, with_gateway=True)
@@ -127,9 +127,9 @@ class RunnerModels:
         self._admitted: set[tuple[str, str, str]] = set()
 
     def for_order(self, order) -> HostedModels | None:
-        """The models of a unit order (membench.producers.unit_queue.UnitOrder), None when it calls none;
+        """The models of a unit order (membench.runner.unit_queue.UnitOrder), None when it calls none;
         raises ModelsRefused when this runner cannot run them."""
-        from membench.producers.unit_queue import ModelOrder
+        from membench.runner.unit_queue import ModelOrder
 
         model = ModelOrder.from_dict(order.model) if order.model is not None else None
         self._check_admission(order, model)
@@ -147,7 +147,7 @@ class RunnerModels:
         return hosted
 
     def _check_admission(self, order, model) -> None:
-        from membench.producers.memory_systems.registry import is_model_driven
+        from membench.memory_systems.registry import is_model_driven
 
         if self._admit is None:
             return

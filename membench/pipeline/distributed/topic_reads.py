@@ -11,13 +11,13 @@ from membench.schemas.events import Event
 
 
 def read_run_head(topics, run_id: str, timeout: float = 30.0):
-    """Where `run_id` stands on the trajectory topic (a `membench.producers.attempts.RunHead`), or None when
+    """Where `run_id` stands on the trajectory topic (a `membench.bus.attempts.RunHead`), or None when
     the run has no event: its events followed in partition order by the processors' rule
     (`RunChain`: the first RunEnded ends it, later or duplicate events are fenced). Every partition
     is scanned by key, decoding only the run's messages, up to the end it has when called; a short
     read raises `ShortRead` (a head read short could hide the run's end)."""
-    from membench.producers.attempts import RunChain
-    from membench.producers.bus.kafka_read import open_reader, read_to_end
+    from membench.bus.attempts import RunChain
+    from membench.bus.kafka_read import open_reader, read_to_end
     from membench.schemas.codec import decode_datum, unframe
 
     def decode(msg) -> Event:
@@ -41,14 +41,14 @@ def read_run_head(topics, run_id: str, timeout: float = 30.0):
 class StatusView:
     """Every unit's status, kept current by reading the compacted topic up to its end before each
     decision (one reader, assigned every partition, no group). Each key's records are folded by the
-    claim rule (`membench.producers.unit_queue.KeyStatus`): a `started` record whose claim lost is ignored."""
+    claim rule (`membench.bus.unit_status.KeyStatus`): a `started` record whose claim lost is ignored."""
 
     def __init__(self, topics, claims_prefix: str | None = None):
         """`claims_prefix`: keep the verdicts of those claims only (a runner's own, until it reads
         them), not of every claim of every unit; None keeps all."""
         from confluent_kafka import TopicPartition
 
-        from membench.producers.bus.kafka_read import open_reader, partitions_of
+        from membench.bus.kafka_read import open_reader, partitions_of
 
         self.topics = topics
         self._lock = threading.Lock()
@@ -64,8 +64,8 @@ class StatusView:
         """Read every partition up to the end it has when called; with `until` (partition, offset),
         only that partition up to and including that offset (a runner's own acknowledged record: the
         claim check reads from where the last refresh stopped, at most its base, up to it)."""
-        from membench.producers.bus.kafka_read import read_assigned, watermarks
-        from membench.producers.unit_queue import KeyStatus
+        from membench.bus.kafka_read import read_assigned, watermarks
+        from membench.bus.unit_status import KeyStatus
 
         with self._lock:
             ends = {}
@@ -101,7 +101,7 @@ class StatusView:
         """The key's `KeyStatus` (a copy), or a blank one."""
         from dataclasses import replace
 
-        from membench.producers.unit_queue import KeyStatus
+        from membench.bus.unit_status import KeyStatus
 
         with self._lock:
             state = self.keys.get(key)

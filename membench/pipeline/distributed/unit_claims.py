@@ -1,6 +1,6 @@
 """A runner's claim on a unit's status (docs/design.md §2 **Claims**): record it, read the status
 topic up to it, and, when it lost, repeat the record that counts so that the key's newest record is
-true again. The rule itself is pure: `membench/producers/unit_queue.py` `KeyStatus`."""
+true again. The rule itself is pure: `membench/bus/unit_status.py` `KeyStatus`."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def restate(view, bus, unit_id: str, claim: str, rounds: int = 10) -> bool:
     to the end it fetched first, so this stops once no record of the winner lands between. Returns
     False only when ROUNDS repeats did not settle the key; True also when its newest record is
     another loser's (whose own restatement settles it)."""
-    from membench.producers.unit_queue import restatement
+    from membench.bus.unit_status import restatement
 
     key = f"{bus.run_set}/{unit_id}"
     for _ in range(rounds):

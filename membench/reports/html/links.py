@@ -25,7 +25,7 @@ def unit_id_href(report: Report, unit_id: str) -> str | None:
 
 
 def unit_href(report: Report, trap: str, condition: str, seed: str) -> str | None:
-    """The unit of one matrix cell (its id as membench.producers.grid.RunUnit.unit_id builds it)."""
+    """The unit of one matrix cell (its id as membench.runner.grid.RunUnit.unit_id builds it)."""
     if not report.suite:
         return None
     return unit_id_href(report, f"{report.suite}/{trap}/{condition}/{seed}")

@@ -1,0 +1,1 @@
+"""Packs as a user hands them in: resolving a built-in or a directory, finalizing, the admission gates of `membench validate`, the skeleton, importers of foreign formats."""

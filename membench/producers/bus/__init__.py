@@ -1,5 +1,0 @@
-"""Event buses. A bus takes sealed events (with their Avro datum) in per-run order."""
-
-from membench.producers.bus.base import Bus
-
-__all__ = ["Bus"]
