@@ -43,7 +43,9 @@ class RunRequest:
     conditions: tuple[str, ...] = ("B0", "B5")  # memory conditions [--conditions]
     seeds: tuple[int, ...] = (1, 2, 3)  # [--seeds]
     agent: str = "scripted:memory-literal"  # scripted:*, command:PROGRAM, openai:MODEL, codex, claude-code [--agent]
-    workers: int = 2  # units run at once [--workers]
+    # units run at once; None: `membench run`'s default for the agent (cores for a CPU-bound agent,
+    # more for one that waits on a model: `membench.pipeline.worker_count.default_workers`) [--workers]
+    workers: int | None = None
     run_set: str | None = None  # None: derived from pack, agent and grid, so a re-run resumes [--run-set]
     sandbox: str = "bwrap"  # [--sandbox]
     read_budget: int = 2000  # memory read budget, tokens [--read-budget]
@@ -249,7 +251,12 @@ def run_grid(request: RunRequest, display: RunDisplay | None = None) -> RunOutco
                              "run set is started with `membench run --bus kafka://…`")
     if request.sandbox not in BACKENDS:
         raise RequestInvalid(f"--sandbox: unknown backend '{request.sandbox}' (known: {', '.join(BACKENDS)})")
-    if request.workers < 1 or request.read_budget < 0 or request.stop_grace < 0:
+    workers, workers_why = request.workers, None
+    if workers is None:
+        from membench.pipeline.worker_count import default_workers
+
+        workers, workers_why = default_workers(request.agent)
+    if workers < 1 or request.read_budget < 0 or request.stop_grace < 0:
         raise RequestInvalid("--workers must be at least 1, --read-budget and --stop-grace at least 0")
     if not request.seeds:
         raise RequestInvalid("--seeds: empty list")
@@ -276,10 +283,11 @@ def run_grid(request: RunRequest, display: RunDisplay | None = None) -> RunOutco
     admit_refused_traps(request.pack, loaded, settings.home, request.include_refused, say)
     seeds = [int(s) for s in request.seeds]
     run_set = request.run_set or model_run_set(loaded, request.agent, model, conditions, seeds)
-    gateway = run_set_gateway(model, made, conditions, settings.runs_dir, run_set, request.workers, say)
+    gateway = run_set_gateway(model, made, conditions, settings.runs_dir, run_set, workers, say)
     config = RunConfig(run_set, request.agent, read_budget=request.read_budget, code_digest=code_digest(),
                        gateway=gateway, loop=loop, memory_model=model.memory_model)
     prepare_scoring(loaded, request.sandbox, settings.runs_dir, run_set)  # before anything is written
     return run_embedded(loaded, plan_grid(loaded, conditions, seeds), config, request.sandbox, settings,
-                        request.workers, signer=signer, stop_grace=request.stop_grace, display=display,
-                        build_report=report_builder(settings.home, request.baseline, study, request.pack, pairs))
+                        workers, signer=signer, stop_grace=request.stop_grace, display=display,
+                        build_report=report_builder(settings.home, request.baseline, study, request.pack, pairs),
+                        workers_note=None if workers_why is None else f"workers: {workers} ({workers_why})")

@@ -120,3 +120,31 @@ def test_plain_lines_show_the_account_without_styling() -> None:
     with display.units(2) as shown:
         shown.done("u1")
     assert out.getvalue() == "run set rs: 2 units\nMISMATCH run r1\n"
+
+
+def test_the_default_worker_count_is_membench_runs(tmp_path: Path, monkeypatch) -> None:
+    """workers=None takes `membench run`'s default for the agent (cores for a CPU-bound one, more for
+    one that waits on a model) and says why on the display; a number is taken as given. The grid
+    itself is stopped at its start (the run is tests/integration/test_library_run.py)."""
+    import membench.pipeline.run_environment
+    import membench.pipeline.run_request as run_request
+    import membench.pipeline.worker_count as worker_count
+    from membench.pipeline.worker_count import default_workers
+
+    monkeypatch.setattr(worker_count, "available_mb", lambda: 16_000.0)  # the reason names it: held still
+    started: list[tuple[int, str | None]] = []
+    monkeypatch.setattr(membench.pipeline.run_environment, "prepare_scoring", lambda *args, **kwargs: None)
+    monkeypatch.setattr(run_request, "run_embedded",
+                        lambda pack, units, config, sandbox, settings, workers, **kw: started.append(
+                            (workers, kw.get("workers_note"))))
+    model = ModelSettings(base_urls=("http://127.0.0.1:9/v1",), preflight=False)
+    run_grid(RunRequest("smoke", settings=_settings(tmp_path)))
+    run_grid(RunRequest("smoke", agent="openai:m", model=model, settings=_settings(tmp_path)))
+    run_grid(RunRequest("smoke", workers=3, settings=_settings(tmp_path)))
+    cpu, cpu_why = default_workers("scripted:memory-literal")
+    waiting, waiting_why = default_workers("openai:m")
+    assert waiting > cpu  # the two rules differ on this machine, so the test tells them apart
+    assert started == [(cpu, f"workers: {cpu} ({cpu_why})"), (waiting, f"workers: {waiting} ({waiting_why})"),
+                       (3, None)]
+    with pytest.raises(RequestInvalid, match="--workers must be at least 1"):
+        run_grid(RunRequest("smoke", workers=0, settings=_settings(tmp_path)))
