@@ -14,19 +14,20 @@ from rich.table import Table
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True,
-              help='print {"backends": {name: {"ok", "reason", "preflight"}}, "agents": {name: {"ok", "reason"}}} '
-                   "as JSON")
+              help='print {"backends": {name: {"ok", "reason", "preflight"}}, "agents": {name: {"ok", "reason"}}, '
+                   '"mcp_servers": {name: {"ok", "reason"}}} as JSON')
 def doctor(as_json: bool) -> None:
     """Run the scoring pre-flight in each sandbox backend (bwrap; Docker API / podman) — the same check
     `run`, `score`, `transfer` and `validate` make first: the backend's probe (a real jailed
     interpreter importing pytest) and the built-in smoke pack's reference solution passing and
-    untouched base failing its oracle — and start each real agent CLI (`--version`) in the bwrap
-    sandbox.
+    untouched base failing its oracle — start each real agent CLI (`--version`) in the bwrap
+    sandbox, and say whether each MCP memory server (MCP-KG, MCP-BASIC, a user's) can start here.
 
     Exits 0 when at least one backend works; a command on a backend that does not work stops before
-    anything runs (exit 2). A missing agent CLI does not change the exit status
-    (deploy/agents/install.sh installs them)."""
+    anything runs (exit 2). A missing agent CLI or MCP server does not change the exit status
+    (deploy/agents/install.sh and deploy/mcp-memory/install.sh install them)."""
     from membench.agents.model_agents import MODEL_AGENTS
+    from membench.memory_systems.mcp_servers import MCP_SERVERS
     from membench.packs.finalize import finalize_pack
     from membench.packs.pack_resolver import BUILTIN_DIR
     from membench.runner.scoring_preflight import scoring_preflight
@@ -45,8 +46,12 @@ def doctor(as_json: bool) -> None:
     for name, cls in MODEL_AGENTS.items():
         ok, reason = cls(cls.default_model).check_in(get_sandbox("bwrap"))
         agents[name] = {"ok": ok, "reason": reason}
+    servers = {}
+    for name, spec in MCP_SERVERS.items():  # what `memory check` and a run under it would start
+        ok, reason = spec.check()
+        servers[name] = {"ok": ok, "reason": reason}
     if as_json:
-        click.echo(json.dumps({"backends": backends, "agents": agents}, indent=2))
+        click.echo(json.dumps({"backends": backends, "agents": agents, "mcp_servers": servers}, indent=2))
     else:
         table = Table(title="membench sandbox backends")
         table.add_column("backend")
@@ -65,6 +70,12 @@ def doctor(as_json: bool) -> None:
         for column in ("agent", "works", "reason"):
             table.add_column(column)
         for name, status in agents.items():
+            table.add_row(name, "[green]yes[/]" if status["ok"] else "[red]no[/]", str(status["reason"]))
+        Console().print(table)
+        table = Table(title="membench MCP memory servers (started on the host)")
+        for column in ("condition", "installed", "reason"):
+            table.add_column(column)
+        for name, status in servers.items():
             table.add_row(name, "[green]yes[/]" if status["ok"] else "[red]no[/]", str(status["reason"]))
         Console().print(table)
     raise SystemExit(0 if any(status["ok"] for status in backends.values()) else 1)

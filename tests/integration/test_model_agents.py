@@ -212,12 +212,21 @@ def test_doctor_starts_each_agent_cli_in_the_sandbox(cli, bwrap_sandbox):
     assert set(report["agents"]) == {"codex", "claude-code"}
     assert report["agents"]["codex"]["ok"] and "codex-cli" in report["agents"]["codex"]["reason"]
     assert report["agents"]["claude-code"]["ok"] and "Claude Code" in report["agents"]["claude-code"]["reason"]
+    # the MCP memory servers, as `memory check` would find them (installed by deploy/setup-env.sh)
+    from membench.memory_systems.mcp_servers import MCP_SERVERS
+
+    assert {"MCP-KG", "MCP-BASIC"} <= set(report["mcp_servers"])
+    for name, status in report["mcp_servers"].items():
+        assert (status["ok"], status["reason"]) == MCP_SERVERS[name].check(), name
 
 
 def test_doctor_says_why_an_agent_cli_is_missing(cli, tmp_path):
-    report = json.loads(cli("doctor", "--json", env={"MEMBENCH_AGENTS_PREFIX": str(tmp_path)}).stdout)
+    report = json.loads(cli("doctor", "--json", env={"MEMBENCH_AGENTS_PREFIX": str(tmp_path),
+                                                     "MEMBENCH_MCP_PREFIX": str(tmp_path)}).stdout)
     assert report["agents"]["codex"] == {"ok": False,
                                          "reason": f"{tmp_path}/bin/codex is missing: run deploy/agents/install.sh"}
+    kg = report["mcp_servers"]["MCP-KG"]
+    assert not kg["ok"] and "is missing: run deploy/mcp-memory/install.sh" in kg["reason"], kg
 
 
 def test_the_gateway_reaches_into_the_docker_backend(cli, home, docker_sandbox, currency_pack):
