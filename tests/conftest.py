@@ -89,7 +89,7 @@ LONGEST_FIRST = (
     "tests/integration/test_audit.py",
     "tests/integration/test_memory_libraries.py",
     "tests/integration/test_dreambench_conditions.py",
-    "tests/schemas/test_pack_format_hygiene.py",
+    "tests/formats/test_pack_format_hygiene.py",
     "tests/integration/test_model_driven_memory.py",
     "tests/integration/test_report_study.py",
     "tests/exports/test_tables_export.py",

@@ -26,7 +26,7 @@ from hygiene_traps import TRAPS  # noqa: E402
 from hygiene_warmups import W  # noqa: E402
 
 from membench.memory_systems.skill_bank import write_manifest  # noqa: E402
-from membench.schemas.pack_format import SECRET  # noqa: E402
+from membench.formats.pack_format import SECRET  # noqa: E402
 
 PACK_CURATED = ("# Project notes (hand-curated)\n\n"
                 "- Three libraries live here: tabular (CSV exports), httpmini (request builder), taskq (job queue).\n"

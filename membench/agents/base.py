@@ -13,7 +13,7 @@ from typing import Any, Callable, Protocol
 from membench.bus.emitter import RunEmitter
 from membench.memory_systems.base import MemoryContext
 from membench.schemas.events import bounded_text
-from membench.schemas.pack_format import Solution
+from membench.formats.pack_format import Solution
 
 
 SKILLS_MOUNT = "/skills"  # where a sandboxed agent finds the skill bank (MEMBENCH_SKILLS_DIR)

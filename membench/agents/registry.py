@@ -7,7 +7,7 @@ from membench.agents.base import Agent
 from membench.agents.command import CommandAgent
 from membench.agents.model_agents import CommandModelAgent, LoopLimits, make_model_agent
 from membench.agents.scripted import MemoryLiteralAgent, NullAgent, RefsolAgent
-from membench.schemas.fields import did_you_mean
+from membench.formats.fields import did_you_mean
 
 SCRIPTED_AGENTS: dict[str, type] = {a.name: a for a in (NullAgent, RefsolAgent, MemoryLiteralAgent)}
 

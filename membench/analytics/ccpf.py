@@ -33,7 +33,7 @@ from dataclasses import dataclass
 #: ``not_applicable`` (the evaluator found a V1 prerequisite unmet) leaves it, like ``excluded``
 CASE_STATUSES = ("passed", "failed", "error", "unreached", "blocked", "not_applicable", "excluded")
 DROPPED_STATUSES = frozenset({"excluded", "not_applicable"})
-#: the same V1 checkpoint names as ``membench.schemas.transfer_format.V1_CHECKPOINTS`` (analytics imports nothing
+#: the same V1 checkpoint names as ``membench.formats.transfer_format.V1_CHECKPOINTS`` (analytics imports nothing
 #: of the project; tests/analytics/test_ccpf_vocabulary.py keeps the two equal)
 V1_PREREQUISITES = frozenset({"V1", "V1_CHECKPOINT", "FROZEN_V1_CHECKPOINT"})
 

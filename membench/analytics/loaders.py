@@ -17,7 +17,7 @@ so is a case missing from its task's manifest when one is given.
 Inputs are untrusted: a byte that is not UTF-8 is an error naming the file, the byte offset of the
 first invalid byte and its line (found by re-reading the file only on that error path, so valid
 files pay nothing), and an evaluator manifest is read within ``MAX_MANIFEST_BYTES`` (16 MiB).
-(``membench.schemas.fields`` does the same for packs; ``analytics`` imports nothing of the project, so the
+(``membench.formats.fields`` does the same for packs; ``analytics`` imports nothing of the project, so the
 few lines are repeated here.)
 
 Speed: a cells CSV of 600,000 rows loads in about a second and a half (docs/benchmarks.md):
@@ -43,7 +43,7 @@ CASE_COLUMNS = ("run", "task", "case", "status")
 _TRUE = frozenset({"1", "true", "t", "yes", "y"})
 _FALSE = frozenset({"0", "false", "f", "no", "n"})
 _BINARY = {**{v: True for v in _TRUE}, **{v: False for v in _FALSE}}
-#: The largest evaluator manifest read: 16 MiB (the same limit as membench.schemas.fields.MAX_INPUT_BYTES).
+#: The largest evaluator manifest read: 16 MiB (the same limit as membench.formats.fields.MAX_INPUT_BYTES).
 MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from membench.audit.findings import Finding
 from membench.schemas.events import Event
-from membench.schemas.fields import is_plain_name
+from membench.formats.fields import is_plain_name
 from membench.schemas.log_root import HEX64
 
 # (inline text field, digest field) of PatchProduced (event v3): a diff is inline up to 64 KiB,

@@ -18,7 +18,7 @@ def events_from_kafka(dsn: str, findings: list, timeout: float = 30.0) -> Iterat
     for a partition that stalled before its end."""
     from membench.bus.kafka_read import ShortRead, open_reader, partitions_of, read_to_end
     from membench.schemas.codec import DecodeError, decode_datum, unframe
-    from membench.schemas.topics import topics_from_dsn
+    from membench.bus.topics import topics_from_dsn
 
     def decode(msg) -> tuple[Event, SchemaVersion]:
         writer, datum = unframe(msg.value() or b"")

@@ -69,7 +69,7 @@ def verify_source(source: str, *, runs_dir: Path, warehouse_dsn: str, open_wareh
         elif from_kafka:
             from membench.audit.kafka_source import events_from_kafka
             from membench.bus.kafka_blobs import fetch_blobs
-            from membench.schemas.topics import topics_from_dsn
+            from membench.bus.topics import topics_from_dsn
 
             # runners on other machines stored their blobs there: the checks read them from runs/ here
             fetch_blobs(topics_from_dsn(source), None, lambda run_set: runs_dir / run_set / "blobs")
@@ -108,7 +108,7 @@ def _root_files(source: str, from_file: bool, from_kafka: bool, given: Path | No
     """Which log_root.json files to check: the one given; beside a log file; for the warehouse, each
     replayed run set's under runs/; none for a Kafka topic (the embedded path writes those files, so
     they never describe a topic)."""
-    from membench.schemas.fields import is_plain_name
+    from membench.formats.fields import is_plain_name
 
     if given is not None:
         return [given]

@@ -136,7 +136,7 @@ def bench_kafka(bootstrap: str, runs: int, threads: int, sessions: int, turns: i
                 workers: int = 1, floors: bool = True) -> dict:
     from membench.bench.floor import faust_noop_rate, kafka_consume_rate
     from membench.bus.kafka import KafkaBus
-    from membench.schemas.topics import topics_from_dsn
+    from membench.bus.topics import topics_from_dsn
 
     namespace = "bench" + uuid.uuid4().hex[:8]
     dsn = f"kafka://{bootstrap}/{namespace}"

@@ -21,7 +21,7 @@ def bench_claims(bootstrap: str, units: int, log) -> dict:
     from membench.pipeline.distributed.unit_claims import record_claim, restate
     from membench.pipeline.distributed.topic_reads import StatusView
     from membench.bus.kafka import KafkaBus
-    from membench.schemas.topics import topics_from_dsn
+    from membench.bus.topics import topics_from_dsn
 
     dsn = f"kafka://{bootstrap}/bench{uuid.uuid4().hex[:8]}"
     topics = topics_from_dsn(dsn)

@@ -82,7 +82,7 @@ def in_process_floors(messages: list[tuple[bytes, bytes]]) -> dict:
 def _produce(bootstrap: str, topic: str, messages: list[tuple[bytes, bytes]]) -> None:
     from confluent_kafka import Producer
 
-    from membench.schemas.kafka_config import producer_config
+    from membench.bus.kafka_config import producer_config
 
     producer = Producer(producer_config(bootstrap, {"linger.ms": 20, "queue.buffering.max.messages": 2_000_000}))
     for key, value in messages:
@@ -110,7 +110,7 @@ def engine_drain(bootstrap: str, engine: str, messages: list[tuple[bytes, bytes]
     """`messages[:warmup]` (whole runs) are drained first, untimed: the workers have then joined,
     been assigned the partitions and committed once; the rest is timed."""
     from membench.bus.kafka import ensure_topics
-    from membench.schemas.topics import topics_from_dsn
+    from membench.bus.topics import topics_from_dsn
 
     dsn = f"kafka://{bootstrap}/bench{uuid.uuid4().hex[:8]}"
     topics = topics_from_dsn(dsn)
@@ -158,7 +158,7 @@ def bench_engines(bootstrap: str, runs: int, sessions: int, turns: int, log) -> 
         drains[engine] = engine_drain(bootstrap, engine, messages, warmup=len(messages) // runs)
     log("consumer floors on a topic holding the same messages ...")
     from membench.bus.kafka import ensure_topics
-    from membench.schemas.topics import topics_from_dsn
+    from membench.bus.topics import topics_from_dsn
 
     dsn = f"kafka://{bootstrap}/bench{uuid.uuid4().hex[:8]}"
     topics = topics_from_dsn(dsn)

@@ -26,7 +26,7 @@ from typing import Any
 
 from confluent_kafka import Consumer
 
-from membench.schemas.kafka_config import consumer_config
+from membench.bus.kafka_config import consumer_config
 
 BATCH = 500
 
@@ -89,7 +89,7 @@ def _noop_worker(dsn: str, messages: int, out: Path) -> None:
     import faust
 
     from membench.pipeline.faust_worker import app_settings
-    from membench.schemas.topics import topics_from_dsn
+    from membench.bus.topics import topics_from_dsn
 
     topics = topics_from_dsn(dsn)
     app = faust.App(topics.group(f"floor-{uuid.uuid4().hex[:8]}"), **app_settings(topics))

@@ -219,7 +219,7 @@ def built_in_cases(home: Path, packs: tuple[str, ...] = BUILT_IN_PACKS,
                    studies: tuple[str, ...] = BUILT_IN_STUDIES) -> dict[str, list[ScoringCase]]:
     """Every pytest-scored session of the built-in packs and transfer studies, by pack."""
     from membench.packs.pack_resolver import open_pack
-    from membench.schemas.transfer_format import load_study
+    from membench.formats.transfer_format import load_study
 
     fixtures = Path(__file__).resolve().parents[2] / "fixtures"
     out = {name: pack_cases(open_pack(name, home)) for name in packs}

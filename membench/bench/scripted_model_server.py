@@ -70,6 +70,7 @@ import json
 import math
 import re
 import shlex
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -85,7 +86,7 @@ MEMORY_ID = re.compile(r"memory:#([^\s()]+?)[:.,]?(?=[\s()]|$)")
 
 
 def script_from_pack(pack_dir: Path, seq_ids: list[str] | None = None) -> dict[str, Any]:
-    from membench.schemas.pack_format import load_pack
+    from membench.formats.pack_format import load_pack
 
     pack = load_pack(Path(pack_dir))
     sessions = []
@@ -503,6 +504,13 @@ def _chat(decision, body, n_in, n_out, chunks):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     upstream: "ScriptedUpstream"
+
+    def handle_error(self, request, client_address) -> None:
+        # a client that hung up mid-answer (a killed agent, a probe's timeout) is no fault of the
+        # server's; socketserver would print its traceback into whatever stderr the process has then
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
 
 
 class ScriptedUpstream:

@@ -23,9 +23,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from membench.bus.base import BusError
 from membench.bus.kafka_read import open_reader, read_to_end
 from membench.schemas.events import Event
-from membench.schemas.kafka_config import admin_config, producer_config
+from membench.bus.kafka_config import admin_config, producer_config
 from membench.schemas.registry import default_registry
-from membench.schemas.topics import TopicLayout, Topics, topics_from_dsn
+from membench.bus.topics import TopicLayout, Topics, topics_from_dsn
 
 SPOOL_LIMIT_BYTES = 512 * 1024 * 1024
 POLL_EVERY = 256  # messages between two polls for delivery reports

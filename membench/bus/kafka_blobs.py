@@ -16,9 +16,9 @@ from pathlib import Path
 
 from membench.bus.blobs import get_blob, put_blob
 from membench.schemas.events import Event
-from membench.schemas.fields import is_plain_name
+from membench.formats.fields import is_plain_name
 from membench.schemas.log_root import HEX64
-from membench.schemas.topics import Topics
+from membench.bus.topics import Topics
 
 CHUNK_BYTES = 512 << 10  # well under the brokers' default message.max.bytes (1 MB) with the key
 # (inline text field, digest field) of PatchProduced: a diff without inline text is in the blob store

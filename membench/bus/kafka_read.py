@@ -30,8 +30,8 @@ import confluent_kafka  # the module, not its names: a test may stand in a consu
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from membench.bus.base import BusError
-from membench.schemas.kafka_config import consumer_config, reader_config
-from membench.schemas.topics import Topics
+from membench.bus.kafka_config import consumer_config, reader_config
+from membench.bus.topics import Topics
 
 BATCH = 1000  # messages per consume() at most
 WAIT_S = 0.05  # one consume()'s wait: it returns early once it holds what is missing

@@ -101,7 +101,7 @@ def bus_bench(bus_dsn: str, runs: int, threads: int, sessions: int, turns: int, 
     from membench.bench.replay_rates import bench_replay, format_lines
     from membench.bench.engines import bench_engines
     from membench.bench.worker_memory import worker_memory
-    from membench.schemas.topics import topics_from_dsn
+    from membench.bus.topics import topics_from_dsn
 
     log = lambda msg: click.echo(msg, err=True)  # noqa: E731
     bootstrap = topics_from_dsn(bus_dsn).bootstrap
@@ -175,7 +175,7 @@ def claims_bench(bus_dsn: str, units: int, as_json: bool) -> None:
     """What a runner's claim on a unit's status costs per unit (docs/design.md §2 Claims): the status
     read before deciding, recording `started` without and with the claim check, and a lost claim."""
     from membench.bench.claim_cost import bench_claims, format_lines
-    from membench.schemas.topics import topics_from_dsn
+    from membench.bus.topics import topics_from_dsn
 
     result = {"machine": machine(), **bench_claims(topics_from_dsn(bus_dsn).bootstrap, units,
                                                    lambda msg: click.echo(msg, err=True))}
@@ -237,7 +237,7 @@ def scoring_bench(pack_name: str, sessions: int, repeats: int, as_json: bool) ->
     from membench.bench.scoring_cpu import CpuAccountUnavailable, format_lines, pack_cases, scoring_bench as run_bench
     from membench.packs.pack_resolver import open_pack
     from membench.sandbox.bwrap import BwrapSandbox
-    from membench.schemas.pack_format import PackError
+    from membench.formats.pack_format import PackError
 
     with tempfile.TemporaryDirectory(prefix="membench-bench-scoring-") as home:
         try:

@@ -18,7 +18,7 @@ from membench.errors import (EXIT_AUDIT_FAILED, EXIT_GATE_FAILED, EXIT_OK, Usage
                              run_exit_status)
 from membench.pipeline.run_errors import ReportRefused
 from membench.pipeline.settings import Settings, load_settings
-from membench.schemas.fields import PLAIN_NAME_RULE, is_plain_name
+from membench.formats.fields import PLAIN_NAME_RULE, is_plain_name
 
 if TYPE_CHECKING:
     from membench.reports.model import Report
@@ -38,7 +38,7 @@ def dsn_options(func: Callable[..., Any]) -> Callable[..., Any]:
             if dsn is not None and not dsn.startswith(schemes):
                 raise UsageError(f"{name}: unknown DSN '{dsn}' (expected {' or '.join(s + '...' for s in schemes)})")
         if bus_dsn and bus_dsn.startswith("kafka://"):
-            from membench.schemas.topics import topics_from_dsn
+            from membench.bus.topics import topics_from_dsn
 
             try:
                 topics_from_dsn(bus_dsn)
@@ -54,7 +54,7 @@ def require_kafka(dsn: str, where: str = "--bus") -> None:
     timeout, librdkafka's log silenced): the address and how to start one. A command that talks to
     the bus calls it once its own input is checked, before its first Kafka client."""
     from membench.bus.kafka import probe_brokers
-    from membench.schemas.topics import topics_from_dsn
+    from membench.bus.topics import topics_from_dsn
 
     try:
         bootstrap = topics_from_dsn(dsn).bootstrap
@@ -115,7 +115,7 @@ def validate_run_set_id(value: str | None, where: str = "--run-set") -> str | No
     UsageError (exit 2) naming WHERE — the option or argument it came from.
 
     A run-set id becomes a directory under MEMBENCH_HOME/runs/ and a value in warehouse queries, so
-    it is confined to `membench.schemas.fields.PLAIN_NAME`: 1-128 characters, a letter or digit first, then
+    it is confined to `membench.formats.fields.PLAIN_NAME`: 1-128 characters, a letter or digit first, then
     letters, digits, '.', '_', '-', and no '..' — no path separator, no leading dot, no escape
     from the runs directory."""
     if value is None or is_plain_name(value):

@@ -32,7 +32,7 @@ def doctor(as_json: bool) -> None:
     from membench.packs.pack_resolver import BUILTIN_DIR
     from membench.runner.scoring_preflight import scoring_preflight
     from membench.sandbox.registry import BACKENDS, get_sandbox
-    from membench.schemas.pack_format import load_pack
+    from membench.formats.pack_format import load_pack
 
     backends: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="membench-doctor-") as tmp:  # doctor writes nothing of its own

@@ -24,7 +24,7 @@ def remem(source: Path, out_dir: Path, name: str | None) -> None:
     Run it afterwards with e.g. `membench run OUT_DIR --conditions no_memory,curated_file,B5`,
     or score patches produced elsewhere with `membench score OUT_DIR --predictions FILE.jsonl`."""
     from membench.packs.importers.remem import import_remem
-    from membench.schemas.pack_format import PackError, load_pack
+    from membench.formats.pack_format import PackError, load_pack
 
     try:
         out = import_remem(source, out_dir, name)
@@ -53,7 +53,7 @@ def dreambench(source: Path, out_dir: Path, repos: Path | None, hidden: Path | N
     fixture repositories: supply them with --hidden and --repos, or afterwards at the paths the
     pack's SUPPLY.md lists; `membench validate OUT_DIR` refuses the pack until they are there."""
     from membench.packs.importers.dreambench import import_dreambench, parse_constructs
-    from membench.schemas.pack_format import PackError
+    from membench.formats.pack_format import PackError
 
     try:
         result = import_dreambench(source, out_dir, repos=repos, hidden=hidden,

@@ -22,7 +22,7 @@ from membench.pipeline.settings import load_settings
 from membench.memory_systems.conformance_records import (admission_record, attempts_path,  # noqa: F401
                                                           conformance_status, load_attempts, load_record,
                                                           record_path, records_of)
-from membench.schemas.fields import did_you_mean
+from membench.formats.fields import did_you_mean
 
 
 def require_conformant(home: Path, conditions: list[str], memory_model: str | None, option: str,

@@ -28,7 +28,7 @@ def new(name: str, out: Path) -> None:
     Edit it from there (docs/authoring.md explains every field), then `membench validate OUT` and
     `membench run OUT`."""
     from membench.packs.skeletons import write_example_pack
-    from membench.schemas.pack_format import PackError
+    from membench.formats.pack_format import PackError
 
     try:
         write_example_pack(name, out)
@@ -52,7 +52,7 @@ def finalize(skeleton: str, out: Path, force: bool) -> None:
     OUT appears whole or not at all: a failure leaves nothing behind and an existing OUT intact."""
     from membench.packs.finalize import finalize_pack
     from membench.packs.pack_resolver import resolve_pack_dir
-    from membench.schemas.pack_format import PackError, load_pack
+    from membench.formats.pack_format import PackError, load_pack
 
     try:
         root = resolve_pack_dir(skeleton)
@@ -93,7 +93,7 @@ def validate(pack_spec: str, as_json: bool, workers: int, sandbox_name: str, out
     from membench.packs.pack_resolver import open_pack
     from membench.packs.validate import validate_pack, write_admitted_pack
     from membench.sandbox.registry import get_sandbox
-    from membench.schemas.pack_format import PackError
+    from membench.formats.pack_format import PackError
 
     console = Console(stderr=True)
     settings = load_settings()
@@ -102,7 +102,7 @@ def validate(pack_spec: str, as_json: bool, workers: int, sandbox_name: str, out
     done = [0]
     from membench.commands.terminal_display import plain_progress
     from membench.packs.pack_resolver import resolve_pack_dir
-    from membench.schemas.pack_format import load_pack
+    from membench.formats.pack_format import load_pack
 
     try:
         traps = len(load_pack(resolve_pack_dir(pack_spec), check_hidden=False).sequences)

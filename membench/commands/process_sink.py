@@ -36,7 +36,7 @@ def process(engine: str, ended_window: int | None, until_idle: float | None, log
         raise UsageError("--until-idle: only the kafka engine stops when idle")
     require_kafka(settings.bus)  # the options checked: now the bus must answer
     from membench.bus.kafka import ensure_topics
-    from membench.schemas.topics import topics_from_dsn
+    from membench.bus.topics import topics_from_dsn
 
     ensure_topics(topics_from_dsn(settings.bus))
     if engine == "kafka":
@@ -61,7 +61,7 @@ def sink(until_idle: bool, idle_seconds: float, batch_size: int, settings: Setti
     _require_kafka(settings)
     require_kafka(settings.bus)
     from membench.bus.kafka import ensure_topics
-    from membench.schemas.topics import topics_from_dsn
+    from membench.bus.topics import topics_from_dsn
     from membench.warehouse.kafka_sink import KafkaSink
 
     ensure_topics(topics_from_dsn(settings.bus))

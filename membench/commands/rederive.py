@@ -10,7 +10,7 @@ import click
 from membench.commands.cli_helpers import dsn_options, open_warehouse, validate_run_set_id
 from membench.errors import UsageError
 from membench.pipeline.settings import Settings
-from membench.schemas.fields import is_plain_name
+from membench.formats.fields import is_plain_name
 
 
 @click.command()

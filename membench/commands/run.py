@@ -160,7 +160,7 @@ def require_recorded(bus: str, run_set: str) -> None:
     """--model-replay on Kafka: the recorded run set must have completed units on the bus (each
     runner reads its recording from there; a runner that finds none would stop)."""
     from membench.bus.kafka import read_unit_status
-    from membench.schemas.topics import topics_from_dsn
+    from membench.bus.topics import topics_from_dsn
 
     statuses = read_unit_status(topics_from_dsn(bus), run_set)
     if not any(r.get("status") == "completed" for r in statuses.values()):

@@ -41,7 +41,7 @@ def runner(workers: int, until_idle: bool, idle_seconds: float, max_poll_s: floa
     from membench.pipeline.distributed.progress import grid_progress
     from membench.pipeline.distributed.group_member import RunnerError, UnitRunner
     from membench.bus.kafka import ensure_topics
-    from membench.schemas.topics import topics_from_dsn
+    from membench.bus.topics import topics_from_dsn
 
     require_kafka(settings.bus)
     ensure_topics(topics_from_dsn(settings.bus))

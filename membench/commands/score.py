@@ -24,7 +24,7 @@ from membench.commands.cli_helpers import (ReportOptions, baseline_options, dsn_
 from membench.errors import UsageError
 from membench.pipeline.settings import Settings
 from membench.sandbox.registry import BACKENDS
-from membench.schemas.fields import did_you_mean
+from membench.formats.fields import did_you_mean
 
 
 @click.command()
@@ -55,7 +55,7 @@ def score(pack: str, predictions_path: Path, agent_name: str | None, condition: 
     written); the failed gates are printed under the table either way."""
     from membench.packs.pack_resolver import open_pack, resolve_pack_dir
     from membench.runner.predictions import PredictionError, load_predictions
-    from membench.schemas.pack_format import PackError, load_pack
+    from membench.formats.pack_format import PackError, load_pack
 
     validate_run_set_id(run_set)
     from membench.pipeline.report_inputs import check_baseline, load_study

@@ -21,7 +21,7 @@ from membench.errors import UsageError
 from membench.pipeline.model_gateway import ModelSettings, check_model_settings, refuse_self_replay, start_gateway
 from membench.pipeline.settings import Settings
 from membench.sandbox.registry import BACKENDS
-from membench.schemas.fields import did_you_mean
+from membench.formats.fields import did_you_mean
 
 BUILT_IN = Path(__file__).resolve().parent.parent.parent / "fixtures"
 
@@ -82,7 +82,7 @@ def transfer(study: str, agent: str, conditions: str, seeds: str, phase: str, wo
     from membench.agents.registry import make_agent
     from membench.runner.grid import RunConfig, code_digest
     from membench.transfer_protocol.model_user import model_of
-    from membench.schemas.transfer_format import CONDITIONS, TransferFormatError, load_study
+    from membench.formats.transfer_format import CONDITIONS, TransferFormatError, load_study
 
     validate_run_set_id(run_set)
     condition_list = parse_list(conditions, "--conditions")

@@ -25,7 +25,7 @@ def view(host: str, port: int, bus_dsn: str | None) -> None:
     settings = load_settings(bus_dsn)
     kafka_dsn = None
     if settings.bus.startswith("kafka://"):
-        from membench.schemas.topics import topics_from_dsn
+        from membench.bus.topics import topics_from_dsn
 
         try:
             topics_from_dsn(settings.bus)

@@ -28,7 +28,7 @@ from membench.memory_systems.tracker import TaskTrackerMemory
 from membench.memory_systems.typed import VARIANTS as TYPED_VARIANTS
 from membench.memory_systems.vector import TokenVectorMemory
 from membench.memory_systems.verbatim import NoMemory, VerbatimEventMemory
-from membench.schemas.fields import did_you_mean
+from membench.formats.fields import did_you_mean
 
 MEMORY_SYSTEMS: dict[str, type] = {
     "B0": NoMemory,

@@ -41,8 +41,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from membench.schemas.fields import decode_utf8, read_input_text
-from membench.schemas.pack_format import SECRET, SECRET_CLASSES, SECRET_LIKE, PackError, sequence_texts
+from membench.formats.fields import decode_utf8, read_input_text
+from membench.formats.pack_format import SECRET, SECRET_CLASSES, SECRET_LIKE, PackError, sequence_texts
 
 GENERATORS = {
     "hex8": lambda: secrets.token_hex(4),

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from membench.packs.finalize import TargetExistsError, finalize_pack
-from membench.schemas.pack_format import Pack, PackError, has_placeholders, load_pack, pack_digest
-from membench.schemas.fields import did_you_mean
+from membench.formats.pack_format import Pack, PackError, has_placeholders, load_pack, pack_digest
+from membench.formats.fields import did_you_mean
 
 BUILTIN_DIR = Path(__file__).resolve().parents[2] / "fixtures"
 

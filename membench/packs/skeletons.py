@@ -1,5 +1,5 @@
 """The skeleton `membench pack new NAME DIR` writes: docs/authoring.md's minimal example pack (one C1
-trap, a secret placeholder, two sessions), under the pack name NAME. tests/schemas/test_authoring_guide.py
+trap, a secret placeholder, two sessions), under the pack name NAME. tests/formats/test_authoring_guide.py
 keeps the guide's file blocks equal to these texts, and finalizes and gates them, so both stay runnable."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from membench.schemas.fields import PLAIN_NAME_RULE, is_plain_name
-from membench.schemas.pack_format import PackError
+from membench.formats.fields import PLAIN_NAME_RULE, is_plain_name
+from membench.formats.pack_format import PackError
 
 EXAMPLE_NAME = "tiny"
 

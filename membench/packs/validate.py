@@ -58,8 +58,8 @@ from membench.runner.grid import RunConfig, RunUnit, run_unit
 from membench.sandbox.base import Sandbox
 from membench.sandbox.oracle_runners import fast_runner_refusal
 from membench.sandbox.workspace import snapshot
-from membench.schemas.fields import read_input_text
-from membench.schemas.pack_format import (
+from membench.formats.fields import read_input_text
+from membench.formats.pack_format import (
     CONSTRUCT_NAMES,
     CONSTRUCTS,
     NO_SINGLE_EVENT_CONSTRUCTS,

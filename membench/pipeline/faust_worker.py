@@ -23,7 +23,7 @@ import faust
 from membench.pipeline.kafka_engine import MessageFolder
 from membench.pipeline.processor_route import ProcessorRoute
 from membench.processors import RunSetProcessor
-from membench.schemas.topics import Topics, topics_from_dsn
+from membench.bus.topics import Topics, topics_from_dsn
 
 log = logging.getLogger("membench.worker")
 

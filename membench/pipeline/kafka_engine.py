@@ -38,8 +38,8 @@ from membench.processors import RunSetProcessor
 from membench.schemas.codec import DecodeError, decode
 from membench.schemas.derived import DerivedEvent
 from membench.schemas.events import Event
-from membench.schemas.kafka_config import consumer_config, producer_config
-from membench.schemas.topics import Topics, topics_from_dsn
+from membench.bus.kafka_config import consumer_config, producer_config
+from membench.bus.topics import Topics, topics_from_dsn
 
 log = logging.getLogger("membench.kafka_engine")
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from membench.schemas.codec import encode
 from membench.schemas.derived import DerivedEvent
 from membench.schemas.registry import default_registry
-from membench.schemas.topics import Topics
+from membench.bus.topics import Topics
 
 REASON_BYTES = 1000  # a dead letter's `reason` header, at most
 

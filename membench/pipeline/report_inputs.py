@@ -25,7 +25,7 @@ from typing import Any
 
 from membench.reports.canary import Secret, not_run
 from membench.reports.model import AdmissionFunnel
-from membench.schemas.pack_format import SECRET, has_placeholders, pack_digest
+from membench.formats.pack_format import SECRET, has_placeholders, pack_digest
 
 CLASS_PATTERNS = {"hex8": "[0-9a-f]{8}", "hex12": "[0-9a-f]{12}", "hex16": "[0-9a-f]{16}",
                   "token": "[A-Za-z0-9]{16}", "word": "[A-Z]{8}", "int": "[0-9]{4}"}
@@ -125,7 +125,7 @@ def find_secrets(home: Path, digests: list[str], pack_spec: str | None,
     """(secrets, pack label, reason): secrets None when they cannot be had (reason says why; KAFKA:
     the run set came through a Kafka bus, whose runners hold the finalized pack on their machines)."""
     from membench.packs.pack_resolver import resolve_pack_dir
-    from membench.schemas.pack_format import PackError
+    from membench.formats.pack_format import PackError
 
     if len(digests) != 1:
         return None, None, f"the run set mixes {len(digests)} packs"

@@ -62,8 +62,8 @@ class RunRequest:
 
 def check_run_set_id(run_set: str | None, where: str = "--run-set") -> None:
     """A run-set id becomes a directory under runs/ and a value in warehouse queries: a plain name
-    (`membench.schemas.fields.PLAIN_NAME`) or None (derived)."""
-    from membench.schemas.fields import PLAIN_NAME_RULE, is_plain_name
+    (`membench.formats.fields.PLAIN_NAME`) or None (derived)."""
+    from membench.formats.fields import PLAIN_NAME_RULE, is_plain_name
 
     if run_set is not None and not is_plain_name(run_set):
         raise RequestInvalid(f"{where}: invalid run-set id {run_set!r} ({PLAIN_NAME_RULE})")
@@ -72,7 +72,7 @@ def check_run_set_id(run_set: str | None, where: str = "--run-set") -> None:
 def load_skeleton(pack: str):
     """The pack as authored (not finalized yet): what the conditions and the agent are checked against."""
     from membench.packs.pack_resolver import resolve_pack_dir
-    from membench.schemas.pack_format import PackError, load_pack
+    from membench.formats.pack_format import PackError, load_pack
 
     try:
         return load_pack(resolve_pack_dir(pack))
@@ -84,7 +84,7 @@ def check_conditions(conditions: list[str], skeleton) -> None:
     """Every condition is a memory system membench can run; a paper ablation that cannot be defined
     here, or a source benchmark's own condition name, is named as such."""
     from membench.memory_systems.registry import MEMORY_SYSTEMS, undefined_ablation
-    from membench.schemas.fields import did_you_mean
+    from membench.formats.fields import did_you_mean
 
     if not conditions:
         raise RequestInvalid("--conditions: empty list")
@@ -182,7 +182,7 @@ def open_finalized(pack: str, home: Path):
     """The finalized pack (its secrets placed, cached under MEMBENCH_HOME/packs): a bad placement is
     refused, not a traceback."""
     from membench.packs.pack_resolver import open_pack
-    from membench.schemas.pack_format import PackError
+    from membench.formats.pack_format import PackError
 
     try:
         return open_pack(pack, home)

@@ -21,7 +21,7 @@ from typing import Any
 
 from membench.schemas.derived import UnitKey
 from membench.schemas.events import Event, agent_model_call
-from membench.schemas.pack_format import RESOLUTION_POLICIES
+from membench.formats.pack_format import RESOLUTION_POLICIES
 
 # Label types whose evidence is relevant (supports a required fact) or stale (carries a
 # forbidden, superseded fact that must not be followed).

@@ -47,7 +47,7 @@ the verdict fold (`SessionVerdict.passed`, `RunSummary.scored_passed`, hence `pa
 it too, so the tables cannot disagree. A session is resolved when no rule fires. The rules marked
 `agent_conduct` (the two model-request rules, timeout, the three over_context_budget rules) judge
 the agent rather than the patch, and whether they fail a session whose oracle passed is the suite's resolution policy,
-carried in `RunStarted.resolution_policy` (event v5; membench/schemas/pack_format.py):
+carried in `RunStarted.resolution_policy` (event v5; membench/formats/pack_format.py):
 - `patch_as_submitted` (native packs, DreamBench-SWE: the outcome is the oracle's verdict on the
   final diff) — they do not fire on a passing session; the agent's status stays in the log
   (`SessionEnded.status`), and a runtime contract failure such as `memory_read_over_budget` stays

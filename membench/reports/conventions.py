@@ -11,14 +11,14 @@ from membench.analytics.bootstrap import trap_cluster_bootstrap_ci
 from membench.analytics.cells import Cell
 from membench.analytics.exact import clopper_pearson
 from membench.reports.model import BootstrapSettings, CellSummary
-from membench.schemas.pack_format import CONSTRUCT_NAMES
+from membench.formats.pack_format import CONSTRUCT_NAMES
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20260101
 
 
 def construct_label(construct: str) -> str:
-    """"C9 Spurious-lesson rejection / disconfirmation" (membench.schemas.pack_format.CONSTRUCT_NAMES, the
+    """"C9 Spurious-lesson rejection / disconfirmation" (membench.formats.pack_format.CONSTRUCT_NAMES, the
     paper's Table 30): every place a report shows a construct shows its name (a bare code is unreadable); an unknown
     label as it is."""
     name = CONSTRUCT_NAMES.get(construct)

@@ -41,7 +41,7 @@ from membench.sandbox.scoring import HarnessFault, ScoreResult, score_session, s
 from membench.sandbox.workspace import (DIFF_STORE_LIMIT, TreeDiff, capped_directory, render_patch_bounded, snapshot,
                                tree_digest, write_files)
 from membench.schemas.events import bounded_text
-from membench.schemas.pack_format import Pack, Sequence, Solution
+from membench.formats.pack_format import Pack, Sequence, Solution
 from membench.schemas.payloads import OracleVerdict, PatchProduced
 
 RUN_NAMESPACE = uuid.UUID("6f1d2a43-5c55-4c1e-9a43-6d656d62656e")

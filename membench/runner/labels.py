@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from typing import Any, cast
 
-from membench.schemas.pack_format import Sequence
+from membench.formats.pack_format import Sequence
 from membench.schemas.payloads import OracleLabel
 
 
@@ -33,7 +33,7 @@ CHECK_LABELS = frozenset({"commission-check", "omission-check"})
 
 def sequence_labels(seq: Sequence) -> list[OracleLabel]:
     scored = seq.scored_session.index
-    # a pack's gold labels are OracleLabel records already (membench/schemas/pack_format.py reads them)
+    # a pack's gold labels are OracleLabel records already (membench/formats/pack_format.py reads them)
     labels: list[OracleLabel] = [
         cast("OracleLabel", {**label, "detail": json.dumps(label, sort_keys=True)}) for label in seq.gold_labels]
     for fact in seq.required_fact_ids:

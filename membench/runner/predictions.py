@@ -60,9 +60,9 @@ from membench.bus.emitter import RunEmitter
 from membench.agents.transcripts.base import Transcript, TranscriptError
 from membench.agents.transcripts.registry import FORMATS, parse_transcript
 from membench.schemas.events import bounded_text
-from membench.schemas.fields import (REQUIRED, decode_utf8, read_input_bytes, read_input_text, relative_path_problem,
+from membench.formats.fields import (REQUIRED, decode_utf8, read_input_bytes, read_input_text, relative_path_problem,
                             typed_field)
-from membench.schemas.pack_format import Pack
+from membench.formats.pack_format import Pack
 
 STATUSES = ("completed", "timeout", "error", "context_overflow")
 USAGE_FIELDS = ("input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens", "latency_ms")

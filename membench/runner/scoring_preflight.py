@@ -35,7 +35,7 @@ from membench.sandbox.oracle_runners import default_runner
 from membench.sandbox.registry import get_sandbox
 from membench.sandbox.scoring import score_session
 from membench.sandbox.workspace import snapshot, write_files
-from membench.schemas.pack_format import Pack, PackError
+from membench.formats.pack_format import Pack, PackError
 
 SETUP_FIX = "install membench with deploy/setup-env.sh"
 PROBE_TIMEOUT_S = 60.0
@@ -138,7 +138,7 @@ def probe_cases(pack: Pack | None) -> list[ProbeCase]:
 
 def study_probe_cases(study) -> list[ProbeCase]:
     """A transfer study's cases: each learning task is a repository of its own, scored by its pytest
-    oracle (`membench.schemas.transfer_format.LearningTask`); the projects' evaluator runs the same sandboxes."""
+    oracle (`membench.formats.transfer_format.LearningTask`); the projects' evaluator runs the same sandboxes."""
     cases = []
     for task in study.learning:
         try:

@@ -67,7 +67,7 @@ from membench.sandbox.workspace import (
     workspace_limit_bytes,
     write_tree,
 )
-from membench.schemas.pack_format import ScoringRules
+from membench.formats.pack_format import ScoringRules
 from membench.schemas.payloads import OracleCase
 
 

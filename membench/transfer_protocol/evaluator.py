@@ -22,7 +22,7 @@ from pathlib import Path
 from membench.sandbox.base import IsolationUnavailable, Sandbox, SandboxSpec
 from membench.sandbox.scoring import HARNESS, ISOLATION_PROCESS, production_server, scoring_mb
 from membench.sandbox.workspace import capped_directory, is_git_path, snapshot, tree_digest, write_tree
-from membench.schemas.transfer_format import CHECKPOINTS, V1_CHECKPOINTS, Evaluator
+from membench.formats.transfer_format import CHECKPOINTS, V1_CHECKPOINTS, Evaluator
 
 RUNNER = Path(__file__).resolve().parent / "inside" / "evaluator_runner.py"
 EVALUATOR_ISOLATION = ISOLATION_PROCESS  # the submission and the case runner in separate sandboxes

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from membench.gateway.server import Channel, ModelGateway, ModelUnavailable
 from membench.transfer_protocol.user import ScriptedUser
 from membench.schemas.events import SIMULATED_USER_CALL_PREFIX, bounded_text, error_text
-from membench.schemas.transfer_format import Scenario
+from membench.formats.transfer_format import Scenario
 
 if TYPE_CHECKING:  # annotations only (docs/design.md §3, typed payloads)
     from membench.schemas.payloads import Emit

@@ -39,7 +39,7 @@ from membench.sandbox.base import IsolationUnavailable, Sandbox
 from membench.sandbox.scoring import HarnessFault, score_session
 from membench.sandbox.workspace import diff_trees, render_patch, render_patch_bounded, snapshot, tree_digest, write_files
 from membench.schemas.events import bounded_text
-from membench.schemas.transfer_format import Project, Study
+from membench.formats.transfer_format import Project, Study
 
 LEARNING = "learning"
 

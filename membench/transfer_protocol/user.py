@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from membench.schemas.transfer_format import Scenario
+from membench.formats.transfer_format import Scenario
 
 
 class ScriptedUser:

@@ -85,7 +85,7 @@ class TopicFeed:
     """Follows a namespace's trajectory topic in a background thread (`start`/`close`)."""
 
     def __init__(self, dsn: str):
-        from membench.schemas.topics import topics_from_dsn
+        from membench.bus.topics import topics_from_dsn
 
         self.dsn = dsn
         self.topics = topics_from_dsn(dsn)
@@ -127,7 +127,7 @@ class TopicFeed:
         from confluent_kafka import Consumer, KafkaException, TopicPartition
 
         from membench.schemas.codec import decode_datum, unframe
-        from membench.schemas.kafka_config import consumer_config
+        from membench.bus.kafka_config import consumer_config
 
         topic = self.topics.trajectory
         consumer = Consumer(consumer_config(self.topics.bootstrap, self.topics.group(f"view-{os.getpid()}")))

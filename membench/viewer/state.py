@@ -594,12 +594,12 @@ class Catalog:
         return LiveRunSet(run_set, self.runs_dir / run_set / LOG_NAME)
 
     def names(self) -> list[str]:
-        from membench.schemas.fields import is_plain_name
+        from membench.formats.fields import is_plain_name
 
         return [name for name in self._source_names() if is_plain_name(name)]
 
     def get(self, run_set: str, refresh: bool = True) -> LiveRunSet | None:
-        from membench.schemas.fields import is_plain_name
+        from membench.formats.fields import is_plain_name
 
         if not is_plain_name(run_set) or not self._has(run_set):
             return None

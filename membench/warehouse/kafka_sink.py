@@ -26,9 +26,9 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from membench.schemas.codec import DecodeError, unframe, decode_datum
 from membench.schemas.derived import DerivedEvent
-from membench.schemas.kafka_config import consumer_config
+from membench.bus.kafka_config import consumer_config
 from membench.schemas.registry import default_registry
-from membench.schemas.topics import topics_from_dsn
+from membench.bus.topics import topics_from_dsn
 from membench.warehouse.protocol import WarehouseReader, WarehouseStore
 from membench.warehouse.sink import RawRowEncoder, insert_derived, insert_raw_rowbinary, location
 

@@ -16,7 +16,7 @@ from membench.agents.model_agents import ClaudeCodeAgent, CodexAgent, OpenAILoop
 from membench.gateway.server import GatewaySettings
 from membench.memory_systems.base import MemoryContext, Namespace
 from membench.memory_systems.mcp_servers import MCP_SERVERS, McpMemory, McpSessionTools
-from membench.schemas.pack_format import Solution
+from membench.formats.pack_format import Solution
 from tests.conftest import skip_or_fail
 from tests.gateway.test_server import INSIDE, open_channel
 

@@ -10,7 +10,7 @@ from membench.agents.base import AgentTask
 from membench.agents.model_agents import (GATEWAY_URL, PLACEHOLDER_KEY, ClaudeCodeAgent, CodexAgent,
                                            OpenAILoopAgent, make_model_agent, prompt_for)
 from membench.memory_systems.base import MemoryContext, MemoryItem
-from membench.schemas.pack_format import Solution
+from membench.formats.pack_format import Solution
 
 
 def task(memory: bool) -> AgentTask:

@@ -6,7 +6,7 @@ loses and is ignored by readers, and a loser's restatement makes the newest reco
 from __future__ import annotations
 
 from membench.bus.unit_status import KeyStatus, fold_statuses, restatement
-from membench.schemas.topics import topics_from_dsn
+from membench.bus.topics import topics_from_dsn
 
 
 def _fold(*records):

@@ -20,7 +20,7 @@ from membench.packs.pack_resolver import open_pack
 from membench.runner.grid import plan_grid
 from membench.bus.unit_status import KeyStatus
 from membench.runner.unit_queue import UnitOrder
-from membench.schemas.topics import topics_from_dsn
+from membench.bus.topics import topics_from_dsn
 from tests.conftest import run_cli
 from tests.integration.kafka_helpers import SINGLE, namespace, require_broker, topic_size
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from membench.packs.finalize import finalize_pack
-from membench.schemas.pack_format import pack_digest
+from membench.formats.pack_format import pack_digest
 from tests.packs.hygiene_helpers import FIXTURES, subset_pack
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("bwrap_sandbox")]

@@ -20,9 +20,9 @@ from membench.bus.kafka import ensure_topics, read_run_events, read_unit_status
 from membench.bus.kafka_read import ShortRead, open_reader, read_to_end
 from membench.schemas.chain import seal
 from membench.schemas.codec import frame
-from membench.schemas.kafka_config import producer_config
+from membench.bus.kafka_config import producer_config
 from membench.schemas.registry import default_registry
-from membench.schemas.topics import topics_from_dsn
+from membench.bus.topics import topics_from_dsn
 from tests.integration.kafka_helpers import SINGLE, namespace, require_broker
 from tests.processors.test_verdicts import build_run
 

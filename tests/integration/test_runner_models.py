@@ -30,7 +30,7 @@ import pytest
 
 from membench.bench.scripted_model_server import ScriptedUpstream, script_from_pack
 from membench.pipeline.distributed.topic_reads import read_run_head
-from membench.schemas.topics import topics_from_dsn
+from membench.bus.topics import topics_from_dsn
 from tests.conftest import REPO, run_cli
 from tests.integration.kafka_helpers import (SINGLE, Worker, consumer_group_caught_up, membench, namespace,
                                              require_broker, wait_for)

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from membench.pipeline.distributed.topic_reads import read_run_head
-from membench.schemas.topics import topics_from_dsn
+from membench.bus.topics import topics_from_dsn
 from tests.conftest import run_cli
 from tests.integration.conftest import SMOKE_GRID, copy_home
 from tests.integration.kafka_helpers import (SINGLE, Worker, consumer_group_caught_up, membench, namespace,

@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from membench.bus.kafka import read_run_events, read_unit_status
-from membench.schemas.topics import topics_from_dsn
+from membench.bus.topics import topics_from_dsn
 from tests.conftest import run_cli
 from tests.integration.kafka_helpers import SINGLE, namespace, require_broker
 

@@ -12,7 +12,7 @@ import pytest
 
 from membench.bench.scripted_model_server import ScriptedUpstream
 from membench.bus.attempts import read_log
-from membench.schemas.transfer_format import load_study
+from membench.formats.transfer_format import load_study
 from tests.conftest import REPO, assert_run_sets_verify, run_cli
 
 pytestmark = pytest.mark.integration

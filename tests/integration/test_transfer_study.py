@@ -96,7 +96,7 @@ def test_refsol_reaches_ccpf_1_on_both_projects(study):
 def test_null_gets_only_what_the_starting_point_passes(study, bwrap_sandbox, tmp_path):
     """The evaluator run directly on each project's untouched workspace gives the passing set null must match."""
     from membench.transfer_protocol.evaluator import freeze_submission, run_evaluator
-    from membench.schemas.transfer_format import load_study
+    from membench.formats.transfer_format import load_study
 
     tables = study[2]
     passed = tables["null_passed"]

@@ -12,7 +12,7 @@ import pytest
 
 from membench.commands.cli_helpers import validate_run_set_id
 from membench.errors import UsageError
-from membench.schemas.fields import MAX_INPUT_BYTES
+from membench.formats.fields import MAX_INPUT_BYTES
 from tests.packs.hygiene_helpers import FIXTURES
 from tests.packs.test_finalize_secrets import break_mid_fill
 from tests.packs.test_remem_import import LATER

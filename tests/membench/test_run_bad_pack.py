@@ -11,7 +11,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from membench.cli import main
-from membench.schemas.pack_format import load_pack
+from membench.formats.pack_format import load_pack
 
 HYGIENE = Path(__file__).resolve().parents[2] / "fixtures" / "hygiene-v1"
 

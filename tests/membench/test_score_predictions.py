@@ -8,7 +8,7 @@ import pytest
 
 from membench.packs.importers.remem import import_remem
 from membench.runner.predictions import PredictionError, apply_patch, load_predictions
-from membench.schemas.pack_format import load_pack
+from membench.formats.pack_format import load_pack
 from tests.packs.test_remem_import import LATER
 
 

@@ -185,7 +185,7 @@ def test_memory_literal_agent_fills_slots_in_presentation_order(tmp_path: Path) 
     from membench.agents.base import AgentTask
     from membench.agents.scripted import MemoryLiteralAgent
     from membench.memory_systems.base import MemoryContext, MemoryItem
-    from membench.schemas.pack_format import Slot, Solution
+    from membench.formats.pack_format import Slot, Solution
 
     class Emitter:
         session_index = 3

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from membench.packs.importers.dreambench import import_dreambench
-from membench.schemas.pack_format import PackError, load_pack
+from membench.formats.pack_format import PackError, load_pack
 from tests.conftest import SHARED, require_shared
 
 SAMPLES = SHARED / "external" / "dreambench-swe" / "sequences_excerpt.jsonl"

@@ -10,7 +10,7 @@ import pytest
 
 from membench.packs.finalize import finalize_pack, scan_placeholders
 from membench.packs.pack_resolver import finalized_copy
-from membench.schemas.pack_format import PackError, load_pack
+from membench.formats.pack_format import PackError, load_pack
 from tests.packs.hygiene_helpers import FIXTURES, edit_manifest
 
 

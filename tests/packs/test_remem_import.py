@@ -11,8 +11,8 @@ import pytest
 
 from membench.packs.importers.remem import import_remem
 from membench.runner.labels import sequence_labels
-from membench.schemas.fields import MAX_INPUT_BYTES
-from membench.schemas.pack_format import PackError, load_pack
+from membench.formats.fields import MAX_INPUT_BYTES
+from membench.formats.pack_format import PackError, load_pack
 from tests.conftest import SHARED, require_shared
 
 SAMPLE = SHARED / "external" / "remem-coding-bench" / "tasks-v1-5tasks.json"

@@ -99,7 +99,7 @@ def test_packs_without_injected_secrets_are_refused(tmp_path: Path, home: Path) 
     from membench.packs.finalize import finalize_pack
     from membench.packs.validate import static_gates
     from membench.sandbox.workspace import snapshot
-    from membench.schemas.pack_format import load_pack
+    from membench.formats.pack_format import load_pack
 
     finalize_pack(FIXTURES / "smoke", tmp_path / "final")
     (tmp_path / "final" / "provenance.json").unlink()  # hand-written literals: nothing proves injection

@@ -12,7 +12,7 @@ from membench.packs.finalize import finalize_pack
 from membench.packs.validate import _Collector, static_gates
 from membench.sandbox.workspace import snapshot
 from membench.schemas.events import Event
-from membench.schemas.pack_format import load_pack
+from membench.formats.pack_format import load_pack
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 

@@ -11,7 +11,7 @@ import membench.bus.kafka as kafka_bus
 from membench.pipeline.distributed.publication import KafkaPublication
 from membench.pipeline.settings import Settings
 from membench.runner.grid import RunUnit, run_id_for
-from membench.schemas.topics import topics_from_dsn
+from membench.bus.topics import topics_from_dsn
 
 
 class FakeBus:

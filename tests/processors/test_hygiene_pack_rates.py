@@ -20,7 +20,7 @@ from membench.runner.labels import sequence_labels
 from membench.memory_systems.base import Namespace
 from membench.memory_systems.verbatim import VerbatimEventMemory
 from membench.schemas.events import Event, bounded_text
-from membench.schemas.pack_format import load_pack
+from membench.formats.pack_format import load_pack
 from tests.packs.hygiene_helpers import FIXTURES
 
 BUDGET = 2000  # the runner's default read budget

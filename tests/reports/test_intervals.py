@@ -50,7 +50,7 @@ def test_constructs_are_shown_with_their_names_from_the_paper():
     """Issue 25: constructs appear as "C9 Spurious-lesson rejection / disconfirmation" (DreamBench-SWE
     Table 30), never bare, in report.md and report.html."""
     from membench.reports.conventions import construct_label
-    from membench.schemas.pack_format import CONSTRUCT_NAMES, CONSTRUCTS
+    from membench.formats.pack_format import CONSTRUCT_NAMES, CONSTRUCTS
 
     assert set(CONSTRUCT_NAMES) == set(CONSTRUCTS)
     assert construct_label("C9") == "C9 Spurious-lesson rejection / disconfirmation"

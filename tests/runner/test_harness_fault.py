@@ -102,7 +102,7 @@ def test_control_without_the_probe_the_agents_tree_would_exclude_its_cell(pack, 
 def test_a_transfer_learning_task_without_pytest_excludes_its_unit_as_a_harness_fault(bwrap_sandbox, tmp_path):
     from membench.agents.scripted import RefsolAgent
     from membench.transfer_protocol.transfer_units import run_learning
-    from membench.schemas.transfer_format import load_study
+    from membench.formats.transfer_format import load_study
     from tests.conftest import REPO
 
     events = []

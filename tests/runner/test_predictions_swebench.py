@@ -12,7 +12,7 @@ import pytest
 
 from membench.packs.importers.remem import import_remem
 from membench.runner.predictions import PredictionError, load_predictions, pack_baseline
-from membench.schemas.pack_format import load_pack
+from membench.formats.pack_format import load_pack
 from tests.packs.test_remem_import import LATER
 
 KNOWN = ["B0", "B5", "no_memory", "curated_file"]

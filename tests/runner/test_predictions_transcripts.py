@@ -14,7 +14,7 @@ from membench.agents.base import AgentTask
 from membench.packs.importers.remem import import_remem
 from membench.memory_systems.base import MemoryContext
 from membench.runner.predictions import PredictionAgent, PredictionError, load_predictions
-from membench.schemas.pack_format import load_pack
+from membench.formats.pack_format import load_pack
 from tests.conftest import REPO, SHARED, require_shared
 from tests.packs.test_remem_import import LATER
 

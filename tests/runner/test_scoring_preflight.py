@@ -11,7 +11,7 @@ import pytest
 
 from membench.runner.scoring_preflight import (SELF_TEST, ScoringPreflightFailed, probe_cases, require_scoring,
                                          scoring_preflight)
-from membench.schemas.pack_format import load_pack
+from membench.formats.pack_format import load_pack
 from tests.integration.pack_helpers import smoke_cut_to
 
 pytestmark = pytest.mark.integration

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from membench.runner.unit_queue import Decision, Head, ModelOrder, OrderError, UnitOrder, decide
-from membench.schemas.topics import topics_from_dsn
+from membench.bus.topics import topics_from_dsn
 
 ORDER = UnitOrder("rs1", "smoke", "d" * 64, "scripted:memory-literal", "bwrap", 2000, "smoke", "smoke-currency", "B5", 3)
 

@@ -9,8 +9,8 @@ from membench.packs.finalize import finalize_pack
 from membench.packs.validate import static_gates
 from membench.sandbox.oracle_runners import RUNNER_ENV, default_runner, refusal_of_source
 from membench.sandbox.workspace import snapshot
-from membench.schemas.pack_format import load_pack
-from tests.schemas.test_authoring_guide import write_example
+from membench.formats.pack_format import load_pack
+from tests.formats.test_authoring_guide import write_example
 
 SUPPORTED = '''import pytest
 from pytest import approx, raises

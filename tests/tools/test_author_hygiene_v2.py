@@ -10,7 +10,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from membench.schemas.pack_format import CONSTRUCTS, NO_SINGLE_EVENT_CONSTRUCTS, load_pack
+from membench.formats.pack_format import CONSTRUCTS, NO_SINGLE_EVENT_CONSTRUCTS, load_pack
 from tests.conftest import REPO
 
 TOOL = REPO / "tools" / "author_hygiene_v2.py"

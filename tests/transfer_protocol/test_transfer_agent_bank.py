@@ -19,7 +19,7 @@ from membench.memory_systems.skill_bank import MANIFEST
 from membench.runner.grid import RunConfig, RunUnit
 from membench.transfer_protocol.agent_bank import MAX_ENTRIES, MAX_SKILL_BYTES, collect
 from membench.transfer_protocol.transfer_units import FrozenBank, bank_dir, run_learning, run_transfer
-from membench.schemas.transfer_format import load_study
+from membench.formats.transfer_format import load_study
 
 STUDY = load_study(Path(__file__).parents[2] / "fixtures" / "transfer-v1")
 AGENT = Path(__file__).parents[1] / "fixtures" / "agents" / "skill_agent.py"

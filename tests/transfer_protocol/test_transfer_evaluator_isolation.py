@@ -20,7 +20,7 @@ import pytest
 from membench.transfer_protocol.evaluator import EVALUATOR_ISOLATION, freeze_submission, run_evaluator
 from membench.sandbox.base import SandboxSpec
 from membench.sandbox.workspace import write_tree
-from membench.schemas.transfer_format import load_evaluator
+from membench.formats.transfer_format import load_evaluator
 
 pytestmark = pytest.mark.integration
 

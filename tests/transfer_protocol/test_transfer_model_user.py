@@ -14,7 +14,7 @@ from membench.bench.scripted_model_server import ScriptedUpstream
 from membench.gateway.preflight import Target
 from membench.gateway.server import GatewaySettings, ModelGateway, ModelUnavailable
 from membench.transfer_protocol.model_user import ModelUser, _reply_text, model_of
-from membench.schemas.transfer_format import Scenario
+from membench.formats.transfer_format import Scenario
 
 SCENARIO = Scenario(Path("scenario.json"), "Build the settlement module.", (("fee", "Fees are 37 bps."),),
                     "Use your judgement.", "Accepted.", "The check failed:\n{output}", "{passed} of {cases} passed.", 2)

@@ -20,7 +20,7 @@ import pytest
 
 from membench.transfer_protocol.evaluator import RUNNER, freeze_submission, run_evaluator
 from membench.sandbox.workspace import write_tree
-from membench.schemas.transfer_format import TransferFormatError, load_evaluator
+from membench.formats.transfer_format import TransferFormatError, load_evaluator
 
 # the project's exception, and two functions that raise what the cases expect
 HONEST = '''class VaultError(Exception):

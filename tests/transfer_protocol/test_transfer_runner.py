@@ -15,7 +15,7 @@ from membench.runner.grid import RunConfig, RunUnit
 from membench.transfer_protocol.evaluator import freeze_submission, run_evaluator
 from membench.transfer_protocol.transfer_units import run_transfer
 from membench.transfer_protocol.user import ScriptedUser
-from membench.schemas.transfer_format import load_study
+from membench.formats.transfer_format import load_study
 
 STUDY = load_study(Path(__file__).parents[2] / "fixtures" / "transfer-v1")
 

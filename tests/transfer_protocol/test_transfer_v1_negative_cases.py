@@ -17,7 +17,7 @@ import pytest
 
 from membench.transfer_protocol.evaluator import freeze_submission, run_evaluator, submission_tree
 from membench.sandbox.workspace import write_tree
-from membench.schemas.transfer_format import Evaluator, Project, load_study
+from membench.formats.transfer_format import Evaluator, Project, load_study
 
 STUDY = Path(__file__).parents[2] / "fixtures" / "transfer-v1"
 

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from membench.packs.finalize import TargetExistsError, staged_directory
-from membench.schemas.fields import (
+from membench.formats.fields import (
     PLAIN_NAME_RULE,
     REQUIRED,
     decode_utf8,
@@ -60,7 +60,7 @@ from membench.schemas.fields import (
     relative_path_problem,
     typed_field,
 )
-from membench.schemas.pack_format import CONSTRUCTS, FORMAT, PackError, load_pack
+from membench.formats.pack_format import CONSTRUCTS, FORMAT, PackError, load_pack
 
 # a record's start_state values (DreamBench-SWE writes `clean_base` for a clean-start S3)
 START_STATES = {"clean_base": "clean", "clean": "clean", "continuation": "continuation"}
@@ -72,7 +72,7 @@ RECORD_FIELDS = frozenset({
     "events", "oracle_labels", "clean_start_s3", "anti_hoarding", "decisive_oracle_literals", "required_fact_ids",
     "event_fact_map", "insufficiency_mechanism",
 })
-#: record fields kept verbatim in the imported sequence for provenance (membench/schemas/pack_format.py lists
+#: record fields kept verbatim in the imported sequence for provenance (membench/formats/pack_format.py lists
 #: them as recorded): the v2 validation metadata and the checks its authors ran, not read by membench
 KEPT_FIELDS = ("commission_checks", "omission_checks", "single_event_complete_answer", "validation_metadata")
 SESSION_FIELDS = frozenset({"session_index", "start_state", "started_from_previous_session", "instruction",

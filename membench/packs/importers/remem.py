@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from membench.packs.finalize import TargetExistsError, staged_directory
-from membench.schemas.fields import (
+from membench.formats.fields import (
     PLAIN_NAME_RULE,
     REQUIRED,
     decode_utf8,
@@ -57,13 +57,13 @@ from membench.schemas.fields import (
     relative_path_problem,
     typed_field,
 )
-from membench.schemas.pack_format import FORMAT, PackError, load_pack
+from membench.formats.pack_format import FORMAT, PackError, load_pack
 
 # the source benchmark's condition names: `membench score` takes them as labels of predictions made
 # elsewhere; `membench run` runs no_memory and curated_file, and B5 stands in for remem
 CONDITIONS = ("no_memory", "remem", "curated_file")
 # that benchmark's published code fails a run that timed out or overflowed its context even when
-# its tests pass (membench/schemas/pack_format.py RESOLUTION_POLICIES)
+# its tests pass (membench/formats/pack_format.py RESOLUTION_POLICIES)
 RESOLUTION_POLICY = "agent_must_finish"
 CATEGORY_CONSTRUCT = {
     "prior_decision_dependency": "C1",

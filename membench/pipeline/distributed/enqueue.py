@@ -25,7 +25,7 @@ def enqueue_grid(pack_spec, conditions, seeds, agent, run_set, sandbox_name, rea
     from membench.bus.unit_status import DONE_STATUSES
     from membench.runner.unit_queue import UnitOrder
     from membench.pipeline.run_display import SilentDisplay
-    from membench.schemas.kafka_config import producer_config
+    from membench.bus.kafka_config import producer_config
 
     console = display if display is not None else SilentDisplay()
     pack = open_pack(pack_spec, settings.home)

@@ -86,8 +86,8 @@ class UnitRunner:
 
         from membench.bus.kafka import ensure_topics
         from membench.runner.grid import code_digest
-        from membench.schemas.kafka_config import consumer_config
-        from membench.schemas.topics import topics_from_dsn
+        from membench.bus.kafka_config import consumer_config
+        from membench.bus.topics import topics_from_dsn
 
         self.settings = settings
         self.topics = topics_from_dsn(settings.bus)
@@ -287,7 +287,7 @@ class UnitRunner:
 
     def _pack(self, order):
         from membench.packs.pack_resolver import open_pack
-        from membench.schemas.pack_format import PackError
+        from membench.formats.pack_format import PackError
 
         with self._lock:
             key = (order.pack, order.pack_digest)

@@ -10,7 +10,7 @@ def grid_progress(settings: Settings, run_set: str | None) -> dict:
     """Unit counts per status of each run set (or of one), from the compacted unit-status topic:
     what any machine sees of a grid's progress. `attempts_abandoned` counts the attempts before each
     unit's newest one that were closed (attempt numbers start at 1)."""
-    from membench.schemas.topics import topics_from_dsn
+    from membench.bus.topics import topics_from_dsn
 
     view = StatusView(topics_from_dsn(settings.bus))
     try:

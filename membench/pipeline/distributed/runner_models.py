@@ -43,7 +43,7 @@ def recording_from_kafka(settings: Settings, run_set: str):
     from membench.bus.kafka import read_run_events, read_unit_status
     from membench.bus.kafka_blobs import fetch_blobs
     from membench.gateway.recording import Recording
-    from membench.schemas.topics import topics_from_dsn
+    from membench.bus.topics import topics_from_dsn
 
     topics = topics_from_dsn(settings.bus)
     statuses = read_unit_status(topics, run_set)

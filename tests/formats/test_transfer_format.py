@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from membench.schemas.transfer_format import TransferFormatError, load_study
+from membench.formats.transfer_format import TransferFormatError, load_study
 
 STUDY = Path(__file__).parents[2] / "fixtures" / "transfer-v1"
 
@@ -72,7 +72,7 @@ def test_malformed_study_names_file_and_field(tmp_path, rel, edit, fragment):
 
 def test_the_shared_engrambench_manifests_fit_the_evaluator_form(tmp_path):
     """The published manifests (checkpoints FINAL, PERF, V1) load as evaluators given a check per case."""
-    from membench.schemas.transfer_format import load_evaluator
+    from membench.formats.transfer_format import load_evaluator
     from tests.conftest import SHARED, require_shared
 
     engram = require_shared(SHARED / "external" / "engrambench")

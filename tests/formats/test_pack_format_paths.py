@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from membench.schemas.fields import MAX_INPUT_BYTES, is_plain_name
-from membench.schemas.pack_format import PackError, load_pack
+from membench.formats.fields import MAX_INPUT_BYTES, is_plain_name
+from membench.formats.pack_format import PackError, load_pack
 from tests.packs.hygiene_helpers import FIXTURES, edit_manifest
 
 

@@ -1,9 +1,9 @@
-"""One place builds the confluent-kafka client configs (`membench/schemas/kafka_config.py`): the shared
+"""One place builds the confluent-kafka client configs (`membench/bus/kafka_config.py`): the shared
 settings of each client kind, and a caller's own settings on top."""
 
 from __future__ import annotations
 
-from membench.schemas.kafka_config import admin_config, consumer_config, producer_config, reader_config
+from membench.bus.kafka_config import admin_config, consumer_config, producer_config, reader_config
 
 
 def test_a_producer_is_idempotent_and_acknowledged_by_every_replica():

@@ -18,7 +18,7 @@ import pytest
 from membench.packs.finalize import finalize_pack
 from membench.sandbox.scoring import production_change, score_session
 from membench.sandbox.workspace import snapshot, write_tree
-from membench.schemas.pack_format import NO_SINGLE_EVENT_CONSTRUCTS, Pack, PackError, Sequence, load_pack
+from membench.formats.pack_format import NO_SINGLE_EVENT_CONSTRUCTS, Pack, PackError, Sequence, load_pack
 from tests.packs.hygiene_helpers import FIXTURES, edit_manifest
 
 HYGIENE = FIXTURES / "hygiene-v1"

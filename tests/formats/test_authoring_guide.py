@@ -12,7 +12,7 @@ from pathlib import Path
 from membench.packs.finalize import finalize_pack
 from membench.packs.validate import STATIC_GATES, static_gates
 from membench.sandbox.workspace import snapshot
-from membench.schemas.pack_format import MANIFEST_KEYS, SEQUENCE_KEYS, SESSION_KEYS, load_pack
+from membench.formats.pack_format import MANIFEST_KEYS, SEQUENCE_KEYS, SESSION_KEYS, load_pack
 
 GUIDE = Path(__file__).parents[2] / "docs" / "authoring.md"
 BLOCK = re.compile(r"^```\w+ file=(\S+)\n(.*?)^```$", re.S | re.M)

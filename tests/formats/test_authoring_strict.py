@@ -14,8 +14,8 @@ import pytest
 from membench.analytics.ccpf import V1_PREREQUISITES, CaseOutcome, EvaluatorManifest, ManifestCase, ccpf
 from membench.packs.finalize import finalize_pack, scan_placeholders, slot_problem
 from membench.packs.pack_resolver import finalized_copy, open_pack
-from membench.schemas.pack_format import PackError, load_pack
-from membench.schemas.transfer_format import CHECKPOINTS, V1_CHECKPOINTS, TransferFormatError, load_evaluator, load_study
+from membench.formats.pack_format import PackError, load_pack
+from membench.formats.transfer_format import CHECKPOINTS, V1_CHECKPOINTS, TransferFormatError, load_evaluator, load_study
 from tests.conftest import SHARED, require_shared
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from membench.schemas.fields import typed_field
+from membench.formats.fields import typed_field
 
 
 class Bad(ValueError):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from membench.schemas.transfer_format import (
+from membench.formats.transfer_format import (
     CASE_IGNORED_KEYS,
     MANIFEST_IGNORED_KEYS,
     TransferFormatError,

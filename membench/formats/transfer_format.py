@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from membench.schemas.fields import MAX_INPUT_BYTES, is_plain_name, relative_path_problem, unknown_key_problem
-from membench.schemas.pack_format import PackError, Solution, load_solution
+from membench.formats.fields import MAX_INPUT_BYTES, is_plain_name, relative_path_problem, unknown_key_problem
+from membench.formats.pack_format import PackError, Solution, load_solution
 
 FORMAT = "membench-transfer/1"
 CONDITIONS = ("no_memory", "learned_bank", "native_bank", "ablated_bank")

@@ -37,7 +37,7 @@ naming the file, the sequence and the field.
 
 A pack is untrusted input, so the loader also confines it: the manifest and every reference
 solution are read within `MAX_INPUT_BYTES` (16 MiB) as strict UTF-8; the pack name, sequence ids
-and oracle ids are plain names (`membench.schemas.fields.PLAIN_NAME`: they become path components); every
+and oracle ids are plain names (`membench.formats.fields.PLAIN_NAME`: they become path components); every
 field naming a file — `repos`, `visible_files`, event `scope.files`, `scoring.hidden_files`,
 `skill_bank`, a solution's `files` — is a relative path without '..' that resolves inside its
 directory (the pack, the repository, the session's hidden directory, the workspace); and no
@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from membench.schemas.fields import (PLAIN_NAME_RULE, is_plain_name, read_input_text, relative_path_problem, typed_field,
+from membench.formats.fields import (PLAIN_NAME_RULE, is_plain_name, read_input_text, relative_path_problem, typed_field,
                            unknown_key_problem)
 
 FORMAT = "membench-pack"
@@ -268,7 +268,7 @@ def _require(obj: dict[str, Any], key: str, typ: type | tuple[type, ...], where:
 
 
 def _plain_name(obj: dict[str, Any], key: str, where: str) -> str:
-    """obj[key], a string that is safe as one path component (`membench.schemas.fields.PLAIN_NAME`)."""
+    """obj[key], a string that is safe as one path component (`membench.formats.fields.PLAIN_NAME`)."""
     value = _require(obj, key, str, where)
     if not is_plain_name(value):
         raise PackError(f"{where}: field '{key}' must be a plain name ({PLAIN_NAME_RULE}), got {value!r}")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from membench.schemas.pack_format import RESOLUTION_POLICIES, PackError, load_pack
+from membench.formats.pack_format import RESOLUTION_POLICIES, PackError, load_pack
 from tests.packs.hygiene_helpers import FIXTURES, edit_manifest
 
 
