@@ -1,1 +1,3 @@
-"""Packs as a user hands them in: resolving a built-in or a directory, finalizing, the admission gates of `membench validate`, the skeleton, importers of foreign formats."""
+"""Packs as a user hands them in: resolving a built-in or a directory, finalizing, the admission
+gates of `membench validate`, the skeleton `membench pack new` writes, importers of foreign
+formats."""
