@@ -217,19 +217,6 @@ def parse_compare(values: tuple[str, ...] | list[str], conditions: list[str] | N
     return tuple(pairs)
 
 
-def load_signer(sign_key: Path | None):
-    """The Ed25519 private key of --sign-key, read before anything is written (a bad key is a usage
-    error, exit 2, naming the file)."""
-    if sign_key is None:
-        return None
-    from membench.audit.log_root_record import LogRootError, load_signing_key
-
-    try:
-        return load_signing_key(sign_key)
-    except LogRootError as exc:
-        raise UsageError(f"--sign-key: {exc}") from None
-
-
 def strict_option(f):
     """--strict/--no-strict, shared by run, score and report. Off by default: a grid smaller than the
     paper's design (one seed, a three-trap pack) fails the design-size gates by construction (paired

@@ -66,16 +66,17 @@ def doctor(as_json: bool) -> None:
             table.add_row(name, "[green]yes[/]" if status["ok"] else "[red]no[/]", str(status["reason"]),
                           checks + (f" (pytest {pytest_version})" if pytest_version else ""))
         Console().print(table)
-        table = Table(title="membench agent CLIs (started in the bwrap sandbox)")
-        for column in ("agent", "works", "reason"):
-            table.add_column(column)
-        for name, status in agents.items():
-            table.add_row(name, "[green]yes[/]" if status["ok"] else "[red]no[/]", str(status["reason"]))
-        Console().print(table)
-        table = Table(title="membench MCP memory servers (started on the host)")
-        for column in ("condition", "installed", "reason"):
-            table.add_column(column)
-        for name, status in servers.items():
-            table.add_row(name, "[green]yes[/]" if status["ok"] else "[red]no[/]", str(status["reason"]))
-        Console().print(table)
+        Console().print(_status_table("membench agent CLIs (started in the bwrap sandbox)", ("agent", "works"), agents))
+        Console().print(_status_table("membench MCP memory servers (started on the host)", ("condition", "installed"),
+                                      servers))
     raise SystemExit(0 if any(status["ok"] for status in backends.values()) else 1)
+
+
+def _status_table(title: str, columns: tuple[str, str], statuses: dict[str, dict[str, Any]]) -> Table:
+    """NAME, whether it works (yes/no) and why, one row each."""
+    table = Table(title=title)
+    for column in (*columns, "reason"):
+        table.add_column(column)
+    for name, status in statuses.items():
+        table.add_row(name, "[green]yes[/]" if status["ok"] else "[red]no[/]", str(status["reason"]))
+    return table

@@ -9,7 +9,7 @@ import click
 
 from membench.commands.model_options import model_options
 from membench.commands.cli_helpers import (ReportOptions, baseline_options, compare_option, dsn_options,
-                                           exit_if_gates_failed, load_signer, parse_compare, parse_list, parse_seeds,
+                                           exit_if_gates_failed, parse_compare, parse_list, parse_seeds,
                                            require_scoring, run_embedded, strict_option, validate_run_set_id)
 from membench.errors import EXIT_OK, UsageError, end_stopped, hard_exit, stop_exit_status
 from membench.pipeline.model_gateway import ModelSettings
@@ -61,8 +61,9 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None,
         from membench.pipeline.worker_count import default_workers
 
         workers, workers_why = default_workers(agent)
-    from membench.pipeline.run_request import (admit_conditions, admit_refused_traps, check_conditions, load_skeleton,
-                                      make_run_agent, open_finalized, refuse_refsol_without_solutions)
+    from membench.pipeline.run_request import (admit_conditions, admit_refused_traps, check_conditions, load_signer,
+                                               load_skeleton, make_run_agent, open_finalized,
+                                               refuse_refsol_without_solutions)
     from membench.pipeline.model_gateway import check_model_settings, model_run_set, parse_base_urls, refuse_self_replay
     from membench.agents.model_agents import LoopLimits
     from membench.memory_systems.registry import is_model_driven

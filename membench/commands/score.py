@@ -20,7 +20,7 @@ from pathlib import Path
 import click
 
 from membench.commands.cli_helpers import (ReportOptions, baseline_options, dsn_options, exit_if_gates_failed,
-                                           load_signer, run_embedded, strict_option, validate_run_set_id)
+                                           run_embedded, strict_option, validate_run_set_id)
 from membench.errors import UsageError
 from membench.pipeline.settings import Settings
 from membench.sandbox.registry import BACKENDS
@@ -61,6 +61,8 @@ def score(pack: str, predictions_path: Path, agent_name: str | None, condition: 
     from membench.pipeline.report_inputs import check_baseline, load_study
 
     study = load_study(study_path)
+    from membench.pipeline.run_request import load_signer
+
     signer = load_signer(sign_key)  # a bad key is a usage error before anything is written
     if settings.bus.startswith("kafka://"):
         raise UsageError("--bus: scoring predictions runs on the embedded bus only (file://)")
