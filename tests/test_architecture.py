@@ -297,9 +297,7 @@ def test_every_room_imports_outside_the_repository():
 SQL_EXCEPTIONS = {
     "membench/commands/sql.py": "`membench sql` runs the user's own SQL",
     "membench/commands/report.py": "a usage hint names a query the user may paste into `membench sql`",
-    "membench/exports/table_formats.py": "the export writes a table in ClickHouse's own output formats (FORMAT clauses)",
     "membench/audit/run_heads.py": "its own SQLite index of the run heads on disk, not the warehouse",
-    "membench/bench/replay_rates.py": "it measures the engine's own insert floor, into a scratch copy of the raw table",
 }
 # ... and where a read has not moved into membench/warehouse/queries.py yet. Each entry still holds SQL (the
 # test below fails once a module is cleaned, so the list only shrinks); none may be added.

@@ -65,19 +65,19 @@ def read_floor(path: Path) -> dict:
 
 def insert_floor(warehouse) -> dict:
     """The trajectory rows inserted alone into an empty copy of the table, CPU µs per row."""
-    data = warehouse.query_raw("SELECT * FROM trajectory_events", "RowBinary")
-    rows = warehouse.query_rows("SELECT count() FROM trajectory_events")[0][0]
-    columns = [row[0] for row in warehouse.query_rows(
-        "SELECT name FROM system.columns WHERE table = 'trajectory_events' AND database = currentDatabase() "
-        "ORDER BY position")]
-    warehouse.command("DROP TABLE IF EXISTS bench_insert_floor")
-    warehouse.command("CREATE TABLE bench_insert_floor AS trajectory_events")
+    from membench.warehouse import queries, tables
+
+    data = queries.raw_table_bytes(warehouse, "RowBinary")
+    rows = queries.raw_rows(warehouse)
+    columns = queries.raw_columns(warehouse)
+    tables.drop_stage(warehouse, "bench_insert_floor")
+    tables.create_stage(warehouse, "trajectory_events", "bench_insert_floor")
     try:
         started, wall = time.process_time(), time.perf_counter()
         warehouse.insert_bytes("bench_insert_floor", columns, data, "RowBinary", f"bench:{uuid.uuid4().hex}")
         cpu, seconds = time.process_time() - started, time.perf_counter() - wall
     finally:
-        warehouse.command("DROP TABLE IF EXISTS bench_insert_floor")
+        tables.drop_stage(warehouse, "bench_insert_floor")
     return {"rows": rows, "cpu_us_per_row": cpu / rows * 1e6, "rows_per_s": rows / seconds}
 
 

@@ -28,11 +28,6 @@ from membench.warehouse import queries
 from membench.warehouse.protocol import WarehouseReader
 from membench.warehouse.tables import DERIVED_TABLES
 
-# binary formats, when the engine cannot say (a server older than system.formats.is_tty_friendly)
-_BINARY_PREFIXES = ("Arrow", "Avro", "BSON", "Buffers", "CapnProto", "MsgPack", "Native", "Npy", "ORC", "Parquet",
-                    "PNG", "Protobuf", "RowBinary")
-
-
 class TableExportError(ValueError):
     """A format the engine does not know, a run set it holds nothing of, an unwritable directory."""
 
@@ -43,21 +38,11 @@ def raw_query(warehouse: WarehouseReader, sql: str, fmt: str, parameters: dict[s
     return warehouse.query_raw(sql, fmt, parameters)
 
 
-def output_formats(warehouse: WarehouseReader) -> dict[str, bool]:
-    """Output format name -> whether it displays fine in a terminal (False: binary)."""
-    try:
-        rows = warehouse.query_rows("SELECT name, is_tty_friendly FROM system.formats WHERE is_output")
-        return {name: bool(tty) for name, tty in rows}
-    except Exception:  # noqa: BLE001 - an older server: no is_tty_friendly column
-        rows = warehouse.query_rows("SELECT name FROM system.formats WHERE is_output")
-        return {name: not name.startswith(_BINARY_PREFIXES) for (name,) in rows}
-
-
 def resolve_format(warehouse: WarehouseReader, name: str) -> tuple[str, bool]:
     """(the engine's name of output format NAME, whether it is fit for a terminal). NAME matches
     exactly, else case-insensitively when that is unambiguous; anything else is a TableExportError
     naming it."""
-    formats = output_formats(warehouse)
+    formats = queries.output_formats(warehouse)
     if name in formats:
         return name, formats[name]
     folded = [known for known in formats if known.lower() == name.lower()]
@@ -83,8 +68,7 @@ def table_key(table: str) -> tuple[str, tuple[str, ...]]:
 def table_query(table: str) -> str:
     """The rows of TABLE that belong to the run set {rs:String}, each once, in key order."""
     ident, order = table_key(table)
-    return (f"SELECT * FROM {table} WHERE run_set = {{rs:String}} "
-            f"ORDER BY {', '.join(order)}, {ident} LIMIT 1 BY {ident}")
+    return queries.table_export_statement(table, ident, order)
 
 
 @dataclass(frozen=True)
@@ -100,8 +84,7 @@ def export_parquet(warehouse: Any, run_set: str, out_dir: Path) -> list[TableFil
     OUT_DIR/manifest.json. All files are fetched into a staging directory inside OUT_DIR first and
     moved into place only when every table was fetched."""
     tables = queries.audited_tables()
-    if not warehouse.query_rows("SELECT 1 FROM trajectory_events WHERE run_set = {rs:String} LIMIT 1",
-                                {"rs": run_set}):
+    if not queries.has_raw_events(warehouse, run_set):
         raise TableExportError(f"run set '{run_set}' has no events in the warehouse")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -113,8 +96,7 @@ def export_parquet(warehouse: Any, run_set: str, out_dir: Path) -> list[TableFil
         for table in tables:
             ident, _ = table_key(table)
             data = raw_query(warehouse, table_query(table), "Parquet", {"rs": run_set})
-            rows = warehouse.query_rows(
-                f"SELECT uniqExact({ident}) FROM {table} WHERE run_set = {{rs:String}}", {"rs": run_set})[0][0]
+            rows = queries.distinct_rows(warehouse, table, ident, run_set)
             name = f"{table}.parquet"
             (staging / name).write_bytes(data)
             written.append(TableFile(table, name, int(rows), hashlib.sha256(data).hexdigest()))

@@ -494,6 +494,57 @@ def frozen_bank_events(warehouse: WarehouseReader, run_set: str) -> list[tuple[i
     return [(int(r["seed"]), json.loads(r["payload"])) for r in rows]
 
 
+# ------------------------------------------------------------------ the table export's and benchmarks' reads
+
+# binary output formats, when the engine cannot say (a server older than system.formats.is_tty_friendly)
+_BINARY_PREFIXES = ("Arrow", "Avro", "BSON", "Buffers", "CapnProto", "MsgPack", "Native", "Npy", "ORC", "Parquet",
+                    "PNG", "Protobuf", "RowBinary")
+
+
+def output_formats(warehouse: WarehouseReader) -> dict[str, bool]:
+    """The engine's output format names -> whether each displays fine in a terminal (False: binary)."""
+    try:
+        found = warehouse.query_rows("SELECT name, is_tty_friendly FROM system.formats WHERE is_output")
+        return {name: bool(tty) for name, tty in found}
+    except Exception:  # noqa: BLE001 - an older server: no is_tty_friendly column
+        found = warehouse.query_rows("SELECT name FROM system.formats WHERE is_output")
+        return {name: not name.startswith(_BINARY_PREFIXES) for (name,) in found}
+
+
+def has_raw_events(warehouse: WarehouseReader, run_set: str) -> bool:
+    return bool(warehouse.query_rows(
+        "SELECT 1 FROM trajectory_events WHERE run_set = {rs:String} LIMIT 1", {"rs": run_set}))
+
+
+def table_export_statement(table: str, ident: str, order: tuple[str, ...]) -> str:
+    """The rows of TABLE (one of `audited_tables()`) that belong to the run set {rs:String}, each
+    once (by IDENT), in ORDER then IDENT: what an export writes, in the format the caller asks for."""
+    if table not in audited_tables():
+        raise ValueError(f"unknown table '{table}' (known: {', '.join(audited_tables())})")
+    return (f"SELECT * FROM {table} WHERE run_set = {{rs:String}} "
+            f"ORDER BY {', '.join(order)}, {ident} LIMIT 1 BY {ident}")
+
+
+def distinct_rows(warehouse: WarehouseReader, table: str, ident: str, run_set: str) -> int:
+    """Rows of TABLE (one of `audited_tables()`) of the run set, each IDENT once."""
+    if table not in audited_tables():
+        raise ValueError(f"unknown table '{table}' (known: {', '.join(audited_tables())})")
+    return int(warehouse.query_rows(
+        f"SELECT uniqExact({ident}) FROM {table} WHERE run_set = {{rs:String}}", {"rs": run_set})[0][0])
+
+
+def raw_table_bytes(warehouse: WarehouseReader, fmt: str) -> bytes:
+    """Every row of the raw table, every run set, duplicates included, in output format FMT."""
+    return warehouse.query_raw("SELECT * FROM trajectory_events", fmt)
+
+
+def raw_columns(warehouse: WarehouseReader) -> list[str]:
+    """The raw table's column names in table order (what an insert of `raw_table_bytes` names)."""
+    return [row[0] for row in warehouse.query_rows(
+        "SELECT name FROM system.columns WHERE table = 'trajectory_events' AND database = currentDatabase() "
+        "ORDER BY position")]
+
+
 # ------------------------------------------------------------------ the notebook frames' statements
 # membench.frames runs these through the engine's Parquet output (so its column types are the
 # engine's): they are statements, (SQL, parameters), not reads.
