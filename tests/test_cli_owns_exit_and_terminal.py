@@ -69,3 +69,32 @@ def test_no_room_below_the_cli_draws_the_terminal():
                for room in ROOMS for path in sorted((PKG / room).rglob("*.py"))}
     drawing = {rel: modules for rel, modules in drawing.items() if modules}
     assert not drawing, f"rich imported below membench/ (show it on the caller's RunDisplay): {drawing}"
+
+
+# modules run as `python -m` programs of their own: their command line is theirs to read
+ARGV_READERS = {
+    "membench/bench/sink_bytes.py": "python -m membench.bench.sink_bytes N",
+    "membench/bench/worker_memory.py": "the worker-memory benchmark's own process",
+    "membench/bench/replay_rates.py": "python -m membench.bench.replay_rates N | rss LOG | log LOG",
+    "membench/bench/floor.py": "the faust worker process the floor benchmark starts",
+}
+
+
+def _argv_reads(source: str) -> list[int]:
+    return [node.lineno for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Attribute) and node.attr == "argv"
+            and isinstance(node.value, ast.Name) and node.value.id == "sys"]
+
+
+def test_no_room_below_the_cli_reads_the_command_line():
+    """A library call has no command line: what the CLI was asked (a run's resume command) is passed in."""
+    stray = {}
+    for room in ROOMS:
+        for path in sorted((PKG / room).rglob("*.py")):
+            rel = str(path.relative_to(REPO))
+            lines = _argv_reads(path.read_text(encoding="utf-8"))
+            if lines and rel not in ARGV_READERS and rel not in PROGRAMS:
+                stray[rel] = lines
+    assert not stray, f"sys.argv read below membench/ (take it as a parameter from the CLI): {stray}"
+    assert all(_argv_reads((REPO / rel).read_text(encoding="utf-8")) for rel in ARGV_READERS)
+    assert _argv_reads("import sys\nargs = sys.argv[1:]\n") == [2]

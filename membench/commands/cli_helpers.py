@@ -24,6 +24,11 @@ if TYPE_CHECKING:
     from membench.reports.model import Report
 
 
+def this_command() -> str:
+    """The command line that was run, to repeat: a stopped run set resumes with the same command."""
+    return "membench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
 def dsn_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Adds --bus and --warehouse (overriding MEMBENCH_HOME's defaults) and passes `settings`."""
 
@@ -152,7 +157,7 @@ def run_embedded(pack, units, config, sandbox_name: str, settings: Settings, wor
     from membench.pipeline.run_environment import prepare_scoring
 
     prepare_scoring(pack, sandbox_name, settings.runs_dir, config.run_set)  # before anything is written
-    resume = "membench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    resume = this_command()
     try:
         outcome = run_grid(pack, units, config, sandbox_name, settings, workers, agent_for, verb, signer,
                            build_report=(report_options or ReportOptions()).builder(settings.home),

@@ -106,7 +106,7 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None,
                              "on Kafka the runner does not see the whole run set")
         run_set = run_set or (model_run_set(loaded, agent, model, condition_list, seed_list) if model.used else None)
         refuse_self_replay(model, run_set)
-        from membench.commands.cli_helpers import require_kafka
+        from membench.commands.cli_helpers import require_kafka, this_command
         from membench.commands.terminal_display import TerminalDisplay
         from membench.pipeline.model_gateway import model_order
         from membench.pipeline.distributed.enqueue import enqueue_grid
@@ -135,7 +135,7 @@ def run(pack: str, conditions: str, seeds: str, agent: str, workers: int | None,
         say_workers(workers, workers_why)
         published = run_distributed(pack, condition_list, seed_list, agent, workers, run_set, sandbox_name,
                                     read_budget, settings, stop_grace, models=hosted, display=TerminalDisplay(),
-                                    hard_exit=hard_exit)
+                                    hard_exit=hard_exit, resume=this_command())
         click.echo(published.run_set)  # stdout: what a script runs `membench report` on
         status = stop_exit_status(published.stopped, published.stopped_after_grid)
         if status != EXIT_OK:

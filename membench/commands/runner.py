@@ -56,7 +56,8 @@ def runner(workers: int, until_idle: bool, idle_seconds: float, max_poll_s: floa
                        f"{entry['attempts_abandoned']} abandoned attempt(s)")
         return
     from membench.errors import end_stopped, hard_exit, stop_exit_status
-    from membench.pipeline.stopping import GridStop, resume_command
+    from membench.commands.cli_helpers import this_command
+    from membench.pipeline.stopping import GridStop
 
     # a first SIGINT/SIGTERM claims nothing more and lets the running units finish within --stop-grace;
     # a second (or the period's end) fences what they publish and kills their sandboxes; the attempts
@@ -76,7 +77,7 @@ def runner(workers: int, until_idle: bool, idle_seconds: float, max_poll_s: floa
     if stop.asked:
         click.echo(f"runner: stopped ({stats.completed} units completed here, {stats.closed} attempts closed as "
                    "abandoned); the orders not finished stay queued: any runner of the group runs them, or start "
-                   f"this one again: {resume_command()}", err=True)
+                   f"this one again: {this_command()}", err=True)
         end_stopped(stop_exit_status(stop.stopped))
 
 

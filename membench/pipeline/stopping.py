@@ -38,7 +38,6 @@ runs return in their outcomes, and the CLI alone chooses the exit status and per
 from __future__ import annotations
 
 import json
-import shlex
 import signal
 import sys
 import threading
@@ -231,11 +230,6 @@ def run_units(run_one: Callable[[Any], str], units: list[Any], workers: int,
     finally:
         pool.shutdown(wait=not (stop and stop.killed.is_set()), cancel_futures=True)
     return queue
-
-
-def resume_command() -> str:
-    """The command that resumes this run set: the one that was run (a run set resumes where it stopped)."""
-    return "membench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
 PARTIAL_FILE = "partial.json"

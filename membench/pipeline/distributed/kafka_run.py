@@ -46,10 +46,11 @@ class PublishedRun:
 
 def run_distributed(pack_spec, conditions, seeds, agent, workers, run_set, sandbox_name, read_budget,
                     settings: Settings, stop_grace: float = 30.0, models=None, display: RunDisplay | None = None,
-                    hard_exit: Callable[[], None] | None = None) -> PublishedRun:
+                    hard_exit: Callable[[], None] | None = None, resume: str | None = None) -> PublishedRun:
     """`models` (membench.pipeline.distributed.runner_models.HostedModels): the gateway this process hosts for
     its units, None when they call no model. Shown on DISPLAY (default: nothing); a third signal
-    calls HARD_EXIT (`membench.pipeline.stopping.GridStop`)."""
+    calls HARD_EXIT (`membench.pipeline.stopping.GridStop`). RESUME: how a stopped run set is
+    resumed, as the caller knows it (the CLI: the command that was run)."""
     from membench.pipeline.run_display import SilentDisplay
     from membench.pipeline.stopping import GridStop
 
@@ -58,15 +59,15 @@ def run_distributed(pack_spec, conditions, seeds, agent, workers, run_set, sandb
                     hard_exit=hard_exit)
     with stop.installed():  # around the whole body: a signal while the statuses are read is a clean stop too
         return _publish_grid(console, stop, pack_spec, conditions, seeds, agent, workers, run_set, sandbox_name,
-                             read_budget, settings, models)
+                             read_budget, settings, models,
+                             resume or "run the same grid again (completed units are skipped)")
 
 
 def _publish_grid(console: RunDisplay, stop, pack_spec, conditions, seeds, agent, workers, run_set, sandbox_name,
-                  read_budget, settings: Settings, models=None) -> PublishedRun:
+                  read_budget, settings: Settings, models, resume: str) -> PublishedRun:
     from membench.pipeline.distributed.publication import KafkaPublication
     from membench.bus.kafka_blobs import share_blobs
-    from membench.pipeline.stopping import (HarnessFaultLimit, StoppableSandbox, clear_partial, resume_command, run_units,
-                                   write_partial)
+    from membench.pipeline.stopping import HarnessFaultLimit, StoppableSandbox, clear_partial, run_units, write_partial
     from membench.bus.attempts import describe
     from membench.runner.grid import RunConfig, code_digest, default_run_set, plan_grid, run_unit
     from membench.packs.pack_resolver import open_pack
@@ -116,7 +117,6 @@ def _publish_grid(console: RunDisplay, stop, pack_spec, conditions, seeds, agent
     if not cut:
         clear_partial(settings.runs_dir, run_set)
         return replace(ran, stopped_after_grid=stop.asked)
-    resume = resume_command()
     partial = PartialRun(reason=stop.cause or "stopped by a signal before the grid finished", units_planned=len(units),
                          units_not_started=len(not_started), attempts_abandoned=len(abandoned), resume=resume)
     path = write_partial(settings.runs_dir, run_set, partial)
