@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from membench.pipeline.run_errors import RequestInvalid
 
@@ -143,9 +144,7 @@ def start_gateway(options: ModelSettings, runs_dir: Path, run_set: str, targets=
         return None
     from membench.bus.base import run_set_log_path
     from membench.gateway.prices import PriceTable
-    from membench.gateway.rate_shares import RateLimit
     from membench.gateway.recording import Recording, RecordingError
-    from membench.gateway.server import MAX_REQUEST_BYTES, GatewaySettings, ModelGateway, keys_from_env
 
     replay = recording
     if options.replay and replay is None:
@@ -154,16 +153,45 @@ def start_gateway(options: ModelSettings, runs_dir: Path, run_set: str, targets=
                                         options.replay)
         except RecordingError as exc:
             raise RequestInvalid(str(exc)) from None
+    return open_gateway(parse_base_urls(options.base_urls), options, runs_dir / run_set / "blobs", replay,
+                        PriceTable.load(options.prices) if options.prices else PriceTable.default(), targets,
+                        workers, dict(options.api_keys) if options.api_keys is not None else None, say)
+
+
+class GatewayLimits(Protocol):
+    """What a gateway's settings take from a run's model settings (a `ModelSettings`, or the unit order's
+    `membench.runner.unit_queue.ModelOrder` on a Kafka runner)."""
+
+    @property
+    def record(self) -> bool: ...
+    @property
+    def timeout_s(self) -> float: ...
+    @property
+    def preflight(self) -> bool: ...
+    @property
+    def max_request_bytes(self) -> int | None: ...
+    @property
+    def rpm(self) -> int | None: ...
+    @property
+    def tpm(self) -> int | None: ...
+
+
+def open_gateway(base_urls: Mapping[str, str], limits: GatewayLimits, blob_dir: Path, replay, prices, targets=(),
+                 workers: int = 1, keys: Mapping[str, str] | None = None, say: Say = lambda text: None):
+    """A gateway to BASE_URLS (provider -> API root) or answering from REPLAY (a Recording), its
+    targets probed first unless it replays or LIMITS turn the pre-flight off; the one place both an
+    embedded run (`start_gateway`) and a Kafka runner (`runner_models.open_models`) start theirs.
+    KEYS: provider -> API key, None: this process's environment's."""
+    from membench.gateway.rate_shares import RateLimit
+    from membench.gateway.server import MAX_REQUEST_BYTES, GatewaySettings, ModelGateway, keys_from_env
+
     settings = GatewaySettings(
-        base_urls=parse_base_urls(options.base_urls),
-        keys=dict(options.api_keys) if options.api_keys is not None else keys_from_env(), record=options.record,
-        timeout_s=options.timeout_s,
-        prices=PriceTable.load(options.prices) if options.prices else PriceTable.default(),
-        max_request_bytes=options.max_request_bytes or MAX_REQUEST_BYTES,
-        rate_limits={"*": RateLimit(options.rpm, options.tpm)} if options.rpm or options.tpm else {},
+        base_urls=dict(base_urls), keys=dict(keys) if keys is not None else keys_from_env(), record=limits.record,
+        timeout_s=limits.timeout_s, prices=prices, max_request_bytes=limits.max_request_bytes or MAX_REQUEST_BYTES,
+        rate_limits={"*": RateLimit(limits.rpm, limits.tpm)} if limits.rpm or limits.tpm else {},
         rate_units=workers)
-    gateway = ModelGateway(settings, blob_dir=runs_dir / run_set / "blobs", replay=replay, targets=targets)
-    if replay is None and options.preflight:
+    gateway = ModelGateway(settings, blob_dir=blob_dir, replay=replay, targets=targets)
+    if replay is None and limits.preflight:
         preflight(gateway, say)
     return gateway
 

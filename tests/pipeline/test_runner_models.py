@@ -29,7 +29,7 @@ def test_a_runner_probes_the_upstream_with_its_own_key_before_it_claims(tmp_path
         monkeypatch.delenv("MEMBENCH_MODEL_API_KEY", raising=False)
         lines: list[str] = []
         keyless = RunnerModels(load_settings(), 1, log=lines.append)
-        with pytest.raises(ModelsRefused, match="pre-flight failed on this runner"):
+        with pytest.raises(ModelsRefused, match="on this runner: pre-flight failed"):
             keyless.for_order(_order(upstream.base_url))
         monkeypatch.setenv("MEMBENCH_MODEL_API_KEY", KEY)
         keyed = RunnerModels(load_settings(), 1, log=lines.append)

@@ -55,28 +55,21 @@ def recording_from_kafka(settings: Settings, run_set: str):
     return Recording.from_events(read_run_events(topics, runs, {"ModelCall"}), blob_dir, run_set)
 
 
-def gateway_settings(order, workers: int):
-    """GatewaySettings of a ModelOrder, with this process's keys."""
+def order_prices(order):
+    """The PriceTable a ModelOrder carries (its document), else the built-in one."""
     from membench.gateway.prices import PriceTable, PriceTableError
-    from membench.gateway.rate_shares import RateLimit
-    from membench.gateway.server import MAX_REQUEST_BYTES, GatewaySettings, keys_from_env
 
-    prices = PriceTable.default()
-    if order.prices is not None:
-        import tempfile
+    if order.prices is None:
+        return PriceTable.default()
+    import tempfile
 
-        with tempfile.NamedTemporaryFile("w", suffix=".json") as doc:  # one reader for the file and the order
-            json.dump(order.prices, doc)
-            doc.flush()
-            try:
-                prices = PriceTable.load(Path(doc.name))
-            except PriceTableError as exc:
-                raise ModelsRefused(f"the order's price table: {exc}") from None
-    return GatewaySettings(
-        base_urls=dict(order.base_urls), keys=keys_from_env(), record=order.record, timeout_s=order.timeout_s,
-        prices=prices, max_request_bytes=order.max_request_bytes or MAX_REQUEST_BYTES,
-        rate_limits={"*": RateLimit(order.rpm, order.tpm)} if order.rpm or order.tpm else {},
-        rate_units=workers)
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as doc:  # one reader for the file and the order
+        json.dump(order.prices, doc)
+        doc.flush()
+        try:
+            return PriceTable.load(Path(doc.name))
+        except PriceTableError as exc:
+            raise ModelsRefused(f"the order's price table: {exc}") from None
 
 
 def open_models(settings: Settings, run_set: str, order, agent_spec: str, workers: int,
@@ -85,9 +78,10 @@ def open_models(settings: Settings, run_set: str, order, agent_spec: str, worker
     order turned the pre-flight off, or replays). RECORDING: the replay's, when already read."""
     from membench.agents.model_agents import LoopLimits
     from membench.agents.registry import make_agent
-    from membench.gateway.preflight import probe, targets_for
+    from membench.gateway.preflight import targets_for
     from membench.gateway.recording import RecordingError
-    from membench.gateway.server import ModelGateway
+    from membench.pipeline.model_gateway import open_gateway
+    from membench.pipeline.run_errors import RequestInvalid
 
     loop = LoopLimits(order.max_steps, order.max_tokens)
     agent = make_agent(agent_spec, loop, with_gateway=True)
@@ -98,16 +92,11 @@ def open_models(settings: Settings, run_set: str, order, agent_spec: str, worker
             recording = recording_from_kafka(settings, order.replay)
         except RecordingError as exc:
             raise ModelsRefused(str(exc)) from None
-    gateway = ModelGateway(gateway_settings(order, workers), blob_dir=settings.runs_dir / run_set / "blobs",
-                           replay=recording, targets=targets)
-    if recording is None and order.preflight:
-        results = [probe(gateway, target) for target in gateway.targets]
-        failed = [r for r in results if not r.ok]
-        if failed:
-            raise ModelsRefused("pre-flight failed on this runner: " + "; ".join(r.message for r in failed))
-        for result in results:
-            log(f"pre-flight: {result.message}")
-            gateway.shares.learn(result.target.provider, result.stated_limit)
+    try:
+        gateway = open_gateway(order.base_urls, order, settings.runs_dir / run_set / "blobs", recording,
+                               order_prices(order), targets, workers, say=log)
+    except RequestInvalid as exc:  # the pre-flight: another runner may reach the upstream
+        raise ModelsRefused(f"on this runner: {exc}") from None
     return HostedModels(gateway, loop, order.memory_model)
 
 
