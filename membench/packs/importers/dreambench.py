@@ -53,13 +53,12 @@ from typing import Any
 from membench.packs.finalize import TargetExistsError, staged_directory
 from membench.formats.fields import (
     PLAIN_NAME_RULE,
-    REQUIRED,
     decode_utf8,
     is_plain_name,
     read_input_bytes,
     relative_path_problem,
-    typed_field,
 )
+from membench.packs.importers.source_fields import source_field, source_strings
 from membench.formats.pack_format import CONSTRUCTS, FORMAT, PackError, load_pack
 
 # a record's start_state values (DreamBench-SWE writes `clean_base` for a clean-start S3)
@@ -109,21 +108,8 @@ def _not_used(record: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _field(obj: Any, key: str, typ: type | tuple[type, ...], where: str, default: Any = REQUIRED) -> Any:
-    if not isinstance(obj, dict):
-        raise PackError(f"{where}: must be an object")
-    return typed_field(obj, key, typ, where, error=PackError, default=default)
-
-
-def _strings(obj: dict[str, Any], key: str, where: str) -> list[str]:
-    value = _field(obj, key, list, where, [])
-    if not all(isinstance(v, str) for v in value):
-        raise PackError(f"{where}: field '{key}' must be a list of strings")
-    return value
-
-
 def _paths(obj: dict[str, Any], key: str, where: str) -> list[str]:
-    out = _strings(obj, key, where)
+    out = source_strings(obj, key, where)
     for rel in out:
         problem = relative_path_problem(rel)
         if problem is not None:
@@ -132,7 +118,7 @@ def _paths(obj: dict[str, Any], key: str, where: str) -> list[str]:
 
 
 def _plain(obj: dict[str, Any], key: str, where: str) -> str:
-    value = _field(obj, key, str, where)
+    value = source_field(obj, key, str, where)
     if not is_plain_name(value):
         raise PackError(f"{where}: field '{key}' must be a plain name ({PLAIN_NAME_RULE}), got {value!r}")
     return value
@@ -141,7 +127,7 @@ def _plain(obj: dict[str, Any], key: str, where: str) -> str:
 def _one_of(record: dict[str, Any], keys: tuple[str, str], where: str, *, agree: bool = True) -> str:
     """The first of KEYS present; with `agree`, both present must be equal (a record naming two
     repositories is refused)."""
-    values = [_field(record, k, str, where) for k in keys if record.get(k) is not None]
+    values = [source_field(record, k, str, where) for k in keys if record.get(k) is not None]
     if not values:
         raise PackError(f"{where}: field '{keys[0]}' (or '{keys[1]}') is missing")
     if agree and len(set(values)) > 1:
@@ -151,31 +137,31 @@ def _one_of(record: dict[str, Any], keys: tuple[str, str], where: str, *, agree:
 
 def _session(raw: Any, j: int, where: str) -> dict[str, Any]:
     s_where = f"{where}: sessions[{j}]"
-    index = _field(raw, "session_index", int, s_where)
+    index = source_field(raw, "session_index", int, s_where)
     if index != j + 1:
         raise PackError(f"{s_where}: field 'session_index' must be {j + 1} (sessions in order from 1), got {index}")
-    state = _field(raw, "start_state", str, s_where, "continuation")
+    state = source_field(raw, "start_state", str, s_where, "continuation")
     if state not in START_STATES:
         raise PackError(f"{s_where}: field 'start_state' must be one of {', '.join(START_STATES)}, got {state!r}")
     if raw.get("started_from_previous_session") is False:
         state = "clean"
-    return {"index": index, "instruction": _field(raw, "instruction", str, s_where),
+    return {"index": index, "instruction": source_field(raw, "instruction", str, s_where),
             "visible_files": _paths(raw, "visible_files", s_where),
-            "inject_after": _strings(raw, "inject_after", s_where),
+            "inject_after": source_strings(raw, "inject_after", s_where),
             "start_state": START_STATES[state], "oracle_id": _plain(raw, "oracle_id", s_where)}
 
 
 def _event(raw: Any, j: int, where: str) -> dict[str, Any]:
     e_where = f"{where}: events[{j}]"
-    scope = _field(raw, "scope", dict, e_where, {})
-    content = _field(raw, "content", str, e_where)
+    scope = source_field(raw, "scope", dict, e_where, {})
+    content = source_field(raw, "content", str, e_where)
     if not content.strip():
         raise PackError(f"{e_where}: field 'content' is empty (the event's decisive content)")
-    kept = {k: _field(scope, k, str, f"{e_where}: scope") for k in ("repo", "sequence_id") if scope.get(k) is not None}
-    return {"event_id": _field(raw, "event_id", str, e_where), "after_session": _field(raw, "after_session", int, e_where),
-            "kind": _field(raw, "kind", str, e_where), "content": content,
+    kept = {k: source_field(scope, k, str, f"{e_where}: scope") for k in ("repo", "sequence_id") if scope.get(k) is not None}
+    return {"event_id": source_field(raw, "event_id", str, e_where), "after_session": source_field(raw, "after_session", int, e_where),
+            "kind": source_field(raw, "kind", str, e_where), "content": content,
             "scope": {"files": _paths(scope, "files", f"{e_where}: scope"),
-                      "symbols": _strings(scope, "symbols", f"{e_where}: scope"), **kept}}
+                      "symbols": source_strings(scope, "symbols", f"{e_where}: scope"), **kept}}
 
 
 def record_to_sequence(record: Any, where: str, constructs: dict[str, str]) -> tuple[dict[str, Any], str]:
@@ -184,7 +170,7 @@ def record_to_sequence(record: Any, where: str, constructs: dict[str, str]) -> t
         raise PackError(f"{where}: must be a JSON object")
     seq_id = _plain(record, "seq_id", where)
     where = f"{where} (seq_id '{seq_id}')"
-    construct = constructs.get(seq_id) or _field(record, "construct_label", str, where, None)
+    construct = constructs.get(seq_id) or source_field(record, "construct_label", str, where, None)
     if construct is None:
         kind = record.get("seq_type")
         raise PackError(f"{where}: field 'construct_label' is missing (seq_type {kind!r} is a continuity label that "
@@ -194,18 +180,18 @@ def record_to_sequence(record: Any, where: str, constructs: dict[str, str]) -> t
     repo = _one_of(record, ("fixture_repo", "repo"), where)
     if not is_plain_name(repo):
         raise PackError(f"{where}: field 'repo' must be a plain name ({PLAIN_NAME_RULE}), got {repo!r}")
-    commit = _field(record, "initial_commit", str, where)
+    commit = source_field(record, "initial_commit", str, where)
     if not re.fullmatch(r"[0-9a-f]{7,64}", commit):
         raise PackError(f"{where}: field 'initial_commit' must be a git commit id (hex), got {commit!r}")
     family = _one_of(record, ("family_label", "seq_type"), where, agree=False)  # the v2 label refines the type
-    sessions = [_session(s, j, where) for j, s in enumerate(_field(record, "sessions", list, where))]
+    sessions = [_session(s, j, where) for j, s in enumerate(source_field(record, "sessions", list, where))]
     if len(sessions) < 2:
         raise PackError(f"{where}: field 'sessions' needs at least 2 sessions (evidence, then the trap), "
                         f"got {len(sessions)}")
-    events = [_event(e, j, where) for j, e in enumerate(_field(record, "events", list, where))]
+    events = [_event(e, j, where) for j, e in enumerate(source_field(record, "events", list, where))]
     if not events:
         raise PackError(f"{where}: field 'events' is empty (a trap needs the evidence its scored session depends on)")
-    labels = _field(record, "oracle_labels", list, where)
+    labels = source_field(record, "oracle_labels", list, where)
     if not labels or not all(isinstance(label, dict) for label in labels):
         raise PackError(f"{where}: field 'oracle_labels' must be a non-empty list of objects")
     clean = record.get("clean_start_s3", sessions[-1]["start_state"] == "clean")
@@ -213,15 +199,15 @@ def record_to_sequence(record: Any, where: str, constructs: dict[str, str]) -> t
         "seq_id": seq_id, "construct": construct, "family": family, "repo": repo, "initial_state": "base",
         "clean_start_s3": clean, "anti_hoarding": record.get("anti_hoarding", False),
         "sessions": sessions, "events": events, "oracle_labels": labels,
-        "decisive_literals": _strings(record, "decisive_oracle_literals", where),
-        "required_fact_ids": _strings(record, "required_fact_ids", where),
-        "event_fact_map": _field(record, "event_fact_map", dict, where, {}),
+        "decisive_literals": source_strings(record, "decisive_oracle_literals", where),
+        "required_fact_ids": source_strings(record, "required_fact_ids", where),
+        "event_fact_map": source_field(record, "event_fact_map", dict, where, {}),
     }
-    why = _field(record, "insufficiency_mechanism", str, where, None)
+    why = source_field(record, "insufficiency_mechanism", str, where, None)
     if why:
         seq["why_not_verbatim"] = why
     if record.get("seq_type") is not None:  # kept even when family_label is the family
-        seq["seq_type"] = _field(record, "seq_type", str, where)
+        seq["seq_type"] = source_field(record, "seq_type", str, where)
     seq.update({k: record[k] for k in KEPT_FIELDS if record.get(k) is not None})
     return seq, commit
 

@@ -50,13 +50,12 @@ from typing import Any
 from membench.packs.finalize import TargetExistsError, staged_directory
 from membench.formats.fields import (
     PLAIN_NAME_RULE,
-    REQUIRED,
     decode_utf8,
     is_plain_name,
     read_input_bytes,
     relative_path_problem,
-    typed_field,
 )
+from membench.packs.importers.source_fields import source_field, source_strings
 from membench.formats.pack_format import FORMAT, PackError, load_pack
 
 # the source benchmark's condition names: `membench score` takes them as labels of predictions made
@@ -85,19 +84,6 @@ def _where(task: dict[str, Any] | None, index: int) -> str:
     return f"tasks[{index}]"
 
 
-def _field(obj: Any, key: str, typ: type | tuple[type, ...], where: str, default: Any = REQUIRED) -> Any:
-    if not isinstance(obj, dict):
-        raise PackError(f"{where}: must be an object")
-    return typed_field(obj, key, typ, where, error=PackError, default=default)
-
-
-def _strings(obj: dict[str, Any], key: str, where: str) -> list[str]:
-    value = _field(obj, key, list, where, [])
-    if not all(isinstance(v, str) for v in value):
-        raise PackError(f"{where}: field '{key}' must be a list of strings")
-    return value
-
-
 def _safe_path(rel: str, where: str, key: str) -> str:
     if relative_path_problem(rel) is not None or "" in rel.split("/"):
         raise PackError(f"{where}: field '{key}' holds an unsafe path {rel!r} (must be relative, without '..')")
@@ -116,11 +102,11 @@ def _write(path: Path, text: str, where: str, key: str) -> None:
 
 def _memories(container: dict[str, Any], where: str) -> list[dict[str, Any]]:
     out = []
-    for i, memory in enumerate(_field(container, "memories", list, where, [])):
+    for i, memory in enumerate(source_field(container, "memories", list, where, [])):
         m_where = f"{where}: memories[{i}]"
-        out.append({"title": _field(memory, "title", str, m_where), "text": _field(memory, "text", str, m_where),
-                    "memory_type": _field(memory, "memory_type", str, m_where, "memory"),
-                    "files": [_safe_path(f, m_where, "files") for f in _strings(memory, "files", m_where)]})
+        out.append({"title": source_field(memory, "title", str, m_where), "text": source_field(memory, "text", str, m_where),
+                    "memory_type": source_field(memory, "memory_type", str, m_where, "memory"),
+                    "files": [_safe_path(f, m_where, "files") for f in source_strings(memory, "files", m_where)]})
     return out
 
 
@@ -130,13 +116,13 @@ def _memory_event(event_id: str, after: int, memory: dict[str, Any]) -> dict[str
 
 
 def _raw_event(raw: dict[str, Any], after: int, where: str) -> dict[str, Any]:
-    event_id = _field(raw, "event_id", str, where)
-    role = _field(raw, "role", str, where, "event")
-    parts = [_field(raw, "sanitized_content", str, where, "")]
-    tool = _field(raw, "tool_name", str, where, "")
+    event_id = source_field(raw, "event_id", str, where)
+    role = source_field(raw, "role", str, where, "event")
+    parts = [source_field(raw, "sanitized_content", str, where, "")]
+    tool = source_field(raw, "tool_name", str, where, "")
     if tool:
-        parts.append(f"[tool {tool}] {_field(raw, 'sanitized_tool_input', (str, dict, list), where, '')}")
-        output = _field(raw, "sanitized_tool_output", (str, dict, list), where, "")
+        parts.append(f"[tool {tool}] {source_field(raw, 'sanitized_tool_input', (str, dict, list), where, '')}")
+        output = source_field(raw, "sanitized_tool_output", (str, dict, list), where, "")
         if output:
             parts.append(f"[output] {output}")
     content = "\n".join(str(p) for p in parts if p)
@@ -146,42 +132,42 @@ def _raw_event(raw: dict[str, Any], after: int, where: str) -> dict[str, Any]:
 
 def _sequence(task: dict[str, Any], index: int, hidden_root: Path) -> dict[str, Any]:
     where = _where(task, index)
-    task_id = _field(task, "id", str, where)
+    task_id = source_field(task, "id", str, where)
     if not is_plain_name(task_id):
         raise PackError(f"{where}: field 'id' must be a plain name ({PLAIN_NAME_RULE})")
-    prompt = _field(task, "prompt", str, where)
-    score = _field(task, "score", dict, where)
-    commands = _field(score, "commands", list, f"{where}: score")
+    prompt = source_field(task, "prompt", str, where)
+    score = source_field(task, "score", dict, where)
+    commands = source_field(score, "commands", list, f"{where}: score")
     if not commands or not all(isinstance(c, list) and c and all(isinstance(a, str) for a in c) for c in commands):
         raise PackError(f"{where}: field 'score.commands' must be a non-empty list of non-empty argv lists")
-    hidden = _field(score, "hidden_files", dict, f"{where}: score", {})
+    hidden = source_field(score, "hidden_files", dict, f"{where}: score", {})
     for rel, text in hidden.items():
         _safe_path(rel, where, "score.hidden_files")
         if not isinstance(text, str):
             raise PackError(f"{where}: field 'score.hidden_files.{rel}' must be str")
-    allowed = [_safe_path(p.rstrip("/"), where, "allowed_paths") for p in _strings(task, "allowed_paths", where)]
-    forbidden = [_safe_path(p.rstrip("/"), where, "forbidden_paths") for p in _strings(task, "forbidden_paths", where)]
-    category = _field(task, "category", str, where, "")
-    gold = _field(task, "gold_memory", dict, where, {})
-    required_facts = set(_strings(gold, "required_facts", f"{where}: gold_memory"))
-    forbidden_facts = set(_strings(gold, "forbidden_facts", f"{where}: gold_memory"))
-    supporting = _strings(gold, "supporting_event_ids", f"{where}: gold_memory")
+    allowed = [_safe_path(p.rstrip("/"), where, "allowed_paths") for p in source_strings(task, "allowed_paths", where)]
+    forbidden = [_safe_path(p.rstrip("/"), where, "forbidden_paths") for p in source_strings(task, "forbidden_paths", where)]
+    category = source_field(task, "category", str, where, "")
+    gold = source_field(task, "gold_memory", dict, where, {})
+    required_facts = set(source_strings(gold, "required_facts", f"{where}: gold_memory"))
+    forbidden_facts = set(source_strings(gold, "forbidden_facts", f"{where}: gold_memory"))
+    supporting = source_strings(gold, "supporting_event_ids", f"{where}: gold_memory")
 
     sessions: list[dict[str, Any]] = []
     events: list[dict[str, Any]] = []
     relevant: list[str] = [*supporting]
     stale: list[str] = []
     seeded: list[str] = []  # memory events in the order remem's database is seeded (ids #1, #2, …)
-    for j, episode in enumerate(_field(task, "history_episodes", list, where, [])):
+    for j, episode in enumerate(source_field(task, "history_episodes", list, where, [])):
         e_where = f"{where}: history_episodes[{j}]"
-        episode_id = _field(episode, "episode_id", str, e_where)
+        episode_id = source_field(episode, "episode_id", str, e_where)
         e_where = f"{where}: episode '{episode_id}'"
         session_index = len(sessions) + 1
         sessions.append({"index": session_index, "mode": "history",
-                         "instruction": _field(episode, "summary", str, e_where, "") or f"History episode {episode_id}"})
-        for k, raw in enumerate(_field(episode, "raw_events", list, e_where, [])):
+                         "instruction": source_field(episode, "summary", str, e_where, "") or f"History episode {episode_id}"})
+        for k, raw in enumerate(source_field(episode, "raw_events", list, e_where, [])):
             events.append(_raw_event(raw, session_index, f"{e_where}: raw_events[{k}]"))
-        facts = set(_strings(episode, "expected_memory_facts", e_where))
+        facts = set(source_strings(episode, "expected_memory_facts", e_where))
         for k, memory in enumerate(_memories(episode, e_where)):
             event = _memory_event(f"{episode_id}:m{k}", session_index, memory)
             events.append(event)
@@ -208,8 +194,8 @@ def _sequence(task: dict[str, Any], index: int, hidden_root: Path) -> dict[str, 
         "visible_files": [], "inject_after": [],
         "scoring": {"commands": commands, "hidden_files": sorted(hidden), "allowed_paths": allowed,
                     "forbidden_paths": forbidden,
-                    "required_patch_patterns": _strings(score, "required_patch_patterns", f"{where}: score"),
-                    "forbidden_patch_patterns": _strings(score, "forbidden_patch_patterns", f"{where}: score")},
+                    "required_patch_patterns": source_strings(score, "required_patch_patterns", f"{where}: score"),
+                    "forbidden_patch_patterns": source_strings(score, "forbidden_patch_patterns", f"{where}: score")},
     })
     labels = []
     if required_facts:
@@ -229,7 +215,7 @@ def _sequence(task: dict[str, Any], index: int, hidden_root: Path) -> dict[str, 
         # the memories remem held for this task, as its agent cites them (memory:#1 …); curated_file's
         # memory is the pack's curated context, which CuratedFileMemory already records
         "source_memories": {"remem": {str(n): event_id for n, event_id in enumerate(seeded, 1)}} if seeded else {},
-        "timeout_ms": _field(task, "timeout_ms", int, where, None),
+        "timeout_ms": source_field(task, "timeout_ms", int, where, None),
     }
 
 
@@ -245,20 +231,20 @@ def import_remem(source: Path, out_dir: Path, name: str | None = None) -> Path:
     except json.JSONDecodeError as exc:
         raise PackError(f"{source}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     where = str(source)
-    version = _field(raw, "version", int, where)
+    version = source_field(raw, "version", int, where)
     if version != 1:
         raise PackError(f"{where}: field 'version' must be 1, got {version}")
-    repo = _field(raw, "repo", dict, where)
-    kind = _field(repo, "kind", str, f"{where}: repo")
+    repo = source_field(raw, "repo", dict, where)
+    kind = source_field(repo, "kind", str, f"{where}: repo")
     if kind != "inline_python":
         raise PackError(f"{where}: field 'repo.kind' must be 'inline_python', got '{kind}'")
-    files = _field(repo, "files", dict, f"{where}: repo")
+    files = source_field(repo, "files", dict, f"{where}: repo")
     if not files:
         raise PackError(f"{where}: field 'repo.files' is empty")
-    tasks = _field(raw, "tasks", list, where)
+    tasks = source_field(raw, "tasks", list, where)
     if not tasks:
         raise PackError(f"{where}: field 'tasks' is empty")
-    curated = _field(raw, "curated_context", str, where, "")
+    curated = source_field(raw, "curated_context", str, where, "")
     pack_name = name or "remem-" + re.sub(r"[^a-z0-9]+", "-", source.stem.lower()).strip("-")[:100]
     if not is_plain_name(pack_name):
         raise PackError(f"pack name {pack_name!r} (--name) must be a plain name ({PLAIN_NAME_RULE})")
