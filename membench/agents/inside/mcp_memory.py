@@ -9,6 +9,8 @@ import os
 import sys
 import urllib.request
 
+from jsonrpc_stdio import serve
+
 GATEWAY = os.environ.get("MEMBENCH_GATEWAY_URL", "http://127.0.0.1:4000").rstrip("/")
 TOOLS = [
     {"name": "search_memory", "description": "Search the project's memory (notes kept from earlier sessions). "
@@ -56,23 +58,5 @@ def handle(message):
     raise LookupError(f"method not found: {method}")
 
 
-def main():
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        try:
-            message = json.loads(line)
-        except ValueError:
-            continue
-        if "id" not in message:  # a notification (notifications/initialized, cancelled): no answer
-            continue
-        try:
-            reply = {"jsonrpc": "2.0", "id": message["id"], "result": handle(message)}
-        except LookupError as exc:
-            reply = {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": str(exc)}}
-        sys.stdout.write(json.dumps(reply) + "\n")
-        sys.stdout.flush()
-
-
 if __name__ == "__main__":
-    main()
+    serve(handle)
