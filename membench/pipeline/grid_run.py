@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from membench.pipeline.run_errors import AuditFailed, ReportRefused, RunRefused
 from membench.pipeline.settings import Settings
+from membench.pipeline.stopping import GridEnd
 
 if TYPE_CHECKING:
     from membench.pipeline.embedded import EmbeddedPipeline
@@ -110,15 +111,12 @@ def resume_point(warehouse, run_set: str) -> tuple[set[str], dict[str, int]]:
 
 
 @dataclass(frozen=True)
-class RunOutcome:
+class RunOutcome(GridEnd):
     """What an embedded grid run did, for its caller (a Python program, or the CLI, which alone turns
     it into an exit status): the report written (None when a stop left nothing to report), where the
-    files are, the units, whether the log verifies, and how the run ended.
-
-    `stopped`: None (the grid ran to its end), "signal" (a SIGINT/SIGTERM stopped it: the report is
-    partial, `resume` says how to go on) or "harness_faults" (the grid stopped itself: its oracle
-    harness kept producing no outcome, `stop_cause` says why). `stopped_after_grid`: a signal came
-    once every unit had ended; the report and the log root are complete."""
+    files are, the units, whether the log verifies, and how the run ended (`GridEnd`: the planned
+    units, those not started, the attempts abandoned, `stopped`, `stop_cause`, `stopped_after_grid`,
+    `resume`; a stopped run's report is partial)."""
 
     run_set: str
     report: Report | None
@@ -126,15 +124,8 @@ class RunOutcome:
     log: Path
     log_root: str
     verification: LogVerification
-    units_planned: int
     units_completed: int  # of the planned units, complete in the warehouse at the end (earlier runs included)
     units_run: int  # started by this call
-    units_not_started: int
-    attempts_abandoned: int
-    stopped: str | None = None
-    stop_cause: str | None = None
-    stopped_after_grid: bool = False
-    resume: str | None = None
 
     @property
     def verified(self) -> bool:

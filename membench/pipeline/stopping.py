@@ -45,6 +45,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -55,6 +56,25 @@ HARNESS_FAULTS = "harness_faults"  # ... or by itself: its oracle harness kept p
 HARNESS_FAULT_MIN = 3  # harness faults before a grid may stop for them ...
 HARNESS_FAULT_SHARE = 0.05  # ... and their share of the units ended (the exclusion-balance gate's 5 %)
 KILL_WAIT_S = 15.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class GridEnd:
+    """How a grid run ended, on either bus (the embedded `RunOutcome` and the Kafka `PublishedRun`
+    hold it alike; the CLI alone turns it into an exit status).
+
+    `stopped`: None (the grid ran to its end), "signal" (a SIGINT/SIGTERM stopped it: the run set is
+    partial, `resume` says how to go on) or "harness_faults" (the grid stopped itself: its oracle
+    harness kept producing no outcome, `stop_cause` says why). `stopped_after_grid`: a signal came once
+    every unit had ended; nothing is partial."""
+
+    units_planned: int
+    units_not_started: int
+    attempts_abandoned: int
+    stopped: str | None = None
+    stop_cause: str | None = None
+    stopped_after_grid: bool = False
+    resume: str | None = None
 
 
 class GridStop:

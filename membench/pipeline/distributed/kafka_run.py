@@ -20,28 +20,19 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from membench.pipeline.settings import Settings
+from membench.pipeline.stopping import GridEnd
 
 if TYPE_CHECKING:
     from membench.pipeline.run_display import RunDisplay
 
 
 @dataclass(frozen=True)
-class PublishedRun:
-    """How a grid run on Kafka ended, for its caller (the CLI turns it into the exit status).
-
-    `stopped`: None (the grid ran to its end), "signal" or "harness_faults" (`stop_cause` says why),
-    as the embedded `RunOutcome`'s; `stopped_after_grid`: a signal came once every unit had ended
-    (nothing is partial). `resume`: the command that resumes a stopped run set."""
+class PublishedRun(GridEnd):
+    """How a grid run on Kafka ended, for its caller (the CLI turns it into the exit status): the
+    units to run of the planned ones, and how the grid ended (`GridEnd`)."""
 
     run_set: str
-    units_planned: int
     units_to_run: int
-    units_not_started: int
-    attempts_abandoned: int
-    stopped: str | None = None
-    stop_cause: str | None = None
-    stopped_after_grid: bool = False
-    resume: str | None = None
 
 
 def run_distributed(pack_spec, conditions, seeds, agent, workers, run_set, sandbox_name, read_budget,
