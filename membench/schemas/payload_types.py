@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from membench.schemas.generated import write_generated
 from membench.schemas.registry import Registry, default_registry
 
 TARGET = Path(__file__).with_name("payloads.py")
@@ -112,13 +113,7 @@ def render(registry: Registry | None = None) -> str:
 
 
 def main() -> int:
-    text = render()
-    if TARGET.exists() and TARGET.read_text(encoding="utf-8") == text:
-        print(f"{TARGET.name} is up to date")
-        return 0
-    TARGET.write_text(text, encoding="utf-8")
-    print(f"wrote {TARGET.name}")
-    return 0
+    return write_generated(TARGET, render())
 
 
 if __name__ == "__main__":

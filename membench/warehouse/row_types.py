@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from membench.schemas.generated import write_generated
 from membench.schemas.registry import default_registry
 from membench.warehouse.tables import derived_columns, table_for_kind
 
@@ -57,13 +58,7 @@ def render() -> str:
 
 
 def main() -> int:
-    text = render()
-    if TARGET.exists() and TARGET.read_text(encoding="utf-8") == text:
-        print(f"{TARGET.name} is up to date")
-        return 0
-    TARGET.write_text(text, encoding="utf-8")
-    print(f"wrote {TARGET.name}")
-    return 0
+    return write_generated(TARGET, render())
 
 
 if __name__ == "__main__":
