@@ -69,6 +69,19 @@ MAX_EVENTS = 5000
 STDERR_TAIL = 4096
 
 
+def record_process_end(emitter: RunEmitter, call_id: str, result: Any) -> str:
+    """The agent process's end as events (how much of its stdout the sandbox dropped, then the
+    ToolResult of its `agent_process` call with its stderr's tail), and the session status it gives:
+    timeout, error (a non-zero exit) or completed."""
+    note_output_cut(emitter, result)
+    emitter.emit("ToolResult", {
+        "call_id": call_id, "name": "agent_process", "exit_code": result.exit_code,
+        "duration_ms": result.duration_ms, "output_size": len(result.stdout.encode()), "is_patch": False,
+        "output": bounded_text(("[killed at the wall-clock limit]\n" if result.timed_out else "")
+                               + result.stderr[-STDERR_TAIL:])})
+    return "timeout" if result.timed_out else ("error" if result.exit_code != 0 else "completed")
+
+
 @dataclass(frozen=True)
 class AgentLimits:
     wall_time_s: float = 1800.0
@@ -176,14 +189,7 @@ class CommandAgent:
         finally:
             shutil.rmtree(task_dir, ignore_errors=True)
         cited = self._replay(result.stdout, emitter)
-        note_output_cut(emitter, result)
-        emitter.emit("ToolResult", {
-            "call_id": call_id, "name": "agent_process", "exit_code": result.exit_code,
-            "duration_ms": result.duration_ms, "output_size": len(result.stdout.encode()), "is_patch": False,
-            "output": bounded_text(("[killed at the wall-clock limit]\n" if result.timed_out else "")
-                                   + result.stderr[-STDERR_TAIL:])})
-        status = "timeout" if result.timed_out else ("error" if result.exit_code != 0 else "completed")
-        return AgentOutcome(status=status, cited_ids=cited)
+        return AgentOutcome(status=record_process_end(emitter, call_id, result), cited_ids=cited)
 
     @staticmethod
     def _replay(stdout: str, emitter: RunEmitter) -> list[str]:

@@ -36,14 +36,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from membench.agents.base import AgentOutcome, AgentTask, note_output_cut, sandbox_mounts
-from membench.agents.command import MAX_EVENTS, STDERR_TAIL, AgentLimits, CommandAgent, native_env
+from membench.agents.base import AgentOutcome, AgentTask, sandbox_mounts
+from membench.agents.command import MAX_EVENTS, AgentLimits, CommandAgent, native_env, record_process_end
 from membench.bus.emitter import RunEmitter
 from membench.memory_systems.agent_tools import SessionMemoryTools
 from membench.gateway.server import ModelUnavailable
 from membench.memory_systems.native import DECLARED_FILE, read_declared
 from membench.sandbox.base import SANDBOX_HOME, IsolationUnavailable, SandboxSpec
-from membench.schemas.events import bounded_text
 
 INSIDE = Path(__file__).resolve().parent / "inside"
 GATEWAY_PORT = 4000
@@ -212,15 +211,9 @@ class ModelAgent:
             if task.native is None:
                 shutil.rmtree(home, ignore_errors=True)
         cited = self._translate(result.stdout, emitter)
-        note_output_cut(emitter, result)
-        emitter.emit("ToolResult", {
-            "call_id": call_id, "name": "agent_process", "exit_code": result.exit_code,
-            "duration_ms": result.duration_ms, "output_size": len(result.stdout.encode()), "is_patch": False,
-            "output": bounded_text(("[killed at the wall-clock limit]\n" if result.timed_out else "")
-                                   + result.stderr[-STDERR_TAIL:])})
+        status = record_process_end(emitter, call_id, result)
         if channel.failure is not None:
             raise channel.failure
-        status = "timeout" if result.timed_out else ("error" if result.exit_code != 0 else "completed")
         return AgentOutcome(status=status, cited_ids=cited)
 
     def _translate(self, stdout: str, emitter: RunEmitter) -> list[str]:
