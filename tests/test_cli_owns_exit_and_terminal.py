@@ -5,7 +5,6 @@ caller passes, and imports no `rich`. The exits that remain are separate program
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 from tests.test_architecture import PKG, REPO, ROOMS, _imports
 

@@ -6,7 +6,6 @@ memory system and records a MemoryRead event with what it returned."""
 
 import json
 import os
-import sys
 import urllib.request
 
 from jsonrpc_stdio import serve
