@@ -96,8 +96,9 @@ class InMemoryReadModel:
 
     def __init__(self) -> None:
         self._raw: list[dict[str, Any]] = []
-        # table -> derived_id -> row (the first insert of an id: a retried one is the same row)
-        self._derived: dict[str, dict[str, dict[str, Any]]] = {
+        # table -> (run set, derived_id) -> row: the first insert of an id (a retried one is the same
+        # row); every read filters by run set before its `LIMIT 1 BY derived_id`
+        self._derived: dict[str, dict[tuple[str, str], dict[str, Any]]] = {
             table_for_kind(kind): {} for kind in derived_columns()}
         self._types = {table_for_kind(kind): dict(columns) for kind, columns in derived_columns().items()}
 
@@ -117,7 +118,7 @@ class InMemoryReadModel:
             held = self._derived[table]
             for values in table_rows:
                 row = {name: _stored(types[name], value) for name, value in zip(names, values)}
-                held.setdefault(row["derived_id"], row)
+                held.setdefault((row["run_set"], row["derived_id"]), row)
 
     def add(self, event: Event, datum: bytes, derived: Iterable[DerivedEvent], fingerprint_hex: str) -> None:
         """What the embedded pipeline's sink is given for one event: the event and what it derived."""

@@ -39,3 +39,30 @@ def load_warehouse(warehouse, runs: list[list[Event]]) -> None:
     for event, datum, _, derived in sealed(runs):
         sink.add(event, datum, derived)
     sink.flush()
+
+
+def every_read(reads, run_set: str, needles: list[str]) -> dict[str, object]:
+    """read name -> what READS answers for RUN_SET (the canary search with NEEDLES and the report's
+    diff fields), one entry per read of `membench.warehouse.read_model.READS`."""
+    from membench.reports.canary import DIFF_FIELDS
+    from membench.warehouse.read_model import READS
+
+    args = {"agent_visible_hits": (needles,), "diffs_stored_as_blobs": (DIFF_FIELDS,)}
+    return {name: getattr(reads, name)(run_set, *args.get(name, ())) for name in READS}
+
+
+def differing_reads(a, b, run_set: str, needles: list[str]) -> list[str]:
+    """The reads A and B answer differently for RUN_SET (values and types: a float is not an int)."""
+    left, right = every_read(a, run_set, needles), every_read(b, run_set, needles)
+    return [name for name in left if _typed_repr(left[name]) != _typed_repr(right[name])]
+
+
+def _typed_repr(value: object) -> object:
+    """VALUE with each leaf paired with its type, so 1 and 1.0 and True differ."""
+    if isinstance(value, dict):
+        return {k: _typed_repr(v) for k, v in value.items()}, list(value)
+    if isinstance(value, (list, tuple)):
+        return type(value).__name__, [_typed_repr(v) for v in value]
+    if hasattr(value, "__dataclass_fields__"):
+        return type(value).__name__, _typed_repr(vars(value))
+    return type(value).__name__, value
