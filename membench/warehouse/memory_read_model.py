@@ -17,7 +17,7 @@ real run sets from both and compares them byte for byte, and every read one by o
 Rows that tie on a query's whole ORDER BY (which ClickHouse returns in no promised order) come here
 in the order they were added. A run set fed from its log holds each payload as decoded from the log
 (`membench.pipeline.log_fold`); the embedded warehouse holds it as published, which may leave out
-a field at its default (docs/design.md §12).
+a field at its default (docs/design.md §8, the read model).
 
 No engine is imported: a report test builds its input here without chDB.
 """
