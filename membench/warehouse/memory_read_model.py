@@ -98,9 +98,10 @@ class InMemoryReadModel:
         self._raw: list[dict[str, Any]] = []
         # table -> (run set, derived_id) -> row: the first insert of an id (a retried one is the same
         # row); every read filters by run set before its `LIMIT 1 BY derived_id`
+        self._columns = derived_columns()
         self._derived: dict[str, dict[tuple[str, str], dict[str, Any]]] = {
-            table_for_kind(kind): {} for kind in derived_columns()}
-        self._types = {table_for_kind(kind): dict(columns) for kind, columns in derived_columns().items()}
+            table_for_kind(kind): {} for kind in self._columns}
+        self._types = {table_for_kind(kind): dict(columns) for kind, columns in self._columns.items()}
 
     # ------------------------------------------------------------------------------------ feeding
 
@@ -113,7 +114,7 @@ class InMemoryReadModel:
     def add_derived(self, derived: Iterable[DerivedEvent]) -> None:
         """Derived events, each as `insert_derived` writes it to its table; a derived id already held
         is kept once (the readers' `LIMIT 1 BY derived_id`)."""
-        for table, names, table_rows in derived_table_rows(derived):
+        for table, names, table_rows in derived_table_rows(derived, self._columns):
             types = self._types[table]
             held = self._derived[table]
             for values in table_rows:

@@ -214,18 +214,22 @@ def insert_derived(warehouse: WarehouseStore, derived: Iterable[DerivedEvent], t
     return count
 
 
-def derived_table_rows(derived: Iterable[DerivedEvent]) -> list[tuple[str, list[str], list[list[Any]]]]:
+def derived_table_rows(derived: Iterable[DerivedEvent], columns: dict[str, list[tuple[str, str]]] | None = None
+                       ) -> list[tuple[str, list[str], list[list[Any]]]]:
     """(table, columns, rows) of each insert `insert_derived` makes of DERIVED, in its order: what an
-    in-memory read model keeps (membench/warehouse/memory_read_model.py)."""
-    return [(table_for_kind(kind), names, rows) for kind, names, rows, _ in _derived_inserts(derived)]
+    in-memory read model keeps (membench/warehouse/memory_read_model.py). COLUMNS: `derived_columns()`,
+    when the caller holds it."""
+    return [(table_for_kind(kind), names, rows) for kind, names, rows, _ in _derived_inserts(derived, columns)]
 
 
-def _derived_inserts(derived: Iterable[DerivedEvent]) -> list[tuple[str, list[str], list[list[Any]], str]]:
+def _derived_inserts(derived: Iterable[DerivedEvent], columns: dict[str, list[tuple[str, str]]] | None = None
+                     ) -> list[tuple[str, list[str], list[list[Any]], str]]:
     """(kind, columns, rows, digest of the derived ids) per derived table, `run_results` last."""
     by_kind: dict[str, list[DerivedEvent]] = defaultdict(list)
     for item in derived:
         by_kind[item.kind].append(item)
-    columns = derived_columns()
+    if columns is None:
+        columns = derived_columns()
     out = []
     for kind, items in sorted(by_kind.items(), key=lambda pair: (pair[0] == "RunSummary", pair[0])):
         names = [name for name, _ in columns[kind]]

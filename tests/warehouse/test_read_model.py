@@ -85,8 +85,8 @@ class _Dropping(InMemoryReadModel):
     """A read model whose READ loses its first row (a control: the comparison must see it)."""
 
     def __init__(self, read: str):
+        self.read = read  # first: every attribute read goes through __getattribute__, __init__'s too
         super().__init__()
-        self.read = read
 
     def __getattribute__(self, name):
         value = super().__getattribute__(name)
