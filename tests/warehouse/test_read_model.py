@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
@@ -137,3 +138,24 @@ def test_control_code_point_positions_are_not_the_engines(tmp_path, monkeypatch)
         assert differing_reads(WarehouseReadModel(warehouse), memory, "rs", NEEDLES) == ["agent_visible_hits"]
     finally:
         warehouse.close()
+
+
+def test_a_report_from_memory_imports_no_engine():
+    """What a report test that is not about the warehouse loads: no chDB, no ClickHouse client."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import sys
+        from membench.reports.build import build_report
+        from tests.reports.test_validity_gates_report import _grid
+        from tests.warehouse.read_model_fixtures import in_memory
+
+        build_report(in_memory(_grid()), "rs")
+        print([m for m in ("chdb", "clickhouse_connect", "membench.warehouse.client") if m in sys.modules])
+    """)
+    root = Path(__file__).resolve().parents[2]  # the tests package is imported from the repository's top
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=root)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
