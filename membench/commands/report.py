@@ -71,6 +71,7 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
     from membench.pipeline.report_inputs import build_full_report, load_study
     from membench.bus.base import run_set_log_path
     from membench.reports.build import ReportError
+    from membench.warehouse.read_model import WarehouseReadModel
 
     validate_run_set_id(run_set, "RUN_SET")
     study = load_study(study_path)
@@ -121,7 +122,7 @@ def report(run_set: str, as_json: bool, allow_mismatch: bool, fmt: str, output: 
             except SwebenchExportError as exc:
                 raise UsageError(str(exc)) from None
         else:
-            built, secrets = build_full_report(warehouse, run_set, settings.home, baseline=baseline, study=study,
+            built, secrets = build_full_report(WarehouseReadModel(warehouse), run_set, settings.home, baseline=baseline, study=study,
                                                pack_spec=pack_spec, blob_dir=settings.runs_dir / run_set / "blobs",
                                                kafka=settings.bus.startswith("kafka://"), compare=pairs)
     except ReportError as exc:

@@ -85,9 +85,8 @@ def snapshot_from_logs(runs_dir: Path, run_sets: list[str] | None = None) -> Sna
     given), as far as each log's complete blocks go."""
     import hashlib
 
-    from membench.processors import RunSetProcessor
-    from membench.bus.attempts import LogError, read_log
-    from membench.schemas.codec import encode_datum
+    from membench.bus.attempts import LogError
+    from membench.pipeline.log_fold import fold_log
     from membench.warehouse.client import connect
     from membench.warehouse.sink import insert_derived, insert_raw, trajectory_row
 
@@ -102,7 +101,6 @@ def snapshot_from_logs(runs_dir: Path, run_sets: list[str] | None = None) -> Sna
                 continue
             copy = directory / f"{run_set}.avro"
             shutil.copyfile(log, copy)  # the owner keeps appending to the original
-            processor = RunSetProcessor()
             rows: list[Any] = []
             derived: list[Any] = []
             count = 0
@@ -116,9 +114,9 @@ def snapshot_from_logs(runs_dir: Path, run_sets: list[str] | None = None) -> Sna
                     insert_derived(warehouse, derived, token_prefix=f"snapshot:{run_set}:{count}")
                     derived.clear()
             try:
-                for event, schema in read_log(copy):
-                    rows.append(trajectory_row(event, encode_datum(schema, event.to_record()), schema.fingerprint_hex))
-                    derived.extend(processor.apply(event))
+                for event, datum, fingerprint_hex, derived_here in fold_log(copy):
+                    rows.append(trajectory_row(event, datum, fingerprint_hex))
+                    derived.extend(derived_here)
                     count += 1
                     if len(rows) >= BATCH:
                         flush()

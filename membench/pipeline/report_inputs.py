@@ -25,6 +25,7 @@ from typing import Any
 
 from membench.reports.canary import Secret, not_run
 from membench.reports.model import AdmissionFunnel
+from membench.warehouse.read_model import ReadModel
 from membench.formats.pack_format import SECRET, has_placeholders, pack_digest
 
 CLASS_PATTERNS = {"hex8": "[0-9a-f]{8}", "hex12": "[0-9a-f]{12}", "hex16": "[0-9a-f]{16}",
@@ -173,9 +174,9 @@ def find_secrets(home: Path, digests: list[str], pack_spec: str | None,
         return None, finalized.name, str(exc)
 
 
-def canary_for(warehouse: Any, run_set: str, home: Path, digests: list[str], pack_spec: str | None,
+def canary_for(reads: ReadModel, run_set: str, home: Path, digests: list[str], pack_spec: str | None,
                blob_dir: Path | None = None, kafka: bool = False):
-    """(events proof, secrets): the proof over the warehouse's agent-visible events and the diffs
+    """(events proof, secrets): the proof over the read model's agent-visible events and the diffs
     stored as blobs in BLOB_DIR (runs/<run set>/blobs), or not_run."""
     from membench.bus.blobs import get_blob
     from membench.reports.canary import search_events
@@ -185,7 +186,7 @@ def canary_for(warehouse: Any, run_set: str, home: Path, digests: list[str], pac
         return not_run(reason, label), []
     place = f"in runs/{run_set}/blobs of this MEMBENCH_HOME" + (
         " (on a Kafka bus each runner keeps them in its own MEMBENCH_HOME)" if kafka else "")
-    return search_events(warehouse, run_set, secrets, label or "",
+    return search_events(reads, run_set, secrets, label or "",
                          read_blob=(lambda digest: get_blob(blob_dir, digest)) if blob_dir is not None else None,
                          blob_place=place), secrets
 
@@ -219,27 +220,27 @@ def check_baseline(conditions: list[str], baseline: str | None, study) -> None:
         raise RequestInvalid(str(exc)) from None
 
 
-def build_full_report(warehouse: Any, run_set: str, home: Path, *, baseline: str | None = None, study=None,
+def build_full_report(reads: ReadModel, run_set: str, home: Path, *, baseline: str | None = None, study=None,
                       pack_spec: str | None = None, blob_dir: Path | None = None, kafka: bool = False,
                       compare: tuple[tuple[str, str], ...] = ()):
-    """(report, secrets): `build_report` with the canary proof over the warehouse (and the diffs stored
+    """(report, secrets): `build_report` over READS (the warehouse's read model, or one in memory) with the
+    canary proof over the same reads (and the diffs stored
     as blobs in BLOB_DIR) and the admission funnel; `membench.pipeline.grid_run.write_report(settings,
     report, secrets)` adds the reports' search. KAFKA: the run set's bus is Kafka (for the reasons)."""
     from membench.reports.build import build_report
     from membench.reports.study import DEFAULT_STUDY
-    from membench.warehouse import queries
 
-    if queries.has_transfer_results(warehouse, run_set):
+    if reads.has_transfer_results(run_set):
         # a transfer study's run set: `membench transfer` reports it without a canary proof or admission
         # funnel (its study declares no secrets and is not admitted by `validate`), and `membench report`
         # must rebuild exactly that report (not add a not_run proof naming a pack to find)
-        return build_report(warehouse, run_set, baseline=baseline, study=study or DEFAULT_STUDY, compare=compare), []
-    started = [json.loads(r["payload"]) for r in queries.run_started(warehouse, run_set)]
+        return build_report(reads, run_set, baseline=baseline, study=study or DEFAULT_STUDY, compare=compare), []
+    started = [json.loads(r["payload"]) for r in reads.run_started(run_set)]
     digests = sorted({p["pack_digest"] for p in started})
-    proof, secrets = canary_for(warehouse, run_set, home, digests, pack_spec, blob_dir, kafka)
-    report = build_report(warehouse, run_set, baseline=baseline, study=study or DEFAULT_STUDY, canary=proof,
+    proof, secrets = canary_for(reads, run_set, home, digests, pack_spec, blob_dir, kafka)
+    report = build_report(reads, run_set, baseline=baseline, study=study or DEFAULT_STUDY, canary=proof,
                           admission=admission_for(home, digests, {p["task"] for p in started}), compare=compare)
-    models = sorted({json.loads(r["payload"]).get("memory_model") or "" for r in queries.run_started(warehouse, run_set)}
+    models = sorted({json.loads(r["payload"]).get("memory_model") or "" for r in reads.run_started(run_set)}
                     - {""})
     funnel = conformance_funnel(home, [c.condition for c in report.conditions], study or DEFAULT_STUDY,
                                 models[0] if len(models) == 1 else None)

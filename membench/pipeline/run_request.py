@@ -215,9 +215,10 @@ def report_builder(home: Path, baseline: str | None, study, pack_spec: str | Non
     """What `run_embedded` calls to build the report at the end: the full report (canary proof,
     admission and conformance funnels, `membench.pipeline.report_inputs`) with these options."""
     from membench.pipeline.report_inputs import build_full_report
+    from membench.warehouse.read_model import WarehouseReadModel
 
     def build(warehouse, run_set: str, blob_dir: Path | None):
-        return build_full_report(warehouse, run_set, home, baseline=baseline, study=study, pack_spec=pack_spec,
+        return build_full_report(WarehouseReadModel(warehouse), run_set, home, baseline=baseline, study=study, pack_spec=pack_spec,
                                  blob_dir=blob_dir, compare=compare)
 
     return build

@@ -101,6 +101,7 @@ def run_transfer_embedded(study, conditions, seeds, phase, new_agent, workers, c
     from membench.audit.log_root_record import record_path, warehouse_state
     from membench.pipeline.run_display import SilentDisplay
     from membench.reports.build import ReportError, build_report
+    from membench.warehouse.read_model import WarehouseReadModel
 
     console = display if display is not None else SilentDisplay()
     run_set = config.run_set
@@ -132,7 +133,7 @@ def run_transfer_embedded(study, conditions, seeds, phase, new_agent, workers, c
         finally:
             pipeline.close()
         try:
-            report = build_report(warehouse, run_set)
+            report = build_report(WarehouseReadModel(warehouse), run_set)
         except ReportError as exc:  # e.g. no baseline: what ran is recorded, the report is built later
             raise RunRefused(f"{exc}; the units ran and are recorded: add no_memory to --conditions (completed "
                              f"units are skipped) or run `membench report {run_set} --baseline COND`") from None

@@ -7,7 +7,11 @@ passed / (cells - excluded), and `ci95` its trap-cluster percentile bootstrap in
 `pass_hat_k` (share of traps passed under every seed) and `effort` (tokens, USD, wall time per cell
 and per pass, memory tokens read per session), from `membench.reports.effort`.
 
-Sections, each a function of (warehouse, run set, run rows) called here in this order: failure
+Every figure is read through a `membench.warehouse.read_model.ReadModel`: over the warehouse
+(`WarehouseReadModel`, the SQL of `membench.warehouse.queries`), or held in memory
+(`InMemoryReadModel`, for a test that is not about the warehouse).
+
+Sections, each a function of (read model, run set, run rows) called here in this order: failure
 counts, memory contract and hygiene panel (`membench.reports.failures`); ladder, strata and validity gates
 (`membench.reports.hygiene`, with the exclusion-balance gate of `membench.reports.exclusions`); comparisons, resources
 and registered families (`membench.reports.comparisons`); outcome
@@ -34,8 +38,7 @@ from membench.reports.provenance import cost_usd, outcome_matrix, run_provenance
 from membench.reports.study import DEFAULT_STUDY, BaselineError, Study
 from membench.reports.transfer import transfer_section
 from membench.reports.comparison_verdicts import comparison_verdicts, requested
-from membench.warehouse import queries
-from membench.warehouse.protocol import WarehouseReader
+from membench.warehouse.read_model import ReadModel
 
 
 class ReportError(LookupError):
@@ -45,22 +48,22 @@ class ReportError(LookupError):
 NOT_VALIDATED = AdmissionFunnel(status="not_validated", source=None, authored=None, valid=None, admitted=None)
 
 
-def build_report(warehouse: WarehouseReader, run_set: str, *, baseline: str | None = None,
+def build_report(reads: ReadModel, run_set: str, *, baseline: str | None = None,
                  study: Study = DEFAULT_STUDY, canary: CanaryProof | None = None,
                  admission: AdmissionFunnel | None = None, compare: tuple[tuple[str, str], ...] = ()) -> Report:
     """Raises ReportError (no runs, or no baseline can be chosen: `baseline`, the study's, B0,
     no_memory — membench.reports.study.resolve_baseline)."""
-    runs = queries.run_results(warehouse, run_set)
+    runs = reads.run_results(run_set)
     if not runs:
         raise ReportError(f"run set '{run_set}' has no completed runs in the warehouse")
     try:
-        comparisons = comparisons_section(warehouse, run_set, runs, baseline, study)
+        comparisons = comparisons_section(reads, run_set, runs, baseline, study)
     except BaselineError as exc:
         raise ReportError(str(exc)) from None
-    failures = failures_section(warehouse, run_set, runs)
-    hygiene = hygiene_section(warehouse, run_set, runs, comparisons.comparisons.baseline)
-    transfer = transfer_section(warehouse, run_set, runs)
-    efforts, reliability = effort_section(warehouse, run_set, runs)
+    failures = failures_section(reads, run_set, runs)
+    hygiene = hygiene_section(reads, run_set, runs, comparisons.comparisons.baseline)
+    transfer = transfer_section(reads, run_set, runs)
+    efforts, reliability = effort_section(reads, run_set, runs)
     conditions = []
     for condition, cells, (passed, valid, rate, ci95, bootstrap) in condition_pass_summaries(
             (row["condition"], row) for row in runs):
@@ -70,26 +73,26 @@ def build_report(warehouse: WarehouseReader, run_set: str, *, baseline: str | No
             excluded=cells - valid, bootstrap=bootstrap,
             pass_hat_k=reliability[condition], effort=efforts[condition],
             **shallow_fields(failures.conditions[condition]), **shallow_fields(hygiene.conditions[condition])))
-    digests = sorted({json.loads(r["payload"])["pack_digest"] for r in queries.run_started(warehouse, run_set)})
+    digests = sorted({json.loads(r["payload"])["pack_digest"] for r in reads.run_started(run_set)})
     report = Report(
         run_set=run_set,
         suite=runs[0]["suite"],
         agent=runs[0]["agent"],
         conditions=conditions,
-        inputs=Inputs(events=queries.event_count(warehouse, run_set),
+        inputs=Inputs(events=reads.event_count(run_set),
                       pack_digest=digests[0] if len(digests) == 1 else digests,
-                      log_root=queries.log_root(warehouse, run_set)),
+                      log_root=reads.log_root(run_set)),
         hygiene_by_construct=failures.hygiene_by_construct,
         ladder=hygiene.ladder,
         strata=hygiene.strata,
         validity_gates=hygiene.validity_gates,
         comparisons=comparisons.comparisons,
         resources=comparisons.resources,
-        suites=suite_isolation(warehouse, run_set),
+        suites=suite_isolation(reads, run_set),
         families=comparisons.families,
         outcome_matrix=outcome_matrix(runs),
-        provenance=run_provenance(warehouse, run_set),
-        cost_usd=cost_usd(warehouse, run_set, runs),
+        provenance=run_provenance(reads, run_set),
+        cost_usd=cost_usd(reads, run_set, runs),
         canary=canary,
         admission=admission or NOT_VALIDATED,
         transfer=transfer,
@@ -107,11 +110,11 @@ def with_verdicts(report: Report, compare: tuple[tuple[str, str], ...] = ()) -> 
     return replace(report, verdicts=found or None, requested=asked or None)
 
 
-def suite_isolation(warehouse: WarehouseReader, run_set: str) -> list[SuiteIsolation]:
+def suite_isolation(reads: ReadModel, run_set: str) -> list[SuiteIsolation]:
     """Each suite's oracle isolation: the weakest of its verdicts' (one in_process verdict makes the
     suite in_process)."""
     by_suite: dict[str, dict[str, int]] = defaultdict(dict)
-    for suite, how, n in queries.verdict_isolation(warehouse, run_set):
+    for suite, how, n in reads.verdict_isolation(run_set):
         by_suite[suite][how] = n
     return [SuiteIsolation(suite=suite, oracle_isolation="in_process" if "in_process" in counts else "process",
                            verdicts=sum(counts.values()))

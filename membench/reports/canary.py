@@ -25,8 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from membench.reports.model import CanaryHit, CanaryProof, CanarySearch
-from membench.warehouse import queries
-from membench.warehouse.protocol import WarehouseReader
+from membench.warehouse.read_model import ReadModel
 
 NEEDLES_PER_QUERY = 200  # ClickHouse's multiSearch functions take at most 255 needles
 DIFF_FIELDS = ("production_diff", "stripped_diff")  # PatchProduced: inline text, or null + a blob digest
@@ -49,25 +48,25 @@ def _trap_of(unit_id: str) -> str:
     return "/".join(parts[1:-2]) if len(parts) >= 4 else unit_id
 
 
-def search_events(warehouse: WarehouseReader, run_set: str, secrets: list[Secret], pack: str,
+def search_events(reads: ReadModel, run_set: str, secrets: list[Secret], pack: str,
                   read_blob: Callable[[str], bytes | None] | None = None, blob_place: str = "") -> CanaryProof:
     """The proof over the run set's agent-visible events and the diffs they store as blobs (read with
     `read_blob`; `blob_place` says where, for a reason; the reports are added by `search_reports`)."""
     if not secrets:
         return CanaryProof(status="no_secrets", reason="the pack has no secret placeholders", pack=pack, secrets=0,
                            searched=None, own_trap_hits=0, leaks=0, hits=[])
-    events, payload_bytes = queries.agent_visible_totals(warehouse, run_set)
+    events, payload_bytes = reads.agent_visible_totals(run_set)
     hits: list[CanaryHit] = []
     for start in range(0, len(secrets), NEEDLES_PER_QUERY):
         chunk = secrets[start:start + NEEDLES_PER_QUERY]
-        for row in queries.agent_visible_hits(warehouse, run_set, [s.value for s in chunk]):
+        for row in reads.agent_visible_hits(run_set, [s.value for s in chunk]):
             run_trap = _trap_of(row["unit_id"])
             for secret, position in zip(chunk, row["at"]):
                 if position:
                     hits.append(CanaryHit(secret=secret.name, trap=secret.trap,
                                           where=f"event {row['run_id']} seq {row['seq']} ({row['kind']})",
                                           run_trap=run_trap))
-    blobs, blob_bytes, missing = _search_blobs(warehouse, run_set, secrets, read_blob, hits)
+    blobs, blob_bytes, missing = _search_blobs(reads, run_set, secrets, read_blob, hits)
     search = CanarySearch(agent_visible_events=events, agent_visible_bytes=payload_bytes,
                           reports=[], report_bytes=0, blobs=blobs, blob_bytes=blob_bytes,
                           blobs_missing=len(missing))
@@ -80,11 +79,11 @@ def search_events(warehouse: WarehouseReader, run_set: str, secrets: list[Secret
                                own_trap_hits=own, leaks=0, hits=[h for h in hits if h.run_trap != h.trap]))
 
 
-def _search_blobs(warehouse: WarehouseReader, run_set: str, secrets: list[Secret],
+def _search_blobs(reads: ReadModel, run_set: str, secrets: list[Secret],
                   read_blob: Callable[[str], bytes | None] | None, hits: list[CanaryHit]) -> tuple[int, int, list[str]]:
     """Search every PatchProduced diff kept as a blob; appends to HITS; (blobs, bytes, missing).
     A missing entry names the event and field, never a value."""
-    rows = queries.diffs_stored_as_blobs(warehouse, run_set, DIFF_FIELDS)
+    rows = reads.diffs_stored_as_blobs(run_set, DIFF_FIELDS)
     searched = size = 0
     missing: list[str] = []
     for row in rows:

@@ -71,8 +71,7 @@ from membench.reports.model import (
 )
 from membench.reports.study import (ALL_PAIRS, BASELINES, DEFAULT_STUDY, SECONDARY, FamilySpec, Study, families_for,
                            resolve_baseline)
-from membench.warehouse import queries
-from membench.warehouse.protocol import WarehouseReader
+from membench.warehouse.read_model import ReadModel
 
 ALPHA = 0.05
 # the test whose verdict decides a comparison (DreamBench-SWE's exact trap-clustered sign-flip over
@@ -105,11 +104,11 @@ class ComparisonsSection:
     families: ComparisonFamilies
 
 
-def _constructs(warehouse: WarehouseReader, run_set: str, runs: list[dict[str, Any]]) -> dict[str, str | None]:
+def _constructs(reads: ReadModel, run_set: str, runs: list[dict[str, Any]]) -> dict[str, str | None]:
     """run_id -> construct: from the rows when they carry it, else from the runs' RunStarted events."""
     if all(r.get("construct") for r in runs):
         return {r["run_id"]: r["construct"] for r in runs}
-    constructs = queries.run_constructs(warehouse, run_set)
+    constructs = reads.run_constructs(run_set)
     return {r["run_id"]: r.get("construct") or constructs.get(r["run_id"]) for r in runs}
 
 
@@ -255,12 +254,12 @@ def _family_entry(cells: list[Cell], result: FamilyResult, i: int, tests: tuple[
         paired_coverage=paired_units_gate(paired, min_units=min_units, min_paired_seeds=2))
 
 
-def comparisons_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[str, Any]],
+def comparisons_section(reads: ReadModel, run_set: str, runs: list[dict[str, Any]],
                         baseline: str | None = None, study: Study = DEFAULT_STUDY) -> ComparisonsSection:
     """Raises membench.reports.study.BaselineError when the baseline is ambiguous or not in the run set."""
     conditions = sorted({r["condition"] for r in runs}, key=condition_order)
     chosen = baseline_of(conditions, baseline, study)
-    cells = cells_from_rows(runs, _constructs(warehouse, run_set, runs))
+    cells = cells_from_rows(runs, _constructs(reads, run_set, runs))
     return ComparisonsSection(comparisons=comparisons_from_cells(cells, conditions, chosen),
                               resources=resources_from_rows(runs, conditions, chosen),
                               families=families_from_cells(cells, conditions, chosen, study,

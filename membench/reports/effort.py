@@ -31,8 +31,7 @@ from membench.analytics.reliability import pass_hat_k
 from membench.analytics.resources import per_cell_and_pass
 from membench.reports.conventions import valid_run
 from membench.reports.model import ConditionEffort, ConditionSummary, PassHatK, PerCellAndPass, Report, shallow_fields
-from membench.warehouse import queries
-from membench.warehouse.protocol import WarehouseReader
+from membench.warehouse.read_model import ReadModel
 
 
 def condition_efforts(runs: list[dict[str, Any]], costs: dict[str, tuple[int, float]],
@@ -77,10 +76,10 @@ def condition_pass_hat_k(runs: list[dict[str, Any]]) -> dict[str, PassHatK]:
     return {c: PassHatK(**shallow_fields(pass_hat_k(mine, seeds))) for c, mine in cells.items()}
 
 
-def effort_section(warehouse: WarehouseReader, run_set: str,
+def effort_section(reads: ReadModel, run_set: str,
                    runs: list[dict[str, Any]]) -> tuple[dict[str, ConditionEffort], dict[str, PassHatK]]:
-    calls = {u.run_id: u.agent_memory_calls for u in queries.memory_uses(warehouse, run_set)}
-    return condition_efforts(runs, queries.run_model_costs(warehouse, run_set), calls), condition_pass_hat_k(runs)
+    calls = {u.run_id: u.agent_memory_calls for u in reads.memory_uses(run_set)}
+    return condition_efforts(runs, reads.run_model_costs(run_set), calls), condition_pass_hat_k(runs)
 
 
 # ------------------------------------------------------------------------------------- renderings

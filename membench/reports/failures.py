@@ -26,8 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from membench.reports.model import ConditionFailures, MemoryContractSummary, Ratio
-from membench.warehouse import queries
-from membench.warehouse.protocol import WarehouseReader
+from membench.warehouse.read_model import ReadModel
 
 
 @dataclass(frozen=True)
@@ -40,11 +39,11 @@ def _rate(num: int, den: int) -> Ratio:
     return Ratio(numerator=num, denominator=den, rate=num / den if den else None)
 
 
-def failures_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[str, Any]]) -> FailuresSection:
+def failures_section(reads: ReadModel, run_set: str, runs: list[dict[str, Any]]) -> FailuresSection:
     condition_of = {r["run_id"]: r["condition"] for r in runs}
-    failures = [r for r in queries.scored_failures(warehouse, run_set) if r.run_id in condition_of]
-    contracts = [r for r in queries.scored_contracts(warehouse, run_set) if r.run_id in condition_of]
-    hygiene = [r for r in queries.scored_hygiene(warehouse, run_set) if r.run_id in condition_of]
+    failures = [r for r in reads.scored_failures(run_set) if r.run_id in condition_of]
+    contracts = [r for r in reads.scored_contracts(run_set) if r.run_id in condition_of]
+    hygiene = [r for r in reads.scored_hygiene(run_set) if r.run_id in condition_of]
 
     out: dict[str, dict[str, Any]] = {}
     for condition in sorted(set(condition_of.values())):

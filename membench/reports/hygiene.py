@@ -63,8 +63,7 @@ from membench.reports.model import (ConditionStrata, ContinuationAudit, Exclusio
                            HygieneRate, LadderEntry, Ratio, Strata, Stratum, StratumGate, ValidityGates,
                            shallow_fields)
 from membench.schemas.events import error_text
-from membench.warehouse import queries
-from membench.warehouse.protocol import WarehouseReader
+from membench.warehouse.read_model import ReadModel
 
 NO_MEMORY = "B0"  # the paper's no-memory condition: the reference of the gates defined on B0
 PREFERRED_HEADROOM = 0.40
@@ -98,12 +97,12 @@ def construct_sort(label: str) -> tuple[int, str]:
     return (int(label[1:]) if label[1:].isdigit() else 99, label)
 
 
-def hygiene_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[str, Any]],
+def hygiene_section(reads: ReadModel, run_set: str, runs: list[dict[str, Any]],
                     baseline: str | None = None) -> HygieneSection:
     """BASELINE: the study's (membench.reports.study.resolve_baseline), for the gates that compare against the
     baseline; None: B0 (the paper's)."""
-    constructs = queries.run_constructs(warehouse, run_set)
-    clean = queries.scored_clean_start(warehouse, run_set)
+    constructs = reads.run_constructs(run_set)
+    clean = reads.scored_clean_start(run_set)
     cells: list[Cell] = []
     clean_units: set[str] = set()
     cell_runs = {r["run_id"]: r for r in runs}
@@ -142,15 +141,15 @@ def hygiene_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[st
         conditions=per_condition,
         ladder=[LadderEntry(**entry, rank=rank) for rank, entry in enumerate(ladder, 1)],
         strata=strata,
-        validity_gates=_validity_gates(cells, conditions, traps, seeds, warehouse, run_set, cell_runs,
+        validity_gates=_validity_gates(cells, conditions, traps, seeds, reads, run_set, cell_runs,
                                        baseline or NO_MEMORY),
-        hygiene_panel=_hygiene_panel(warehouse, run_set, cell_runs))
+        hygiene_panel=_hygiene_panel(reads, run_set, cell_runs))
 
 
-def _hygiene_panel(warehouse: WarehouseReader, run_set: str, cell_runs: dict[str, dict[str, Any]]
+def _hygiene_panel(reads: ReadModel, run_set: str, cell_runs: dict[str, dict[str, Any]]
                    ) -> dict[str, HygieneRate]:
     sums: dict[str, dict[str, list[int]]] = {}
-    for observation in queries.scored_hygiene(warehouse, run_set):
+    for observation in reads.scored_hygiene(run_set):
         if observation.run_id not in cell_runs:
             continue
         acc = sums.setdefault(observation.metric, {}).setdefault(cell_runs[observation.run_id]["condition"], [0, 0])
@@ -168,9 +167,9 @@ def _hygiene_panel(warehouse: WarehouseReader, run_set: str, cell_runs: dict[str
     return panel
 
 
-def _continuation_audit(warehouse: WarehouseReader, run_set: str, cell_runs: dict[str, dict[str, Any]],
+def _continuation_audit(reads: ReadModel, run_set: str, cell_runs: dict[str, dict[str, Any]],
                         sessions: dict[str, dict[int, dict[str, Any]]]) -> ContinuationAudit:
-    starts = queries.session_starts(warehouse, run_set)
+    starts = reads.session_starts(run_set)
     valid = [r for r in cell_runs.values() if valid_run(r)]
     scored_state: dict[str, Counter] = {}
     for r in valid:
@@ -217,12 +216,12 @@ def gate_references(baseline: str) -> dict[str, str]:
             "exclusions": baseline, "paired_coverage": baseline, "exclusion_balance": baseline}
 
 
-def _run_whys(warehouse: WarehouseReader, run_set: str) -> dict[str, str]:
+def _run_whys(reads: ReadModel, run_set: str) -> dict[str, str]:
     """run id -> why the run ended as it did, in its own words: the run-level system Turn the runner
     writes for an excluded or failed run (`run_end_reasons`; for a traceback, its last line), bounded and
     redacted."""
     whys = {}
-    for reason in queries.run_end_reasons(warehouse, run_set):
+    for reason in reads.run_end_reasons(run_set):
         lines = [line for line in reason.text.strip().splitlines() if line.strip()]
         if lines:
             whys[reason.run_id] = error_text(lines[-1] if lines[0].startswith("Traceback") else " ".join(lines), bound=300)
@@ -230,7 +229,7 @@ def _run_whys(warehouse: WarehouseReader, run_set: str) -> dict[str, str]:
 
 
 def _validity_gates(cells: list[Cell], conditions: list[str], traps: list[str], seeds: list,
-                    warehouse: WarehouseReader, run_set: str, cell_runs: dict[str, dict[str, Any]],
+                    reads: ReadModel, run_set: str, cell_runs: dict[str, dict[str, Any]],
                     baseline: str) -> ValidityGates:
     has_b0 = any(c.condition == NO_MEMORY for c in cells)
     has_study_baseline = any(c.condition == baseline for c in cells)
@@ -252,7 +251,7 @@ def _validity_gates(cells: list[Cell], conditions: list[str], traps: list[str], 
         b0 = HeadroomGates(overall=None, by_construct={}, passed=False, failing_constructs=[],
                            note=f"no {NO_MEMORY} cells in this run set")
     expected = len(traps) * len(seeds)
-    whys = _run_whys(warehouse, run_set) if any(not c.valid for c in cells) else {}
+    whys = _run_whys(reads, run_set) if any(not c.valid for c in cells) else {}
     min_units = math.ceil(PAIRED_COVERAGE * len(traps))
     exclusions: dict[str, ExclusionGate] = {}
     paired_coverage = {}
@@ -279,7 +278,7 @@ def _validity_gates(cells: list[Cell], conditions: list[str], traps: list[str], 
                                                    b0_threshold=MAX_HEADROOM,
                                                    reversed_constructs=REVERSED_CONSTRUCTS).items()}
     sessions: dict[str, dict[int, dict[str, Any]]] = {}
-    for row in queries.session_results(warehouse, run_set):
+    for row in reads.session_results(run_set):
         sessions.setdefault(row["run_id"], {})[row["session_index"]] = row
     warmup = warmup_gate(
         ((not row["excluded"], bool(row["passed"]))
@@ -287,7 +286,7 @@ def _validity_gates(cells: list[Cell], conditions: list[str], traps: list[str], 
          if run_id in cell_runs and cell_runs[run_id]["condition"] == NO_MEMORY and valid_run(cell_runs[run_id])
          for row in rows.values() if not row["scored"] and row["outcome"] != "no_verdict"),
         baseline=NO_MEMORY, threshold=WARMUP)
-    audit = _continuation_audit(warehouse, run_set, cell_runs, sessions)
+    audit = _continuation_audit(reads, run_set, cell_runs, sessions)
     verdicts = {"b0_headroom": b0.passed}
     verdicts.update({f"exclusions {c}": g.passed for c, g in exclusions.items()})
     verdicts.update({f"paired_coverage {k}": g.passed for k, g in paired_coverage.items()})

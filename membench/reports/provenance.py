@@ -28,8 +28,7 @@ from typing import Any
 
 from membench.reports.conventions import condition_order, exclusion_of, valid_run
 from membench.reports.model import ConditionCost, CostUsd, MemoryPolicy, OutcomeMatrix, RunProvenance
-from membench.warehouse import queries
-from membench.warehouse.protocol import WarehouseReader
+from membench.warehouse.read_model import ReadModel
 
 
 # the purposes of a memory model's calls (docs/design.md §5)
@@ -58,8 +57,8 @@ def outcome_matrix(runs: list[dict[str, Any]]) -> OutcomeMatrix:
         for c in sorted(cells, key=condition_order)})
 
 
-def run_provenance(warehouse: WarehouseReader, run_set: str) -> RunProvenance:
-    starts = [json.loads(row["payload"]) for row in queries.run_started(warehouse, run_set)]
+def run_provenance(reads: ReadModel, run_set: str) -> RunProvenance:
+    starts = [json.loads(row["payload"]) for row in reads.run_started(run_set)]
 
     def distinct(key: str) -> list:
         return sorted({p[key] for p in starts if p.get(key) is not None})
@@ -68,10 +67,10 @@ def run_provenance(warehouse: WarehouseReader, run_set: str) -> RunProvenance:
     return RunProvenance(agents=distinct("agent"), agent_kinds=distinct("agent_kind"), models=distinct("model"),
                          code_digests=distinct("code_digest"), pack_digests=distinct("pack_digest"),
                          seeds=sorted({int(p["seed"]) for p in starts}), conditions=conditions, runs=len(starts),
-                         memory_policies=memory_policies(warehouse, run_set, starts, conditions))
+                         memory_policies=memory_policies(reads, run_set, starts, conditions))
 
 
-def memory_policies(warehouse: WarehouseReader, run_set: str, starts: list[dict[str, Any]],
+def memory_policies(reads: ReadModel, run_set: str, starts: list[dict[str, Any]],
                     conditions: list[str]) -> dict[str, MemoryPolicy]:
     """Per condition: model_free or model_driven (RunStarted.memory_model) and its sleep/judge calls."""
     models: dict[str, set[str]] = defaultdict(set)
@@ -79,7 +78,7 @@ def memory_policies(warehouse: WarehouseReader, run_set: str, starts: list[dict[
         if p.get("memory_model"):
             models[p["condition"]].add(p["memory_model"])
     calls: dict[str, list] = defaultdict(lambda: [0, 0, 0, 0, 0.0])  # sleep, judge, input, output, usd
-    for usage in queries.model_usage(warehouse, run_set):  # by run: the float sums add in one order
+    for usage in reads.model_usage(run_set):  # by run: the float sums add in one order
         if usage.purpose not in MEMORY_PURPOSES:
             continue
         acc = calls[_unit_condition(usage.unit_id)]
@@ -98,14 +97,14 @@ def memory_policies(warehouse: WarehouseReader, run_set: str, starts: list[dict[
     return out
 
 
-def cost_usd(warehouse: WarehouseReader, run_set: str, runs: list[dict[str, Any]]) -> CostUsd:
+def cost_usd(reads: ReadModel, run_set: str, runs: list[dict[str, Any]]) -> CostUsd:
     """USD of every ModelCall of the run set, per condition (the condition is the unit id's third part)."""
     successes: dict[str, int] = defaultdict(int)
     for r in runs:
         if valid_run(r) and r["scored_passed"]:
             successes[r["condition"]] += 1
     per: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0.0])
-    for usage in queries.model_usage(warehouse, run_set):
+    for usage in reads.model_usage(run_set):
         acc = per[_unit_condition(usage.unit_id)]
         acc[0] += usage.calls
         acc[1] += usage.priced_calls

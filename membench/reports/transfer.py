@@ -18,8 +18,7 @@ from typing import Any
 from membench.analytics.ccpf import CaseOutcome, EvaluatorManifest, ManifestCase, ccpf
 from membench.reports.model import (Report, TransferBank, TransferConditionRow, TransferDimensionScore, TransferProjectRow,
                            TransferSection)
-from membench.warehouse import queries
-from membench.warehouse.protocol import WarehouseReader
+from membench.warehouse.read_model import ReadModel
 from membench.warehouse.rows import TransferDimensionRow, TransferResultRow
 
 BASELINE = "no_memory"
@@ -40,20 +39,20 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def transfer_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[str, Any]]) -> TransferSection | None:
+def transfer_section(reads: ReadModel, run_set: str, runs: list[dict[str, Any]]) -> TransferSection | None:
     """None when the run set holds no transfer run. `runs` is the unit cells (queries.run_results)."""
     cells = {r["run_id"] for r in runs}
-    results = [r for r in queries.transfer_results(warehouse, run_set) if r.run_id in cells]
+    results = [r for r in reads.transfer_results(run_set) if r.run_id in cells]
     if not results:
         return None
     dims: dict[str, list[TransferDimensionRow]] = defaultdict(list)
-    for d in queries.transfer_dimensions(warehouse, run_set):
+    for d in reads.transfer_dimensions(run_set):
         dims[d.run_id].append(d)
     # each project's manifest, as its runs' plans scheduled it (the cases in manifest order), and each
     # run's case outcomes: a case the plan lists without an EvaluatorCase is `unreached`, as in the fold
     plans: dict[str, dict[str, ManifestCase]] = {}
     outcomes: dict[str, list[CaseOutcome]] = defaultdict(list)
-    for case in queries.transfer_cases(warehouse, run_set):
+    for case in reads.transfer_cases(run_set):
         if case.run_id not in cells:
             continue
         plans.setdefault(case.project, {})[case.case_id] = ManifestCase(
@@ -61,7 +60,7 @@ def transfer_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[s
         outcomes[case.run_id].append(CaseOutcome(case.run_id, "", case.case_id, CCPF_STATUS[case.status]))
     manifests = {project: EvaluatorManifest(project, tuple(cases.values())) for project, cases in plans.items()}
     unmapped: dict[str, list[str]] = defaultdict(list)  # run -> hard caps of its plan that no case can fire
-    for cap in queries.transfer_hard_caps(warehouse, run_set):
+    for cap in reads.transfer_hard_caps(run_set):
         if cap.run_id in cells and not cap.cases:
             unmapped[cap.run_id].append(cap.cap_id)
     by_cell: dict[tuple[str, str], list[TransferResultRow]] = defaultdict(list)
@@ -133,7 +132,7 @@ def transfer_section(warehouse: WarehouseReader, run_set: str, runs: list[dict[s
 
     banks = [TransferBank(seed=int(bank.unit_id.rsplit("/", 1)[1]), bank=bank.bank, digest=bank.digest,
                           files=bank.files, ablated_skill=bank.ablated_skill, distiller=bank.distiller)
-             for bank in queries.skill_banks(warehouse, run_set)]
+             for bank in reads.skill_banks(run_set)]
     banks.sort(key=lambda b: (b.seed, b.bank))
     return TransferSection(baseline=baseline, projects=projects, conditions=conditions, banks=banks)
 

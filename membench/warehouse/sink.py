@@ -207,18 +207,36 @@ def insert_derived(warehouse: WarehouseStore, derived: Iterable[DerivedEvent], t
     is the mark that every derived row of the batch that ended it has landed, so after a crash
     mid-batch a run that ended in the log without a summary row is one `recover` must fold again
     (membench/pipeline/embedded.py)."""
+    count = 0
+    for kind, names, rows, ids in _derived_inserts(derived):
+        warehouse.insert(table_for_kind(kind), rows, names, f"{token_prefix}:{kind}:{ids}")
+        count += len(rows)
+    return count
+
+
+def derived_table_rows(derived: Iterable[DerivedEvent], columns: dict[str, list[tuple[str, str]]] | None = None
+                       ) -> list[tuple[str, list[str], list[list[Any]]]]:
+    """(table, columns, rows) of each insert `insert_derived` makes of DERIVED, in its order: what an
+    in-memory read model keeps (membench/warehouse/memory_read_model.py). COLUMNS: `derived_columns()`,
+    when the caller holds it."""
+    return [(table_for_kind(kind), names, rows) for kind, names, rows, _ in _derived_inserts(derived, columns)]
+
+
+def _derived_inserts(derived: Iterable[DerivedEvent], columns: dict[str, list[tuple[str, str]]] | None = None
+                     ) -> list[tuple[str, list[str], list[list[Any]], str]]:
+    """(kind, columns, rows, digest of the derived ids) per derived table, `run_results` last."""
     by_kind: dict[str, list[DerivedEvent]] = defaultdict(list)
     for item in derived:
         by_kind[item.kind].append(item)
-    columns = derived_columns()
-    count = 0
+    if columns is None:
+        columns = derived_columns()
+    out = []
     for kind, items in sorted(by_kind.items(), key=lambda pair: (pair[0] == "RunSummary", pair[0])):
         names = [name for name, _ in columns[kind]]
         rows = [[item.derived_id, item.source_seq] + [item.payload.get(n) for n in names[2:]] for item in items]
         ids = hashlib.sha256("\n".join(sorted(i.derived_id for i in items)).encode()).hexdigest()
-        warehouse.insert(table_for_kind(kind), rows, names, f"{token_prefix}:{kind}:{ids}")
-        count += len(rows)
-    return count
+        out.append((kind, names, rows, ids))
+    return out
 
 
 class RunBatchSink:

@@ -1,24 +1,18 @@
-"""The canary proof over a real warehouse (chDB) and a real blob store: scored diffs larger than the
+"""The canary proof over the run set's events (an in-memory read model: the search's SQL is held to it
+by tests/warehouse/test_read_model.py) and a real blob store: scored diffs larger than the
 inline limit live only as blobs beside the log (membench/bus/blobs.py), and the proof searches them too.
 
 Before the fix a secret inside such a diff was never looked at: a leak planted there passed."""
 
 from __future__ import annotations
 
-import pytest
 
-from membench.processors import derive_all
 from membench.bus.blobs import get_blob
 from membench.bus.emitter import RunEmitter
 from membench.runner.grid import INLINE_DIFF_LIMIT, patch_fields
 from membench.reports.canary import Secret, search_events
-from membench.schemas.chain import seal
 from membench.schemas.events import bounded_text
-from membench.schemas.registry import default_registry
-from membench.warehouse.client import connect
-from membench.warehouse.sink import RunBatchSink
-
-pytestmark = pytest.mark.integration
+from tests.warehouse.read_model_fixtures import in_memory
 
 SECRETS = [Secret("alpha", "trap-a", "QWERTYUIOPASDFGH"), Secret("beta", "trap-b", "ZXCVBNMLKJHGFDSA")]
 
@@ -49,31 +43,15 @@ def _large_diff(payload: str) -> str:
     return f"--- a/a.py\n+++ b/a.py\n{filler}+VALUE = '{payload}'\n"
 
 
-@pytest.fixture
-def warehouse(tmp_path):
-    wh = connect(f"chdb://{tmp_path / 'wh'}")
-    yield wh
-    wh.close()
 
 
-def _load(warehouse, runs: list[list]) -> None:
-    schema = default_registry().latest("event")
-    sink = RunBatchSink(warehouse, schema.fingerprint_hex)
-    for events in runs:
-        derived = derive_all(events)
-        for event in events:
-            _, datum = seal(schema, event)
-            sink.add(event, datum, [d for d in derived if d.source_seq == event.seq])
-    sink.flush()
-
-
-def test_a_leak_in_a_diff_stored_as_a_blob_is_found(tmp_path, warehouse):
+def test_a_leak_in_a_diff_stored_as_a_blob_is_found(tmp_path):
     blobs = tmp_path / "blobs"
     leaked = _large_diff(SECRETS[1].value)  # trap-b's secret in a diff of a trap-a run
     own = _large_diff(SECRETS[1].value + " own")  # trap-b's secret in its own run: expected, not a leak
-    _load(warehouse, [_run("trap-a", leaked, blobs), _run("trap-b", own, blobs)])
+    reads = in_memory([_run("trap-a", leaked, blobs), _run("trap-b", own, blobs)])
     assert len(list(blobs.iterdir())) == 2  # both diffs are blobs, neither is inline
-    proof = search_events(warehouse, "rs", SECRETS, "pack", read_blob=lambda d: get_blob(blobs, d))
+    proof = search_events(reads, "rs", SECRETS, "pack", read_blob=lambda d: get_blob(blobs, d))
     assert proof.status == "fail" and proof.leaks == 1 and proof.own_trap_hits == 1
     (hit,) = proof.hits
     assert (hit.secret, hit.trap, hit.run_trap) == ("beta", "trap-b", "trap-a")
@@ -81,17 +59,17 @@ def test_a_leak_in_a_diff_stored_as_a_blob_is_found(tmp_path, warehouse):
     assert proof.searched.blobs == 2 and proof.searched.blob_bytes > 2 * INLINE_DIFF_LIMIT
     assert proof.searched.blobs_missing == 0
     # without the blob store the leak is not seen, and the proof does not pass either
-    blind = search_events(warehouse, "rs", SECRETS, "pack")
+    blind = search_events(reads, "rs", SECRETS, "pack")
     assert blind.status == "not_run" and blind.leaks == 0 and blind.searched.blobs_missing == 2
 
 
-def test_an_unreadable_blob_makes_the_proof_not_run_never_pass(tmp_path, warehouse):
+def test_an_unreadable_blob_makes_the_proof_not_run_never_pass(tmp_path):
     blobs = tmp_path / "blobs"
-    _load(warehouse, [_run("trap-a", _large_diff("nothing secret"), blobs)])
-    ok = search_events(warehouse, "rs", SECRETS, "pack", read_blob=lambda d: get_blob(blobs, d))
+    reads = in_memory([_run("trap-a", _large_diff("nothing secret"), blobs)])
+    ok = search_events(reads, "rs", SECRETS, "pack", read_blob=lambda d: get_blob(blobs, d))
     assert ok.status == "pass" and ok.searched.blobs == 1 and ok.reason is None
     elsewhere = tmp_path / "elsewhere"  # a machine without the run set's blobs (e.g. a Kafka runner's)
-    proof = search_events(warehouse, "rs", SECRETS, "pack", read_blob=lambda d: get_blob(elsewhere, d),
+    proof = search_events(reads, "rs", SECRETS, "pack", read_blob=lambda d: get_blob(elsewhere, d),
                           blob_place="in runs/rs/blobs of this MEMBENCH_HOME")
     assert proof.status == "not_run" and proof.searched.blobs == 0 and proof.searched.blobs_missing == 1
     assert proof.reason.startswith("1 scored diff stored as blobs could not be read in runs/rs/blobs of this "

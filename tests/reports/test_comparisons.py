@@ -30,8 +30,10 @@ EXCLUDED = {("B3", 5, 2)}
 
 
 class NoWarehouse:
-    def query_dicts(self, *args, **kwargs):
-        raise AssertionError("rows carry their construct; the section must not query")
+    """A read model that refuses every read."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"rows carry their construct; the section must not read ({name})")
 
 
 def make_rows(passes=PASSES, excluded=EXCLUDED) -> list[dict]:
@@ -124,16 +126,20 @@ def test_baseline_choice_and_single_condition():
 
 
 def test_construct_from_run_started_when_rows_lack_it():
-    class Warehouse:
-        def query_dicts(self, sql, params):
-            if "RunStarted" in sql:
-                return [{"run_id": r["run_id"], "payload": json.dumps({"construct": "C7"})} for r in rows]
-            return []
+    from membench.bus.emitter import RunEmitter
+    from membench.reports.comparisons import _constructs
+    from tests.warehouse.read_model_fixtures import in_memory
 
     rows = [{k: v for k, v in r.items() if k != "construct"} for r in make_rows()]
-    from membench.reports.comparisons import _constructs
-
-    assert set(_constructs(Warehouse(), "rs", rows).values()) == {"C7"}
+    runs = []
+    for r in rows:  # each run's RunStarted names its construct, as event schema v2 has it
+        emitted: list = []
+        RunEmitter("rs", r["run_id"], r["unit_id"], lambda e, d: emitted.append(e)).emit("RunStarted", {
+            "suite": "suite", "task": r["task"], "condition": r["condition"], "seed": r["seed"],
+            "agent": "scripted:x", "agent_kind": "scripted", "model": None, "budgets": {}, "code_digest": "c",
+            "pack_digest": "p", "fixture_digest": "f", "skill_bank_digest": None, "attempt": 1, "construct": "C7"})
+        runs.append(emitted)
+    assert set(_constructs(in_memory(runs), "rs", rows).values()) == {"C7"}
 
 
 def test_resources_means_cost_per_success_and_reductions():

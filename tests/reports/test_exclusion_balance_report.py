@@ -1,5 +1,5 @@
-"""The report's exclusions by reason and exclusion-balance gate (issue 24) over a real warehouse
-(chDB): an agent that excludes its baseline cells (B0 excluded 3/3 on one trap, B5 none) fails the
+"""The report's exclusions by reason and exclusion-balance gate (issue 24), read from an in-memory read
+model: an agent that excludes its baseline cells (B0 excluded 3/3 on one trap, B5 none) fails the
 gate in report.json, report.md and report.html; the same grid without the exclusions passes it."""
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ from membench.bus.emitter import RunEmitter
 from membench.reports.model import Report, from_json, to_json
 from tests.reports.test_html import render_html, render_markdown
 from tests.reports.test_validity_gates_report import TRAPS, _grid, _report
-
-pytestmark = pytest.mark.integration
 
 
 def _excluded(task: str, condition: str, seed: int, reason: str) -> list:

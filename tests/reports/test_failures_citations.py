@@ -5,6 +5,7 @@ MemoryCitation events. A stand-in reader answers with full derived rows (no chDB
 from __future__ import annotations
 
 from membench.reports.failures import failures_section
+from membench.warehouse.read_model import WarehouseReadModel
 from tests.warehouse.row_fixtures import full_row
 
 RUNS = [{"run_id": f"r{i}", "condition": "B0"} for i in range(3)]
@@ -19,7 +20,7 @@ class Contracts:
 
 
 def counted(contracts: list[dict]) -> int:
-    return failures_section(Contracts(contracts), "rs", RUNS).conditions["B0"].memory_contract.citations_without_memory
+    return failures_section(WarehouseReadModel(Contracts(contracts)), "rs", RUNS).conditions["B0"].memory_contract.citations_without_memory
 
 
 def test_a_not_applicable_contract_with_cited_ids_counts_once():

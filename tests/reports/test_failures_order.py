@@ -15,6 +15,7 @@ from dataclasses import asdict
 from itertools import permutations
 
 from membench.reports.failures import failures_section
+from membench.warehouse.read_model import WarehouseReadModel
 from tests.warehouse.row_fixtures import full_row
 
 RUNS = [{"run_id": f"r{i}", "condition": "B5"} for i in range(3)]
@@ -44,7 +45,7 @@ class Rows:
 
 
 def test_the_same_rows_in_any_order_give_the_same_section() -> None:
-    documents = {json.dumps(asdict(failures_section(Rows(order), "rs", RUNS))) for order in permutations(range(3))}
+    documents = {json.dumps(asdict(failures_section(WarehouseReadModel(Rows(order)), "rs", RUNS))) for order in permutations(range(3))}
     assert len(documents) == 1
     (document,) = documents
     contract = json.loads(document)["conditions"]["B5"]["memory_contract"]

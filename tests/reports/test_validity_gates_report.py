@@ -1,25 +1,20 @@
-"""The report's validity gates over a real warehouse (chDB), on runs shaped like hygiene-v1 under
+"""The report's validity gates, on runs shaped like hygiene-v1 under
 `scripted:memory-literal`: B0 fails the forward traps and passes the reversed ones (C9), B5 the
 opposite — exactly what `membench validate` admits.
 
 Issue 14, defect 6: before the fix the verdict was always FAIL on such a pack (per-construct B0
 headroom failed the reversed construct). The continuation audit and the warm-up gate are shown to
-fail on runs that break them."""
+fail on runs that break them. The runs are read from an in-memory read model (the processors' derived
+events of them): the gates are report logic; tests/warehouse/test_read_model.py holds the model to
+the warehouse's SQL."""
 
 from __future__ import annotations
 
-import pytest
-
-from membench.processors import derive_all
 from membench.bus.emitter import RunEmitter
 from membench.reports.build import build_report
-from membench.schemas.chain import seal
 from membench.schemas.events import bounded_text
-from membench.schemas.registry import default_registry
-from membench.warehouse.client import connect
-from membench.warehouse.sink import RunBatchSink
+from tests.warehouse.read_model_fixtures import in_memory
 
-pytestmark = pytest.mark.integration
 
 TRAPS = {"c1-a": "C1", "c1-b": "C1", "c9-a": "C9"}
 
@@ -46,19 +41,7 @@ def _run(task: str, condition: str, seed: int, s3_passes: bool, *, warmup: tuple
 
 
 def _report(tmp_path, runs: list[list], baseline: str | None = None):
-    schema = default_registry().latest("event")
-    warehouse = connect(f"chdb://{tmp_path / 'wh'}")
-    try:
-        sink = RunBatchSink(warehouse, schema.fingerprint_hex)
-        for events in runs:
-            derived = derive_all(events)
-            for event in events:
-                _, datum = seal(schema, event)
-                sink.add(event, datum, [d for d in derived if d.source_seq == event.seq])
-        sink.flush()
-        return build_report(warehouse, "rs", baseline=baseline)
-    finally:
-        warehouse.close()
+    return build_report(in_memory(runs), "rs", baseline=baseline)
 
 
 def _grid(overrides: dict | None = None, conditions: tuple[str, ...] = ("B0", "B5")) -> list[list]:

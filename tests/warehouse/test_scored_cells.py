@@ -15,6 +15,7 @@ from membench.schemas.chain import seal
 from membench.schemas.registry import default_registry
 from tests.reports.test_validity_gates_report import _grid
 from membench.warehouse.client import connect
+from membench.warehouse.read_model import WarehouseReadModel
 from membench.warehouse.sink import RunBatchSink
 
 pytestmark = pytest.mark.integration
@@ -41,7 +42,7 @@ def test_the_scored_cell_query_gives_the_reports_pass_rates(tmp_path):
                 _, datum = seal(schema, event)
                 sink.add(event, datum, [d for d in derived if d.source_seq == event.seq])
         sink.flush()
-        report = {c.condition: c for c in build_report(warehouse, "rs").conditions}
+        report = {c.condition: c for c in build_report(WarehouseReadModel(warehouse), "rs").conditions}
         scored = {r["condition"]: r for r in warehouse.query_dicts(readme_query())}
         naive = {r["condition"]: r["rate"] for r in warehouse.query_dicts(NAIVE)}
     finally:
