@@ -1,7 +1,7 @@
 """`InMemoryReadModel`: the read model (membench/warehouse/read_model.py) without an engine.
 
 It is fed what the sink is fed — the raw events (`add_raw`, each kept as the row
-`membench.warehouse.sink.trajectory_row` builds, so its payload JSON is the text the warehouse
+`membench.warehouse.sink.decoded_row` builds from its bytes, so its payload JSON is the text the warehouse
 holds) and the processors' derived events (`add_derived`, each kept as the row `insert_derived`
 writes to its table, a retried one once by derived id) — and answers each read of `ReadModel` as
 the SQL of the `membench.warehouse.queries` function of its name does. It mirrors queries.py: the
@@ -32,7 +32,7 @@ from membench.schemas.derived import DerivedEvent
 from membench.schemas.events import Event
 from membench.schemas.log_root import log_root as root_of
 from membench.warehouse import rows
-from membench.warehouse.sink import derived_table_rows, trajectory_row
+from membench.warehouse.sink import decoded_row, derived_table_rows
 from membench.warehouse.tables import TRAJECTORY_COLUMNS, derived_columns, table_for_kind
 
 _R = TypeVar("_R")
@@ -107,9 +107,9 @@ class InMemoryReadModel:
 
     def add_raw(self, event: Event, datum: bytes, fingerprint_hex: str, topic: str = "", partition: int = -1,
                 offset: int = -1) -> None:
-        """One raw event, as the sink writes its row (`trajectory_row`)."""
-        self._raw.append(dict(zip(_RAW_NAMES, trajectory_row(event, datum, fingerprint_hex, topic, partition,
-                                                             offset))))
+        """One raw event, as the sinks write its row: made from its bytes (`decoded_row`), so a payload
+        EVENT holds without an optional field reads as the log's, with it."""
+        self._raw.append(dict(zip(_RAW_NAMES, decoded_row(datum, fingerprint_hex, topic, partition, offset))))
 
     def add_derived(self, derived: Iterable[DerivedEvent]) -> None:
         """Derived events, each as `insert_derived` writes it to its table; a derived id already held

@@ -3,12 +3,15 @@
 Every batch carries an `insert_deduplication_token` derived from what it holds (a run's seq
 range for raw events, the derived ids for derived rows), so a retried batch lands exactly once.
 
-Raw rows travel two ways, with the same values in every column: as Python rows
-(`trajectory_row`, converted by clickhouse-connect; the embedded path, which holds decoded events
-anyway) and as ClickHouse RowBinary bytes built from the message itself (`RawRowEncoder`; the
-Kafka sink): the envelope's strings and integers are moved from the Avro datum without decoding
-them to Python objects, and only the payload is decoded, because its JSON column is text that
-ClickHouse cannot make from an Avro union of records.
+A raw row is made from the event's bytes, never from the producer's dict: a payload built
+in-process may leave out an optional field at its default, which the log's bytes hold, so a row
+made from the dict would keep a payload text no replay of the log gives back. Rows travel two
+ways with the same values in every column: as ClickHouse RowBinary bytes built from the message
+itself (`RawRowEncoder`; the Kafka sink, and the embedded pipeline's `RunBatchSink`): the
+envelope's strings and integers are moved from the Avro datum without decoding them to Python
+objects, and only the payload is decoded, because its JSON column is text that ClickHouse cannot
+make from an Avro union of records; and as Python rows (`trajectory_row` of an event decoded from
+the log: the embedded recovery, an in-memory read model).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any
 
 from fastavro import parse_schema, schemaless_reader
 
-from membench.schemas.codec import HEADER_SIZE, MAGIC, DecodeError, read_long
+from membench.schemas.codec import HEADER_SIZE, MAGIC, DecodeError, decode, read_long
 from membench.schemas.derived import DerivedEvent
 from membench.schemas.events import Event
 from membench.schemas.registry import Registry, SchemaVersion, default_registry
@@ -50,6 +53,16 @@ def trajectory_row(event: Event, datum: bytes, fingerprint_hex: str, topic: str 
         _EPOCH + dt.timedelta(microseconds=event.ts), event.producer, event.kind, event.visibility,
         event.prev_hash, event.hash, payload_json(event.payload), fingerprint_hex, datum, topic, partition, offset,
     ]
+
+
+def decoded_row(datum: bytes, fingerprint_hex: str, topic: str = "", partition: int = -1, offset: int = -1,
+                registry: Registry | None = None) -> list[Any]:
+    """`trajectory_row` of the event DATUM holds (its writer schema named by FINGERPRINT_HEX), as
+    the log gives it back: every optional field present. What a row is made of when only an
+    in-process event is at hand (module doc)."""
+    registry = registry or default_registry()
+    _, record = decode(MAGIC + bytes.fromhex(fingerprint_hex) + datum, registry, plain=True)
+    return trajectory_row(Event.from_record(record), datum, fingerprint_hex, topic, partition, offset)
 
 
 def insert_raw(warehouse: WarehouseStore, rows: list[list[Any]], token: str) -> None:
@@ -197,6 +210,9 @@ def location(topic: str, partition: int, offset: int) -> bytes:
     return rowbinary_string(topic.encode()) + _INT32(partition) + _INT64(offset)
 
 
+_NOT_FROM_KAFKA = location("", -1, -1)  # the embedded path's rows: read from no topic
+
+
 def insert_raw_rowbinary(warehouse: WarehouseStore, data: bytes, token: str) -> None:
     """Rows of `RawRowEncoder` (every column of trajectory_events, in table order), as one insert."""
     warehouse.insert_bytes("trajectory_events", _COLUMN_NAMES, data, "RowBinary", token)
@@ -255,7 +271,10 @@ class RunBatchSink:
         self._max = max_buffer
         self._max_age = max_age_s
         self._before_write = before_write
-        self._raw: list[list[Any]] = []
+        self._encoder = RawRowEncoder()
+        self._header = MAGIC + bytes.fromhex(fingerprint_hex)
+        self._raw: list[bytes] = []  # RowBinary rows (`RawRowEncoder`)
+        self._spans: dict[str, list[int]] = {}  # run -> [first seq, last seq] of the buffered rows
         self._derived: list[DerivedEvent] = []
         self._oldest: float | None = None
         self.raw_written = 0
@@ -263,7 +282,12 @@ class RunBatchSink:
     def add(self, event: Event, datum: bytes, derived: list[DerivedEvent]) -> None:
         if self._oldest is None:
             self._oldest = time.monotonic()
-        self._raw.append(trajectory_row(event, datum, self._fingerprint))
+        self._raw.append(self._encoder.row(self._header + datum, _NOT_FROM_KAFKA))
+        span = self._spans.get(event.run_id)
+        if span is None:
+            self._spans[event.run_id] = [event.seq, event.seq]
+        else:
+            span[0], span[1] = min(span[0], event.seq), max(span[1], event.seq)
         self._derived.extend(derived)
         if len(self._raw) >= self._max or (
                 event.kind == "RunEnded" and time.monotonic() - self._oldest >= self._max_age):
@@ -275,13 +299,9 @@ class RunBatchSink:
         if self._before_write is not None:
             self._before_write()
         if self._raw:
-            spans: dict[str, list[int]] = {}
-            for row in self._raw:
-                span = spans.setdefault(row[2], [row[5], row[5]])
-                span[0], span[1] = min(span[0], row[5]), max(span[1], row[5])
-            key = ";".join(f"{run}:{a}-{b}" for run, (a, b) in sorted(spans.items()))
-            insert_raw(self.warehouse, self._raw, "raw:" + hashlib.sha256(key.encode()).hexdigest())
+            key = ";".join(f"{run}:{a}-{b}" for run, (a, b) in sorted(self._spans.items()))
+            insert_raw_rowbinary(self.warehouse, b"".join(self._raw), "raw:" + hashlib.sha256(key.encode()).hexdigest())
             self.raw_written += len(self._raw)
         if self._derived:
             insert_derived(self.warehouse, self._derived)
-        self._raw, self._derived, self._oldest = [], [], None
+        self._raw, self._spans, self._derived, self._oldest = [], {}, [], None

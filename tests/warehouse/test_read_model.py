@@ -20,7 +20,7 @@ from membench.reports.model import to_json
 from membench.warehouse.client import connect
 from membench.warehouse.memory_read_model import InMemoryReadModel
 from membench.warehouse.read_model import READS, WarehouseReadModel
-from membench.warehouse.sink import insert_derived, insert_raw, trajectory_row
+from membench.warehouse.sink import decoded_row, insert_derived, insert_raw
 from tests.reports.test_canary import SECRETS, _large_diff, _run
 from tests.reports.test_exclusion_balance_report import _with_baseline_exclusions
 from tests.reports.test_validity_gates_report import _grid
@@ -58,7 +58,7 @@ def _both(tmp_path, runs: list[list]):
         memory.add(event, datum, derived, fingerprint_hex)
     # a retried insert under another token (a redelivery): the warehouse holds the rows twice
     again = list(sealed(runs[:1]))
-    insert_raw(warehouse, [trajectory_row(e, d, f) for e, d, f, _ in again], "retry")
+    insert_raw(warehouse, [decoded_row(d, f) for _, d, f, _ in again], "retry")
     insert_derived(warehouse, [x for *_, derived in again for x in derived], token_prefix="retry")
     for event, datum, fingerprint_hex, derived in again:
         memory.add(event, datum, derived, fingerprint_hex)
