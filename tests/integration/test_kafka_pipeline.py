@@ -225,16 +225,17 @@ def test_kill9_of_worker_and_sink_mid_run_loses_and_duplicates_nothing(engine_ru
     warehouse = f"chdb://{tmp_path / 'wh'}"
     worker = Worker(dsn, home, tmp_path / "worker1.log", engine_run["engine"])
     sink_log = open(tmp_path / "sink1.log", "w")
-    # 12 units; the crash comes once about two units' events are on the topic (a smoke unit publishes
-    # 30-40), so most of the grid is still to run when the worker and the sink die
-    runner = membench("run", "smoke", "--seeds", "11,12", "--bus", dsn, home=home)
+    # 18 units; the crash comes once about two units' events are on the topic (a smoke unit publishes
+    # 30-40) and the worker has derived from them, so most of the grid is still to run when the worker
+    # and the sink die (a smoke unit scores in well under a second now: no fixed wait is short enough)
+    runner = membench("run", "smoke", "--seeds", "11,12,13", "--bus", dsn, home=home)
     sink = None
     try:
         wait_for(lambda: _topic_exists(ns), 60, "the runner to create its topics")
         sink = membench("sink", "--bus", dsn, "--warehouse", warehouse, home=home, stdout=sink_log,
                         stderr=subprocess.STDOUT)
         wait_for(lambda: topic_size(SINGLE, f"{ns}.membench.trajectory") > 60, 120, "events to flow")
-        time.sleep(2)
+        wait_for(lambda: topic_size(SINGLE, f"{ns}.membench.derived") > 0, 60, "the worker to derive")
         worker.kill9()
         os.killpg(sink.pid, signal.SIGKILL)
         sink.wait(30)
@@ -250,7 +251,7 @@ def test_kill9_of_worker_and_sink_mid_run_loses_and_duplicates_nothing(engine_ru
     count, unique, runs = run_cli("sql", "SELECT count(), uniqExact(event_id), uniqExact(run_id) FROM "
                                   "trajectory_events", "--warehouse", warehouse, home=home, check=True).stdout.split()
     assert int(count) == int(unique) == topic_size(SINGLE, f"{ns}.membench.trajectory")
-    assert int(runs) == 12
+    assert int(runs) == 18
     proc = run_cli("replay", dsn, "--verify", "--warehouse", warehouse, home=home)
     assert proc.returncode == 0, proc.stderr
 
