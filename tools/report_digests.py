@@ -5,7 +5,8 @@ For each run set of MEMBENCH_HOME (or those named), in place: `membench rederive
 derived tables as this checkout's processors fold the raw log), then `membench report RUN_SET
 --output DIR`, then the SHA-256 of the report.json, report.md and report.html written. The raw logs
 are the same on both sides, so run it once with the old checkout first on the module path, once
-with the new, and compare:
+with the new, and compare (the membench commands run in a neutral directory, so PYTHONPATH decides;
+the checkout they import is said on stderr):
 
     PYTHONPATH=OLD python tools/report_digests.py --out old.json
     python tools/report_digests.py --out new.json --compare old.json     # exit 1 on a difference
@@ -43,8 +44,22 @@ def comparable(name: str, data: bytes) -> bytes:
     return _DERIVED_COUNTS.sub(b"N derived events re-derived, N compared", data)
 
 
+# `python -m` puts its working directory first on the module path: run from a checkout, the
+# subprocesses would import that checkout's membench whatever PYTHONPATH names
+_NEUTRAL = tempfile.gettempdir()
+
+
 def membench(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "membench", *args], capture_output=True, text=True, env=os.environ)
+    return subprocess.run([sys.executable, "-m", "membench", *args], capture_output=True, text=True, env=os.environ,
+                          cwd=_NEUTRAL)
+
+
+def imported_checkout() -> str:
+    """Where the subprocesses import membench from: said on stderr, so a comparison shows it ran the
+    old checkout on one side and the new on the other."""
+    return subprocess.run([sys.executable, "-c", "import membench, pathlib; print(pathlib.Path("
+                           "membench.__file__).resolve().parents[1])"], capture_output=True, text=True,
+                          env=os.environ, cwd=_NEUTRAL, check=True).stdout.strip()
 
 
 def digests(run_sets: list[str], keep: Path | None) -> dict[str, dict[str, str]]:
@@ -74,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     home = Path(os.environ.get("MEMBENCH_HOME", Path.home() / ".membench"))
     run_sets = args.run_sets or sorted(p.name for p in (home / "runs").iterdir() if (p / "log_root.json").exists())
+    print(f"membench imported from {imported_checkout()}", file=sys.stderr)
     got = digests(run_sets, args.keep)
     args.out.write_text(json.dumps(got, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     if args.compare is None:
