@@ -1,4 +1,4 @@
-"""Per-test CPU accounting for the suite's budget work (issue 26): opt-in, off unless
+"""Per-test CPU accounting for the suite's budget work: opt-in, off unless
 `MEMBENCH_TEST_CPU=PREFIX` is set, e.g. `MEMBENCH_TEST_CPU=/tmp/suite-cpu .ci/run`.
 
 A test's wall time on the 2-core machine says little about what it costs: under three xdist

@@ -215,7 +215,7 @@ def test_family_with_named_unavailable_slot():
     assert family.holm_per_seed[1].family_size == 4
 
 
-# -- pairing order on both paths (issue 12 item 6: the dense grid is walked, not sorted) ------------
+# -- pairing order on both paths (the dense grid is walked, not sorted) ------------
 
 
 def reference_pairs(cells: list[Cell], a: str, b: str) -> list[tuple[str, object, tuple[bool, bool]]]:

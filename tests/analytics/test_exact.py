@@ -212,7 +212,7 @@ def test_null_distribution_is_symmetric_and_complete(contributions):
     assert all(dist[s] == dist.get(-s) for s in dist)
 
 
-# -- fast exact arithmetic, and the bounded exact test (issue 12 item 6) ----------------------------
+# -- fast exact arithmetic, and the bounded exact test ----------------------------
 
 
 def full_count(contributions: list[int]) -> int:

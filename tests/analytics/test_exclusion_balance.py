@@ -1,4 +1,4 @@
-"""Fisher's exact test and the exclusion-balance gate (issue 24): p-values against scipy's
+"""Fisher's exact test and the exclusion-balance gate: p-values against scipy's
 `fisher_exact` (an independent implementation, used here only as a reference), the small-count
 fallback, and the gate on the counts the attack produces (the baseline's 3 of 3 cells excluded)."""
 

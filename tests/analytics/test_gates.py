@@ -101,7 +101,7 @@ def test_comparison_gates_bundle():
 
 
 def test_reversed_constructs_leave_the_headroom_gate_and_are_reported_apart():
-    """Issue 14, defect 6: C9/C10 traps run the other way; admission requires B0 to pass them."""
+    """C9/C10 traps run the other way; admission requires B0 to pass them."""
     gates = b0_headroom(b0_cells(), reversed_constructs=REVERSED_CONSTRUCTS)
     assert (gates.overall.numerator, gates.overall.denominator) == (3, 162)  # 21/180 without C9's 12 and C10's 6
     assert list(gates.by_construct) == [f"C{i}" for i in range(1, 9)]

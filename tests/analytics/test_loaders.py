@@ -119,7 +119,7 @@ def test_manifest_errors(tmp_path):
         assert fragment in str(info.value) and info.value.field == field
 
 
-# -- hostile bytes (issue 12 item 6) -------------------------------------------------------------------
+# -- hostile bytes -------------------------------------------------------------------
 
 
 def test_non_utf8_cells_csv_names_byte_offset_and_line(tmp_path):

@@ -1,4 +1,4 @@
-"""`membench rederive RUN_SET|--all` (issue 17): derived rows corrupted or deleted in a real chDB
+"""`membench rederive RUN_SET|--all`: derived rows corrupted or deleted in a real chDB
 warehouse are rebuilt from trajectory_events equal to what the embedded path wrote; other run sets
 are untouched; a bad RUN_SET is one line, exit 2; nothing is replaced when the raw log cannot be
 re-derived."""

@@ -1,4 +1,4 @@
-"""A duplicated event in a log file is a finding (issue 24). A log file is written by one process
+"""A duplicated event in a log file is a finding. A log file is written by one process
 (the embedded bus), so unlike a Kafka topic (redelivery, a stalled runner's late attempt) it never
 legitimately holds a fenced event; replay names a duplicate (same run, seq and content) as such, by
 one process and by `--jobs`. Controls: the same log without the duplicate verifies clean, and the

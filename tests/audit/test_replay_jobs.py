@@ -1,6 +1,6 @@
-"""`membench replay --jobs N` (issue 17): the runs of a log file split over worker processes give
+"""`membench replay --jobs N`: the runs of a log file split over worker processes give
 the same result as one process — findings, heads, log roots, counts, warehouse comparison — on an
-intact log and on a tampered one; and transfer runs' skill-bank digests are re-checked (issue 15).
+intact log and on a tampered one; and transfer runs' skill-bank digests are re-checked.
 Real log files written by the embedded pipeline and a real chDB warehouse."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`replay --verify` streams (issue 17 item 3): re-derived events are compared with the warehouse
+"""`replay --verify` streams: re-derived events are compared with the warehouse
 a batch of ended runs at a time, in a real chDB warehouse, and every kind of disagreement is still
 found whichever batch its run falls in."""
 

@@ -1,4 +1,4 @@
-"""Replay's heads on disk (issue 17): the log root read back from the SQLite store equals the root
+"""Replay's heads on disk: the log root read back from the SQLite store equals the root
 over the same heads in memory, whatever order the runs ended in; replay keeps only open runs in
 memory, and a fenced event of a run its processor forgot is still fenced by the store."""
 

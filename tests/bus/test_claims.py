@@ -1,4 +1,4 @@
-"""Fencing's last window (issue 17): two runners that read the same unit-status record and decide
+"""Fencing's last window: two runners that read the same unit-status record and decide
 the same attempt. Whether a claim won is decided by the status topic's own order (`KeyStatus`): the
 first `started` after the record a decision read wins, every later one that read the same record
 loses and is ignored by readers, and a loser's restatement makes the newest record true again."""

@@ -1,4 +1,4 @@
-"""Fencing a stalled runner's attempt (issue 17): the close another runner appends, read by the rule
+"""Fencing a stalled runner's attempt: the close another runner appends, read by the rule
 the processors apply (`RunChain` beside `RunSetProcessor`), decides which attempt ended a run,
 whatever the stalled runner publishes after it."""
 

@@ -1,4 +1,4 @@
-"""Issue 27: loaders that refuse an author's silent mistakes, each with a control showing the mistake
+"""Loaders that refuse an author's silent mistakes, each with a control showing the mistake
 went through (or would) without the check, and EngramBench's published manifests read unmodified.
 
 Cheap on purpose: pack and study copies in tmp_path, no sandbox, no run."""

@@ -1,4 +1,4 @@
-"""The pack-level resolution policy and declared conditions (issue 14): defaults, and refusals
+"""The pack-level resolution policy and declared conditions: defaults, and refusals
 that name the manifest and the field."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The gateway's embeddings wire (`POST …/embeddings`, issue 31) against a real local upstream
+"""The gateway's embeddings wire (`POST …/embeddings`) against a real local upstream
 (membench.bench.scripted_model_server.ScriptedUpstream): its vectors are deterministic hashed bags of words, not
 a model's (said so here and in its docstring). An embedding call gets the real key, a ModelCall of
 purpose `embed` on a memory channel, its usage and cost; it is recorded and replayed with no

@@ -127,7 +127,7 @@ def test_without_a_configured_model_no_refusal_is_proof():
 
 
 def test_a_refusal_on_a_provider_the_run_never_configured_is_the_agents_own():
-    """Issue 30 review: a codex run with only an OpenAI key; the agent POSTs Anthropic's
+    """A codex run with only an OpenAI key; the agent POSTs Anthropic's
     /v1/messages, which has no key, and is refused 401. That proves nothing about the harness: no
     probe, no exclusion, the agent's client_error. The control: the same refusal on the configured
     provider's other wire API probes the configured target (never the agent's model) and a refused
@@ -157,7 +157,7 @@ def test_other_client_errors_are_never_probed(status):
 
 
 def test_an_upstream_error_text_is_kept_with_the_key_redacted():
-    """Issue 30: the ModelCall keeps what the upstream said (bounded), never the key it echoes."""
+    """The ModelCall keeps what the upstream said (bounded), never the key it echoes."""
     import http.server
     import threading
 
@@ -188,7 +188,7 @@ def test_an_upstream_error_text_is_kept_with_the_key_redacted():
 
 
 def test_a_provider_with_no_upstream_is_the_agents_request_unless_the_run_configured_it():
-    """Issue 30 review: a run whose only upstream is OpenAI's; an agent POSTing Anthropic's path
+    """A run whose only upstream is OpenAI's; an agent POSTing Anthropic's path
     gets a 404 that counts against it (client_error), it does not exclude its own unit. The
     control: when the run configured that provider for the agent, the missing upstream is the
     harness's (excluded model_misconfigured)."""
@@ -210,7 +210,7 @@ def test_a_provider_with_no_upstream_is_the_agents_request_unless_the_run_config
 
 
 def test_a_proven_misconfiguration_keeps_the_upstreams_words_with_the_key_redacted():
-    """Issue 30 review: the probe's message quotes the upstream's answer (up to 160 characters); an
+    """The probe's message quotes the upstream's answer (up to 160 characters); an
     upstream that echoes the key in a 404 'model not found' must not put it into the ModelCall's
     error or the unit's exclusion reason."""
     import http.server
@@ -245,7 +245,7 @@ def test_a_proven_misconfiguration_keeps_the_upstreams_words_with_the_key_redact
 
 
 def test_the_model_users_refusal_is_checked_against_the_user_target():
-    """Issue 30 review (item 4): the transfer model user's channel checks a refusal against the
+    """The transfer model user's channel checks a refusal against the
     `--user model:M` target, not the agent's: the user's configured model is unknown to the
     upstream while the agent's is known, so the probe (of the user's model) proves the harness
     misconfigured. Checked against the agent's target, the probe would pass and the refusal would

@@ -1,4 +1,4 @@
-"""Issue 24, "exclusions the agent chooses": what an agent produces can fail a session, never
+"""Exclusions the agent chooses: what an agent produces can fail a session, never
 exclude it. A memory-blind hostile agent (tests/sandbox/agents/unencodable_agent.py) leaves a file
 whose name is not UTF-8 and prints lone surrogates under the baseline B0 of `smoke`: before,
 each unit crashed (`task_exception: UnicodeEncodeError`) and the report counted B0's cells as

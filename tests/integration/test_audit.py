@@ -1,4 +1,4 @@
-"""Issue 12 items 3 and 4 through real components: a crashed `membench run` (SIGKILL) resumed and
+"""Recovery and the log root through real components: a crashed `membench run` (SIGKILL) resumed and
 replayed, abandoned attempts closed in their own chains, the log root written, signed and verified,
 the warehouse read-only through `membench sql`, and `membench report` refusing a warehouse that no
 longer matches its log root. Real CLI, real chDB, real bubblewrap."""

@@ -1,4 +1,4 @@
-"""Fencing's last window (issue 17), against the real Kafka broker and real bubblewrap: two runners
+"""Fencing's last window, against the real Kafka broker and real bubblewrap: two runners
 read the same unit-status record and decide the same attempt, so both would publish the same run id.
 Interleaved step by step in one process (no sleeps, no signals): A decides, B decides, B records
 `started` and wins, A records `started` and loses. A publishes no trajectory event, the unit's run

@@ -1,4 +1,4 @@
-"""The control for the verdict defences (issue 12): a memory-blind agent that solves the set-up
+"""The control for the verdict defences: a memory-blind agent that solves the set-up
 sessions still fails the trap, so a harness that passes nothing — or everything — cannot look
 secure. Real CLI, real bubblewrap, process-isolated oracles: the B0 cells of the session's shared
 smoke run set (`scripted:memory-literal` under B0 is memory-blind; tests/integration/conftest.py)."""

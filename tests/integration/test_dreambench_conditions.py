@@ -4,8 +4,8 @@ condition, and the log shows what each system wrote (B6 at most three items a se
 tracker, provenance the processors resolve to the pack's events).
 
 One trap of two constructs (C1, and the reversed C9) and one seed (26 units) keep it lean: every
-assertion is per condition, not per construct (five constructs, 65 units, until issue 26; three,
-39 units, until stop 36);
+assertion is per condition, not per construct (five constructs and 65 units at first;
+three and 39 units until stop 36);
 the full pack under the same conditions is `membench run hygiene-v1 --conditions … --seeds 1`."""
 
 from __future__ import annotations

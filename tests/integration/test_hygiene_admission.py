@@ -1,7 +1,7 @@
 """hygiene-v1 admitted live: `membench validate hygiene-v1` runs every trap's live gates (the
 reference passes every session, B0 fails the scored session where it must, the verbatim traps) in
 the scoring sandbox and admits every one of its 34 traps. Kept apart from test_hygiene_pack.py so that the two longest
-runs of the suite go to different test workers (`--dist loadfile`, issue 26)."""
+runs of the suite go to different test workers (`--dist loadfile`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """hygiene-v1 end to end: a run of B0 and four memory conditions that separates the conditions,
 secrets that never leave their trap, and memory that never crosses namespaces; every validity gate
-has a verdict and every hygiene rate a non-zero denominator (issue 14). That every trap is admitted
+has a verdict and every hygiene rate a non-zero denominator. That every trap is admitted
 live is tests/integration/test_hygiene_admission.py (a module of its own, so the two long runs go to
 different test workers).
 
@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("bwrap_sandbox")]
 SUBSET = ["c1-http-partner-key", "c2-http-webhook-signing", "c3-taskq-backoff-profile", "c4-taskq-failure-tag",
           "c5-taskq-log-prefix", "c6-taskq-queue-depth", "c7-tab-export-filename", "c8-tab-dialects",
           "c9-http-upload-header", "c10-taskq-settlement-marker"]
-# B1 (raw episodic) left this grid at issue 26: it runs end to end under memory-literal in
+# B1 (raw episodic) left this grid: it runs end to end under memory-literal in
 # test_user_paths' memory grid (smoke) and under refsol there on hygiene traps; B2, B4, B5 and the
 # curated file run end to end only here
 CONDITIONS = ["B0", "B2", "B4", "B5", "curated_file"]
@@ -78,7 +78,7 @@ def test_memory_conditions_run_separates_conditions_and_contains_secrets(cli, ho
     assert report["strata"]["clean_start"]["traps"] == sum(s["clean_start_s3"] for s in manifest["sequences"]) >= 3
     gates = report["validity_gates"]
     assert gates["b0_headroom"]["overall"]["passed"]
-    # issue 14, defect 6: the reversed traps (B0 passes them, as validate requires) are gated apart,
+    # The reversed traps (B0 passes them, as validate requires) are gated apart,
     # not failed as headroom; with them every gate has a verdict and the study is valid
     assert gates["b0_headroom"]["failing_constructs"] == [] and set(gates["b0_headroom"]["by_construct"]) == {
         f"C{i}" for i in range(1, 9)}
@@ -100,7 +100,7 @@ def test_memory_conditions_run_separates_conditions_and_contains_secrets(cli, ho
         f"stratum_validity C{i}" for i in range(1, 11)}
     assert set(gates["verdicts"]) == expected
     assert gates["passed"] is True and all(gates["verdicts"].values()), gates["verdicts"]
-    # issue 14, defect 5: every hygiene rate is observed (a non-zero denominator) on the built-in pack
+    # Every hygiene rate is observed (a non-zero denominator) on the built-in pack
     panel = report["hygiene_panel"]
     assert not [m for m, r in panel.items() if r["denominator"] == 0], panel
     assert {"stale_use", "stale_activation", "overscope", "contradiction_repair", "repeated_error",

@@ -1,4 +1,4 @@
-"""hygiene-v2 live (issue 28): a small subset of its new traps admitted by `membench validate`, for
+"""hygiene-v2 live: a small subset of its new traps admitted by `membench validate`, for
 real in the sandbox. The whole pack (62 traps) is validated by hand and its funnel recorded in
 docs/benchmarks.md; CI checks the generator's output byte for byte (tests/tools/
 test_author_hygiene_v2.py) and these three, one per new repository shape: a generator-vs-artefact

@@ -1,4 +1,4 @@
-"""Issue 3 acceptance: on the three-broker cluster (replication factor 3, min.insync.replicas 2),
+"""On the three-broker cluster (replication factor 3, min.insync.replicas 2),
 stopping one broker while runners produce loses no event and duplicates none in the warehouse;
 an outage that leaves no writable replica set delays events (the spool) instead of losing them."""
 

@@ -1,13 +1,13 @@
-"""Issue 3 acceptance against the real Apache Kafka broker started by deploy/kafka/start.sh:
+"""The Kafka pipeline against the real Apache Kafka broker started by deploy/kafka/start.sh:
 equality with the embedded path, crash recovery, poison messages, interoperability — for each
-processor engine (`membench process --engine kafka|faust`, issue 17) where the engine is what is
+processor engine (`membench process --engine kafka|faust`) where the engine is what is
 under test: the derived tables (by two workers sharing the partitions), dead letters and kill -9
 recovery run on both engines (`engine_run`); what only the runner, the topics, the sink and replay
 do runs once (`kafka_run`, the kafka engine).
 
 The embedded path, the reference, is the session's shared smoke run set (`smoke_run_set`: the same
 pack, agent and grid), copied into each pipeline's home, so the published run has the same run set
-and run ids without the grid being run embedded again (issue 26)."""
+and run ids without the grid being run embedded again."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The memory libraries end to end (issue 31): the real CLI runs a trap of the smoke pack with
+"""The memory libraries end to end: the real CLI runs a trap of the smoke pack with
 `scripted:memory-literal` under B0, B5-MEM0-LIT (real Mem0, real embedded Qdrant under the run set),
 B2-dense (real Qdrant local mode) and B5-LANGMEM (real LangMem over LangGraph's InMemoryStore), their
 model calls and embeddings through the real model gateway to `ScriptedUpstream` — a local scripted

@@ -1,4 +1,4 @@
-"""Issue 30's misconfiguration scenarios, end to end with a real `membench run`: a key the upstream
+"""The misconfiguration scenarios, end to end with a real `membench run`: a key the upstream
 refuses and Codex against a server without the Responses API are refused by the pre-flight before
 anything is written; with the pre-flight skipped, the refused calls exclude the unit
 (`model_misconfigured`, shown with its reason in the CLI's table) instead of scoring 0 %, and the
@@ -92,7 +92,7 @@ def test_a_misconfiguration_met_during_the_run_excludes_and_is_retried_once_fixe
     assert [e.payload["outcome"] for e in evs if e.kind == "OracleVerdict"] == ["pass", "pass", "pass"]
     assert all(e.payload["purpose"] == "agent" for e in evs if e.kind == "ModelCall")  # no probe in the log
 
-    # issue 30: --model-record on a grid already complete runs nothing, and says so
+    # --model-record on a grid already complete runs nothing, and says so
     with ScriptedUpstream(script_from_pack(currency_pack), key=KEY) as upstream:
         again = cli(*run_args(currency_pack, "openai:gpt-4o-mini", "mis", upstream.base_url, "--model-record"),
                     env={**WIDE, "MEMBENCH_MODEL_API_KEY": KEY})

@@ -1,4 +1,4 @@
-"""The model-driven memory policies end to end (issue 14): the real CLI runs hygiene-v1 traps under
+"""The model-driven memory policies end to end: the real CLI runs hygiene-v1 traps under
 B3-llm, DF-llm and DF-hybrid-llm with `scripted:memory-literal` (embedded bus, bubblewrap, chDB).
 The memory model is `membench.bench.scripted_model_server.ScriptedUpstream`, a local server with scripted
 answers (no model API is reachable here), reached from the harness through the real model gateway.

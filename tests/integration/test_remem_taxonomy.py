@@ -1,4 +1,4 @@
-"""Issue 25, defect 2: predictions scored under the A/B benchmark's own source labels keep the memory
+"""Predictions scored under the A/B benchmark's own source labels keep the memory
 evidence that benchmark records, through the real `membench score` (bwrap scoring, chDB).
 
 The five published task shapes of `tasks-v1-5tasks.json` under every source label (`no_memory`,

@@ -1,4 +1,4 @@
-"""Issue 30's replay scenario: a recorded run whose agent runs `ls -la`, `id`, `ps`, `date` and `env`
+"""The replay scenario: a recorded run whose agent runs `ls -la`, `id`, `ps`, `date` and `env`
 in every session (their output shows the sandbox's per-session uid, pids and the clock) replays with
 no upstream at all and no miss, under the divergence rule (docs/gateway.md). The model is membench's
 scripted local upstream (no model API is reachable here); the sandbox, gateway and loop are real."""

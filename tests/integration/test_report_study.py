@@ -1,4 +1,4 @@
-"""Issue 14 through the real CLI (bubblewrap oracles, chDB, the Avro log): the baseline is never
+"""The report's study rules through the real CLI (bubblewrap oracles, chDB, the Avro log): the baseline is never
 guessed, study files register families, and the canary proof searches the run set for its pack's
 secrets — a planted leak makes it fail."""
 

@@ -1,4 +1,4 @@
-"""Issue 17 item 5 acceptance against the real Kafka broker, real bubblewrap and real chDB: three
+"""Runners sharing a queued grid, against the real Kafka broker, real bubblewrap and real chDB: three
 `membench runner` processes split a queued grid; one is killed with `kill -9` mid-unit; no unit is
 completed twice, none is lost, the dead attempt is closed in the log, and the derived tables equal
 the embedded path's."""
@@ -177,7 +177,7 @@ FENCED = re.compile(r"fenced (\S+) attempt (\d+) run ([^\s:]+)")
 
 
 def test_a_stalled_runner_is_fenced_when_it_resumes_after_another_ran_its_unit(tmp_path):
-    """Issue 17 fencing: runner A is stopped (SIGSTOP) while it holds a unit mid-run, past the
+    """Runner A is stopped (SIGSTOP) while it holds a unit mid-run, past the
     group's timeouts; runner B takes the unit over, closes A's attempt and runs attempt 2; A resumes
     (SIGCONT) and finishes its attempt. The unit is completed once in the derived tables, A's attempt
     ends with B's RunEnded{abandoned} in the log (A's own later events stay there, fenced), A records

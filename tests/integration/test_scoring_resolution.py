@@ -1,10 +1,10 @@
-"""Issue 14 on the real embedded path (bwrap scoring, chDB): one verdict per session.
+"""Session resolution on the real embedded path (bwrap scoring, chDB): one verdict per session.
 
 The same correct patch, submitted by an agent that timed out, is scored under both resolution
 policies: an imported A/B pack (`agent_must_finish`) and the same pack declared
 `patch_as_submitted`. session_results, run_results, failures and the report must agree in both;
 `remem`, the A/B bench's condition name, is accepted as a label of scored predictions, and keeps the
-memory contract its pack declares (issue 25): a citation of an id that memory never held fails it."""
+memory contract its pack declares: a citation of an id that memory never held fails it."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def test_a_timed_out_agent_with_a_passing_patch_gets_one_verdict_per_policy(cli,
                      "WHERE kind = 'RunStarted' ORDER BY 1") == [["agent_must_finish"], ["patch_as_submitted"]]
 
     for scored in (ab_report, native_report):
-        # remem had memory — the pack declares what it held (issue 25) — so its contract applies: citing an id that
+        # remem had memory — the pack declares what it held — so its contract applies: citing an id that
         # memory never held fails the contract, a runtime failure apart from the task's verdict (timeout under
         # agent_must_finish, resolved under patch_as_submitted), so no memory failure reason is counted
         assert scored["remem"]["memory_failure_counts"] == {}

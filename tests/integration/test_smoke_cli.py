@@ -1,4 +1,4 @@
-"""Issue 2 acceptance, through the real CLI: bubblewrap oracles, chDB warehouse, the Avro log."""
+"""The smoke run through the real CLI: bubblewrap oracles, chDB warehouse, the Avro log."""
 
 from __future__ import annotations
 

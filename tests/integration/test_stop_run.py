@@ -1,4 +1,4 @@
-"""Issue 30's Ctrl-C scenario with a real `membench run` subprocess and real signals (embedded path,
+"""The Ctrl-C scenario with a real `membench run` subprocess and real signals (embedded path,
 bubblewrap): the first SIGTERM/SIGINT starts no further unit and lets the running one finish; a
 second one kills the running sandbox at once. Either way the exit status is 130, every attempt in
 the log is closed, the log verifies (`membench replay`), the report says it is partial and how to
@@ -149,7 +149,7 @@ main()
 
 @pytest.mark.parametrize("step", ["recover", "write_log_root"])
 def test_a_signal_outside_the_grid_is_a_clean_stop_too(home, bwrap_sandbox, tmp_path, pack, step):
-    """Issue 30 review: the handlers cover the whole run, not only the grid. A SIGTERM during the
+    """The handlers cover the whole run, not only the grid. A SIGTERM during the
     recovery starts no unit (no report: nothing ran; exit 130); one while the log root is written lets
     it and the complete report be written, then exits 130. Without them the process died of the
     signal (-15) with no log root."""

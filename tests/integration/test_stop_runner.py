@@ -1,4 +1,4 @@
-"""Issue 30's clean stop on the distributed path: a `membench runner` given SIGTERM claims nothing
+"""The clean stop on the distributed path: a `membench runner` given SIGTERM claims nothing
 more, lets its running unit finish (completed and committed), exits 130, and leaves the other order
 queued for the group — another runner then completes it. A second SIGTERM kills the running unit's
 sandbox and closes its attempt as abandoned; the order stays queued, and the next runner runs the

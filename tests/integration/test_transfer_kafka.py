@@ -1,4 +1,4 @@
-"""Issue 15 acceptance, distributed path: `membench transfer` publishing to the real Kafka broker, a
+"""The transfer study on the distributed path: `membench transfer` publishing to the real Kafka broker, a
 `membench process` worker folding, `membench sink` filling a second chDB warehouse; the transfer
 results equal the embedded path's (except wall-clock times), and the report's transfer section
 comes from the Kafka-filled warehouse."""

@@ -1,4 +1,4 @@
-"""The model-driven simulated user (`membench transfer --user model:MODEL`, issue 15) through the real
+"""The model-driven simulated user (`membench transfer --user model:MODEL`) through the real
 CLI, the model gateway, bubblewrap and the chDB warehouse. The model's responses are scripted: the
 upstream is `membench.bench.scripted_model_server.ScriptedUpstream` answering each phase's request with a fixed
 reply (no model runs on this machine), so the test shows the wiring — brief, key, gateway, recording,

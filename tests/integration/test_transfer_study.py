@@ -1,4 +1,4 @@
-"""Issue 15 acceptance, embedded path: the built-in study `transfer-v1` end to end through the real CLI
+"""The transfer study on the embedded path: the built-in study `transfer-v1` end to end through the real CLI
 (bubblewrap sandboxes for oracles, public checks and the hidden evaluator; the chDB warehouse; the
 Avro log), figures read back from the warehouse as `membench sql` reads them (tests/integration/sql_batch.py:
 every query of the module in one subprocess)."""

@@ -1,11 +1,11 @@
-"""The first paths a user takes (issue 25, defect 3): every built-in pack × every scripted agent ×
+"""The first paths a user takes: every built-in pack × every scripted agent ×
 {the baseline alone, the baseline and two memory conditions} on one seed, and the built-in
 transfer study under `scripted:null`. Each must exit 0, write report.json, report.md and
 report.html, and `membench report` must rebuild the three byte for byte.
 (`scripted:memory-literal` with memory conditions on hygiene traps is test_hygiene_pack's
 memory-conditions run, which checks the same; see `COVERED_BY_THE_HYGIENE_RUN`.)
 
-Before issue 25 the plainest of them, `membench run hygiene-v1 --agent scripted:null --conditions
+Formerly the plainest of them, `membench run hygiene-v1 --agent scripted:null --conditions
 B0 --seeds 1`, ran all 34 units and then exited 1 with KeyError 'C9' while rendering report.md
 (and `membench report` failed the same way); nothing in the suite ran it.
 
@@ -24,7 +24,7 @@ reversed ones included; it changes no file, so nothing is scored and its 136 uni
 constructs: C1 and C3, and the reversed C9 and C10, whose gates are reported apart (a pack
 directory, which `membench run` accepts like a built-in name). An agent that passes scores every
 session, about 2 s of CPU a unit here; every construct's rows and gates with passing cells are
-test_hygiene_pack's memory-conditions run (issue 26: the subset had all ten constructs, 50 units).
+test_hygiene_pack's memory-conditions run (the subset had all ten constructs, 50 units).
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def _pack_for(pack: str, agent: str) -> str:
 
 # `scripted:memory-literal` with memory conditions on a one-trap-per-construct directory of hygiene-v1
 # is test_hygiene_pack's memory-conditions run (B0, B2, B4, B5, curated_file × seeds 1, 2), which
-# checks the same: exit 0 and the three reports rebuilt byte for byte (issue 26: the same path is not
+# checks the same: exit 0 and the three reports rebuilt byte for byte (the same path is not
 # run twice). B1 is not in that run: it is here, under refsol on these traps and under memory-literal
 # on smoke
 COVERED_BY_THE_HYGIENE_RUN = {f"{SUBSET}-memory-literal-memory"}

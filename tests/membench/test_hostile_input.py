@@ -1,4 +1,4 @@
-"""Hostile names and bytes through the real CLI (issue 12 item 6): run-set ids are confined, pack
+"""Hostile names and bytes through the real CLI: run-set ids are confined, pack
 paths stay inside the pack, oversized and non-UTF-8 inputs are one line with exit status 2, and a
 failed command leaves nothing written in MEMBENCH_HOME or beside its output."""
 
@@ -76,7 +76,7 @@ def test_report_refuses_a_hostile_run_set_id(cli, home):
 
 
 # replay.py is not this change's to edit: the test passes once `validate_run_set_id(...)` is called
-# for `warehouse:RUN_SET` there (see the report of issue 12 item 6). Until then it is an expected
+# for `warehouse:RUN_SET` there. Until then it is an expected
 # failure, and strict, so that adding the call makes it fail with "XPASS(strict)": then remove the
 # marker.
 def test_replay_refuses_a_hostile_warehouse_run_set_id(cli, home):

@@ -1,6 +1,6 @@
 """`membench run` on a pack that loads but cannot be finalized (a secret placeholder outside any
 trap's own material) exits 2 naming the file, before anything runs — it ended in a traceback and
-exit 1 (found while building issue 25's user-path matrix)."""
+exit 1 (found while building the user-path matrix)."""
 
 from __future__ import annotations
 

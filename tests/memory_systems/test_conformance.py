@@ -1,4 +1,4 @@
-"""The conformance gate (issue 31): `grade` fails each gate on its own evidence (pure, with the
+"""The conformance gate: `grade` fails each gate on its own evidence (pure, with the
 passing control beside each); `membench memory check` runs the suite in two fresh processes and
 records it under the configuration digest; a deliberately non-deterministic adapter — a test double
 of the JSON *protocol* (shuffling_adapter.py), not of a library — fails the cross-process identity

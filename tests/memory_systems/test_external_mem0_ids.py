@@ -72,7 +72,7 @@ def test_every_namespace_component_changes_the_user_id_and_isolates(mem0_server)
 
 
 def test_a_failing_adapter_keeps_its_own_error_text_redacted():
-    """Issue 30: the store's own words ("vector db down") reach the error the run records; a key in
+    """The store's own words ("vector db down") reach the error the run records; a key in
     them does not."""
     import http.server
     import threading

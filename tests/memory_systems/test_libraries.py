@@ -1,4 +1,4 @@
-"""The memory libraries in-process (issue 31): real Mem0 (mem0ai) and real Qdrant local mode on disk,
+"""The memory libraries in-process: real Mem0 (mem0ai) and real Qdrant local mode on disk,
 real LangMem over LangGraph's InMemoryStore, their model and embedding calls through the real model
 gateway to `ScriptedUpstream` — a local scripted server (no model API is reachable here): its
 embeddings are deterministic hashed bags of words and its answer to Mem0's fact extraction (and to
@@ -212,7 +212,7 @@ def test_mem0_imported_with_telemetry_on_is_turned_off_before_use() -> None:
     assert proc.stdout.strip().splitlines()[-1] == "(True, True) (False, False)"
 
 
-# ------------------------------------------------------------------ a retried unit (resume, issue 31)
+# ------------------------------------------------------------------ a retried unit (resume)
 def _abandon(memory) -> None:
     """The attempt's process dies (simulated here, in this process: no subprocess to start): its
     handles on the store go (the Qdrant folder lock, Mem0's SQLite connection) and nothing of it
@@ -308,7 +308,7 @@ def test_a_retried_unit_starts_from_an_empty_namespace_after_an_abandoned_attemp
     assert any("Logs rotate daily." in t for t in texts) and bool(messages) == native
 
 
-# ------------------------------------------------------------------ LangMem (B5-LANGMEM, issue 31)
+# ------------------------------------------------------------------ LangMem (B5-LANGMEM)
 def _langmem_texts(items) -> list[str]:
     return [i.text for i in items]
 

@@ -1,4 +1,4 @@
-"""Entry-point plug-ins (group `membench.memory_systems`, issue 31): a vendor's factory is registered
+"""Entry-point plug-ins (group `membench.memory_systems`): a vendor's factory is registered
 under its entry point's name by an explicit call, is not built in (it needs a conformance record),
 and a plug-in that cannot be loaded is an error naming it. Real `importlib.metadata.EntryPoint`
 objects, loaded by their own `load()`."""

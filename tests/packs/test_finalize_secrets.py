@@ -105,7 +105,7 @@ def test_cli_finalize(cli, cli_inproc, tmp_path: Path) -> None:
     assert again.returncode == 2 and "already exists" in again.stderr
 
 
-# -- nothing half-written (issue 12 item 6) --------------------------------------------------------
+# -- nothing half-written --------------------------------------------------------
 
 
 def break_mid_fill(skeleton: Path) -> Path:

@@ -130,7 +130,7 @@ def test_unsafe_paths_and_wrong_version_are_refused(tmp_path):
         import_remem(write(tmp_path, {**LATER, "version": 2}), tmp_path / "pack")
 
 
-# -- hostile tasks.json (issue 12 item 6) ------------------------------------------------------------
+# -- hostile tasks.json ------------------------------------------------------------
 
 
 def entries(directory: Path) -> list[str]:

@@ -1,4 +1,4 @@
-"""Issue 27: validate's new static gates (decisive literals, slot patterns), messages that never print
+"""Validate's new static gates (decisive literals, slot patterns), messages that never print
 a secret value, and a reference failure that names the failing oracle tests. Static gates and the
 collector only: no sandbox run (the live gates' plumbing is tests/packs/test_validate_gates.py)."""
 

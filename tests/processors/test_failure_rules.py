@@ -113,7 +113,7 @@ ALL = ["m_rel", "m_stale", "m_other"]
 SCENARIOS = {
     "no_oracle_verdict": lambda r: r.task(outcome=None),
     "oracle_inconclusive": lambda r: r.task(outcome="oracle_timeout", inconclusive=True),
-    # issue 24: what the agent produced fails the session under a named reason, ahead of the agent's
+    # What the agent produced fails the session under a named reason, ahead of the agent's
     # conduct and of the memory reasons (a cited ghost id would otherwise be agent_hallucinated_memory)
     "workspace_path_not_utf8": lambda r: r.task(injected=ALL, cited=["ghost"], outcome="unencodable_workspace_path",
                                                 status="timeout"),
@@ -248,7 +248,7 @@ def test_history_sessions_get_no_classification():
     assert [r["session_index"] for r in run.derived("FailureClassified")] == [2]
 
 
-# Issue 25: the A/B benchmark's packs (RunStarted policy agent_must_finish) follow its published
+# The A/B benchmark's packs (RunStarted policy agent_must_finish) follow its published
 # taxonomy: a run shown memory is judged for citing an id that memory never held, contract or not.
 CURATED = ["curated:MEMORY.md"]
 

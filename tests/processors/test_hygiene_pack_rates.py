@@ -1,4 +1,4 @@
-"""Every hygiene rate is observable on the built-in hygiene-v1 pack (issue 14, defect 5).
+"""Every hygiene rate is observable on the built-in hygiene-v1 pack.
 
 Each trap is replayed as the runner emits it — its OracleLabels (membench/runner/labels.py), the pack
 events delivered as Turns, B5 (membench/memory_systems/verbatim.py) writing and reading memory,

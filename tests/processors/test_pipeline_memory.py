@@ -1,4 +1,4 @@
-"""RunSetProcessor's memory is bounded (issue 17 item 4): ended run ids live in a window of at
+"""RunSetProcessor's memory is bounded: ended run ids live in a window of at
 least the last `ended_window` runs to end (at most twice as many); inside it a redelivered event is a duplicate, beyond it the run
 is derived again with the same deterministic ids."""
 

@@ -1,4 +1,4 @@
-"""One rule decides a session's resolution (issue 14, defect 1): the verdict fold
+"""One rule decides a session's resolution: the verdict fold
 (SessionVerdict.passed, RunSummary.scored_passed) and the failure taxonomy
 (FailureClassified.resolved / failure_reason) agree under either resolution policy."""
 

@@ -1,4 +1,4 @@
-"""Issue 27: the per-case transfer table. TransferFold derives one TransferCase per scheduled case
+"""The per-case transfer table. TransferFold derives one TransferCase per scheduled case
 (status, applicability, the prerequisite cases that blocked it), none for an excluded run. Its
 warehouse table `transfer_cases` is checked against real chDB in tests/warehouse/test_tables_doc.py."""
 

@@ -160,7 +160,7 @@ def test_resources_means_cost_per_success_and_reductions():
 
 
 def test_without_b0_or_no_memory_the_baseline_is_refused_not_guessed():
-    """Issue 14 defect 3: B3/B5 without --baseline used to be compared against B3 (sorted first)."""
+    """B3/B5 without --baseline used to be compared against B3 (sorted first)."""
     rows = [r for r in make_rows() if r["condition"] != "B0"]
     with pytest.raises(BaselineError, match=r"conditions \(B3, B5\) include neither B0 nor no_memory"):
         comparisons_section(NoWarehouse(), "rs", rows)

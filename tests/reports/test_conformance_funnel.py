@@ -1,4 +1,4 @@
-"""Issue 31: a registered slot whose condition is conformance-unavailable is labelled "conformance-
+"""A registered slot whose condition is conformance-unavailable is labelled "conformance-
 unavailable, not an observed loss" in report.md and report.html, and the funnel is listed; a slot
 unavailable for another reason (no runs, no conformance entry) keeps the plain label (control)."""
 

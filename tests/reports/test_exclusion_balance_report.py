@@ -1,4 +1,4 @@
-"""The report's exclusions by reason and exclusion-balance gate (issue 24), read from an in-memory read
+"""The report's exclusions by reason and exclusion-balance gate, read from an in-memory read
 model: an agent that excludes its baseline cells (B0 excluded 3/3 on one trap, B5 none) fails the
 gate in report.json, report.md and report.html; the same grid without the exclusions passes it."""
 

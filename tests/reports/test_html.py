@@ -163,13 +163,13 @@ def test_issue14_gates_and_hygiene_panel_render():
     report["hygiene_panel"] = {"overscope": {"direction": "lower", "numerator": 2, "denominator": 8, "rate": 0.25,
                                              "conditions": {"B5": {"numerator": 2, "denominator": 8, "rate": 0.25}}}}
     page = render_html(report)
-    c9 = "C9 Spurious-lesson rejection / disconfirmation"  # named as in DreamBench-SWE Table 30 (issue 25)
+    c9 = "C9 Spurious-lesson rejection / disconfirmation"  # named as in DreamBench-SWE Table 30
     assert f"B0 passes reversed {c9}" in page and f"stratum {c9} (reversed)" in page
     assert "B0 warm-up S1+S2" in page and "287/360" in page and "continuation audit" in page
     assert "overscope" in page and "lower is better" in page
     md = render_markdown(report)
     assert f"B0 passes reversed {c9}: 3/3" in md and "B0 warm-up S1+S2: 287/360" in md
-    # per condition, not pooled over the baseline (issue 25): B5's 2/8, nothing observed for B0
+    # per condition, not pooled over the baseline: B5's 2/8, nothing observed for B0
     assert "failing: warmup" in md and "| overscope | lower | — | 2/8 = 25.0% | — |" in md
 
 

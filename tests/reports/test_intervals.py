@@ -1,4 +1,4 @@
-"""Issue 25, defect 4: a pass fraction of 0/n or n/n has an exact interval, not the bootstrap's
+"""A pass fraction of 0/n or n/n has an exact interval, not the bootstrap's
 zero-width one, and the report says which interval it shows."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def test_report_md_marks_an_exact_interval():
 
 
 def test_constructs_are_shown_with_their_names_from_the_paper():
-    """Issue 25: constructs appear as "C9 Spurious-lesson rejection / disconfirmation" (DreamBench-SWE
+    """Constructs appear as "C9 Spurious-lesson rejection / disconfirmation" (DreamBench-SWE
     Table 30), never bare, in report.md and report.html."""
     from membench.reports.conventions import construct_label
     from membench.formats.pack_format import CONSTRUCT_NAMES, CONSTRUCTS

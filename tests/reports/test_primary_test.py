@@ -1,4 +1,4 @@
-"""Issue 25, defect 4: the report says which test is primary and never shows a secondary test's
+"""The report says which test is primary and never shows a secondary test's
 rejection without the primary verdict beside it. The smoke shape: 3 traps × 3 seeds, B5 passes
 every cell and B0 none — pooled McNemar rejects (p = 2/2⁹) while the primary trap-clustered test
 cannot (p = 0.25 with 3 traps)."""

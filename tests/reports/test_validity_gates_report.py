@@ -2,7 +2,7 @@
 `scripted:memory-literal`: B0 fails the forward traps and passes the reversed ones (C9), B5 the
 opposite — exactly what `membench validate` admits.
 
-Issue 14, defect 6: before the fix the verdict was always FAIL on such a pack (per-construct B0
+Before the fix the verdict was always FAIL on such a pack (per-construct B0
 headroom failed the reversed construct). The continuation audit and the warm-up gate are shown to
 fail on runs that break them. The runs are read from an in-memory read model (the processors' derived
 events of them): the gates are report logic; tests/warehouse/test_read_model.py holds the model to
@@ -95,7 +95,7 @@ def test_gates_against_the_baseline_follow_the_study_and_b0_gates_stay_on_b0(tmp
     assert all((g.numerator, g.denominator) == (3, 3) for g in gates.paired_coverage.values())
     assert gates.reference == {"b0_headroom": "B0", "stratum_validity.b0_rate": "B0", "warmup": "B0",
                                "exclusions": "B5", "paired_coverage": "B5", "exclusion_balance": "B5"}
-    assert set(gates.exclusion_balance) == {"B0 vs B5", "B1 vs B5"}  # issue 24: against the study's baseline
+    assert set(gates.exclusion_balance) == {"B0 vs B5", "B1 vs B5"}  # Against the study's baseline
     head = gates.b0_headroom
     assert head.overall.name == "B0 headroom" and (head.overall.numerator, head.overall.denominator) == (0, 6)
     assert head.reversed["C9"].name == "B0 passes reversed C9"
@@ -115,7 +115,7 @@ def test_a_run_set_without_b0_pairs_its_gates_with_the_named_baseline(tmp_path):
 
 
 def test_a_b0_alone_run_failing_a_reversed_construct_renders(tmp_path):
-    """Issue 25, defect 1: B0 alone, failing the reversed trap C9. `failing_constructs` names C9, whose gate
+    """B0 alone, failing the reversed trap C9. `failing_constructs` names C9, whose gate
     is in `reversed`, not `by_construct`: report.md ended in KeyError 'C9'. The control shows the report
     does carry that shape (so the test exercises the path that crashed)."""
     from membench.reports.model import to_json

@@ -1,4 +1,4 @@
-"""Issue 24: an agent cannot choose to have its cell excluded. Real runner, real smoke pack, real
+"""An agent cannot choose to have its cell excluded. Real runner, real smoke pack, real
 processors; scoring in real bubblewrap where a session is scored.
 
 - A harness exception once the agent has started fails that session (`harness_error`, traceback in

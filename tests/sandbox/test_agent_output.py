@@ -1,4 +1,4 @@
-"""Issue 24: what an agent leaves behind can fail its session, never crash the unit (which would
+"""What an agent leaves behind can fail its session, never crash the unit (which would
 exclude the cell), and never cost the host more than a bound. Each defence has its control: the
 undefended path still breaks the way the attack needs."""
 

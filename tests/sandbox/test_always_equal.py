@@ -1,4 +1,4 @@
-"""Always-equal values (issue 24, item 1): production code that returns an object whose `__eq__`
+"""Always-equal values: production code that returns an object whose `__eq__`
 answers "equal" must not pass the oracle's `assert value == expected`, and the oracle's expected
 value must never reach production code as the operand of a comparison.
 
@@ -279,7 +279,7 @@ def test_an_always_equal_value_fails_every_case(bwrap_sandbox, tmp_path, attack)
     """On one backend: what defeats these objects is the harness's protocol (the oracle's side never
     sends a comparison to production), the same code inside either backend's sandbox; that scoring
     through the proxy works on each backend, and fails an always-equal patch end to end, is the
-    honest-solution and `membench score` tests, which run on both (issue 26)."""
+    honest-solution and `membench score` tests, which run on both."""
     result = _score(bwrap_sandbox, tmp_path, ATTACKS[attack] + FUNCTIONS)
     assert result.outcome == "fail", result.detail
     assert {c["case_id"]: c["outcome"] for c in result.cases} == {f"test_{name}": "fail" for name in EXPECTED}

@@ -1,4 +1,4 @@
-"""Issue 4 acceptance: a hostile command agent cannot cross the sandbox, on either backend.
+"""A hostile command agent cannot cross the sandbox, on either backend.
 
 A real unit of the smoke pack (sequence smoke-currency, condition B5) runs with the command agent
 `tests/sandbox/agents/hostile_agent.py`. In session 1 it tries to read the oracle, the reference

@@ -1,5 +1,5 @@
 """Production exceptions that would steer the oracle's own control flow, aliases of builtin
-exception classes, and installed modules a scored tree names (review of issue 24's defences).
+exception classes, and installed modules a scored tree names (a review of the scoring defences).
 
 Each defence has its control: the undefended rule, applied to the same input, lets the attack
 through — so these tests fail if the defence goes."""

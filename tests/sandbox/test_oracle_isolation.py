@@ -1,4 +1,4 @@
-"""Verdicts the code under test cannot forge (issue 12): the oracle's tests and the production code
+"""Verdicts the code under test cannot forge: the oracle's tests and the production code
 run in separate sandboxed processes, on both backends (real bubblewrap, real podman).
 
 Each attack below is production code written by a hostile agent that knows nothing of the answer

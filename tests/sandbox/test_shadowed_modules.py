@@ -1,4 +1,4 @@
-"""Shadowed standard-library and test-runner modules (issue 24, item 2): a patch that adds a
+"""Shadowed standard-library and test-runner modules: a patch that adds a
 top-level `xml/`, `unittest/`, `json.py` or `pytest.py` is never what the oracle's process imports.
 
 The attack: the oracle builds its expected value with a standard module (`json.loads`,

@@ -1,4 +1,4 @@
-"""Limits hold for the sandbox as a whole, not per process (issue 12): six processes cannot hold
+"""Limits hold for the sandbox as a whole, not per process: six processes cannot hold
 six times the memory limit between them (real bubblewrap with cgroups, real podman)."""
 
 from __future__ import annotations

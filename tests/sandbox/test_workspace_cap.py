@@ -1,5 +1,5 @@
 """The agent's workspace has a size cap, and the harness never reads a workspace into memory
-whole (issue 12): the cap is a tmpfs where membench may mount, and the diff is streamed."""
+whole: the cap is a tmpfs where membench may mount, and the diff is streamed."""
 
 from __future__ import annotations
 

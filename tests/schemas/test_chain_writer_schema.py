@@ -1,4 +1,4 @@
-"""Replay verifies each event's hash with the schema it was WRITTEN with (issue 12): a log written
+"""Replay verifies each event's hash with the schema it was WRITTEN with: a log written
 under the previous event schema must still verify after a newer one becomes the latest, and an
 edited byte must still break it. Logs are built by hand (real OCF files, real chDB)."""
 

@@ -1,4 +1,4 @@
-"""Case results a transfer submission cannot forge (issue 15): the frozen submission runs in a
+"""Case results a transfer submission cannot forge: the frozen submission runs in a
 production sandbox, the hidden evaluator's case runner in another that alone holds the cases file
 and the results, reaching the submission only through the harness's proxies — on both backends
 (real bubblewrap, real podman), as tests/sandbox/test_oracle_isolation.py does for pack oracles.

@@ -1,4 +1,4 @@
-"""Issue 24 in the transfer runner: a harness exception once the agent was started closes the run
+"""A harness fault in the transfer runner: a harness exception once the agent was started closes the run
 as completed (`harness_error:…`, a valid, failed cell); before, it is still the unit's error
 (excluded) — the control that the flag, not the exception, decides."""
 

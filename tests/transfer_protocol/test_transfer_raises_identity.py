@@ -1,4 +1,4 @@
-"""A `raises` case is matched by class identity, resolved by the case runner itself (issue 24): a
+"""A `raises` case is matched by class identity, resolved by the case runner itself: a
 built-in exception from its own builtins, a project exception as the submission module's real
 class. A submission's own `class ValueError(Exception)`, or a class named like the project's
 exception but defined elsewhere, raises something of the right *name* and must not pass.

@@ -290,7 +290,7 @@ def test_cli_refuses_a_bad_bus_and_a_busy_port(tmp_path):
 
 
 def test_an_excluded_runs_own_words_are_in_its_unit_row_and_detail(tmp_path):
-    """Issue 30: why a unit was excluded (the run-level system Turn: the model's or adapter's words)
+    """Why a unit was excluded (the run-level system Turn: the model's or adapter's words)
     is shown where the user looks, not only its reason code."""
     from tests.viewer.test_view_logs import _turn
 

@@ -1,4 +1,4 @@
-"""The Kafka sink's RowBinary rows (built from the message bytes, issue 17 item 2) equal the rows the
+"""The Kafka sink's RowBinary rows (built from the message bytes) equal the rows the
 Python path writes for the same events, every column, in the real embedded engine (chDB)."""
 
 from __future__ import annotations

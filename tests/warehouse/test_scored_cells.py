@@ -1,4 +1,4 @@
-"""Issue 25: the warehouse's `scored_cells` view is the report's cell, so the README's scored-cell
+"""The warehouse's `scored_cells` view is the report's cell, so the README's scored-cell
 query (read from README.md) gives the report's pass rates, while the naive query over `session_results` does not (it
 counts the warm-up sessions)."""
 

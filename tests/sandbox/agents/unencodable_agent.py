@@ -1,4 +1,4 @@
-"""A memory-blind hostile command agent (issue 24, "exclusions the agent chooses").
+"""A memory-blind hostile command agent (the "exclusions the agent chooses" attack).
 
 When its memory context is empty — every session under B0, the first session under any other
 condition — it tries to make the harness drop the cell instead of failing it: it leaves a file
