@@ -267,7 +267,6 @@ class RunBatchSink:
     def __init__(self, warehouse: WarehouseStore, fingerprint_hex: str, max_buffer: int = 5000, max_age_s: float = 1.0,
                  before_write: Any = None):
         self.warehouse = warehouse
-        self._fingerprint = fingerprint_hex
         self._max = max_buffer
         self._max_age = max_age_s
         self._before_write = before_write
