@@ -158,30 +158,8 @@ def test_other_client_errors_are_never_probed(status):
 
 def test_an_upstream_error_text_is_kept_with_the_key_redacted():
     """The ModelCall keeps what the upstream said (bounded), never the key it echoes."""
-    import http.server
-    import threading
-
-    class Echo(http.server.BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802
-            self.rfile.read(int(self.headers["Content-Length"]))
-            body = json.dumps({"error": {"message": f"context too long for {self.headers['Authorization']}"}}).encode()
-            self.send_response(400)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), Echo)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        channel, calls, status = _agent_call(None, GatewaySettings({"*": f"http://127.0.0.1:{server.server_port}/v1"},
-                                                                   {"*": "plain-key-value-77"}), [CHAT], "gpt-4o-mini")
-    finally:
-        server.shutdown()
-        server.server_close()
+    channel, calls, status = _call_an_echoing_upstream(
+        400, lambda authorization: f"context too long for {authorization}")
     assert status == 400 and calls[0]["status"] == "client_error"
     assert calls[0]["error"].startswith("HTTP 400: context too long for Bearer [redacted]")
     assert "plain-key-value-77" not in calls[0]["error"]
@@ -213,31 +191,8 @@ def test_a_proven_misconfiguration_keeps_the_upstreams_words_with_the_key_redact
     """The probe's message quotes the upstream's answer (up to 160 characters); an
     upstream that echoes the key in a 404 'model not found' must not put it into the ModelCall's
     error or the unit's exclusion reason."""
-    import http.server
-    import threading
-
-    class Echo(http.server.BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802
-            self.rfile.read(int(self.headers["Content-Length"]))
-            key = self.headers["Authorization"].removeprefix("Bearer ")
-            body = json.dumps({"error": {"message": f"model not found for key {key}"}}).encode()
-            self.send_response(404)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), Echo)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        channel, calls, status = _agent_call(None, GatewaySettings({"*": f"http://127.0.0.1:{server.server_port}/v1"},
-                                                                   {"*": "plain-key-value-77"}), [CHAT], "gpt-4o-mini")
-    finally:
-        server.shutdown()
-        server.server_close()
+    channel, calls, status = _call_an_echoing_upstream(
+        404, lambda authorization: f"model not found for key {authorization.removeprefix('Bearer ')}")
     assert status == 404 and calls[0]["status"] == "misconfigured"
     assert isinstance(channel.failure, ModelMisconfigured)
     assert "model not found for key [redacted]" in calls[0]["error"]
@@ -277,3 +232,32 @@ def test_a_persistent_failure_with_nothing_configured_to_probe_is_the_callers_ow
         channel, calls, _ = _agent_call(upstream, GatewaySettings({"*": upstream.base_url}), [CHAT], "gpt-4o-mini")
     assert channel.failure is not None and channel.failure.reason == "model_unavailable"
     assert calls[0]["status"] == "upstream_error"
+
+
+def _call_an_echoing_upstream(status: int, message):
+    """An agent's call (key plain-key-value-77) to an upstream that answers STATUS with an error
+    whose message, MESSAGE(the Authorization header it got), echoes the key: (channel, ModelCalls, status)."""
+    import http.server
+    import threading
+
+    class Echo(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = json.dumps({"error": {"message": message(self.headers["Authorization"])}}).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        return _agent_call(None, GatewaySettings({"*": f"http://127.0.0.1:{server.server_port}/v1"},
+                                                 {"*": "plain-key-value-77"}), [CHAT], "gpt-4o-mini")
+    finally:
+        server.shutdown()
+        server.server_close()
