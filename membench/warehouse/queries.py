@@ -10,26 +10,27 @@ from membench.warehouse import rows
 from membench.warehouse.protocol import WarehouseReader
 
 
-def run_results(warehouse: WarehouseReader, run_set: str) -> list[dict[str, Any]]:
+def run_results(warehouse: WarehouseReader, run_set: str) -> list[rows.RunSummaryRow]:
     """One row per unit: its completed run when it has one, else its excluded run — a unit is re-run
     only when its earlier attempts never completed (or were excluded because the model was
     unavailable, see `completed_units`), so there is at most one of each —, else the longest of its
     other attempts (an error, or an attempt abandoned by a crash: not a valid cell either way).
     LIMIT 1 BY guards retried inserts."""
-    return warehouse.query_dicts(
+    return _typed(rows.RunSummaryRow, warehouse.query_dicts(
         "SELECT * FROM (SELECT * FROM run_results WHERE run_set = {rs:String} LIMIT 1 BY run_id) "
         "ORDER BY unit_id, status = 'completed' DESC, status IN ('completed', 'excluded') DESC, source_seq DESC "
         "LIMIT 1 BY unit_id",
         {"rs": run_set},
-    )
+    ))
 
 
-def session_results(warehouse: WarehouseReader, run_set: str) -> list[dict[str, Any]]:
-    return warehouse.query_dicts(
+def session_results(warehouse: WarehouseReader, run_set: str) -> list[rows.SessionVerdictRow]:
+    """Every session's verdict row of the run set, by run and session index (a retried insert once)."""
+    return _typed(rows.SessionVerdictRow, warehouse.query_dicts(
         "SELECT * FROM session_results WHERE run_set = {rs:String} "
         "ORDER BY run_id, session_index LIMIT 1 BY run_id, session_index",
         {"rs": run_set},
-    )
+    ))
 
 
 def completed_units(warehouse: WarehouseReader, run_set: str) -> set[str]:

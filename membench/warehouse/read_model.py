@@ -27,9 +27,9 @@ class ReadModel(Protocol):
     """The reads a report makes of a run set (each as `membench.warehouse.queries` documents it)."""
 
     # the units' cells and runs
-    def run_results(self, run_set: str) -> list[dict[str, Any]]: ...
+    def run_results(self, run_set: str) -> list[rows.RunSummaryRow]: ...
 
-    def session_results(self, run_set: str) -> list[dict[str, Any]]: ...
+    def session_results(self, run_set: str) -> list[rows.SessionVerdictRow]: ...
 
     def run_started(self, run_set: str) -> list[dict[str, Any]]: ...
 
@@ -94,10 +94,10 @@ class WarehouseReadModel:
     def __init__(self, warehouse: WarehouseReader):
         self.warehouse = warehouse
 
-    def run_results(self, run_set: str) -> list[dict[str, Any]]:
+    def run_results(self, run_set: str) -> list[rows.RunSummaryRow]:
         return queries.run_results(self.warehouse, run_set)
 
-    def session_results(self, run_set: str) -> list[dict[str, Any]]:
+    def session_results(self, run_set: str) -> list[rows.SessionVerdictRow]:
         return queries.session_results(self.warehouse, run_set)
 
     def run_started(self, run_set: str) -> list[dict[str, Any]]:
