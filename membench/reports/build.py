@@ -23,7 +23,6 @@ transfer study's run set. docs/reports.md lists every key.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import replace
 
@@ -73,7 +72,7 @@ def build_report(reads: ReadModel, run_set: str, *, baseline: str | None = None,
             excluded=cells - valid, bootstrap=bootstrap,
             pass_hat_k=reliability[condition], effort=efforts[condition],
             **shallow_fields(failures.conditions[condition]), **shallow_fields(hygiene.conditions[condition])))
-    digests = sorted({json.loads(r["payload"])["pack_digest"] for r in reads.run_started(run_set)})
+    digests = sorted({start.payload["pack_digest"] for start in reads.run_started(run_set)})
     report = Report(
         run_set=run_set,
         suite=runs[0].suite,

@@ -174,29 +174,29 @@ def _continuation_audit(reads: ReadModel, run_set: str, cell_runs: dict[str, Run
     valid = [r for r in cell_runs.values() if valid_run(r)]
     scored_state: dict[str, Counter] = {}
     for r in valid:
-        scored = [s for s in starts.get(r.run_id, []) if s["scored"]]
+        scored = [s for s in starts.get(r.run_id, []) if s.scored]
         if scored:
-            scored_state.setdefault(r.task, Counter())[scored[-1]["start_state"]] += 1
+            scored_state.setdefault(r.task, Counter())[scored[-1].start_state] += 1
     findings: list[str] = []
     ok = continuation = inherited_failed = 0
     for r in sorted(valid, key=lambda r: (r.task, condition_order(r.condition), str(r.seed))):
         mine = starts.get(r.run_id, [])
-        indices = [s["session_index"] for s in mine]
+        indices = [s.session_index for s in mine]
         problem = None
         if not mine or indices != list(range(1, len(mine) + 1)):
             problem = f"sessions {indices} are not 1..{len(mine)}"
-        elif not mine[-1]["scored"] or any(s["scored"] for s in mine[:-1]):
+        elif not mine[-1].scored or any(s.scored for s in mine[:-1]):
             problem = "the scored session is not the last"
-        elif any(s["start_state"] != "continuation" for s in mine[1:-1]):
+        elif any(s.start_state != "continuation" for s in mine[1:-1]):
             problem = "an unscored session after S1 did not inherit the previous tree"
         else:
             states = scored_state[r.task]
             if len(states) > 1:
-                problem = (f"S{len(mine)} started as {mine[-1]['start_state']} while the trap's cells started as "
+                problem = (f"S{len(mine)} started as {mine[-1].start_state} while the trap's cells started as "
                            + ", ".join(f"{k} ({n})" for k, n in sorted(states.items())))
         if problem is None:
             ok += 1
-            if len(mine) > 1 and mine[-1]["start_state"] == "continuation":
+            if len(mine) > 1 and mine[-1].start_state == "continuation":
                 continuation += 1
                 previous = sessions.get(r.run_id, {}).get(len(mine) - 1)
                 inherited_failed += int(previous is None or not previous.passed)

@@ -22,7 +22,6 @@ Top level:
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from typing import Any
 
@@ -59,7 +58,7 @@ def outcome_matrix(runs: list[RunSummaryRow]) -> OutcomeMatrix:
 
 
 def run_provenance(reads: ReadModel, run_set: str) -> RunProvenance:
-    starts = [json.loads(row["payload"]) for row in reads.run_started(run_set)]
+    starts = [start.payload for start in reads.run_started(run_set)]
 
     def distinct(key: str) -> list:
         return sorted({p[key] for p in starts if p.get(key) is not None})

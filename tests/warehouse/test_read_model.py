@@ -75,7 +75,7 @@ def test_every_read_and_the_report_match_the_warehouse(tmp_path, case):
             assert differing_reads(sql, memory, run_set, NEEDLES) == [], run_set
         assert sql.agent_visible_hits("rs", NEEDLES), "the needles must be found for the positions to be compared"
         if case == "canary":  # the byte positions and the blob rows are there to compare
-            assert any(0 < p for row in sql.agent_visible_hits("rs", ["é"]) for p in row["at"])
+            assert any(0 < p for row in sql.agent_visible_hits("rs", ["é"]) for p in row.at)
             assert sql.diffs_stored_as_blobs("rs", ("production_diff",))
         assert json.dumps(to_json(build_report(sql, "rs"))) == json.dumps(to_json(build_report(memory, "rs")))
     finally:
