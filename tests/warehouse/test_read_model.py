@@ -159,3 +159,24 @@ def test_a_report_from_memory_imports_no_engine():
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=root)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_the_viewers_run_rows_are_the_warehouses(tmp_path):
+    """The live viewer hands the report's cell rules the RunSummary events it folded, as rows
+    (`run_summary_row`): each is the `run_results` row the sink wrote of it, every column and its type,
+    excluded and errored runs included."""
+    from membench.processors import derive_all
+    from membench.reports.conventions import run_summary_row
+
+    runs = _with_baseline_exclusions()
+    warehouse = connect(f"chdb://{tmp_path / 'wh'}")
+    try:
+        load_warehouse(warehouse, runs)
+        stored = WarehouseReadModel(warehouse).run_results("rs")
+    finally:
+        warehouse.close()
+    folded = {d.run_id: run_summary_row(d) for events in runs for d in derive_all(events) if d.kind == "RunSummary"}
+    assert len(stored) == len(runs) and {r.status for r in stored} > {"completed"}
+    for row in stored:
+        assert [(f, type(v), v) for f, v in vars(folded[row.run_id]).items()] == \
+            [(f, type(v), v) for f, v in vars(row).items()]
