@@ -27,6 +27,7 @@ from typing import Any
 from membench.reports.conventions import condition_order, exclusion_of, pass_summary, valid_run
 from membench.warehouse import queries
 from membench.warehouse.protocol import WarehouseReader
+from membench.warehouse.rows import RunSummaryRow, SessionVerdictRow
 
 SCORER = "oracle"
 _NAMESPACE = uuid.UUID("6f3c2a0e-1b7d-5c4e-9a53-3d1f0e6b2c71")  # ids in the logs: uuid5 under this
@@ -55,8 +56,8 @@ class RunSetData:
     """What the mapping reads: rows of the derived tables and the raw events of the exported runs."""
 
     run_set: str
-    runs: list[dict[str, Any]]  # membench.warehouse.queries.run_results: one row per unit
-    sessions: list[dict[str, Any]] = field(default_factory=list)  # session_results rows
+    runs: list[RunSummaryRow]  # membench.warehouse.queries.run_results: one row per unit
+    sessions: list[SessionVerdictRow] = field(default_factory=list)  # session_results rows
     failures: list[dict[str, Any]] = field(default_factory=list)  # failures rows
     contracts: list[dict[str, Any]] = field(default_factory=list)  # memory_contracts rows
     hygiene: list[dict[str, Any]] = field(default_factory=list)  # hygiene_observations rows
@@ -78,8 +79,8 @@ def load_run_set(warehouse: WarehouseReader, run_set: str) -> RunSetData:
         raise InspectExportError(
             f"unknown run set {run_set!r}: the warehouse has no finished unit of it"
             + (f" (run sets: {', '.join(known)})" if known else " (it holds no run set)"))
-    run_ids = sorted(r["run_id"] for r in runs)
-    sessions = [s for s in queries.session_results(warehouse, run_set) if s["run_id"] in set(run_ids)]
+    run_ids = sorted(r.run_id for r in runs)
+    sessions = [s for s in queries.session_results(warehouse, run_set) if s.run_id in set(run_ids)]
     events: dict[str, list[RawEvent]] = defaultdict(list)
     for row in queries.raw_events_of_runs(warehouse, run_set, run_ids):
         events[row["run_id"]].append(RawEvent(
@@ -97,10 +98,10 @@ def load_run_set(warehouse: WarehouseReader, run_set: str) -> RunSetData:
 # ------------------------------------------------------------------------------------------ mapping
 
 
-def seed_epochs(runs: Iterable[dict[str, Any]]) -> dict[int, int]:
+def seed_epochs(runs: Iterable[RunSummaryRow]) -> dict[int, int]:
     """seed -> epoch: the run set's distinct seeds in ascending order are epochs 1, 2, …, n (the same
     mapping in every log of the run set, so epoch k is the same seed under every condition)."""
-    return {seed: i + 1 for i, seed in enumerate(sorted({int(r["seed"]) for r in runs}))}
+    return {seed: i + 1 for i, seed in enumerate(sorted({r.seed for r in runs}))}
 
 
 def _iso(ts_us: int) -> str:
@@ -134,9 +135,9 @@ def _text_meta(value: Any) -> dict[str, Any]:
     return {}
 
 
-def _run_model(events: list[RawEvent], run: dict[str, Any]) -> str:
+def _run_model(events: list[RawEvent], run: RunSummaryRow) -> str:
     started = next((e.payload for e in events if e.kind == "RunStarted"), {})
-    return started.get("model") or started.get("agent") or run.get("agent") or "unknown"
+    return started.get("model") or started.get("agent") or run.agent or "unknown"
 
 
 @dataclass
@@ -282,19 +283,19 @@ def _transcript(events: list[RawEvent], model: str) -> _Transcript:
     return _Transcript(messages, out, start, end)
 
 
-def _sample(data: RunSetData, run: dict[str, Any], epoch: int, lookups: dict[str, Any]) -> Any:
+def _sample(data: RunSetData, run: RunSummaryRow, epoch: int, lookups: dict[str, Any]) -> Any:
     from inspect_ai.event import ErrorEvent, ScoreEvent
     from inspect_ai.log import EvalError, EvalSample
     from inspect_ai.model import ChatCompletionChoice, ChatMessageAssistant, ModelOutput, ModelUsage
     from inspect_ai.scorer import CORRECT, INCORRECT, Score
 
-    run_id = run["run_id"]
+    run_id = run.run_id
     events = data.events.get(run_id, [])
     model = _run_model(events, run)
     t = _transcript(events, model)
     started = next((e.payload for e in events if e.kind == "RunStarted"), {})
-    sessions = lookups["sessions"].get(run_id, [])
-    scored = next((s for s in sessions if s["scored"]), None)
+    sessions: list[SessionVerdictRow] = lookups["sessions"].get(run_id, [])
+    scored = next((s for s in sessions if s.scored), None)
     failure = next((f for f in lookups["failures"].get(run_id, []) if f["scored"]), None)
     contract = next((c for c in lookups["contracts"].get(run_id, []) if c["scored"]), None)
     scored_start = next((e for e in events if e.kind == "SessionStarted" and e.payload.get("scored")), None)
@@ -309,13 +310,13 @@ def _sample(data: RunSetData, run: dict[str, Any], epoch: int, lookups: dict[str
         {i for e in events if e.kind == "MemoryCitation" and e.session_index == scored_index
          for i in e.payload.get("memory_ids", [])})
     metadata: dict[str, Any] = {
-        "run_set": data.run_set, "unit_id": run["unit_id"], "run_id": run_id, "suite": run["suite"],
-        "task": run["task"], "condition": run["condition"], "seed": int(run["seed"]), "agent": run["agent"],
+        "run_set": data.run_set, "unit_id": run.unit_id, "run_id": run_id, "suite": run.suite,
+        "task": run.task, "condition": run.condition, "seed": run.seed, "agent": run.agent,
         "agent_kind": started.get("agent_kind"), "model": started.get("model"), "attempt": started.get("attempt"),
-        "construct": started.get("construct"), "family": started.get("family"), "status": run["status"],
-        "excluded": bool(run["excluded"]), "exclusion": exclusion_of(run),
-        "scored_session": scored["session_index"] if scored else None,
-        "oracle_outcome": scored["outcome"] if scored else None,
+        "construct": started.get("construct"), "family": started.get("family"), "status": run.status,
+        "excluded": bool(run.excluded), "exclusion": exclusion_of(run),
+        "scored_session": scored.session_index if scored else None,
+        "oracle_outcome": scored.outcome if scored else None,
         "failure_reason": failure["failure_reason"] if failure else None,
         "failure_rule": failure["rule"] if failure else None,
         "memory_failure": bool(failure["memory_failure"]) if failure else None,
@@ -333,60 +334,66 @@ def _sample(data: RunSetData, run: dict[str, Any], epoch: int, lookups: dict[str
                                "denominator")}
             for h in lookups["hygiene"].get(run_id, [])],
         "sessions": [
-            {k: s[k] for k in ("session_index", "scored", "passed", "outcome", "oracle_id", "excluded",
-                               "exclusion_reason", "tool_calls", "memory_reads", "duration_ms")}
+            {k: getattr(s, k) for k in ("session_index", "scored", "passed", "outcome", "oracle_id", "excluded",
+                                        "exclusion_reason", "tool_calls", "memory_reads", "duration_ms")}
             for s in sessions],
     }
     end_ts = t.ended_us
-    valid = valid_run(run) and scored is not None and not scored["excluded"]
+    valid = valid_run(run) and scored is not None and not scored.excluded
     scores = None
     error = None
     if valid:
         assert scored is not None
         explanation = None
-        if not scored["passed"]:
-            explanation = (failure["failure_reason"] if failure and failure["failure_reason"] else scored["outcome"])
+        if not scored.passed:
+            explanation = (failure["failure_reason"] if failure and failure["failure_reason"] else scored.outcome)
             if failure and failure.get("rule"):
                 explanation += f" (rule: {failure['rule']})"
-        score = Score(value=CORRECT if scored["passed"] else INCORRECT, answer=scored["outcome"],
+        score = Score(value=CORRECT if scored.passed else INCORRECT, answer=scored.outcome,
                       explanation=explanation,
-                      metadata={"passed": bool(scored["passed"]), "outcome": scored["outcome"],
-                                "oracle_id": scored["oracle_id"], "session_index": scored["session_index"],
+                      metadata={"passed": bool(scored.passed), "outcome": scored.outcome,
+                                "oracle_id": scored.oracle_id, "session_index": scored.session_index,
                                 "failure_reason": metadata["failure_reason"], "rule": metadata["failure_rule"]})
         scores = {SCORER: score}
-        t.events.append(ScoreEvent(score=score, target=scored["oracle_id"] or "", scorer=SCORER,
+        t.events.append(ScoreEvent(score=score, target=scored.oracle_id or "", scorer=SCORER,
                                    uuid=_uid(run_id, "score"), timestamp=_dt(end_ts),
                                    working_start=(end_ts - t.started_us) / 1e6))
     else:
-        reason = exclusion_of(run) or (scored["outcome"] if scored else None) or "no scored verdict"
+        reason = exclusion_of(run) or (scored.outcome if scored else None) or "no scored verdict"
         if valid_run(run) and scored is None:
             reason = "no_scored_verdict"
-        message = (f"membench unit {run['unit_id']} {run['status']}"
-                   + (" (excluded)" if run["excluded"] else "") + f": {reason}")
+        message = (f"membench unit {run.unit_id} {run.status}"
+                   + (" (excluded)" if run.excluded else "") + f": {reason}")
         error = EvalError(message=message, traceback=message, traceback_ansi=message)
         t.events.append(ErrorEvent(error=error, uuid=_uid(run_id, "error"), timestamp=_dt(end_ts),
                                    working_start=(end_ts - t.started_us) / 1e6))
     last_assistant = next((m for m in reversed(t.messages) if isinstance(m, ChatMessageAssistant)), None)
     output = ModelOutput(model=model, choices=[ChatCompletionChoice(message=last_assistant, stop_reason="stop")]) \
         if last_assistant is not None else ModelOutput(model=model)
-    tokens = {k: int(run.get(k) or 0) for k in ("input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens")}
+    tokens = {"input_tokens": run.input_tokens, "cached_tokens": run.cached_tokens, "output_tokens": run.output_tokens,
+              "reasoning_tokens": run.reasoning_tokens}
     usage = ModelUsage(input_tokens=tokens["input_tokens"], output_tokens=tokens["output_tokens"],
                        total_tokens=tokens["input_tokens"] + tokens["output_tokens"],
                        input_tokens_cache_read=tokens["cached_tokens"] or None,
                        reasoning_tokens=tokens["reasoning_tokens"] or None)
     duration = (t.ended_us - t.started_us) / 1e6
     return EvalSample(
-        id=run["task"], epoch=epoch, input=instruction, target=(scored or {}).get("oracle_id") or "",
+        id=run.task, epoch=epoch, input=instruction, target=(scored.oracle_id if scored else None) or "",
         messages=t.messages, output=output, scores=scores, metadata=metadata, events=t.events,
         model_usage={model: usage} if any(tokens.values()) else {},
         started_at=_iso(t.started_us) if events else None, completed_at=_iso(t.ended_us) if events else None,
         total_time=duration, working_time=duration, uuid=_uid(run_id, "sample"), error=error)
 
 
-def _lookups(data: RunSetData) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    out: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for name, rows in (("sessions", data.sessions), ("failures", data.failures), ("contracts", data.contracts),
-                       ("hygiene", data.hygiene)):
+def _lookups(data: RunSetData) -> dict[str, dict[str, list[Any]]]:
+    """Per table, run_id -> its rows by session index: `sessions` (typed rows) and the derived rows attached whole."""
+    sessions: dict[str, list[SessionVerdictRow]] = defaultdict(list)
+    for session in data.sessions:
+        sessions[session.run_id].append(session)
+    for sessions_of_run in sessions.values():
+        sessions_of_run.sort(key=lambda s: s.session_index)
+    out: dict[str, dict[str, list[Any]]] = {"sessions": dict(sessions)}
+    for name, rows in (("failures", data.failures), ("contracts", data.contracts), ("hygiene", data.hygiene)):
         by_run: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for row in rows:
             by_run[row["run_id"]].append(row)
@@ -423,27 +430,27 @@ def build_logs(data: RunSetData) -> list[Any]:
 
     epochs = seed_epochs(data.runs)
     lookups = _lookups(data)
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[RunSummaryRow]] = defaultdict(list)
     for run in data.runs:
-        groups[(run["suite"], run["condition"])].append(run)
+        groups[(run.suite, run.condition)].append(run)
     packages = {name: v for name in ("inspect_ai", "membench") if (v := _version(name))}
     logs = []
     for suite, condition in sorted(groups, key=lambda k: (k[0], condition_order(k[1]))):
-        runs = sorted(groups[(suite, condition)], key=lambda r: (r["task"], int(r["seed"])))
-        samples = [_sample(data, run, epochs[int(run["seed"])], lookups) for run in runs]
-        first_events = [data.events[r["run_id"]][0].ts_us for r in runs if data.events.get(r["run_id"])]
-        last_events = [data.events[r["run_id"]][-1].ts_us for r in runs if data.events.get(r["run_id"])]
+        runs = sorted(groups[(suite, condition)], key=lambda r: (r.task, r.seed))
+        samples = [_sample(data, run, epochs[run.seed], lookups) for run in runs]
+        first_events = [data.events[r.run_id][0].ts_us for r in runs if data.events.get(r.run_id)]
+        last_events = [data.events[r.run_id][-1].ts_us for r in runs if data.events.get(r.run_id)]
         created_us = min(first_events) if first_events else 0
-        agents = Counter(r["agent"] for r in runs)
+        agents = Counter(r.agent for r in runs)
         agent = agents.most_common(1)[0][0]
         models = Counter(s.output.model for s in samples)
         model = models.most_common(1)[0][0]
-        started = next((e.payload for r in runs for e in data.events.get(r["run_id"], []) if e.kind == "RunStarted"),
+        started = next((e.payload for r in runs for e in data.events.get(r.run_id, []) if e.kind == "RunStarted"),
                        {})
         outcomes: dict[str, list[bool]] = defaultdict(list)
         for sample, run in zip(samples, runs):
             if sample.scores:
-                outcomes[run["task"]].append(sample.scores[SCORER].value == "C")
+                outcomes[run.task].append(sample.scores[SCORER].value == "C")
         passed, valid, rate, ci95, boot = pass_summary(outcomes)
         metrics = {}
         if rate is not None:  # no valid cell: no metric (Inspect's results of a log whose samples all errored)
@@ -473,8 +480,8 @@ def build_logs(data: RunSetData) -> list[Any]:
                 task_args_passed={"suite": suite, "condition": condition},
                 solver=agent, solver_args={"agent_kind": started.get("agent_kind")},
                 tags=["membench", data.run_set],
-                dataset=EvalDataset(name=suite, samples=len({r["task"] for r in runs}),
-                                    sample_ids=sorted({r["task"] for r in runs})),
+                dataset=EvalDataset(name=suite, samples=len({r.task for r in runs}),
+                                    sample_ids=sorted({r.task for r in runs})),
                 model=model, config=EvalConfig(epochs=len(epochs), fail_on_error=False),
                 packages=packages,
                 metadata={"run_set": data.run_set, "suite": suite, "condition": condition, "agent": agent,

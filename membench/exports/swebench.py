@@ -66,16 +66,16 @@ def _started(warehouse: WarehouseReader, run_set: str) -> dict[str, dict[str, An
 def instances(warehouse: WarehouseReader, run_set: str) -> list[Instance]:
     """Every unit the run set started, classified as the harness would (the module's docstring)."""
     started = _started(warehouse, run_set)
-    runs = {row["unit_id"]: row for row in queries.run_results(warehouse, run_set)}
+    runs = {row.unit_id: row for row in queries.run_results(warehouse, run_set)}
     patches = queries.scored_patch_counts(warehouse, run_set)
     out = []
     for unit_id in sorted(set(started) | set(runs)):
         row, begun = runs.get(unit_id), started.get(unit_id, {})
-        task = row["task"] if row else begun.get("task", unit_id)
-        condition = row["condition"] if row else begun.get("condition", "")
-        seed = int(row["seed"] if row else begun.get("seed", 0))
-        agent = row["agent"] if row else begun.get("agent", "")
-        files, failed = patches.get(row["run_id"], (None, 0)) if row else (None, 0)
+        task = row.task if row else begun.get("task", unit_id)
+        condition = row.condition if row else begun.get("condition", "")
+        seed = int(row.seed if row else begun.get("seed", 0))
+        agent = row.agent if row else begun.get("agent", "")
+        files, failed = patches.get(row.run_id, (None, 0)) if row else (None, 0)
         if failed and begun.get("agent_kind") == "external":
             status = "error"
         elif files == 0:
@@ -83,7 +83,7 @@ def instances(warehouse: WarehouseReader, run_set: str) -> list[Instance]:
         elif row is None or not valid_run(row):
             status = "error"
         else:
-            status = "resolved" if row["scored_passed"] else "unresolved"
+            status = "resolved" if row.scored_passed else "unresolved"
         out.append(Instance(task, condition, seed, agent, status))
     return out
 

@@ -235,13 +235,12 @@ def build_full_report(reads: ReadModel, run_set: str, home: Path, *, baseline: s
         # funnel (its study declares no secrets and is not admitted by `validate`), and `membench report`
         # must rebuild exactly that report (not add a not_run proof naming a pack to find)
         return build_report(reads, run_set, baseline=baseline, study=study or DEFAULT_STUDY, compare=compare), []
-    started = [json.loads(r["payload"]) for r in reads.run_started(run_set)]
+    started = [start.payload for start in reads.run_started(run_set)]
     digests = sorted({p["pack_digest"] for p in started})
     proof, secrets = canary_for(reads, run_set, home, digests, pack_spec, blob_dir, kafka)
     report = build_report(reads, run_set, baseline=baseline, study=study or DEFAULT_STUDY, canary=proof,
                           admission=admission_for(home, digests, {p["task"] for p in started}), compare=compare)
-    models = sorted({json.loads(r["payload"]).get("memory_model") or "" for r in reads.run_started(run_set)}
-                    - {""})
+    models = sorted({p.get("memory_model") or "" for p in started} - {""})
     funnel = conformance_funnel(home, [c.condition for c in report.conditions], study or DEFAULT_STUDY,
                                 models[0] if len(models) == 1 else None)
     if funnel is not None:

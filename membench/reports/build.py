@@ -23,7 +23,6 @@ transfer study's run set. docs/reports.md lists every key.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import replace
 
@@ -66,18 +65,18 @@ def build_report(reads: ReadModel, run_set: str, *, baseline: str | None = None,
     efforts, reliability = effort_section(reads, run_set, runs)
     conditions = []
     for condition, cells, (passed, valid, rate, ci95, bootstrap) in condition_pass_summaries(
-            (row["condition"], row) for row in runs):
+            (row.condition, row) for row in runs):
         conditions.append(ConditionSummary(
             condition=condition, cells=cells, passed=passed, pass_rate=rate, ci95=ci95,
             ci_method=ci_method(passed, valid),
             excluded=cells - valid, bootstrap=bootstrap,
             pass_hat_k=reliability[condition], effort=efforts[condition],
             **shallow_fields(failures.conditions[condition]), **shallow_fields(hygiene.conditions[condition])))
-    digests = sorted({json.loads(r["payload"])["pack_digest"] for r in reads.run_started(run_set)})
+    digests = sorted({start.payload["pack_digest"] for start in reads.run_started(run_set)})
     report = Report(
         run_set=run_set,
-        suite=runs[0]["suite"],
-        agent=runs[0]["agent"],
+        suite=runs[0].suite,
+        agent=runs[0].agent,
         conditions=conditions,
         inputs=Inputs(events=reads.event_count(run_set),
                       pack_digest=digests[0] if len(digests) == 1 else digests,

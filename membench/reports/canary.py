@@ -60,11 +60,11 @@ def search_events(reads: ReadModel, run_set: str, secrets: list[Secret], pack: s
     for start in range(0, len(secrets), NEEDLES_PER_QUERY):
         chunk = secrets[start:start + NEEDLES_PER_QUERY]
         for row in reads.agent_visible_hits(run_set, [s.value for s in chunk]):
-            run_trap = _trap_of(row["unit_id"])
-            for secret, position in zip(chunk, row["at"]):
+            run_trap = _trap_of(row.unit_id)
+            for secret, position in zip(chunk, row.at):
                 if position:
                     hits.append(CanaryHit(secret=secret.name, trap=secret.trap,
-                                          where=f"event {row['run_id']} seq {row['seq']} ({row['kind']})",
+                                          where=f"event {row.run_id} seq {row.seq} ({row.kind})",
                                           run_trap=run_trap))
     blobs, blob_bytes, missing = _search_blobs(reads, run_set, secrets, read_blob, hits)
     search = CanarySearch(agent_visible_events=events, agent_visible_bytes=payload_bytes,
@@ -87,11 +87,11 @@ def _search_blobs(reads: ReadModel, run_set: str, secrets: list[Secret],
     searched = size = 0
     missing: list[str] = []
     for row in rows:
-        for f in DIFF_FIELDS:
-            digest = row[f"{f}_sha"]
-            if not (row[f"{f}_blob"] and digest):
+        for diff in row.fields:
+            digest = diff.sha256
+            if not (diff.as_blob and digest):
                 continue
-            where = f"event {row['run_id']} seq {row['seq']} (PatchProduced {f} blob {digest[:12]})"
+            where = f"event {row.run_id} seq {row.seq} (PatchProduced {diff.name} blob {digest[:12]})"
             data = read_blob(digest) if read_blob is not None else None
             if data is None:
                 missing.append(where)
@@ -99,7 +99,7 @@ def _search_blobs(reads: ReadModel, run_set: str, secrets: list[Secret],
             searched += 1
             size += len(data)
             text = data.decode("utf-8", errors="replace")
-            run_trap = _trap_of(row["unit_id"])
+            run_trap = _trap_of(row.unit_id)
             hits.extend(CanaryHit(secret=secret.name, trap=secret.trap, where=where, run_trap=run_trap)
                         for secret in secrets if secret.value in text)
     return searched, size, missing

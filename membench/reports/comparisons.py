@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
 
 from membench.analytics.cells import Cell, dedup_cells, pair_cells
 from membench.analytics.compare import FamilyResult, compare_family
@@ -72,6 +71,7 @@ from membench.reports.model import (
 from membench.reports.study import (ALL_PAIRS, BASELINES, DEFAULT_STUDY, SECONDARY, FamilySpec, Study, families_for,
                            resolve_baseline)
 from membench.warehouse.read_model import ReadModel
+from membench.warehouse.rows import RunSummaryRow
 
 ALPHA = 0.05
 # the test whose verdict decides a comparison (DreamBench-SWE's exact trap-clustered sign-flip over
@@ -104,23 +104,21 @@ class ComparisonsSection:
     families: ComparisonFamilies
 
 
-def _constructs(reads: ReadModel, run_set: str, runs: list[dict[str, Any]]) -> dict[str, str | None]:
-    """run_id -> construct: from the rows when they carry it, else from the runs' RunStarted events."""
-    if all(r.get("construct") for r in runs):
-        return {r["run_id"]: r["construct"] for r in runs}
+def _constructs(reads: ReadModel, run_set: str, runs: list[RunSummaryRow]) -> dict[str, str | None]:
+    """run_id -> construct, from the runs' RunStarted events (a run_results row carries none)."""
     constructs = reads.run_constructs(run_set)
-    return {r["run_id"]: r.get("construct") or constructs.get(r["run_id"]) for r in runs}
+    return {r.run_id: constructs.get(r.run_id) for r in runs}
 
 
-def cells_from_rows(runs: list[dict[str, Any]], constructs: dict[str, str | None] | None = None) -> list[Cell]:
+def cells_from_rows(runs: list[RunSummaryRow], constructs: dict[str, str | None] | None = None) -> list[Cell]:
     """One cell per run_results row, deduplicated (newest source_seq per (condition, seed, unit))."""
     constructs = constructs or {}
     cells = []
     for r in runs:
         cells.append(Cell(
-            unit=r["task"], seed=r["seed"], condition=r["condition"], passed=bool(r["scored_passed"]),
-            valid=valid_run(r), construct=constructs.get(r["run_id"], r.get("construct")),
-            order=int(r.get("source_seq") or 0), exclusion=exclusion_of(r)))
+            unit=r.task, seed=r.seed, condition=r.condition, passed=bool(r.scored_passed),
+            valid=valid_run(r), construct=constructs.get(r.run_id),
+            order=r.source_seq, exclusion=exclusion_of(r)))
     return dedup_cells(cells)
 
 
@@ -138,21 +136,21 @@ def comparisons_from_cells(cells: list[Cell], conditions: list[str] | None = Non
                             family_size=family_out["family_size"])
 
 
-def usage_from_row(row: dict[str, Any]) -> ResourceUsage:
+def usage_from_row(row: RunSummaryRow) -> ResourceUsage:
     return ResourceUsage(
-        input_tokens=int(row.get("input_tokens") or 0), cached_input_tokens=int(row.get("cached_tokens") or 0),
-        output_tokens=int(row.get("output_tokens") or 0), reasoning_tokens=int(row.get("reasoning_tokens") or 0),
-        wall_time_s=int(row.get("duration_ms") or 0) / 1000, tool_invocations=int(row.get("tool_calls") or 0),
-        patch_invocations=int(row.get("patch_invocations") or 0), compactions=int(row.get("compactions") or 0),
-        success=bool(row["scored_passed"]))
+        input_tokens=row.input_tokens, cached_input_tokens=row.cached_tokens,
+        output_tokens=row.output_tokens, reasoning_tokens=row.reasoning_tokens,
+        wall_time_s=row.duration_ms / 1000, tool_invocations=row.tool_calls,
+        patch_invocations=row.patch_invocations, compactions=row.compactions,
+        success=bool(row.scored_passed))
 
 
-def resources_from_rows(runs: list[dict[str, Any]], conditions: list[str] | None = None,
+def resources_from_rows(runs: list[RunSummaryRow], conditions: list[str] | None = None,
                         baseline: str | None = None) -> Resources:
     """The `resources` key: per-condition means over valid runs, cost per success, reductions."""
-    conditions = conditions or sorted({r["condition"] for r in runs}, key=condition_order)
+    conditions = conditions or sorted({r.condition for r in runs}, key=condition_order)
     baseline = baseline or baseline_of(conditions)
-    usage = {c: [usage_from_row(r) for r in runs if r["condition"] == c and valid_run(r)] for c in conditions}
+    usage = {c: [usage_from_row(r) for r in runs if r.condition == c and valid_run(r)] for c in conditions}
     out: dict[str, ConditionResources] = {}
     for condition in conditions:
         mine = usage[condition]
@@ -254,10 +252,10 @@ def _family_entry(cells: list[Cell], result: FamilyResult, i: int, tests: tuple[
         paired_coverage=paired_units_gate(paired, min_units=min_units, min_paired_seeds=2))
 
 
-def comparisons_section(reads: ReadModel, run_set: str, runs: list[dict[str, Any]],
+def comparisons_section(reads: ReadModel, run_set: str, runs: list[RunSummaryRow],
                         baseline: str | None = None, study: Study = DEFAULT_STUDY) -> ComparisonsSection:
     """Raises membench.reports.study.BaselineError when the baseline is ambiguous or not in the run set."""
-    conditions = sorted({r["condition"] for r in runs}, key=condition_order)
+    conditions = sorted({r.condition for r in runs}, key=condition_order)
     chosen = baseline_of(conditions, baseline, study)
     cells = cells_from_rows(runs, _constructs(reads, run_set, runs))
     return ComparisonsSection(comparisons=comparisons_from_cells(cells, conditions, chosen),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import fields
 from typing import Any
 
 from membench.analytics.bootstrap import trap_cluster_bootstrap_ci
@@ -12,6 +13,8 @@ from membench.analytics.cells import Cell
 from membench.analytics.exact import clopper_pearson
 from membench.reports.model import BootstrapSettings, CellSummary
 from membench.formats.pack_format import CONSTRUCT_NAMES
+from membench.schemas.derived import DerivedEvent
+from membench.warehouse.rows import RunSummaryRow
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20260101
@@ -30,14 +33,24 @@ def condition_order(condition: str) -> tuple[int, str]:
     return (0, condition) if condition.startswith("B") else (1, condition)
 
 
-def valid_run(row: dict[str, Any]) -> bool:
+def valid_run(row: RunSummaryRow) -> bool:
     """A run row is a valid cell when it completed and was not excluded (excluded cells are counted,
     never imputed)."""
-    return not row["excluded"] and row["status"] == "completed"
+    return not row.excluded and row.status == "completed"
 
 
-def exclusion_of(row: dict[str, Any]) -> str | None:
-    return None if valid_run(row) else (row.get("exclusion_reason") or row.get("error_type") or row["status"])
+def exclusion_of(row: RunSummaryRow) -> str | None:
+    return None if valid_run(row) else (row.exclusion_reason or row.error_type or row.status)
+
+
+def run_summary_row(summary: DerivedEvent) -> RunSummaryRow:
+    """A RunSummary derived event as the `run_results` row the sink writes of it (its id and source seq,
+    then its payload's fields): how the live viewer, which folds the log and holds no warehouse, hands
+    its cells to the rules above."""
+    if summary.kind != "RunSummary":
+        raise ValueError(f"not a RunSummary: {summary.kind} {summary.derived_id}")
+    values: dict[str, Any] = {f.name: summary.payload.get(f.name) for f in fields(RunSummaryRow)[2:]}
+    return RunSummaryRow(derived_id=summary.derived_id, source_seq=summary.source_seq, **values)
 
 
 # which interval a `ci95` is (the `ci_method` beside it)
@@ -74,13 +87,13 @@ def pass_summary(outcomes: dict[str, list[bool]]) -> PassSummary:
             BootstrapSettings(resamples=ci.resamples, seed=ci.seed, level=ci.level))
 
 
-def condition_pass_summaries(cells: Iterable[tuple[str, dict[str, Any]]]
+def condition_pass_summaries(cells: Iterable[tuple[str, RunSummaryRow]]
                              ) -> list[tuple[str, int, PassSummary]]:
     """(condition, cells, `pass_summary` of its valid cells' outcomes by task) for each condition,
-    in `condition_order`. CELLS: (condition, run row) pairs, one a unit, a row as `run_results`
-    holds it (`task`, `status`, `excluded`, `scored_passed`). The report's base figures and the live
-    viewer's ladder are both this."""
-    by_condition: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    in `condition_order`. CELLS: (condition, run row) pairs, one a unit, a row of `run_results` (the
+    live viewer builds its rows from the RunSummary events it folded: `run_summary_row`). The report's
+    base figures and the live viewer's ladder are both this."""
+    by_condition: dict[str, list[RunSummaryRow]] = defaultdict(list)
     for condition, row in cells:
         by_condition[condition].append(row)
     out = []
@@ -89,7 +102,7 @@ def condition_pass_summaries(cells: Iterable[tuple[str, dict[str, Any]]]
         outcomes: dict[str, list[bool]] = defaultdict(list)
         for r in rows:
             if valid_run(r):
-                outcomes[r["task"]].append(bool(r["scored_passed"]))
+                outcomes[r.task].append(bool(r.scored_passed))
         out.append((condition, len(rows), pass_summary(outcomes)))
     return out
 

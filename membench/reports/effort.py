@@ -25,35 +25,35 @@ valid cells (completed, not excluded), the pass rate's denominator:
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
 from membench.analytics.reliability import pass_hat_k
 from membench.analytics.resources import per_cell_and_pass
 from membench.reports.conventions import valid_run
 from membench.reports.model import ConditionEffort, ConditionSummary, PassHatK, PerCellAndPass, Report, shallow_fields
 from membench.warehouse.read_model import ReadModel
+from membench.warehouse.rows import RunSummaryRow
 
 
-def condition_efforts(runs: list[dict[str, Any]], costs: dict[str, tuple[int, float]],
+def condition_efforts(runs: list[RunSummaryRow], costs: dict[str, tuple[int, float]],
                       memory_calls: dict[str, int] | None = None) -> dict[str, ConditionEffort]:
     """condition -> its effort over RUNS' valid cells; COSTS is `queries.run_model_costs`, MEMORY_CALLS
     run_id -> the agent's memory tool calls (`agent_memory_calls` of `queries.memory_uses`)."""
     memory_calls = memory_calls or {}
-    by_condition: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_condition: dict[str, list[RunSummaryRow]] = defaultdict(list)
     for r in runs:
-        by_condition[r["condition"]].append(r)
+        by_condition[r.condition].append(r)
     out = {}
     for condition, rows in by_condition.items():
         valid = [r for r in rows if valid_run(r)]
-        cells, passes = len(valid), sum(1 for r in valid if r["scored_passed"])
-        tokens = sum(int(r["input_tokens"] or 0) + int(r["output_tokens"] or 0) for r in valid)
-        wall = sum(int(r["duration_ms"] or 0) for r in valid) / 1000
-        priced = sum(costs.get(r["run_id"], (0, 0.0))[0] for r in valid)
-        usd = sum(costs.get(r["run_id"], (0, 0.0))[1] for r in sorted(valid, key=lambda r: r["run_id"]))
-        sessions = sum(int(r["sessions"] or 0) for r in valid)
-        memory = sum(int(r["memory_tokens_admitted"] or 0) for r in valid)
-        calls = (sum(memory_calls[r["run_id"]] for r in valid)
-                 if all(r["run_id"] in memory_calls for r in valid) else None)
+        cells, passes = len(valid), sum(1 for r in valid if r.scored_passed)
+        tokens = sum(r.input_tokens + r.output_tokens for r in valid)
+        wall = sum(r.duration_ms for r in valid) / 1000
+        priced = sum(costs.get(r.run_id, (0, 0.0))[0] for r in valid)
+        usd = sum(costs.get(r.run_id, (0, 0.0))[1] for r in sorted(valid, key=lambda r: r.run_id))
+        sessions = sum(r.sessions for r in valid)
+        memory = sum(r.memory_tokens_admitted for r in valid)
+        calls = (sum(memory_calls[r.run_id] for r in valid)
+                 if all(r.run_id in memory_calls for r in valid) else None)
 
         def spread(total: float) -> PerCellAndPass:
             return PerCellAndPass(**shallow_fields(per_cell_and_pass(total, cells, passes)))
@@ -67,17 +67,17 @@ def condition_efforts(runs: list[dict[str, Any]], costs: dict[str, tuple[int, fl
     return out
 
 
-def condition_pass_hat_k(runs: list[dict[str, Any]]) -> dict[str, PassHatK]:
+def condition_pass_hat_k(runs: list[RunSummaryRow]) -> dict[str, PassHatK]:
     """condition -> pass^k over its cells, k = every seed of the run set (all conditions')."""
-    seeds = sorted({str(r["seed"]) for r in runs})
+    seeds = sorted({str(r.seed) for r in runs})
     cells: dict[str, list[tuple[str, str, bool | None]]] = defaultdict(list)
     for r in runs:
-        cells[r["condition"]].append((r["task"], str(r["seed"]), bool(r["scored_passed"]) if valid_run(r) else None))
+        cells[r.condition].append((r.task, str(r.seed), bool(r.scored_passed) if valid_run(r) else None))
     return {c: PassHatK(**shallow_fields(pass_hat_k(mine, seeds))) for c, mine in cells.items()}
 
 
 def effort_section(reads: ReadModel, run_set: str,
-                   runs: list[dict[str, Any]]) -> tuple[dict[str, ConditionEffort], dict[str, PassHatK]]:
+                   runs: list[RunSummaryRow]) -> tuple[dict[str, ConditionEffort], dict[str, PassHatK]]:
     calls = {u.run_id: u.agent_memory_calls for u in reads.memory_uses(run_set)}
     return condition_efforts(runs, reads.run_model_costs(run_set), calls), condition_pass_hat_k(runs)
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from membench.reports.model import ConditionFailures, MemoryContractSummary, Ratio
 from membench.warehouse.read_model import ReadModel
+from membench.warehouse.rows import RunSummaryRow
 
 
 @dataclass(frozen=True)
@@ -39,8 +40,8 @@ def _rate(num: int, den: int) -> Ratio:
     return Ratio(numerator=num, denominator=den, rate=num / den if den else None)
 
 
-def failures_section(reads: ReadModel, run_set: str, runs: list[dict[str, Any]]) -> FailuresSection:
-    condition_of = {r["run_id"]: r["condition"] for r in runs}
+def failures_section(reads: ReadModel, run_set: str, runs: list[RunSummaryRow]) -> FailuresSection:
+    condition_of = {r.run_id: r.condition for r in runs}
     failures = [r for r in reads.scored_failures(run_set) if r.run_id in condition_of]
     contracts = [r for r in reads.scored_contracts(run_set) if r.run_id in condition_of]
     hygiene = [r for r in reads.scored_hygiene(run_set) if r.run_id in condition_of]

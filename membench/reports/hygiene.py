@@ -64,6 +64,7 @@ from membench.reports.model import (ConditionStrata, ContinuationAudit, Exclusio
                            shallow_fields)
 from membench.schemas.events import error_text
 from membench.warehouse.read_model import ReadModel
+from membench.warehouse.rows import RunSummaryRow, SessionVerdictRow
 
 NO_MEMORY = "B0"  # the paper's no-memory condition: the reference of the gates defined on B0
 PREFERRED_HEADROOM = 0.40
@@ -97,7 +98,7 @@ def construct_sort(label: str) -> tuple[int, str]:
     return (int(label[1:]) if label[1:].isdigit() else 99, label)
 
 
-def hygiene_section(reads: ReadModel, run_set: str, runs: list[dict[str, Any]],
+def hygiene_section(reads: ReadModel, run_set: str, runs: list[RunSummaryRow],
                     baseline: str | None = None) -> HygieneSection:
     """BASELINE: the study's (membench.reports.study.resolve_baseline), for the gates that compare against the
     baseline; None: B0 (the paper's)."""
@@ -105,12 +106,12 @@ def hygiene_section(reads: ReadModel, run_set: str, runs: list[dict[str, Any]],
     clean = reads.scored_clean_start(run_set)
     cells: list[Cell] = []
     clean_units: set[str] = set()
-    cell_runs = {r["run_id"]: r for r in runs}
+    cell_runs = {r.run_id: r for r in runs}
     for r in runs:
-        cells.append(Cell(unit=r["task"], seed=r["seed"], condition=r["condition"], passed=bool(r["scored_passed"]),
-                          valid=valid_run(r), construct=constructs.get(r["run_id"]), exclusion=exclusion_of(r)))
-        if clean.get(r["run_id"]):
-            clean_units.add(r["task"])
+        cells.append(Cell(unit=r.task, seed=r.seed, condition=r.condition, passed=bool(r.scored_passed),
+                          valid=valid_run(r), construct=constructs.get(r.run_id), exclusion=exclusion_of(r)))
+        if clean.get(r.run_id):
+            clean_units.add(r.task)
     conditions = sorted({c.condition for c in cells}, key=condition_order)
     traps = sorted({c.unit for c in cells})
     seeds = sorted({c.seed for c in cells})  # type: ignore[type-var]  # a report's seeds are ints (Seed: any hashable)
@@ -146,13 +147,13 @@ def hygiene_section(reads: ReadModel, run_set: str, runs: list[dict[str, Any]],
         hygiene_panel=_hygiene_panel(reads, run_set, cell_runs))
 
 
-def _hygiene_panel(reads: ReadModel, run_set: str, cell_runs: dict[str, dict[str, Any]]
+def _hygiene_panel(reads: ReadModel, run_set: str, cell_runs: dict[str, RunSummaryRow]
                    ) -> dict[str, HygieneRate]:
     sums: dict[str, dict[str, list[int]]] = {}
     for observation in reads.scored_hygiene(run_set):
         if observation.run_id not in cell_runs:
             continue
-        acc = sums.setdefault(observation.metric, {}).setdefault(cell_runs[observation.run_id]["condition"], [0, 0])
+        acc = sums.setdefault(observation.metric, {}).setdefault(cell_runs[observation.run_id].condition, [0, 0])
         acc[0] += int(observation.numerator)
         acc[1] += int(observation.denominator)
     panel = {}
@@ -167,40 +168,40 @@ def _hygiene_panel(reads: ReadModel, run_set: str, cell_runs: dict[str, dict[str
     return panel
 
 
-def _continuation_audit(reads: ReadModel, run_set: str, cell_runs: dict[str, dict[str, Any]],
-                        sessions: dict[str, dict[int, dict[str, Any]]]) -> ContinuationAudit:
+def _continuation_audit(reads: ReadModel, run_set: str, cell_runs: dict[str, RunSummaryRow],
+                        sessions: dict[str, dict[int, SessionVerdictRow]]) -> ContinuationAudit:
     starts = reads.session_starts(run_set)
     valid = [r for r in cell_runs.values() if valid_run(r)]
     scored_state: dict[str, Counter] = {}
     for r in valid:
-        scored = [s for s in starts.get(r["run_id"], []) if s["scored"]]
+        scored = [s for s in starts.get(r.run_id, []) if s.scored]
         if scored:
-            scored_state.setdefault(r["task"], Counter())[scored[-1]["start_state"]] += 1
+            scored_state.setdefault(r.task, Counter())[scored[-1].start_state] += 1
     findings: list[str] = []
     ok = continuation = inherited_failed = 0
-    for r in sorted(valid, key=lambda r: (r["task"], condition_order(r["condition"]), str(r["seed"]))):
-        mine = starts.get(r["run_id"], [])
-        indices = [s["session_index"] for s in mine]
+    for r in sorted(valid, key=lambda r: (r.task, condition_order(r.condition), str(r.seed))):
+        mine = starts.get(r.run_id, [])
+        indices = [s.session_index for s in mine]
         problem = None
         if not mine or indices != list(range(1, len(mine) + 1)):
             problem = f"sessions {indices} are not 1..{len(mine)}"
-        elif not mine[-1]["scored"] or any(s["scored"] for s in mine[:-1]):
+        elif not mine[-1].scored or any(s.scored for s in mine[:-1]):
             problem = "the scored session is not the last"
-        elif any(s["start_state"] != "continuation" for s in mine[1:-1]):
+        elif any(s.start_state != "continuation" for s in mine[1:-1]):
             problem = "an unscored session after S1 did not inherit the previous tree"
         else:
-            states = scored_state[r["task"]]
+            states = scored_state[r.task]
             if len(states) > 1:
-                problem = (f"S{len(mine)} started as {mine[-1]['start_state']} while the trap's cells started as "
+                problem = (f"S{len(mine)} started as {mine[-1].start_state} while the trap's cells started as "
                            + ", ".join(f"{k} ({n})" for k, n in sorted(states.items())))
         if problem is None:
             ok += 1
-            if len(mine) > 1 and mine[-1]["start_state"] == "continuation":
+            if len(mine) > 1 and mine[-1].start_state == "continuation":
                 continuation += 1
-                previous = sessions.get(r["run_id"], {}).get(len(mine) - 1)
-                inherited_failed += int(previous is None or not previous["passed"])
+                previous = sessions.get(r.run_id, {}).get(len(mine) - 1)
+                inherited_failed += int(previous is None or not previous.passed)
         elif len(findings) < MAX_FINDINGS:
-            findings.append(f"{r['task']} {r['condition']} seed {r['seed']}: {problem}")
+            findings.append(f"{r.task} {r.condition} seed {r.seed}: {problem}")
     value = ok / len(valid) if valid else None
     return ContinuationAudit(name="continuation audit", value=value, threshold=1.0, direction="min",
                              passed=value is not None and value >= 1.0, numerator=ok, denominator=len(valid),
@@ -229,7 +230,7 @@ def _run_whys(reads: ReadModel, run_set: str) -> dict[str, str]:
 
 
 def _validity_gates(cells: list[Cell], conditions: list[str], traps: list[str], seeds: list,
-                    reads: ReadModel, run_set: str, cell_runs: dict[str, dict[str, Any]],
+                    reads: ReadModel, run_set: str, cell_runs: dict[str, RunSummaryRow],
                     baseline: str) -> ValidityGates:
     has_b0 = any(c.condition == NO_MEMORY for c in cells)
     has_study_baseline = any(c.condition == baseline for c in cells)
@@ -262,10 +263,10 @@ def _validity_gates(cells: list[Cell], conditions: list[str], traps: list[str], 
         reasons = Counter(c.exclusion or "unknown" for c in cells if c.condition == condition and not c.valid)
         examples, example_units = {}, {}
         for run_id, r in sorted(cell_runs.items()):
-            if r["condition"] == condition and not valid_run(r) and run_id in whys:
+            if r.condition == condition and not valid_run(r) and run_id in whys:
                 reason = exclusion_of(r) or "unknown"
                 if reason not in examples:
-                    examples[reason], example_units[reason] = whys[run_id], r["unit_id"]
+                    examples[reason], example_units[reason] = whys[run_id], r.unit_id
         exclusions[condition] = ExclusionGate(**shallow_fields(gate), reasons=dict(sorted(reasons.items())),
                                               examples=dict(sorted(examples.items())) or None,
                                               example_units=dict(sorted(example_units.items())) or None)
@@ -277,14 +278,14 @@ def _validity_gates(cells: list[Cell], conditions: list[str], traps: list[str], 
               for construct, s in stratum_validity(cells, baseline=NO_MEMORY, floor=STRATUM_FLOOR,
                                                    b0_threshold=MAX_HEADROOM,
                                                    reversed_constructs=REVERSED_CONSTRUCTS).items()}
-    sessions: dict[str, dict[int, dict[str, Any]]] = {}
+    sessions: dict[str, dict[int, SessionVerdictRow]] = {}
     for row in reads.session_results(run_set):
-        sessions.setdefault(row["run_id"], {})[row["session_index"]] = row
+        sessions.setdefault(row.run_id, {})[row.session_index] = row
     warmup = warmup_gate(
-        ((not row["excluded"], bool(row["passed"]))
+        ((not row.excluded, bool(row.passed))
          for run_id, rows in sessions.items()
-         if run_id in cell_runs and cell_runs[run_id]["condition"] == NO_MEMORY and valid_run(cell_runs[run_id])
-         for row in rows.values() if not row["scored"] and row["outcome"] != "no_verdict"),
+         if run_id in cell_runs and cell_runs[run_id].condition == NO_MEMORY and valid_run(cell_runs[run_id])
+         for row in rows.values() if not row.scored and row.outcome != "no_verdict"),
         baseline=NO_MEMORY, threshold=WARMUP)
     audit = _continuation_audit(reads, run_set, cell_runs, sessions)
     verdicts = {"b0_headroom": b0.passed}

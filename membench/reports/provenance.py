@@ -22,13 +22,13 @@ Top level:
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from typing import Any
 
 from membench.reports.conventions import condition_order, exclusion_of, valid_run
 from membench.reports.model import ConditionCost, CostUsd, MemoryPolicy, OutcomeMatrix, RunProvenance
 from membench.warehouse.read_model import ReadModel
+from membench.warehouse.rows import RunSummaryRow
 
 
 # the purposes of a memory model's calls (docs/design.md §5)
@@ -45,20 +45,20 @@ def _seed_key(seed: str) -> tuple[int, int | str]:
     return (0, int(seed)) if seed.lstrip("-").isdigit() else (1, seed)
 
 
-def outcome_matrix(runs: list[dict[str, Any]]) -> OutcomeMatrix:
+def outcome_matrix(runs: list[RunSummaryRow]) -> OutcomeMatrix:
     cells: dict[str, dict[str, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
     for r in runs:
-        outcome = ("pass" if r["scored_passed"] else "fail") if valid_run(r) else str(exclusion_of(r))
-        cells[r["condition"]][r["task"]][str(r["seed"])] = outcome
-    traps = sorted({r["task"] for r in runs})
-    seeds = sorted({str(r["seed"]) for r in runs}, key=_seed_key)
+        outcome = ("pass" if r.scored_passed else "fail") if valid_run(r) else str(exclusion_of(r))
+        cells[r.condition][r.task][str(r.seed)] = outcome
+    traps = sorted({r.task for r in runs})
+    seeds = sorted({str(r.seed) for r in runs}, key=_seed_key)
     return OutcomeMatrix(traps=traps, seeds=seeds, conditions={
         c: {t: {s: cells[c][t][s] for s in seeds if s in cells[c][t]} for t in traps if t in cells[c]}
         for c in sorted(cells, key=condition_order)})
 
 
 def run_provenance(reads: ReadModel, run_set: str) -> RunProvenance:
-    starts = [json.loads(row["payload"]) for row in reads.run_started(run_set)]
+    starts = [start.payload for start in reads.run_started(run_set)]
 
     def distinct(key: str) -> list:
         return sorted({p[key] for p in starts if p.get(key) is not None})
@@ -97,12 +97,12 @@ def memory_policies(reads: ReadModel, run_set: str, starts: list[dict[str, Any]]
     return out
 
 
-def cost_usd(reads: ReadModel, run_set: str, runs: list[dict[str, Any]]) -> CostUsd:
+def cost_usd(reads: ReadModel, run_set: str, runs: list[RunSummaryRow]) -> CostUsd:
     """USD of every ModelCall of the run set, per condition (the condition is the unit id's third part)."""
     successes: dict[str, int] = defaultdict(int)
     for r in runs:
-        if valid_run(r) and r["scored_passed"]:
-            successes[r["condition"]] += 1
+        if valid_run(r) and r.scored_passed:
+            successes[r.condition] += 1
     per: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0.0])
     for usage in reads.model_usage(run_set):
         acc = per[_unit_condition(usage.unit_id)]
@@ -110,7 +110,7 @@ def cost_usd(reads: ReadModel, run_set: str, runs: list[dict[str, Any]]) -> Cost
         acc[1] += usage.priced_calls
         acc[2] += usage.cost_usd
     conditions = {}
-    for c in sorted(set(per) | {r["condition"] for r in runs}, key=condition_order):
+    for c in sorted(set(per) | {r.condition for r in runs}, key=condition_order):
         calls, priced, usd = per.get(c, [0, 0, 0.0])
         wins = successes.get(c, 0)
         conditions[c] = ConditionCost(model_calls=int(calls), priced_calls=int(priced), cost_usd=float(usd),

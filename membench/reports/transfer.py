@@ -19,7 +19,7 @@ from membench.analytics.ccpf import CaseOutcome, EvaluatorManifest, ManifestCase
 from membench.reports.model import (Report, TransferBank, TransferConditionRow, TransferDimensionScore, TransferProjectRow,
                            TransferSection)
 from membench.warehouse.read_model import ReadModel
-from membench.warehouse.rows import TransferDimensionRow, TransferResultRow
+from membench.warehouse.rows import RunSummaryRow, TransferDimensionRow, TransferResultRow
 
 BASELINE = "no_memory"
 CONDITION_ORDER = ("no_memory", "learned_bank", "native_bank", "ablated_bank")
@@ -39,9 +39,9 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def transfer_section(reads: ReadModel, run_set: str, runs: list[dict[str, Any]]) -> TransferSection | None:
+def transfer_section(reads: ReadModel, run_set: str, runs: list[RunSummaryRow]) -> TransferSection | None:
     """None when the run set holds no transfer run. `runs` is the unit cells (queries.run_results)."""
-    cells = {r["run_id"] for r in runs}
+    cells = {r.run_id for r in runs}
     results = [r for r in reads.transfer_results(run_set) if r.run_id in cells]
     if not results:
         return None

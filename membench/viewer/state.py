@@ -32,7 +32,8 @@ from typing import Any
 
 from membench.processors import RunSetProcessor
 from membench.processors.model_usage import ModelTotals
-from membench.reports.conventions import condition_order, condition_pass_summaries, valid_run
+from membench.reports.conventions import (RunSummaryRow, condition_order, condition_pass_summaries, run_summary_row,
+                                          valid_run)
 from membench.reports.effort import condition_efforts, condition_pass_hat_k
 from membench.reports.model import to_json
 from membench.schemas.chain import ChainVerifier
@@ -106,6 +107,20 @@ class RunState:
                 return item.payload
         return None
 
+    def summary_row(self) -> RunSummaryRow | None:
+        """The run's `run_results` row (`membench.reports.conventions.run_summary_row`), once it ended:
+        what the report's cell rules read."""
+        for item in reversed(self.derived):
+            if item.kind == "RunSummary":
+                return run_summary_row(item)
+        return None
+
+    def ended_row(self) -> RunSummaryRow:
+        """The `run_results` row of a run known to have ended (a unit's cell, unit_row)."""
+        row = self.summary_row()
+        assert row is not None, f"run {self.run_id} has not ended"
+        return row
+
     def ended_summary(self) -> dict[str, Any]:
         """The RunSummary payload of a run known to have ended (a unit's cell, unit_row)."""
         summary = self.summary()
@@ -149,7 +164,7 @@ class RunState:
             "session": self.session_index,
             "status": summary["status"] if summary else None,
             "passed": bool(summary["scored_passed"]) if summary else None,
-            "valid": valid_run(summary) if summary else None,
+            "valid": valid_run(self.ended_row()) if summary else None,
             "excluded": bool(summary["excluded"]) if summary else None,
             "exclusion_reason": summary.get("exclusion_reason") if summary else None,
             "error_type": summary.get("error_type") if summary else None,
@@ -317,12 +332,12 @@ class LiveRunSet:
             cell = unit_row(runs)
             if cell is None:
                 continue
-            summary = cell.ended_summary()
+            summary = cell.ended_row()
             row["finished"] += 1
             if valid_run(summary):
                 row["completed"] += 1
-                row["passed"] += 1 if summary["scored_passed"] else 0
-            elif summary["excluded"]:
+                row["passed"] += 1 if summary.scored_passed else 0
+            elif summary.excluded:
                 row["excluded"] += 1
             else:
                 row["errors"] += 1
@@ -337,13 +352,13 @@ class LiveRunSet:
         cells = [cell for cell in (unit_row(runs) for runs in self._units().values()) if cell is not None]
         # cost and reliability beside the pass rate, as the report's (membench/reports/effort.py); k is the
         # seeds finished so far
-        rows = [{**cell.ended_summary(), "run_id": cell.run_id} for cell in cells]
+        rows = [cell.ended_row() for cell in cells]
         calls = {c.run_id: use["agent_memory_calls"] for c in cells if (use := c.derived_payload("MemoryUse"))}
         efforts = condition_efforts(rows, {c.run_id: (c.model.priced_calls, c.model.cost_usd) for c in cells}, calls)
         reliability = condition_pass_hat_k(rows)
         out = []
         for condition, count, (passed, valid, rate, ci95, bootstrap) in condition_pass_summaries(
-                (cell.condition, cell.ended_summary()) for cell in cells):
+                (cell.condition, row) for cell, row in zip(cells, rows)):
             out.append({"condition": condition, "cells": count, "valid": valid, "passed": passed,
                         "pass_rate": rate, "ci95": ci95, "excluded": count - valid,
                         "bootstrap": {"resamples": bootstrap.resamples, "seed": bootstrap.seed,

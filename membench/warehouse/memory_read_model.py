@@ -32,6 +32,7 @@ from membench.schemas.derived import DerivedEvent
 from membench.schemas.events import Event
 from membench.schemas.log_root import log_root as root_of
 from membench.warehouse import rows
+from membench.warehouse.raw_rows import AgentVisibleHit, DiffField, RunStart, SessionStart, StoredBlobDiff
 from membench.warehouse.sink import decoded_row, derived_table_rows
 from membench.warehouse.tables import TRAJECTORY_COLUMNS, derived_columns, table_for_kind
 
@@ -77,6 +78,11 @@ def _json_extract_raw_blank(payload: dict[str, Any], key: str) -> int:
 def _positions(haystack: bytes, needles: list[bytes]) -> list[int]:
     """`multiSearchAllPositions`: each needle's first 1-based byte position, 0 when absent."""
     return [haystack.find(needle) + 1 for needle in needles]
+
+
+def _rows(row_type: type[_R], found: list[dict[str, Any]]) -> list[_R]:
+    """`queries._typed`: each held row as ROW_TYPE (an Array column a tuple)."""
+    return [row_type(**{k: tuple(v) if isinstance(v, list) else v for k, v in r.items()}) for r in found]
 
 
 def _first_by(items: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], Any]) -> list[dict[str, Any]]:
@@ -139,7 +145,7 @@ class InMemoryReadModel:
         """`queries._derived_rows`: the run set's rows (a derived id once, as held), WHERE, in ORDER."""
         found = [r for r in self._table(table, run_set) if where is None or where(r)]
         found.sort(key=lambda r: tuple(r[c] for c in order))
-        return [row_type(**{k: tuple(v) if isinstance(v, list) else v for k, v in r.items()}) for r in found]
+        return _rows(row_type, found)
 
     def _session_started(self, run_set: str) -> list[dict[str, Any]]:
         """SessionStarted rows ORDER BY run_id, seq LIMIT 1 BY event_id."""
@@ -153,22 +159,23 @@ class InMemoryReadModel:
 
     # ---------------------------------------------------------------------- the units' cells and runs
 
-    def run_results(self, run_set: str) -> list[dict[str, Any]]:
+    def run_results(self, run_set: str) -> list[rows.RunSummaryRow]:
         per_run = _first_by(self._table("run_results", run_set), lambda r: r["run_id"])
         per_run.sort(key=lambda r: (r["unit_id"], -(r["status"] == "completed"),
                                     -(r["status"] in ("completed", "excluded")), -r["source_seq"]))
-        return _first_by(per_run, lambda r: r["unit_id"])
+        return _rows(rows.RunSummaryRow, _first_by(per_run, lambda r: r["unit_id"]))
 
-    def session_results(self, run_set: str) -> list[dict[str, Any]]:
+    def session_results(self, run_set: str) -> list[rows.SessionVerdictRow]:
         found = sorted(self._table("session_results", run_set), key=lambda r: (r["run_id"], r["session_index"]))
-        return _first_by(found, lambda r: (r["run_id"], r["session_index"]))
+        return _rows(rows.SessionVerdictRow, _first_by(found, lambda r: (r["run_id"], r["session_index"])))
 
-    def run_started(self, run_set: str) -> list[dict[str, Any]]:
+    def run_started(self, run_set: str) -> list[RunStart]:
         found = sorted(self._raw_of(run_set, "RunStarted"), key=lambda r: r["run_id"])
-        return [{"run_id": r["run_id"], "payload": r["payload"]} for r in _first_by(found, lambda r: r["run_id"])]
+        return [RunStart(run_id=r["run_id"], payload=json.loads(r["payload"]))
+                for r in _first_by(found, lambda r: r["run_id"])]
 
     def run_constructs(self, run_set: str) -> dict[str, str | None]:
-        return {row["run_id"]: json.loads(row["payload"]).get("construct") for row in self.run_started(run_set)}
+        return {start.run_id: start.payload.get("construct") for start in self.run_started(run_set)}
 
     def scored_clean_start(self, run_set: str) -> dict[str, bool]:
         clean: dict[str, bool] = {}
@@ -178,13 +185,13 @@ class InMemoryReadModel:
                 clean[row["run_id"]] = payload.get("start_state") == "clean"
         return clean
 
-    def session_starts(self, run_set: str) -> dict[str, list[dict[str, Any]]]:
-        out: dict[str, list[dict[str, Any]]] = {}
+    def session_starts(self, run_set: str) -> dict[str, list[SessionStart]]:
+        out: dict[str, list[SessionStart]] = {}
         for row in self._session_started(run_set):
             p = json.loads(row["payload"])
             out.setdefault(row["run_id"], []).append(
-                {"session_index": p["session_index"], "start_state": p.get("start_state"),
-                 "scored": bool(p.get("scored"))})
+                SessionStart(session_index=p["session_index"], start_state=p.get("start_state"),
+                             scored=bool(p.get("scored"))))
         return out
 
     def event_count(self, run_set: str) -> int:
@@ -263,28 +270,26 @@ class InMemoryReadModel:
         visible = self._agent_visible(run_set)
         return len(visible), sum(len(r["payload"].encode("utf-8")) for r in visible)
 
-    def agent_visible_hits(self, run_set: str, needles: list[str]) -> list[dict[str, Any]]:
+    def agent_visible_hits(self, run_set: str, needles: list[str]) -> list[AgentVisibleHit]:
         wanted = [n.encode("utf-8") for n in needles]
         out = []
         for r in self._agent_visible(run_set):
             at = _positions(r["payload"].encode("utf-8"), wanted)
             if any(at):
-                out.append({"run_id": r["run_id"], "seq": r["seq"], "kind": r["kind"], "unit_id": r["unit_id"],
-                            "at": at})
-        out.sort(key=lambda row: (row["run_id"], row["seq"]))
+                out.append(AgentVisibleHit(run_id=r["run_id"], seq=r["seq"], kind=r["kind"], unit_id=r["unit_id"],
+                                           at=tuple(at)))
+        out.sort(key=lambda hit: (hit.run_id, hit.seq))
         return out
 
-    def diffs_stored_as_blobs(self, run_set: str, fields: tuple[str, ...]) -> list[dict[str, Any]]:
+    def diffs_stored_as_blobs(self, run_set: str, fields: tuple[str, ...]) -> list[StoredBlobDiff]:
         out = []
         for r in self._agent_visible(run_set):
             if r["kind"] != "PatchProduced":
                 continue
             payload = json.loads(r["payload"])
-            row: dict[str, Any] = {"run_id": r["run_id"], "seq": r["seq"], "unit_id": r["unit_id"]}
-            for f in fields:
-                row[f"{f}_sha"] = _json_extract_string(payload, f"{f}_sha256")
-                row[f"{f}_blob"] = _json_extract_raw_blank(payload, f)
-            if any(row[f"{f}_blob"] and row[f"{f}_sha"] != "" for f in fields):
-                out.append(row)
-        out.sort(key=lambda row: (row["run_id"], row["seq"]))
+            found = tuple(DiffField(name=f, sha256=_json_extract_string(payload, f"{f}_sha256"),
+                                    as_blob=bool(_json_extract_raw_blank(payload, f))) for f in fields)
+            if any(d.as_blob and d.sha256 != "" for d in found):
+                out.append(StoredBlobDiff(run_id=r["run_id"], seq=r["seq"], unit_id=r["unit_id"], fields=found))
+        out.sort(key=lambda diff: (diff.run_id, diff.seq))
         return out

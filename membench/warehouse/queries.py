@@ -8,28 +8,30 @@ from typing import Any, TypeVar
 
 from membench.warehouse import rows
 from membench.warehouse.protocol import WarehouseReader
+from membench.warehouse.raw_rows import AgentVisibleHit, DiffField, RunStart, SessionStart, StoredBlobDiff
 
 
-def run_results(warehouse: WarehouseReader, run_set: str) -> list[dict[str, Any]]:
+def run_results(warehouse: WarehouseReader, run_set: str) -> list[rows.RunSummaryRow]:
     """One row per unit: its completed run when it has one, else its excluded run — a unit is re-run
     only when its earlier attempts never completed (or were excluded because the model was
     unavailable, see `completed_units`), so there is at most one of each —, else the longest of its
     other attempts (an error, or an attempt abandoned by a crash: not a valid cell either way).
     LIMIT 1 BY guards retried inserts."""
-    return warehouse.query_dicts(
+    return _typed(rows.RunSummaryRow, warehouse.query_dicts(
         "SELECT * FROM (SELECT * FROM run_results WHERE run_set = {rs:String} LIMIT 1 BY run_id) "
         "ORDER BY unit_id, status = 'completed' DESC, status IN ('completed', 'excluded') DESC, source_seq DESC "
         "LIMIT 1 BY unit_id",
         {"rs": run_set},
-    )
+    ))
 
 
-def session_results(warehouse: WarehouseReader, run_set: str) -> list[dict[str, Any]]:
-    return warehouse.query_dicts(
+def session_results(warehouse: WarehouseReader, run_set: str) -> list[rows.SessionVerdictRow]:
+    """Every session's verdict row of the run set, by run and session index (a retried insert once)."""
+    return _typed(rows.SessionVerdictRow, warehouse.query_dicts(
         "SELECT * FROM session_results WHERE run_set = {rs:String} "
         "ORDER BY run_id, session_index LIMIT 1 BY run_id, session_index",
         {"rs": run_set},
-    )
+    ))
 
 
 def completed_units(warehouse: WarehouseReader, run_set: str) -> set[str]:
@@ -66,18 +68,19 @@ def run_sets(warehouse: WarehouseReader) -> list[str]:
     return [r[0] for r in warehouse.query_rows("SELECT DISTINCT run_set FROM run_results ORDER BY run_set")]
 
 
-def run_started(warehouse: WarehouseReader, run_set: str) -> list[dict[str, Any]]:
-    return warehouse.query_dicts(
+def run_started(warehouse: WarehouseReader, run_set: str) -> list[RunStart]:
+    """Each run's RunStarted event (one a run), by run id, its payload decoded."""
+    return [RunStart(run_id=row["run_id"], payload=json.loads(row["payload"])) for row in warehouse.query_dicts(
         "SELECT run_id, payload FROM trajectory_events WHERE run_set = {rs:String} AND kind = 'RunStarted' "
         "ORDER BY run_id LIMIT 1 BY run_id",
         {"rs": run_set},
-    )
+    )]
 
 
 def run_constructs(warehouse: WarehouseReader, run_set: str) -> dict[str, str | None]:
     """run_id -> construct label, from each run's RunStarted event (`construct`, event schema v2; a
     log written before that field existed, or a pack without constructs, gives None)."""
-    return {row["run_id"]: json.loads(row["payload"]).get("construct") for row in run_started(warehouse, run_set)}
+    return {start.run_id: start.payload.get("construct") for start in run_started(warehouse, run_set)}
 
 
 def scored_clean_start(warehouse: WarehouseReader, run_set: str) -> dict[str, bool]:
@@ -257,16 +260,16 @@ def verdict_isolation(warehouse: WarehouseReader, run_set: str) -> list[tuple[st
     return [(suite, how, int(n)) for suite, how, n in rows]
 
 
-def session_starts(warehouse: WarehouseReader, run_set: str) -> dict[str, list[dict[str, Any]]]:
+def session_starts(warehouse: WarehouseReader, run_set: str) -> dict[str, list[SessionStart]]:
     """run_id -> its SessionStarted payloads in seq order (`session_index`, `start_state`, `scored`):
     what the continuation audit checks against the design."""
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[SessionStart]] = {}
     for row in warehouse.query_dicts(
             "SELECT run_id, payload FROM trajectory_events WHERE run_set = {rs:String} AND kind = 'SessionStarted' "
             "ORDER BY run_id, seq LIMIT 1 BY event_id", {"rs": run_set}):
         p = json.loads(row["payload"])
         out.setdefault(row["run_id"], []).append(
-            {"session_index": p["session_index"], "start_state": p.get("start_state"), "scored": bool(p.get("scored"))})
+            SessionStart(session_index=p["session_index"], start_state=p.get("start_state"), scored=bool(p.get("scored"))))
     return out
 
 
@@ -376,24 +379,29 @@ def agent_visible_totals(warehouse: WarehouseReader, run_set: str) -> tuple[int,
     return int(totals["events"]), int(totals["bytes"] or 0)
 
 
-def agent_visible_hits(warehouse: WarehouseReader, run_set: str, needles: list[str]) -> list[dict[str, Any]]:
+def agent_visible_hits(warehouse: WarehouseReader, run_set: str, needles: list[str]) -> list[AgentVisibleHit]:
     """The agent-visible events whose payload holds any of NEEDLES (at most 255): run_id, seq, kind,
     unit_id and `at`, each needle's position (0: absent), by run and seq."""
-    return warehouse.query_dicts(
-        f"SELECT run_id, seq, kind, unit_id, multiSearchAllPositions(payload, {{needles:Array(String)}}) AS at "
-        f"{_AGENT_VISIBLE} WHERE arrayExists(x -> x > 0, at) ORDER BY run_id, seq",
-        {"rs": run_set, "needles": needles})
+    return [AgentVisibleHit(run_id=row["run_id"], seq=int(row["seq"]), kind=row["kind"], unit_id=row["unit_id"],
+                            at=tuple(int(p) for p in row["at"]))
+            for row in warehouse.query_dicts(
+                f"SELECT run_id, seq, kind, unit_id, multiSearchAllPositions(payload, {{needles:Array(String)}}) AS at "
+                f"{_AGENT_VISIBLE} WHERE arrayExists(x -> x > 0, at) ORDER BY run_id, seq",
+                {"rs": run_set, "needles": needles})]
 
 
-def diffs_stored_as_blobs(warehouse: WarehouseReader, run_set: str, fields: tuple[str, ...]) -> list[dict[str, Any]]:
+def diffs_stored_as_blobs(warehouse: WarehouseReader, run_set: str, fields: tuple[str, ...]) -> list[StoredBlobDiff]:
     """The agent-visible PatchProduced events that keep one of the diff FIELDS as a blob: run_id, seq,
-    unit_id, and per field `<field>_sha` (the blob's digest) and `<field>_blob` (the text is not inline)."""
+    unit_id, and per field (in FIELDS' order) its blob's digest and whether the text is not inline."""
     columns = ", ".join(f"JSONExtractString(payload, '{f}_sha256') AS {f}_sha, "
                         f"JSONExtractRaw(payload, '{f}') IN ('', 'null') AS {f}_blob" for f in fields)
-    return warehouse.query_dicts(
-        f"SELECT run_id, seq, unit_id, {columns} {_AGENT_VISIBLE} WHERE kind = 'PatchProduced' AND ("
-        + " OR ".join(f"({f}_blob AND {f}_sha != '')" for f in fields) + ") ORDER BY run_id, seq",
-        {"rs": run_set})
+    return [StoredBlobDiff(run_id=row["run_id"], seq=int(row["seq"]), unit_id=row["unit_id"],
+                           fields=tuple(DiffField(name=f, sha256=row[f"{f}_sha"], as_blob=bool(row[f"{f}_blob"]))
+                                        for f in fields))
+            for row in warehouse.query_dicts(
+                f"SELECT run_id, seq, unit_id, {columns} {_AGENT_VISIBLE} WHERE kind = 'PatchProduced' AND ("
+                + " OR ".join(f"({f}_blob AND {f}_sha != '')" for f in fields) + ") ORDER BY run_id, seq",
+                {"rs": run_set})]
 
 
 # ------------------------------------------------------------------ the exports' reads

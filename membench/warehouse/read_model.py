@@ -3,7 +3,9 @@ implementation (`WarehouseReadModel`).
 
 The reports (membench/reports/) and the full report's inputs (membench/pipeline/report_inputs.py)
 read every figure through a `ReadModel`: the methods are the typed reads of
-`membench.warehouse.queries` of the same names and return types, without the warehouse argument.
+`membench.warehouse.queries` of the same names and return types, without the warehouse argument —
+the derived tables' rows as `membench.warehouse.rows` types, the raw-event reads' as
+`membench.warehouse.raw_rows` types, never a dict a report would index by name.
 Two implementations hold them:
 
 - `WarehouseReadModel`, over a ClickHouse warehouse (chDB or a server): each method calls the
@@ -17,27 +19,28 @@ Two implementations hold them:
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 from membench.warehouse import queries, rows
 from membench.warehouse.protocol import WarehouseReader
+from membench.warehouse.raw_rows import AgentVisibleHit, RunStart, SessionStart, StoredBlobDiff
 
 
 class ReadModel(Protocol):
     """The reads a report makes of a run set (each as `membench.warehouse.queries` documents it)."""
 
     # the units' cells and runs
-    def run_results(self, run_set: str) -> list[dict[str, Any]]: ...
+    def run_results(self, run_set: str) -> list[rows.RunSummaryRow]: ...
 
-    def session_results(self, run_set: str) -> list[dict[str, Any]]: ...
+    def session_results(self, run_set: str) -> list[rows.SessionVerdictRow]: ...
 
-    def run_started(self, run_set: str) -> list[dict[str, Any]]: ...
+    def run_started(self, run_set: str) -> list[RunStart]: ...
 
     def run_constructs(self, run_set: str) -> dict[str, str | None]: ...
 
     def scored_clean_start(self, run_set: str) -> dict[str, bool]: ...
 
-    def session_starts(self, run_set: str) -> dict[str, list[dict[str, Any]]]: ...
+    def session_starts(self, run_set: str) -> dict[str, list[SessionStart]]: ...
 
     def event_count(self, run_set: str) -> int: ...
 
@@ -75,9 +78,9 @@ class ReadModel(Protocol):
     # the canary proof's search of what the agent could see
     def agent_visible_totals(self, run_set: str) -> tuple[int, int]: ...
 
-    def agent_visible_hits(self, run_set: str, needles: list[str]) -> list[dict[str, Any]]: ...
+    def agent_visible_hits(self, run_set: str, needles: list[str]) -> list[AgentVisibleHit]: ...
 
-    def diffs_stored_as_blobs(self, run_set: str, fields: tuple[str, ...]) -> list[dict[str, Any]]: ...
+    def diffs_stored_as_blobs(self, run_set: str, fields: tuple[str, ...]) -> list[StoredBlobDiff]: ...
 
 
 # the names of the reads, in the protocol's order: what a parity check walks
@@ -94,13 +97,13 @@ class WarehouseReadModel:
     def __init__(self, warehouse: WarehouseReader):
         self.warehouse = warehouse
 
-    def run_results(self, run_set: str) -> list[dict[str, Any]]:
+    def run_results(self, run_set: str) -> list[rows.RunSummaryRow]:
         return queries.run_results(self.warehouse, run_set)
 
-    def session_results(self, run_set: str) -> list[dict[str, Any]]:
+    def session_results(self, run_set: str) -> list[rows.SessionVerdictRow]:
         return queries.session_results(self.warehouse, run_set)
 
-    def run_started(self, run_set: str) -> list[dict[str, Any]]:
+    def run_started(self, run_set: str) -> list[RunStart]:
         return queries.run_started(self.warehouse, run_set)
 
     def run_constructs(self, run_set: str) -> dict[str, str | None]:
@@ -109,7 +112,7 @@ class WarehouseReadModel:
     def scored_clean_start(self, run_set: str) -> dict[str, bool]:
         return queries.scored_clean_start(self.warehouse, run_set)
 
-    def session_starts(self, run_set: str) -> dict[str, list[dict[str, Any]]]:
+    def session_starts(self, run_set: str) -> dict[str, list[SessionStart]]:
         return queries.session_starts(self.warehouse, run_set)
 
     def event_count(self, run_set: str) -> int:
@@ -163,8 +166,8 @@ class WarehouseReadModel:
     def agent_visible_totals(self, run_set: str) -> tuple[int, int]:
         return queries.agent_visible_totals(self.warehouse, run_set)
 
-    def agent_visible_hits(self, run_set: str, needles: list[str]) -> list[dict[str, Any]]:
+    def agent_visible_hits(self, run_set: str, needles: list[str]) -> list[AgentVisibleHit]:
         return queries.agent_visible_hits(self.warehouse, run_set, needles)
 
-    def diffs_stored_as_blobs(self, run_set: str, fields: tuple[str, ...]) -> list[dict[str, Any]]:
+    def diffs_stored_as_blobs(self, run_set: str, fields: tuple[str, ...]) -> list[StoredBlobDiff]:
         return queries.diffs_stored_as_blobs(self.warehouse, run_set, fields)

@@ -15,6 +15,7 @@ from inspect_ai.analysis import evals_df, samples_df  # noqa: E402
 from inspect_ai.event import ErrorEvent, ModelEvent, ScoreEvent, ToolEvent  # noqa: E402
 from inspect_ai.log import list_eval_logs, read_eval_log  # noqa: E402
 
+from tests.warehouse.row_fixtures import typed_row  # noqa: E402
 from membench.exports.inspect_log import RawEvent, RunSetData, build_logs, log_file_name, seed_epochs, write_logs  # noqa: E402
 
 RUN_SET = "rs-test"
@@ -117,8 +118,8 @@ class _Run:
 
 
 def _data(runs: list[_Run]) -> RunSetData:
-    return RunSetData(run_set=RUN_SET, runs=[r.row() for r in runs],
-                      sessions=[s for r in runs for s in r.sessions], failures=[f for r in runs for f in r.failures],
+    return RunSetData(run_set=RUN_SET, runs=[typed_row("run_results", **r.row()) for r in runs],
+                      sessions=[typed_row("session_results", **s) for r in runs for s in r.sessions], failures=[f for r in runs for f in r.failures],
                       contracts=[c for r in runs for c in r.contracts], hygiene=[h for r in runs for h in r.hygiene],
                       events={r.run_id: r.events for r in runs})
 
@@ -151,7 +152,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[_Run], Path,
 
 
 def test_seeds_map_to_epochs_in_ascending_order():
-    assert seed_epochs([{"seed": 7}, {"seed": 3}, {"seed": 11}, {"seed": 3}]) == {3: 1, 7: 2, 11: 3}
+    assert seed_epochs([typed_row("run_results", seed=s) for s in (7, 3, 11, 3)]) == {3: 1, 7: 2, 11: 3}
 
 
 def test_one_log_per_suite_and_condition_named_as_inspect_names_logs(written):

@@ -32,7 +32,7 @@ from membench.gateway.recording import Recording
 from membench.gateway.server import GatewaySettings, ModelGateway
 from membench.runner.grid import AFTER_VERDICT, RunConfig, RunUnit, run_unit
 from membench.packs.pack_resolver import open_pack
-from membench.reports.conventions import exclusion_of, valid_run
+from membench.reports.conventions import exclusion_of, run_summary_row, valid_run
 from membench.schemas.events import bounded_text
 
 pytestmark = pytest.mark.integration
@@ -96,7 +96,7 @@ def _run(pack, sandbox, agent, gateway, tmp_path, condition="B0", memory_model=N
                        memory_model=memory_model),
              sandbox, lambda event, datum: events.append(event), agent=agent)
     derived = derive_all(events)
-    summary = next(d.payload for d in derived if d.kind == "RunSummary")
+    summary = run_summary_row(next(d for d in derived if d.kind == "RunSummary"))
     failures = {d.payload["session_index"]: d.payload for d in derived if d.kind == "FailureClassified"}
     return events, summary, failures
 
@@ -126,7 +126,7 @@ def test_a_request_too_large_in_a_session_the_agent_fails_is_its_failure_not_an_
     assert len(upstream.requests) == 3 + 1  # the call and its two retries, then the gateway's probe
     if defended:
         assert call["status"] == "request_failed"
-        assert valid_run(summary) and summary["scored_passed"] is False and not summary["excluded"]
+        assert valid_run(summary) and summary.scored_passed is False and not summary.excluded
         assert (failures[3]["failure_reason"], failures[3]["rule"]) == ("invalid_agent_output", "model_request_failed")
         assert events[-1].payload == {"status": "completed", "error_type": None}
     else:  # the attack's effect when the probe cannot tell the request from the model: the cell leaves
@@ -164,7 +164,7 @@ def test_a_memory_write_after_the_scored_verdict_cannot_exclude_the_cell(
     if session == 1:  # the control: the same outage before the scored session excludes the unit
         assert exclusion_of(summary) == "model_unavailable" and 3 not in failures
         return
-    assert valid_run(summary) and not summary["excluded"] and summary["scored_passed"] is False
+    assert valid_run(summary) and not summary.excluded and summary.scored_passed is False
     assert failures[3]["failure_reason"] is not None and not failures[3]["excluded"]  # the recorded S3 verdict
     assert events[-1].payload == {"status": "completed", "error_type": None}
     notes = [(e.payload["source_kind"], e.payload["text"]["text"]) for e in events
@@ -199,5 +199,5 @@ def test_a_request_the_replay_does_not_hold_is_the_agents_divergence(pack, bwrap
                                      gateway, tmp_path)
     (call,) = _calls(events, "agent")
     assert (call["status"], call["mode"], call["http_status"]) == ("replay_miss", "replay", 400)
-    assert valid_run(summary) and not summary["excluded"]
+    assert valid_run(summary) and not summary.excluded
     assert (failures[3]["failure_reason"], failures[3]["rule"]) == ("invalid_agent_output", "model_replay_diverged")

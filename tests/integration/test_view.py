@@ -43,13 +43,14 @@ def _warehouse_rows(home: Path, run_set: str) -> dict:
     """run_results, session_results and failures of the run set, read by a process of its own (the
     one owner of the chDB path at a time; the run has ended)."""
     script = (
-        "import json, sys\n"
+        "import dataclasses, json, sys\n"
         "from membench.pipeline.settings import load_settings\n"
         "from membench.warehouse.client import connect\n"
         "from membench.warehouse import queries\n"
         "w = connect(load_settings().warehouse, create=False, read_only=True)\n"
         "rs = sys.argv[1]\n"
-        "out = {'runs': queries.run_results(w, rs), 'sessions': queries.session_results(w, rs),\n"
+        "out = {'runs': [dataclasses.asdict(r) for r in queries.run_results(w, rs)],\n"
+        "       'sessions': [dataclasses.asdict(s) for s in queries.session_results(w, rs)],\n"
         "       'failures': w.query_dicts('SELECT run_id, session_index, failure_reason FROM failures '\n"
         "                                 'WHERE run_set = {rs:String} LIMIT 1 BY run_id, session_index', {'rs': rs})}\n"
         "w.close()\n"

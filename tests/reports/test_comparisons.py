@@ -16,6 +16,8 @@ from membench.reports.study import BaselineError, FamilySpec, Study
 from membench.analytics.cells import Cell
 from membench.analytics.compare import compare_family
 from membench.analytics.holm import holm
+from membench.warehouse.rows import RunSummaryRow
+from tests.warehouse.row_fixtures import typed_row
 from tests.reports.test_html import make_report, typed
 
 TASKS = [f"t{i}" for i in range(6)]
@@ -29,11 +31,27 @@ PASSES = {
 EXCLUDED = {("B3", 5, 2)}
 
 
-class NoWarehouse:
-    """A read model that refuses every read."""
+class Constructs:
+    """A read model that answers the runs' constructs (their RunStarted events') from ROWS, and refuses
+    every other read: the section reads nothing else."""
+
+    def __init__(self, rows: list[dict]):
+        self.constructs = {r["run_id"]: r["construct"] for r in rows}
+
+    def run_constructs(self, run_set: str) -> dict[str, str | None]:
+        return dict(self.constructs)
 
     def __getattr__(self, name):
-        raise AssertionError(f"rows carry their construct; the section must not read ({name})")
+        raise AssertionError(f"the section must read only the runs' constructs ({name})")
+
+
+def run_rows(rows: list[dict]) -> list[RunSummaryRow]:
+    """ROWS as the `run_results` rows the read model returns (a run row carries no construct)."""
+    return [typed_row("run_results", **{k: v for k, v in r.items() if k != "construct"}) for r in rows]
+
+
+def section_of(rows: list[dict], **kwargs):
+    return comparisons_section(Constructs(rows), "rs", run_rows(rows), **kwargs)
 
 
 def make_rows(passes=PASSES, excluded=EXCLUDED) -> list[dict]:
@@ -64,7 +82,7 @@ def direct_cells(rows) -> list[Cell]:
 
 def test_p_values_equal_compare_family_on_the_same_cells():
     rows = make_rows()
-    section = to_json(comparisons_section(NoWarehouse(), "rs", rows).comparisons)
+    section = to_json(section_of(rows).comparisons)
     assert section["baseline"] == "B0" and section["family_size"] == 2
     got = section["comparisons"]
     assert [(c["a"], c["b"]) for c in got] == [("B3", "B0"), ("B5", "B0")]
@@ -84,7 +102,7 @@ def test_p_values_equal_compare_family_on_the_same_cells():
 
 
 def test_holm_over_the_family():
-    got = to_json(comparisons_section(NoWarehouse(), "rs", make_rows()).comparisons)["comparisons"]
+    got = to_json(section_of(make_rows()).comparisons)["comparisons"]
     raw = [c["p_clustered"] for c in got]
     assert [c["p_holm"] for c in got] == list(holm(raw).adjusted)
     assert raw[0] != raw[1]
@@ -105,7 +123,7 @@ def test_same_json_as_stats_compare(tmp_path):
                              r["construct"]])
     result = CliRunner().invoke(stats, ["compare", "--cells", str(path), "--pair", "B3:B0", "--pair", "B5:B0"])
     assert result.exit_code == 0, result.output
-    section = to_json(comparisons_section(NoWarehouse(), "rs", rows).comparisons)
+    section = to_json(section_of(rows).comparisons)
     out = json.loads(result.stdout)
     assert out.pop("family")["source"] == "--pair"  # what stats compare adds: which family Holm ran over
     assert out == {"comparisons": section["comparisons"], "family_size": section["family_size"]}
@@ -118,19 +136,19 @@ def test_baseline_choice_and_single_condition():
     assert baseline_of(["B0", "B5"], "B5") == "B5"  # --baseline wins over B0
     rows = [dict(r, condition={"B0": "no_memory", "B3": "curated_file", "B5": "B5"}[r["condition"]])
             for r in make_rows()]
-    got = to_json(comparisons_section(NoWarehouse(), "rs", rows).comparisons)
+    got = to_json(section_of(rows).comparisons)
     assert got["baseline"] == "no_memory"
     assert [(c["a"], c["b"]) for c in got["comparisons"]] == [("B5", "no_memory"), ("curated_file", "no_memory")]
-    only = comparisons_section(NoWarehouse(), "rs", make_rows(passes={"B0": PASSES["B0"]}, excluded=set()))
+    only = section_of(make_rows(passes={"B0": PASSES["B0"]}, excluded=set()))
     assert only.comparisons.comparisons == [] and only.comparisons.family_size == 0
 
 
-def test_construct_from_run_started_when_rows_lack_it():
+def test_construct_from_run_started():
     from membench.bus.emitter import RunEmitter
     from membench.reports.comparisons import _constructs
     from tests.warehouse.read_model_fixtures import in_memory
 
-    rows = [{k: v for k, v in r.items() if k != "construct"} for r in make_rows()]
+    rows = make_rows()
     runs = []
     for r in rows:  # each run's RunStarted names its construct, as event schema v2 has it
         emitted: list = []
@@ -139,12 +157,12 @@ def test_construct_from_run_started_when_rows_lack_it():
             "agent": "scripted:x", "agent_kind": "scripted", "model": None, "budgets": {}, "code_digest": "c",
             "pack_digest": "p", "fixture_digest": "f", "skill_bank_digest": None, "attempt": 1, "construct": "C7"})
         runs.append(emitted)
-    assert set(_constructs(in_memory(runs), "rs", rows).values()) == {"C7"}
+    assert set(_constructs(in_memory(runs), "rs", run_rows(rows)).values()) == {"C7"}
 
 
 def test_resources_means_cost_per_success_and_reductions():
     rows = make_rows()
-    res = to_json(resources_from_rows(rows))
+    res = to_json(resources_from_rows(run_rows(rows)))
     assert res["baseline"] == "B0"
     b0, b3, b5 = (res["conditions"][c] for c in ("B0", "B3", "B5"))
     assert (b0["runs"], b3["runs"], b5["runs"]) == (18, 17, 18)  # the excluded run is not a valid run
@@ -163,19 +181,19 @@ def test_without_b0_or_no_memory_the_baseline_is_refused_not_guessed():
     """B3/B5 without --baseline used to be compared against B3 (sorted first)."""
     rows = [r for r in make_rows() if r["condition"] != "B0"]
     with pytest.raises(BaselineError, match=r"conditions \(B3, B5\) include neither B0 nor no_memory"):
-        comparisons_section(NoWarehouse(), "rs", rows)
+        section_of(rows)
     with pytest.raises(BaselineError, match="--baseline: condition 'B9' is not in the run set"):
-        comparisons_section(NoWarehouse(), "rs", rows, baseline="B9")
-    chosen = comparisons_section(NoWarehouse(), "rs", rows, baseline="B5")
+        section_of(rows, baseline="B9")
+    chosen = section_of(rows, baseline="B5")
     assert chosen.comparisons.baseline == "B5" and chosen.families.baseline_source == "--baseline"
     assert [(c.a, c.b) for c in chosen.comparisons.comparisons] == [("B3", "B5")]
     study = Study(source="s.json", baseline="B3", alpha=0.05, families=())
-    assert comparisons_section(NoWarehouse(), "rs", rows, study=study).families.baseline_source == "study file s.json"
+    assert section_of(rows, study=study).families.baseline_source == "study file s.json"
 
 
 def test_default_family_holm_per_test_effects_and_power():
     rows = make_rows()
-    section = comparisons_section(NoWarehouse(), "rs", rows)
+    section = section_of(rows)
     family, _all_pairs = to_json(section.families)["families"]
     assert (family["name"], family["role"], family["family_size"]) == ("primary", "primary", 2)
     family_result = compare_family(direct_cells(rows), [("B3", "B0"), ("B5", "B0")])
@@ -215,7 +233,7 @@ def test_study_families_holm_within_each_family_and_unavailable_slots():
         FamilySpec("A", "primary", (("B5", "B0"), ("B3", "B0"), ("B7", "B0")), ("clustered", "mcnemar")),
         FamilySpec("B", "sensitivity", (("B5", "B3"),), ("majority",)),
     ))
-    fams = to_json(comparisons_section(NoWarehouse(), "rs", rows, study=study).families)
+    fams = to_json(section_of(rows, study=study).families)
     a, b, _all_pairs = fams["families"]
     assert fams["study"] == "study.json" and a["family_size"] == 3 and b["family_size"] == 1
     assert set(a["comparisons"][0]["tests"]) == {"clustered", "mcnemar"} and a["comparisons"][0]["per_seed"] is None
@@ -240,7 +258,7 @@ def test_markdown_and_html_state_the_minimum_detectable_difference():
     from membench.reports.html.study import families_html
     from membench.reports.markdown import _families_markdown
 
-    section = comparisons_section(NoWarehouse(), "rs", make_rows())
+    section = section_of(make_rows())
     report = typed(make_report(families=to_json(section.families)))
     power = to_json(report)["families"]["families"][0]["comparisons"][1]["power"]
     mdd = power["detectable"][0]

@@ -9,6 +9,8 @@ import pytest
 
 from membench.reports.effort import condition_efforts, condition_pass_hat_k, effort_markdown, effort_row, memory_call_row
 from membench.reports.model import ConditionEffort, ConditionSummary, PassHatK, from_json, to_json
+from membench.warehouse.rows import RunSummaryRow
+from tests.warehouse.row_fixtures import typed_row
 from tests.reports.test_html import make_report, render_html, render_markdown, typed
 
 
@@ -18,11 +20,11 @@ def _entry(**entry) -> ConditionSummary:
 
 
 def row(condition: str, task: str, seed: int, passed: bool, *, tokens=(100, 20), ms=2000, sessions=2, memory=0,
-        excluded=False, status="completed") -> dict:
-    return {"run_id": f"{condition}-{task}-{seed}", "condition": condition, "task": task, "seed": seed,
+        excluded=False, status="completed") -> RunSummaryRow:
+    return typed_row("run_results", **{"run_id": f"{condition}-{task}-{seed}", "condition": condition, "task": task, "seed": seed,
             "status": status, "excluded": excluded, "exclusion_reason": "isolation_unavailable" if excluded else None,
             "error_type": None, "scored_passed": passed, "input_tokens": tokens[0], "output_tokens": tokens[1],
-            "duration_ms": ms, "sessions": sessions, "memory_tokens_admitted": memory}
+            "duration_ms": ms, "sessions": sessions, "memory_tokens_admitted": memory})
 
 
 RUNS = [
@@ -106,7 +108,7 @@ def test_the_figures_are_part_of_each_condition_in_report_json_and_round_trip():
 
 
 def test_condition_names_stay_inert_in_the_html_table():
-    runs = [dict(row("B0", "t1", 1, True), condition="<b>evil&co</b>")]
+    runs = [replace(row("B0", "t1", 1, True), condition="<b>evil&co</b>")]
     report = make_report()
     for entry in report["conditions"]:
         if entry["condition"] == "<b>evil&co</b>":

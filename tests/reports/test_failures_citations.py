@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from membench.reports.failures import failures_section
 from membench.warehouse.read_model import WarehouseReadModel
-from tests.warehouse.row_fixtures import full_row
+from tests.warehouse.row_fixtures import full_row, typed_row
 
-RUNS = [{"run_id": f"r{i}", "condition": "B0"} for i in range(3)]
+RUNS = [typed_row("run_results", run_id=f"r{i}", condition="B0") for i in range(3)]
 
 
 class Contracts:

@@ -16,9 +16,9 @@ from itertools import permutations
 
 from membench.reports.failures import failures_section
 from membench.warehouse.read_model import WarehouseReadModel
-from tests.warehouse.row_fixtures import full_row
+from tests.warehouse.row_fixtures import full_row, typed_row
 
-RUNS = [{"run_id": f"r{i}", "condition": "B5"} for i in range(3)]
+RUNS = [typed_row("run_results", run_id=f"r{i}", condition="B5") for i in range(3)]
 CONTRACTS = [
     {"run_id": "r0", "session_index": 3, "memory_contract_status": "failed",
      "runtime_contract_failure_reason": "stale_memory_used", "memory_helped": False, "memory_hurt": True},

@@ -38,7 +38,7 @@ def _raise(task, session):
 def test_an_exception_after_the_agent_started_fails_the_session_and_the_run_goes_on(pack, bwrap_sandbox, tmp_path):
     events, summary, failures = run_smoke_unit(pack, bwrap_sandbox, WorkAgent(_raise), tmp_path)
     assert events[-1].payload == {"status": "completed", "error_type": None}
-    assert valid_run(summary) and summary["scored_passed"] is False
+    assert valid_run(summary) and summary.scored_passed is False
     assert sorted(failures) == [1, 2, 3]  # every session ran, each failed by name
     assert {(f["failure_reason"], f["rule"], f["excluded"]) for f in failures.values()} == {
         ("harness_error", "harness_exception_after_agent_started", False)}
@@ -75,7 +75,7 @@ def test_an_exception_before_the_agent_started_still_excludes_and_after_it_fails
     monkeypatch.setattr(runner, "make_memory", lambda *a, **k: _BrokenMemory(fail_read=False))
     events, summary, _ = run_smoke_unit(pack, bwrap_sandbox, WorkAgent(lambda task, session: None), tmp_path)
     assert events[-1].payload == {"status": "completed", "error_type": "harness_error:RuntimeError"}
-    assert valid_run(summary) and summary["scored_passed"] is False
+    assert valid_run(summary) and summary.scored_passed is False
 
 
 class _BreaksOn:
@@ -106,7 +106,7 @@ def test_isolation_that_fails_only_on_the_agents_tree_fails_the_session(pack, bw
     events, summary, failures = run_smoke_unit(pack, _BreaksOn(bwrap_sandbox),
                                                WorkAgent(_break_scored_session), tmp_path)
     assert events[-1].payload["status"] == "completed"
-    assert valid_run(summary) and summary["scored_passed"] is False
+    assert valid_run(summary) and summary.scored_passed is False
     assert (failures[3]["failure_reason"], failures[3]["rule"]) == ("invalid_agent_output",
                                                                     "scoring_failed_only_on_agent_tree")
     probe = [e for e in events if e.kind == "Turn" and e.payload["source_kind"] == "isolation_probe"]

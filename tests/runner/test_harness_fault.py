@@ -21,7 +21,7 @@ import membench.runner.grid as runner
 from membench.processors import derive_all
 from membench.runner.grid import RunConfig
 from membench.packs.pack_resolver import open_pack
-from membench.reports.conventions import exclusion_of, valid_run
+from membench.reports.conventions import exclusion_of, run_summary_row, valid_run
 from membench.sandbox.scoring import ScoreResult
 from membench.sandbox.workspace import TreeDiff
 from tests.sandbox.broken_toolchain import PytestlessToolchain, says_pytest_is_missing
@@ -68,7 +68,7 @@ def test_a_patch_that_exits_at_import_fails_and_is_never_excluded(pack, bwrap_sa
     events, summary, failures = run_smoke_unit(pack, bwrap_sandbox,
                                                WorkAgent(_exit_at_import, "test:harness"), tmp_path)
     assert events[-1].payload == {"status": "completed", "error_type": None}
-    assert valid_run(summary) and summary["scored_passed"] is False
+    assert valid_run(summary) and summary.scored_passed is False
     assert {f["failure_reason"] for f in failures.values()} == {"test_failure"}
     assert _turns(events, "harness_fault") == [] and _turns(events, "harness_probe") == []
 
@@ -82,7 +82,7 @@ def test_a_tree_that_starves_the_harness_while_the_base_does_not_fails_the_sessi
     starving = PytestlessToolchain(bwrap_sandbox, only_with=MARKER)
     events, summary, failures = run_smoke_unit(pack, starving, WorkAgent(_starve_the_harness, "test:harness"), tmp_path)
     assert events[-1].payload == {"status": "completed", "error_type": None}
-    assert valid_run(summary) and summary["scored_passed"] is False
+    assert valid_run(summary) and summary.scored_passed is False
     assert {f["failure_reason"] for f in failures.values()} == {"test_failure"}
     assert {e.payload["outcome"] for e in events if e.kind == "OracleVerdict"} == {"fail"}
     probes = _turns(events, "harness_probe")
@@ -112,5 +112,5 @@ def test_a_transfer_learning_task_without_pytest_excludes_its_unit_as_a_harness_
     assert events[-1].payload == {"status": "excluded", "error_type": "harness_fault"}
     assert [e.payload["outcome"] for e in events if e.kind == "OracleVerdict"] == ["harness_fault"]
     assert says_pytest_is_missing(_turns(events, "harness_fault")[0])
-    summary = next(d.payload for d in derive_all(events) if d.kind == "RunSummary")
+    summary = run_summary_row(next(d for d in derive_all(events) if d.kind == "RunSummary"))
     assert exclusion_of(summary) == "harness_fault"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from membench.processors import derive_all
 from membench.agents.base import AgentOutcome
+from membench.reports.conventions import run_summary_row
 from membench.runner.grid import RunConfig, RunUnit, run_unit
 from membench.schemas.events import bounded_text
 
@@ -28,12 +29,12 @@ class WorkAgent:
 
 
 def run_smoke_unit(pack, sandbox, agent, tmp_path, condition: str = "B0"):
-    """(events, RunSummary payload, {session index: FailureClassified payload}) of SEQ under CONDITION, seed 1."""
+    """(events, the run's `run_results` row, {session index: FailureClassified payload}) of SEQ under CONDITION, seed 1."""
     events = []
     run_unit(pack, RunUnit("smoke", SEQ, condition, 1),
              RunConfig("rs", agent.name, oracle_timeout_s=60, blob_dir=tmp_path / "blobs"),
              sandbox, lambda event, datum: events.append(event), agent=agent)
     derived = derive_all(events)
-    summary = next(d.payload for d in derived if d.kind == "RunSummary")
+    summary = run_summary_row(next(d for d in derived if d.kind == "RunSummary"))
     failures = {d.payload["session_index"]: d.payload for d in derived if d.kind == "FailureClassified"}
     return events, summary, failures

@@ -11,6 +11,7 @@ from membench.gateway.server import ModelUnavailable
 from membench.runner.grid import AFTER_VERDICT
 from membench.transfer_protocol.transfer_units import _close, _Progress, _user_says, _user_says_after_verdict
 from membench.reports.conventions import valid_run
+from tests.warehouse.row_fixtures import typed_row
 
 
 def _closed(acted: bool) -> tuple[dict, list]:
@@ -28,14 +29,14 @@ def _closed(acted: bool) -> tuple[dict, list]:
 def test_after_the_agent_started_an_exception_is_a_failed_run():
     ended, events = _closed(acted=True)
     assert ended == {"status": "completed", "error_type": "harness_error:UnicodeEncodeError"}
-    assert valid_run({"excluded": False, "status": ended["status"]})
+    assert valid_run(typed_row("run_results", excluded=False, status=ended["status"]))
     assert any(e.kind == "Turn" and e.payload["source_kind"] == "harness_error" for e in events)
 
 
 def test_control_before_the_agent_started_the_same_exception_excludes():
     ended, _ = _closed(acted=False)
     assert ended == {"status": "error", "error_type": "task_exception:UnicodeEncodeError"}
-    assert not valid_run({"excluded": False, "status": ended["status"]})
+    assert not valid_run(typed_row("run_results", excluded=False, status=ended["status"]))
 
 
 def test_a_harness_fault_proven_on_the_base_checkout_excludes_even_after_the_agent_started():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from membench.warehouse.rows import ROW_TYPES
 from membench.warehouse.tables import table_columns
 
 _ZERO = {"String": "", "Int32": 0, "Int64": 0, "UInt64": 0, "Bool": False, "Float64": 0.0}
@@ -27,3 +28,8 @@ def full_row(table: str, **fields: Any) -> dict[str, Any]:
     if unknown:
         raise KeyError(f"{table} has no column {sorted(unknown)}")
     return {name: fields.get(name, _zero(typ)) for name, typ in columns.items()}
+
+
+def typed_row(table: str, **fields: Any) -> Any:
+    """`full_row` as the typed read returns it: TABLE's row type (membench/warehouse/rows.py), an Array a tuple."""
+    return ROW_TYPES[table](**{k: tuple(v) if isinstance(v, list) else v for k, v in full_row(table, **fields).items()})

@@ -75,7 +75,7 @@ def test_every_read_and_the_report_match_the_warehouse(tmp_path, case):
             assert differing_reads(sql, memory, run_set, NEEDLES) == [], run_set
         assert sql.agent_visible_hits("rs", NEEDLES), "the needles must be found for the positions to be compared"
         if case == "canary":  # the byte positions and the blob rows are there to compare
-            assert any(0 < p for row in sql.agent_visible_hits("rs", ["é"]) for p in row["at"])
+            assert any(0 < p for row in sql.agent_visible_hits("rs", ["é"]) for p in row.at)
             assert sql.diffs_stored_as_blobs("rs", ("production_diff",))
         assert json.dumps(to_json(build_report(sql, "rs"))) == json.dumps(to_json(build_report(memory, "rs")))
     finally:
@@ -159,3 +159,24 @@ def test_a_report_from_memory_imports_no_engine():
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=root)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_the_viewers_run_rows_are_the_warehouses(tmp_path):
+    """The live viewer hands the report's cell rules the RunSummary events it folded, as rows
+    (`run_summary_row`): each is the `run_results` row the sink wrote of it, every column and its type,
+    excluded and errored runs included."""
+    from membench.processors import derive_all
+    from membench.reports.conventions import run_summary_row
+
+    runs = _with_baseline_exclusions()
+    warehouse = connect(f"chdb://{tmp_path / 'wh'}")
+    try:
+        load_warehouse(warehouse, runs)
+        stored = WarehouseReadModel(warehouse).run_results("rs")
+    finally:
+        warehouse.close()
+    folded = {d.run_id: run_summary_row(d) for events in runs for d in derive_all(events) if d.kind == "RunSummary"}
+    assert len(stored) == len(runs) and {r.status for r in stored} > {"completed"}
+    for row in stored:
+        assert [(f, type(v), v) for f, v in vars(folded[row.run_id]).items()] == \
+            [(f, type(v), v) for f, v in vars(row).items()]
