@@ -23,8 +23,6 @@ from tests.conftest import run_cli
 
 pytestmark = pytest.mark.integration
 
-RUN = ("run", "smoke", "--conditions", "B0,B5", "--agent", "scripted:memory-literal")
-
 
 @pytest.fixture(scope="module")
 def smoke_home(smoke_run_set) -> Path:
@@ -185,9 +183,13 @@ def test_the_page_follows_a_run_while_it_runs(bwrap_sandbox, tmp_path, browser):
     with viewer(home) as url, page_of(browser) as (page, problems):
         page.goto(url + "#/rs/LIVE")
         env = {**os.environ, "MEMBENCH_HOME": str(home)}
-        # one worker: units end one at a time, so a loaded machine's slower polls still see the count
-        # between 0 and 6 (two workers could end the grid between two polls)
-        run = subprocess.Popen([sys.executable, "-m", "membench", *RUN, "--seeds", "1", "--run-set", "LIVE",
+        # one worker, and an agent that takes a second a session (changing nothing): units end one at a
+        # time, seconds apart, so the page's polls (every 1.5 s) see the count between 0 and 6 whether
+        # the machine is idle or loaded (the scripted agent's six units can end within two polls)
+        agent = tmp_path / "slow_agent.py"
+        agent.write_text('import json, time\ntime.sleep(1)\nprint(json.dumps({"type": "turn", "text": "waited"}))\n')
+        run = subprocess.Popen([sys.executable, "-m", "membench", "run", "smoke", "--conditions", "B0,B5",
+                                "--agent", f"command:{agent}", "--seeds", "1", "--run-set", "LIVE",
                                 "--workers", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env=env, cwd=str(home.parent))
         seen_while_running: list[int] = []
@@ -213,7 +215,10 @@ def test_the_page_follows_a_run_while_it_runs(bwrap_sandbox, tmp_path, browser):
         from playwright.sync_api import expect  # (the page's CSP forbids evaluating strings: no wait_for_function)
 
         expect(page.locator("#total-completed")).to_have_text("6", timeout=60_000)
-        assert page.locator("#progress tr[data-condition='B5'] td[data-field='passed']").inner_text() == "3"
+        report = json.loads((home / "runs" / "LIVE" / "report.json").read_text(encoding="utf-8"))
+        for summary in report["conditions"]:  # the page's figures are the run's report's
+            cell = page.locator(f"#progress tr[data-condition='{summary['condition']}'] td[data-field='passed']")
+            assert cell.inner_text() == str(summary["passed"]), summary["condition"]
         assert problems == [] or all("404" in p for p in problems), problems  # before the log existed: 404s
 
 
