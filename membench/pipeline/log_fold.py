@@ -5,7 +5,7 @@ publishes), with its Avro datum and what it derived. What reads a log into a sto
 (`read_model_from_log`).
 
 A payload is the event as decoded from the log, so it also names the optional fields its producer
-left at their default; the embedded warehouse holds the payload as published (docs/design.md §8, the read model).
+left at their default, as every sink's raw row does (membench/warehouse/sink.py).
 """
 
 from __future__ import annotations

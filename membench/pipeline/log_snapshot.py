@@ -12,9 +12,8 @@ run uses, and the read-only command queries that.
 What the snapshot holds, stated with the answer (`Snapshot.note`): every event the logs held when
 it was taken. A unit still running has its raw events and its derived rows so far, but no
 `run_results` row until its RunEnded is in the log; a run set written to Kafka has no log here and
-is not in the snapshot. A raw row's `payload` is the event as decoded from the log, so it also
-names the optional fields the producer left at their default (the warehouse's row holds the
-payload as published): the same values, a longer JSON text. The owner's warehouse is never
+is not in the snapshot. A raw row's `payload` is the event as decoded from the log, as the sinks
+write it (membench/warehouse/sink.py): the rows the owner's sink writes. The owner's warehouse is never
 opened, and nothing is written under MEMBENCH_HOME.
 
 `membench report` does not read a snapshot: a report is checked against the run set's log root,

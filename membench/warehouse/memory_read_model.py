@@ -15,9 +15,8 @@ this module must change with it: tests/integration/test_read_model_parity.py bui
 real run sets from both and compares them byte for byte, and every read one by one.
 
 Rows that tie on a query's whole ORDER BY (which ClickHouse returns in no promised order) come here
-in the order they were added. A run set fed from its log holds each payload as decoded from the log
-(`membench.pipeline.log_fold`); the embedded warehouse holds it as published, which may leave out
-a field at its default (docs/design.md §8, the read model).
+in the order they were added. Each raw row is made from the event's bytes (`decoded_row`), as every
+sink makes it: its payload names the optional fields a producer left at their default.
 
 No engine is imported: a report test builds its input here without chDB.
 """
