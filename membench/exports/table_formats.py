@@ -65,12 +65,6 @@ def table_key(table: str) -> tuple[str, tuple[str, ...]]:
     return "derived_id", order
 
 
-def table_query(table: str) -> str:
-    """The rows of TABLE that belong to the run set {rs:String}, each once, in key order."""
-    ident, order = table_key(table)
-    return queries.table_export_statement(table, ident, order)
-
-
 @dataclass(frozen=True)
 class TableFile:
     table: str
@@ -94,8 +88,9 @@ def export_parquet(warehouse: Any, run_set: str, out_dir: Path) -> list[TableFil
     try:
         written = []
         for table in tables:
-            ident, _ = table_key(table)
-            data = raw_query(warehouse, table_query(table), "Parquet", {"rs": run_set})
+            ident, order = table_key(table)  # the rows as `membench.frames` reads them: once each, in key order
+            sql, parameters = queries.table_statement(table, run_set, ident, order)
+            data = raw_query(warehouse, sql, "Parquet", parameters)
             rows = queries.distinct_rows(warehouse, table, ident, run_set)
             name = f"{table}.parquet"
             (staging / name).write_bytes(data)

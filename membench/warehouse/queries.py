@@ -524,15 +524,6 @@ def has_raw_events(warehouse: WarehouseReader, run_set: str) -> bool:
         "SELECT 1 FROM trajectory_events WHERE run_set = {rs:String} LIMIT 1", {"rs": run_set}))
 
 
-def table_export_statement(table: str, ident: str, order: tuple[str, ...]) -> str:
-    """The rows of TABLE (one of `audited_tables()`) that belong to the run set {rs:String}, each
-    once (by IDENT), in ORDER then IDENT: what an export writes, in the format the caller asks for."""
-    if table not in audited_tables():
-        raise ValueError(f"unknown table '{table}' (known: {', '.join(audited_tables())})")
-    return (f"SELECT * FROM {table} WHERE run_set = {{rs:String}} "
-            f"ORDER BY {', '.join(order)}, {ident} LIMIT 1 BY {ident}")
-
-
 def distinct_rows(warehouse: WarehouseReader, table: str, ident: str, run_set: str) -> int:
     """Rows of TABLE (one of `audited_tables()`) of the run set, each IDENT once."""
     if table not in audited_tables():
