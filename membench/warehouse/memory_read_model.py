@@ -31,6 +31,7 @@ from membench.schemas.derived import DerivedEvent
 from membench.schemas.events import Event
 from membench.schemas.log_root import log_root as root_of
 from membench.warehouse import rows
+from membench.warehouse.queries import typed_rows
 from membench.warehouse.raw_rows import AgentVisibleHit, DiffField, RunStart, SessionStart, StoredBlobDiff
 from membench.warehouse.sink import decoded_row, derived_table_rows
 from membench.warehouse.tables import TRAJECTORY_COLUMNS, derived_columns, table_for_kind
@@ -77,11 +78,6 @@ def _json_extract_raw_blank(payload: dict[str, Any], key: str) -> int:
 def _positions(haystack: bytes, needles: list[bytes]) -> list[int]:
     """`multiSearchAllPositions`: each needle's first 1-based byte position, 0 when absent."""
     return [haystack.find(needle) + 1 for needle in needles]
-
-
-def _rows(row_type: type[_R], found: list[dict[str, Any]]) -> list[_R]:
-    """`queries._typed`: each held row as ROW_TYPE (an Array column a tuple)."""
-    return [row_type(**{k: tuple(v) if isinstance(v, list) else v for k, v in r.items()}) for r in found]
 
 
 def _first_by(items: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], Any]) -> list[dict[str, Any]]:
@@ -144,7 +140,7 @@ class InMemoryReadModel:
         """`queries._derived_rows`: the run set's rows (a derived id once, as held), WHERE, in ORDER."""
         found = [r for r in self._table(table, run_set) if where is None or where(r)]
         found.sort(key=lambda r: tuple(r[c] for c in order))
-        return _rows(row_type, found)
+        return typed_rows(row_type, found)
 
     def _session_started(self, run_set: str) -> list[dict[str, Any]]:
         """SessionStarted rows ORDER BY run_id, seq LIMIT 1 BY event_id."""
@@ -162,11 +158,11 @@ class InMemoryReadModel:
         per_run = _first_by(self._table("run_results", run_set), lambda r: r["run_id"])
         per_run.sort(key=lambda r: (r["unit_id"], -(r["status"] == "completed"),
                                     -(r["status"] in ("completed", "excluded")), -r["source_seq"]))
-        return _rows(rows.RunSummaryRow, _first_by(per_run, lambda r: r["unit_id"]))
+        return typed_rows(rows.RunSummaryRow, _first_by(per_run, lambda r: r["unit_id"]))
 
     def session_results(self, run_set: str) -> list[rows.SessionVerdictRow]:
         found = sorted(self._table("session_results", run_set), key=lambda r: (r["run_id"], r["session_index"]))
-        return _rows(rows.SessionVerdictRow, _first_by(found, lambda r: (r["run_id"], r["session_index"])))
+        return typed_rows(rows.SessionVerdictRow, _first_by(found, lambda r: (r["run_id"], r["session_index"])))
 
     def run_started(self, run_set: str) -> list[RunStart]:
         found = sorted(self._raw_of(run_set, "RunStarted"), key=lambda r: r["run_id"])

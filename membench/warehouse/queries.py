@@ -17,7 +17,7 @@ def run_results(warehouse: WarehouseReader, run_set: str) -> list[rows.RunSummar
     unavailable, see `completed_units`), so there is at most one of each —, else the longest of its
     other attempts (an error, or an attempt abandoned by a crash: not a valid cell either way).
     LIMIT 1 BY guards retried inserts."""
-    return _typed(rows.RunSummaryRow, warehouse.query_dicts(
+    return typed_rows(rows.RunSummaryRow, warehouse.query_dicts(
         "SELECT * FROM (SELECT * FROM run_results WHERE run_set = {rs:String} LIMIT 1 BY run_id) "
         "ORDER BY unit_id, status = 'completed' DESC, status IN ('completed', 'excluded') DESC, source_seq DESC "
         "LIMIT 1 BY unit_id",
@@ -27,7 +27,7 @@ def run_results(warehouse: WarehouseReader, run_set: str) -> list[rows.RunSummar
 
 def session_results(warehouse: WarehouseReader, run_set: str) -> list[rows.SessionVerdictRow]:
     """Every session's verdict row of the run set, by run and session index (a retried insert once)."""
-    return _typed(rows.SessionVerdictRow, warehouse.query_dicts(
+    return typed_rows(rows.SessionVerdictRow, warehouse.query_dicts(
         "SELECT * FROM session_results WHERE run_set = {rs:String} "
         "ORDER BY run_id, session_index LIMIT 1 BY run_id, session_index",
         {"rs": run_set},
@@ -281,7 +281,8 @@ def session_starts(warehouse: WarehouseReader, run_set: str) -> dict[str, list[S
 _R = TypeVar("_R")
 
 
-def _typed(row_type: type[_R], rows: list[dict[str, Any]]) -> list[_R]:
+def typed_rows(row_type: type[_R], rows: list[dict[str, Any]]) -> list[_R]:
+    """Each row as ROW_TYPE (an Array column a tuple): the SQL reads' rows, and the in-memory model's."""
     return [row_type(**{k: tuple(v) if isinstance(v, list) else v for k, v in row.items()}) for row in rows]
 
 
@@ -289,7 +290,7 @@ def _derived_rows(warehouse: WarehouseReader, row_type: type[_R], table: str, ru
                   order: str = "run_id, derived_id") -> list[_R]:
     """Every row of a derived table of one run set (a retried insert once), in ORDER: the rows come
     in whatever order the warehouse reads its parts, and a report must not."""
-    return _typed(row_type, warehouse.query_dicts(
+    return typed_rows(row_type, warehouse.query_dicts(
         f"SELECT * FROM {table} WHERE run_set = {{rs:String}} {where} ORDER BY {order} LIMIT 1 BY derived_id",
         {"rs": run_set}))
 
