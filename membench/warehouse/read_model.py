@@ -84,11 +84,7 @@ class ReadModel(Protocol):
 
 
 # the names of the reads, in the protocol's order: what a parity check walks
-READS = ("run_results", "session_results", "run_started", "run_constructs", "scored_clean_start", "session_starts",
-         "event_count", "log_root", "verdict_isolation", "model_usage", "run_model_costs", "scored_failures",
-         "scored_contracts", "scored_hygiene", "transfer_results", "has_transfer_results", "transfer_dimensions",
-         "transfer_cases", "transfer_hard_caps", "skill_banks", "run_end_reasons", "memory_uses",
-         "agent_visible_totals", "agent_visible_hits", "diffs_stored_as_blobs")
+READS = tuple(name for name in vars(ReadModel) if not name.startswith("_"))
 
 
 class WarehouseReadModel:
